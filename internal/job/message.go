@@ -1,0 +1,85 @@
+package job
+
+import (
+	"bytes"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"strconv"
+
+	"github.com/batonhq/baton/internal/ledger"
+	"github.com/batonhq/baton/internal/queue"
+)
+
+// MessageVersion is the version of the message body this code writes.
+const MessageVersion = 1
+
+// Message attribute names, set alongside the body so operators can filter
+// and inspect without decoding it.
+const (
+	AttrKey   = "baton-key"
+	AttrFence = "baton-fence"
+	AttrError = "baton-error" // set on messages forwarded to the dead-letter queue
+)
+
+// ErrMalformed matches every error DecodeMessage returns.
+var ErrMalformed = errors.New("malformed message")
+
+// Message is the body of one item's queue message. Key is the idempotency
+// key; it is carried whole so that a message redriven from a dead-letter
+// queue is still recognised.
+type Message struct {
+	Version int    `json:"v"`
+	Key     string `json:"key"`
+	Fence   int64  `json:"fence"`
+	Derived bool   `json:"derived,omitempty"`
+}
+
+// NewMessage builds the message for key.
+func NewMessage(key ledger.ItemKey, fence int64, derived bool) Message {
+	return Message{Version: MessageVersion, Key: key.String(), Fence: fence, Derived: derived}
+}
+
+// ItemKey parses m.Key.
+func (m Message) ItemKey() (ledger.ItemKey, error) { return ledger.ParseItemKey(m.Key) }
+
+// Encode returns the queue message for m.
+func (m Message) Encode() []byte {
+	b, _ := json.Marshal(m) // cannot fail: plain fields
+	return b
+}
+
+// QueueMessage returns m as an outgoing queue message with its attributes.
+func (m Message) QueueMessage() queue.Message {
+	return queue.Message{Body: m.Encode(), Attributes: map[string]string{
+		AttrKey:   m.Key,
+		AttrFence: strconv.FormatInt(m.Fence, 10),
+	}}
+}
+
+// DecodeMessage parses and validates a message body. Every error matches
+// ErrMalformed and names what is wrong.
+func DecodeMessage(body []byte) (Message, error) {
+	var m Message
+	dec := json.NewDecoder(bytes.NewReader(body))
+	dec.DisallowUnknownFields()
+	if err := dec.Decode(&m); err != nil {
+		return Message{}, fmt.Errorf("%w: body is not a baton item message: %v", ErrMalformed, err)
+	}
+	if dec.More() {
+		return Message{}, fmt.Errorf("%w: trailing data after the JSON object", ErrMalformed)
+	}
+	if m.Version != MessageVersion {
+		return Message{}, fmt.Errorf("%w: field \"v\": version %d, want %d", ErrMalformed, m.Version, MessageVersion)
+	}
+	if m.Key == "" {
+		return Message{}, fmt.Errorf("%w: field \"key\" is missing", ErrMalformed)
+	}
+	if _, err := ledger.ParseItemKey(m.Key); err != nil {
+		return Message{}, fmt.Errorf("%w: field \"key\": %v", ErrMalformed, err)
+	}
+	if m.Fence < 0 {
+		return Message{}, fmt.Errorf("%w: field \"fence\" is negative", ErrMalformed)
+	}
+	return m, nil
+}

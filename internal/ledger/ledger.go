@@ -1,0 +1,271 @@
+// Package ledger is the port for the durable state of runs and items.
+//
+// A run is the execution of one tick (job, nominal time). One record per
+// tick holds its current generation: generation 1 is the scheduled run, a
+// forced replay opens generation 2, 3, … in the same record. An item is
+// (run, asset); its record is keyed by the item's idempotency key, which
+// includes the generation, so items of different generations never meet.
+//
+// Every method is one conditional write on one record (or one read): no
+// method spans records, so every adapter can implement it without
+// multi-record transactions. Time is always an input (Now), compared with
+// absolute times stored in the records.
+//
+// Implementations must pass the conformance suite in
+// internal/ledger/ledgertest.
+package ledger
+
+import (
+	"context"
+	"errors"
+	"time"
+)
+
+// Sentinel errors. Adapters translate backend errors into these; callers
+// test with errors.Is. Where a method documents that it returns the current
+// record along with one of these errors, the record is the one that made
+// the condition fail.
+var (
+	// ErrNotFound: no such run or item.
+	ErrNotFound = errors.New("not found")
+	// ErrHeld: the item is RUNNING under another owner whose lease is live.
+	ErrHeld = errors.New("item held by a live owner")
+	// ErrTerminal: the item is SUCCEEDED, DEAD or CANCELLED (or the run is
+	// complete or partial); terminal records are never overwritten.
+	ErrTerminal = errors.New("already terminal")
+	// ErrConflict: the caller's owner, attempt, fence, generation or
+	// expected state do not match the record.
+	ErrConflict = errors.New("conflicting state")
+)
+
+// RunState is the state of a run.
+type RunState string
+
+const (
+	RunFanningOut RunState = "fanning_out" // messages being enqueued; Cursor says how far
+	RunFannedOut  RunState = "fanned_out"  // every catalog asset enqueued; Total is set
+	RunComplete   RunState = "complete"    // every item SUCCEEDED (terminal)
+	RunPartial    RunState = "partial"     // every item terminal, some DEAD or CANCELLED (terminal)
+)
+
+// Finished reports whether s is terminal.
+func (s RunState) Finished() bool { return s == RunComplete || s == RunPartial }
+
+// ItemState is the state of an item.
+type ItemState string
+
+const (
+	ItemRunning   ItemState = "RUNNING"
+	ItemSucceeded ItemState = "SUCCEEDED" // terminal
+	ItemFailed    ItemState = "FAILED"
+	ItemDead      ItemState = "DEAD"      // terminal
+	ItemCancelled ItemState = "CANCELLED" // terminal
+)
+
+// Terminal reports whether s is SUCCEEDED, DEAD or CANCELLED.
+func (s ItemState) Terminal() bool {
+	return s == ItemSucceeded || s == ItemDead || s == ItemCancelled
+}
+
+// Run is the record of one tick's current generation.
+type Run struct {
+	ID         RunID
+	State      RunState
+	Cursor     int   // catalog entries enqueued so far (fanning_out)
+	Total      int   // catalog entries enqueued in all (set by fanned_out)
+	Fence      int64 // fence of the latest coordinator that opened or advanced it
+	OpenedAt   time.Time
+	UpdatedAt  time.Time
+	FinishedAt time.Time // zero until complete or partial
+	// Counts per item state, set when the run is finished.
+	Succeeded, Dead, Cancelled int
+}
+
+// Item is the record of one (run, asset).
+type Item struct {
+	Key        ItemKey
+	State      ItemState
+	Owner      string    // owner of the latest claim
+	Attempt    int       // incremented by every successful claim
+	LeaseUntil time.Time // RUNNING only: claimable by another owner once LeaseUntil+skew <= now
+	Fence      int64     // fence carried by the message of the latest claim
+	Error      string    // last failure reason (FAILED, DEAD) or cancel reason
+	Result     []byte    // processor result (SUCCEEDED)
+	CreatedAt  time.Time // first claim (or cancel)
+	StartedAt  time.Time // latest claim
+	FinishedAt time.Time // time it became terminal
+	UpdatedAt  time.Time
+}
+
+// OpenOutcome says what OpenRun did.
+type OpenOutcome string
+
+const (
+	// Opened: a new run record (generation 1) or a new generation was written.
+	Opened OpenOutcome = "opened"
+	// Resumed: the tick's run is still fanning out; the caller continues
+	// from its Cursor. The record's Fence now is the caller's.
+	Resumed OpenOutcome = "resumed"
+	// AlreadyFannedOut: the run is fanned out or finished and Force was not
+	// set; nothing was written.
+	AlreadyFannedOut OpenOutcome = "already_fanned_out"
+)
+
+// OpenRunParams are the inputs of Store.OpenRun.
+type OpenRunParams struct {
+	Job     string
+	Nominal time.Time // the tick's nominal time (UTC)
+	Fence   int64     // fence of the caller's lease
+	// Force opens the next generation whatever the current run's state.
+	Force bool
+	Now   time.Time
+}
+
+// AdvanceRunParams are the inputs of Store.AdvanceRun.
+type AdvanceRunParams struct {
+	ID     RunID
+	Fence  int64
+	Cursor int  // new cursor; must not be below the stored one
+	Done   bool // fan-out finished: state becomes fanned_out, Total = Cursor
+	Now    time.Time
+}
+
+// FinishRunParams are the inputs of Store.FinishRun.
+type FinishRunParams struct {
+	ID                         RunID
+	Succeeded, Dead, Cancelled int
+	Now                        time.Time
+}
+
+// ListRunsParams are the inputs of Store.ListRuns.
+type ListRunsParams struct {
+	Job    string
+	Before time.Time // only runs with Nominal before this; zero: no bound
+	Limit  int       // at most this many; 0 means 20
+}
+
+// ClaimParams are the inputs of Store.Claim.
+type ClaimParams struct {
+	Key        ItemKey
+	Owner      string
+	LeaseUntil time.Time // absolute expiry of the claim
+	Fence      int64     // fence carried by the message
+	// MaxAttempts bounds claims: a claimable item whose Attempt already
+	// reached MaxAttempts is marked DEAD instead. 0 means no bound.
+	MaxAttempts int
+	Skew        time.Duration // clock-skew allowance on LeaseUntil
+	Now         time.Time
+}
+
+// CompleteParams are the inputs of Store.Complete.
+type CompleteParams struct {
+	Key     ItemKey
+	Owner   string
+	Attempt int
+	Result  []byte
+	Now     time.Time
+}
+
+// FailParams are the inputs of Store.Fail.
+type FailParams struct {
+	Key     ItemKey
+	Owner   string
+	Attempt int
+	Reason  string
+	// Permanent sends the item to DEAD whatever its attempt count.
+	Permanent bool
+	// MaxAttempts: a failure at Attempt >= MaxAttempts is DEAD. 0: no bound.
+	MaxAttempts int
+	Now         time.Time
+}
+
+// ReleaseParams are the inputs of Store.Release.
+type ReleaseParams struct {
+	Key     ItemKey
+	Owner   string
+	Attempt int
+	Now     time.Time
+}
+
+// CancelParams are the inputs of Store.Cancel.
+type CancelParams struct {
+	Key    ItemKey
+	Reason string
+	Now    time.Time
+}
+
+// Store holds runs and items. All methods may be called concurrently, from
+// several processes.
+type Store interface {
+	// OpenRun opens or resumes the run of the tick (Job, Nominal).
+	//  - No record: writes generation 1, fanning_out, Cursor 0 → Opened.
+	//  - fanning_out and not Force: sets Fence if the caller's is higher
+	//    → Resumed (ErrConflict if the stored fence is higher: a newer
+	//    coordinator owns it).
+	//  - fanned_out, complete or partial, not Force → AlreadyFannedOut,
+	//    nothing written.
+	//  - Force: writes generation+1, fanning_out, Cursor 0 → Opened
+	//    (generation 1 if there was no record).
+	// Any number of concurrent calls for one tick without Force produce
+	// exactly one Opened. The returned Run is the record after the call.
+	OpenRun(ctx context.Context, p OpenRunParams) (Run, OpenOutcome, error)
+
+	// AdvanceRun records fan-out progress of a fanning_out run of
+	// generation ID.Generation: Cursor, Fence, and with Done the state
+	// fanned_out with Total = Cursor. It returns ErrConflict, with the
+	// current record, when the generation differs, the run is not
+	// fanning_out, the stored fence is higher than Fence, or Cursor is below
+	// the stored cursor; ErrNotFound when there is no record.
+	AdvanceRun(ctx context.Context, p AdvanceRunParams) (Run, error)
+
+	// FinishRun moves a fanned_out run of generation ID.Generation to
+	// complete (Dead+Cancelled == 0) or partial, storing the counts. It
+	// returns ErrTerminal, with the record, when it is already finished, and
+	// ErrConflict when it is fanning_out or of another generation.
+	FinishRun(ctx context.Context, p FinishRunParams) (Run, error)
+
+	// GetRun returns the tick's run record or ErrNotFound.
+	GetRun(ctx context.Context, job string, nominal time.Time) (Run, error)
+
+	// ListRuns returns runs of Job, newest nominal time first.
+	ListRuns(ctx context.Context, p ListRunsParams) ([]Run, error)
+
+	// Claim takes the item for Owner in one conditional write:
+	//  - absent → RUNNING, Attempt 1;
+	//  - FAILED, or RUNNING with LeaseUntil+Skew <= Now →
+	//    RUNNING(Owner, Attempt+1, LeaseUntil, Fence);
+	//    but if Attempt already reached MaxAttempts (> 0) it becomes DEAD
+	//    ("attempts exhausted") and Claim returns ErrTerminal;
+	//  - RUNNING with a live lease → ErrHeld with the current record (even
+	//    when the owner is the caller: a claim is never re-entrant);
+	//  - SUCCEEDED, DEAD, CANCELLED → ErrTerminal with the current record.
+	Claim(ctx context.Context, p ClaimParams) (Item, error)
+
+	// Complete moves RUNNING(Owner, Attempt) to SUCCEEDED with Result, even
+	// past LeaseUntil as long as no other claim happened. It returns
+	// ErrTerminal when the item is terminal, ErrConflict when the owner or
+	// attempt differ or it is not RUNNING, ErrNotFound when absent; each
+	// with the current record where there is one.
+	Complete(ctx context.Context, p CompleteParams) (Item, error)
+
+	// Fail moves RUNNING(Owner, Attempt) to FAILED(Reason), or to DEAD when
+	// Permanent or Attempt >= MaxAttempts (> 0). Errors as Complete.
+	Fail(ctx context.Context, p FailParams) (Item, error)
+
+	// Release gives a RUNNING(Owner, Attempt) item back without a verdict:
+	// LeaseUntil becomes Now, so that any owner may claim it at once (the
+	// next claim counts as an attempt). Errors as Complete.
+	Release(ctx context.Context, p ReleaseParams) (Item, error)
+
+	// Cancel moves an absent, RUNNING or FAILED item to CANCELLED(Reason).
+	// It returns ErrTerminal with the record when the item is terminal.
+	Cancel(ctx context.Context, p CancelParams) (Item, error)
+
+	// GetItem returns the item record or ErrNotFound. Reads are strongly
+	// consistent.
+	GetItem(ctx context.Context, key ItemKey) (Item, error)
+
+	// ListItems returns every item record of the run (one generation),
+	// ordered by asset. Reads are strongly consistent.
+	ListItems(ctx context.Context, run RunID) ([]Item, error)
+}

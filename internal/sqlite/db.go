@@ -1,0 +1,137 @@
+// Package sqlite implements baton's ports (lease, ledger, queue, bars) on an
+// embedded SQLite file, with modernc.org/sqlite (pure Go, no cgo).
+//
+// # Semantics
+//
+// The database runs in WAL mode with a busy timeout, so several processes
+// may share one file (baton run and baton status at once). Every write is
+// one statement or one IMMEDIATE transaction on one record, which gives the
+// same conditional-write semantics as the DynamoDB adapter. The schema is
+// embedded and migrated on Open.
+//
+// # Errors
+//
+// Backend errors are returned wrapped; the ports' sentinels are returned
+// for the conditions their contracts name.
+package sqlite
+
+import (
+	"context"
+	"database/sql"
+	"embed"
+	"fmt"
+	"io/fs"
+	"net/url"
+	"os"
+	"path/filepath"
+	"sort"
+	"time"
+
+	_ "modernc.org/sqlite" // registers the "sqlite" driver
+)
+
+//go:embed migrations/*.sql
+var migrations embed.FS
+
+// DB is an open baton database file.
+type DB struct {
+	sql  *sql.DB
+	path string
+}
+
+// Options tune Open. The zero value is usable.
+type Options struct {
+	// BusyTimeout is how long a statement waits for another writer; 0 means 10s.
+	BusyTimeout time.Duration
+}
+
+// Open opens (creating if needed) the database at path and migrates it.
+func Open(ctx context.Context, path string, o *Options) (*DB, error) {
+	busy := 10 * time.Second
+	if o != nil && o.BusyTimeout > 0 {
+		busy = o.BusyTimeout
+	}
+	if dir := filepath.Dir(path); dir != "" {
+		if err := os.MkdirAll(dir, 0o755); err != nil {
+			return nil, fmt.Errorf("open %s: %w", path, err)
+		}
+	}
+	q := url.Values{}
+	q.Add("_pragma", fmt.Sprintf("busy_timeout(%d)", busy.Milliseconds()))
+	q.Add("_pragma", "journal_mode(WAL)")
+	q.Add("_pragma", "synchronous(NORMAL)")
+	q.Add("_pragma", "foreign_keys(ON)")
+	q.Set("_txlock", "immediate")
+	db, err := sql.Open("sqlite", "file:"+path+"?"+q.Encode())
+	if err != nil {
+		return nil, fmt.Errorf("open %s: %w", path, err)
+	}
+	db.SetMaxOpenConns(8)
+	d := &DB{sql: db, path: path}
+	if err := d.migrate(ctx); err != nil {
+		db.Close()
+		return nil, fmt.Errorf("open %s: %w", path, err)
+	}
+	return d, nil
+}
+
+// Close closes the database.
+func (d *DB) Close() error { return d.sql.Close() }
+
+// Path is the file the database lives in.
+func (d *DB) Path() string { return d.path }
+
+// SQL exposes the underlying handle for tests and diagnostics.
+func (d *DB) SQL() *sql.DB { return d.sql }
+
+func (d *DB) migrate(ctx context.Context) error {
+	names, err := fs.Glob(migrations, "migrations/*.sql")
+	if err != nil {
+		return err
+	}
+	sort.Strings(names)
+	tx, err := d.sql.BeginTx(ctx, nil) // IMMEDIATE: one migrator at a time
+	if err != nil {
+		return fmt.Errorf("migrate: %w", err)
+	}
+	defer tx.Rollback()
+	if _, err := tx.ExecContext(ctx, `CREATE TABLE IF NOT EXISTS schema_migrations (name TEXT PRIMARY KEY, applied_at TEXT NOT NULL)`); err != nil {
+		return fmt.Errorf("migrate: %w", err)
+	}
+	for _, name := range names {
+		var n int
+		if err := tx.QueryRowContext(ctx, `SELECT COUNT(*) FROM schema_migrations WHERE name = ?`, name).Scan(&n); err != nil {
+			return fmt.Errorf("migrate %s: %w", name, err)
+		}
+		if n > 0 {
+			continue
+		}
+		body, err := migrations.ReadFile(name)
+		if err != nil {
+			return fmt.Errorf("migrate %s: %w", name, err)
+		}
+		if _, err := tx.ExecContext(ctx, string(body)); err != nil {
+			return fmt.Errorf("migrate %s: %w", name, err)
+		}
+		if _, err := tx.ExecContext(ctx, `INSERT INTO schema_migrations (name, applied_at) VALUES (?, ?)`, name, time.Now().UTC().Format(time.RFC3339Nano)); err != nil {
+			return fmt.Errorf("migrate %s: %w", name, err)
+		}
+	}
+	return tx.Commit()
+}
+
+// Times are stored as INTEGER Unix nanoseconds (0 = zero time) so that
+// comparisons inside conditional statements are exact.
+func toNanos(t time.Time) int64 {
+	if t.IsZero() {
+		return 0
+	}
+	return t.UnixNano()
+}
+
+func fromNanos(n int64) time.Time {
+	if n == 0 {
+		return time.Time{}
+	}
+	return time.Unix(0, n).UTC()
+}
