@@ -60,7 +60,9 @@ func TestSchedulerStopsOnCancel(t *testing.T) {
 	synctest.Test(t, func(t *testing.T) {
 		ctx, cancel := context.WithCancel(t.Context())
 		done := make(chan error)
-		go func() { done <- (&Scheduler{Schedule: everyMinute{}, Fire: func(context.Context, time.Time) { t.Error("fired") }}).Run(ctx) }()
+		go func() {
+			done <- (&Scheduler{Schedule: everyMinute{}, Fire: func(context.Context, time.Time) { t.Error("fired") }}).Run(ctx)
+		}()
 		time.Sleep(time.Second)
 		cancel()
 		require.NoError(t, <-done)
