@@ -4,8 +4,8 @@ import (
 	"context"
 	"fmt"
 
-	"github.com/batonhq/baton/internal/ledger"
 	"github.com/batonhq/baton/internal/lease"
+	"github.com/batonhq/baton/internal/ledger"
 )
 
 // Lease record attributes (pk LEASE#<job>, sk LEASE). A free lease has no
