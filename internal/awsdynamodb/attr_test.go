@@ -130,3 +130,10 @@ func TestExpiry(t *testing.T) {
 	_, ok = newTable(nil, "t", &Options{Retention: -1}).expiry(now)
 	require.False(t, ok)
 }
+
+func TestClaimable(t *testing.T) {
+	t.Parallel()
+	require.Equal(t, "(#state = :failed) OR (#state = :running AND #lease_until <= :cutoff)", claimable(""))
+	require.Equal(t, "(#state = :failed AND #attempt < :max) OR (#state = :running AND #lease_until <= :cutoff AND #attempt < :max)",
+		claimable("#attempt < :max"))
+}
