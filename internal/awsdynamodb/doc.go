@@ -25,8 +25,9 @@
 // The run id is job@<nominal>#<generation> (ledger.RunID), so all items of
 // one generation share a partition and ListItems is one Query. The runs of
 // a job share a partition sorted by nominal time, so ListRuns is one Query
-// read backwards. Job and asset names are checked with ledger.ValidName
-// before they go into a key. Times are Numbers of Unix nanoseconds (0 for
+// read backwards. The ledger's and the bars' job and asset names are
+// checked with ledger.ValidName before they go into a key (so they hold no
+// '#', '@' or '/'); a lease's job may be any non-empty string. Times are Numbers of Unix nanoseconds (0 for
 // the zero time), compared exactly inside conditions; sort keys hold
 // times in whole seconds, as run ids do. infra/dynamodb-table.md lists
 // every attribute.

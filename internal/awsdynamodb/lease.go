@@ -2,10 +2,11 @@ package awsdynamodb
 
 import (
 	"context"
+	"errors"
 	"fmt"
+	"time"
 
 	"github.com/batonhq/baton/internal/lease"
-	"github.com/batonhq/baton/internal/ledger"
 )
 
 // Lease record attributes (pk LEASE#<job>, sk LEASE). A free lease has no
@@ -43,14 +44,8 @@ const raceRetries = 3
 // GetItem.
 func (s *LeaseStore) Acquire(ctx context.Context, p lease.AcquireParams) (lease.Lease, error) {
 	op := "acquire lease " + p.Job
-	if err := ledger.ValidName("job", p.Job); err != nil {
+	if err := checkLeaseParams(p.Job, p.Owner, p.TTL); err != nil {
 		return lease.Lease{}, fmt.Errorf("%s: %w", op, err)
-	}
-	if p.Owner == "" {
-		return lease.Lease{}, fmt.Errorf("%s: empty owner", op)
-	}
-	if p.TTL <= 0 {
-		return lease.Lease{}, fmt.Errorf("%s: TTL must be positive, got %s", op, p.TTL)
 	}
 	u := update{
 		set: []string{
@@ -93,11 +88,8 @@ func (s *LeaseStore) Acquire(ctx context.Context, p lease.AcquireParams) (lease.
 // and an expiry after Now.
 func (s *LeaseStore) Renew(ctx context.Context, p lease.RenewParams) (lease.Lease, error) {
 	op := "renew lease " + p.Job
-	if err := ledger.ValidName("job", p.Job); err != nil {
+	if err := checkLeaseParams(p.Job, p.Owner, p.TTL); err != nil {
 		return lease.Lease{}, fmt.Errorf("%s: %w", op, err)
-	}
-	if p.TTL <= 0 {
-		return lease.Lease{}, fmt.Errorf("%s: TTL must be positive, got %s", op, p.TTL)
 	}
 	w, err := s.t.update(ctx, op, leaseKey(p.Job), update{
 		set:  []string{"#expires_at = :expires"},
@@ -126,7 +118,7 @@ func (s *LeaseStore) Renew(ctx context.Context, p lease.RenewParams) (lease.Leas
 // fence that removes the owner and keeps the fence.
 func (s *LeaseStore) Release(ctx context.Context, p lease.ReleaseParams) error {
 	op := "release lease " + p.Job
-	if err := ledger.ValidName("job", p.Job); err != nil {
+	if err := checkLeaseParams(p.Job, p.Owner, time.Nanosecond); err != nil {
 		return fmt.Errorf("%s: %w", op, err)
 	}
 	w, err := s.t.update(ctx, op, leaseKey(p.Job), update{
@@ -151,8 +143,8 @@ func (s *LeaseStore) Release(ctx context.Context, p lease.ReleaseParams) error {
 // Inspect implements lease.Store with one consistent GetItem.
 func (s *LeaseStore) Inspect(ctx context.Context, job string) (lease.Lease, error) {
 	op := "inspect lease " + job
-	if err := ledger.ValidName("job", job); err != nil {
-		return lease.Lease{}, fmt.Errorf("%s: %w", op, err)
+	if job == "" {
+		return lease.Lease{}, fmt.Errorf("%s: %w", op, errEmptyJob)
 	}
 	rec, err := s.t.get(ctx, op, leaseKey(job))
 	if err != nil {
@@ -166,6 +158,23 @@ func (s *LeaseStore) Inspect(ctx context.Context, job string) (lease.Lease, erro
 		return lease.Lease{}, fmt.Errorf("%s: %w", op, err)
 	}
 	return l, nil
+}
+
+var errEmptyJob = errors.New("empty job name")
+
+// checkLeaseParams reports what is wrong with the inputs of a lease call.
+// Any non-empty job name is a valid key (LEASE#<job>); DynamoDB bounds its
+// length (2 KB).
+func checkLeaseParams(job, owner string, ttl time.Duration) error {
+	switch {
+	case job == "":
+		return errEmptyJob
+	case owner == "":
+		return errors.New("empty owner")
+	case ttl <= 0:
+		return fmt.Errorf("TTL must be positive, got %s", ttl)
+	}
+	return nil
 }
 
 // decodeLease reads a lease record; nil reads as the zero lease of job.

@@ -71,9 +71,6 @@ func (s *LedgerStore) Claim(ctx context.Context, p ledger.ClaimParams) (ledger.I
 	if err := validItemKey(p.Key); err != nil {
 		return ledger.Item{}, fmt.Errorf("%s: %w", op, err)
 	}
-	if p.Owner == "" {
-		return ledger.Item{}, fmt.Errorf("%s: empty owner", op)
-	}
 	k := itemKey(p.Key)
 	cutoff := num(toNanos(p.Now) - int64(p.Skew))
 	claim := update{
