@@ -405,3 +405,39 @@ func TestQueueDepthPeekMoveTo(t *testing.T) {
 	_, err = src.MoveTo(t.Context(), elsewhere, 0)
 	require.Error(t, err)
 }
+
+// ownClock hides the callers' Now from the queue, so that it runs on its
+// own clock like SQS does.
+type ownClock struct{ *Queue }
+
+func (q ownClock) Receive(ctx context.Context, p queue.ReceiveParams) ([]queue.Delivery, error) {
+	p.Now = time.Time{}
+	return q.Queue.Receive(ctx, p)
+}
+
+func (q ownClock) ChangeVisibility(ctx context.Context, p queue.ChangeVisibilityParams) error {
+	p.Now = time.Time{}
+	return q.Queue.ChangeVisibility(ctx, p)
+}
+
+type ownClockHarness struct{ queueHarness }
+
+func (h *ownClockHarness) NewQueue(t *testing.T, o queuetest.QueueOptions) queuetest.Queue {
+	q := h.queueHarness.NewQueue(t, o)
+	q.Receiver = ownClock{q.Receiver.(*Queue)}
+	if q.DeadLetters != nil {
+		q.DeadLetters = ownClock{q.DeadLetters.(*Queue)}
+	}
+	return q
+}
+
+func (h *ownClockHarness) Capabilities() queuetest.Capabilities {
+	return queuetest.Capabilities{ExactReceiptCheck: false, HonoursNow: false}
+}
+
+// The suite's path for adapters with their own clock (one case waits a
+// real second).
+func TestQueueConformanceOwnClock(t *testing.T) {
+	t.Parallel()
+	queuetest.Run(t, &ownClockHarness{queueHarness{db: openQueueTestDB(t)}})
+}
