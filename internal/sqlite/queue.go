@@ -42,14 +42,14 @@ var (
 // QueueOptions tune OpenQueue. The zero value (or nil) opens the queue
 // with the policy stored for it, if any.
 type QueueOptions struct {
-	// DeadLetter names the queue that takes a message, on its next receive,
+	// DeadLetterQueue names the queue that takes a message, on its next receive,
 	// once it was received MaxReceives times without being deleted.
 	// OpenQueue creates that queue and stores the policy in the database,
 	// replacing the queue's previous one, so that every process opening the
 	// queue applies it. Empty keeps the stored policy (none for a new queue).
-	DeadLetter string
+	DeadLetterQueue string
 	// MaxReceives is the dead-letter policy's maximum receive count: it must
-	// be positive when DeadLetter is set and zero otherwise.
+	// be positive when DeadLetterQueue is set and zero otherwise.
 	MaxReceives int
 	// NowFunc is the clock for send times, and for receives and visibility
 	// changes whose params carry no Now. Nil means time.Now.
@@ -66,7 +66,7 @@ func OpenQueue(ctx context.Context, db *DB, name string, o *QueueOptions) (*Queu
 	var dlq string
 	var maxReceives int
 	if o != nil {
-		dlq, maxReceives = o.DeadLetter, o.MaxReceives
+		dlq, maxReceives = o.DeadLetterQueue, o.MaxReceives
 		if o.NowFunc != nil {
 			q.now = o.NowFunc
 		}

@@ -44,7 +44,7 @@ func (h *queueHarness) NewQueue(t *testing.T, o queuetest.QueueOptions) queuetes
 		q := openTestQueue(t, h.db, name, nil)
 		return queuetest.Queue{Sender: q, Receiver: q}
 	}
-	q := openTestQueue(t, h.db, name, &QueueOptions{DeadLetter: name + "-dlq", MaxReceives: o.MaxReceives})
+	q := openTestQueue(t, h.db, name, &QueueOptions{DeadLetterQueue: name + "-dlq", MaxReceives: o.MaxReceives})
 	dlq := openTestQueue(t, h.db, name+"-dlq", nil)
 	return queuetest.Queue{Sender: q, Receiver: q, DeadLetters: dlq}
 }
@@ -83,10 +83,10 @@ func TestQueueOpenRejectsBadOptions(t *testing.T) {
 		o    *QueueOptions
 	}{
 		{"empty name", "", nil},
-		{"dead-letter queue without max receives", "a", &QueueOptions{DeadLetter: "dlq"}},
+		{"dead-letter queue without max receives", "a", &QueueOptions{DeadLetterQueue: "dlq"}},
 		{"max receives without dead-letter queue", "a", &QueueOptions{MaxReceives: 3}},
-		{"negative max receives", "a", &QueueOptions{DeadLetter: "dlq", MaxReceives: -1}},
-		{"own dead-letter queue", "a", &QueueOptions{DeadLetter: "a", MaxReceives: 3}},
+		{"negative max receives", "a", &QueueOptions{DeadLetterQueue: "dlq", MaxReceives: -1}},
+		{"own dead-letter queue", "a", &QueueOptions{DeadLetterQueue: "a", MaxReceives: 3}},
 	}
 	for _, c := range cases {
 		t.Run(c.name, func(t *testing.T) {
@@ -123,7 +123,7 @@ func TestQueuePolicyIsShared(t *testing.T) {
 	t.Cleanup(func() { other.Close() })
 
 	now := time.Date(2030, 1, 2, 3, 4, 5, 0, time.UTC)
-	openTestQueue(t, db, "work", &QueueOptions{DeadLetter: "work-dlq", MaxReceives: 1})
+	openTestQueue(t, db, "work", &QueueOptions{DeadLetterQueue: "work-dlq", MaxReceives: 1})
 	q := openTestQueue(t, other, "work", &QueueOptions{NowFunc: func() time.Time { return now }})
 	dlq, max, err := q.DeadLetterPolicy(t.Context())
 	require.NoError(t, err)
@@ -151,7 +151,7 @@ func TestQueuePolicyIsShared(t *testing.T) {
 	}, dead[0])
 
 	// Options replace the stored policy; none keep it.
-	openTestQueue(t, db, "work", &QueueOptions{DeadLetter: "elsewhere", MaxReceives: 5})
+	openTestQueue(t, db, "work", &QueueOptions{DeadLetterQueue: "elsewhere", MaxReceives: 5})
 	openTestQueue(t, other, "work", nil)
 	dlq, max, err = q.DeadLetterPolicy(t.Context())
 	require.NoError(t, err)
@@ -263,7 +263,7 @@ func TestQueueReceiveFillsMaxPastDeadLetters(t *testing.T) {
 	t.Parallel()
 	db := openQueueTestDB(t)
 	now := time.Date(2030, 1, 1, 0, 0, 0, 0, time.UTC)
-	q := openTestQueue(t, db, "fill", &QueueOptions{DeadLetter: "fill-dlq", MaxReceives: 2, NowFunc: func() time.Time { return now }})
+	q := openTestQueue(t, db, "fill", &QueueOptions{DeadLetterQueue: "fill-dlq", MaxReceives: 2, NowFunc: func() time.Time { return now }})
 	require.NoError(t, q.SendBatch(t.Context(), testMessages(10)))
 	// Visibility 0 leaves them visible: m0..m3 received twice, m4..m9 once,
 	// all visible since now, so next in id order.
