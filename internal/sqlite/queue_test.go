@@ -441,3 +441,14 @@ func TestQueueConformanceOwnClock(t *testing.T) {
 	t.Parallel()
 	queuetest.Run(t, &ownClockHarness{queueHarness{db: openQueueTestDB(t)}})
 }
+
+func TestQueueNotFound(t *testing.T) {
+	t.Parallel()
+	db := openQueueTestDB(t)
+	q := openTestQueue(t, db, "gone", nil)
+	_, err := db.SQL().ExecContext(t.Context(), `DELETE FROM queues WHERE name = 'gone'`)
+	require.NoError(t, err)
+	require.ErrorIs(t, q.SendBatch(t.Context(), testMessages(1)), queue.ErrNotFound)
+	_, _, err = q.DeadLetterPolicy(t.Context())
+	require.ErrorIs(t, err, queue.ErrNotFound)
+}
