@@ -40,7 +40,8 @@
 // allowed receive's visibility ends, not at the next receive; stale receipt
 // handles of messages still in the queue act on the message; a long poll
 // lasts its whole Wait unless Max messages were found; Depth.Visible
-// includes in-flight messages. Receive asks for system attributes with both
+// includes in-flight messages, and a message just sent counts as Delayed
+// for an instant. Receive asks for system attributes with both
 // MessageSystemAttributeNames and the deprecated AttributeNames because the
 // emulator reads only the latter.
 //

@@ -57,7 +57,9 @@
 //     another queue's, is ReceiptHandleIsInvalid for both.
 //   - A long poll returns early only when MaxNumberOfMessages messages were
 //     found; otherwise it lasts WaitTimeSeconds (plus 40 ms).
-//   - ApproximateNumberOfMessages includes in-flight messages.
+//   - ApproximateNumberOfMessages includes in-flight messages, and a message
+//     just sent counts as ApproximateNumberOfMessagesDelayed until the
+//     server's next event-loop turn.
 //   - Error codes arrive as the legacy query codes
 //     (AWS.SimpleQueueService.NonExistentQueue, …) through the
 //     x-amzn-query-error header, as from SQS; the SDK's typed errors
