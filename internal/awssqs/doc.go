@@ -35,9 +35,8 @@
 //     ErrInvalidReceipt also when the message is no longer in flight.
 //
 // What the test server (local-aws-sqs, see internal/emulator) differs in:
-// ChangeMessageVisibility increments ApproximateReceiveCount, so it counts
-// towards maxReceives there, not on SQS; a redrive happens when the last
-// allowed receive's visibility ends, not at the next receive; stale receipt
+// a redrive happens when the last allowed receive's visibility ends, not at
+// the next receive; stale receipt
 // handles of messages still in the queue act on the message; a long poll
 // lasts its whole Wait unless Max messages were found; Depth.Visible
 // includes in-flight messages, and a message just sent counts as Delayed

@@ -42,9 +42,11 @@
 //   - ReceiveMessage honours only the deprecated AttributeNames list, not
 //     MessageSystemAttributeNames; send both to get ApproximateReceiveCount
 //     and SentTimestamp from the emulator and from SQS.
-//   - ChangeMessageVisibility increments ApproximateReceiveCount, so it
-//     counts against a RedrivePolicy's maxReceiveCount; on SQS only receives
-//     count.
+//   - Version 2.0.2 increments ApproximateReceiveCount on every
+//     ChangeMessageVisibility, so that visibility changes count towards a
+//     RedrivePolicy's maxReceiveCount. The launcher fixes this as it loads
+//     the package (only receives count, as on SQS) and refuses to start if
+//     the fix no longer applies.
 //   - A redrive moves the message to the dead-letter queue when its
 //     visibility timeout ends after the maxReceiveCount-th receive (SQS moves
 //     it on the next receive). It keeps its MessageId, body and attributes;
