@@ -31,11 +31,6 @@ func NewLeaseStore(client API, table string, o *Options) *LeaseStore {
 	return &LeaseStore{t: newTable(client, table, o)}
 }
 
-// raceRetries bounds how often a write is retried when its condition failed
-// but the record read back no longer explains the failure (it changed in
-// between: only possible on a server that does not return the old record).
-const raceRetries = 3
-
 // Acquire implements lease.Store. It is one UpdateItem that mints the
 // fence (if_not_exists(fence, 0) + 1) in the same write that takes the
 // lease, conditioned on the lease being absent, free, expired at Now-Skew,

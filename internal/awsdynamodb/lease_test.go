@@ -8,6 +8,8 @@ import (
 	"testing"
 	"time"
 
+	"github.com/aws/aws-sdk-go-v2/aws"
+	"github.com/aws/aws-sdk-go-v2/service/dynamodb/types"
 	"github.com/stretchr/testify/require"
 
 	"github.com/batonhq/baton/internal/lease"
@@ -228,4 +230,25 @@ func TestLeaseAcquireConcurrent(t *testing.T) {
 		require.Equal(t, winners[0].Owner, h.Holder.Owner)
 		require.Equal(t, int64(1), h.Holder.Fence)
 	}
+}
+
+// On a server that does not return the old record, a refused acquisition
+// whose record is free again by the time it is read is retried, not
+// reported as contention with a free lease.
+func TestLeaseAcquireRetriesWhenFreedMeanwhile(t *testing.T) {
+	t.Parallel()
+	b := setup(t, nil)
+	job := uniqueName(t)
+	refused := false
+	b.rec.FailFunc = func(op string) error {
+		if op == "UpdateItem" && !refused {
+			refused = true // as if a holder had released between the write and the read
+			return &types.ConditionalCheckFailedException{Message: aws.String("The conditional request failed")}
+		}
+		return nil
+	}
+	l, err := b.leases.Acquire(context.Background(), lease.AcquireParams{Job: job, Owner: "a", TTL: time.Minute, Now: t0})
+	require.NoError(t, err)
+	require.Equal(t, int64(1), l.Fence)
+	require.Equal(t, map[string]int{"UpdateItem": 2, "GetItem": 1}, b.rec.Counts())
 }

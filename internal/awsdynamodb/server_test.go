@@ -14,22 +14,14 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/batonhq/baton/internal/awsdynamodb"
+	"github.com/batonhq/baton/internal/emulator"
 )
 
-// serverClient returns a client of a DynamoDB-compatible test server.
+// serverClient returns a client of the test binary's DynamoDB emulator
+// (skipping the test when it is not installed, outside CI).
 func serverClient(t testing.TB) *dynamodb.Client {
 	t.Helper()
-	ep := os.Getenv("BATON_TEST_DYNAMODB_ENDPOINT")
-	if ep == "" {
-		t.Skip("no DynamoDB test server")
-	}
-	return dynamodb.New(dynamodb.Options{
-		Region:       "us-east-1",
-		BaseEndpoint: aws.String(ep),
-		Credentials: aws.CredentialsProviderFunc(func(context.Context) (aws.Credentials, error) {
-			return aws.Credentials{AccessKeyID: "test", SecretAccessKey: "test"}, nil
-		}),
-	})
+	return emulator.DynamoDBClient(t)
 }
 
 var seq atomic.Int64

@@ -115,6 +115,15 @@ func (u update) expression() string {
 	return b.String()
 }
 
+// raceRetries bounds how often a write is retried when its condition
+// failed but the record read back no longer explains the failure: it
+// changed between the write and the read, which happens only on a server
+// that does not return the old record with the failed condition, under
+// contention. (A forced OpenRun also retries when the generation it read
+// changed before its write.) Each retry is a fresh decision on a newer
+// record, so the retries end as soon as the contention does.
+const raceRetries = 16
+
 // written is the outcome of a conditional write.
 type written struct {
 	// applied: the write took effect, rec is the record after it.
