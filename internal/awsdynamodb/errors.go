@@ -27,7 +27,7 @@ func translateError(table, op string, err error) error {
 	}
 	var notFound *types.ResourceNotFoundException
 	if errors.As(err, &notFound) {
-		return fmt.Errorf("%s: %w: %q (create it with baton setup): %v", op, ErrTableNotFound, table, err)
+		return fmt.Errorf("%s: %w: %q (create it with baton setup): %w", op, ErrTableNotFound, table, err)
 	}
 	return fmt.Errorf("%s on table %q: %w", op, table, err)
 }

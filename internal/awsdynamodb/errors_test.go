@@ -32,6 +32,8 @@ func TestTranslateError(t *testing.T) {
 	require.ErrorIs(t, err, ErrTableNotFound)
 	require.ErrorContains(t, err, `"tbl"`)
 	require.ErrorContains(t, err, "acquire lease fx")
+	var rnf *types.ResourceNotFoundException
+	require.ErrorAs(t, err, &rnf, "the SDK's type stays reachable")
 
 	throttled := &types.ProvisionedThroughputExceededException{Message: aws.String("slow down")}
 	err = translateError("tbl", "claim x", withStatus(400, throttled))
