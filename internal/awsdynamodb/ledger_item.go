@@ -100,52 +100,54 @@ func (s *LedgerStore) Claim(ctx context.Context, p ledger.ClaimParams) (ledger.I
 		claim.values[":max"] = num(int64(p.MaxAttempts))
 	}
 	withStates(claim.values)
-
 	w, err := s.t.update(ctx, op, k, claim)
-	for range raceRetries {
+	for retries := 0; ; retries++ {
 		if err != nil {
 			return ledger.Item{}, err
 		}
-		if w.rec == nil {
-			w, err = s.t.update(ctx, op, k, claim) // gone since the failed condition: retry
-			continue
-		}
-		it, derr := decodeItem(p.Key, w.rec)
-		if derr != nil {
-			return ledger.Item{}, fmt.Errorf("%s: %w", op, derr)
-		}
-		expired := !it.LeaseUntil.Add(p.Skew).After(p.Now)
-		switch {
-		case w.applied:
-			return it, nil
-		case it.State.Terminal():
-			return it, fmt.Errorf("%s: item is %s: %w", op, it.State, ledger.ErrTerminal)
-		case it.State == ledger.ItemRunning && !expired:
-			return it, fmt.Errorf("%s: running under %q (attempt %d) until %s: %w",
-				op, it.Owner, it.Attempt, it.LeaseUntil.Format(time.RFC3339Nano), ledger.ErrHeld)
-		case p.MaxAttempts > 0 && it.Attempt >= p.MaxAttempts:
-			w, err = s.exhaust(ctx, op, k, p, cutoff)
-			if err == nil && w.applied {
-				dead, derr := decodeItem(p.Key, w.rec)
-				if derr != nil {
-					return ledger.Item{}, fmt.Errorf("%s: %w", op, derr)
-				}
-				return dead, fmt.Errorf("%s: %s after %d attempts: %w", op, reasonExhausted, dead.Attempt, ledger.ErrTerminal)
+		if w.applied {
+			it, err := decodeItem(p.Key, w.rec)
+			if err != nil {
+				return ledger.Item{}, fmt.Errorf("%s: %w", op, err)
 			}
-			// Not applied: w.rec is the record that changed meanwhile; decide again.
-		default:
-			w, err = s.t.update(ctx, op, k, claim) // claimable again since the failed condition: retry
+			return it, nil
+		}
+		// Decide from the record that failed the condition. Without one
+		// (gone since), or when it is claimable again, claim again.
+		next := claim
+		if w.rec != nil {
+			it, err := decodeItem(p.Key, w.rec)
+			if err != nil {
+				return ledger.Item{}, fmt.Errorf("%s: %w", op, err)
+			}
+			expired := !it.LeaseUntil.Add(p.Skew).After(p.Now)
+			switch {
+			case it.State.Terminal():
+				return it, fmt.Errorf("%s: item is %s: %w", op, it.State, ledger.ErrTerminal)
+			case it.State == ledger.ItemRunning && !expired:
+				return it, fmt.Errorf("%s: running under %q (attempt %d) until %s: %w",
+					op, it.Owner, it.Attempt, it.LeaseUntil.Format(time.RFC3339Nano), ledger.ErrHeld)
+			case p.MaxAttempts > 0 && it.Attempt >= p.MaxAttempts:
+				next = s.exhaust(p, cutoff)
+			}
+		}
+		if retries == raceRetries {
+			return ledger.Item{}, fmt.Errorf("%s: the item record kept changing under the write; try again", op)
+		}
+		w, err = s.t.update(ctx, op, k, next)
+		if err == nil && w.applied && strAttr(w.rec, itemState) == string(ledger.ItemDead) {
+			dead, err := decodeItem(p.Key, w.rec)
+			if err != nil {
+				return ledger.Item{}, fmt.Errorf("%s: %w", op, err)
+			}
+			return dead, fmt.Errorf("%s: %s after %d attempts: %w", op, reasonExhausted, dead.Attempt, ledger.ErrTerminal)
 		}
 	}
-	if err != nil {
-		return ledger.Item{}, err
-	}
-	return ledger.Item{}, fmt.Errorf("%s: the item record kept changing under the write; try again", op)
 }
 
-// exhaust moves a claimable item whose attempts reached p.MaxAttempts to
-// DEAD, in one conditional write.
-func (s *LedgerStore) exhaust(ctx context.Context, op string, k key, p ledger.ClaimParams, cutoff types.AttributeValue) (written, error) {
+// exhaust is the write that moves a claimable item whose attempts reached
+// p.MaxAttempts to DEAD.
+func (s *LedgerStore) exhaust(p ledger.ClaimParams, cutoff types.AttributeValue) update {
 	u := update{
 		set:  []string{"#state = :dead", "#error = :reason", "#finished_at = :now", "#updated_at = :now"},
 		cond: claimable("#attempt >= :max"),
@@ -158,7 +160,7 @@ func (s *LedgerStore) exhaust(ctx context.Context, op string, k key, p ledger.Cl
 	}
 	s.terminal(&u, p.Now)
 	withStates(u.values)
-	return s.t.update(ctx, op, k, u)
+	return u
 }
 
 // terminal adds the ttl of a record that became terminal at now to u.

@@ -7,6 +7,8 @@ import (
 	"testing"
 	"time"
 
+	"github.com/aws/aws-sdk-go-v2/aws"
+	"github.com/aws/aws-sdk-go-v2/service/dynamodb/types"
 	"github.com/stretchr/testify/require"
 
 	"github.com/batonhq/baton/internal/awsdynamodb"
@@ -410,4 +412,25 @@ func TestLedgerInvalidInput(t *testing.T) {
 	_, err = b.ledger.AdvanceRun(ctx, ledger.AdvanceRunParams{ID: ledger.RunID{Job: "fx", Nominal: t0, Generation: 1}, Cursor: -1, Now: t0})
 	require.Error(t, err)
 	require.Empty(t, b.rec.Counts(), "invalid input costs no call")
+}
+
+// On a server that does not return the old record, a refused claim whose
+// record is claimable by the time it is read is retried.
+func TestClaimRetriesWhenClaimableMeanwhile(t *testing.T) {
+	t.Parallel()
+	b := setup(t, nil)
+	run := openFanned(t, b.ledger, uniqueName(t), 1)
+	b.rec.Counts()
+	refused := false
+	b.rec.FailFunc = func(op string) error {
+		if op == "UpdateItem" && !refused {
+			refused = true
+			return &types.ConditionalCheckFailedException{Message: aws.String("The conditional request failed")}
+		}
+		return nil
+	}
+	it, err := b.ledger.Claim(context.Background(), ledger.ClaimParams{Key: ledger.ItemKey{Run: run.ID, Asset: "A"}, Owner: "w", LeaseUntil: t0.Add(time.Minute), Now: t0})
+	require.NoError(t, err)
+	require.Equal(t, 1, it.Attempt)
+	require.Equal(t, map[string]int{"UpdateItem": 2, "GetItem": 1}, b.rec.Counts())
 }
