@@ -475,9 +475,9 @@ const ledgerRunColumns = `job, nominal, generation, state, cursor, total, fence,
 const ledgerItemColumns = `asset, state, owner, attempt, lease_until, fence, error, result,
 	created_at, started_at, finished_at, updated_at`
 
-// claimExhausted is Claim's condition for DEAD instead of another attempt.
+// ledgerClaimExhausted is Claim's condition for DEAD instead of another attempt.
 // SET expressions all read the row as it was before the statement.
-const claimExhausted = `(:max_attempts > 0 AND attempt >= :max_attempts)`
+const ledgerClaimExhausted = `(:max_attempts > 0 AND attempt >= :max_attempts)`
 
 // ledgerQueries are the statements. Each write is one conditional
 // statement that returns the record it wrote, or no row when its
@@ -531,14 +531,14 @@ var ledgerQueries = [numLedgerStmts]string{
 		INSERT INTO items (run, asset, state, owner, attempt, lease_until, fence, created_at, started_at, updated_at)
 		VALUES (:run, :asset, 'RUNNING', :owner, 1, :lease_until, :fence, :now, :now, :now)
 		ON CONFLICT (run, asset) DO UPDATE SET
-			state       = CASE WHEN ` + claimExhausted + ` THEN 'DEAD' ELSE 'RUNNING' END,
-			owner       = CASE WHEN ` + claimExhausted + ` THEN owner ELSE :owner END,
-			attempt     = CASE WHEN ` + claimExhausted + ` THEN attempt ELSE attempt + 1 END,
-			lease_until = CASE WHEN ` + claimExhausted + ` THEN lease_until ELSE :lease_until END,
-			fence       = CASE WHEN ` + claimExhausted + ` THEN fence ELSE :fence END,
-			error       = CASE WHEN ` + claimExhausted + ` THEN 'attempts exhausted' ELSE error END,
-			started_at  = CASE WHEN ` + claimExhausted + ` THEN started_at ELSE :now END,
-			finished_at = CASE WHEN ` + claimExhausted + ` THEN :now ELSE finished_at END,
+			state       = CASE WHEN ` + ledgerClaimExhausted + ` THEN 'DEAD' ELSE 'RUNNING' END,
+			owner       = CASE WHEN ` + ledgerClaimExhausted + ` THEN owner ELSE :owner END,
+			attempt     = CASE WHEN ` + ledgerClaimExhausted + ` THEN attempt ELSE attempt + 1 END,
+			lease_until = CASE WHEN ` + ledgerClaimExhausted + ` THEN lease_until ELSE :lease_until END,
+			fence       = CASE WHEN ` + ledgerClaimExhausted + ` THEN fence ELSE :fence END,
+			error       = CASE WHEN ` + ledgerClaimExhausted + ` THEN 'attempts exhausted' ELSE error END,
+			started_at  = CASE WHEN ` + ledgerClaimExhausted + ` THEN started_at ELSE :now END,
+			finished_at = CASE WHEN ` + ledgerClaimExhausted + ` THEN :now ELSE finished_at END,
 			updated_at  = :now
 		WHERE state = 'FAILED' OR (state = 'RUNNING' AND lease_until + :skew <= :now)
 		RETURNING ` + ledgerItemColumns,

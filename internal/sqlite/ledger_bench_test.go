@@ -14,18 +14,18 @@ import (
 // benchmark the same database doing the least a conditional write can do,
 // so that their ratio is what the ledger's conditions and bookkeeping cost.
 
-var benchRun = ledger.RunID{Job: "bench", Nominal: time.Date(2026, 11, 21, 12, 1, 0, 0, time.UTC), Generation: 1}
+var ledgerBenchRun = ledger.RunID{Job: "bench", Nominal: time.Date(2026, 11, 21, 12, 1, 0, 0, time.UTC), Generation: 1}
 
 // BenchmarkItemClaimComplete claims and completes a new item per iteration.
 func BenchmarkItemClaimComplete(b *testing.B) {
 	store := NewLedgerStore(openLedgerTestDB(b))
 	ctx := b.Context()
-	now := benchRun.Nominal
+	now := ledgerBenchRun.Nominal
 	result := []byte(`{"open":1.0841,"high":1.0845,"low":1.0839,"close":1.0842}`)
 	b.ReportAllocs()
 	i := 0
 	for b.Loop() {
-		key := ledger.ItemKey{Run: benchRun, Asset: fmt.Sprintf("A%09d", i)}
+		key := ledger.ItemKey{Run: ledgerBenchRun, Asset: fmt.Sprintf("A%09d", i)}
 		i++
 		it, err := store.Claim(ctx, ledger.ClaimParams{Key: key, Owner: "bench", LeaseUntil: now.Add(time.Minute), Fence: 1, MaxAttempts: 5, Now: now})
 		if err != nil {
@@ -42,8 +42,8 @@ func BenchmarkItemClaimComplete(b *testing.B) {
 func BenchmarkItemClaimDuplicate(b *testing.B) {
 	store := NewLedgerStore(openLedgerTestDB(b))
 	ctx := b.Context()
-	now := benchRun.Nominal
-	key := ledger.ItemKey{Run: benchRun, Asset: "EURUSD"}
+	now := ledgerBenchRun.Nominal
+	key := ledger.ItemKey{Run: ledgerBenchRun, Asset: "EURUSD"}
 	it, err := store.Claim(ctx, ledger.ClaimParams{Key: key, Owner: "bench", LeaseUntil: now.Add(time.Minute), Fence: 1, Now: now})
 	if err != nil {
 		b.Fatal(err)
@@ -72,7 +72,7 @@ func BenchmarkRawConditionalInsertItem(b *testing.B) {
 	if _, err := db.SQL().ExecContext(ctx, strings.Replace(ddl, "items", "raw_items", 1)); err != nil {
 		b.Fatal(err)
 	}
-	run, now := benchRun.String(), toNanos(benchRun.Nominal)
+	run, now := ledgerBenchRun.String(), toNanos(ledgerBenchRun.Nominal)
 	b.ReportAllocs()
 	i := 0
 	for b.Loop() {

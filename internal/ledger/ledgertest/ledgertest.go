@@ -12,7 +12,25 @@
 //
 // Cases run in parallel. Each names its jobs uniquely (unique across
 // processes too), so newStore may hand out one shared backend, such as one
-// table, as well as fresh state.
+// table, as well as fresh state. Times are UTC at millisecond precision and
+// must come back exactly.
+//
+// # Reading of the contract
+//
+// Where the Store doc leaves a detail open, the suite pins the reading
+// the core relies on, or leaves it open:
+//   - An equal fence resumes a fanning_out run; an equal cursor advances.
+//   - AdvanceRun and FinishRun of a tick without a record return
+//     ErrNotFound.
+//   - Claim's DEAD ("attempts exhausted") keeps Owner, Attempt, Fence and
+//     StartedAt of the last successful claim; it sets FinishedAt.
+//   - Complete, Fail and Release need no live lease, only that no other
+//     claim happened; Release keeps Owner and Attempt.
+//   - Cancel of an absent item stores Owner "" and Attempt 0.
+//   - Open: UpdatedAt after Resumed; Error while RUNNING (a reclaimed item
+//     may keep its last failure reason); LeaseUntil once not RUNNING;
+//     which of ErrTerminal and ErrConflict FinishRun returns for another
+//     generation when the current one is finished.
 package ledgertest
 
 import (
