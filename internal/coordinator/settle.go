@@ -89,7 +89,7 @@ func (c *Coordinator) settleQuietly(ctx context.Context, log *slog.Logger, job s
 	case err != nil:
 		log.WarnContext(ctx, "settle failed", slog.String("phase", "settle"), slog.Time("tick", nominal), slog.Any("error", err))
 	default:
-		log.DebugContext(ctx, "settle",  slog.String("phase", "settle"), slog.String("settled_run", run.ID.String()),
+		log.DebugContext(ctx, "settle", slog.String("phase", "settle"), slog.String("settled_run", run.ID.String()),
 			slog.String("state", string(run.State)), slog.Int("succeeded", run.Succeeded),
 			slog.Int("dead", run.Dead), slog.Int("cancelled", run.Cancelled))
 	}
