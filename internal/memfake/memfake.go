@@ -72,7 +72,9 @@ type Ledger struct {
 	items map[string]ledger.Item
 }
 
-func NewLedger() *Ledger { return &Ledger{runs: map[string]ledger.Run{}, items: map[string]ledger.Item{}} }
+func NewLedger() *Ledger {
+	return &Ledger{runs: map[string]ledger.Run{}, items: map[string]ledger.Item{}}
+}
 
 func tick(job string, t time.Time) string { return job + "@" + t.UTC().Format(time.RFC3339) }
 
