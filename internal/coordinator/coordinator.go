@@ -52,10 +52,10 @@ type Trigger struct {
 type Outcome string
 
 const (
-	Opened           Outcome = "opened"             // a new run (or generation) was fanned out
-	Resumed          Outcome = "resumed"            // a run left fanning out was continued
-	AlreadyFannedOut Outcome = "already_fanned_out" // the tick's run was fanned out; nothing enqueued
-	Skipped          Outcome = "skipped"            // another owner holds the lease
+	OutcomeOpened           Outcome = "opened"             // a new run (or generation) was fanned out
+	OutcomeResumed          Outcome = "resumed"            // a run left fanning out was continued
+	OutcomeAlreadyFannedOut Outcome = "already_fanned_out" // the tick's run was fanned out; nothing enqueued
+	OutcomeSkipped          Outcome = "skipped"            // another owner holds the lease
 )
 
 // Why a fan-out stopped before its end (Summary.Stopped).
@@ -89,7 +89,7 @@ type Summary struct {
 var ErrNoTime = errors.New("no time left before the deadline")
 
 // Run handles one trigger; see the package documentation. Contention for
-// the lease is not an error (Outcome Skipped). On error the summary says
+// the lease is not an error (OutcomeSkipped). On error the summary says
 // how far the run got.
 func (c *Coordinator) Run(ctx context.Context, tr Trigger) (Summary, error) {
 	start := c.now()
@@ -127,7 +127,7 @@ func (c *Coordinator) Run(ctx context.Context, tr Trigger) (Summary, error) {
 	var held *lease.HeldError
 	if errors.As(err, &held) {
 		h := held.Holder
-		sum.Outcome, sum.Holder = Skipped, &h
+		sum.Outcome, sum.Holder = OutcomeSkipped, &h
 		sum.Duration = c.now().Sub(start)
 		log.InfoContext(ctx, "lease held; skipped", slog.String("phase", "acquire"),
 			slog.String("holder", h.Owner), slog.Time("holder_expires", h.ExpiresAt), slog.Int64("holder_fence", h.Fence),

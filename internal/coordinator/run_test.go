@@ -24,7 +24,7 @@ func TestRunFansOutOneMessagePerAsset(t *testing.T) {
 	b := setup(t)
 	sum, err := b.coordinator("c1").Run(context.Background(), coordinator.Trigger{Job: "fx", At: t0})
 	require.NoError(t, err)
-	require.Equal(t, coordinator.Opened, sum.Outcome)
+	require.Equal(t, coordinator.OutcomeOpened, sum.Outcome)
 	require.Equal(t, tick, sum.Nominal)
 	require.Equal(t, ledger.RunID{Job: "fx", Nominal: tick, Generation: 1}, sum.Run)
 	require.Equal(t, 7, sum.Enqueued)
@@ -98,14 +98,14 @@ func TestConcurrentTriggersOpenOneRun(t *testing.T) {
 		require.NoError(t, errs[i])
 		require.Equal(t, tick, sums[i].Nominal)
 		outcomes[sums[i].Outcome]++
-		if sums[i].Outcome == coordinator.Skipped {
+		if sums[i].Outcome == coordinator.OutcomeSkipped {
 			require.NotNil(t, sums[i].Holder)
 			require.NotEqual(t, fmt.Sprintf("c%d", i), sums[i].Holder.Owner)
 		}
 	}
-	require.Equal(t, 1, outcomes[coordinator.Opened], "outcomes: %v", outcomes)
-	require.Equal(t, n-1, outcomes[coordinator.Skipped]+outcomes[coordinator.AlreadyFannedOut], "outcomes: %v", outcomes)
-	require.Zero(t, outcomes[coordinator.Resumed])
+	require.Equal(t, 1, outcomes[coordinator.OutcomeOpened], "outcomes: %v", outcomes)
+	require.Equal(t, n-1, outcomes[coordinator.OutcomeSkipped]+outcomes[coordinator.OutcomeAlreadyFannedOut], "outcomes: %v", outcomes)
+	require.Zero(t, outcomes[coordinator.OutcomeResumed])
 
 	counts := b.queue.countByAsset(t)
 	require.Len(t, counts, len(tickfactory.Assets))
@@ -127,7 +127,7 @@ func TestContentionSkipsWithHolder(t *testing.T) {
 	b.clock.Advance(30 * time.Second)
 	sum, err := b.coordinator("c1").Run(ctx, coordinator.Trigger{Job: "fx", At: t0})
 	require.NoError(t, err, "contention is not an error")
-	require.Equal(t, coordinator.Skipped, sum.Outcome)
+	require.Equal(t, coordinator.OutcomeSkipped, sum.Outcome)
 	require.NotNil(t, sum.Holder)
 	require.Equal(t, "other", sum.Holder.Owner)
 	require.True(t, sum.Holder.ExpiresAt.Equal(t0.Add(2*time.Minute)), "holder expiry %s", sum.Holder.ExpiresAt)
@@ -161,7 +161,7 @@ func TestLeaseStoreErrorIsNotASkip(t *testing.T) {
 	sum, err := c.Run(context.Background(), coordinator.Trigger{Job: "fx", At: t0})
 	require.ErrorIs(t, err, boom)
 	require.NotErrorIs(t, err, lease.ErrHeld)
-	require.NotEqual(t, coordinator.Skipped, sum.Outcome)
+	require.NotEqual(t, coordinator.OutcomeSkipped, sum.Outcome)
 	require.Nil(t, sum.Holder)
 	require.Empty(t, b.queue.keys(t))
 }
@@ -189,12 +189,12 @@ func TestExpiredLeaseTakenOverAndRunResumed(t *testing.T) {
 	b.clock.Set(expiry.Add(-time.Millisecond))
 	sum, err := c.Run(ctx, coordinator.Trigger{Job: "fx", At: t0})
 	require.NoError(t, err)
-	require.Equal(t, coordinator.Skipped, sum.Outcome, "live until expiry plus skew")
+	require.Equal(t, coordinator.OutcomeSkipped, sum.Outcome, "live until expiry plus skew")
 
 	b.clock.Set(expiry)
 	sum, err = c.Run(ctx, coordinator.Trigger{Job: "fx", At: t0})
 	require.NoError(t, err)
-	require.Equal(t, coordinator.Resumed, sum.Outcome)
+	require.Equal(t, coordinator.OutcomeResumed, sum.Outcome)
 	require.Greater(t, sum.Fence, crashed.Fence)
 	require.Equal(t, 4, sum.Enqueued, "the rest of the catalog, from the cursor")
 	require.Equal(t, 7, sum.Cursor)
@@ -229,7 +229,7 @@ func TestDeadlineMidFanOutThenResume(t *testing.T) {
 	// would start at 10 s.
 	sum, err := c.Run(ctx, coordinator.Trigger{Job: "big", At: t0, Deadline: t0.Add(12 * time.Second)})
 	require.NoError(t, err)
-	require.Equal(t, coordinator.Opened, sum.Outcome)
+	require.Equal(t, coordinator.OutcomeOpened, sum.Outcome)
 	require.Equal(t, coordinator.StoppedDeadline, sum.Stopped)
 	require.Equal(t, 100, sum.Enqueued)
 	require.Equal(t, 100, sum.Cursor)
@@ -245,7 +245,7 @@ func TestDeadlineMidFanOutThenResume(t *testing.T) {
 
 	sum2, err := b.coordinator("c2").Run(ctx, coordinator.Trigger{Job: "big", At: t0.Add(20 * time.Second), Deadline: b.clock.Now().Add(10 * time.Minute)})
 	require.NoError(t, err)
-	require.Equal(t, coordinator.Resumed, sum2.Outcome)
+	require.Equal(t, coordinator.OutcomeResumed, sum2.Outcome)
 	require.Empty(t, sum2.Stopped)
 	require.Equal(t, 150, sum2.Enqueued)
 	require.Equal(t, 250, sum2.Cursor)
@@ -281,7 +281,7 @@ func TestBudgetStopsFanOut(t *testing.T) {
 		require.Less(t, i, 10, "fan-out does not progress")
 		sum, err = c.Run(ctx, coordinator.Trigger{Job: "big", At: t0})
 		require.NoError(t, err)
-		require.Equal(t, coordinator.Resumed, sum.Outcome)
+		require.Equal(t, coordinator.OutcomeResumed, sum.Outcome)
 		require.Equal(t, 40, sum.Enqueued)
 	}
 	counts := b.queue.countByAsset(t)
@@ -326,7 +326,7 @@ func TestSendFailureMidFanOutThenResume(t *testing.T) {
 	b.queue.Before = nil
 	sum2, err := b.coordinator("c2").Run(ctx, coordinator.Trigger{Job: "big", At: t0})
 	require.NoError(t, err)
-	require.Equal(t, coordinator.Resumed, sum2.Outcome)
+	require.Equal(t, coordinator.OutcomeResumed, sum2.Outcome)
 	require.Equal(t, 95, sum2.Cursor)
 
 	counts := b.queue.countByAsset(t)
@@ -388,19 +388,19 @@ func TestFinishedTickNotRerunWithoutForce(t *testing.T) {
 	ctx := context.Background()
 	first, err := b.coordinator("c1").Run(ctx, coordinator.Trigger{Job: "fx", At: t0})
 	require.NoError(t, err)
-	require.Equal(t, coordinator.Opened, first.Outcome)
+	require.Equal(t, coordinator.OutcomeOpened, first.Outcome)
 
 	b.clock.Advance(10 * time.Second)
 	again, err := b.coordinator("c2").Run(ctx, coordinator.Trigger{Job: "fx", At: t0.Add(30 * time.Second)})
 	require.NoError(t, err)
-	require.Equal(t, coordinator.AlreadyFannedOut, again.Outcome)
+	require.Equal(t, coordinator.OutcomeAlreadyFannedOut, again.Outcome)
 	require.Equal(t, first.Run, again.Run)
 	require.Zero(t, again.Enqueued)
 	require.Len(t, b.queue.keys(t), 7)
 
 	forced, err := b.coordinator("c3").Run(ctx, coordinator.Trigger{Job: "fx", At: t0, Force: true})
 	require.NoError(t, err)
-	require.Equal(t, coordinator.Opened, forced.Outcome)
+	require.Equal(t, coordinator.OutcomeOpened, forced.Outcome)
 	require.Equal(t, 2, forced.Run.Generation)
 	require.Equal(t, tick, forced.Run.Nominal)
 	require.Equal(t, 7, forced.Enqueued)

@@ -38,7 +38,7 @@ func fannedOut(t *testing.T, b *bundle) (*coordinator.Coordinator, ledger.RunID)
 	c := b.coordinator("c1")
 	sum, err := c.Run(context.Background(), coordinator.Trigger{Job: "fx", At: t0})
 	require.NoError(t, err)
-	require.Equal(t, coordinator.Opened, sum.Outcome)
+	require.Equal(t, coordinator.OutcomeOpened, sum.Outcome)
 	return c, sum.Run
 }
 
