@@ -20,13 +20,13 @@ var dxyWeights = map[string]float64{
 const dxyConstant = 50.14348112
 
 // The range outside which a computed index is treated as a data error.
-const dxyMin, dxyMax = 50.0, 200.0
+const dxyMin, dxyMax = 70.0, 170.0
 
 // DollarIndex computes the US dollar index from the six pairs' prices:
 // 50.14348112 × EURUSD^-0.576 × USDJPY^0.136 × GBPUSD^-0.119 ×
 // USDCAD^0.091 × USDSEK^0.042 × USDCHF^0.036. It returns an error naming
 // the pair when one is missing or not positive, and when the result is
-// outside a plausible range (50–200).
+// outside a plausible range (70–170: the index has stayed within it since 1973).
 func DollarIndex(prices map[string]float64) (float64, error) {
 	v := dxyConstant
 	for _, pair := range DXYInputs {
