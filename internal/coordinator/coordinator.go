@@ -112,6 +112,9 @@ func (c *Coordinator) Run(ctx context.Context, tr Trigger) (Summary, error) {
 		return sum, fmt.Errorf("run %s: %w", tr.Job, err)
 	}
 	sum.Nominal = sched.Prev(tr.At).UTC()
+	if sum.Nominal.IsZero() {
+		return sum, fmt.Errorf("run %s: schedule %q has no tick at or before %s", tr.Job, j.Schedule, tr.At.UTC().Format(time.RFC3339Nano))
+	}
 	sum.Total = len(j.Assets)
 	log := c.logger().With(slog.String("job", j.Name), slog.Time("nominal", sum.Nominal), slog.String("owner", c.Owner))
 
