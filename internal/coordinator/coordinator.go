@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"log/slog"
+	"sync/atomic"
 	"time"
 
 	"github.com/batonhq/baton/internal/job"
@@ -26,7 +27,10 @@ type Coordinator struct {
 	Queue  queue.Sender
 	Jobs   job.Catalog
 	// Owner identifies the holder in the lease; it must be unique per
-	// process or invocation.
+	// process or invocation. Each Run holds the lease as Owner#n, n a
+	// per-process sequence number, so that concurrent Runs of one
+	// Coordinator exclude each other too (a lease is re-entrant for its
+	// owner).
 	Owner string
 	// Checkpoint is the number of messages sent between two checkpoints
 	// of the cursor; 0 means DefaultCheckpoint.
@@ -84,6 +88,9 @@ type Summary struct {
 	Duration       time.Duration
 }
 
+// invocations numbers Run calls, to make each one's lease owner unique.
+var invocations atomic.Int64
+
 // ErrNoTime is matched by Run's error when the invocation deadline leaves
 // no time to take the lease.
 var ErrNoTime = errors.New("no time left before the deadline")
@@ -116,7 +123,8 @@ func (c *Coordinator) Run(ctx context.Context, tr Trigger) (Summary, error) {
 		return sum, fmt.Errorf("run %s: schedule %q has no tick at or before %s", tr.Job, j.Schedule, tr.At.UTC().Format(time.RFC3339Nano))
 	}
 	sum.Total = len(j.Assets)
-	log := c.logger().With(slog.String("job", j.Name), slog.Time("nominal", sum.Nominal), slog.String("owner", c.Owner))
+	owner := fmt.Sprintf("%s#%d", c.Owner, invocations.Add(1))
+	log := c.logger().With(slog.String("job", j.Name), slog.Time("nominal", sum.Nominal), slog.String("owner", owner))
 
 	// Acquire.
 	lim := j.Limits
@@ -125,7 +133,7 @@ func (c *Coordinator) Run(ctx context.Context, tr Trigger) (Summary, error) {
 		return sum, fmt.Errorf("run %s %s: %w (deadline %s, margin %s)", j.Name,
 			sum.Nominal.Format(time.RFC3339), ErrNoTime, tr.Deadline.Format(time.RFC3339Nano), lim.DeadlineMargin)
 	}
-	l, err := c.Leases.Acquire(ctx, lease.AcquireParams{Job: j.Name, Owner: c.Owner, TTL: ttl, Now: start, Skew: lim.ClockSkew})
+	l, err := c.Leases.Acquire(ctx, lease.AcquireParams{Job: j.Name, Owner: owner, TTL: ttl, Now: start, Skew: lim.ClockSkew})
 	sum.AcquireLatency = c.now().Sub(start)
 	var held *lease.HeldError
 	if errors.As(err, &held) {
