@@ -1,6 +1,7 @@
 package sqlite
 
 import (
+	"database/sql"
 	"errors"
 	"fmt"
 	"strings"
@@ -61,33 +62,54 @@ func BenchmarkItemClaimDuplicate(b *testing.B) {
 
 // BenchmarkRawConditionalInsertItem inserts a new row per iteration into a
 // copy of the items table, with INSERT … ON CONFLICT DO NOTHING and no
-// ledger code: the reference for the two benchmarks above.
+// ledger code: the reference for the two benchmarks above. exec prepares
+// the statement every time, prepared once (as the LedgerStore does).
 func BenchmarkRawConditionalInsertItem(b *testing.B) {
-	db := openLedgerTestDB(b)
-	ctx := b.Context()
-	var ddl string
-	if err := db.SQL().QueryRowContext(ctx, `SELECT sql FROM sqlite_schema WHERE name = 'items'`).Scan(&ddl); err != nil {
-		b.Fatal(err)
-	}
-	if _, err := db.SQL().ExecContext(ctx, strings.Replace(ddl, "items", "raw_items", 1)); err != nil {
-		b.Fatal(err)
-	}
-	run, now := ledgerBenchRun.String(), toNanos(ledgerBenchRun.Nominal)
-	b.ReportAllocs()
-	i := 0
-	for b.Loop() {
-		asset := fmt.Sprintf("A%09d", i)
-		i++
-		res, err := db.SQL().ExecContext(ctx, `
-			INSERT INTO raw_items (run, asset, state, owner, attempt, lease_until, fence, error, created_at, started_at, finished_at, updated_at)
-			VALUES (?, ?, 'RUNNING', 'bench', 1, ?, 1, '', ?, ?, 0, ?)
-			ON CONFLICT (run, asset) DO NOTHING`,
-			run, asset, now, now, now, now)
-		if err != nil {
+	const insert = `
+		INSERT INTO raw_items (run, asset, state, owner, attempt, lease_until, fence, error, created_at, started_at, finished_at, updated_at)
+		VALUES (?, ?, 'RUNNING', 'bench', 1, ?, 1, '', ?, ?, 0, ?)
+		ON CONFLICT (run, asset) DO NOTHING`
+	bench := func(b *testing.B, exec func(db *DB, args ...any) (sql.Result, error)) {
+		db := openLedgerTestDB(b)
+		ctx := b.Context()
+		var ddl string
+		if err := db.SQL().QueryRowContext(ctx, `SELECT sql FROM sqlite_schema WHERE name = 'items'`).Scan(&ddl); err != nil {
 			b.Fatal(err)
 		}
-		if n, _ := res.RowsAffected(); n != 1 {
-			b.Fatalf("inserted %d rows", n)
+		if _, err := db.SQL().ExecContext(ctx, strings.Replace(ddl, "items", "raw_items", 1)); err != nil {
+			b.Fatal(err)
+		}
+		run, now := ledgerBenchRun.String(), toNanos(ledgerBenchRun.Nominal)
+		b.ReportAllocs()
+		i := 0
+		for b.Loop() {
+			asset := fmt.Sprintf("A%09d", i)
+			i++
+			res, err := exec(db, run, asset, now, now, now, now)
+			if err != nil {
+				b.Fatal(err)
+			}
+			if n, _ := res.RowsAffected(); n != 1 {
+				b.Fatalf("inserted %d rows", n)
+			}
 		}
 	}
+	b.Run("exec", func(b *testing.B) {
+		bench(b, func(db *DB, args ...any) (sql.Result, error) {
+			return db.SQL().ExecContext(b.Context(), insert, args...)
+		})
+	})
+	b.Run("prepared", func(b *testing.B) {
+		var st *sql.Stmt
+		bench(b, func(db *DB, args ...any) (sql.Result, error) {
+			if st == nil {
+				var err error
+				if st, err = db.SQL().PrepareContext(b.Context(), insert); err != nil {
+					return nil, err
+				}
+				b.Cleanup(func() { st.Close() })
+			}
+			return st.ExecContext(b.Context(), args...)
+		})
+	})
 }
