@@ -45,9 +45,9 @@
 // two writes in all: claim and complete.
 //
 // Writes ask for the new record (ReturnValues ALL_NEW) and, on a failed
-// condition, for the record that failed it (ReturnValuesOnConditionCheck
-// Failure ALL_OLD), which callers turn into the ports' errors with that
-// record. A server that does not return it (the emulator) costs one more
+// condition, for the record that failed it
+// (ReturnValuesOnConditionCheckFailure ALL_OLD), which callers turn into
+// the ports' errors with that record. A server that does not return it (the emulator) costs one more
 // strongly consistent GetItem on refused writes only. Every read is
 // strongly consistent (GetItem and Query with ConsistentRead).
 //
@@ -61,9 +61,10 @@
 //     error or timeout after sending, a 5xx): the record is read back with
 //     one consistent GetItem (bounded by Options.ResolveTimeout, even when
 //     the caller's context is done). It carries the token: the write
-//     applied and its result is returned. It does not: the error is
-//     returned, saying the write did not apply; the caller may retry. If
-//     the read fails too, the error says the outcome is unknown.
+//     applied and its result is returned. It does not: the write did not
+//     apply (or a later write already replaced it) and the error is
+//     returned, saying so; the caller may retry. If the read fails too,
+//     the error says the outcome is unknown.
 //
 // Throttling and 5xx responses are retried by the client's retryer, which
 // the stores leave as configured (the SDK's standard mode by default: 3
@@ -99,6 +100,7 @@
 // SDK errors are interpreted in one place: a missing table is
 // ErrTableNotFound, naming the table; everything else is wrapped with the
 // operation and the table, and errors.As still reaches the SDK's types.
-// Invalid input (a bad job or asset name, an empty owner, a non-positive
-// TTL, a bar price DynamoDB cannot store) is an error before any call.
+// Invalid input (a bad job or asset name, an empty lease owner, a
+// non-positive lease TTL, a bar price DynamoDB cannot store) is an error,
+// none of the sentinels, returned before any call.
 package awsdynamodb
