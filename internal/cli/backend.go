@@ -3,7 +3,6 @@ package cli
 import (
 	"context"
 	"flag"
-	"fmt"
 
 	"github.com/batonhq/baton/internal/engine"
 )
@@ -37,4 +36,3 @@ func (b *backendFlags) open(ctx context.Context) (engine.Backend, error) {
 	}
 }
 
-var _ = fmt.Sprint
