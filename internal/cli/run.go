@@ -186,7 +186,9 @@ func printItems(w io.Writer, items []ledger.Item, trigger time.Time) {
 			if !it.StartedAt.IsZero() {
 				processing = fmtDur(it.FinishedAt.Sub(it.StartedAt))
 			}
-			sinceTrigger = fmtDur(it.FinishedAt.Sub(trigger))
+			if it.FinishedAt.After(trigger) {
+				sinceTrigger = fmtDur(it.FinishedAt.Sub(trigger))
+			}
 			tickToDone = fmtDur(it.FinishedAt.Sub(it.Key.Run.Nominal))
 		}
 		fmt.Fprintf(tw, "%s\t%s\t%d\t%s\t%s\t%s\t%s\n", it.Key.Asset, it.State, it.Attempt, processing, sinceTrigger, tickToDone, closeOf(it))
