@@ -35,4 +35,3 @@ func (b *backendFlags) open(ctx context.Context) (engine.Backend, error) {
 		return engine.Backend{}, usagef("--backend: unknown backend %q (want sqlite or aws)", b.backend)
 	}
 }
-
