@@ -30,7 +30,7 @@ test: emulators ## vet, the no-AWS-in-core check and every test (emulators inclu
 
 lint: ## go vet and the check that the core imports no AWS package
 	$(GO) vet ./...
-	$(GO) test -count=1 -run 'TestCoreImportsNoAWS' ./internal/...
+	$(GO) test -count=1 -run 'TestCoreImportsNoAWS' ./internal/archtest
 
 bench: emulators ## benchmarks on both backends, each figure beside its reference (a few minutes)
 	$(GO) test -c -o $(BIN)/benchreport.test ./internal/benchreport
