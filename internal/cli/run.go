@@ -1,0 +1,231 @@
+package cli
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io"
+	"log/slog"
+	"sync"
+	"text/tabwriter"
+	"time"
+
+	"github.com/batonhq/baton/internal/coordinator"
+	"github.com/batonhq/baton/internal/engine"
+	"github.com/batonhq/baton/internal/ledger"
+	"github.com/batonhq/baton/internal/tickfactory"
+)
+
+const runSynopsis = `run [--once] [flags]
+
+Runs the job on its schedule with the coordinator and a pool of consumers
+in this process, on the embedded store (a SQLite file) by default.
+
+  --once   run the tick at the current time end to end, print a per-asset
+           report (status, attempts, processing latency, tick-to-done
+           latency) and the derived values, then exit: status 1 if any item
+           ended DEAD or the run did not settle within --timeout.
+  (none)   keep going at every tick of the job's schedule until interrupted
+           (Ctrl-C / SIGTERM): no new tick starts, items in flight finish.
+
+If the tick already ran, --once reports that run instead of running it again
+(--force opens the next generation and re-runs every item).`
+
+type runFlags struct {
+	common    backendFlags
+	once      bool
+	force     bool
+	consumers int
+	latency   time.Duration
+	timeout   time.Duration
+	logLevel  string
+}
+
+func runCmd(ctx context.Context, e *env, args []string) error {
+	var f runFlags
+	fs := newFlagSet(e, "run", runSynopsis)
+	f.common.register(fs)
+	fs.BoolVar(&f.once, "once", false, "run one tick, report, and exit")
+	fs.BoolVar(&f.force, "force", false, "with --once: re-run the tick as a new generation if it already ran")
+	fs.IntVar(&f.consumers, "consumers", 4, "batches processed at once (like the event source's maximum concurrency)")
+	fs.DurationVar(&f.latency, "latency", 200*time.Millisecond, "simulated provider latency per asset (the reference job makes synthetic bars)")
+	fs.DurationVar(&f.timeout, "timeout", 2*time.Minute, "with --once: how long to wait for the tick to settle")
+	fs.StringVar(&f.logLevel, "log", "warn", "log level on stderr: debug, info, warn, error")
+	if err := parseFlags(fs, args); err != nil {
+		return err
+	}
+	if f.consumers < 1 {
+		return usagef("--consumers must be at least 1, got %d", f.consumers)
+	}
+	if f.latency < 0 {
+		return usagef("--latency must not be negative, got %s", f.latency)
+	}
+	logger, err := newLogger(e.stderr, f.logLevel)
+	if err != nil {
+		return err
+	}
+	b, err := f.common.open(ctx)
+	if err != nil {
+		return err
+	}
+	defer b.Close()
+	catalog := tickfactory.Catalog(b.Bars, &tickfactory.Options{Latency: f.latency})
+	if _, err := catalog.Lookup(f.common.job); err != nil {
+		return usageError{err}
+	}
+	eng, err := engine.New(b, engine.Options{Catalog: catalog, Consumers: f.consumers, Logger: logger})
+	if err != nil {
+		return err
+	}
+	if f.once {
+		return runOnce(ctx, e, eng, &f)
+	}
+	return runForever(ctx, e, eng, &f)
+}
+
+func runOnce(ctx context.Context, e *env, eng *engine.Engine, f *runFlags) error {
+	consumeCtx, stopConsumers := context.WithCancel(ctx)
+	var wg sync.WaitGroup
+	wg.Go(func() { _ = eng.Consume(consumeCtx) })
+	defer func() { stopConsumers(); wg.Wait() }()
+
+	trigger := time.Now()
+	sum, err := eng.Trigger(ctx, f.common.job, trigger, f.force)
+	if err != nil {
+		return err
+	}
+	fmt.Fprintf(e.stdout, "job %s, tick %s, store %s (%s)\n", sum.Job, sum.Nominal.UTC().Format(time.RFC3339), f.common.where(), eng.Backend().Name)
+	printSummary(e.stdout, sum)
+	waitCtx, cancel := context.WithTimeout(ctx, f.timeout)
+	defer cancel()
+	run, items, err := eng.WaitSettled(waitCtx, sum.Job, sum.Nominal, 0)
+	if err != nil && len(items) == 0 {
+		return fmt.Errorf("%w (raise --timeout, or see 'baton status')", err)
+	}
+	fmt.Fprintln(e.stdout)
+	printItems(e.stdout, items, trigger)
+	fmt.Fprintln(e.stdout)
+	printRun(e.stdout, run)
+	if err != nil {
+		fmt.Fprintf(e.stderr, "baton run: %v\n", err)
+		return errFailed
+	}
+	if run.Dead > 0 {
+		return errFailed
+	}
+	return nil
+}
+
+func runForever(ctx context.Context, e *env, eng *engine.Engine, f *runFlags) error {
+	fmt.Fprintf(e.stdout, "running job %s on %s (%s); Ctrl-C to stop\n", f.common.job, f.common.where(), eng.Backend().Name)
+	consumeCtx, stopConsumers := context.WithCancel(context.WithoutCancel(ctx))
+	var wg sync.WaitGroup
+	wg.Go(func() { _ = eng.Consume(consumeCtx) })
+	var mu sync.Mutex
+	report := func(sum coordinator.Summary) {
+		waitCtx, cancel := context.WithTimeout(ctx, f.timeout)
+		defer cancel()
+		run, _, err := eng.WaitSettled(waitCtx, sum.Job, sum.Nominal, 0)
+		mu.Lock()
+		defer mu.Unlock()
+		if err != nil {
+			fmt.Fprintf(e.stdout, "%s  %v\n", sum.Nominal.UTC().Format(time.RFC3339), err)
+			return
+		}
+		fmt.Fprintf(e.stdout, "%s  %s  %s: %d succeeded, %d dead, %d cancelled, done %s after the tick\n",
+			sum.Nominal.UTC().Format(time.RFC3339), run.ID, run.State, run.Succeeded, run.Dead, run.Cancelled,
+			run.FinishedAt.Sub(sum.Nominal).Round(time.Millisecond))
+	}
+	err := eng.Schedule(ctx, f.common.job, func(sum coordinator.Summary, err error) {
+		mu.Lock()
+		if err != nil {
+			fmt.Fprintf(e.stdout, "tick failed: %v\n", err)
+			mu.Unlock()
+			return
+		}
+		printSummary(e.stdout, sum)
+		mu.Unlock()
+		if sum.Outcome != coordinator.OutcomeSkipped {
+			wg.Go(func() { report(sum) })
+		}
+	})
+	// Interrupted: no new tick starts; let in-flight batches finish (the
+	// poller gives each its own deadline), then stop receiving.
+	fmt.Fprintln(e.stdout, "stopping: waiting for items in flight")
+	stopConsumers()
+	wg.Wait()
+	return err
+}
+
+func printSummary(w io.Writer, s coordinator.Summary) {
+	switch s.Outcome {
+	case coordinator.OutcomeSkipped:
+		if s.Holder != nil {
+			fmt.Fprintf(w, "coordinator: skipped, lease held by %s until %s (fence %d)\n", s.Holder.Owner, s.Holder.ExpiresAt.UTC().Format(time.RFC3339), s.Holder.Fence)
+			return
+		}
+		fmt.Fprintln(w, "coordinator: skipped")
+	case coordinator.OutcomeAlreadyFannedOut:
+		fmt.Fprintf(w, "coordinator: run %s already fanned out; reporting it (--force re-runs the tick)\n", s.Run)
+	default:
+		stopped := ""
+		if s.Stopped != "" {
+			stopped = fmt.Sprintf(", stopped early (%s) at %d of %d", s.Stopped, s.Cursor, s.Total)
+		}
+		fmt.Fprintf(w, "coordinator: run %s %s, fence %d, %d messages enqueued in %s (lease in %s)%s\n",
+			s.Run, s.Outcome, s.Fence, s.Enqueued, s.Duration.Round(time.Microsecond), s.AcquireLatency.Round(time.Microsecond), stopped)
+	}
+}
+
+func printItems(w io.Writer, items []ledger.Item, trigger time.Time) {
+	tw := tabwriter.NewWriter(w, 0, 0, 2, ' ', 0)
+	fmt.Fprintln(tw, "ITEM\tSTATUS\tATTEMPTS\tPROCESSING\tSINCE TRIGGER\tTICK-TO-DONE\tCLOSE")
+	for _, it := range items {
+		processing, sinceTrigger, tickToDone := "-", "-", "-"
+		if !it.FinishedAt.IsZero() {
+			if !it.StartedAt.IsZero() {
+				processing = it.FinishedAt.Sub(it.StartedAt).Round(time.Millisecond).String()
+			}
+			sinceTrigger = it.FinishedAt.Sub(trigger).Round(time.Millisecond).String()
+			tickToDone = it.FinishedAt.Sub(it.Key.Run.Nominal).Round(time.Millisecond).String()
+		}
+		fmt.Fprintf(tw, "%s\t%s\t%d\t%s\t%s\t%s\t%s\n", it.Key.Asset, it.State, it.Attempt, processing, sinceTrigger, tickToDone, closeOf(it))
+	}
+	tw.Flush()
+	for _, it := range items {
+		if it.Error != "" {
+			fmt.Fprintf(w, "  %s: %s\n", it.Key.Asset, it.Error)
+		}
+	}
+}
+
+// closeOf extracts the close price from a reference-job result.
+func closeOf(it ledger.Item) string {
+	var bar struct {
+		Close float64 `json:"close"`
+	}
+	if it.State != ledger.ItemSucceeded || json.Unmarshal(it.Result, &bar) != nil || bar.Close == 0 {
+		return "-"
+	}
+	return fmt.Sprintf("%.4f", bar.Close)
+}
+
+func printRun(w io.Writer, r ledger.Run) {
+	took := "-"
+	if !r.FinishedAt.IsZero() {
+		took = r.FinishedAt.Sub(r.OpenedAt).Round(time.Millisecond).String()
+	}
+	fmt.Fprintf(w, "run %s: %s — %d succeeded, %d dead, %d cancelled; opened→settled %s\n",
+		r.ID, r.State, r.Succeeded, r.Dead, r.Cancelled, took)
+}
+
+func newLogger(w io.Writer, level string) (*slog.Logger, error) {
+	var l slog.Level
+	if err := l.UnmarshalText([]byte(level)); err != nil {
+		return nil, usagef("--log: %q is not a level (debug, info, warn, error)", level)
+	}
+	return slog.New(slog.NewTextHandler(w, &slog.HandlerOptions{Level: l})), nil
+}
+
+var _ = errors.New

@@ -1,0 +1,217 @@
+// Package engine runs baton outside Lambda: the coordinator on an
+// in-process schedule and consumers fed by pollers that behave like Lambda's
+// SQS event source. It is backend-neutral: the embedded SQLite store (the
+// local default) and AWS endpoints (emulators or an account) are both a
+// Backend.
+package engine
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"log/slog"
+	"os"
+	"sort"
+	"time"
+
+	"github.com/batonhq/baton/internal/bars"
+	"github.com/batonhq/baton/internal/consumer"
+	"github.com/batonhq/baton/internal/coordinator"
+	"github.com/batonhq/baton/internal/job"
+	"github.com/batonhq/baton/internal/lease"
+	"github.com/batonhq/baton/internal/ledger"
+	"github.com/batonhq/baton/internal/poller"
+	"github.com/batonhq/baton/internal/queue"
+	"github.com/batonhq/baton/internal/schedule"
+	"github.com/batonhq/baton/internal/scheduler"
+)
+
+// Queue is a queue the engine both sends to and receives from.
+type Queue interface {
+	queue.Sender
+	queue.Receiver
+}
+
+// Backend is the set of stores and queues one deployment uses.
+type Backend struct {
+	Name        string // "sqlite" or "aws", for display
+	Leases      lease.Store
+	Ledger      ledger.Store
+	Bars        bars.Store
+	Work        Queue
+	DeadLetter  Queue // may be nil
+	MaxReceives int   // the work queue's redrive limit
+	Close       func() error
+}
+
+// Options tune an Engine.
+type Options struct {
+	Catalog job.Catalog
+	// Consumers is the number of batches processed at once (the event
+	// source's maximum concurrency); 0 means 4.
+	Consumers int
+	// BatchSize is the most messages per batch; 0 means 10.
+	BatchSize int
+	// BatchTimeout is each batch's deadline (Lambda's timeout); 0 means 30s.
+	BatchTimeout time.Duration
+	// RetryDelay makes failed messages visible again after this long
+	// instead of after their visibility timeout; 0 means 1s.
+	RetryDelay time.Duration
+	Owner      string // prefix of lease and item owners; 0 means host+pid
+	Logger     *slog.Logger
+	NowFunc    func() time.Time
+}
+
+// Engine wires a backend to the core.
+type Engine struct {
+	backend     Backend
+	opts        Options
+	Coordinator *coordinator.Coordinator
+	Consumer    *consumer.Consumer
+}
+
+// New returns an engine on b.
+func New(b Backend, o Options) (*Engine, error) {
+	if len(o.Catalog) == 0 {
+		return nil, errors.New("engine: empty job catalog")
+	}
+	for name, j := range o.Catalog {
+		if err := j.Validate(); err != nil {
+			return nil, fmt.Errorf("engine: job %s: %w", name, err)
+		}
+	}
+	if o.Owner == "" {
+		host, _ := os.Hostname()
+		o.Owner = fmt.Sprintf("%s/%d", host, os.Getpid())
+	}
+	if o.Logger == nil {
+		o.Logger = slog.New(slog.DiscardHandler)
+	}
+	e := &Engine{backend: b, opts: o}
+	e.Coordinator = &coordinator.Coordinator{
+		Leases: b.Leases, Ledger: b.Ledger, Queue: b.Work, Jobs: o.Catalog,
+		Owner: o.Owner + "/coordinator", NowFunc: o.NowFunc, Logger: o.Logger,
+	}
+	e.Consumer = &consumer.Consumer{
+		Ledger: b.Ledger, Queue: b.Work, Jobs: o.Catalog,
+		Owner: o.Owner + "/consumer", NowFunc: o.NowFunc, Logger: o.Logger,
+		MaxReceives: b.MaxReceives,
+	}
+	if b.DeadLetter != nil {
+		e.Consumer.DeadLetter = b.DeadLetter
+	}
+	return e, nil
+}
+
+// Backend returns the engine's backend.
+func (e *Engine) Backend() Backend { return e.backend }
+
+func (e *Engine) now() time.Time {
+	if e.opts.NowFunc != nil {
+		return e.opts.NowFunc()
+	}
+	return time.Now()
+}
+
+// Trigger runs the coordinator for the tick of jobName at or before at.
+func (e *Engine) Trigger(ctx context.Context, jobName string, at time.Time, force bool) (coordinator.Summary, error) {
+	deadline := e.now().Add(e.batchTimeout())
+	return e.Coordinator.Run(ctx, coordinator.Trigger{Job: jobName, At: at, Force: force, Deadline: deadline})
+}
+
+func (e *Engine) batchTimeout() time.Duration {
+	if e.opts.BatchTimeout > 0 {
+		return e.opts.BatchTimeout
+	}
+	return 30 * time.Second
+}
+
+// Poller returns a poller feeding the work queue to the consumer.
+func (e *Engine) Poller() *poller.Poller {
+	retry := e.opts.RetryDelay
+	if retry <= 0 {
+		retry = time.Second
+	}
+	return &poller.Poller{
+		Receiver:    e.backend.Work,
+		BatchSize:   e.opts.BatchSize,
+		Timeout:     e.batchTimeout(),
+		Concurrency: max(e.opts.Consumers, 1),
+		Wait:        500 * time.Millisecond,
+		RetryDelay:  retry,
+		NowFunc:     e.opts.NowFunc,
+		Logger:      e.opts.Logger,
+		Handle: func(ctx context.Context, deadline time.Time, msgs []queue.Delivery) []string {
+			res := e.Consumer.Handle(ctx, deadline, msgs)
+			failed := make([]string, len(res.Failed))
+			for i, f := range res.Failed {
+				failed[i] = f.MessageID
+			}
+			return failed
+		},
+	}
+}
+
+// Consume runs the consumers until ctx is done; batches in flight finish.
+func (e *Engine) Consume(ctx context.Context) error { return e.Poller().Run(ctx) }
+
+// Schedule fires the coordinator for jobName at every tick of its
+// schedule until ctx is done. onTick, if set, gets each trigger's summary.
+func (e *Engine) Schedule(ctx context.Context, jobName string, onTick func(coordinator.Summary, error)) error {
+	j, err := e.opts.Catalog.Lookup(jobName)
+	if err != nil {
+		return err
+	}
+	s, err := schedule.Parse(j.Schedule)
+	if err != nil {
+		return fmt.Errorf("job %s: %w", jobName, err)
+	}
+	sch := &scheduler.Scheduler{Schedule: s, Fire: func(ctx context.Context, at time.Time) {
+		sum, err := e.Trigger(ctx, jobName, at, false)
+		if onTick != nil {
+			onTick(sum, err)
+		}
+	}}
+	return sch.Run(ctx)
+}
+
+// Expected returns the names of every item a run of j has: its assets and
+// derived items, sorted.
+func Expected(j job.Definition) []string {
+	names := append([]string(nil), j.Assets...)
+	for _, d := range j.Derived {
+		names = append(names, d.Name)
+	}
+	sort.Strings(names)
+	return names
+}
+
+// WaitSettled polls the ledger until the tick's run is complete or partial
+// (settling it when its items are all terminal), or ctx ends. It returns
+// the run and its items.
+func (e *Engine) WaitSettled(ctx context.Context, jobName string, nominal time.Time, every time.Duration) (ledger.Run, []ledger.Item, error) {
+	if every <= 0 {
+		every = 50 * time.Millisecond
+	}
+	t := time.NewTicker(every)
+	defer t.Stop()
+	for {
+		run, err := e.Coordinator.Settle(ctx, jobName, nominal)
+		if err != nil && !errors.Is(err, ledger.ErrNotFound) {
+			return ledger.Run{}, nil, err
+		}
+		if err == nil && run.State.Finished() {
+			items, err := e.backend.Ledger.ListItems(ctx, run.ID)
+			return run, items, err
+		}
+		select {
+		case <-ctx.Done():
+			if err == nil {
+				items, _ := e.backend.Ledger.ListItems(context.WithoutCancel(ctx), run.ID)
+				return run, items, fmt.Errorf("run %s not settled: %w", run.ID, ctx.Err())
+			}
+			return ledger.Run{}, nil, fmt.Errorf("tick %s@%s not opened: %w", jobName, nominal.UTC().Format(time.RFC3339), ctx.Err())
+		case <-t.C:
+		}
+	}
+}

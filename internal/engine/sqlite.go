@@ -1,0 +1,44 @@
+package engine
+
+import (
+	"context"
+	"errors"
+	"fmt"
+
+	"github.com/batonhq/baton/internal/sqlite"
+)
+
+// Embedded queue names and their redrive limit.
+const (
+	WorkQueue       = "work"
+	DeadLetterQueue = "work-dlq"
+	MaxReceives     = 5
+)
+
+// OpenSQLite opens the embedded backend on the SQLite file at path.
+func OpenSQLite(ctx context.Context, path string) (Backend, error) {
+	db, err := sqlite.Open(ctx, path, nil)
+	if err != nil {
+		return Backend{}, err
+	}
+	dlq, err := sqlite.OpenQueue(ctx, db, DeadLetterQueue, nil)
+	if err != nil {
+		db.Close()
+		return Backend{}, fmt.Errorf("open queue %s: %w", DeadLetterQueue, err)
+	}
+	work, err := sqlite.OpenQueue(ctx, db, WorkQueue, &sqlite.QueueOptions{DeadLetterQueue: DeadLetterQueue, MaxReceives: MaxReceives})
+	if err != nil {
+		db.Close()
+		return Backend{}, fmt.Errorf("open queue %s: %w", WorkQueue, err)
+	}
+	return Backend{
+		Name:        "sqlite",
+		Leases:      sqlite.NewLeaseStore(db),
+		Ledger:      sqlite.NewLedgerStore(db),
+		Bars:        sqlite.NewBarsStore(db),
+		Work:        work,
+		DeadLetter:  dlq,
+		MaxReceives: MaxReceives,
+		Close:       func() error { return errors.Join(db.Close()) },
+	}, nil
+}

@@ -1,0 +1,117 @@
+package poller
+
+import (
+	"context"
+	"fmt"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/stretchr/testify/require"
+
+	"github.com/batonhq/baton/internal/queue"
+)
+
+// fakeQueue is a minimal in-memory receiver that records deletes and
+// visibility changes; the real adapters run the queue conformance suite.
+type fakeQueue struct {
+	mu       sync.Mutex
+	pending  []queue.Delivery
+	deleted  []string
+	retried  map[string]time.Duration
+	receives int
+}
+
+func (q *fakeQueue) Receive(_ context.Context, p queue.ReceiveParams) ([]queue.Delivery, error) {
+	q.mu.Lock()
+	defer q.mu.Unlock()
+	q.receives++
+	n := min(p.Max, len(q.pending))
+	out := q.pending[:n]
+	q.pending = q.pending[n:]
+	return out, nil
+}
+
+func (q *fakeQueue) Delete(_ context.Context, h string) error {
+	q.mu.Lock()
+	defer q.mu.Unlock()
+	q.deleted = append(q.deleted, h)
+	return nil
+}
+
+func (q *fakeQueue) ChangeVisibility(_ context.Context, p queue.ChangeVisibilityParams) error {
+	q.mu.Lock()
+	defer q.mu.Unlock()
+	q.retried[p.ReceiptHandle] = p.Timeout
+	return nil
+}
+
+func newFake(n int) *fakeQueue {
+	q := &fakeQueue{retried: map[string]time.Duration{}}
+	for i := range n {
+		q.pending = append(q.pending, queue.Delivery{MessageID: fmt.Sprint("m", i), ReceiptHandle: fmt.Sprint("r", i)})
+	}
+	return q
+}
+
+func TestPollDeletesAllButFailed(t *testing.T) {
+	t.Parallel()
+	q := newFake(4)
+	var gotDeadline time.Time
+	now := time.Date(2026, 11, 21, 12, 0, 0, 0, time.UTC)
+	p := &Poller{Receiver: q, BatchSize: 3, Timeout: 10 * time.Second, RetryDelay: 2 * time.Second,
+		NowFunc: func() time.Time { return now },
+		Handle: func(_ context.Context, deadline time.Time, msgs []queue.Delivery) []string {
+			gotDeadline = deadline
+			require.Len(t, msgs, 3)
+			return []string{"m1"}
+		}}
+	n, err := p.Poll(t.Context())
+	require.NoError(t, err)
+	require.Equal(t, 3, n)
+	require.Equal(t, []string{"r0", "r2"}, q.deleted)
+	require.Equal(t, map[string]time.Duration{"r1": 2 * time.Second}, q.retried)
+	require.Equal(t, now.Add(10*time.Second), gotDeadline)
+}
+
+func TestPollEmptyQueue(t *testing.T) {
+	t.Parallel()
+	q := newFake(0)
+	p := &Poller{Receiver: q, Handle: func(context.Context, time.Time, []queue.Delivery) []string {
+		t.Fatal("handler called on an empty batch")
+		return nil
+	}}
+	n, err := p.Poll(t.Context())
+	require.NoError(t, err)
+	require.Zero(t, n)
+}
+
+func TestRunDrainsWithConcurrentWorkers(t *testing.T) {
+	t.Parallel()
+	q := newFake(25)
+	var mu sync.Mutex
+	seen := map[string]int{}
+	ctx, cancel := context.WithCancel(t.Context())
+	p := &Poller{Receiver: q, Concurrency: 3, Handle: func(_ context.Context, _ time.Time, msgs []queue.Delivery) []string {
+		mu.Lock()
+		defer mu.Unlock()
+		for _, m := range msgs {
+			seen[m.MessageID]++
+		}
+		if len(seen) == 25 {
+			cancel()
+		}
+		return nil
+	}}
+	require.NoError(t, p.Run(ctx))
+	require.Len(t, seen, 25)
+	for id, n := range seen {
+		require.Equal(t, 1, n, id)
+	}
+	require.Len(t, q.deleted, 25)
+}
+
+func TestRunRequiresParts(t *testing.T) {
+	t.Parallel()
+	require.Error(t, (&Poller{}).Run(t.Context()))
+}
