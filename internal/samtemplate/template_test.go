@@ -3,6 +3,7 @@ package samtemplate_test
 import (
 	"context"
 	"fmt"
+	"maps"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -419,21 +420,11 @@ func TestIAM(t *testing.T) {
 					got[a] = append(got[a], st.resources...)
 				}
 			}
-			require.ElementsMatch(t, slices.Collect(mapsKeys(wantActions)), slices.Collect(mapsKeys(got)), "%s: actions", fn)
+			require.ElementsMatch(t, slices.Collect(maps.Keys(wantActions)), slices.Collect(maps.Keys(got)), "%s: actions", fn)
 			for a, res := range wantActions {
 				require.ElementsMatch(t, res, got[a], "%s: resources of %s", fn, a)
 			}
 		})
-	}
-}
-
-func mapsKeys[V any](m map[string]V) func(func(string) bool) {
-	return func(yield func(string) bool) {
-		for k := range m {
-			if !yield(k) {
-				return
-			}
-		}
 	}
 }
 
