@@ -122,7 +122,7 @@ func (h *CoordinatorHandler) Handle(ctx context.Context, payload json.RawMessage
 
 func (h *CoordinatorHandler) metrics(ctx context.Context, inv invocation, tr lambdaevent.Trigger, sum coordinator.Summary, runErr error) {
 	contention := 0.0
-	if sum.Outcome == coordinator.Skipped {
+	if sum.Outcome == coordinator.OutcomeSkipped {
 		contention = 1
 	}
 	props := map[string]any{"source": string(tr.Source), "outcome": string(sum.Outcome)}
