@@ -13,7 +13,6 @@ import (
 
 	"github.com/batonhq/baton/internal/awsdynamodb"
 	"github.com/batonhq/baton/internal/awssqs"
-	"github.com/batonhq/baton/internal/job"
 	"github.com/batonhq/baton/internal/tickfactory"
 )
 
@@ -28,13 +27,6 @@ type Env struct {
 // NewLogger returns the functions' JSON logger at level.
 func NewLogger(w io.Writer, level slog.Level) *slog.Logger {
 	return slog.New(slog.NewJSONHandler(w, &slog.HandlerOptions{Level: level}))
-}
-
-// Catalog is the job catalog the functions serve, with its processors
-// writing to the bars store on the same table.
-func Catalog(cfg Config, awsCfg aws.Config) job.Catalog {
-	ddb := dynamodb.NewFromConfig(awsCfg)
-	return tickfactory.Catalog(awsdynamodb.NewBarsStore(ddb, cfg.Table, nil), nil)
 }
 
 // paramsFromAWS builds HandlerParams on DynamoDB and SQS. The SDK's
