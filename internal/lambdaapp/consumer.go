@@ -47,7 +47,7 @@ func NewConsumerHandler(p HandlerParams) (*ConsumerHandler, error) {
 // Handle processes one SQS batch and reports the messages to redeliver.
 // It fails no batch as a whole.
 func (h *ConsumerHandler) Handle(ctx context.Context, ev events.SQSEvent) (events.SQSEventResponse, error) {
-	inv := invocationOf(ctx, h.name, h.p.logger())
+	inv := invocationOf(ctx, h.name, h.p.logger(), h.now())
 	log := inv.log.With(slog.String("job", h.p.Job))
 	msgs, bad := lambdaevent.Deliveries(ev)
 	for _, b := range bad {

@@ -75,8 +75,8 @@ type Holder struct {
 
 // Handle runs one trigger. payload is the raw event (lambdaevent.DecodeTrigger).
 func (h *CoordinatorHandler) Handle(ctx context.Context, payload json.RawMessage) (CoordinatorResponse, error) {
-	inv := invocationOf(ctx, h.name, h.p.logger())
 	now := h.now()
+	inv := invocationOf(ctx, h.name, h.p.logger(), now)
 	tr, err := lambdaevent.DecodeTrigger(lambdaevent.TriggerParams{
 		Payload: payload, Job: h.p.Job, Now: now, Skew: h.p.TriggerSkew,
 	})

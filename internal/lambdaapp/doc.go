@@ -26,7 +26,9 @@
 // The owner of the lease and of the item claims is the function name and
 // the request id (lambdacontext), unique per invocation. The invocation
 // deadline (ctx.Deadline) bounds the coordinator's lease and fan-out and
-// the consumer's item leases.
+// the consumer's item leases; it is passed to the core on the handler's
+// clock (HandlerParams.NowFunc plus the time left), so that a test clock
+// and a real deadline agree.
 //
 // # Observability
 //

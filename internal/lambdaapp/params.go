@@ -107,8 +107,10 @@ type invocation struct {
 }
 
 // invocationOf reads the request id (a random one outside Lambda) and the
-// deadline from ctx.
-func invocationOf(ctx context.Context, function string, base *slog.Logger) invocation {
+// deadline from ctx. The deadline is carried over to the handler's clock
+// (now): it is now plus the time left until ctx's deadline by the wall
+// clock, which is ctx's deadline itself when now is the wall clock.
+func invocationOf(ctx context.Context, function string, base *slog.Logger, now time.Time) invocation {
 	var inv invocation
 	if lc, ok := lambdacontext.FromContext(ctx); ok && lc.AwsRequestID != "" {
 		inv.requestID = lc.AwsRequestID
@@ -118,7 +120,9 @@ func invocationOf(ctx context.Context, function string, base *slog.Logger) invoc
 		inv.requestID = "local-" + hex.EncodeToString(b[:])
 	}
 	inv.owner = function + "/" + inv.requestID
-	inv.deadline, _ = ctx.Deadline()
+	if d, ok := ctx.Deadline(); ok {
+		inv.deadline = now.Add(time.Until(d))
+	}
 	inv.log = base.With(slog.String("function", function), slog.String("request_id", inv.requestID))
 	return inv
 }
