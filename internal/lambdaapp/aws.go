@@ -29,25 +29,37 @@ func NewLogger(w io.Writer, level slog.Level) *slog.Logger {
 	return slog.New(slog.NewJSONHandler(w, &slog.HandlerOptions{Level: level}))
 }
 
-// paramsFromAWS builds HandlerParams on DynamoDB and SQS. The SDK's
-// standard configuration applies (region, credentials, and endpoint
-// overrides such as AWS_ENDPOINT_URL_DYNAMODB and AWS_ENDPOINT_URL_SQS).
-func paramsFromAWS(cfg Config, awsCfg aws.Config, env Env) HandlerParams {
-	ddb := dynamodb.NewFromConfig(awsCfg)
-	sq := sqs.NewFromConfig(awsCfg)
+// AWSClients are the SDK clients the functions use.
+type AWSClients struct {
+	DynamoDB *dynamodb.Client
+	SQS      *sqs.Client
+}
+
+// NewAWSClients returns the clients for awsCfg (config.LoadDefaultConfig:
+// region, credentials, and endpoint overrides such as
+// AWS_ENDPOINT_URL_DYNAMODB and AWS_ENDPOINT_URL_SQS).
+func NewAWSClients(awsCfg aws.Config) AWSClients {
+	return AWSClients{DynamoDB: dynamodb.NewFromConfig(awsCfg), SQS: sqs.NewFromConfig(awsCfg)}
+}
+
+// ParamsOnAWS returns handler params on DynamoDB (leases, ledger and the
+// reference job's bars on cfg.Table) and SQS (cfg.QueueURL, and
+// cfg.DLQURL when set), logging JSON to env.Stderr and metrics to
+// env.Stdout.
+func ParamsOnAWS(cfg Config, c AWSClients, env Env) HandlerParams {
 	p := HandlerParams{
 		Job:         cfg.Job,
-		Jobs:        tickfactory.Catalog(awsdynamodb.NewBarsStore(ddb, cfg.Table, nil), nil),
-		Leases:      awsdynamodb.NewLeaseStore(ddb, cfg.Table, nil),
-		Ledger:      awsdynamodb.NewLedgerStore(ddb, cfg.Table, nil),
-		Queue:       awssqs.New(sq, cfg.QueueURL, nil),
+		Jobs:        tickfactory.Catalog(awsdynamodb.NewBarsStore(c.DynamoDB, cfg.Table, nil), nil),
+		Leases:      awsdynamodb.NewLeaseStore(c.DynamoDB, cfg.Table, nil),
+		Ledger:      awsdynamodb.NewLedgerStore(c.DynamoDB, cfg.Table, nil),
+		Queue:       awssqs.New(c.SQS, cfg.QueueURL, nil),
 		MaxReceives: cfg.MaxReceives,
 		TriggerSkew: cfg.TriggerSkew,
 		Logger:      NewLogger(env.Stderr, cfg.LogLevel),
 		Metrics:     env.Stdout,
 	}
 	if cfg.DLQURL != "" {
-		p.DeadLetter = awssqs.New(sq, cfg.DLQURL, nil)
+		p.DeadLetter = awssqs.New(c.SQS, cfg.DLQURL, nil)
 	}
 	return p
 }
@@ -73,7 +85,7 @@ func NewCoordinatorFromEnv(ctx context.Context, env Env) (*CoordinatorHandler, e
 	if err != nil {
 		return nil, err
 	}
-	return NewCoordinatorHandler(paramsFromAWS(cfg, awsCfg, env))
+	return NewCoordinatorHandler(ParamsOnAWS(cfg, NewAWSClients(awsCfg), env))
 }
 
 // NewConsumerFromEnv is the consumer function's cold start.
@@ -82,5 +94,5 @@ func NewConsumerFromEnv(ctx context.Context, env Env) (*ConsumerHandler, error) 
 	if err != nil {
 		return nil, err
 	}
-	return NewConsumerHandler(paramsFromAWS(cfg, awsCfg, env))
+	return NewConsumerHandler(ParamsOnAWS(cfg, NewAWSClients(awsCfg), env))
 }
