@@ -17,9 +17,16 @@
 // translated are reported as failures, never dropped.
 //
 // Both handlers work on injected stores and queues (HandlerParams), so that
-// the operator CLI can run them in-process on the embedded store with
-// lambda.NewHandler(h.Handle).Invoke. NewFromEnv builds them on DynamoDB
-// and SQS from the function's environment at cold start.
+// the operator CLI can run them in-process on the embedded store:
+//
+//	h, err := lambdaapp.NewCoordinatorHandler(lambdaapp.HandlerParams{
+//		Job: "fx", Jobs: catalog, Leases: b.Leases, Ledger: b.Ledger, Queue: b.Work, …})
+//	ctx, cancel := context.WithTimeout(ctx, time.Minute) // the deadline Lambda would set
+//	out, err := lambda.NewHandler(h.Handle).Invoke(ctx, payload)
+//
+// NewCoordinatorFromEnv and NewConsumerFromEnv build them on DynamoDB and
+// SQS from the function's environment at cold start (ParamsOnAWS for other
+// callers with their own clients).
 //
 // # Invocation
 //
