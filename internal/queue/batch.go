@@ -1,0 +1,29 @@
+package queue
+
+import "fmt"
+
+// CheckBatch returns an error matching ErrBatchTooLarge when msgs breaks
+// the limits of SendBatch: no entries, more than MaxBatch, more than
+// MaxBatchBytes in all, or an entry id used twice. Adapters call it before
+// sending anything.
+func CheckBatch(msgs []Message) error {
+	if len(msgs) == 0 {
+		return fmt.Errorf("empty batch: %w", ErrBatchTooLarge)
+	}
+	if len(msgs) > MaxBatch {
+		return fmt.Errorf("%d entries, at most %d: %w", len(msgs), MaxBatch, ErrBatchTooLarge)
+	}
+	size := 0
+	ids := make(map[string]bool, len(msgs))
+	for _, m := range msgs {
+		if ids[m.ID] {
+			return fmt.Errorf("entry id %q used twice: %w", m.ID, ErrBatchTooLarge)
+		}
+		ids[m.ID] = true
+		size += m.Size()
+	}
+	if size > MaxBatchBytes {
+		return fmt.Errorf("%d bytes, at most %d: %w", size, MaxBatchBytes, ErrBatchTooLarge)
+	}
+	return nil
+}
