@@ -28,6 +28,7 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/batonhq/baton/internal/awsdynamodb"
+	"github.com/batonhq/baton/internal/awssqs"
 	"github.com/batonhq/baton/internal/emulator"
 	"github.com/batonhq/baton/internal/lambdaapp"
 	"github.com/batonhq/baton/internal/ledger"
@@ -205,28 +206,16 @@ func newStack(t *testing.T) stack {
 	name := fmt.Sprintf("baton-rt-%d", time.Now().UnixNano())
 	require.NoError(t, awsdynamodb.CreateTable(ctx, ddb, name))
 
-	dlq, err := sq.CreateQueue(ctx, &sqs.CreateQueueInput{QueueName: aws.String(name + "-dlq")})
-	require.NoError(t, err)
-	attrs, err := sq.GetQueueAttributes(ctx, &sqs.GetQueueAttributesInput{
-		QueueUrl: dlq.QueueUrl, AttributeNames: []sqstypes.QueueAttributeName{sqstypes.QueueAttributeNameQueueArn},
-	})
-	require.NoError(t, err)
-	redrive, _ := json.Marshal(map[string]string{
-		"deadLetterTargetArn": attrs.Attributes[string(sqstypes.QueueAttributeNameQueueArn)],
-		"maxReceiveCount":     "5",
-	})
-	work, err := sq.CreateQueue(ctx, &sqs.CreateQueueInput{QueueName: aws.String(name), Attributes: map[string]string{
-		"VisibilityTimeout": "180", "RedrivePolicy": string(redrive),
-	}})
+	workURL, dlqURL, err := awssqs.EnsureQueues(ctx, sq, name, 5, 180*time.Second)
 	require.NoError(t, err)
 	return stack{
-		table: name, queueURL: *work.QueueUrl, sqs: sq,
+		table: name, queueURL: workURL, sqs: sq,
 		env: map[string]string{
 			"AWS_ENDPOINT_URL_DYNAMODB": ddbEP.URL,
 			"AWS_ENDPOINT_URL_SQS":      sqsEP.URL,
 			lambdaapp.EnvTable:          name,
-			lambdaapp.EnvQueueURL:       *work.QueueUrl,
-			lambdaapp.EnvDLQURL:         *dlq.QueueUrl,
+			lambdaapp.EnvQueueURL:       workURL,
+			lambdaapp.EnvDLQURL:         dlqURL,
 			lambdaapp.EnvJob:            tickfactory.Name,
 			lambdaapp.EnvMaxReceives:    "5",
 			lambdaapp.EnvLogLevel:       "debug",
