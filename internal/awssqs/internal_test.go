@@ -2,7 +2,6 @@ package awssqs
 
 import (
 	"errors"
-	"strings"
 	"testing"
 	"time"
 
@@ -87,31 +86,6 @@ func TestWaitSeconds(t *testing.T) {
 	}
 	for _, c := range cases {
 		require.Equal(t, c.want, waitSeconds(c.in), c.in)
-	}
-}
-
-func TestCheckBatch(t *testing.T) {
-	t.Parallel()
-	msg := func(id string, n int) queue.Message {
-		return queue.Message{ID: id, Body: []byte(strings.Repeat("x", n))}
-	}
-	ten := make([]queue.Message, 10)
-	for i := range ten {
-		ten[i] = msg(string(rune('a'+i)), 1)
-	}
-	require.NoError(t, checkBatch(ten))
-	require.NoError(t, checkBatch([]queue.Message{msg("a", queue.MaxBatchBytes)}))
-	withAttr := queue.Message{ID: "a", Body: []byte(strings.Repeat("x", queue.MaxBatchBytes-2)), Attributes: map[string]string{"k": "v"}}
-	require.NoError(t, checkBatch([]queue.Message{withAttr}))
-
-	for name, b := range map[string][]queue.Message{
-		"empty":      nil,
-		"eleven":     append(append([]queue.Message(nil), ten...), msg("k", 1)),
-		"bytes":      {msg("a", queue.MaxBatchBytes/2), msg("b", queue.MaxBatchBytes/2+1)},
-		"attr bytes": {{ID: "a", Body: withAttr.Body, Attributes: map[string]string{"k": "vv"}}},
-		"duplicate":  {msg("a", 1), msg("a", 1)},
-	} {
-		require.ErrorIs(t, checkBatch(b), queue.ErrBatchTooLarge, name)
 	}
 }
 

@@ -24,7 +24,7 @@ var ErrInvalidMessage = errors.New("message not sendable to SQS")
 // outcomes; entries that SQS refused, or that it cannot carry
 // (ErrInvalidMessage, not sent), are listed in the *queue.BatchError.
 func (q *Queue) SendBatch(ctx context.Context, msgs []queue.Message) error {
-	if err := checkBatch(msgs); err != nil {
+	if err := queue.CheckBatch(msgs); err != nil {
 		return fmt.Errorf("send batch to %s: %w", q.url, err)
 	}
 	var failed []queue.EntryError
@@ -45,29 +45,6 @@ func (q *Queue) SendBatch(ctx context.Context, msgs []queue.Message) error {
 	}
 	if len(failed) > 0 {
 		return &queue.BatchError{Failed: failed}
-	}
-	return nil
-}
-
-// checkBatch enforces the port's batch limits before anything is sent.
-func checkBatch(msgs []queue.Message) error {
-	if len(msgs) == 0 {
-		return fmt.Errorf("%w: empty batch", queue.ErrBatchTooLarge)
-	}
-	if len(msgs) > queue.MaxBatch {
-		return fmt.Errorf("%w: %d entries, at most %d", queue.ErrBatchTooLarge, len(msgs), queue.MaxBatch)
-	}
-	size := 0
-	seen := make(map[string]bool, len(msgs))
-	for _, m := range msgs {
-		size += m.Size()
-		if seen[m.ID] {
-			return fmt.Errorf("%w: duplicate entry id %q", queue.ErrBatchTooLarge, m.ID)
-		}
-		seen[m.ID] = true
-	}
-	if size > queue.MaxBatchBytes {
-		return fmt.Errorf("%w: %d bytes, at most %d", queue.ErrBatchTooLarge, size, queue.MaxBatchBytes)
 	}
 	return nil
 }

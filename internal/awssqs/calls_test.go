@@ -1,0 +1,60 @@
+package awssqs_test
+
+import (
+	"strconv"
+	"testing"
+	"time"
+
+	"github.com/aws/aws-sdk-go-v2/aws"
+	"github.com/aws/aws-sdk-go-v2/service/sqs"
+	"github.com/stretchr/testify/require"
+
+	"github.com/batonhq/baton/internal/awscall"
+	"github.com/batonhq/baton/internal/awssqs"
+	"github.com/batonhq/baton/internal/emulator"
+	"github.com/batonhq/baton/internal/queue"
+)
+
+// TestCallsPerOperation pins the SQS requests each port operation costs:
+// one per SendBatch, Receive, Delete, ChangeVisibility and Depth, so that
+// SendAll of n messages costs ceil(n/10) requests when they fit by size.
+func TestCallsPerOperation(t *testing.T) {
+	t.Parallel()
+	var n awscall.Counter
+	c := emulator.SQSClient(t, func(o *sqs.Options) { o.APIOptions = append(o.APIOptions, n.Middleware()) })
+	out, err := c.CreateQueue(t.Context(), &sqs.CreateQueueInput{QueueName: aws.String(uniqueName("calls"))})
+	require.NoError(t, err)
+	q := awssqs.New(c, *out.QueueUrl, nil)
+	n.Reset()
+
+	msgs := make([]queue.Message, 37)
+	for i := range msgs {
+		msgs[i] = queue.Message{Body: []byte("m" + strconv.Itoa(i))}
+	}
+	_, err = queue.SendAll(t.Context(), q, msgs, nil)
+	require.NoError(t, err)
+	require.Equal(t, map[string]int{"SendMessageBatch": 4}, n.Snapshot())
+
+	ds, err := q.Receive(t.Context(), queue.ReceiveParams{Max: 10, Visibility: time.Minute})
+	require.NoError(t, err)
+	require.NotEmpty(t, ds)
+	require.NoError(t, q.Delete(t.Context(), ds[0].ReceiptHandle))
+	require.NoError(t, q.ChangeVisibility(t.Context(), queue.ChangeVisibilityParams{ReceiptHandle: ds[1].ReceiptHandle}))
+	_, err = q.Depth(t.Context())
+	require.NoError(t, err)
+	require.Equal(t, map[string]int{
+		"SendMessageBatch": 4, "ReceiveMessage": 1, "DeleteMessage": 1, "ChangeMessageVisibility": 1, "GetQueueAttributes": 1,
+	}, n.Snapshot())
+	require.Equal(t, 8, n.Total())
+}
+
+func TestOptionsMessageAttributeNames(t *testing.T) {
+	t.Parallel()
+	b := setup(t)
+	only := awssqs.New(b.client, b.q.URL(), &awssqs.Options{MessageAttributeNames: []string{"keep"}})
+	require.NoError(t, b.q.SendBatch(t.Context(), []queue.Message{{ID: "a", Body: []byte("x"), Attributes: map[string]string{"keep": "1", "drop": "2"}}}))
+	ds, err := only.Receive(t.Context(), queue.ReceiveParams{Max: 1, Visibility: time.Minute})
+	require.NoError(t, err)
+	require.Len(t, ds, 1)
+	require.Equal(t, map[string]string{"keep": "1"}, ds[0].Attributes)
+}
