@@ -39,3 +39,8 @@ require (
 	modernc.org/sqlite v1.61.1 // indirect
 	pgregory.net/rapid v1.3.0 // indirect
 )
+
+// modernc.org/sqlite's own tests require a pprof pseudo-version the module
+// proxy no longer serves; baton never builds pprof. Pin one it serves so that
+// `go mod tidy` can resolve the full test graph.
+replace github.com/google/pprof => github.com/google/pprof v0.0.0-20250820193118-f64d9cf942d6

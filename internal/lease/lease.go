@@ -77,21 +77,23 @@ type AcquireParams struct {
 // RenewParams are the inputs of Store.Renew.
 type RenewParams struct {
 	Job   string
-	Owner string
+	Owner string // must be non-empty
 	Fence int64
-	TTL   time.Duration // new ExpiresAt = Now + TTL
+	TTL   time.Duration // must be positive; new ExpiresAt = Now + TTL
 	Now   time.Time
 }
 
 // ReleaseParams are the inputs of Store.Release.
 type ReleaseParams struct {
 	Job   string
-	Owner string
+	Owner string // must be non-empty
 	Fence int64
 }
 
 // Store holds lease records. All methods may be called concurrently, from
-// several processes.
+// several processes. Invalid parameters (an empty Job or Owner, a
+// non-positive TTL) make a method return an error matching none of the
+// sentinels above, without writing anything; no method panics on them.
 type Store interface {
 	// Acquire takes the job's lease for Owner in one conditional write.
 	// It succeeds when the lease is free, absent, or expired at Now (the

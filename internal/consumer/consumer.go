@@ -1,0 +1,147 @@
+package consumer
+
+import (
+	"context"
+	"log/slog"
+	"sync"
+	"time"
+
+	"github.com/batonhq/baton/internal/job"
+	"github.com/batonhq/baton/internal/ledger"
+	"github.com/batonhq/baton/internal/queue"
+)
+
+// Item statuses reported in Outcome.Status.
+const (
+	StatusSucceeded  = "succeeded"   // processed and completed now
+	StatusDuplicate  = "duplicate"   // already terminal: acknowledged without processing
+	StatusHeld       = "held"        // held by a live owner, or a derived item's inputs are not ready
+	StatusFailed     = "failed"      // FAILED (retried), or a store error
+	StatusDead       = "dead"        // DEAD now (permanent error or attempts exhausted)
+	StatusCancelled  = "cancelled"   // cancelled now (a derived item whose input ended without success)
+	StatusMalformed  = "malformed"   // undecodable, unknown job or asset
+	StatusNotStarted = "not_started" // too close to the deadline to start
+)
+
+// Consumer processes item messages. Its fields are set once; Handle may be
+// called concurrently.
+type Consumer struct {
+	Ledger ledger.Store
+	// Queue is where derived items are enqueued (the work queue).
+	Queue queue.Sender
+	// DeadLetter, optional, receives malformed messages and messages that
+	// reached MaxReceives, with the reason in the job.AttrError attribute.
+	DeadLetter queue.Sender
+	// MaxReceives: a message still failing at this receive count is
+	// forwarded to DeadLetter (if set) and acknowledged. 0: never (the
+	// queue's own redrive policy dead-letters it, without a reason).
+	MaxReceives int
+	Jobs        job.Catalog
+	// Owner identifies this process or invocation in claims; it must be
+	// unique among concurrent consumers.
+	Owner   string
+	NowFunc func() time.Time // nil: time.Now
+	Logger  *slog.Logger     // nil: discard
+}
+
+// Result is the verdict on a batch. Every message not in Failed may be
+// acknowledged.
+type Result struct {
+	// Failed are the messages to leave in the queue for redelivery.
+	Failed []Failure
+	// DeadLettered are the messages forwarded to DeadLetter with their
+	// reason; they are acknowledged.
+	DeadLettered []Failure
+	// Items has one outcome per message, in the batch's order.
+	Items []Outcome
+}
+
+// Failure is one message's failure or dead-letter reason.
+type Failure struct {
+	MessageID string
+	Err       error
+}
+
+// Outcome is what happened to one message.
+type Outcome struct {
+	MessageID string
+	Key       string // the item's idempotency key ("" when malformed)
+	Asset     string
+	Status    string // one of the Status constants
+	Attempt   int    // the item's attempt as seen by this delivery
+	// Processing is how long the processor ran.
+	Processing time.Duration
+	// TickToDone is from the tick's nominal time to the completion
+	// (succeeded only): the staleness of the result.
+	TickToDone time.Duration
+}
+
+// Handle processes msgs, up to the job's Limits.Concurrency at once (the
+// largest among the batch's jobs), and reports what to redeliver. The
+// deadline is the invocation's (zero: none besides ctx). Handle never
+// panics on a bad message; a processor that panics is treated as having
+// returned an error.
+func (c *Consumer) Handle(ctx context.Context, deadline time.Time, msgs []queue.Delivery) Result {
+	log := c.logger()
+	start := c.now()
+	ds := make([]*delivery, len(msgs))
+	parallel := 1
+	for i, m := range msgs {
+		ds[i] = c.decode(m)
+		if ds[i].err == nil && ds[i].job.Limits.Concurrency > parallel {
+			parallel = ds[i].job.Limits.Concurrency
+		}
+	}
+
+	verdicts := make([]verdict, len(ds))
+	sem := make(chan struct{}, parallel)
+	var wg sync.WaitGroup
+	for i, d := range ds {
+		sem <- struct{}{}
+		wg.Go(func() {
+			defer func() { <-sem }()
+			verdicts[i] = c.handle(ctx, deadline, d)
+		})
+	}
+	wg.Wait()
+
+	var res Result
+	counts := map[string]int{}
+	for _, v := range verdicts {
+		res.Items = append(res.Items, v.outcome)
+		counts[v.outcome.Status]++
+		switch {
+		case v.deadLettered:
+			res.DeadLettered = append(res.DeadLettered, Failure{MessageID: v.outcome.MessageID, Err: v.err})
+		case v.err != nil:
+			res.Failed = append(res.Failed, Failure{MessageID: v.outcome.MessageID, Err: v.err})
+		}
+	}
+	attrs := []any{
+		slog.String("phase", "batch"),
+		slog.Int("messages", len(msgs)),
+		slog.Int("failed", len(res.Failed)),
+		slog.Int("dead_lettered", len(res.DeadLettered)),
+		slog.Int("parallel", parallel),
+		slog.Duration("duration", c.now().Sub(start)),
+	}
+	for s, n := range counts {
+		attrs = append(attrs, slog.Int(s, n))
+	}
+	log.InfoContext(ctx, "batch handled", attrs...)
+	return res
+}
+
+func (c *Consumer) now() time.Time {
+	if c.NowFunc != nil {
+		return c.NowFunc()
+	}
+	return time.Now()
+}
+
+func (c *Consumer) logger() *slog.Logger {
+	if c.Logger != nil {
+		return c.Logger
+	}
+	return slog.New(slog.DiscardHandler)
+}

@@ -1,0 +1,433 @@
+package consumer_test
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"math/rand/v2"
+	"testing"
+	"time"
+
+	"github.com/stretchr/testify/require"
+
+	"github.com/batonhq/baton/internal/bars"
+	"github.com/batonhq/baton/internal/consumer"
+	"github.com/batonhq/baton/internal/job"
+	"github.com/batonhq/baton/internal/ledger"
+	"github.com/batonhq/baton/internal/queue"
+	"github.com/batonhq/baton/internal/tickfactory"
+)
+
+func TestHandleRunsTheTick(t *testing.T) {
+	t.Parallel()
+	b := setup(t)
+	batch := b.deliveries(b.fanOut()...)
+	res := b.consumer.Handle(context.Background(), time.Time{}, batch)
+	require.Empty(t, res.Failed)
+	require.Empty(t, res.DeadLettered)
+	require.Len(t, res.Items, 7)
+	for i, o := range res.Items {
+		require.Equal(t, batch[i].MessageID, o.MessageID, "outcomes follow the batch order")
+		require.Equal(t, consumer.StatusSucceeded, o.Status, o.Key)
+		require.Equal(t, 1, o.Attempt)
+		require.Equal(t, t0.Sub(tick), o.TickToDone)
+		require.Equal(t, b.key(o.Asset).String(), o.Key)
+	}
+
+	// The fan-in enqueued DXY (once per input that saw all six succeeded).
+	derived := b.work.take()
+	require.NotEmpty(t, derived)
+	for _, m := range derived {
+		msg, err := job.DecodeMessage(m.Body)
+		require.NoError(t, err)
+		require.True(t, msg.Derived)
+		require.Equal(t, b.key(tickfactory.DXY).String(), msg.Key)
+		require.EqualValues(t, 1, msg.Fence)
+	}
+	b.drain(t, b.deliveries(derived...))
+
+	dxy := b.item(t, tickfactory.DXY)
+	require.Equal(t, ledger.ItemSucceeded, dxy.State)
+	require.Equal(t, 1, b.proc.count(b.key(tickfactory.DXY)))
+	var r tickfactory.Result
+	require.NoError(t, json.Unmarshal(dxy.Result, &r))
+	require.InDelta(t, 104, r.Close, 6, "a plausible dollar index")
+	bar, err := b.bars.Get(context.Background(), tickfactory.DXY, tickfactory.BarMinute(tick))
+	require.NoError(t, err)
+	require.Equal(t, r.Close, bar.Close)
+}
+
+// Invariant 4: every message delivered three times (concurrently, in any
+// order) → the processor runs once per item.
+func TestDuplicateDeliveriesProcessOnce(t *testing.T) {
+	t.Parallel()
+	b := setup(t)
+	var batch []queue.Delivery
+	for range 3 {
+		batch = append(batch, b.deliveries(b.fanOut()...)...)
+	}
+	rand.Shuffle(len(batch), func(i, j int) { batch[i], batch[j] = batch[j], batch[i] })
+
+	res := b.consumer.Handle(context.Background(), time.Time{}, batch)
+	got := map[string]int{}
+	for _, o := range res.Items {
+		got[o.Status]++
+	}
+	require.Equal(t, 7, got[consumer.StatusSucceeded], "statuses %v", got)
+	require.Equal(t, 14, got[consumer.StatusDuplicate]+got[consumer.StatusHeld], "statuses %v", got)
+	require.Len(t, res.Failed, got[consumer.StatusHeld], "held copies are redelivered")
+
+	// Redeliver the held copies and every derived message, three times each.
+	next := redeliver(batch, res)
+	for _, m := range b.work.take() {
+		next = append(next, b.deliveries(m, m, m)...)
+	}
+	b.drain(t, next)
+
+	for _, a := range append(append([]string(nil), b.def.Assets...), tickfactory.DXY) {
+		require.Equal(t, 1, b.proc.count(b.key(a)), "processor calls for %s", a)
+		it := b.item(t, a)
+		require.Equal(t, ledger.ItemSucceeded, it.State, a)
+		require.Equal(t, 1, it.Attempt, a)
+	}
+	require.Equal(t, 8, b.proc.total())
+}
+
+// A consumer that crashed after its claim: once the item lease (plus skew)
+// is over, a redelivery claims attempt 2 and completes; the crashed owner's
+// completion and its bar write are then rejected.
+func TestAbandonedClaimIsTakenOver(t *testing.T) {
+	t.Parallel()
+	b := setup(t)
+	ctx := context.Background()
+	lim := b.def.Limits
+	key := b.key("EURUSD")
+	crashed, err := b.ledger.Claim(ctx, ledger.ClaimParams{Key: key, Owner: "crashed", LeaseUntil: t0.Add(lim.ItemLease), Fence: 1, Now: t0})
+	require.NoError(t, err)
+	require.Equal(t, 1, crashed.Attempt)
+
+	// While its lease is live the item is held: redelivered later.
+	b.clock.Set(t0.Add(lim.ItemLease + lim.ClockSkew - time.Millisecond))
+	batch := b.deliveries(b.message("EURUSD"))
+	res := b.consumer.Handle(ctx, time.Time{}, batch)
+	require.Equal(t, []string{batch[0].MessageID}, failedIDs(res.Failed))
+	require.Equal(t, consumer.StatusHeld, res.Items[0].Status)
+	require.Zero(t, b.proc.count(key))
+
+	b.clock.Set(t0.Add(lim.ItemLease + lim.ClockSkew))
+	res = b.consumer.Handle(ctx, time.Time{}, redeliver(batch, res))
+	require.Empty(t, res.Failed)
+	require.Equal(t, consumer.StatusSucceeded, res.Items[0].Status)
+	require.Equal(t, 2, res.Items[0].Attempt)
+	it := b.item(t, "EURUSD")
+	require.Equal(t, ledger.ItemSucceeded, it.State)
+	require.Equal(t, 2, it.Attempt)
+	require.Equal(t, "consumer-1", it.Owner)
+
+	// The crashed owner wakes up: its completion is rejected…
+	_, err = b.ledger.Complete(ctx, ledger.CompleteParams{Key: key, Owner: "crashed", Attempt: 1, Result: []byte(`{}`), Now: b.clock.Now()})
+	require.Error(t, err)
+	require.True(t, errors.Is(err, ledger.ErrTerminal) || errors.Is(err, ledger.ErrConflict), "got %v", err)
+	// …and so is its side effect: the bar carries attempt 2.
+	bar, err := b.bars.Get(ctx, "EURUSD", tickfactory.BarMinute(tick))
+	require.NoError(t, err)
+	require.Equal(t, 2, bar.Attempt)
+	stale := tickfactory.NewProcessor(b.bars, nil)
+	_, err = stale.Process(ctx, job.Task{Key: key, Asset: "EURUSD", Nominal: tick, Attempt: 1, Fence: 1})
+	require.ErrorIs(t, err, bars.ErrStale)
+	require.True(t, job.IsPermanent(err))
+	bar, err = b.bars.Get(ctx, "EURUSD", tickfactory.BarMinute(tick))
+	require.NoError(t, err)
+	require.Equal(t, 2, bar.Attempt, "the stale write changed nothing")
+}
+
+// Invariant 7: malformed messages are reported (or dead-lettered) with a
+// reason naming the problem, and the rest of the batch goes through.
+func TestMalformedMessages(t *testing.T) {
+	t.Parallel()
+	bad := []struct {
+		name, body, want string
+	}{
+		{"not json", `hello`, "not a baton item message"},
+		{"wrong version", `{"v":2,"key":"fx@2026-11-21T12:01:00Z#1/EURUSD","fence":1}`, "version 2"},
+		{"bad key", `{"v":1,"key":"EURUSD","fence":1}`, `invalid item key "EURUSD"`},
+		{"unknown job", `{"v":1,"key":"crypto@2026-11-21T12:01:00Z#1/BTCUSD","fence":1}`, `unknown job "crypto"`},
+		{"unknown asset", `{"v":1,"key":"fx@2026-11-21T12:01:00Z#1/BTCUSD","fence":1}`, `no asset or derived item "BTCUSD"`},
+	}
+	for _, withDLQ := range []bool{false, true} {
+		name := "without dead-letter queue"
+		if withDLQ {
+			name = "with dead-letter queue"
+		}
+		t.Run(name, func(t *testing.T) {
+			t.Parallel()
+			b := setup(t)
+			if withDLQ {
+				b.consumer.DeadLetter = b.dlq
+			}
+			var msgs []queue.Message
+			msgs = append(msgs, b.message("EURUSD"))
+			for _, c := range bad {
+				msgs = append(msgs, queue.Message{Body: []byte(c.body), Attributes: map[string]string{"case": c.name}})
+			}
+			msgs = append(msgs, b.message("GBPUSD"))
+			batch := b.deliveries(msgs...)
+
+			res := b.consumer.Handle(context.Background(), time.Time{}, batch)
+			st := statuses(res)
+			require.Equal(t, consumer.StatusSucceeded, st[batch[0].MessageID])
+			require.Equal(t, consumer.StatusSucceeded, st[batch[len(batch)-1].MessageID])
+
+			reported := res.Failed
+			if withDLQ {
+				require.Empty(t, res.Failed, "dead-lettered messages are acknowledged")
+				reported = res.DeadLettered
+			} else {
+				require.Empty(t, res.DeadLettered)
+			}
+			require.Len(t, reported, len(bad))
+			for i, c := range bad {
+				d := batch[i+1]
+				require.Equal(t, d.MessageID, reported[i].MessageID, c.name)
+				require.Equal(t, consumer.StatusMalformed, st[d.MessageID], c.name)
+				require.ErrorContains(t, reported[i].Err, c.want, c.name)
+				require.ErrorContains(t, reported[i].Err, d.MessageID, c.name)
+			}
+			require.ErrorIs(t, reported[0].Err, job.ErrMalformed)
+			require.ErrorIs(t, reported[3].Err, job.ErrUnknownJob)
+			require.ErrorIs(t, reported[4].Err, consumer.ErrUnknownAsset)
+
+			forwarded := b.dlq.all()
+			if !withDLQ {
+				require.Empty(t, forwarded)
+				return
+			}
+			require.Len(t, forwarded, len(bad))
+			byCase := map[string]queue.Message{}
+			for _, m := range forwarded {
+				byCase[m.Attributes["case"]] = m
+			}
+			for _, c := range bad {
+				m, ok := byCase[c.name]
+				require.True(t, ok, c.name)
+				require.Equal(t, c.body, string(m.Body), "the body is forwarded as received")
+				require.Contains(t, m.Attributes[job.AttrError], c.want)
+			}
+		})
+	}
+}
+
+// Invariant 5: a CANCELLED item is never overwritten; its delivery is
+// acknowledged without processing, and its dependents are cancelled.
+func TestCancelledNeverOverwritten(t *testing.T) {
+	t.Parallel()
+	b := setup(t)
+	ctx := context.Background()
+	_, err := b.ledger.Cancel(ctx, ledger.CancelParams{Key: b.key("EURUSD"), Reason: "operator", Now: t0})
+	require.NoError(t, err)
+
+	batch := b.deliveries(b.message("EURUSD"), b.message("EURUSD"))
+	res := b.consumer.Handle(ctx, time.Time{}, batch)
+	require.Empty(t, res.Failed)
+	for _, o := range res.Items {
+		require.Equal(t, consumer.StatusDuplicate, o.Status)
+	}
+	require.Zero(t, b.proc.count(b.key("EURUSD")))
+	it := b.item(t, "EURUSD")
+	require.Equal(t, ledger.ItemCancelled, it.State)
+	require.Equal(t, "operator", it.Error)
+
+	dxy := b.item(t, tickfactory.DXY)
+	require.Equal(t, ledger.ItemCancelled, dxy.State)
+	require.Equal(t, "input EURUSD is CANCELLED", dxy.Error)
+	require.Empty(t, b.work.all(), "nothing enqueued for a doomed derived item")
+}
+
+// Invariant 6: the consumer "crashes" between the last input's completion
+// and the derived enqueue (the enqueue fails). The input's message is not
+// acknowledged; its redelivery finds SUCCEEDED, re-runs the check, and DXY
+// is enqueued and succeeds exactly once.
+func TestFanInCrashWindow(t *testing.T) {
+	t.Parallel()
+	b := setup(t)
+	ctx := context.Background()
+	b.work.setBefore(func([]queue.Message) error { return errors.New("process killed") })
+
+	batch := b.deliveries(b.fanOut()...)
+	res := b.consumer.Handle(ctx, time.Time{}, batch)
+	require.NotEmpty(t, res.Failed, "the input whose fan-in failed is not acknowledged")
+	for _, f := range res.Failed {
+		require.ErrorContains(t, f.Err, "process killed")
+	}
+	for _, a := range b.def.Assets {
+		require.Equal(t, ledger.ItemSucceeded, b.item(t, a).State)
+	}
+	require.Empty(t, b.work.all())
+	_, err := b.ledger.GetItem(ctx, b.key(tickfactory.DXY))
+	require.ErrorIs(t, err, ledger.ErrNotFound)
+
+	b.work.setBefore(nil)
+	again := redeliver(batch, res)
+	res = b.consumer.Handle(ctx, time.Time{}, again)
+	require.Empty(t, res.Failed)
+	for _, o := range res.Items {
+		require.Equal(t, consumer.StatusDuplicate, o.Status)
+	}
+	derived := b.work.take()
+	require.NotEmpty(t, derived, "the redelivery re-ran the fan-in check")
+	b.drain(t, b.deliveries(append(derived, derived...)...))
+
+	require.Equal(t, ledger.ItemSucceeded, b.item(t, tickfactory.DXY).State)
+	require.Equal(t, 1, b.proc.count(b.key(tickfactory.DXY)))
+	for _, a := range b.def.Assets {
+		require.Equal(t, 1, b.proc.count(b.key(a)), a)
+	}
+}
+
+// A derived message that arrives before its inputs succeeded is held
+// without a claim (no attempt spent).
+func TestDerivedBeforeInputsIsHeld(t *testing.T) {
+	t.Parallel()
+	b := setup(t)
+	ctx := context.Background()
+	batch := b.deliveries(b.message(tickfactory.DXY))
+	res := b.consumer.Handle(ctx, time.Time{}, batch)
+	require.Len(t, res.Failed, 1)
+	require.Equal(t, consumer.StatusHeld, res.Items[0].Status)
+	require.ErrorContains(t, res.Failed[0].Err, "EURUSD is absent")
+	_, err := b.ledger.GetItem(ctx, b.key(tickfactory.DXY))
+	require.ErrorIs(t, err, ledger.ErrNotFound)
+	require.Zero(t, b.proc.total())
+}
+
+// Items that would start after deadline − margin are not started.
+func TestDeadlineNotStarted(t *testing.T) {
+	t.Parallel()
+	t.Run("whole batch", func(t *testing.T) {
+		t.Parallel()
+		b := setup(t)
+		// 1 s left, margin 2 s.
+		res := b.consumer.Handle(context.Background(), t0.Add(time.Second), b.deliveries(b.fanOut()...))
+		require.Len(t, res.Failed, 7)
+		for _, o := range res.Items {
+			require.Equal(t, consumer.StatusNotStarted, o.Status)
+		}
+		require.ErrorContains(t, res.Failed[0].Err, "not started")
+		require.Zero(t, b.proc.total())
+		items, err := b.ledger.ListItems(context.Background(), b.run)
+		require.NoError(t, err)
+		require.Empty(t, items, "nothing claimed")
+	})
+	t.Run("mid batch", func(t *testing.T) {
+		t.Parallel()
+		b := setup(t)
+		b.def.Limits.Concurrency = 1
+		b.consumer.Jobs = job.Catalog{"fx": {Definition: b.def, Processor: b.proc}}
+		// Each item takes 4 s; 10 s left, margin 2 s: items start at 0 s and 4 s.
+		b.proc.setOverride(func(ctx context.Context, t job.Task) ([]byte, error, bool) {
+			b.clock.Advance(4 * time.Second)
+			return nil, nil, false
+		})
+		res := b.consumer.Handle(context.Background(), t0.Add(10*time.Second), b.deliveries(b.fanOut()...))
+		got := map[string]int{}
+		for _, o := range res.Items {
+			got[o.Status]++
+		}
+		require.Equal(t, map[string]int{consumer.StatusSucceeded: 2, consumer.StatusNotStarted: 5}, got)
+		require.Len(t, res.Failed, 5)
+		require.Equal(t, 2, b.proc.total())
+	})
+}
+
+func TestProcessorErrors(t *testing.T) {
+	t.Parallel()
+	t.Run("permanent → DEAD, acknowledged, dependents cancelled", func(t *testing.T) {
+		t.Parallel()
+		b := setup(t)
+		b.proc.setOverride(func(ctx context.Context, t job.Task) ([]byte, error, bool) {
+			if t.Asset == "USDJPY" {
+				return nil, job.Permanent(errors.New("provider: unknown symbol")), true
+			}
+			return nil, nil, false
+		})
+		res := b.consumer.Handle(context.Background(), time.Time{}, b.deliveries(b.fanOut()...))
+		require.Empty(t, res.Failed)
+		st := map[string]string{}
+		for _, o := range res.Items {
+			st[o.Asset] = o.Status
+		}
+		require.Equal(t, consumer.StatusDead, st["USDJPY"])
+		it := b.item(t, "USDJPY")
+		require.Equal(t, ledger.ItemDead, it.State)
+		require.Contains(t, it.Error, "unknown symbol")
+		require.Equal(t, 1, it.Attempt)
+		dxy := b.item(t, tickfactory.DXY)
+		require.Equal(t, ledger.ItemCancelled, dxy.State)
+		require.Equal(t, "input USDJPY is DEAD", dxy.Error)
+	})
+	t.Run("transient → retried until MaxAttempts, then DEAD", func(t *testing.T) {
+		t.Parallel()
+		b := setup(t)
+		b.proc.setOverride(func(ctx context.Context, t job.Task) ([]byte, error, bool) {
+			if t.Asset == "XAUUSD" {
+				return nil, errors.New("provider timeout"), true
+			}
+			return nil, nil, false
+		})
+		batch := b.deliveries(b.message("XAUUSD"))
+		for attempt := 1; attempt < b.def.Limits.MaxAttempts; attempt++ {
+			res := b.consumer.Handle(context.Background(), time.Time{}, batch)
+			require.Len(t, res.Failed, 1, "attempt %d", attempt)
+			require.Equal(t, consumer.StatusFailed, res.Items[0].Status)
+			require.Equal(t, attempt, res.Items[0].Attempt)
+			require.ErrorContains(t, res.Failed[0].Err, "provider timeout")
+			require.Equal(t, ledger.ItemFailed, b.item(t, "XAUUSD").State)
+			batch = redeliver(batch, res)
+		}
+		res := b.consumer.Handle(context.Background(), time.Time{}, batch)
+		require.Empty(t, res.Failed, "DEAD is acknowledged")
+		require.Equal(t, consumer.StatusDead, res.Items[0].Status)
+		it := b.item(t, "XAUUSD")
+		require.Equal(t, ledger.ItemDead, it.State)
+		require.Equal(t, b.def.Limits.MaxAttempts, it.Attempt)
+		require.Equal(t, b.def.Limits.MaxAttempts, b.proc.count(b.key("XAUUSD")))
+	})
+	t.Run("panic → FAILED", func(t *testing.T) {
+		t.Parallel()
+		b := setup(t)
+		b.proc.setOverride(func(ctx context.Context, t job.Task) ([]byte, error, bool) { panic("nil map") })
+		res := b.consumer.Handle(context.Background(), time.Time{}, b.deliveries(b.message("EURUSD")))
+		require.Len(t, res.Failed, 1)
+		require.ErrorContains(t, res.Failed[0].Err, "processor panicked: nil map")
+		require.Equal(t, ledger.ItemFailed, b.item(t, "EURUSD").State)
+	})
+}
+
+// A message still failing at MaxReceives is forwarded with its reason and
+// acknowledged.
+func TestMaxReceivesDeadLetters(t *testing.T) {
+	t.Parallel()
+	b := setup(t)
+	b.consumer.DeadLetter, b.consumer.MaxReceives = b.dlq, 3
+	b.proc.setOverride(func(ctx context.Context, t job.Task) ([]byte, error, bool) {
+		return nil, errors.New("provider timeout"), true
+	})
+	batch := b.deliveries(b.message("EURUSD"))
+	for range 2 {
+		res := b.consumer.Handle(context.Background(), time.Time{}, batch)
+		require.Len(t, res.Failed, 1)
+		require.Empty(t, res.DeadLettered)
+		batch = redeliver(batch, res)
+	}
+	require.Equal(t, 3, batch[0].ReceiveCount)
+	res := b.consumer.Handle(context.Background(), time.Time{}, batch)
+	require.Empty(t, res.Failed)
+	require.Len(t, res.DeadLettered, 1)
+	require.ErrorContains(t, res.DeadLettered[0].Err, "provider timeout")
+	fwd := b.dlq.all()
+	require.Len(t, fwd, 1)
+	require.Equal(t, string(batch[0].Body), string(fwd[0].Body))
+	require.Contains(t, fwd[0].Attributes[job.AttrError], "provider timeout")
+	require.Equal(t, b.key("EURUSD").String(), fwd[0].Attributes[job.AttrKey])
+	require.Equal(t, ledger.ItemFailed, b.item(t, "EURUSD").State, "the item stays retryable for a redrive")
+}

@@ -1,0 +1,49 @@
+// Package consumer processes a batch of item messages: it claims each item
+// with its idempotency key, runs the job's processor under the claim, and
+// records the verdict with a conditional write, so that duplicate
+// deliveries, crashes and replays never apply an item's effect twice and
+// never lose an item.
+//
+// # Semantics
+//
+// Handle returns the messages to acknowledge implicitly: every message not
+// listed in Result.Failed may be deleted from the queue. A message is
+// acknowledged only when its item is terminal (SUCCEEDED, DEAD or
+// CANCELLED), was already terminal, or was forwarded to the dead-letter
+// queue with its reason (invariant 7). Everything else is a batch-item
+// failure that the queue redelivers.
+//
+// For each message, in order:
+//
+//  1. Decode. A malformed body, an unknown job or an asset that is neither
+//     in the job's catalog nor one of its derived items is forwarded to
+//     DeadLetter with the reason in the job.AttrError attribute and
+//     acknowledged; without DeadLetter it is reported failed with an error
+//     naming the problem. One bad message never affects the rest.
+//  2. Deadline. A message whose processing would start at or after the
+//     invocation deadline minus the job's DeadlineMargin is not started
+//     (status not_started, failed): an item is never half-run.
+//  3. Claim, with LeaseUntil = min(now+ItemLease, deadline). An item
+//     already terminal is acknowledged without calling the processor
+//     (status duplicate); an item held by a live owner is failed (held) and
+//     comes back later.
+//  4. Process, with a context that ends with the claim's lease. Success →
+//     Complete (only the current owner and attempt may complete: a late
+//     completion by a stale owner is rejected and reported failed). Error →
+//     Fail: DEAD when the error is job.Permanent or the attempts are
+//     exhausted (acknowledged), FAILED otherwise (failed, retried).
+//  5. Fan-in. When an input of a derived item SUCCEEDED, or is found
+//     SUCCEEDED by a redelivery, or ended DEAD, the fan-in check runs
+//     (package fanin): the derived item is enqueued once all its inputs
+//     SUCCEEDED, cancelled once one of them is DEAD or CANCELLED. If the
+//     check fails, the input's message is reported failed, so its
+//     redelivery runs the check again (invariant 6).
+//
+// A derived item is processed only when all its inputs SUCCEEDED; its task
+// carries their results in Task.Inputs. A derived message that arrives
+// early is failed without a claim (status held, no attempt spent).
+//
+// With MaxReceives set, a message still failing at that receive count is
+// forwarded to DeadLetter with its reason and acknowledged, instead of
+// being left to the queue's own redrive (which carries no reason).
+package consumer

@@ -1,0 +1,237 @@
+package coordinator
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"log/slog"
+	"sync/atomic"
+	"time"
+
+	"github.com/batonhq/baton/internal/job"
+	"github.com/batonhq/baton/internal/lease"
+	"github.com/batonhq/baton/internal/ledger"
+	"github.com/batonhq/baton/internal/queue"
+	"github.com/batonhq/baton/internal/schedule"
+)
+
+// DefaultCheckpoint is the number of messages sent between two
+// checkpoints of the fan-out cursor when Coordinator.Checkpoint is 0.
+const DefaultCheckpoint = 100
+
+// Coordinator runs ticks. Its fields are set once; Run and Settle may be
+// called concurrently (each Run call takes the job's lease).
+type Coordinator struct {
+	Leases lease.Store
+	Ledger ledger.Store
+	Queue  queue.Sender
+	Jobs   job.Catalog
+	// Owner identifies the holder in the lease; it must be unique per
+	// process or invocation. Each Run holds the lease as Owner#n, n a
+	// per-process sequence number, so that concurrent Runs of one
+	// Coordinator exclude each other too (a lease is re-entrant for its
+	// owner).
+	Owner string
+	// Checkpoint is the number of messages sent between two checkpoints
+	// of the cursor; 0 means DefaultCheckpoint.
+	Checkpoint int
+	NowFunc    func() time.Time // nil: time.Now
+	Logger     *slog.Logger     // nil: discard
+}
+
+// Trigger asks for the tick a schedule event belongs to.
+type Trigger struct {
+	Job string
+	// At is the trigger time; the nominal tick is the schedule's latest
+	// tick at or before At.
+	At time.Time
+	// Force opens the next generation even if the tick already ran.
+	Force bool
+	// Deadline is the invocation's deadline (Lambda's); zero: none
+	// besides ctx.
+	Deadline time.Time
+}
+
+// Outcome says what Run did.
+type Outcome string
+
+const (
+	OutcomeOpened           Outcome = "opened"             // a new run (or generation) was fanned out
+	OutcomeResumed          Outcome = "resumed"            // a run left fanning out was continued
+	OutcomeAlreadyFannedOut Outcome = "already_fanned_out" // the tick's run was fanned out; nothing enqueued
+	OutcomeSkipped          Outcome = "skipped"            // another owner holds the lease
+)
+
+// Why a fan-out stopped before its end (Summary.Stopped).
+const (
+	StoppedDeadline = "deadline" // the invocation deadline minus the margin was reached
+	StoppedBudget   = "budget"   // Limits.FanOutBudget was spent
+)
+
+// Summary reports one Run.
+type Summary struct {
+	Job     string
+	Run     ledger.RunID // zero when skipped
+	Nominal time.Time
+	Outcome Outcome
+	// Enqueued is the messages sent by this invocation.
+	Enqueued int
+	// Cursor is how many catalog assets the run has sent, in all; Total is
+	// the catalog size. Cursor == Total once fanned out.
+	Cursor, Total int
+	Fence         int64        // the fence of this invocation's lease
+	Holder        *lease.Lease // the live holder when skipped
+	// Stopped is why the fan-out stopped early (StoppedDeadline,
+	// StoppedBudget); "" when it ran to the end.
+	Stopped        string
+	AcquireLatency time.Duration
+	Duration       time.Duration
+}
+
+// invocations numbers Run calls, to make each one's lease owner unique.
+var invocations atomic.Int64
+
+// ErrNoTime is matched by Run's error when the invocation deadline leaves
+// no time to take the lease.
+var ErrNoTime = errors.New("no time left before the deadline")
+
+// Run handles one trigger; see the package documentation. Contention for
+// the lease is not an error (OutcomeSkipped). On error the summary says
+// how far the run got.
+func (c *Coordinator) Run(ctx context.Context, tr Trigger) (Summary, error) {
+	start := c.now()
+	sum := Summary{Job: tr.Job}
+	j, err := c.Jobs.Lookup(tr.Job)
+	if err != nil {
+		return sum, fmt.Errorf("run: %w", err)
+	}
+	if err := j.Validate(); err != nil {
+		return sum, fmt.Errorf("run: %w", err)
+	}
+	if tr.At.IsZero() {
+		return sum, fmt.Errorf("run %s: trigger has no time", tr.Job)
+	}
+	if c.Owner == "" {
+		return sum, fmt.Errorf("run %s: coordinator has no owner", tr.Job)
+	}
+	sched, err := schedule.Parse(j.Schedule)
+	if err != nil {
+		return sum, fmt.Errorf("run %s: %w", tr.Job, err)
+	}
+	sum.Nominal = sched.Prev(tr.At).UTC()
+	if sum.Nominal.IsZero() {
+		return sum, fmt.Errorf("run %s: schedule %q has no tick at or before %s", tr.Job, j.Schedule, tr.At.UTC().Format(time.RFC3339Nano))
+	}
+	sum.Total = len(j.Assets)
+	owner := fmt.Sprintf("%s#%d", c.Owner, invocations.Add(1))
+	log := c.logger().With(slog.String("job", j.Name), slog.Time("nominal", sum.Nominal), slog.String("owner", owner))
+
+	// Acquire.
+	lim := j.Limits
+	ttl := c.ttl(lim, start, tr.Deadline)
+	if ttl <= 0 {
+		return sum, fmt.Errorf("run %s %s: %w (deadline %s, margin %s)", j.Name,
+			sum.Nominal.Format(time.RFC3339), ErrNoTime, tr.Deadline.Format(time.RFC3339Nano), lim.DeadlineMargin)
+	}
+	l, err := c.Leases.Acquire(ctx, lease.AcquireParams{Job: j.Name, Owner: owner, TTL: ttl, Now: start, Skew: lim.ClockSkew})
+	sum.AcquireLatency = c.now().Sub(start)
+	var held *lease.HeldError
+	if errors.As(err, &held) {
+		h := held.Holder
+		sum.Outcome, sum.Holder = OutcomeSkipped, &h
+		sum.Duration = c.now().Sub(start)
+		log.InfoContext(ctx, "lease held; skipped", slog.String("phase", "acquire"),
+			slog.String("holder", h.Owner), slog.Time("holder_expires", h.ExpiresAt), slog.Int64("holder_fence", h.Fence),
+			slog.Duration("latency", sum.AcquireLatency))
+		return sum, nil
+	}
+	if err != nil {
+		return sum, fmt.Errorf("run %s: acquire lease: %w", j.Name, err)
+	}
+	sum.Fence = l.Fence
+	log = log.With(slog.Int64("fence", l.Fence))
+	log.InfoContext(ctx, "lease acquired", slog.String("phase", "acquire"),
+		slog.Time("expires", l.ExpiresAt), slog.Duration("latency", sum.AcquireLatency))
+	hold := &holding{lease: l, ttl: ttl, renewed: start}
+	defer func() {
+		c.release(ctx, log, hold)
+		sum.Duration = c.now().Sub(start)
+		log.InfoContext(ctx, "run done", slog.String("outcome", string(sum.Outcome)), slog.Int("enqueued", sum.Enqueued),
+			slog.Int("cursor", sum.Cursor), slog.Int("total", sum.Total), slog.String("stopped", sum.Stopped),
+			slog.Duration("duration", sum.Duration))
+	}()
+
+	// Open.
+	openStart := c.now()
+	run, outcome, err := c.Ledger.OpenRun(ctx, ledger.OpenRunParams{
+		Job: j.Name, Nominal: sum.Nominal, Fence: l.Fence, Force: tr.Force, Now: openStart,
+	})
+	if err != nil {
+		return sum, fmt.Errorf("run %s %s: open: %w", j.Name, sum.Nominal.Format(time.RFC3339), err)
+	}
+	sum.Run, sum.Cursor, sum.Outcome = run.ID, run.Cursor, Outcome(outcome)
+	log = log.With(slog.String("run", run.ID.String()))
+	log.InfoContext(ctx, "run opened", slog.String("phase", "open"), slog.String("outcome", string(outcome)),
+		slog.Int("cursor", run.Cursor), slog.Duration("duration", c.now().Sub(openStart)))
+
+	// Fan out.
+	if outcome == ledger.AlreadyFannedOut {
+		sum.Cursor, sum.Total = run.Total, run.Total
+		c.settleQuietly(ctx, log, j.Name, sum.Nominal)
+	} else if err := c.fanOut(ctx, log, j, run, tr, start, hold, &sum); err != nil {
+		return sum, err
+	}
+	if prev := sched.Prev(sum.Nominal.Add(-time.Nanosecond)); !prev.IsZero() {
+		c.settleQuietly(ctx, log, j.Name, prev.UTC())
+	}
+	return sum, nil
+}
+
+// holding is the lease the invocation holds.
+type holding struct {
+	lease   lease.Lease
+	ttl     time.Duration
+	renewed time.Time
+}
+
+// ttl is the lease length: the job's LeaseTTL, cut to the deadline.
+func (c *Coordinator) ttl(lim job.Limits, now, deadline time.Time) time.Duration {
+	ttl := lim.LeaseTTL
+	if !deadline.IsZero() {
+		if left := deadline.Sub(now); left < ttl {
+			ttl = left
+		}
+		if deadline.Add(-lim.DeadlineMargin).Sub(now) <= 0 {
+			return 0
+		}
+	}
+	return ttl
+}
+
+// release gives the lease back, best effort: the lease expires anyway.
+func (c *Coordinator) release(ctx context.Context, log *slog.Logger, h *holding) {
+	start := c.now()
+	ctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), 5*time.Second)
+	defer cancel()
+	err := c.Leases.Release(ctx, lease.ReleaseParams{Job: h.lease.Job, Owner: h.lease.Owner, Fence: h.lease.Fence})
+	if err != nil {
+		log.WarnContext(ctx, "lease release failed; it will expire", slog.String("phase", "release"),
+			slog.Time("expires", h.lease.ExpiresAt), slog.Any("error", err))
+		return
+	}
+	log.InfoContext(ctx, "lease released", slog.String("phase", "release"), slog.Duration("duration", c.now().Sub(start)))
+}
+
+func (c *Coordinator) now() time.Time {
+	if c.NowFunc != nil {
+		return c.NowFunc()
+	}
+	return time.Now()
+}
+
+func (c *Coordinator) logger() *slog.Logger {
+	if c.Logger != nil {
+		return c.Logger
+	}
+	return slog.New(slog.DiscardHandler)
+}

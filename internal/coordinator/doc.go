@@ -1,0 +1,39 @@
+// Package coordinator turns a schedule trigger into one run of the tick it
+// belongs to, and fans one queue message per catalog asset out.
+//
+// # Semantics
+//
+// Run(trigger):
+//
+//  1. The nominal tick is the schedule's latest tick at or before the
+//     trigger time (an event at 12:01:07 for rate(1 minute) is the
+//     12:01:00 tick), so any number of triggers for one tick name the same
+//     run.
+//  2. The job's lease is acquired for Owner with TTL = Limits.LeaseTTL,
+//     never past the invocation deadline (a coordinator killed at its
+//     deadline frees the job at once). A live lease held by another owner
+//     is not an error: the invocation is skipped and the summary names the
+//     holder, its expiry and fence. A store error is an error.
+//  3. The run is opened with the lease's fence (ledger.Store.OpenRun):
+//     a new run, or a run left fanning out by a stopped coordinator
+//     (resumed from its cursor), or nothing to do when the tick is already
+//     fanned out (unless Force opens the next generation).
+//  4. Fan-out sends one message per catalog asset, from the run's cursor,
+//     in chunks; after every chunk the cursor is checkpointed
+//     (AdvanceRun), and the lease renewed once half its TTL has gone. It
+//     stops before the deadline minus Limits.DeadlineMargin and before
+//     Limits.FanOutBudget, leaving the run fanning_out with its cursor for
+//     the next invocation (a chunk sent but not checkpointed is sent again:
+//     claims absorb the duplicates). When every asset is sent the run
+//     becomes fanned_out. Derived items are not fanned out: the consumer
+//     enqueues them when their inputs succeed.
+//  5. The lease is released (best effort: a failure is logged, and the
+//     lease expires anyway).
+//
+// Settle finishes a fanned-out run once every catalog asset and derived
+// item is terminal (complete, or partial when some are DEAD or CANCELLED),
+// cancelling on the way the derived items whose inputs ended without
+// success, so that a run always settles. Run settles the previous tick's
+// run and, when nothing was fanned out, the trigger's own, cheaply (one
+// read of the run and one of its items each).
+package coordinator

@@ -1,0 +1,111 @@
+package coordinator
+
+import (
+	"context"
+	"fmt"
+	"log/slog"
+	"time"
+
+	"github.com/batonhq/baton/internal/job"
+	"github.com/batonhq/baton/internal/lease"
+	"github.com/batonhq/baton/internal/ledger"
+	"github.com/batonhq/baton/internal/queue"
+)
+
+// fanOut sends the catalog from run.Cursor on, chunk by chunk, and
+// checkpoints the cursor after every chunk. It returns nil when the run is
+// fanned out or was stopped by the deadline or the budget (sum.Stopped).
+func (c *Coordinator) fanOut(ctx context.Context, log *slog.Logger, j job.Job, run ledger.Run,
+	tr Trigger, start time.Time, h *holding, sum *Summary) error {
+	chunk := c.Checkpoint
+	if chunk <= 0 {
+		chunk = DefaultCheckpoint
+	}
+	fanStart := c.now()
+	assets := j.Assets
+	cursor := run.Cursor
+	done := false
+	for !done {
+		now := c.now()
+		if cursor < len(assets) {
+			if stop := stopReason(j.Limits, tr.Deadline, start, now); stop != "" {
+				sum.Stopped = stop
+				log.WarnContext(ctx, "fan-out stopped; the next invocation resumes", slog.String("phase", "fan-out"),
+					slog.String("stopped", stop), slog.Int("cursor", cursor), slog.Int("total", len(assets)),
+					slog.Duration("duration", now.Sub(fanStart)))
+				return nil
+			}
+			if err := ctx.Err(); err != nil {
+				return fmt.Errorf("fan out %s at %d/%d: %w", run.ID, cursor, len(assets), err)
+			}
+			if err := c.renewIfDue(ctx, log, j.Limits, h, tr.Deadline, now); err != nil {
+				return fmt.Errorf("fan out %s at %d/%d: %w", run.ID, cursor, len(assets), err)
+			}
+		}
+		end := min(cursor+chunk, len(assets))
+		var sent int
+		var sendErr error
+		if end > cursor {
+			msgs := make([]queue.Message, 0, end-cursor)
+			for _, a := range assets[cursor:end] {
+				key := ledger.ItemKey{Run: run.ID, Asset: a}
+				msgs = append(msgs, job.NewMessage(key, h.lease.Fence, false).QueueMessage())
+			}
+			sent, sendErr = queue.SendAll(ctx, c.Queue, msgs, nil)
+			sum.Enqueued += sent
+		}
+		if sent == 0 && sendErr != nil {
+			return fmt.Errorf("fan out %s at %d/%d: %w", run.ID, cursor, len(assets), sendErr)
+		}
+		next := cursor + sent
+		done = sendErr == nil && next >= len(assets)
+		if _, err := c.Ledger.AdvanceRun(ctx, ledger.AdvanceRunParams{
+			ID: run.ID, Fence: h.lease.Fence, Cursor: next, Done: done, Now: c.now(),
+		}); err != nil {
+			if sendErr != nil {
+				err = fmt.Errorf("%w (after a send error: %v)", err, sendErr)
+			}
+			return fmt.Errorf("fan out %s: checkpoint cursor %d: %w", run.ID, next, err)
+		}
+		cursor, sum.Cursor = next, next
+		log.DebugContext(ctx, "fan-out checkpoint", slog.String("phase", "fan-out"),
+			slog.Int("cursor", cursor), slog.Int("total", len(assets)), slog.Bool("done", done))
+		if sendErr != nil {
+			return fmt.Errorf("fan out %s at %d/%d: %w", run.ID, cursor, len(assets), sendErr)
+		}
+	}
+	log.InfoContext(ctx, "fanned out", slog.String("phase", "fan-out"), slog.Int("enqueued", sum.Enqueued),
+		slog.Int("total", len(assets)), slog.Duration("duration", c.now().Sub(fanStart)))
+	return nil
+}
+
+// stopReason says whether the fan-out must stop before its next chunk.
+func stopReason(lim job.Limits, deadline, start, now time.Time) string {
+	if !deadline.IsZero() && !now.Before(deadline.Add(-lim.DeadlineMargin)) {
+		return StoppedDeadline
+	}
+	if lim.FanOutBudget > 0 && now.Sub(start) >= lim.FanOutBudget {
+		return StoppedBudget
+	}
+	return ""
+}
+
+// renewIfDue renews the lease once half its TTL has gone, never past the
+// deadline. Losing the lease is an error: another coordinator may own the
+// run now (it resumes from the checkpointed cursor).
+func (c *Coordinator) renewIfDue(ctx context.Context, log *slog.Logger, lim job.Limits, h *holding, deadline, now time.Time) error {
+	if now.Sub(h.renewed) < h.ttl/2 {
+		return nil
+	}
+	ttl := c.ttl(lim, now, deadline)
+	if ttl <= 0 {
+		return nil // the deadline check stops the fan-out first
+	}
+	l, err := c.Leases.Renew(ctx, lease.RenewParams{Job: h.lease.Job, Owner: h.lease.Owner, Fence: h.lease.Fence, TTL: ttl, Now: now})
+	if err != nil {
+		return fmt.Errorf("renew lease (fence %d): %w", h.lease.Fence, err)
+	}
+	h.lease, h.ttl, h.renewed = l, ttl, now
+	log.InfoContext(ctx, "lease renewed", slog.String("phase", "fan-out"), slog.Time("expires", l.ExpiresAt))
+	return nil
+}

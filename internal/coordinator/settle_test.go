@@ -1,0 +1,142 @@
+package coordinator_test
+
+import (
+	"context"
+	"testing"
+	"time"
+
+	"github.com/stretchr/testify/require"
+
+	"github.com/batonhq/baton/internal/coordinator"
+	"github.com/batonhq/baton/internal/job"
+	"github.com/batonhq/baton/internal/ledger"
+	"github.com/batonhq/baton/internal/tickfactory"
+)
+
+// finishItem drives an item to SUCCEEDED or DEAD through the ledger, as a
+// consumer would.
+func finishItem(t *testing.T, b *bundle, run ledger.RunID, asset string, state ledger.ItemState) {
+	t.Helper()
+	ctx := context.Background()
+	key := ledger.ItemKey{Run: run, Asset: asset}
+	now := b.clock.Now()
+	it, err := b.ledger.Claim(ctx, ledger.ClaimParams{Key: key, Owner: "w", LeaseUntil: now.Add(time.Minute), Fence: 1, Now: now})
+	require.NoError(t, err)
+	switch state {
+	case ledger.ItemSucceeded:
+		_, err = b.ledger.Complete(ctx, ledger.CompleteParams{Key: key, Owner: "w", Attempt: it.Attempt, Result: []byte(`{}`), Now: now})
+	case ledger.ItemDead:
+		_, err = b.ledger.Fail(ctx, ledger.FailParams{Key: key, Owner: "w", Attempt: it.Attempt, Reason: "boom", Permanent: true, Now: now})
+	default:
+		t.Fatalf("finishItem: state %s", state)
+	}
+	require.NoError(t, err)
+}
+
+func fannedOut(t *testing.T, b *bundle) (*coordinator.Coordinator, ledger.RunID) {
+	t.Helper()
+	c := b.coordinator("c1")
+	sum, err := c.Run(context.Background(), coordinator.Trigger{Job: "fx", At: t0})
+	require.NoError(t, err)
+	require.Equal(t, coordinator.OutcomeOpened, sum.Outcome)
+	return c, sum.Run
+}
+
+func TestSettleComplete(t *testing.T) {
+	t.Parallel()
+	b := setup(t)
+	ctx := context.Background()
+	c, run := fannedOut(t, b)
+
+	for _, a := range tickfactory.Assets {
+		finishItem(t, b, run, a, ledger.ItemSucceeded)
+	}
+	got, err := c.Settle(ctx, "fx", tick)
+	require.NoError(t, err)
+	require.Equal(t, ledger.RunFannedOut, got.State, "DXY is still to come")
+
+	finishItem(t, b, run, tickfactory.DXY, ledger.ItemSucceeded)
+	got, err = c.Settle(ctx, "fx", tick)
+	require.NoError(t, err)
+	require.Equal(t, ledger.RunComplete, got.State)
+	require.Equal(t, 8, got.Succeeded)
+	require.Zero(t, got.Dead+got.Cancelled)
+
+	again, err := c.Settle(ctx, "fx", tick)
+	require.NoError(t, err)
+	require.Equal(t, got.State, again.State, "settling twice changes nothing")
+}
+
+func TestSettlePartialCancelsDoomedDerived(t *testing.T) {
+	t.Parallel()
+	b := setup(t)
+	ctx := context.Background()
+	c, run := fannedOut(t, b)
+
+	for _, a := range tickfactory.Assets {
+		state := ledger.ItemSucceeded
+		if a == "USDJPY" {
+			state = ledger.ItemDead
+		}
+		finishItem(t, b, run, a, state)
+	}
+	got, err := c.Settle(ctx, "fx", tick)
+	require.NoError(t, err)
+	require.Equal(t, ledger.RunPartial, got.State)
+	require.Equal(t, 6, got.Succeeded)
+	require.Equal(t, 1, got.Dead)
+	require.Equal(t, 1, got.Cancelled)
+
+	dxy, err := b.ledger.GetItem(ctx, ledger.ItemKey{Run: run, Asset: tickfactory.DXY})
+	require.NoError(t, err)
+	require.Equal(t, ledger.ItemCancelled, dxy.State)
+	require.Equal(t, "input USDJPY is DEAD", dxy.Error)
+}
+
+func TestSettleLeavesUnfinishedRuns(t *testing.T) {
+	t.Parallel()
+	b := setup(t)
+	ctx := context.Background()
+	c := b.coordinator("c1")
+
+	_, err := c.Settle(ctx, "fx", tick)
+	require.ErrorIs(t, err, ledger.ErrNotFound)
+	_, err = c.Settle(ctx, "nope", tick)
+	require.ErrorIs(t, err, job.ErrUnknownJob)
+
+	// Fanning out: not settled even if its few items are done.
+	run, _, err := b.ledger.OpenRun(ctx, ledger.OpenRunParams{Job: "fx", Nominal: tick, Fence: 1, Now: t0})
+	require.NoError(t, err)
+	finishItem(t, b, run.ID, "EURUSD", ledger.ItemSucceeded)
+	got, err := c.Settle(ctx, "fx", tick)
+	require.NoError(t, err)
+	require.Equal(t, ledger.RunFanningOut, got.State)
+
+	// Fanned out with an item in flight: not settled.
+	_, err = b.ledger.AdvanceRun(ctx, ledger.AdvanceRunParams{ID: run.ID, Fence: 1, Cursor: 7, Done: true, Now: t0})
+	require.NoError(t, err)
+	for _, a := range tickfactory.Assets[1:6] {
+		finishItem(t, b, run.ID, a, ledger.ItemSucceeded)
+	}
+	got, err = c.Settle(ctx, "fx", tick)
+	require.NoError(t, err)
+	require.Equal(t, ledger.RunFannedOut, got.State)
+}
+
+// Run settles the previous tick's run in passing.
+func TestRunSettlesPreviousTick(t *testing.T) {
+	t.Parallel()
+	b := setup(t)
+	ctx := context.Background()
+	c, run := fannedOut(t, b)
+	for _, a := range append(append([]string(nil), tickfactory.Assets...), tickfactory.DXY) {
+		finishItem(t, b, run, a, ledger.ItemSucceeded)
+	}
+	b.clock.Advance(time.Minute)
+	sum, err := c.Run(ctx, coordinator.Trigger{Job: "fx", At: t0.Add(time.Minute)})
+	require.NoError(t, err)
+	require.Equal(t, tick.Add(time.Minute), sum.Nominal)
+	prev, err := b.ledger.GetRun(ctx, "fx", tick)
+	require.NoError(t, err)
+	require.Equal(t, ledger.RunComplete, prev.State)
+}

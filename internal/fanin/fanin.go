@@ -1,0 +1,137 @@
+// Package fanin decides, for one run, what becomes of its derived items:
+// enqueue one once every input SUCCEEDED, cancel one once an input is DEAD
+// or CANCELLED, leave it otherwise.
+//
+// The check reads the run's items (one strongly consistent list) and acts
+// on what it finds; it holds no state and may run any number of times, from
+// any process: enqueueing a derived item twice is harmless (its claim
+// dedupes), and cancelling an item already terminal changes nothing
+// (terminal is terminal). That is what closes the crash window between an
+// input's completion and the derived enqueue (invariant 6): whoever next
+// sees the input SUCCEEDED, a redelivered input message or a settle, runs
+// the check again.
+package fanin
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"time"
+
+	"github.com/batonhq/baton/internal/job"
+	"github.com/batonhq/baton/internal/ledger"
+	"github.com/batonhq/baton/internal/queue"
+)
+
+// Params are the inputs of Check.
+type Params struct {
+	Ledger ledger.Store
+	// Queue receives the derived items found ready. nil: nothing is
+	// enqueued (Check only cancels).
+	Queue queue.Sender
+	Def   job.Definition
+	Run   ledger.RunID
+	// Fence goes into the derived items' messages: the fence carried by the
+	// input message that triggered the check.
+	Fence int64
+	// Input restricts the check to the derived items taking this asset;
+	// "": every derived item of Def.
+	Input string
+	// Items are the run's items when the caller has just listed them; nil:
+	// Check lists them.
+	Items []ledger.Item
+	Now   time.Time
+}
+
+// Result says what Check did, by derived item name.
+type Result struct {
+	Enqueued  []string
+	Cancelled []string // includes items found cancelled by someone else meanwhile
+	Waiting   []string // some input not terminal yet
+	Done      []string // already terminal before the check
+}
+
+// Check runs the fan-in check for p.Run. A derived item that is not
+// terminal is enqueued when all its inputs SUCCEEDED, and cancelled with
+// the reason "input X is DEAD" (or CANCELLED) when one of its inputs ended
+// without success. It returns the first store or queue error, wrapped with
+// the item it concerns; what it did before the error stands.
+func Check(ctx context.Context, p Params) (Result, error) {
+	var res Result
+	derived := p.Def.Derived
+	if p.Input != "" {
+		derived = p.Def.DependentsOf(p.Input)
+	}
+	if len(derived) == 0 {
+		return res, nil
+	}
+	items := p.Items
+	if items == nil {
+		var err error
+		if items, err = p.Ledger.ListItems(ctx, p.Run); err != nil {
+			return res, fmt.Errorf("fan-in %s: list items: %w", p.Run, err)
+		}
+	}
+	states := make(map[string]ledger.ItemState, len(items))
+	for _, it := range items {
+		states[it.Key.Asset] = it.State
+	}
+
+	var ready []queue.Message
+	var readyNames []string
+	for _, d := range derived {
+		if states[d.Name].Terminal() {
+			res.Done = append(res.Done, d.Name)
+			continue
+		}
+		verdict, reason := Inputs(d, states)
+		switch verdict {
+		case Ready:
+			key := ledger.ItemKey{Run: p.Run, Asset: d.Name}
+			ready = append(ready, job.NewMessage(key, p.Fence, true).QueueMessage())
+			readyNames = append(readyNames, d.Name)
+		case Doomed:
+			key := ledger.ItemKey{Run: p.Run, Asset: d.Name}
+			_, err := p.Ledger.Cancel(ctx, ledger.CancelParams{Key: key, Reason: reason, Now: p.Now})
+			if err != nil && !errors.Is(err, ledger.ErrTerminal) {
+				return res, fmt.Errorf("fan-in: cancel %s: %w", key, err)
+			}
+			res.Cancelled = append(res.Cancelled, d.Name)
+		default:
+			res.Waiting = append(res.Waiting, d.Name)
+		}
+	}
+	if len(ready) > 0 && p.Queue != nil {
+		if _, err := queue.SendAll(ctx, p.Queue, ready, nil); err != nil {
+			return res, fmt.Errorf("fan-in %s: enqueue %v: %w", p.Run, readyNames, err)
+		}
+		res.Enqueued = readyNames
+	}
+	return res, nil
+}
+
+// Verdict is what a derived item's inputs allow.
+type Verdict int
+
+const (
+	Waiting Verdict = iota // some input is not terminal (or absent)
+	Ready                  // every input SUCCEEDED
+	Doomed                 // some input is DEAD or CANCELLED
+)
+
+// Inputs judges d's inputs from the states of the run's items, by asset
+// (an absent asset has the zero state). For Doomed it also returns the
+// cancel reason, naming the first input that ended without success.
+func Inputs(d job.Derived, states map[string]ledger.ItemState) (Verdict, string) {
+	verdict := Ready
+	for _, in := range d.Inputs {
+		switch s := states[in]; s {
+		case ledger.ItemSucceeded:
+		case ledger.ItemDead, ledger.ItemCancelled:
+			return Doomed, fmt.Sprintf("input %s is %s", in, s)
+		default:
+			verdict = Waiting
+		}
+	}
+	return verdict, ""
+}

@@ -1,0 +1,18 @@
+package leasetest
+
+import (
+	"testing"
+
+	"github.com/stretchr/testify/require"
+
+	"github.com/batonhq/baton/internal/lease"
+)
+
+// InspectAbsent: a job never acquired has no record: Inspect returns
+// ErrNotFound (never a zero record and a nil error).
+func InspectAbsent(t *testing.T, newStore NewStoreFunc) {
+	t.Parallel()
+	f := setup(t, newStore)
+	got, err := f.store.Inspect(f.ctx, f.job)
+	require.ErrorIs(t, err, lease.ErrNotFound, "got %+v", got)
+}

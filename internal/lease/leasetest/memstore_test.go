@@ -1,0 +1,93 @@
+package leasetest
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"sync"
+	"testing"
+
+	"github.com/batonhq/baton/internal/lease"
+)
+
+// memStore is a correct in-memory lease.Store: every method is one step
+// under a mutex. It shows that the suite passes a store that keeps the
+// contract.
+type memStore struct {
+	mu   sync.Mutex
+	recs map[string]lease.Lease
+}
+
+var _ lease.Store = (*memStore)(nil)
+
+func newMemStore() *memStore { return &memStore{recs: map[string]lease.Lease{}} }
+
+var errInvalid = errors.New("invalid lease parameters")
+
+func (s *memStore) Acquire(_ context.Context, p lease.AcquireParams) (lease.Lease, error) {
+	if p.Job == "" || p.Owner == "" || p.TTL <= 0 {
+		return lease.Lease{}, fmt.Errorf("acquire %q: %w", p.Job, errInvalid)
+	}
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return acquireStep(s.recs, p)
+}
+
+// acquireStep decides and writes an acquisition on recs.
+func acquireStep(recs map[string]lease.Lease, p lease.AcquireParams) (lease.Lease, error) {
+	cur := recs[p.Job]
+	if cur.Held(p.Now, p.Skew) && cur.Owner != p.Owner {
+		return lease.Lease{}, &lease.HeldError{Holder: cur}
+	}
+	next := lease.Lease{Job: p.Job, Owner: p.Owner, Fence: cur.Fence + 1, ExpiresAt: p.Now.Add(p.TTL), AcquiredAt: p.Now}
+	recs[p.Job] = next
+	return next, nil
+}
+
+func (s *memStore) Renew(_ context.Context, p lease.RenewParams) (lease.Lease, error) {
+	if p.Job == "" || p.Owner == "" || p.TTL <= 0 {
+		return lease.Lease{}, fmt.Errorf("renew %q: %w", p.Job, errInvalid)
+	}
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	cur, ok := s.recs[p.Job]
+	if !ok || cur.Owner != p.Owner || cur.Fence != p.Fence || !cur.Held(p.Now, 0) {
+		return lease.Lease{}, fmt.Errorf("renew %q: %w", p.Job, lease.ErrNotHolder)
+	}
+	cur.ExpiresAt = p.Now.Add(p.TTL)
+	s.recs[p.Job] = cur
+	return cur, nil
+}
+
+func (s *memStore) Release(_ context.Context, p lease.ReleaseParams) error {
+	if p.Job == "" || p.Owner == "" {
+		return fmt.Errorf("release %q: %w", p.Job, errInvalid)
+	}
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	cur, ok := s.recs[p.Job]
+	if !ok || cur.Owner != p.Owner || cur.Fence != p.Fence {
+		return fmt.Errorf("release %q: %w", p.Job, lease.ErrNotHolder)
+	}
+	s.recs[p.Job] = lease.Lease{Job: p.Job, Fence: cur.Fence, AcquiredAt: cur.AcquiredAt}
+	return nil
+}
+
+func (s *memStore) Inspect(_ context.Context, job string) (lease.Lease, error) {
+	if job == "" {
+		return lease.Lease{}, fmt.Errorf("inspect: %w", errInvalid)
+	}
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	cur, ok := s.recs[job]
+	if !ok {
+		return lease.Lease{}, fmt.Errorf("inspect %q: %w", job, lease.ErrNotFound)
+	}
+	return cur, nil
+}
+
+func TestMemStore(t *testing.T) {
+	t.Parallel()
+	shared := newMemStore()
+	Run(t, func(*testing.T) lease.Store { return shared })
+}

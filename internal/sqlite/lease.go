@@ -1,0 +1,235 @@
+package sqlite
+
+import (
+	"context"
+	"database/sql"
+	"errors"
+	"fmt"
+	"sync"
+	"time"
+
+	"github.com/batonhq/baton/internal/lease"
+)
+
+// LeaseStore is lease.Store on the leases table: one row per job, with an
+// empty owner when free and the fence kept across releases.
+//
+// Acquire is one conditional UPSERT, applied only when the row is free,
+// expired at the caller's Now (with its skew allowance) or already the
+// owner's; the row's own fence+1 is the new fence. SQLite does not return
+// the old row on a refused update, so a refusal is retried in an IMMEDIATE
+// transaction that also reads the holder: the HeldError reports the record
+// that refused the write. Renew and Release are one conditional UPDATE
+// each. Statements are prepared once per store.
+type LeaseStore struct {
+	db *DB
+
+	mu    sync.Mutex
+	stmts map[string]*sql.Stmt // by query text
+}
+
+var _ lease.Store = (*LeaseStore)(nil)
+
+// NewLeaseStore returns the lease store of db.
+func NewLeaseStore(db *DB) *LeaseStore {
+	return &LeaseStore{db: db, stmts: map[string]*sql.Stmt{}}
+}
+
+// leaseAcquireSQL inserts an absent row with fence 1, or takes the row over
+// when it is free, expired (expires_at+skew <= now, written as
+// expires_at <= now-skew) or already the owner's. It returns the row
+// written, and no row when another owner's live lease refuses the write.
+const leaseAcquireSQL = `
+INSERT INTO leases (job, owner, fence, expires_at, acquired_at)
+VALUES (?1, ?2, 1, ?3, ?4)
+ON CONFLICT (job) DO UPDATE SET
+    owner       = excluded.owner,
+    fence       = leases.fence + 1,
+    expires_at  = excluded.expires_at,
+    acquired_at = excluded.acquired_at
+WHERE leases.owner = '' OR leases.owner = excluded.owner OR leases.expires_at <= ?5
+RETURNING owner, fence, expires_at, acquired_at`
+
+// leaseRenewSQL extends the row when owner and fence match and it has not
+// expired at now (no skew allowance).
+const leaseRenewSQL = `
+UPDATE leases SET expires_at = ?4
+WHERE job = ?1 AND owner = ?2 AND fence = ?3 AND expires_at > ?5
+RETURNING owner, fence, expires_at, acquired_at`
+
+// leaseReleaseSQL frees the row when owner and fence match; the fence and
+// the time of the latest acquisition stay.
+const leaseReleaseSQL = `
+UPDATE leases SET owner = '', expires_at = 0
+WHERE job = ?1 AND owner = ?2 AND fence = ?3`
+
+const leaseSelectSQL = `SELECT owner, fence, expires_at, acquired_at FROM leases WHERE job = ?1`
+
+// errLeaseParams reports parameters the lease contract rules out.
+var errLeaseParams = errors.New("invalid lease parameters")
+
+// Acquire implements lease.Store.
+func (s *LeaseStore) Acquire(ctx context.Context, p lease.AcquireParams) (lease.Lease, error) {
+	if err := checkLeaseParams(p.Job, p.Owner, p.TTL, p.Now); err != nil {
+		return lease.Lease{}, fmt.Errorf("acquire lease %q: %w", p.Job, err)
+	}
+	now := toNanos(p.Now)
+	args := []any{p.Job, p.Owner, toNanos(p.Now.Add(p.TTL)), now, now - int64(p.Skew)}
+	upsert, err := s.stmt(ctx, leaseAcquireSQL)
+	if err != nil {
+		return lease.Lease{}, fmt.Errorf("acquire lease %q: %w", p.Job, err)
+	}
+
+	got, err := scanLease(p.Job, upsert.QueryRowContext(ctx, args...))
+	if err == nil {
+		return got, nil
+	}
+	if !errors.Is(err, sql.ErrNoRows) {
+		return lease.Lease{}, fmt.Errorf("acquire lease %q: %w", p.Job, err)
+	}
+
+	// Refused. Write again and read the holder in one transaction, so that
+	// the holder reported is the one that refused (the lease may have been
+	// released or may have expired in between, and the write then applies).
+	tx, err := s.db.sql.BeginTx(ctx, nil) // IMMEDIATE (see Open)
+	if err != nil {
+		return lease.Lease{}, fmt.Errorf("acquire lease %q: %w", p.Job, err)
+	}
+	defer tx.Rollback()
+	got, err = scanLease(p.Job, tx.StmtContext(ctx, upsert).QueryRowContext(ctx, args...))
+	if err == nil {
+		if err := tx.Commit(); err != nil {
+			return lease.Lease{}, fmt.Errorf("acquire lease %q: %w", p.Job, err)
+		}
+		return got, nil
+	}
+	if !errors.Is(err, sql.ErrNoRows) {
+		return lease.Lease{}, fmt.Errorf("acquire lease %q: %w", p.Job, err)
+	}
+	sel, err := s.stmt(ctx, leaseSelectSQL)
+	if err != nil {
+		return lease.Lease{}, fmt.Errorf("acquire lease %q: %w", p.Job, err)
+	}
+	holder, err := scanLease(p.Job, tx.StmtContext(ctx, sel).QueryRowContext(ctx, p.Job))
+	if err != nil {
+		return lease.Lease{}, fmt.Errorf("acquire lease %q: read holder: %w", p.Job, err)
+	}
+	return lease.Lease{}, &lease.HeldError{Holder: holder}
+}
+
+// Renew implements lease.Store.
+func (s *LeaseStore) Renew(ctx context.Context, p lease.RenewParams) (lease.Lease, error) {
+	if err := checkLeaseParams(p.Job, p.Owner, p.TTL, p.Now); err != nil {
+		return lease.Lease{}, fmt.Errorf("renew lease %q: %w", p.Job, err)
+	}
+	st, err := s.stmt(ctx, leaseRenewSQL)
+	if err != nil {
+		return lease.Lease{}, fmt.Errorf("renew lease %q: %w", p.Job, err)
+	}
+	got, err := scanLease(p.Job, st.QueryRowContext(ctx, p.Job, p.Owner, p.Fence, toNanos(p.Now.Add(p.TTL)), toNanos(p.Now)))
+	if errors.Is(err, sql.ErrNoRows) {
+		return lease.Lease{}, fmt.Errorf("renew lease %q by %q (fence %d): %w", p.Job, p.Owner, p.Fence, lease.ErrNotHolder)
+	}
+	if err != nil {
+		return lease.Lease{}, fmt.Errorf("renew lease %q: %w", p.Job, err)
+	}
+	return got, nil
+}
+
+// Release implements lease.Store.
+func (s *LeaseStore) Release(ctx context.Context, p lease.ReleaseParams) error {
+	if err := checkLeaseHolder(p.Job, p.Owner); err != nil {
+		return fmt.Errorf("release lease %q: %w", p.Job, err)
+	}
+	st, err := s.stmt(ctx, leaseReleaseSQL)
+	if err != nil {
+		return fmt.Errorf("release lease %q: %w", p.Job, err)
+	}
+	res, err := st.ExecContext(ctx, p.Job, p.Owner, p.Fence)
+	if err != nil {
+		return fmt.Errorf("release lease %q: %w", p.Job, err)
+	}
+	n, err := res.RowsAffected()
+	if err != nil {
+		return fmt.Errorf("release lease %q: %w", p.Job, err)
+	}
+	if n == 0 {
+		return fmt.Errorf("release lease %q by %q (fence %d): %w", p.Job, p.Owner, p.Fence, lease.ErrNotHolder)
+	}
+	return nil
+}
+
+// Inspect implements lease.Store.
+func (s *LeaseStore) Inspect(ctx context.Context, job string) (lease.Lease, error) {
+	if job == "" {
+		return lease.Lease{}, fmt.Errorf("inspect lease: empty job: %w", errLeaseParams)
+	}
+	st, err := s.stmt(ctx, leaseSelectSQL)
+	if err != nil {
+		return lease.Lease{}, fmt.Errorf("inspect lease %q: %w", job, err)
+	}
+	got, err := scanLease(job, st.QueryRowContext(ctx, job))
+	if errors.Is(err, sql.ErrNoRows) {
+		return lease.Lease{}, fmt.Errorf("inspect lease %q: %w", job, lease.ErrNotFound)
+	}
+	if err != nil {
+		return lease.Lease{}, fmt.Errorf("inspect lease %q: %w", job, err)
+	}
+	return got, nil
+}
+
+// stmt returns query prepared on the store's database, preparing it on
+// first use. (Parsing is about half the cost of an unprepared write.)
+func (s *LeaseStore) stmt(ctx context.Context, query string) (*sql.Stmt, error) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if st, ok := s.stmts[query]; ok {
+		return st, nil
+	}
+	st, err := s.db.sql.PrepareContext(ctx, query)
+	if err != nil {
+		return nil, fmt.Errorf("prepare: %w", err)
+	}
+	s.stmts[query] = st
+	return st, nil
+}
+
+// checkLeaseHolder rejects an empty job or owner, which the contract calls
+// invalid. (An empty owner would otherwise match a free row.)
+func checkLeaseHolder(job, owner string) error {
+	switch {
+	case job == "":
+		return fmt.Errorf("empty job: %w", errLeaseParams)
+	case owner == "":
+		return fmt.Errorf("empty owner: %w", errLeaseParams)
+	}
+	return nil
+}
+
+// checkLeaseParams also rejects a non-positive TTL (invalid by contract) and
+// a zero Now, which has no expiry to add the TTL to.
+func checkLeaseParams(job, owner string, ttl time.Duration, now time.Time) error {
+	if err := checkLeaseHolder(job, owner); err != nil {
+		return err
+	}
+	switch {
+	case ttl <= 0:
+		return fmt.Errorf("non-positive TTL %s: %w", ttl, errLeaseParams)
+	case now.IsZero():
+		return fmt.Errorf("zero Now: %w", errLeaseParams)
+	}
+	return nil
+}
+
+// scanLease reads owner, fence, expires_at, acquired_at.
+func scanLease(job string, row *sql.Row) (lease.Lease, error) {
+	var (
+		l                 = lease.Lease{Job: job}
+		expires, acquired int64
+	)
+	if err := row.Scan(&l.Owner, &l.Fence, &expires, &acquired); err != nil {
+		return lease.Lease{}, err
+	}
+	l.ExpiresAt, l.AcquiredAt = fromNanos(expires), fromNanos(acquired)
+	return l, nil
+}

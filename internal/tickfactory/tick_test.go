@@ -1,0 +1,109 @@
+package tickfactory_test
+
+import (
+	"context"
+	"fmt"
+	"sync"
+	"testing"
+	"testing/synctest"
+	"time"
+
+	"github.com/stretchr/testify/require"
+
+	"github.com/batonhq/baton/internal/consumer"
+	"github.com/batonhq/baton/internal/coordinator"
+	"github.com/batonhq/baton/internal/ledger"
+	"github.com/batonhq/baton/internal/queue"
+	"github.com/batonhq/baton/internal/tickfactory"
+)
+
+// pipe is a queue that hands what it is sent to the next take.
+type pipe struct {
+	mu      sync.Mutex
+	pending []queue.Message
+	n       int
+}
+
+func (p *pipe) SendBatch(ctx context.Context, msgs []queue.Message) error {
+	if len(msgs) == 0 || len(msgs) > queue.MaxBatch {
+		return queue.ErrBatchTooLarge
+	}
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	p.pending = append(p.pending, msgs...)
+	return nil
+}
+
+func (p *pipe) take(max int) []queue.Delivery {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	n := min(max, len(p.pending))
+	out := make([]queue.Delivery, 0, n)
+	for _, m := range p.pending[:n] {
+		p.n++
+		out = append(out, queue.Delivery{MessageID: fmt.Sprintf("m%d", p.n), Body: m.Body, Attributes: m.Attributes, ReceiveCount: 1})
+	}
+	p.pending = p.pending[n:]
+	return out
+}
+
+// One tick of the reference job end to end, in a bubble of fake time: the
+// coordinator fans the seven assets out, the consumer ingests them in
+// parallel (each fetch takes 1.6 s) and derives DXY, the run settles
+// complete. Every asset is done one fetch after the trigger, not one fetch
+// per position in a sequential loop.
+func TestOneTickEndToEnd(t *testing.T) {
+	t.Parallel()
+	synctest.Test(t, func(t *testing.T) {
+		leases, led := newLedgerStores(t)
+		store := newBars(t)
+		q := &pipe{}
+		const latency = 1600 * time.Millisecond
+		cat := tickfactory.Catalog(store, &tickfactory.Options{Latency: latency})
+		coord := &coordinator.Coordinator{Leases: leases, Ledger: led, Queue: q, Jobs: cat, Owner: "coord"}
+		cons := &consumer.Consumer{Ledger: led, Queue: q, Jobs: cat, Owner: "worker"}
+		ctx := context.Background()
+
+		nominal := time.Now().UTC().Truncate(time.Minute).Add(time.Minute)
+		time.Sleep(time.Until(nominal) + 700*time.Millisecond) // the trigger arrives 0.7 s late
+		trigger := time.Now()
+
+		sum, err := coord.Run(ctx, coordinator.Trigger{Job: "fx", At: trigger, Deadline: trigger.Add(30 * time.Second)})
+		require.NoError(t, err)
+		require.Equal(t, coordinator.OutcomeOpened, sum.Outcome)
+		require.Equal(t, nominal, sum.Nominal)
+		require.Equal(t, 7, sum.Enqueued)
+
+		res := cons.Handle(ctx, time.Now().Add(30*time.Second), q.take(queue.MaxBatch))
+		require.Empty(t, res.Failed)
+		require.Len(t, res.Items, 7)
+		for _, o := range res.Items {
+			require.Equal(t, consumer.StatusSucceeded, o.Status, o.Key)
+			require.Equal(t, latency, o.Processing, o.Key)
+			require.Equal(t, 700*time.Millisecond+latency, o.TickToDone, "%s: staleness does not grow with position", o.Key)
+		}
+		require.Equal(t, latency, time.Since(trigger), "the seven fetches ran at once")
+
+		res = cons.Handle(ctx, time.Now().Add(30*time.Second), q.take(queue.MaxBatch))
+		require.Empty(t, res.Failed)
+		require.NotEmpty(t, res.Items)
+		require.Equal(t, consumer.StatusSucceeded, res.Items[0].Status)
+		require.Equal(t, tickfactory.DXY, res.Items[0].Asset)
+
+		run, err := coord.Settle(ctx, "fx", nominal)
+		require.NoError(t, err)
+		require.Equal(t, ledger.RunComplete, run.State)
+		require.Equal(t, 8, run.Succeeded)
+
+		items, err := led.ListItems(ctx, run.ID)
+		require.NoError(t, err)
+		require.Len(t, items, 8)
+		for _, it := range items {
+			require.Equal(t, ledger.ItemSucceeded, it.State, it.Key.Asset)
+			require.Equal(t, 1, it.Attempt, it.Key.Asset)
+			bar, err := store.Get(ctx, it.Key.Asset, tickfactory.BarMinute(nominal))
+			require.NoError(t, err)
+			require.Equal(t, sum.Fence, bar.Fence, "the bar carries the run's fence")
+		}
+	})
+}

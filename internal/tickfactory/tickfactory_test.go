@@ -1,0 +1,233 @@
+package tickfactory_test
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"testing"
+	"time"
+
+	"github.com/stretchr/testify/require"
+
+	"github.com/batonhq/baton/internal/bars"
+	"github.com/batonhq/baton/internal/job"
+	"github.com/batonhq/baton/internal/ledger"
+	"github.com/batonhq/baton/internal/tickfactory"
+)
+
+var tick = time.Date(2026, 11, 21, 12, 1, 0, 0, time.UTC)
+
+func task(asset string, fence int64, attempt int) job.Task {
+	run := ledger.RunID{Job: tickfactory.Name, Nominal: tick, Generation: 1}
+	return job.Task{Key: ledger.ItemKey{Run: run, Asset: asset}, Asset: asset, Nominal: tick, Attempt: attempt, Fence: fence}
+}
+
+func TestDefinition(t *testing.T) {
+	t.Parallel()
+	d := tickfactory.Definition()
+	require.NoError(t, d.Validate())
+	require.Equal(t, "fx", d.Name)
+	require.Equal(t, "rate(1 minute)", d.Schedule)
+	require.Equal(t, []string{"EURUSD", "GBPUSD", "USDJPY", "USDCAD", "USDSEK", "USDCHF", "XAUUSD"}, d.Assets)
+	require.Len(t, d.Derived, 1)
+	require.Equal(t, "DXY", d.Derived[0].Name)
+	require.ElementsMatch(t, []string{"EURUSD", "GBPUSD", "USDJPY", "USDCAD", "USDSEK", "USDCHF"}, d.Derived[0].Inputs)
+	require.Equal(t, job.Limits{
+		LeaseTTL: 2 * time.Minute, ClockSkew: 2 * time.Second, ItemLease: 30 * time.Second,
+		MaxAttempts: 5, Concurrency: 16, DeadlineMargin: 2 * time.Second,
+	}, d.Limits)
+
+	// Callers may not corrupt the source of truth.
+	d.Assets[0] = "XXX"
+	require.Equal(t, "EURUSD", tickfactory.Definition().Assets[0])
+
+	cat := tickfactory.Catalog(newBars(t), nil)
+	j, err := cat.Lookup("fx")
+	require.NoError(t, err)
+	require.NotNil(t, j.Processor)
+	require.Equal(t, tickfactory.Definition().Assets, j.Assets)
+}
+
+func TestSynthesizeIsDeterministicAndPlausible(t *testing.T) {
+	t.Parallel()
+	levels := map[string][2]float64{
+		"EURUSD": {1.0, 1.2}, "GBPUSD": {1.15, 1.4}, "USDJPY": {135, 165}, "USDCAD": {1.25, 1.5},
+		"USDSEK": {9.5, 11.5}, "USDCHF": {0.8, 0.97}, "XAUUSD": {1800, 2200},
+	}
+	minute := tickfactory.BarMinute(tick)
+	require.Equal(t, time.Date(2026, 11, 21, 12, 0, 0, 0, time.UTC), minute)
+	for asset, rng := range levels {
+		b, err := tickfactory.Synthesize(asset, minute)
+		require.NoError(t, err)
+		again, err := tickfactory.Synthesize(asset, minute.Add(30*time.Second))
+		require.NoError(t, err)
+		require.Equal(t, b, again, "%s: same minute, same bar", asset)
+		next, err := tickfactory.Synthesize(asset, minute.Add(time.Minute))
+		require.NoError(t, err)
+		require.NotEqual(t, b.Close, next.Close, "%s: another minute, another bar", asset)
+
+		require.Equal(t, asset, b.Asset)
+		require.Equal(t, minute, b.Minute)
+		for _, p := range []float64{b.Open, b.High, b.Low, b.Close} {
+			require.True(t, p >= rng[0] && p <= rng[1], "%s: price %v outside %v", asset, p, rng)
+		}
+		require.LessOrEqual(t, b.Low, min(b.Open, b.Close), asset)
+		require.GreaterOrEqual(t, b.High, max(b.Open, b.Close), asset)
+	}
+	_, err := tickfactory.Synthesize("BTCUSD", minute)
+	require.ErrorContains(t, err, "BTCUSD")
+}
+
+func TestDollarIndex(t *testing.T) {
+	t.Parallel()
+	base := map[string]float64{"EURUSD": 1.08, "USDJPY": 150, "GBPUSD": 1.27, "USDCAD": 1.36, "USDSEK": 10.5, "USDCHF": 0.88}
+	v, err := tickfactory.DollarIndex(base)
+	require.NoError(t, err)
+	require.InDelta(t, 104.13615385, v, 1e-6)
+
+	// A stronger euro weakens the dollar index.
+	stronger := map[string]float64{}
+	for k, p := range base {
+		stronger[k] = p
+	}
+	stronger["EURUSD"] = 1.20
+	w, err := tickfactory.DollarIndex(stronger)
+	require.NoError(t, err)
+	require.Less(t, w, v)
+
+	missing := map[string]float64{"EURUSD": 1.08}
+	_, err = tickfactory.DollarIndex(missing)
+	require.ErrorContains(t, err, "no price for USDJPY")
+
+	bad := map[string]float64{}
+	for k, p := range base {
+		bad[k] = p
+	}
+	bad["USDCHF"] = 0
+	_, err = tickfactory.DollarIndex(bad)
+	require.ErrorContains(t, err, "USDCHF")
+
+	bad["USDCHF"] = 0.88
+	bad["USDJPY"] = 1.5 // a quote off by a factor of 100
+	_, err = tickfactory.DollarIndex(bad)
+	require.ErrorContains(t, err, "plausible")
+}
+
+func TestProcessWritesFencedBar(t *testing.T) {
+	t.Parallel()
+	store := newBars(t)
+	now := time.Date(2026, 11, 21, 12, 1, 2, 0, time.UTC)
+	p := tickfactory.NewProcessor(store, &tickfactory.Options{NowFunc: func() time.Time { return now }})
+	ctx := context.Background()
+
+	out, err := p.Process(ctx, task("USDJPY", 3, 1))
+	require.NoError(t, err)
+	var r tickfactory.Result
+	require.NoError(t, json.Unmarshal(out, &r))
+	want, err := tickfactory.Synthesize("USDJPY", tickfactory.BarMinute(tick))
+	require.NoError(t, err)
+	require.Equal(t, tickfactory.Result{Asset: "USDJPY", Minute: want.Minute, Open: want.Open, High: want.High, Low: want.Low, Close: want.Close}, r)
+
+	bar, err := store.Get(ctx, "USDJPY", tickfactory.BarMinute(tick))
+	require.NoError(t, err)
+	require.EqualValues(t, 3, bar.Fence)
+	require.Equal(t, 1, bar.Attempt)
+	require.Equal(t, want.Close, bar.Close)
+	require.True(t, bar.WrittenAt.Equal(now))
+
+	// A later attempt overwrites; an earlier one is stale and permanent.
+	_, err = p.Process(ctx, task("USDJPY", 3, 2))
+	require.NoError(t, err)
+	_, err = p.Process(ctx, task("USDJPY", 3, 1))
+	require.ErrorIs(t, err, bars.ErrStale)
+	require.True(t, job.IsPermanent(err))
+	// A newer coordinator's fence outranks any attempt of an older one.
+	_, err = p.Process(ctx, task("USDJPY", 4, 1))
+	require.NoError(t, err)
+	_, err = p.Process(ctx, task("USDJPY", 3, 9))
+	require.ErrorIs(t, err, bars.ErrStale)
+	bar, err = store.Get(ctx, "USDJPY", tickfactory.BarMinute(tick))
+	require.NoError(t, err)
+	require.EqualValues(t, 4, bar.Fence)
+	require.Equal(t, 1, bar.Attempt)
+
+	_, err = p.Process(ctx, task("BTCUSD", 1, 1))
+	require.True(t, job.IsPermanent(err), "an asset without a price level is not retried: %v", err)
+}
+
+func TestProcessDerivesDXY(t *testing.T) {
+	t.Parallel()
+	store := newBars(t)
+	p := tickfactory.NewProcessor(store, nil)
+	ctx := context.Background()
+
+	inputs := map[string][]byte{}
+	closes := map[string]float64{}
+	opens := map[string]float64{}
+	for _, a := range tickfactory.DXYInputs {
+		out, err := p.Process(ctx, task(a, 1, 1))
+		require.NoError(t, err)
+		inputs[a] = out
+		var r tickfactory.Result
+		require.NoError(t, json.Unmarshal(out, &r))
+		closes[a], opens[a] = r.Close, r.Open
+	}
+	dt := task(tickfactory.DXY, 1, 1)
+	dt.Inputs = inputs
+	out, err := p.Process(ctx, dt)
+	require.NoError(t, err)
+	var r tickfactory.Result
+	require.NoError(t, json.Unmarshal(out, &r))
+	wantClose, err := tickfactory.DollarIndex(closes)
+	require.NoError(t, err)
+	wantOpen, err := tickfactory.DollarIndex(opens)
+	require.NoError(t, err)
+	require.InDelta(t, wantClose, r.Close, 0.0006)
+	require.InDelta(t, wantOpen, r.Open, 0.0006)
+	require.InDelta(t, 104, r.Close, 6)
+	require.Equal(t, max(r.Open, r.Close), r.High)
+	require.Equal(t, min(r.Open, r.Close), r.Low)
+	bar, err := store.Get(ctx, tickfactory.DXY, tickfactory.BarMinute(tick))
+	require.NoError(t, err)
+	require.Equal(t, r.Close, bar.Close)
+
+	delete(dt.Inputs, "USDSEK")
+	_, err = p.Process(ctx, dt)
+	require.ErrorContains(t, err, "input USDSEK is missing")
+	require.True(t, job.IsPermanent(err))
+
+	dt.Inputs["USDSEK"] = []byte("{not json")
+	_, err = p.Process(ctx, dt)
+	require.ErrorContains(t, err, "input USDSEK")
+	require.True(t, job.IsPermanent(err))
+}
+
+func TestLatencyHonoursContext(t *testing.T) {
+	t.Parallel()
+	var slept []time.Duration
+	sleep := func(ctx context.Context, d time.Duration) error {
+		slept = append(slept, d)
+		return ctx.Err()
+	}
+	store := newBars(t)
+	p := tickfactory.NewProcessor(store, &tickfactory.Options{Latency: 1600 * time.Millisecond, Sleep: sleep})
+	_, err := p.Process(context.Background(), task("EURUSD", 1, 1))
+	require.NoError(t, err)
+	require.Equal(t, []time.Duration{1600 * time.Millisecond}, slept)
+
+	ctx, cancel := context.WithCancel(context.Background())
+	cancel()
+	_, err = p.Process(ctx, task("GBPUSD", 1, 1))
+	require.ErrorIs(t, err, context.Canceled)
+	require.False(t, job.IsPermanent(err), "a timeout is retried")
+	_, err = store.Get(context.Background(), "GBPUSD", tickfactory.BarMinute(tick))
+	require.ErrorIs(t, err, bars.ErrNotFound, "nothing written when the fetch was cut short")
+
+	// The default sleep is a real timer that stops with the context.
+	real := tickfactory.NewProcessor(store, &tickfactory.Options{Latency: time.Hour})
+	ctx, cancel = context.WithTimeout(context.Background(), 10*time.Millisecond)
+	defer cancel()
+	_, err = real.Process(ctx, task("USDCAD", 1, 1))
+	require.True(t, errors.Is(err, context.DeadlineExceeded), fmt.Sprint(err))
+}
