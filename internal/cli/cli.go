@@ -51,7 +51,6 @@ type env struct {
 func commands() []command {
 	return []command{
 		{"run", "run the job's ticks end to end (--once: one tick, then a report)", runCmd},
-		{"status", "show leases, recent runs, item states and staleness", statusCmd},
 	}
 }
 
