@@ -91,13 +91,12 @@ func (b bundle) fnProp(t *testing.T, fn, prop string) any {
 func (b bundle) env(t *testing.T, fn string) map[string]any {
 	t.Helper()
 	out := map[string]any{}
-	for _, src := range []any{b.tpl["Globals"], b.resource(t, fn)} {
-		path := []string{"Function", "Environment", "Variables"}
-		if src != b.tpl["Globals"] {
-			path = []string{"Properties", "Environment", "Variables"}
-		}
-		if vars, ok := lookup(src, path...); ok {
-			for k, v := range vars.(map[string]any) {
+	for _, vars := range []any{
+		func() any { v, _ := lookup(b.tpl, "Globals", "Function", "Environment", "Variables"); return v }(),
+		func() any { v, _ := lookup(b.resource(t, fn), "Properties", "Environment", "Variables"); return v }(),
+	} {
+		if m, ok := vars.(map[string]any); ok {
+			for k, v := range m {
 				out[k] = v
 			}
 		}
