@@ -90,7 +90,7 @@ func (h *CoordinatorHandler) Handle(ctx context.Context, payload json.RawMessage
 		slog.Any("resources", tr.Resources), slog.Time("deadline", inv.deadline))
 
 	c := h.core
-	c.Owner, c.Logger = inv.owner, log
+	c.Owner, c.Logger = inv.owner, inv.log // the core adds the job
 	sum, runErr := c.Run(ctx, coordinator.Trigger{Job: tr.Job, At: tr.At, Force: tr.Force, Deadline: inv.deadline})
 
 	resp := CoordinatorResponse{
