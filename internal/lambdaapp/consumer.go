@@ -59,13 +59,6 @@ func (h *ConsumerHandler) Handle(ctx context.Context, ev events.SQSEvent) (event
 	c.Owner, c.Logger = inv.owner, log
 	res := c.Handle(ctx, inv.deadline, msgs)
 
-	failed := make([]string, 0, len(res.Failed)+len(bad))
-	for _, f := range res.Failed {
-		failed = append(failed, f.MessageID)
-	}
-	for _, b := range bad {
-		failed = append(failed, b.MessageID)
-	}
 	reasons := map[string]error{}
 	for _, f := range res.Failed {
 		reasons[f.MessageID] = f.Err
@@ -88,7 +81,7 @@ func (h *ConsumerHandler) Handle(ctx context.Context, ev events.SQSEvent) (event
 		log.InfoContext(ctx, "item", attrs...)
 	}
 	h.metrics(ctx, inv, res, len(bad))
-	return lambdaevent.BatchResponse(failed), nil
+	return lambdaevent.ConsumerResponse(res, bad), nil
 }
 
 func (h *ConsumerHandler) metrics(ctx context.Context, inv invocation, res consumer.Result, untranslated int) {

@@ -29,7 +29,11 @@
 // Deliveries turns an events.SQSEvent into queue deliveries (receive count,
 // sent time and string message attributes included); a record whose
 // system attributes do not parse is returned as a RecordError so that the
-// handler reports it as a batch-item failure instead of dropping it.
-// BatchResponse builds the events.SQSEventResponse from the message ids that
-// must be retried.
+// handler reports it as a batch-item failure instead of dropping it (a
+// record without a message id yields an empty item identifier, which Lambda
+// treats as the failure of the whole batch: still nothing is dropped).
+// ConsumerResponse builds the events.SQSEventResponse from the consumer's
+// verdict: its failed messages and the untranslated records are reported,
+// everything else (processed, duplicate, dead-lettered with its reason) is
+// acknowledged.
 package lambdaevent

@@ -8,6 +8,7 @@ import (
 
 	"github.com/aws/aws-lambda-go/events"
 
+	"github.com/batonhq/baton/internal/consumer"
 	"github.com/batonhq/baton/internal/queue"
 )
 
@@ -101,4 +102,20 @@ func BatchResponse(failed ...[]string) events.SQSEventResponse {
 		}
 	}
 	return resp
+}
+
+// ConsumerResponse is the batch response for the consumer's verdict: the
+// messages res says to redeliver (Result.Failed) and the records that could
+// not be translated. Dead-lettered messages are acknowledged: they were
+// forwarded to the dead-letter queue with their reason.
+func ConsumerResponse(res consumer.Result, untranslated []RecordError) events.SQSEventResponse {
+	failed := make([]string, 0, len(res.Failed))
+	for _, f := range res.Failed {
+		failed = append(failed, f.MessageID)
+	}
+	bad := make([]string, 0, len(untranslated))
+	for _, r := range untranslated {
+		bad = append(bad, r.MessageID)
+	}
+	return BatchResponse(failed, bad)
 }

@@ -2,12 +2,14 @@ package lambdaevent_test
 
 import (
 	"encoding/json"
+	"errors"
 	"testing"
 	"time"
 
 	"github.com/aws/aws-lambda-go/events"
 	"github.com/stretchr/testify/require"
 
+	"github.com/batonhq/baton/internal/consumer"
 	"github.com/batonhq/baton/internal/lambdaevent"
 	"github.com/batonhq/baton/internal/queue"
 )
@@ -79,6 +81,38 @@ func TestBatchResponse(t *testing.T) {
 			b, err := json.Marshal(lambdaevent.BatchResponse(tc.failed...))
 			require.NoError(t, err)
 			require.JSONEq(t, tc.want, string(b))
+		})
+	}
+}
+
+func TestConsumerResponse(t *testing.T) {
+	t.Parallel()
+	boom := errors.New("boom")
+	cases := []struct {
+		name string
+		res  consumer.Result
+		bad  []lambdaevent.RecordError
+		want []string
+	}{
+		{name: "all acknowledged", res: consumer.Result{Items: []consumer.Outcome{{MessageID: "a"}, {MessageID: "b"}}}, want: []string{}},
+		{name: "failed are redelivered", res: consumer.Result{Failed: []consumer.Failure{{MessageID: "a", Err: boom}}}, want: []string{"a"}},
+		{name: "dead-lettered are acknowledged", res: consumer.Result{DeadLettered: []consumer.Failure{{MessageID: "d", Err: boom}}}, want: []string{}},
+		{
+			name: "untranslated records are redelivered",
+			res:  consumer.Result{Failed: []consumer.Failure{{MessageID: "a", Err: boom}}, DeadLettered: []consumer.Failure{{MessageID: "d", Err: boom}}},
+			bad:  []lambdaevent.RecordError{{MessageID: "x", Err: boom}, {MessageID: "", Err: boom}},
+			want: []string{"a", "x", ""},
+		},
+	}
+	for _, tc := range cases {
+		t.Run(tc.name, func(t *testing.T) {
+			t.Parallel()
+			resp := lambdaevent.ConsumerResponse(tc.res, tc.bad)
+			got := []string{}
+			for _, f := range resp.BatchItemFailures {
+				got = append(got, f.ItemIdentifier)
+			}
+			require.Equal(t, tc.want, got)
 		})
 	}
 }
