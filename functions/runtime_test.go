@@ -35,16 +35,42 @@ import (
 	"github.com/batonhq/baton/internal/tickfactory"
 )
 
+// binDir holds the bootstraps this test binary builds; builds runs each
+// build once.
+var (
+	binDir string
+	builds sync.Map // name → func() (string, error)
+)
+
+func TestMain(m *testing.M) {
+	dir, err := os.MkdirTemp("", "baton-bootstrap-")
+	if err != nil {
+		fmt.Fprintln(os.Stderr, err)
+		os.Exit(1)
+	}
+	binDir = dir
+	code := m.Run()
+	os.RemoveAll(dir)
+	os.Exit(code)
+}
+
 // build compiles ./functions/<name> for the host as the template builds it
-// for Lambda (no RPC, static, trimmed paths) and returns the bootstrap path.
+// for Lambda (no RPC, static, trimmed paths), once per test binary, and
+// returns the bootstrap path.
 func build(t *testing.T, name string) string {
 	t.Helper()
-	out := filepath.Join(t.TempDir(), name, "bootstrap") // the directory names the function in logs
-	cmd := exec.Command("go", "build", "-tags", "lambda.norpc", "-trimpath", "-o", out, "./functions/"+name)
-	cmd.Dir = ".."
-	cmd.Env = append(os.Environ(), "CGO_ENABLED=0")
-	b, err := cmd.CombinedOutput()
-	require.NoError(t, err, "build %s: %s", name, b)
+	f, _ := builds.LoadOrStore(name, sync.OnceValues(func() (string, error) {
+		out := filepath.Join(binDir, name, "bootstrap") // the directory names the function in logs
+		cmd := exec.Command("go", "build", "-tags", "lambda.norpc", "-trimpath", "-o", out, "./functions/"+name)
+		cmd.Dir = ".."
+		cmd.Env = append(os.Environ(), "CGO_ENABLED=0")
+		if b, err := cmd.CombinedOutput(); err != nil {
+			return "", fmt.Errorf("build %s: %v\n%s", name, err, b)
+		}
+		return out, nil
+	}))
+	out, err := f.(func() (string, error))()
+	require.NoError(t, err)
 	return out
 }
 
