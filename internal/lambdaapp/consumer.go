@@ -106,15 +106,15 @@ func (h *ConsumerHandler) metrics(ctx context.Context, inv invocation, res consu
 	now := h.now()
 	// At most emf.MaxValues samples per record.
 	for first := true; first || len(tickToDone) > 0; first = false {
-		var ms []emf.Metric
+		var record []emf.Metric
 		if first {
-			ms = base
+			record = base
 		}
 		if n := min(len(tickToDone), emf.MaxValues); n > 0 {
-			ms = append(ms, emf.Metric{Name: "TickToDone", Unit: emf.Milliseconds, Values: tickToDone[:n]})
+			record = append(record, emf.Metric{Name: "TickToDone", Unit: emf.Milliseconds, Values: tickToDone[:n]})
 			tickToDone = tickToDone[n:]
 		}
-		inv.emit(ctx, h.emf, now, h.p.Job, map[string]any{"messages": len(res.Items) + untranslated}, ms...)
+		inv.emit(ctx, h.emf, now, h.p.Job, map[string]any{"messages": len(res.Items) + untranslated}, record...)
 	}
 }
 

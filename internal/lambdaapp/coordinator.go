@@ -114,7 +114,7 @@ func (h *CoordinatorHandler) Handle(ctx context.Context, payload json.RawMessage
 	if sum.Stopped != "" {
 		err := fmt.Errorf("%w: run %s stopped (%s) at %d of %d assets; a retry resumes it",
 			ErrIncomplete, sum.Run, sum.Stopped, sum.Cursor, sum.Total)
-		log.WarnContext(ctx, "fan-out incomplete", slog.String("phase", "fanout"), slog.Any("error", err))
+		log.WarnContext(ctx, "fan-out incomplete", slog.String("phase", "fan-out"), slog.Any("error", err))
 		return CoordinatorResponse{}, err
 	}
 	return resp, nil
