@@ -227,3 +227,35 @@ func TestConsumerReportsUntranslatableRecords(t *testing.T) {
 	require.EqualValues(t, 1, rec["ItemsFailed"])
 	require.True(t, strings.Contains(metrics.String(), `"Namespace":"Baton"`))
 }
+
+func TestConsumerMetricsSplitPerEMFLimit(t *testing.T) {
+	t.Parallel()
+	b := backend(t)
+	var metrics bytes.Buffer
+	p := params(b, func() time.Time { return fixedAt.Add(time.Hour) })
+	p.Metrics = &metrics
+	h, err := lambdaapp.NewConsumerHandler(p)
+	require.NoError(t, err)
+	// 15 ticks × 7 assets: more successes than one EMF metric may carry.
+	var ev events.SQSEvent
+	for i := range 15 {
+		run := ledger.RunID{Job: "fx", Nominal: tick.Add(time.Duration(i) * time.Minute), Generation: 1}
+		for _, a := range tickfactory.Assets {
+			m := job.NewMessage(ledger.ItemKey{Run: run, Asset: a}, 1, false)
+			ev.Records = append(ev.Records, events.SQSMessage{MessageId: m.Key, Body: string(m.Encode())})
+		}
+	}
+	resp, err := h.Handle(context.Background(), ev)
+	require.NoError(t, err)
+	require.Empty(t, resp.BatchItemFailures)
+
+	lines := strings.Split(strings.TrimSpace(metrics.String()), "\n")
+	require.Len(t, lines, 2)
+	var first, second map[string]any
+	require.NoError(t, json.Unmarshal([]byte(lines[0]), &first))
+	require.NoError(t, json.Unmarshal([]byte(lines[1]), &second))
+	require.EqualValues(t, 105, first["ItemsSucceeded"])
+	require.Len(t, first["TickToDone"], 100)
+	require.Len(t, second["TickToDone"], 5)
+	require.NotContains(t, second, "ItemsSucceeded", "counts are written once")
+}
