@@ -95,15 +95,20 @@ type runtimeAPI struct {
 	next    chan invocation
 	results chan result
 	inits   chan result // POST /runtime/init/error
+	polled  chan time.Time // when the function first asked for an event
 }
 
 const fnARN = "arn:aws:lambda:us-east-1:123456789012:function:baton-test"
 
 func newRuntimeAPI(t *testing.T) *runtimeAPI {
 	t.Helper()
-	api := &runtimeAPI{next: make(chan invocation, 8), results: make(chan result, 8), inits: make(chan result, 1)}
+	api := &runtimeAPI{next: make(chan invocation, 8), results: make(chan result, 8), inits: make(chan result, 1), polled: make(chan time.Time, 1)}
 	mux := http.NewServeMux()
 	mux.HandleFunc("GET /2018-06-01/runtime/invocation/next", func(w http.ResponseWriter, r *http.Request) {
+		select {
+		case api.polled <- time.Now():
+		default:
+		}
 		select {
 		case inv := <-api.next:
 			h := w.Header()
@@ -287,7 +292,9 @@ func TestBootstrapsThroughRuntimeAPI(t *testing.T) {
 
 	// Coordinator: a Scheduler trigger opens the run and fans out.
 	api := newRuntimeAPI(t)
+	started := time.Now()
 	start(t, coordinatorBin, api, st.env)
+	t.Logf("coordinator cold start (exec to first poll): %s", (<-api.polled).Sub(started))
 	payload := fmt.Sprintf(`{"job":"fx","scheduledTime":%q}`, nominal.Format(time.RFC3339))
 	res := api.invoke(t, "req-coord-1", []byte(payload), 30*time.Second)
 	require.Equal(t, "response", res.kind, "%s", res.body)
