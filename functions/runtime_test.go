@@ -94,7 +94,7 @@ type runtimeAPI struct {
 	srv     *httptest.Server
 	next    chan invocation
 	results chan result
-	inits   chan result // POST /runtime/init/error
+	inits   chan result    // POST /runtime/init/error
 	polled  chan time.Time // when the function first asked for an event
 }
 
