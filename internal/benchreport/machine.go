@@ -2,6 +2,8 @@ package benchreport
 
 import (
 	"bufio"
+	"errors"
+	"path/filepath"
 	"fmt"
 	"os"
 	"runtime"
@@ -58,4 +60,23 @@ func SortRows(rows []Row) []Row {
 	out := slices.Clone(rows)
 	slices.SortStableFunc(out, func(a, b Row) int { return strings.Compare(a.Scenario, b.Scenario) })
 	return out
+}
+
+// ModuleRoot returns the nearest directory at or above the working
+// directory that holds a go.mod.
+func ModuleRoot() (string, error) {
+	dir, err := os.Getwd()
+	if err != nil {
+		return "", err
+	}
+	for {
+		if _, err := os.Stat(filepath.Join(dir, "go.mod")); err == nil {
+			return dir, nil
+		}
+		parent := filepath.Dir(dir)
+		if parent == dir {
+			return "", errors.New("no go.mod at or above the working directory")
+		}
+		dir = parent
+	}
 }

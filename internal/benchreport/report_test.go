@@ -2,10 +2,12 @@ package benchreport
 
 import (
 	"bytes"
+	"errors"
 	"flag"
 	"fmt"
 	"math"
 	"os"
+	"regexp"
 	"slices"
 	"strings"
 	"testing"
@@ -19,6 +21,7 @@ import (
 var (
 	report    = flag.Bool("report", false, "run the full benchmark report (make bench): progress on stderr, the table on stdout")
 	reportOut = flag.String("report.out", "", "with -report: also write the table to this file")
+	only      = flag.String("report.only", "", "with -report: run only the scenarios whose \"<scenario> on <backend>\" matches this regular expression")
 )
 
 // tableOut is where the report's table goes: the process's standard
@@ -46,12 +49,22 @@ func TestReport(t *testing.T) {
 	fmt.Fprintf(progress, "machine: %s\n", Machine())
 	ddb, sq := emulator.DynamoDB(t), emulator.SQS(t)
 	r := &Runner{Config: FullConfig(), Progress: progress, Prefix: fmt.Sprintf("r%d-", time.Now().Unix()%100000)}
+	if *only != "" {
+		re := regexp.MustCompile(*only)
+		r.SkipFunc = func(scenario, target string) bool { return !re.MatchString(scenario + " on " + target) }
+	}
 	targets := []Target{
 		SQLiteTarget(t.TempDir()),
 		AWSTarget("aws (dynalite + local-aws-sqs)", ddb.Config(), sq.Config(), AWSOptions{}),
 		AWSTarget("aws, old record on failed condition", ddb.Config(), sq.Config(), AWSOptions{AllOld: true}),
 	}
 	err := r.Run(t.Context(), targets)
+	r.logf("6 lambda")
+	if lerr := r.Lambda(t.Context(), lambdaParams(t, true)); lerr != nil {
+		r.logf("6 lambda FAILED: %v", lerr)
+		r.add(Row{Scenario: "6 lambda", Backend: "lambda", Figure: "scenario failed", Note: lerr.Error()})
+		err = errors.Join(err, lerr)
+	}
 	rows := r.Rows()
 	fmt.Fprintf(progress, "load after: %s\n", LoadAverage())
 	var buf bytes.Buffer
@@ -62,6 +75,17 @@ func TestReport(t *testing.T) {
 		require.NoError(t, os.WriteFile(*reportOut, buf.Bytes(), 0o644))
 	}
 	require.NoError(t, err)
+}
+
+// lambdaParams builds in a temporary directory, against the emulators.
+func lambdaParams(t *testing.T, arm64 bool) LambdaParams {
+	t.Helper()
+	root, err := ModuleRoot()
+	require.NoError(t, err)
+	return LambdaParams{
+		ModuleDir: root, WorkDir: t.TempDir(),
+		DynamoDB: emulator.DynamoDB(t).Config(), SQS: emulator.SQS(t).Config(), Arm64: arm64,
+	}
 }
 
 // TestSmoke runs every scenario at a tiny size: on SQLite always, on the
@@ -81,6 +105,9 @@ func TestSmoke(t *testing.T) {
 	}
 	r := &Runner{Config: SmokeConfig(), Prefix: fmt.Sprintf("s%d-", time.Now().UnixNano()%1e6)}
 	require.NoError(t, r.Run(t.Context(), targets))
+	if !testing.Short() {
+		require.NoError(t, r.Lambda(t.Context(), lambdaParams(t, false)))
+	}
 	rows := r.Rows()
 
 	for _, tg := range targets {
@@ -99,6 +126,17 @@ func TestSmoke(t *testing.T) {
 		}
 		slices.Sort(figures)
 		require.Equal(t, []string{"1 calls", "2 lease", "3 fan-out", "4 end to end", "5 freshness"}, slices.Compact(figures), tg.Name)
+	}
+	if !testing.Short() {
+		n := 0
+		for _, row := range rows {
+			if row.Scenario == "6 lambda" {
+				n++
+				require.Positive(t, row.Value, "%+v", row)
+				require.Positive(t, row.Reference, "%+v", row)
+			}
+		}
+		require.Equal(t, 2+6, n, "host sizes of both functions and six start-up figures")
 	}
 	// The call counts are exact whatever the machine: check the SQLite ones.
 	calls := map[string]float64{}

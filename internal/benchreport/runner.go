@@ -76,6 +76,9 @@ type Runner struct {
 	Progress io.Writer
 	// Prefix makes the Envs' names unique across runs on one server.
 	Prefix string
+	// SkipFunc, if set, is asked before each scenario on each target; true
+	// skips it (to profile one scenario, for instance).
+	SkipFunc func(scenario, target string) bool
 
 	seq  int
 	rows []Row
@@ -130,7 +133,7 @@ func (r *Runner) Run(ctx context.Context, targets []Target) error {
 	var errs []string
 	for _, s := range Scenarios() {
 		for _, t := range targets {
-			if t.CallsOnly && s.Name != "1 calls" {
+			if t.CallsOnly && s.Name != "1 calls" || r.SkipFunc != nil && r.SkipFunc(s.Name, t.Name) {
 				continue
 			}
 			r.logf("%s on %s", s.Name, t.Name)
