@@ -3,9 +3,9 @@ package benchreport
 import (
 	"bufio"
 	"errors"
-	"path/filepath"
 	"fmt"
 	"os"
+	"path/filepath"
 	"runtime"
 	"slices"
 	"strings"
