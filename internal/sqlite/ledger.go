@@ -384,6 +384,11 @@ func (s *LedgerStore) autocommit(ctx context.Context, id ledgerStmt, run ledger.
 	if err := s.prepare(ctx); err != nil {
 		return ledger.Item{}, err
 	}
+	done, err := s.db.write(ctx)
+	if err != nil {
+		return ledger.Item{}, err
+	}
+	defer done()
 	return scanLedgerItem(s.row(ctx, nil, id, args...).Scan, run)
 }
 
@@ -415,6 +420,11 @@ func (s *LedgerStore) inTx(ctx context.Context, fn func(tx *sql.Tx) error) error
 	if err := s.prepare(ctx); err != nil {
 		return err
 	}
+	done, err := s.db.write(ctx)
+	if err != nil {
+		return err
+	}
+	defer done()
 	tx, err := s.db.sql.BeginTx(ctx, nil)
 	if err != nil {
 		return err

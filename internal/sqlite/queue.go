@@ -123,6 +123,11 @@ func OpenQueue(ctx context.Context, db *DB, name string, o *QueueOptions) (*Queu
 	case dlq == name:
 		return nil, fmt.Errorf("open queue %s: a queue cannot be its own dead-letter queue", name)
 	}
+	done, err := db.write(ctx)
+	if err != nil {
+		return nil, fmt.Errorf("open queue %s: %w", name, err)
+	}
+	defer done()
 	tx, err := db.sql.BeginTx(ctx, nil)
 	if err != nil {
 		return nil, fmt.Errorf("open queue %s: %w", name, err)
@@ -176,6 +181,11 @@ func (q *Queue) SendBatch(ctx context.Context, msgs []queue.Message) error {
 	if err != nil {
 		return fmt.Errorf("send to %s: %w", q.name, err)
 	}
+	done, err := q.db.write(ctx)
+	if err != nil {
+		return fmt.Errorf("send to %s: %w", q.name, err)
+	}
+	defer done()
 	tx, err := q.db.sql.BeginTx(ctx, nil)
 	if err != nil {
 		return fmt.Errorf("send to %s: %w", q.name, err)
@@ -260,6 +270,11 @@ func (q *Queue) receiveOnce(ctx context.Context, max int, visibility time.Durati
 		return nil, fmt.Errorf("receive from %s: %w", q.name, err)
 	}
 
+	done, err := q.db.write(ctx)
+	if err != nil {
+		return nil, fmt.Errorf("receive from %s: %w", q.name, err)
+	}
+	defer done()
 	tx, err := q.db.sql.BeginTx(ctx, nil) // IMMEDIATE: one receiver at a time
 	if err != nil {
 		return nil, fmt.Errorf("receive from %s: %w", q.name, err)
@@ -371,7 +386,12 @@ func (q *Queue) Delete(ctx context.Context, receiptHandle string) error {
 	if err != nil {
 		return fmt.Errorf("delete from %s: %w", q.name, err)
 	}
+	done, err := q.db.write(ctx)
+	if err != nil {
+		return fmt.Errorf("delete from %s: %w", q.name, err)
+	}
 	res, err := st[0].ExecContext(ctx, q.name, receiptHandle)
+	done()
 	if err := q.oneRow(res, err); err != nil {
 		return fmt.Errorf("delete from %s: %w", q.name, err)
 	}
@@ -393,7 +413,12 @@ func (q *Queue) ChangeVisibility(ctx context.Context, p queue.ChangeVisibilityPa
 	if err != nil {
 		return fmt.Errorf("change visibility in %s: %w", q.name, err)
 	}
+	done, err := q.db.write(ctx)
+	if err != nil {
+		return fmt.Errorf("change visibility in %s: %w", q.name, err)
+	}
 	res, err := st[0].ExecContext(ctx, now.Add(p.Timeout).UnixNano(), q.name, p.ReceiptHandle)
+	done()
 	if err := q.oneRow(res, err); err != nil {
 		return fmt.Errorf("change visibility in %s: %w", q.name, err)
 	}
@@ -490,6 +515,11 @@ func (q *Queue) MoveTo(ctx context.Context, dst *Queue, max int) (int, error) {
 		max = -1 // no limit
 	}
 	at := q.now().UnixNano()
+	done, err := q.db.write(ctx)
+	if err != nil {
+		return 0, fmt.Errorf("move %s to %s: %w", q.name, dst.name, err)
+	}
+	defer done()
 	res, err := q.db.sql.ExecContext(ctx, `UPDATE messages
 		SET queue = ?, visible_at = 0, receive_count = 0, receipt = '', moved_from = ?, moved_at = ?
 		WHERE id IN (SELECT id FROM messages WHERE queue = ? AND visible_at <= ? ORDER BY visible_at, id LIMIT ?)`,
