@@ -28,54 +28,51 @@ func (r *Runner) fanOut(ctx context.Context, t Target) error {
 	}
 	defer env.Close()
 	n := r.Config.FanOutItems
-	j := syntheticJob("fanout", n, 10, &sleeper{})
-	e, err := engine.New(env.Backend, engine.Options{Catalog: job.Catalog{j.Name: j}, BatchTimeout: r.Config.Timeout, Owner: "bench"})
-	if err != nil {
-		return err
-	}
-
-	// The raw messages are the coordinator's, byte for byte.
-	run := ledger.RunID{Job: j.Name, Nominal: time.Now().UTC().Truncate(time.Minute), Generation: 1}
-	msgs := make([]queue.Message, n)
-	for i, a := range j.Assets {
-		msgs[i] = job.NewMessage(ledger.ItemKey{Run: run, Asset: a}, 1, false).QueueMessage()
-	}
-	best, bestP := 0.0, 0
-	rawSend := func() error {
+	best, bestP := 0.0, 0 // raw
+	rate := 0.0           // coordinator
+	var calls map[string]int
+	// Rounds alternate raw sends and the coordinator, so that a change of
+	// load on the machine affects both; the best of each is kept.
+	for round := range max(r.Config.Rounds, 1) {
+		j := syntheticJob(fmt.Sprintf("fanout-%d", round), n, 10, &sleeper{})
+		e, err := engine.New(env.Backend, engine.Options{Catalog: job.Catalog{j.Name: j}, BatchTimeout: r.Config.Timeout, Owner: "bench"})
+		if err != nil {
+			return err
+		}
+		// The raw messages are the coordinator's, byte for byte.
+		run := ledger.RunID{Job: j.Name, Nominal: time.Now().UTC().Truncate(time.Minute), Generation: 1}
+		msgs := make([]queue.Message, n)
+		for i, a := range j.Assets {
+			msgs[i] = job.NewMessage(ledger.ItemKey{Run: run, Asset: a}, 1, false).QueueMessage()
+		}
 		for _, p := range rawParallel {
 			start := time.Now()
 			if err := sendRaw(ctx, env, msgs, p); err != nil {
 				return err
 			}
-			rate := float64(n) / time.Since(start).Seconds()
-			r.logf("  raw batch sends, %d in flight: %.0f messages/s", p, rate)
-			if rate > best {
-				best, bestP = rate, p
+			raw := float64(n) / time.Since(start).Seconds()
+			r.logf("  round %d: raw batch sends, %d in flight: %.0f messages/s", round+1, p, raw)
+			if raw > best {
+				best, bestP = raw, p
 			}
 		}
-		return nil
-	}
-	if err := rawSend(); err != nil {
-		return err
-	}
 
-	env.Calls.Reset()
-	start := time.Now()
-	sum, err := e.Trigger(ctx, j.Name, start, false)
-	elapsed := time.Since(start)
-	if err != nil {
-		return fmt.Errorf("coordinator: %w", err)
-	}
-	if sum.Outcome != coordinator.OutcomeOpened || sum.Cursor != n || sum.Stopped != "" {
-		return fmt.Errorf("coordinator: %s, cursor %d of %d, stopped %q", sum.Outcome, sum.Cursor, n, sum.Stopped)
-	}
-	calls := env.Calls.Snapshot()
-	rate := float64(n) / elapsed.Seconds()
-	r.logf("  coordinator: %d items in %s (%.0f/s)", n, elapsed.Round(time.Millisecond), rate)
-
-	// Once more after, so that a change of load affects both sides.
-	if err := rawSend(); err != nil {
-		return err
+		env.Calls.Reset()
+		start := time.Now()
+		sum, err := e.Trigger(ctx, j.Name, start, false)
+		elapsed := time.Since(start)
+		if err != nil {
+			return fmt.Errorf("coordinator: %w", err)
+		}
+		if sum.Outcome != coordinator.OutcomeOpened || sum.Cursor != n || sum.Stopped != "" {
+			return fmt.Errorf("coordinator: %s, cursor %d of %d, stopped %q", sum.Outcome, sum.Cursor, n, sum.Stopped)
+		}
+		if round == 0 {
+			calls = env.Calls.Snapshot()
+		}
+		got := float64(n) / elapsed.Seconds()
+		r.logf("  round %d: coordinator, %d items in %s: %.0f/s", round+1, n, elapsed.Round(time.Millisecond), got)
+		rate = max(rate, got)
 	}
 
 	sends := 0
@@ -90,7 +87,8 @@ func (r *Runner) fanOut(ctx context.Context, t Target) error {
 		Row{
 			Scenario: "3 fan-out", Backend: t.Name, Figure: fmt.Sprintf("coordinator fan-out of %s items, items/s", number(float64(n))),
 			Value: rate, Reference: best, Unit: Rate, Goal: RatioAtLeast(0.8),
-			RefText: fmt.Sprintf("raw batch sends of the same messages, %d in flight (best of %v, before and after)", bestP, rawParallel),
+			RefText: fmt.Sprintf("raw batch sends of the same messages, %d in flight (best of %v)", bestP, rawParallel),
+			Note:    fmt.Sprintf("best of %d rounds", max(r.Config.Rounds, 1)),
 		},
 		Row{
 			Scenario: "1 calls", Backend: t.Name, Figure: "fan-out, batch sends per item",

@@ -39,8 +39,8 @@ type Config struct {
 func FullConfig() Config {
 	return Config{
 		Contenders:        []int{1, 8, 64},
-		Window:            1500 * time.Millisecond,
-		Rounds:            2,
+		Window:            time.Second,
+		Rounds:            3,
 		FanOutItems:       10_000,
 		EndToEndItems:     10_000,
 		EndToEndConsumers: 8,
