@@ -155,7 +155,9 @@ func TestInvokeUsage(t *testing.T) {
 // handlerFunc is a lambda.Handler made of a function.
 type handlerFunc func(ctx context.Context, payload []byte) ([]byte, error)
 
-func (f handlerFunc) Invoke(ctx context.Context, payload []byte) ([]byte, error) { return f(ctx, payload) }
+func (f handlerFunc) Invoke(ctx context.Context, payload []byte) ([]byte, error) {
+	return f(ctx, payload)
+}
 
 type customError struct{}
 
