@@ -2,7 +2,6 @@ package cli
 
 import (
 	"context"
-	"crypto/rand"
 	"encoding/json"
 	"errors"
 	"flag"
@@ -136,7 +135,7 @@ func invokeCmd(ctx context.Context, e *env, args []string) error {
 	}
 
 	if f.requestID == "" {
-		f.requestID = newRequestID()
+		f.requestID = lambdaapp.NewRequestID()
 	}
 	out, ierr := invoke(ctx, h, payload, f.requestID, f.timeout)
 	if ierr != nil {
@@ -213,14 +212,4 @@ func typeName(v any) string {
 		return t.Elem().Name()
 	}
 	return t.Name()
-}
-
-// newRequestID returns a random version 4 UUID, the form of Lambda's
-// request ids.
-func newRequestID() string {
-	var b [16]byte
-	_, _ = rand.Read(b[:]) // never fails
-	b[6] = b[6]&0x0f | 0x40
-	b[8] = b[8]&0x3f | 0x80
-	return fmt.Sprintf("%x-%x-%x-%x-%x", b[0:4], b[4:6], b[6:8], b[8:10], b[10:])
 }
