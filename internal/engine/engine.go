@@ -57,7 +57,7 @@ type Options struct {
 	// RetryDelay makes failed messages visible again after this long
 	// instead of after their visibility timeout; 0 means 1s.
 	RetryDelay time.Duration
-	Owner      string // prefix of lease and item owners; 0 means host+pid
+	Owner      string // prefix of lease and item owners; empty means host/pid
 	Logger     *slog.Logger
 	NowFunc    func() time.Time
 }
@@ -97,7 +97,7 @@ func New(b Backend, o Options) (*Engine, error) {
 		Owner: o.Owner + "/consumer", NowFunc: o.NowFunc, Logger: o.Logger,
 		MaxReceives: b.MaxReceives,
 	}
-	if b.DeadLetter != nil {
+	if b.DeadLetter != nil { // a nil interface, not a typed nil, when absent
 		e.Consumer.DeadLetter = b.DeadLetter
 	}
 	return e, nil
