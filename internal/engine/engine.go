@@ -97,7 +97,7 @@ func New(b Backend, o Options) (*Engine, error) {
 		Owner: o.Owner + "/consumer", NowFunc: o.NowFunc, Logger: o.Logger,
 		MaxReceives: b.MaxReceives,
 	}
-	if b.DeadLetter != nil { // a nil interface, not a typed nil, when absent
+	if b.DeadLetter != nil {
 		e.Consumer.DeadLetter = b.DeadLetter
 	}
 	return e, nil
