@@ -26,6 +26,8 @@ var corePackages = []string{
 	"./internal/poller",
 	"./internal/queue",
 	"./internal/schedule",
+	"./internal/scheduler",
+	"./internal/sqlite",
 	"./internal/tickfactory",
 }
 
