@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"time"
 
 	"github.com/aws/aws-sdk-go-v2/aws"
 	"github.com/aws/aws-sdk-go-v2/service/dynamodb"
@@ -31,7 +32,18 @@ type Params struct {
 	// maxReceiveCount, or 0 (no forwarding of exhausted messages) when the
 	// queue has none. A value that disagrees with the policy is an error.
 	MaxReceives int
+	// ReceiveWait is the long-poll wait of each receive of an idle
+	// consumer, at most awssqs.MaxWait; 0 means DefaultReceiveWait.
+	ReceiveWait time.Duration
 }
+
+// DefaultReceiveWait is the long-poll wait of an idle consumer's receives.
+// SQS answers a long poll as soon as a message is there; every wait that
+// ends empty is a billed call, so that longer waits are cheaper on an idle
+// queue. One second keeps an idle consumer at one call per second while
+// staying responsive on servers that answer a long poll only at its end
+// (the local SQS server, see package emulator).
+const DefaultReceiveWait = time.Second
 
 // ErrNotSetUp matches Open's error when the table or the work queue does
 // not exist (`baton setup` makes them).
@@ -51,6 +63,11 @@ func Open(ctx context.Context, p Params) (engine.Backend, error) {
 		return engine.Backend{}, fmt.Errorf("aws backend: no work queue URL (%s)", lambdaapp.EnvQueueURL)
 	case p.MaxReceives < 0:
 		return engine.Backend{}, fmt.Errorf("aws backend: %s must not be negative, got %d", lambdaapp.EnvMaxReceives, p.MaxReceives)
+	case p.ReceiveWait < 0 || p.ReceiveWait > awssqs.MaxWait:
+		return engine.Backend{}, fmt.Errorf("aws backend: receive wait %s out of 0..%s", p.ReceiveWait, awssqs.MaxWait)
+	}
+	if p.ReceiveWait == 0 {
+		p.ReceiveWait = DefaultReceiveWait
 	}
 	if err := checkTable(ctx, p.Clients.DynamoDB, p.Table); err != nil {
 		return engine.Backend{}, fmt.Errorf("aws backend: %w", err)
@@ -67,6 +84,7 @@ func Open(ctx context.Context, p Params) (engine.Backend, error) {
 		Bars:        awsdynamodb.NewBarsStore(p.Clients.DynamoDB, p.Table, nil),
 		Work:        work,
 		MaxReceives: maxReceives,
+		ReceiveWait: p.ReceiveWait,
 		Close:       func() error { return nil },
 	}
 	if dlqURL != "" {

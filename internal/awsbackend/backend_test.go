@@ -75,6 +75,7 @@ func TestSetupIsIdempotentAndOpenReadsTheRedrivePolicy(t *testing.T) {
 	require.Equal(t, "aws", b.Name)
 	require.Equal(t, 3, b.MaxReceives)
 	require.NotNil(t, b.DeadLetter)
+	require.Equal(t, awsbackend.DefaultReceiveWait, b.ReceiveWait)
 	require.NoError(t, b.Close())
 
 	// Everything given, in agreement.
@@ -110,6 +111,7 @@ func TestOpenRefusesWhatIsNotSetUp(t *testing.T) {
 		{"no queue", awsbackend.Params{Clients: c, Table: res.Table}, "no work queue URL (BATON_QUEUE_URL)"},
 		{"no clients", awsbackend.Params{Table: res.Table, QueueURL: res.QueueURL}, "missing SDK clients"},
 		{"negative", awsbackend.Params{Clients: c, Table: res.Table, QueueURL: res.QueueURL, MaxReceives: -1}, "must not be negative"},
+		{"wait too long", awsbackend.Params{Clients: c, Table: res.Table, QueueURL: res.QueueURL, ReceiveWait: 21 * time.Second}, "receive wait 21s out of 0..20s"},
 		{"missing table", awsbackend.Params{Clients: c, Table: uniqueName("absent"), QueueURL: res.QueueURL}, "does not exist (run 'baton setup')"},
 		{"missing queue", awsbackend.Params{Clients: c, Table: res.Table, QueueURL: res.QueueURL + "-absent"}, "run 'baton setup'"},
 	}

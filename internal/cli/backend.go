@@ -8,8 +8,10 @@ import (
 	"net/url"
 	"os"
 	"strconv"
+	"time"
 
 	"github.com/batonhq/baton/internal/awsbackend"
+	"github.com/batonhq/baton/internal/awssqs"
 	"github.com/batonhq/baton/internal/engine"
 	"github.com/batonhq/baton/internal/lambdaapp"
 )
@@ -63,6 +65,7 @@ type awsFlags struct {
 	queueURL    string
 	dlqURL      string
 	maxReceives int
+	receiveWait time.Duration
 	envErr      error // a bad value in the environment, reported at open
 }
 
@@ -85,6 +88,7 @@ func (a *awsFlags) registerResources(fs *flag.FlagSet) {
 		n = v
 	}
 	fs.IntVar(&a.maxReceives, "max-receives", n, envUsage(lambdaapp.EnvMaxReceives, "the work queue's redrive policy"))
+	fs.DurationVar(&a.receiveWait, "receive-wait", awsbackend.DefaultReceiveWait, "long-poll wait of an idle consumer's SQS receives, up to 20s: longer is cheaper on an idle queue (--backend aws)")
 }
 
 // envUsage is the usage of the flag standing for the functions' variable
@@ -160,6 +164,8 @@ func (a *awsFlags) open(ctx context.Context) (engine.Backend, error) {
 		return engine.Backend{}, usagef("--backend aws: no work queue: set --queue-url or %s", lambdaapp.EnvQueueURL)
 	case a.maxReceives < 0:
 		return engine.Backend{}, usagef("--max-receives must not be negative, got %d", a.maxReceives)
+	case a.receiveWait < 0 || a.receiveWait > awssqs.MaxWait:
+		return engine.Backend{}, usagef("--receive-wait must be within 0..%s, got %s", awssqs.MaxWait, a.receiveWait)
 	}
 	c, err := a.clients(ctx)
 	if err != nil {
@@ -167,6 +173,7 @@ func (a *awsFlags) open(ctx context.Context) (engine.Backend, error) {
 	}
 	b, err := awsbackend.Open(ctx, awsbackend.Params{
 		Clients: c, Table: a.table, QueueURL: a.queueURL, DLQURL: a.dlqURL, MaxReceives: a.maxReceives,
+		ReceiveWait: a.receiveWait,
 	})
 	if err != nil {
 		return engine.Backend{}, fmt.Errorf("--backend aws: %w", err)

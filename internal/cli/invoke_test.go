@@ -140,6 +140,7 @@ func TestInvokeUsage(t *testing.T) {
 		{[]string{"invoke", "coordinator", "--event", ev, "--backend", "aws", "--table", ""}, "no table: set --table or BATON_TABLE"},
 		{[]string{"invoke", "coordinator", "--event", ev, "--backend", "aws", "--table", "t", "--queue-url", ""}, "no work queue: set --queue-url or BATON_QUEUE_URL"},
 		{[]string{"invoke", "coordinator", "--event", ev, "--backend", "aws", "--table", "t", "--queue-url", "http://q", "--sqs-endpoint", "localhost:1"}, `--sqs-endpoint: "localhost:1" is not an http(s) URL`},
+		{[]string{"invoke", "coordinator", "--event", ev, "--backend", "aws", "--table", "t", "--queue-url", "http://q", "--receive-wait", "1m"}, "--receive-wait must be within 0..20s"},
 	} {
 		code, _, errOut := runMain(t, tc.args...)
 		require.Equal(t, ExitUsage, code, "%v: %s", tc.args, errOut)
