@@ -51,54 +51,14 @@ type invokeFlags struct {
 
 func invokeCmd(ctx context.Context, e *env, args []string) error {
 	var f invokeFlags
-	fs := newFlagSet(e, "invoke", invokeSynopsis)
-	f.common.register(fs)
-	fs.StringVar(&f.event, "event", "", "the event payload, a JSON file (required)")
-	fs.DurationVar(&f.timeout, "timeout", 30*time.Second, "the function's timeout: the invocation's deadline")
-	fs.StringVar(&f.requestID, "request-id", "", "the invocation's request id (default: a random UUID)")
-	fs.StringVar(&f.logLevel, "log", envOr(lambdaapp.EnvLogLevel, "info"), "log level on stderr: debug, info, warn, error (from $"+lambdaapp.EnvLogLevel+" when set)")
-
-	// The function comes first (as in 'sam local invoke Function'), or
-	// after the flags.
-	var function string
-	if len(args) > 0 && !strings.HasPrefix(args[0], "-") {
-		function, args = args[0], args[1:]
-	}
-	if err := fs.Parse(args); err != nil {
-		if errors.Is(err, flag.ErrHelp) {
-			return err
-		}
-		return usageError{err}
-	}
-	rest := fs.Args()
-	if function == "" && len(rest) > 0 {
-		function, rest = rest[0], rest[1:]
-	}
-	if len(rest) > 0 {
-		return usagef("unexpected argument %q", rest[0])
-	}
-	fn := lambdaapp.Function(function)
-	if fn != lambdaapp.Coordinator && fn != lambdaapp.Consumer {
-		if function == "" {
-			return usagef("which function? want coordinator or consumer")
-		}
-		return usagef("unknown function %q (want coordinator or consumer)", function)
-	}
-	if f.event == "" {
-		return usagef("--event FILE is required")
-	}
-	if f.timeout <= 0 {
-		return usagef("--timeout must be positive, got %s", f.timeout)
-	}
-	var level slog.Level
-	if err := level.UnmarshalText([]byte(f.logLevel)); err != nil {
-		return usagef("--log: %q is not a level (debug, info, warn, error)", f.logLevel)
+	fn, level, err := f.parse(e, args)
+	if err != nil {
+		return err
 	}
 	payload, err := os.ReadFile(f.event)
 	if err != nil {
 		return usagef("--event: %v", err)
 	}
-
 	b, err := f.common.open(ctx)
 	if err != nil {
 		return err
@@ -119,24 +79,11 @@ func invokeCmd(ctx context.Context, e *env, args []string) error {
 	if b.DeadLetter != nil {
 		p.DeadLetter = b.DeadLetter
 	}
-	var h lambda.Handler
-	if fn == lambdaapp.Coordinator {
-		c, err := lambdaapp.NewCoordinatorHandler(p)
-		if err != nil {
-			return err
-		}
-		h = lambda.NewHandler(c.Handle)
-	} else {
-		c, err := lambdaapp.NewConsumerHandler(p)
-		if err != nil {
-			return err
-		}
-		h = lambda.NewHandler(c.Handle)
+	h, err := newHandler(fn, p)
+	if err != nil {
+		return err
 	}
 
-	if f.requestID == "" {
-		f.requestID = lambdaapp.NewRequestID()
-	}
 	out, ierr := invoke(ctx, h, payload, f.requestID, f.timeout)
 	if ierr != nil {
 		if ctx.Err() != nil {
@@ -148,6 +95,70 @@ func invokeCmd(ctx context.Context, e *env, args []string) error {
 	}
 	fmt.Fprintf(e.stdout, "%s\n", out)
 	return nil
+}
+
+// parse reads the function and the flags from args.
+func (f *invokeFlags) parse(e *env, args []string) (lambdaapp.Function, slog.Level, error) {
+	var level slog.Level
+	fs := newFlagSet(e, "invoke", invokeSynopsis)
+	f.common.register(fs)
+	fs.StringVar(&f.event, "event", "", "the event payload, a JSON file (required)")
+	fs.DurationVar(&f.timeout, "timeout", 30*time.Second, "the function's timeout: the invocation's deadline")
+	fs.StringVar(&f.requestID, "request-id", "", "the invocation's request id (default: a random UUID)")
+	fs.StringVar(&f.logLevel, "log", envOr(lambdaapp.EnvLogLevel, "info"), "log level on stderr: debug, info, warn, error (from $"+lambdaapp.EnvLogLevel+" when set)")
+
+	// The function comes first (as in 'sam local invoke Function'), or
+	// after the flags.
+	var function string
+	if len(args) > 0 && !strings.HasPrefix(args[0], "-") {
+		function, args = args[0], args[1:]
+	}
+	if err := fs.Parse(args); err != nil {
+		if errors.Is(err, flag.ErrHelp) {
+			return "", level, err
+		}
+		return "", level, usageError{err}
+	}
+	rest := fs.Args()
+	if function == "" && len(rest) > 0 {
+		function, rest = rest[0], rest[1:]
+	}
+	fn := lambdaapp.Function(function)
+	switch {
+	case len(rest) > 0:
+		return "", level, usagef("unexpected argument %q", rest[0])
+	case function == "":
+		return "", level, usagef("which function? want coordinator or consumer")
+	case fn != lambdaapp.Coordinator && fn != lambdaapp.Consumer:
+		return "", level, usagef("unknown function %q (want coordinator or consumer)", function)
+	case f.event == "":
+		return "", level, usagef("--event FILE is required")
+	case f.timeout <= 0:
+		return "", level, usagef("--timeout must be positive, got %s", f.timeout)
+	}
+	if err := level.UnmarshalText([]byte(f.logLevel)); err != nil {
+		return "", level, usagef("--log: %q is not a level (debug, info, warn, error)", f.logLevel)
+	}
+	if f.requestID == "" {
+		f.requestID = lambdaapp.NewRequestID()
+	}
+	return fn, level, nil
+}
+
+// newHandler returns fn's handler on p, as lambda.Start would run it.
+func newHandler(fn lambdaapp.Function, p lambdaapp.HandlerParams) (lambda.Handler, error) {
+	if fn == lambdaapp.Coordinator {
+		h, err := lambdaapp.NewCoordinatorHandler(p)
+		if err != nil {
+			return nil, err
+		}
+		return lambda.NewHandler(h.Handle), nil
+	}
+	h, err := lambdaapp.NewConsumerHandler(p)
+	if err != nil {
+		return nil, err
+	}
+	return lambda.NewHandler(h.Handle), nil
 }
 
 // invoke runs h on payload as one Lambda invocation with request id id
