@@ -99,3 +99,35 @@ func TestAWSBackendNeedsARegion(t *testing.T) {
 	require.Equal(t, ExitUsage, code, errOut)
 	require.Contains(t, errOut, "no AWS region")
 }
+
+func TestSetupUsage(t *testing.T) {
+	t.Parallel()
+	for _, tc := range []struct {
+		args []string
+		want string
+	}{
+		{[]string{"setup", "--max-receives", "0"}, "--max-receives must be at least 1"},
+		{[]string{"setup", "--visibility", "500ms"}, "--visibility must be at least 1s"},
+		{[]string{"setup", "--table", ""}, "--table must not be empty"},
+		{[]string{"setup", "--queue", ""}, "--queue must not be empty"},
+		{[]string{"setup", "--endpoint", "127.0.0.1:4567"}, `--endpoint: "127.0.0.1:4567" is not an http(s) URL`},
+		{[]string{"setup", "extra"}, `unexpected argument "extra"`},
+	} {
+		code, _, errOut := runMain(t, tc.args...)
+		require.Equal(t, ExitUsage, code, "%v: %s", tc.args, errOut)
+		require.Contains(t, errOut, tc.want, "%v", tc.args)
+	}
+}
+
+func TestShellQuote(t *testing.T) {
+	t.Parallel()
+	for in, want := range map[string]string{
+		"http://127.0.0.1:4576/123456789012/baton-work": "http://127.0.0.1:4576/123456789012/baton-work",
+		"":          "''",
+		"a b":       "'a b'",
+		"it's":      `'it'\''s'`,
+		"$(reboot)": "'$(reboot)'",
+	} {
+		require.Equal(t, want, shellQuote(in), in)
+	}
+}
