@@ -370,8 +370,8 @@ func TestAWSEndToEnd(t *testing.T) {
 	require.Equal(t, malformed, string(dead[0].Body))
 	require.Contains(t, dead[0].Attributes[job.AttrError], "malformed")
 
-	// Partial batch responses: some batch had failures and successes, or
-	// the early derived message was failed alone and later acknowledged.
+	// The early derived message, reported failed in the first batch, was
+	// received again (after the retry delay) and then acknowledged.
 	rec.mu.Lock()
 	defer rec.mu.Unlock()
 	redelivered := 0
