@@ -166,6 +166,7 @@ type batches struct {
 
 type batch struct {
 	ids, failed []string
+	bodies      map[string]string // by message id
 }
 
 // poller returns a poller that behaves like Lambda's SQS event source
@@ -179,12 +180,13 @@ func (d *deployment) poller(b *batches) *poller.Poller {
 		Wait: 100 * time.Millisecond, RetryDelay: time.Second,
 		Handle: func(ctx context.Context, deadline time.Time, msgs []queue.Delivery) []string {
 			failed := es.Handle(ctx, deadline, msgs)
-			var ids []string
+			rec := batch{failed: failed, bodies: map[string]string{}}
 			for _, m := range msgs {
-				ids = append(ids, m.MessageID)
+				rec.ids = append(rec.ids, m.MessageID)
+				rec.bodies[m.MessageID] = string(m.Body)
 			}
 			b.mu.Lock()
-			b.all = append(b.all, batch{ids: ids, failed: failed})
+			b.all = append(b.all, rec)
 			b.mu.Unlock()
 			return failed
 		},
@@ -253,18 +255,25 @@ func TestAWSEndToEnd(t *testing.T) {
 	p := d.poller(&rec)
 	runID := ledger.RunID{Job: tickfactory.Name, Nominal: tick, Generation: 1}
 
-	// A derived message ahead of its inputs (as a redelivery could be): the
-	// handler reports it as a batch-item failure, spending no attempt; it
-	// comes back after the retry delay.
+	// First batch: a derived message ahead of its inputs (as a redelivery
+	// could be) and a message that is not baton's. The handler's response
+	// is partial: the derived message is a batch-item failure (it spends no
+	// attempt and comes back after the retry delay); the malformed one is
+	// forwarded to the dead-letter queue with its reason and acknowledged.
 	early := job.NewMessage(ledger.ItemKey{Run: runID, Asset: tickfactory.DXY}, 1, true).QueueMessage()
-	_, err := queue.SendAll(t.Context(), d.work, []queue.Message{early}, nil)
+	const malformed = "this is not a baton message"
+	_, err := queue.SendAll(t.Context(), d.work, []queue.Message{early, {Body: []byte(malformed)}}, nil)
 	require.NoError(t, err)
 	require.Eventually(t, func() bool { // on another goroutine: no require inside
 		n, err := p.Poll(t.Context())
 		return err == nil && n > 0
 	}, 5*time.Second, 10*time.Millisecond)
 	require.Len(t, rec.all, 1)
-	require.Equal(t, rec.all[0].ids, rec.all[0].failed, "the early derived message is reported failed")
+	first := rec.all[0]
+	require.Len(t, first.ids, 2, "both messages in one batch")
+	require.Len(t, first.failed, 1)
+	earlyID := first.failed[0]
+	require.Equal(t, string(early.Body), first.bodies[earlyID], "the early derived message is the failure")
 
 	// The scheduled rule event and 5 duplicates, all at once. A duplicate
 	// that finds the lease held before the run is fanned out fails (the
@@ -295,11 +304,6 @@ func TestAWSEndToEnd(t *testing.T) {
 	require.NoError(t, err)
 	require.Len(t, runs, 1, "one tick, one run")
 	require.Equal(t, runID, runs[0].ID)
-
-	// A message that is not baton's.
-	const malformed = "this is not a baton message"
-	_, err = queue.SendAll(t.Context(), d.work, []queue.Message{{Body: []byte(malformed)}}, nil)
-	require.NoError(t, err)
 
 	ctx, stop := context.WithCancel(t.Context())
 	var pollers sync.WaitGroup
@@ -376,7 +380,7 @@ func TestAWSEndToEnd(t *testing.T) {
 	defer rec.mu.Unlock()
 	redelivered := 0
 	for _, b := range rec.all[1:] {
-		if slices.Contains(b.ids, rec.all[0].ids[0]) {
+		if slices.Contains(b.ids, earlyID) {
 			redelivered++
 		}
 	}
