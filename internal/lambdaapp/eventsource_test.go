@@ -4,6 +4,7 @@ import (
 	"context"
 	"encoding/json"
 	"errors"
+	"slices"
 	"testing"
 	"time"
 
@@ -35,9 +36,11 @@ func TestEventSourceFeedsTheConsumerHandler(t *testing.T) {
 		require.Equal(t, ledger.ItemSucceeded, its[a].State, a)
 	}
 
-	// The derived item, enqueued by the last input, through a second batch.
+	// The derived item, enqueued by the last input (maybe by two inputs
+	// completing at once: the enqueue is idempotent, not unique), through a
+	// second batch.
 	msgs = drain(t, tb.backend.Work)
-	require.Equal(t, runKeys(1, tickfactory.DXY), keysOf(t, msgs))
+	require.Equal(t, runKeys(1, tickfactory.DXY), slices.Compact(keysOf(t, msgs)))
 	require.Empty(t, es.Handle(ctx, deadline, msgs))
 	require.Equal(t, ledger.ItemSucceeded, items(t, tb, 1)[tickfactory.DXY].State)
 }
