@@ -51,6 +51,8 @@ type env struct {
 func commands() []command {
 	return []command{
 		{"run", "run the job's ticks end to end (--once: one tick, then a report)", runCmd},
+		{"invoke", "run a Lambda function's handler on an event file, in-process", invokeCmd},
+		{"setup", "create the DynamoDB table and SQS queues (with redrive) for --backend aws", setupCmd},
 	}
 }
 

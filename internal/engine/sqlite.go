@@ -2,7 +2,6 @@ package engine
 
 import (
 	"context"
-	"errors"
 	"fmt"
 	"time"
 
@@ -45,6 +44,6 @@ func OpenSQLite(ctx context.Context, path string) (Backend, error) {
 		Work:        work,
 		DeadLetter:  dlq,
 		MaxReceives: MaxReceives,
-		Close:       func() error { return errors.Join(db.Close()) },
+		Close:       db.Close,
 	}, nil
 }

@@ -111,6 +111,15 @@ func (h *CoordinatorHandler) Handle(ctx context.Context, payload json.RawMessage
 		log.ErrorContext(ctx, "coordinator failed", slog.String("phase", "run"), slog.Any("error", runErr))
 		return CoordinatorResponse{}, runErr
 	}
+	if sum.Outcome == coordinator.OutcomeSkipped && sum.Pending {
+		// The holder is busy with another tick: fail so that the trigger is
+		// retried (Lambda's asynchronous retries, the scheduler's retry
+		// policy) instead of dropping this tick.
+		err := fmt.Errorf("%w: tick %s not run yet: lease held by %s until %s; a retry runs it",
+			ErrIncomplete, sum.Nominal.Format(time.RFC3339), sum.Holder.Owner, sum.Holder.ExpiresAt.Format(time.RFC3339Nano))
+		log.WarnContext(ctx, "tick pending behind the lease", slog.String("phase", "acquire"), slog.Any("error", err))
+		return CoordinatorResponse{}, err
+	}
 	if sum.Stopped != "" {
 		err := fmt.Errorf("%w: run %s stopped (%s) at %d of %d assets; a retry resumes it",
 			ErrIncomplete, sum.Run, sum.Stopped, sum.Cursor, sum.Total)

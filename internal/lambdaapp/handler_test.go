@@ -80,18 +80,24 @@ func TestNewHandlerRejectsIncompleteParams(t *testing.T) {
 func TestCoordinatorLeaseContention(t *testing.T) {
 	t.Parallel()
 	b := backend(t)
-	held, err := b.Leases.Acquire(context.Background(), lease.AcquireParams{
-		Job: "fx", Owner: "baton-test/other-request", TTL: time.Minute, Now: fixedAt,
-	})
-	require.NoError(t, err)
 	var metrics bytes.Buffer
 	p := params(b, func() time.Time { return fixedAt })
 	p.Metrics = &metrics
 	h, err := lambdaapp.NewCoordinatorHandler(p)
 	require.NoError(t, err)
 
+	// The tick is already fanned out: a trigger behind the lease is a
+	// duplicate, skipped without error.
+	_, err = invoke[lambdaapp.CoordinatorResponse](t, lambda.NewHandler(h.Handle), fixture(t, "coordinator-scheduler.json"))
+	require.NoError(t, err)
+	metrics.Reset()
+	held, err := b.Leases.Acquire(context.Background(), lease.AcquireParams{
+		Job: "fx", Owner: "baton-test/other-request", TTL: time.Minute, Now: fixedAt,
+	})
+	require.NoError(t, err)
+
 	resp, err := invoke[lambdaapp.CoordinatorResponse](t, lambda.NewHandler(h.Handle), fixture(t, "coordinator-scheduler.json"))
-	require.NoError(t, err, "contention is not an error")
+	require.NoError(t, err, "contention on a fanned-out tick is not an error")
 	require.Equal(t, "skipped", resp.Outcome)
 	require.Empty(t, resp.Run)
 	require.Zero(t, resp.Enqueued)
@@ -102,6 +108,22 @@ func TestCoordinatorLeaseContention(t *testing.T) {
 	require.EqualValues(t, 1, rec["LeaseContention"])
 	require.EqualValues(t, 0, rec["ItemsEnqueued"])
 	require.Equal(t, "skipped", rec["outcome"])
+}
+
+// A tick that has not run yet must not be dropped because the lease is busy
+// with another tick: the handler fails so that the trigger is retried.
+func TestCoordinatorLeaseContentionOnPendingTickIsRetried(t *testing.T) {
+	t.Parallel()
+	b := backend(t)
+	_, err := b.Leases.Acquire(context.Background(), lease.AcquireParams{
+		Job: "fx", Owner: "baton-test/other-request", TTL: time.Minute, Now: fixedAt,
+	})
+	require.NoError(t, err)
+	h, err := lambdaapp.NewCoordinatorHandler(params(b, func() time.Time { return fixedAt }))
+	require.NoError(t, err)
+	_, err = invoke[lambdaapp.CoordinatorResponse](t, lambda.NewHandler(h.Handle), fixture(t, "coordinator-scheduler.json"))
+	require.Error(t, err)
+	require.Contains(t, err.Error(), "not run yet: lease held by baton-test/other-request")
 }
 
 func TestCoordinatorRejectsBadTriggers(t *testing.T) {
