@@ -8,6 +8,7 @@ import (
 
 	"github.com/batonhq/baton/internal/engine"
 	"github.com/batonhq/baton/internal/job"
+	"github.com/batonhq/baton/internal/ledger"
 	"github.com/batonhq/baton/internal/queue"
 )
 
@@ -48,6 +49,24 @@ func (r *Runner) endToEnd(ctx context.Context, t Target) error {
 	if err := rawRate(); err != nil {
 		return err
 	}
+
+	// The ledger alone: claim and complete new items, as many at once as
+	// the best raw writers, with no queue or consumer around them.
+	ledgerRun := ledger.RunID{Job: "ledger-alone", Nominal: time.Now().UTC().Truncate(time.Minute), Generation: 1}
+	alone, err := RunWorkers(ctx, bestW, r.Config.Window, func(ctx context.Context, _ int) (int, error) {
+		key := ledger.ItemKey{Run: ledgerRun, Asset: fmt.Sprintf("A%d", rawSeq.Add(1))}
+		now := time.Now()
+		it, err := env.Backend.Ledger.Claim(ctx, ledger.ClaimParams{Key: key, Owner: "bench", LeaseUntil: now.Add(time.Minute), Fence: 1, MaxAttempts: 5, Now: now})
+		if err != nil {
+			return 0, err
+		}
+		_, err = env.Backend.Ledger.Complete(ctx, ledger.CompleteParams{Key: key, Owner: "bench", Attempt: it.Attempt, Now: now})
+		return 1, err
+	})
+	if err != nil {
+		return fmt.Errorf("ledger alone: %w", err)
+	}
+	r.logf("  ledger alone, %d workers: %.0f claim + complete/s", bestW, alone.PerSecond())
 
 	proc := &sleeper{}
 	j := syntheticJob("e2e", n, queue.MaxBatch, proc)
@@ -91,6 +110,11 @@ func (r *Runner) endToEnd(ctx context.Context, t Target) error {
 		Value:  rate, Reference: best / writesPerItem, Unit: Rate, Goal: RatioAtLeast(0.5),
 		RefText: fmt.Sprintf("raw conditional writes/s ÷ %d writes per item (%d writers, best of %v, before and after)", writesPerItem, bestW, rawWriters),
 		Note:    fmt.Sprintf("%.2f calls per item: %s", float64(Total(calls))/float64(n), perItem(calls, n)),
+	}, Row{
+		Scenario: "4 end to end", Backend: t.Name,
+		Figure: fmt.Sprintf("of which the ledger alone: claim + complete of new items, %d at once, no queue, items/s", bestW),
+		Value:  alone.PerSecond(), Reference: best / writesPerItem, Unit: Rate,
+		RefText: "as above",
 	})
 	return nil
 }
