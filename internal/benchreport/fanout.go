@@ -33,7 +33,7 @@ func (r *Runner) fanOut(ctx context.Context, t Target) error {
 	var calls map[string]int
 	// Rounds alternate raw sends and the coordinator, so that a change of
 	// load on the machine affects both; the best of each is kept.
-	for round := range max(r.Config.Rounds, 1) {
+	for round := range max(r.Config.FanOutRounds, 1) {
 		j := syntheticJob(fmt.Sprintf("fanout-%d", round), n, 10, &sleeper{})
 		e, err := engine.New(env.Backend, engine.Options{Catalog: job.Catalog{j.Name: j}, BatchTimeout: r.Config.Timeout, Owner: "bench"})
 		if err != nil {
@@ -88,7 +88,7 @@ func (r *Runner) fanOut(ctx context.Context, t Target) error {
 			Scenario: "3 fan-out", Backend: t.Name, Figure: fmt.Sprintf("coordinator fan-out of %s items, items/s", number(float64(n))),
 			Value: rate, Reference: best, Unit: Rate, Goal: RatioAtLeast(0.8),
 			RefText: fmt.Sprintf("raw batch sends of the same messages, %d in flight (best of %v)", bestP, rawParallel),
-			Note:    fmt.Sprintf("best of %d rounds", max(r.Config.Rounds, 1)),
+			Note:    fmt.Sprintf("best of %d rounds", max(r.Config.FanOutRounds, 1)),
 		},
 		Row{
 			Scenario: "1 calls", Backend: t.Name, Figure: "fan-out, batch sends per item",

@@ -37,6 +37,7 @@ func (r *Runner) lease(ctx context.Context, t Target) error {
 				return fmt.Errorf("raw writes, %d writers: %w", n, err)
 			}
 			rawLoad = rawLoad.Add(l)
+			rawRound := l
 
 			l, err = RunWorkers(ctx, n, r.Config.Window, func(ctx context.Context, w int) (int, error) {
 				owner := fmt.Sprintf("contender-%d", w)
@@ -62,7 +63,7 @@ func (r *Runner) lease(ctx context.Context, t Target) error {
 				return fmt.Errorf("lease, %d contenders: %w", n, err)
 			}
 			leaseLoad = leaseLoad.Add(l)
-			r.logf("  %d contenders, round %d: %d lease calls, %d raw writes", n, round+1, l.Ops, rawLoad.Ops)
+			r.logf("  %d contenders, round %d: %.0f lease calls/s, %.0f raw writes/s", n, round+1, l.PerSecond(), rawRound.PerSecond())
 		}
 		who := fmt.Sprintf("%d contender", n)
 		writers := fmt.Sprintf("raw conditional write, %d writer", n)

@@ -17,8 +17,11 @@ type Config struct {
 	// on the machine affects both.
 	Window time.Duration
 	Rounds int
-	// FanOutItems is the size of the fan-out (scenario 3).
-	FanOutItems int
+	// FanOutItems is the size of the fan-out (scenario 3), FanOutRounds
+	// how many times raw sends and the coordinator alternate (the best of
+	// each is kept).
+	FanOutItems  int
+	FanOutRounds int
 	// EndToEndItems and EndToEndConsumers size scenario 4.
 	EndToEndItems     int
 	EndToEndConsumers int
@@ -42,6 +45,7 @@ func FullConfig() Config {
 		Window:            time.Second,
 		Rounds:            3,
 		FanOutItems:       10_000,
+		FanOutRounds:      5,
 		EndToEndItems:     10_000,
 		EndToEndConsumers: 8,
 		Latency:           1600 * time.Millisecond,
@@ -59,6 +63,7 @@ func SmokeConfig() Config {
 		Window:            50 * time.Millisecond,
 		Rounds:            1,
 		FanOutItems:       120,
+		FanOutRounds:      2,
 		EndToEndItems:     60,
 		EndToEndConsumers: 2,
 		Latency:           20 * time.Millisecond,
