@@ -113,7 +113,7 @@ func percent(f float64) string {
 	switch {
 	case math.IsNaN(f) || math.IsInf(f, 0):
 		return "—"
-	case f >= 10:
+	case f >= 1:
 		return strconv.FormatFloat(f*100, 'f', 0, 64) + " %"
 	default:
 		return strconv.FormatFloat(f*100, 'f', 1, 64) + " %"
