@@ -29,8 +29,10 @@ func (r *Runner) endToEnd(ctx context.Context, t Target) error {
 	defer env.Close()
 	n := r.Config.EndToEndItems
 
+	// The raw write rate is measured before and after, at each of
+	// rawWriters; the reference is the better concurrency's mean.
 	var rawSeq atomic.Int64
-	best, bestW := 0.0, 0
+	raw := map[int][]float64{}
 	rawRate := func() error {
 		for _, w := range rawWriters {
 			l, err := RunWorkers(ctx, w, r.Config.Window, func(ctx context.Context, _ int) (int, error) {
@@ -40,20 +42,24 @@ func (r *Runner) endToEnd(ctx context.Context, t Target) error {
 				return fmt.Errorf("raw writes: %w", err)
 			}
 			r.logf("  raw conditional writes, %d writers: %.0f/s", w, l.PerSecond())
-			if l.PerSecond() > best {
-				best, bestW = l.PerSecond(), w
-			}
+			raw[w] = append(raw[w], l.PerSecond())
 		}
 		return nil
 	}
 	if err := rawRate(); err != nil {
 		return err
 	}
+	aloneW := rawWriters[0] // the faster raw concurrency so far
+	for _, w := range rawWriters {
+		if raw[w][0] > raw[aloneW][0] {
+			aloneW = w
+		}
+	}
 
 	// The ledger alone: claim and complete new items, as many at once as
 	// the best raw writers, with no queue or consumer around them.
 	ledgerRun := ledger.RunID{Job: "ledger-alone", Nominal: time.Now().UTC().Truncate(time.Minute), Generation: 1}
-	alone, err := RunWorkers(ctx, bestW, r.Config.Window, func(ctx context.Context, _ int) (int, error) {
+	alone, err := RunWorkers(ctx, aloneW, r.Config.Window, func(ctx context.Context, _ int) (int, error) {
 		key := ledger.ItemKey{Run: ledgerRun, Asset: fmt.Sprintf("A%d", rawSeq.Add(1))}
 		now := time.Now()
 		it, err := env.Backend.Ledger.Claim(ctx, ledger.ClaimParams{Key: key, Owner: "bench", LeaseUntil: now.Add(time.Minute), Fence: 1, MaxAttempts: 5, Now: now})
@@ -66,7 +72,7 @@ func (r *Runner) endToEnd(ctx context.Context, t Target) error {
 	if err != nil {
 		return fmt.Errorf("ledger alone: %w", err)
 	}
-	r.logf("  ledger alone, %d workers: %.0f claim + complete/s", bestW, alone.PerSecond())
+	r.logf("  ledger alone, %d workers: %.0f claim + complete/s", aloneW, alone.PerSecond())
 
 	proc := &sleeper{}
 	j := syntheticJob("e2e", n, queue.MaxBatch, proc)
@@ -104,15 +110,21 @@ func (r *Runner) endToEnd(ctx context.Context, t Target) error {
 	if err := rawRate(); err != nil {
 		return err
 	}
+	best, bestW := 0.0, 0
+	for _, w := range rawWriters {
+		if m := median(raw[w]); m > best {
+			best, bestW = m, w
+		}
+	}
 	r.add(Row{
 		Scenario: "4 end to end", Backend: t.Name,
 		Figure: fmt.Sprintf("%s zero-work items, coordinator → queue → %d consumers × %d, items/s", number(float64(n)), r.Config.EndToEndConsumers, queue.MaxBatch),
 		Value:  rate, Reference: best / writesPerItem, Unit: Rate, Goal: RatioAtLeast(0.5),
-		RefText: fmt.Sprintf("raw conditional writes/s ÷ %d writes per item (%d writers, best of %v, before and after)", writesPerItem, bestW, rawWriters),
+		RefText: fmt.Sprintf("raw conditional writes/s ÷ %d writes per item (%d writers, the faster of %v; mean of before and after)", writesPerItem, bestW, rawWriters),
 		Note:    fmt.Sprintf("%.2f calls per item: %s", float64(Total(calls))/float64(n), perItem(calls, n)),
 	}, Row{
 		Scenario: "4 end to end", Backend: t.Name,
-		Figure: fmt.Sprintf("of which the ledger alone: claim + complete of new items, %d at once, no queue, items/s", bestW),
+		Figure: fmt.Sprintf("of which the ledger alone: claim + complete of new items, %d at once, no queue, items/s", aloneW),
 		Value:  alone.PerSecond(), Reference: best / writesPerItem, Unit: Rate,
 		RefText: "as above",
 	})

@@ -110,3 +110,17 @@ func RunWorkers(ctx context.Context, n int, d time.Duration, op func(ctx context
 	wg.Wait()
 	return Load{Ops: total, Elapsed: time.Since(start)}, first
 }
+
+// median returns the median of v (the mean of the middle two for an even
+// count), NaN when v is empty.
+func median(v []float64) float64 {
+	if len(v) == 0 {
+		return math.NaN()
+	}
+	s := slices.Clone(v)
+	slices.Sort(s)
+	if len(s)%2 == 1 {
+		return s[len(s)/2]
+	}
+	return (s[len(s)/2-1] + s[len(s)/2]) / 2
+}
