@@ -18,10 +18,13 @@
 //     CONFLICT DO UPDATE … WHERE) by as many writers.
 //  3. Fan-out of 10,000 items by the coordinator, against raw batch sends
 //     (SendMessageBatch; a 10-row insert transaction on SQLite) of the same
-//     messages to the same endpoint.
+//     messages to the same endpoint, 4 and 16 in flight. Five rounds
+//     alternate the two; each side is the median of its rounds.
 //  4. End to end: 10,000 zero-work items through coordinator, queue and
-//     consumers, against the raw conditional write rate divided by the 2
-//     writes an item needs.
+//     consumers, against the raw conditional write rate (measured before
+//     and after, at 8 and 64 writers) divided by the 2 writes an item
+//     needs; and the ledger alone (claim and complete, no queue) against
+//     the same reference, to split the gap.
 //  5. Freshness: the reference job (7 assets and DXY) with 1.6 s simulated
 //     provider latency, tick to all done, against the sequential loop it
 //     replaces; and 1,000 assets at 200 ms with 100 consumers against the
@@ -33,5 +36,14 @@
 //
 // Figures are wall times on a shared machine: they move with its load. The
 // references move with it too, which is why every figure is read as a
-// ratio to a reference measured minutes apart at most.
+// ratio to a reference measured seconds apart, interleaved with it where
+// the scenario allows.
+//
+// The report runs as a test binary (the emulators are test support):
+//
+//	go test -c -o bin/benchreport.test ./internal/benchreport
+//	bin/benchreport.test -test.run '^TestReport$' -report [-report.only REGEXP]
+//
+// In report mode standard output holds the table alone. Without -report
+// the package's tests run every scenario at a tiny size instead.
 package benchreport
