@@ -13,7 +13,7 @@ import (
 
 	"github.com/batonhq/baton/internal/awsdynamodb"
 	"github.com/batonhq/baton/internal/awssqs"
-	"github.com/batonhq/baton/internal/tickfactory"
+	"github.com/batonhq/baton/internal/jobs"
 )
 
 // Env is the process environment a cold start reads: variables and the
@@ -49,7 +49,7 @@ func NewAWSClients(awsCfg aws.Config) AWSClients {
 func ParamsOnAWS(cfg Config, c AWSClients, env Env) HandlerParams {
 	p := HandlerParams{
 		Job:         cfg.Job,
-		Jobs:        tickfactory.Catalog(awsdynamodb.NewBarsStore(c.DynamoDB, cfg.Table, nil), nil),
+		Jobs:        jobs.Catalog(awsdynamodb.NewBarsStore(c.DynamoDB, cfg.Table, nil), nil),
 		Leases:      awsdynamodb.NewLeaseStore(c.DynamoDB, cfg.Table, nil),
 		Ledger:      awsdynamodb.NewLedgerStore(c.DynamoDB, cfg.Table, nil),
 		Queue:       awssqs.New(c.SQS, cfg.QueueURL, nil),
