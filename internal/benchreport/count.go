@@ -182,3 +182,17 @@ func (c CountedQueue) ChangeVisibility(ctx context.Context, p queue.ChangeVisibi
 	c.Tally.add("queue.ChangeVisibility")
 	return c.Queue.ChangeVisibility(ctx, p)
 }
+
+// DeleteBatch counts one call when the queue deletes in batches, and one
+// Delete per handle when it does not.
+func (c CountedQueue) DeleteBatch(ctx context.Context, handles []string) error {
+	if bd, ok := c.Queue.(queue.BatchDeleter); ok {
+		c.Tally.add("queue.DeleteBatch")
+		return bd.DeleteBatch(ctx, handles)
+	}
+	return queue.DeleteAll(ctx, deleteOnly{c}, handles)
+}
+
+// deleteOnly hides a CountedQueue's DeleteBatch, so that queue.DeleteAll
+// deletes one by one through the counted Delete.
+type deleteOnly struct{ Queue }

@@ -48,7 +48,7 @@ func (c *Consumer) decode(d queue.Delivery) *delivery {
 		out.err = fmt.Errorf("message %s (key %s): %w", d.MessageID, msg.Key, err)
 		return out
 	}
-	if !j.HasItem(key.Asset) {
+	if !hasItem(j.Definition, key.Asset) {
 		out.err = fmt.Errorf("message %s (key %s): %w: job %s has no asset or derived item %q",
 			d.MessageID, msg.Key, ErrUnknownAsset, j.Name, key.Asset)
 		return out

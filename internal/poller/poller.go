@@ -128,27 +128,54 @@ func (p *Poller) Poll(ctx context.Context) (int, error) {
 	actx, acancel := context.WithTimeout(context.WithoutCancel(ctx), ackTimeout)
 	defer acancel()
 	var errs []error
+	var done []queue.Delivery
 	for _, m := range msgs {
-		if failedSet[m.MessageID] {
-			if p.RetryDelay > 0 {
-				err := p.Receiver.ChangeVisibility(actx, queue.ChangeVisibilityParams{ReceiptHandle: m.ReceiptHandle, Timeout: p.RetryDelay, Now: p.now()})
-				if err != nil && !errors.Is(err, queue.ErrInvalidReceipt) {
-					errs = append(errs, fmt.Errorf("change visibility of %s: %w", m.MessageID, err))
-				}
-			}
+		if !failedSet[m.MessageID] {
+			done = append(done, m)
 			continue
 		}
-		if err := p.Receiver.Delete(actx, m.ReceiptHandle); err != nil {
-			if errors.Is(err, queue.ErrInvalidReceipt) {
-				// Received again elsewhere after our visibility ran out; the
-				// redelivery will be acknowledged as a duplicate.
-				p.logger().Warn("delete after visibility ran out", "message_id", m.MessageID)
-				continue
+		if p.RetryDelay > 0 {
+			err := p.Receiver.ChangeVisibility(actx, queue.ChangeVisibilityParams{ReceiptHandle: m.ReceiptHandle, Timeout: p.RetryDelay, Now: p.now()})
+			if err != nil && !errors.Is(err, queue.ErrInvalidReceipt) {
+				errs = append(errs, fmt.Errorf("change visibility of %s: %w", m.MessageID, err))
 			}
-			errs = append(errs, fmt.Errorf("delete %s: %w", m.MessageID, err))
 		}
 	}
+	errs = append(errs, p.delete(actx, done)...)
 	return len(msgs), errors.Join(errs...)
+}
+
+// delete deletes the messages, in one call when the Receiver is a
+// queue.BatchDeleter, and returns what failed. A handle that is no longer
+// valid is only logged: the message was received again elsewhere after
+// our visibility ran out, and that redelivery will be acknowledged as a
+// duplicate.
+func (p *Poller) delete(ctx context.Context, msgs []queue.Delivery) []error {
+	var errs []error
+	for lo := 0; lo < len(msgs); lo += queue.MaxBatch {
+		chunk := msgs[lo:min(len(msgs), lo+queue.MaxBatch)]
+		handles := make([]string, len(chunk))
+		ids := make(map[string]string, len(chunk)) // message id by handle
+		for i, m := range chunk {
+			handles[i], ids[m.ReceiptHandle] = m.ReceiptHandle, m.MessageID
+		}
+		err := queue.DeleteAll(ctx, p.Receiver, handles)
+		var be *queue.BatchError
+		switch {
+		case err == nil:
+		case errors.As(err, &be):
+			for _, f := range be.Failed {
+				if errors.Is(f.Err, queue.ErrInvalidReceipt) {
+					p.logger().Warn("delete after visibility ran out", "message_id", ids[f.ID])
+					continue
+				}
+				errs = append(errs, fmt.Errorf("delete %s: %w", ids[f.ID], f.Err))
+			}
+		default:
+			errs = append(errs, fmt.Errorf("delete %d messages: %w", len(chunk), err))
+		}
+	}
+	return errs
 }
 
 // ackTimeout bounds the deletes and visibility changes after a batch.

@@ -2,6 +2,7 @@ package poller
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"sync"
 	"testing"
@@ -132,4 +133,69 @@ func TestPollDeletesAfterHandlerDeadline(t *testing.T) {
 	_, err := p.Poll(t.Context())
 	require.NoError(t, err)
 	require.Equal(t, []string{"r0", "r1"}, q.deleted)
+}
+
+// batchQueue is a fakeQueue with DeleteBatch; handles in invalid or
+// broken fail.
+type batchQueue struct {
+	*fakeQueue
+	batches [][]string
+	invalid map[string]bool
+	broken  map[string]bool
+}
+
+func (q *batchQueue) DeleteBatch(_ context.Context, handles []string) error {
+	q.mu.Lock()
+	defer q.mu.Unlock()
+	q.batches = append(q.batches, handles)
+	var failed []queue.EntryError
+	for _, h := range handles {
+		switch {
+		case q.invalid[h]:
+			failed = append(failed, queue.EntryError{ID: h, Err: queue.ErrInvalidReceipt})
+		case q.broken[h]:
+			failed = append(failed, queue.EntryError{ID: h, Err: errBroken})
+		default:
+			q.deleted = append(q.deleted, h)
+		}
+	}
+	if len(failed) > 0 {
+		return &queue.BatchError{Failed: failed}
+	}
+	return nil
+}
+
+var errBroken = errors.New("broken")
+
+// A receiver that deletes in batches gets one DeleteBatch per batch, and
+// no Delete.
+func TestPollDeletesInOneBatch(t *testing.T) {
+	t.Parallel()
+	q := &batchQueue{fakeQueue: newFake(10)}
+	p := &Poller{Receiver: q, Handle: func(context.Context, time.Time, []queue.Delivery) []string {
+		return []string{"m3"}
+	}}
+	n, err := p.Poll(t.Context())
+	require.NoError(t, err)
+	require.Equal(t, 10, n)
+	require.Equal(t, [][]string{{"r0", "r1", "r2", "r4", "r5", "r6", "r7", "r8", "r9"}}, q.batches)
+	require.Len(t, q.deleted, 9)
+}
+
+// A handle gone stale in a batch delete is only logged; another failure
+// of an entry is the poll's error, naming the message.
+func TestPollBatchDeleteFailures(t *testing.T) {
+	t.Parallel()
+	q := &batchQueue{fakeQueue: newFake(3), invalid: map[string]bool{"r0": true}}
+	p := &Poller{Receiver: q, Handle: func(context.Context, time.Time, []queue.Delivery) []string { return nil }}
+	_, err := p.Poll(t.Context())
+	require.NoError(t, err, "a stale handle is not an error")
+	require.Equal(t, []string{"r1", "r2"}, q.deleted)
+
+	q = &batchQueue{fakeQueue: newFake(3), broken: map[string]bool{"r1": true}}
+	p.Receiver = q
+	_, err = p.Poll(t.Context())
+	require.ErrorIs(t, err, errBroken)
+	require.ErrorContains(t, err, "delete m1")
+	require.Equal(t, []string{"r0", "r2"}, q.deleted)
 }

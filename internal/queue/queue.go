@@ -58,8 +58,9 @@ type EntryError struct {
 	Err error
 }
 
-// BatchError lists the entries of a batch that were not sent; the others
-// were. Sending those entries again is safe.
+// BatchError lists the entries of a batch that failed: not sent by
+// SendBatch, not deleted by DeleteBatch; the others were. Sending or
+// deleting those entries again is safe.
 type BatchError struct {
 	Failed []EntryError
 }
@@ -69,7 +70,7 @@ func (e *BatchError) Error() string {
 	for _, f := range e.Failed {
 		parts = append(parts, fmt.Sprintf("%s: %v", f.ID, f.Err))
 	}
-	return fmt.Sprintf("%d entries not sent: %s", len(e.Failed), strings.Join(parts, "; "))
+	return fmt.Sprintf("%d entries failed: %s", len(e.Failed), strings.Join(parts, "; "))
 }
 
 // Sender sends messages. It may be called concurrently.

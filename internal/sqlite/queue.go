@@ -46,8 +46,9 @@ const (
 	sqlAnyVisible       = `SELECT 1 FROM messages WHERE queue = ? AND visible_at <= ? LIMIT 1`
 	sqlPolicy           = `SELECT dead_letter, max_receives FROM queues WHERE name = ?`
 	sqlVisible          = `SELECT id, receive_count FROM messages WHERE queue = ? AND visible_at <= ? ORDER BY visible_at, id LIMIT ?`
-	sqlTake             = `UPDATE messages SET visible_at = ?, receive_count = receive_count + 1, receipt = ? WHERE id = ? RETURNING body, attributes, sent_at, receive_count`
+	sqlTake             = `UPDATE messages SET visible_at = ?1, receive_count = receive_count + 1, receipt = ?2 || id WHERE id IN (SELECT value FROM json_each(?3)) RETURNING id, receipt, body, attributes, sent_at, receive_count`
 	sqlDelete           = `DELETE FROM messages WHERE queue = ? AND receipt = ? AND receipt != ''`
+	sqlDeleteBatch      = `DELETE FROM messages INDEXED BY messages_by_receipt WHERE queue = ? AND receipt IN (SELECT value FROM json_each(?)) AND receipt != '' RETURNING receipt`
 	sqlChangeVisibility = `UPDATE messages SET visible_at = ? WHERE queue = ? AND receipt = ? AND receipt != ''`
 )
 
@@ -76,8 +77,9 @@ func (q *Queue) prepared(ctx context.Context, queries ...string) ([]*sql.Stmt, e
 }
 
 var (
-	_ queue.Sender   = (*Queue)(nil)
-	_ queue.Receiver = (*Queue)(nil)
+	_ queue.Sender       = (*Queue)(nil)
+	_ queue.Receiver     = (*Queue)(nil)
+	_ queue.BatchDeleter = (*Queue)(nil)
 )
 
 // QueueOptions tune OpenQueue. The zero value (or nil) opens the queue
@@ -300,27 +302,41 @@ func (q *Queue) receiveOnce(ctx context.Context, max int, visibility time.Durati
 		if err != nil {
 			return nil, fmt.Errorf("receive from %s: %w", q.name, err)
 		}
-		progress := false
+		var takeIDs, deadIDs []int64
 		for _, c := range cands {
-			if taken[c.id] || len(out) == max {
+			if taken[c.id] {
 				continue
 			}
-			progress = true
+			if len(out)+len(takeIDs) == max {
+				break
+			}
 			if maxReceives > 0 && c.receiveCount >= maxReceives {
-				if err := moveMessage(ctx, tx, c.id, q.name, dlq, at); err != nil {
-					return nil, fmt.Errorf("receive from %s: dead-letter message %d to %s: %w", q.name, c.id, dlq, err)
-				}
+				deadIDs = append(deadIDs, c.id)
 				continue
 			}
-			d, err := takeMessage(ctx, take, c.id, at+int64(visibility))
-			if err != nil {
-				return nil, fmt.Errorf("receive from %s: message %d: %w", q.name, c.id, err)
-			}
-			taken[c.id] = true
-			out = append(out, d)
+			takeIDs = append(takeIDs, c.id)
 		}
-		if !progress {
+		if len(takeIDs)+len(deadIDs) == 0 {
 			break
+		}
+		if len(deadIDs) > 0 {
+			if err := moveMessages(ctx, tx, deadIDs, q.name, dlq, at); err != nil {
+				return nil, fmt.Errorf("receive from %s: dead-letter messages %v to %s: %w", q.name, deadIDs, dlq, err)
+			}
+		}
+		if len(takeIDs) > 0 {
+			ds, err := takeMessages(ctx, take, takeIDs, at+int64(visibility))
+			if err != nil {
+				return nil, fmt.Errorf("receive from %s: messages %v: %w", q.name, takeIDs, err)
+			}
+			for _, d := range ds {
+				id, _ := strconv.ParseInt(d.MessageID, 10, 64)
+				taken[id] = true
+			}
+			out = append(out, ds...)
+		}
+		if len(cands) < max {
+			break // no other message is visible
 		}
 	}
 	if err := tx.Commit(); err != nil {
@@ -353,28 +369,64 @@ func visibleMessages(ctx context.Context, st *sql.Stmt, name string, at int64, l
 	return out, rows.Err()
 }
 
-// takeMessage hides message id until visibleAt under a fresh receipt
-// handle, with st, the prepared sqlTake.
-func takeMessage(ctx context.Context, st *sql.Stmt, id, visibleAt int64) (queue.Delivery, error) {
-	d := queue.Delivery{MessageID: strconv.FormatInt(id, 10), ReceiptHandle: rand.Text()}
-	var attrs string
-	var sentAt int64
-	err := st.QueryRowContext(ctx, visibleAt, d.ReceiptHandle, id).Scan(&d.Body, &attrs, &sentAt, &d.ReceiveCount)
-	if err != nil {
-		return queue.Delivery{}, err
+// idList is ids as the JSON array that json_each reads.
+func idList(ids []int64) string {
+	b := make([]byte, 0, 1+len(ids)*8)
+	b = append(b, '[')
+	for i, id := range ids {
+		if i > 0 {
+			b = append(b, ',')
+		}
+		b = strconv.AppendInt(b, id, 10)
 	}
-	d.SentAt = fromNanos(sentAt)
-	if d.Attributes, err = decodeAttributes(attrs); err != nil {
-		return queue.Delivery{}, err
-	}
-	return d, nil
+	return string(append(b, ']'))
 }
 
-// moveMessage moves message id from queue src to dst, visible at once,
-// with its receive count reset and its receipt handle voided.
-func moveMessage(ctx context.Context, tx *sql.Tx, id int64, src, dst string, at int64) error {
+// takeMessages hides messages ids until visibleAt, each under a fresh
+// receipt handle, with st, the prepared sqlTake: one statement for the
+// lot. It returns them in the order of ids.
+func takeMessages(ctx context.Context, st *sql.Stmt, ids []int64, visibleAt int64) ([]queue.Delivery, error) {
+	// One random prefix per receive; the message id after it makes each
+	// handle unique.
+	prefix := rand.Text() + "-"
+	rows, err := st.QueryContext(ctx, visibleAt, prefix, idList(ids))
+	if err != nil {
+		return nil, err
+	}
+	defer rows.Close()
+	byID := make(map[int64]queue.Delivery, len(ids))
+	for rows.Next() {
+		var id, sentAt int64
+		var attrs string
+		var d queue.Delivery
+		if err := rows.Scan(&id, &d.ReceiptHandle, &d.Body, &attrs, &sentAt, &d.ReceiveCount); err != nil {
+			return nil, err
+		}
+		d.MessageID, d.SentAt = strconv.FormatInt(id, 10), fromNanos(sentAt)
+		if d.Attributes, err = decodeAttributes(attrs); err != nil {
+			return nil, fmt.Errorf("message %d: %w", id, err)
+		}
+		byID[id] = d
+	}
+	if err := rows.Err(); err != nil {
+		return nil, err
+	}
+	out := make([]queue.Delivery, 0, len(ids))
+	for _, id := range ids {
+		d, ok := byID[id]
+		if !ok { // the transaction holds the write lock: never happens
+			return nil, fmt.Errorf("message %d vanished under the receive", id)
+		}
+		out = append(out, d)
+	}
+	return out, nil
+}
+
+// moveMessages moves messages ids from queue src to dst, visible at once,
+// with their receive counts reset and their receipt handles voided.
+func moveMessages(ctx context.Context, tx *sql.Tx, ids []int64, src, dst string, at int64) error {
 	_, err := tx.ExecContext(ctx, `UPDATE messages SET queue = ?, visible_at = 0, receive_count = 0, receipt = '', moved_from = ?, moved_at = ?
-		WHERE id = ?`, dst, src, at, id)
+		WHERE id IN (SELECT value FROM json_each(?))`, dst, src, at, idList(ids))
 	return err
 }
 
@@ -396,6 +448,61 @@ func (q *Queue) Delete(ctx context.Context, receiptHandle string) error {
 		return fmt.Errorf("delete from %s: %w", q.name, err)
 	}
 	return nil
+}
+
+// DeleteBatch removes the messages last received with handles in one
+// statement (see queue.BatchDeleter). The handles that are not the latest
+// of a message in this queue fail with queue.ErrInvalidReceipt.
+func (q *Queue) DeleteBatch(ctx context.Context, handles []string) error {
+	if err := queue.CheckHandles(handles); err != nil {
+		return fmt.Errorf("delete batch from %s: %w", q.name, err)
+	}
+	list, err := json.Marshal(handles)
+	if err != nil {
+		return fmt.Errorf("delete batch from %s: %w", q.name, err)
+	}
+	st, err := q.prepared(ctx, sqlDeleteBatch)
+	if err != nil {
+		return fmt.Errorf("delete batch from %s: %w", q.name, err)
+	}
+	done, err := q.db.write(ctx)
+	if err != nil {
+		return fmt.Errorf("delete batch from %s: %w", q.name, err)
+	}
+	deleted, err := q.deleteBatch(ctx, st[0], string(list), len(handles))
+	done()
+	if err != nil {
+		return fmt.Errorf("delete batch from %s: %w", q.name, err)
+	}
+	var failed []queue.EntryError
+	for _, h := range handles {
+		if !deleted[h] {
+			failed = append(failed, queue.EntryError{ID: h, Err: queue.ErrInvalidReceipt})
+		}
+	}
+	if len(failed) > 0 {
+		return fmt.Errorf("delete batch from %s: %w", q.name, &queue.BatchError{Failed: failed})
+	}
+	return nil
+}
+
+// deleteBatch runs st, the prepared sqlDeleteBatch, on the JSON array of
+// handles and returns the handles it deleted.
+func (q *Queue) deleteBatch(ctx context.Context, st *sql.Stmt, list string, n int) (map[string]bool, error) {
+	rows, err := st.QueryContext(ctx, q.name, list)
+	if err != nil {
+		return nil, err
+	}
+	defer rows.Close()
+	deleted := make(map[string]bool, n)
+	for rows.Next() {
+		var h string
+		if err := rows.Scan(&h); err != nil {
+			return nil, err
+		}
+		deleted[h] = true
+	}
+	return deleted, rows.Err()
 }
 
 // ChangeVisibility hides the message last received with p.ReceiptHandle

@@ -9,8 +9,16 @@ import (
 )
 
 // BenchmarkQueueSendReceiveDelete sends a batch of 10 messages, receives
-// them and deletes each: the embedded queue's part of ten items' trip.
+// them and deletes them, one by one or in one batch: the embedded queue's
+// part of ten items' trip.
 func BenchmarkQueueSendReceiveDelete(b *testing.B) {
+	b.Run("Delete", func(b *testing.B) { benchSendReceiveDelete(b, false) })
+	b.Run("DeleteBatch", func(b *testing.B) { benchSendReceiveDelete(b, true) })
+}
+
+// BenchmarkQueueReceive receives batches of 10 from a queue filled
+// beforehand (outside the timer), and deletes nothing.
+func BenchmarkQueueReceive(b *testing.B) {
 	ctx := b.Context()
 	db, err := Open(ctx, b.TempDir()+"/bench.db", nil)
 	if err != nil {
@@ -21,11 +29,42 @@ func BenchmarkQueueSendReceiveDelete(b *testing.B) {
 	if err != nil {
 		b.Fatal(err)
 	}
+	msgs := benchMessages()
+	b.ReportAllocs()
+	for b.Loop() {
+		b.StopTimer()
+		if err := q.SendBatch(ctx, msgs); err != nil {
+			b.Fatal(err)
+		}
+		b.StartTimer()
+		ds, err := q.Receive(ctx, queue.ReceiveParams{Max: queue.MaxBatch, Visibility: time.Minute})
+		if err != nil || len(ds) != queue.MaxBatch {
+			b.Fatalf("received %d: %v", len(ds), err)
+		}
+	}
+}
+
+func benchMessages() []queue.Message {
 	msgs := make([]queue.Message, queue.MaxBatch)
 	for i := range msgs {
 		msgs[i] = queue.Message{ID: fmt.Sprint(i), Body: []byte(`{"v":1,"key":"fx@2026-11-21T12:01:00Z#1/EURUSD","fence":1}`),
 			Attributes: map[string]string{"baton-key": "fx@2026-11-21T12:01:00Z#1/EURUSD", "baton-fence": "1"}}
 	}
+	return msgs
+}
+
+func benchSendReceiveDelete(b *testing.B, batch bool) {
+	ctx := b.Context()
+	db, err := Open(ctx, b.TempDir()+"/bench.db", nil)
+	if err != nil {
+		b.Fatal(err)
+	}
+	b.Cleanup(func() { db.Close() })
+	q, err := OpenQueue(ctx, db, "bench", nil)
+	if err != nil {
+		b.Fatal(err)
+	}
+	msgs := benchMessages()
 	b.ReportAllocs()
 	for b.Loop() {
 		if err := q.SendBatch(ctx, msgs); err != nil {
@@ -34,6 +73,16 @@ func BenchmarkQueueSendReceiveDelete(b *testing.B) {
 		ds, err := q.Receive(ctx, queue.ReceiveParams{Max: queue.MaxBatch, Visibility: time.Minute})
 		if err != nil || len(ds) != queue.MaxBatch {
 			b.Fatalf("received %d: %v", len(ds), err)
+		}
+		if batch {
+			hs := make([]string, len(ds))
+			for i, d := range ds {
+				hs[i] = d.ReceiptHandle
+			}
+			if err := q.DeleteBatch(ctx, hs); err != nil {
+				b.Fatal(err)
+			}
+			continue
 		}
 		for _, d := range ds {
 			if err := q.Delete(ctx, d.ReceiptHandle); err != nil {

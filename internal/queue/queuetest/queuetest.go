@@ -92,6 +92,9 @@ func Run(t *testing.T, h Harness) {
 		{"NoDeadLetterPolicy", testNoDeadLetterPolicy},
 		{"SendAll", testSendAll},
 		{"SendAllSplitsBySize", testSendAllSplitsBySize},
+		{"DeleteBatch", testDeleteBatch},
+		{"DeleteBatchLimits", testDeleteBatchLimits},
+		{"DeleteBatchPartial", testDeleteBatchPartial},
 	}
 	for _, c := range cases {
 		t.Run(c.name, func(t *testing.T) {
