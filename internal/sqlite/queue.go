@@ -2,13 +2,11 @@ package sqlite
 
 import (
 	"context"
-	"crypto/rand"
 	"database/sql"
 	"encoding/json"
 	"errors"
 	"fmt"
-	"path/filepath"
-	"strconv"
+	"strings"
 	"sync"
 	"time"
 	"unicode/utf8"
@@ -39,18 +37,34 @@ type Queue struct {
 }
 
 // The statements of the hot paths, prepared once per Queue: parsing costs
-// about as much as running them.
+// about as much as running them. A receipt handle is a random prefix
+// (one per receive) and the message id, so that every statement on a
+// handle finds its message by id (NOT INDEXED: by id, not by queue).
 const (
-	sqlQueueExists      = `SELECT 1 FROM queues WHERE name = ?`
-	sqlInsertMessage    = `INSERT INTO messages (queue, body, attributes, sent_at) VALUES (?, ?, ?, ?)`
-	sqlAnyVisible       = `SELECT 1 FROM messages WHERE queue = ? AND visible_at <= ? LIMIT 1`
-	sqlPolicy           = `SELECT dead_letter, max_receives FROM queues WHERE name = ?`
-	sqlVisible          = `SELECT id, receive_count FROM messages WHERE queue = ? AND visible_at <= ? ORDER BY visible_at, id LIMIT ?`
-	sqlTake             = `UPDATE messages SET visible_at = ?1, receive_count = receive_count + 1, receipt = ?2 || id WHERE id IN (SELECT value FROM json_each(?3)) RETURNING id, receipt, body, attributes, sent_at, receive_count`
-	sqlDelete           = `DELETE FROM messages WHERE queue = ? AND receipt = ? AND receipt != ''`
-	sqlDeleteBatch      = `DELETE FROM messages INDEXED BY messages_by_receipt WHERE queue = ? AND receipt IN (SELECT value FROM json_each(?)) AND receipt != '' RETURNING receipt`
-	sqlChangeVisibility = `UPDATE messages SET visible_at = ? WHERE queue = ? AND receipt = ? AND receipt != ''`
+	sqlAnyVisible = `SELECT 1 FROM messages WHERE queue = ? AND visible_at <= ? LIMIT 1`
+	sqlPolicy     = `SELECT dead_letter, max_receives FROM queues WHERE name = ?`
+	sqlVisible    = `SELECT id, receive_count FROM messages WHERE queue = ? AND visible_at <= ? ORDER BY visible_at, id LIMIT ?`
+	sqlTake       = `UPDATE messages SET visible_at = ?1, receive_count = receive_count + 1, receipt = ?2 || id
+		WHERE id IN (SELECT value FROM json_each(?3)) RETURNING id, receipt, body, attributes, sent_at, receive_count`
+	sqlDelete           = `DELETE FROM messages WHERE id = ? AND queue = ? AND receipt = ?`
+	sqlDeleteBatch      = `DELETE FROM messages NOT INDEXED WHERE id IN (SELECT value FROM json_each(?1)) AND queue = ?2 AND receipt IN (SELECT value FROM json_each(?3)) RETURNING receipt`
+	sqlChangeVisibility = `UPDATE messages SET visible_at = ? WHERE id = ? AND queue = ? AND receipt = ?`
 )
+
+// sqlSend is the statement that stores n messages, unless the queue does
+// not exist: one statement whatever n.
+func sqlSend(n int) string {
+	var b strings.Builder
+	b.WriteString(`INSERT INTO messages (queue, body, attributes, sent_at) SELECT ?1, column1, column2, ?2 FROM (VALUES `)
+	for i := range n {
+		if i > 0 {
+			b.WriteString(", ")
+		}
+		fmt.Fprintf(&b, "(?%d, ?%d)", 3+2*i, 4+2*i)
+	}
+	b.WriteString(`) WHERE EXISTS (SELECT 1 FROM queues WHERE name = ?1)`)
+	return b.String()
+}
 
 // prepared returns the statements for queries, preparing those not
 // prepared yet. Callers prepare before they begin a transaction: preparing
@@ -172,31 +186,14 @@ func (q *Queue) DeadLetterPolicy(ctx context.Context) (deadLetter string, maxRec
 	return deadLetter, maxReceives, nil
 }
 
-// SendBatch stores msgs in one transaction: every entry is sent or none is,
+// SendBatch stores msgs in one statement: every entry is sent or none is,
 // so it never returns a *queue.BatchError.
 func (q *Queue) SendBatch(ctx context.Context, msgs []queue.Message) error {
 	if err := queue.CheckBatch(msgs); err != nil {
 		return fmt.Errorf("send to %s: %w", q.name, err)
 	}
-	at := toNanos(q.now())
-	st, err := q.prepared(ctx, sqlQueueExists, sqlInsertMessage)
-	if err != nil {
-		return fmt.Errorf("send to %s: %w", q.name, err)
-	}
-	done, err := q.db.write(ctx)
-	if err != nil {
-		return fmt.Errorf("send to %s: %w", q.name, err)
-	}
-	defer done()
-	tx, err := q.db.sql.BeginTx(ctx, nil)
-	if err != nil {
-		return fmt.Errorf("send to %s: %w", q.name, err)
-	}
-	defer tx.Rollback()
-	if err := queueExists(ctx, tx.StmtContext(ctx, st[0]), q.name); err != nil {
-		return fmt.Errorf("send to %s: %w", q.name, err)
-	}
-	insert := tx.StmtContext(ctx, st[1])
+	args := make([]any, 2, 2+2*len(msgs))
+	args[0], args[1] = q.name, toNanos(q.now())
 	for _, m := range msgs {
 		attrs, err := encodeAttributes(m.Attributes)
 		if err != nil {
@@ -206,449 +203,28 @@ func (q *Queue) SendBatch(ctx context.Context, msgs []queue.Message) error {
 		if body == nil {
 			body = []byte{}
 		}
-		if _, err := insert.ExecContext(ctx, q.name, body, attrs, at); err != nil {
-			return fmt.Errorf("send to %s: entry %s: %w", q.name, m.ID, err)
-		}
+		args = append(args, body, attrs)
 	}
-	if err := tx.Commit(); err != nil {
+	st, err := q.prepared(ctx, sqlSend(len(msgs)))
+	if err != nil {
+		return fmt.Errorf("send to %s: %w", q.name, err)
+	}
+	done, err := q.db.write(ctx)
+	if err != nil {
+		return fmt.Errorf("send to %s: %w", q.name, err)
+	}
+	res, err := st[0].ExecContext(ctx, args...)
+	done()
+	if err != nil {
+		return fmt.Errorf("send to %s: %w", q.name, err)
+	}
+	if n, err := res.RowsAffected(); err != nil || n != int64(len(msgs)) {
+		if err == nil {
+			err = queue.ErrNotFound // the statement's one condition
+		}
 		return fmt.Errorf("send to %s: %w", q.name, err)
 	}
 	return nil
-}
-
-// Receive returns up to p.Max visible messages, hiding each until
-// p.Now+p.Visibility. A zero p.Now means the queue's clock. A long poll
-// (p.Wait > 0) looks again every PollInterval until a message is visible,
-// Wait has passed or ctx is done; its later looks use p.Now plus the time
-// waited. On ctx's end it returns ctx's error.
-func (q *Queue) Receive(ctx context.Context, p queue.ReceiveParams) ([]queue.Delivery, error) {
-	switch {
-	case p.Max < 1 || p.Max > queue.MaxBatch:
-		return nil, fmt.Errorf("receive from %s: max %d not in 1..%d", q.name, p.Max, queue.MaxBatch)
-	case p.Visibility < 0 || p.Wait < 0:
-		return nil, fmt.Errorf("receive from %s: negative visibility %s or wait %s", q.name, p.Visibility, p.Wait)
-	}
-	began := time.Now()
-	now := p.Now
-	for {
-		if p.Now.IsZero() {
-			now = q.now()
-		}
-		ds, err := q.receiveOnce(ctx, p.Max, p.Visibility, now)
-		if err != nil || len(ds) > 0 {
-			return ds, err
-		}
-		waited := time.Since(began)
-		if waited >= p.Wait {
-			return nil, nil
-		}
-		timer := time.NewTimer(min(q.poll, p.Wait-waited))
-		select {
-		case <-ctx.Done():
-			timer.Stop()
-			return nil, fmt.Errorf("receive from %s: %w", q.name, ctx.Err())
-		case <-timer.C:
-		}
-		if !p.Now.IsZero() {
-			now = p.Now.Add(time.Since(began))
-		}
-	}
-}
-
-// receiveOnce is one look for visible messages at now.
-func (q *Queue) receiveOnce(ctx context.Context, max int, visibility time.Duration, now time.Time) ([]queue.Delivery, error) {
-	at := now.UnixNano()
-	st, err := q.prepared(ctx, sqlAnyVisible, sqlPolicy, sqlVisible, sqlTake)
-	if err != nil {
-		return nil, fmt.Errorf("receive from %s: %w", q.name, err)
-	}
-	// A plain read first, so that idle polls take no write lock.
-	var one int
-	err = st[0].QueryRowContext(ctx, q.name, at).Scan(&one)
-	if errors.Is(err, sql.ErrNoRows) {
-		return nil, nil
-	}
-	if err != nil {
-		return nil, fmt.Errorf("receive from %s: %w", q.name, err)
-	}
-
-	done, err := q.db.write(ctx)
-	if err != nil {
-		return nil, fmt.Errorf("receive from %s: %w", q.name, err)
-	}
-	defer done()
-	tx, err := q.db.sql.BeginTx(ctx, nil) // IMMEDIATE: one receiver at a time
-	if err != nil {
-		return nil, fmt.Errorf("receive from %s: %w", q.name, err)
-	}
-	defer tx.Rollback()
-	var dlq string
-	var maxReceives int
-	err = tx.StmtContext(ctx, st[1]).QueryRowContext(ctx, q.name).Scan(&dlq, &maxReceives)
-	if errors.Is(err, sql.ErrNoRows) {
-		err = queue.ErrNotFound
-	}
-	if err != nil {
-		return nil, fmt.Errorf("receive from %s: %w", q.name, err)
-	}
-
-	var out []queue.Delivery
-	// With Visibility 0 a taken message stays visible: skip it. Max
-	// candidates are enough, as the taken ones are fewer than Max.
-	taken := map[int64]bool{}
-	visible, take := tx.StmtContext(ctx, st[2]), tx.StmtContext(ctx, st[3])
-	for len(out) < max {
-		cands, err := visibleMessages(ctx, visible, q.name, at, max)
-		if err != nil {
-			return nil, fmt.Errorf("receive from %s: %w", q.name, err)
-		}
-		var takeIDs, deadIDs []int64
-		for _, c := range cands {
-			if taken[c.id] {
-				continue
-			}
-			if len(out)+len(takeIDs) == max {
-				break
-			}
-			if maxReceives > 0 && c.receiveCount >= maxReceives {
-				deadIDs = append(deadIDs, c.id)
-				continue
-			}
-			takeIDs = append(takeIDs, c.id)
-		}
-		if len(takeIDs)+len(deadIDs) == 0 {
-			break
-		}
-		if len(deadIDs) > 0 {
-			if err := moveMessages(ctx, tx, deadIDs, q.name, dlq, at); err != nil {
-				return nil, fmt.Errorf("receive from %s: dead-letter messages %v to %s: %w", q.name, deadIDs, dlq, err)
-			}
-		}
-		if len(takeIDs) > 0 {
-			ds, err := takeMessages(ctx, take, takeIDs, at+int64(visibility))
-			if err != nil {
-				return nil, fmt.Errorf("receive from %s: messages %v: %w", q.name, takeIDs, err)
-			}
-			for _, d := range ds {
-				id, _ := strconv.ParseInt(d.MessageID, 10, 64)
-				taken[id] = true
-			}
-			out = append(out, ds...)
-		}
-		if len(cands) < max {
-			break // no other message is visible
-		}
-	}
-	if err := tx.Commit(); err != nil {
-		return nil, fmt.Errorf("receive from %s: %w", q.name, err)
-	}
-	return out, nil
-}
-
-type candidate struct {
-	id           int64
-	receiveCount int
-}
-
-// visibleMessages lists up to limit messages of the queue visible at at,
-// in delivery order.
-func visibleMessages(ctx context.Context, st *sql.Stmt, name string, at int64, limit int) ([]candidate, error) {
-	rows, err := st.QueryContext(ctx, name, at, limit)
-	if err != nil {
-		return nil, err
-	}
-	defer rows.Close()
-	var out []candidate
-	for rows.Next() {
-		var c candidate
-		if err := rows.Scan(&c.id, &c.receiveCount); err != nil {
-			return nil, err
-		}
-		out = append(out, c)
-	}
-	return out, rows.Err()
-}
-
-// idList is ids as the JSON array that json_each reads.
-func idList(ids []int64) string {
-	b := make([]byte, 0, 1+len(ids)*8)
-	b = append(b, '[')
-	for i, id := range ids {
-		if i > 0 {
-			b = append(b, ',')
-		}
-		b = strconv.AppendInt(b, id, 10)
-	}
-	return string(append(b, ']'))
-}
-
-// takeMessages hides messages ids until visibleAt, each under a fresh
-// receipt handle, with st, the prepared sqlTake: one statement for the
-// lot. It returns them in the order of ids.
-func takeMessages(ctx context.Context, st *sql.Stmt, ids []int64, visibleAt int64) ([]queue.Delivery, error) {
-	// One random prefix per receive; the message id after it makes each
-	// handle unique.
-	prefix := rand.Text() + "-"
-	rows, err := st.QueryContext(ctx, visibleAt, prefix, idList(ids))
-	if err != nil {
-		return nil, err
-	}
-	defer rows.Close()
-	byID := make(map[int64]queue.Delivery, len(ids))
-	for rows.Next() {
-		var id, sentAt int64
-		var attrs string
-		var d queue.Delivery
-		if err := rows.Scan(&id, &d.ReceiptHandle, &d.Body, &attrs, &sentAt, &d.ReceiveCount); err != nil {
-			return nil, err
-		}
-		d.MessageID, d.SentAt = strconv.FormatInt(id, 10), fromNanos(sentAt)
-		if d.Attributes, err = decodeAttributes(attrs); err != nil {
-			return nil, fmt.Errorf("message %d: %w", id, err)
-		}
-		byID[id] = d
-	}
-	if err := rows.Err(); err != nil {
-		return nil, err
-	}
-	out := make([]queue.Delivery, 0, len(ids))
-	for _, id := range ids {
-		d, ok := byID[id]
-		if !ok { // the transaction holds the write lock: never happens
-			return nil, fmt.Errorf("message %d vanished under the receive", id)
-		}
-		out = append(out, d)
-	}
-	return out, nil
-}
-
-// moveMessages moves messages ids from queue src to dst, visible at once,
-// with their receive counts reset and their receipt handles voided.
-func moveMessages(ctx context.Context, tx *sql.Tx, ids []int64, src, dst string, at int64) error {
-	_, err := tx.ExecContext(ctx, `UPDATE messages SET queue = ?, visible_at = 0, receive_count = 0, receipt = '', moved_from = ?, moved_at = ?
-		WHERE id IN (SELECT value FROM json_each(?))`, dst, src, at, idList(ids))
-	return err
-}
-
-// Delete removes the message last received with receiptHandle. It returns
-// queue.ErrInvalidReceipt when the handle is not the latest of a message in
-// this queue.
-func (q *Queue) Delete(ctx context.Context, receiptHandle string) error {
-	st, err := q.prepared(ctx, sqlDelete)
-	if err != nil {
-		return fmt.Errorf("delete from %s: %w", q.name, err)
-	}
-	done, err := q.db.write(ctx)
-	if err != nil {
-		return fmt.Errorf("delete from %s: %w", q.name, err)
-	}
-	res, err := st[0].ExecContext(ctx, q.name, receiptHandle)
-	done()
-	if err := q.oneRow(res, err); err != nil {
-		return fmt.Errorf("delete from %s: %w", q.name, err)
-	}
-	return nil
-}
-
-// DeleteBatch removes the messages last received with handles in one
-// statement (see queue.BatchDeleter). The handles that are not the latest
-// of a message in this queue fail with queue.ErrInvalidReceipt.
-func (q *Queue) DeleteBatch(ctx context.Context, handles []string) error {
-	if err := queue.CheckHandles(handles); err != nil {
-		return fmt.Errorf("delete batch from %s: %w", q.name, err)
-	}
-	list, err := json.Marshal(handles)
-	if err != nil {
-		return fmt.Errorf("delete batch from %s: %w", q.name, err)
-	}
-	st, err := q.prepared(ctx, sqlDeleteBatch)
-	if err != nil {
-		return fmt.Errorf("delete batch from %s: %w", q.name, err)
-	}
-	done, err := q.db.write(ctx)
-	if err != nil {
-		return fmt.Errorf("delete batch from %s: %w", q.name, err)
-	}
-	deleted, err := q.deleteBatch(ctx, st[0], string(list), len(handles))
-	done()
-	if err != nil {
-		return fmt.Errorf("delete batch from %s: %w", q.name, err)
-	}
-	var failed []queue.EntryError
-	for _, h := range handles {
-		if !deleted[h] {
-			failed = append(failed, queue.EntryError{ID: h, Err: queue.ErrInvalidReceipt})
-		}
-	}
-	if len(failed) > 0 {
-		return fmt.Errorf("delete batch from %s: %w", q.name, &queue.BatchError{Failed: failed})
-	}
-	return nil
-}
-
-// deleteBatch runs st, the prepared sqlDeleteBatch, on the JSON array of
-// handles and returns the handles it deleted.
-func (q *Queue) deleteBatch(ctx context.Context, st *sql.Stmt, list string, n int) (map[string]bool, error) {
-	rows, err := st.QueryContext(ctx, q.name, list)
-	if err != nil {
-		return nil, err
-	}
-	defer rows.Close()
-	deleted := make(map[string]bool, n)
-	for rows.Next() {
-		var h string
-		if err := rows.Scan(&h); err != nil {
-			return nil, err
-		}
-		deleted[h] = true
-	}
-	return deleted, rows.Err()
-}
-
-// ChangeVisibility hides the message last received with p.ReceiptHandle
-// until p.Now+p.Timeout (a zero p.Now means the queue's clock). Errors as
-// Delete.
-func (q *Queue) ChangeVisibility(ctx context.Context, p queue.ChangeVisibilityParams) error {
-	if p.Timeout < 0 {
-		return fmt.Errorf("change visibility in %s: negative timeout %s", q.name, p.Timeout)
-	}
-	now := p.Now
-	if now.IsZero() {
-		now = q.now()
-	}
-	st, err := q.prepared(ctx, sqlChangeVisibility)
-	if err != nil {
-		return fmt.Errorf("change visibility in %s: %w", q.name, err)
-	}
-	done, err := q.db.write(ctx)
-	if err != nil {
-		return fmt.Errorf("change visibility in %s: %w", q.name, err)
-	}
-	res, err := st[0].ExecContext(ctx, now.Add(p.Timeout).UnixNano(), q.name, p.ReceiptHandle)
-	done()
-	if err := q.oneRow(res, err); err != nil {
-		return fmt.Errorf("change visibility in %s: %w", q.name, err)
-	}
-	return nil
-}
-
-// oneRow turns a statement's result into nil when it changed a row and
-// queue.ErrInvalidReceipt when it changed none.
-func (q *Queue) oneRow(res sql.Result, err error) error {
-	if err != nil {
-		return err
-	}
-	n, err := res.RowsAffected()
-	if err != nil {
-		return err
-	}
-	if n == 0 {
-		return queue.ErrInvalidReceipt
-	}
-	return nil
-}
-
-// Depth counts the queue's messages at the queue's clock: visible ones
-// (including any a receive would dead-letter) and hidden ones (in flight).
-func (q *Queue) Depth(ctx context.Context) (visible, inflight int, err error) {
-	at := q.now().UnixNano()
-	err = q.db.sql.QueryRowContext(ctx, `SELECT COALESCE(SUM(visible_at <= ?), 0), COALESCE(SUM(visible_at > ?), 0)
-		FROM messages WHERE queue = ?`, at, at, q.name).Scan(&visible, &inflight)
-	if err != nil {
-		return 0, 0, fmt.Errorf("depth of %s: %w", q.name, err)
-	}
-	return visible, inflight, nil
-}
-
-// QueuedMessage is a message as Peek shows it.
-type QueuedMessage struct {
-	MessageID    string
-	Body         []byte
-	Attributes   map[string]string
-	SentAt       time.Time
-	ReceiveCount int       // receives in this queue
-	VisibleAt    time.Time // zero when never received here; after now while in flight
-	MovedFrom    string    // the queue it last moved from ("" if it never moved)
-	MovedAt      time.Time
-}
-
-// Peek lists up to limit of the queue's messages (all when limit <= 0),
-// visible or not, in send order, without receiving them.
-func (q *Queue) Peek(ctx context.Context, limit int) ([]QueuedMessage, error) {
-	if limit <= 0 {
-		limit = -1 // no limit
-	}
-	rows, err := q.db.sql.QueryContext(ctx, `SELECT id, body, attributes, sent_at, receive_count, visible_at, moved_from, moved_at
-		FROM messages WHERE queue = ? ORDER BY id LIMIT ?`, q.name, limit)
-	if err != nil {
-		return nil, fmt.Errorf("peek at %s: %w", q.name, err)
-	}
-	defer rows.Close()
-	var out []QueuedMessage
-	for rows.Next() {
-		var m QueuedMessage
-		var id, sentAt, visibleAt, movedAt int64
-		var attrs string
-		if err := rows.Scan(&id, &m.Body, &attrs, &sentAt, &m.ReceiveCount, &visibleAt, &m.MovedFrom, &movedAt); err != nil {
-			return nil, fmt.Errorf("peek at %s: %w", q.name, err)
-		}
-		m.MessageID = strconv.FormatInt(id, 10)
-		m.SentAt, m.VisibleAt, m.MovedAt = fromNanos(sentAt), fromNanos(visibleAt), fromNanos(movedAt)
-		if m.Attributes, err = decodeAttributes(attrs); err != nil {
-			return nil, fmt.Errorf("peek at %s: message %s: %w", q.name, m.MessageID, err)
-		}
-		out = append(out, m)
-	}
-	if err := rows.Err(); err != nil {
-		return nil, fmt.Errorf("peek at %s: %w", q.name, err)
-	}
-	return out, nil
-}
-
-// MoveTo moves up to max of the queue's visible messages (all of them when
-// max <= 0) to dst, in delivery order, in one statement: it redrives a
-// dead-letter queue. Each moved message keeps its id, body, attributes and
-// send time, is visible at once in dst with a receive count of zero, and
-// records this queue and the move time. Messages in flight stay. dst must
-// live in the same database file. It returns how many messages moved.
-func (q *Queue) MoveTo(ctx context.Context, dst *Queue, max int) (int, error) {
-	if filepath.Clean(dst.db.path) != filepath.Clean(q.db.path) {
-		return 0, fmt.Errorf("move %s to %s: the queues are in different databases", q.name, dst.name)
-	}
-	if dst.name == q.name {
-		return 0, fmt.Errorf("move %s to itself", q.name)
-	}
-	if max <= 0 {
-		max = -1 // no limit
-	}
-	at := q.now().UnixNano()
-	done, err := q.db.write(ctx)
-	if err != nil {
-		return 0, fmt.Errorf("move %s to %s: %w", q.name, dst.name, err)
-	}
-	defer done()
-	res, err := q.db.sql.ExecContext(ctx, `UPDATE messages
-		SET queue = ?, visible_at = 0, receive_count = 0, receipt = '', moved_from = ?, moved_at = ?
-		WHERE id IN (SELECT id FROM messages WHERE queue = ? AND visible_at <= ? ORDER BY visible_at, id LIMIT ?)`,
-		dst.name, q.name, at, q.name, at, max)
-	if err != nil {
-		return 0, fmt.Errorf("move %s to %s: %w", q.name, dst.name, err)
-	}
-	n, err := res.RowsAffected()
-	if err != nil {
-		return 0, fmt.Errorf("move %s to %s: %w", q.name, dst.name, err)
-	}
-	return int(n), nil
-}
-
-// queueExists checks the queue with st, the prepared sqlQueueExists.
-func queueExists(ctx context.Context, st *sql.Stmt, name string) error {
-	var one int
-	err := st.QueryRowContext(ctx, name).Scan(&one)
-	if errors.Is(err, sql.ErrNoRows) {
-		return queue.ErrNotFound
-	}
-	return err
 }
 
 func encodeAttributes(m map[string]string) (string, error) {

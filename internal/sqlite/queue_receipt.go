@@ -1,0 +1,166 @@
+package sqlite
+
+import (
+	"context"
+	"crypto/rand"
+	"database/sql"
+	"encoding/json"
+	"fmt"
+	"strconv"
+	"strings"
+
+	"github.com/batonhq/baton/internal/queue"
+)
+
+// A receipt handle is "<prefix>-<message id>": the prefix is random, one
+// per receive, so that a handle is valid only until the message's next
+// receive; the id finds the message by its key.
+
+// receiptPrefix returns a fresh random prefix, "-" included.
+func receiptPrefix() string { return rand.Text() + "-" }
+
+// receiptID returns the message id of a receipt handle, and false when h
+// is not one.
+func receiptID(h string) (int64, bool) {
+	i := strings.LastIndexByte(h, '-')
+	if i <= 0 {
+		return 0, false
+	}
+	id, err := strconv.ParseInt(h[i+1:], 10, 64)
+	return id, err == nil && id > 0
+}
+
+// Delete removes the message last received with receiptHandle. It returns
+// queue.ErrInvalidReceipt when the handle is not the latest of a message in
+// this queue.
+func (q *Queue) Delete(ctx context.Context, receiptHandle string) error {
+	id, ok := receiptID(receiptHandle)
+	if !ok {
+		return fmt.Errorf("delete from %s: %w", q.name, queue.ErrInvalidReceipt)
+	}
+	st, err := q.prepared(ctx, sqlDelete)
+	if err != nil {
+		return fmt.Errorf("delete from %s: %w", q.name, err)
+	}
+	done, err := q.db.write(ctx)
+	if err != nil {
+		return fmt.Errorf("delete from %s: %w", q.name, err)
+	}
+	res, err := st[0].ExecContext(ctx, id, q.name, receiptHandle)
+	done()
+	if err := oneRow(res, err); err != nil {
+		return fmt.Errorf("delete from %s: %w", q.name, err)
+	}
+	return nil
+}
+
+// DeleteBatch removes the messages last received with handles in one
+// statement (see queue.BatchDeleter). The handles that are not the latest
+// of a message in this queue fail with queue.ErrInvalidReceipt.
+func (q *Queue) DeleteBatch(ctx context.Context, handles []string) error {
+	if err := queue.CheckHandles(handles); err != nil {
+		return fmt.Errorf("delete batch from %s: %w", q.name, err)
+	}
+	ids := make([]int64, 0, len(handles))
+	for _, h := range handles {
+		if id, ok := receiptID(h); ok {
+			ids = append(ids, id)
+		}
+	}
+	deleted := map[string]bool{}
+	if len(ids) > 0 {
+		list, err := json.Marshal(handles)
+		if err != nil {
+			return fmt.Errorf("delete batch from %s: %w", q.name, err)
+		}
+		st, err := q.prepared(ctx, sqlDeleteBatch)
+		if err != nil {
+			return fmt.Errorf("delete batch from %s: %w", q.name, err)
+		}
+		done, err := q.db.write(ctx)
+		if err != nil {
+			return fmt.Errorf("delete batch from %s: %w", q.name, err)
+		}
+		deleted, err = q.deleteBatch(ctx, st[0], idList(ids), string(list))
+		done()
+		if err != nil {
+			return fmt.Errorf("delete batch from %s: %w", q.name, err)
+		}
+	}
+	var failed []queue.EntryError
+	for _, h := range handles {
+		if !deleted[h] {
+			failed = append(failed, queue.EntryError{ID: h, Err: queue.ErrInvalidReceipt})
+		}
+	}
+	if len(failed) > 0 {
+		return fmt.Errorf("delete batch from %s: %w", q.name, &queue.BatchError{Failed: failed})
+	}
+	return nil
+}
+
+// deleteBatch runs st, the prepared sqlDeleteBatch, on the JSON arrays of
+// message ids and handles, and returns the handles it deleted.
+func (q *Queue) deleteBatch(ctx context.Context, st *sql.Stmt, ids, handles string) (map[string]bool, error) {
+	rows, err := st.QueryContext(ctx, ids, q.name, handles)
+	if err != nil {
+		return nil, err
+	}
+	defer rows.Close()
+	deleted := map[string]bool{}
+	for rows.Next() {
+		var h string
+		if err := rows.Scan(&h); err != nil {
+			return nil, err
+		}
+		deleted[h] = true
+	}
+	return deleted, rows.Err()
+}
+
+// ChangeVisibility hides the message last received with p.ReceiptHandle
+// until p.Now+p.Timeout (a zero p.Now means the queue's clock). Errors as
+// Delete.
+func (q *Queue) ChangeVisibility(ctx context.Context, p queue.ChangeVisibilityParams) error {
+	if p.Timeout < 0 {
+		return fmt.Errorf("change visibility in %s: negative timeout %s", q.name, p.Timeout)
+	}
+	id, ok := receiptID(p.ReceiptHandle)
+	if !ok {
+		return fmt.Errorf("change visibility in %s: %w", q.name, queue.ErrInvalidReceipt)
+	}
+	now := p.Now
+	if now.IsZero() {
+		now = q.now()
+	}
+	st, err := q.prepared(ctx, sqlChangeVisibility)
+	if err != nil {
+		return fmt.Errorf("change visibility in %s: %w", q.name, err)
+	}
+	done, err := q.db.write(ctx)
+	if err != nil {
+		return fmt.Errorf("change visibility in %s: %w", q.name, err)
+	}
+	res, err := st[0].ExecContext(ctx, now.Add(p.Timeout).UnixNano(), id, q.name, p.ReceiptHandle)
+	done()
+	if err := oneRow(res, err); err != nil {
+		return fmt.Errorf("change visibility in %s: %w", q.name, err)
+	}
+	return nil
+}
+
+// oneRow turns a statement's result into nil when it changed a row and
+// queue.ErrInvalidReceipt when it changed none.
+func oneRow(res sql.Result, err error) error {
+	if err != nil {
+		return err
+	}
+	n, err := res.RowsAffected()
+	if err != nil {
+		return err
+	}
+	if n == 0 {
+		return queue.ErrInvalidReceipt
+	}
+	return nil
+}
