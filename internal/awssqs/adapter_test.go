@@ -286,3 +286,29 @@ func TestDepth(t *testing.T) {
 	// SQS says 2 visible; the emulator counts in-flight messages too.
 	require.Contains(t, []int{2, 3}, d.Visible)
 }
+
+func TestDeleteBatch(t *testing.T) {
+	t.Parallel()
+	b := setup(t)
+	require.NoError(t, b.q.SendBatch(t.Context(), []queue.Message{{ID: "a", Body: []byte("a")}, {ID: "b", Body: []byte("b")}, {ID: "c", Body: []byte("c")}}))
+	got := receiveAll(t, b.q, time.Minute)
+	require.Len(t, got, 3)
+
+	// A garbage handle fails alone; the valid ones are deleted.
+	err := b.q.DeleteBatch(t.Context(), []string{got[0].ReceiptHandle, "not-a-handle", got[1].ReceiptHandle})
+	var be *queue.BatchError
+	require.ErrorAs(t, err, &be)
+	require.Len(t, be.Failed, 1)
+	require.Equal(t, "not-a-handle", be.Failed[0].ID)
+	require.ErrorIs(t, be.Failed[0].Err, queue.ErrInvalidReceipt)
+	require.NoError(t, b.q.ChangeVisibility(t.Context(), queue.ChangeVisibilityParams{ReceiptHandle: got[2].ReceiptHandle}))
+	again := receiveAll(t, b.q, time.Minute)
+	require.Len(t, again, 1, "the two valid handles' messages are gone")
+	require.Equal(t, got[2].MessageID, again[0].MessageID)
+
+	require.ErrorIs(t, b.q.DeleteBatch(t.Context(), nil), queue.ErrBatchTooLarge)
+	require.NoError(t, b.q.DeleteBatch(t.Context(), []string{again[0].ReceiptHandle}))
+	d, err := b.q.Depth(t.Context())
+	require.NoError(t, err)
+	require.Zero(t, d.Total())
+}

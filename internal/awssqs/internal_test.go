@@ -5,6 +5,8 @@ import (
 	"testing"
 	"time"
 
+	"github.com/aws/aws-sdk-go-v2/aws"
+	"github.com/aws/aws-sdk-go-v2/service/sqs"
 	"github.com/aws/aws-sdk-go-v2/service/sqs/types"
 	"github.com/aws/smithy-go"
 	"github.com/stretchr/testify/require"
@@ -97,4 +99,29 @@ func TestSQSText(t *testing.T) {
 	for _, bad := range []string{"\x00", "a\x1fb", "\xff", "\uFFFE", "\xed\xa0\x80"} {
 		require.False(t, sqsText([]byte(bad)), "%q", bad)
 	}
+}
+
+func TestDeleteFailures(t *testing.T) {
+	t.Parallel()
+	handles := []string{"h0", "h1", "h2", "h3"}
+	out := &sqs.DeleteMessageBatchOutput{
+		Successful: []types.DeleteMessageBatchResultEntry{{Id: aws.String("0")}, {Id: aws.String("3")}},
+		Failed: []types.BatchResultErrorEntry{
+			{Id: aws.String("1"), Code: aws.String("ReceiptHandleIsInvalid"), Message: aws.String("bad"), SenderFault: true},
+		},
+	}
+	failed := deleteFailures(handles, out)
+	require.Len(t, failed, 2)
+	require.Equal(t, "h1", failed[0].ID)
+	require.ErrorIs(t, failed[0].Err, queue.ErrInvalidReceipt)
+	require.ErrorContains(t, failed[0].Err, "bad")
+	require.Equal(t, "h2", failed[1].ID, "reported neither way")
+	require.NotErrorIs(t, failed[1].Err, queue.ErrInvalidReceipt)
+
+	out.Failed = []types.BatchResultErrorEntry{{Id: aws.String("1"), Code: aws.String("InternalError")}}
+	out.Successful = append(out.Successful, types.DeleteMessageBatchResultEntry{Id: aws.String("2")})
+	failed = deleteFailures(handles, out)
+	require.Len(t, failed, 1)
+	require.NotErrorIs(t, failed[0].Err, queue.ErrInvalidReceipt)
+	require.Empty(t, deleteFailures(handles[:1], &sqs.DeleteMessageBatchOutput{Successful: out.Successful[:1]}))
 }
