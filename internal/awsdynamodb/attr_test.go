@@ -50,6 +50,7 @@ func TestUpdateExpression(t *testing.T) {
 	require.Equal(t, "SET #a = :a, #tok = :tok REMOVE #b, #c", u.expression())
 	require.Len(t, u.set, 1)
 	require.Equal(t, "SET #tok = :tok", update{}.expression())
+	require.Equal(t, "SET #a = :a, #tok = :tok ADD #n :one, #m :two", update{set: set, add: []string{"#n :one", "#m :two"}}.expression())
 }
 
 func TestFloat(t *testing.T) {
@@ -133,7 +134,8 @@ func TestExpiry(t *testing.T) {
 
 func TestClaimable(t *testing.T) {
 	t.Parallel()
-	require.Equal(t, "(#state = :failed) OR (#state = :running AND #lease_until <= :cutoff)", claimable(""))
-	require.Equal(t, "(#state = :failed AND #attempt < :max) OR (#state = :running AND #lease_until <= :cutoff AND #attempt < :max)",
+	// No parentheses: AND binds tighter than OR.
+	require.Equal(t, "#state = :failed OR #state = :running AND #lease_until <= :cutoff", claimable(""))
+	require.Equal(t, "#state = :failed AND #attempt < :max OR #state = :running AND #lease_until <= :cutoff AND #attempt < :max",
 		claimable("#attempt < :max"))
 }

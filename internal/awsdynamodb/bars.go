@@ -52,7 +52,7 @@ func (s *BarsStore) Put(ctx context.Context, b bars.Bar) error {
 		}
 		rec[name] = v
 	}
-	cond := "attribute_not_exists(#pk) OR #fence < :fence OR (#fence = :fence AND #attempt <= :attempt)"
+	cond := "attribute_not_exists(#pk) OR #fence < :fence OR #fence = :fence AND #attempt <= :attempt" // AND binds tighter
 	values := record{":fence": num(b.Fence), ":attempt": num(int64(b.Attempt))}
 	k := barKey(b.Asset, b.Minute)
 	for range raceRetries {

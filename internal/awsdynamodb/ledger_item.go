@@ -50,14 +50,15 @@ func withStates(values record) record {
 
 // claimable returns the condition "FAILED, or RUNNING with a lease expired
 // at :cutoff", each conjoined with extra when it is not empty. Conditions
-// are written flat, as a disjunction of conjunctions: the emulator's
-// expression parser slows down sharply with nested parentheses (twice the
-// time per claim with one more level), DynamoDB does not care.
+// are written flat, as a disjunction of conjunctions without parentheses
+// (AND binds tighter than OR): the emulator's expression parser spends
+// about 60µs on every pair of parentheses, which tripled the time it took
+// over a claim's condition. DynamoDB does not care.
 func claimable(extra string) string {
 	if extra != "" {
 		extra = " AND " + extra
 	}
-	return "(#state = :failed" + extra + ") OR (#state = :running AND #lease_until <= :cutoff" + extra + ")"
+	return "#state = :failed" + extra + " OR #state = :running AND #lease_until <= :cutoff" + extra
 }
 
 // Claim implements ledger.Store. It is one UpdateItem whose condition
@@ -77,17 +78,18 @@ func (s *LedgerStore) Claim(ctx context.Context, p ledger.ClaimParams) (ledger.I
 		set: []string{
 			"#state = :running",
 			"#owner = :owner",
-			"#attempt = if_not_exists(#attempt, :zero) + :one",
 			"#lease_until = :until",
 			"#fence = :fence",
 			"#created_at = if_not_exists(#created_at, :now)",
 			"#started_at = :now",
 			"#updated_at = :now",
 		},
+		// ADD rather than SET if_not_exists(…) + 1: the same increment,
+		// which the emulator's parser reads in a third of the time.
+		add:  []string{"#attempt :one"},
 		cond: "attribute_not_exists(#pk) OR " + claimable(""),
 		values: record{
 			":owner":  str(p.Owner),
-			":zero":   num(0),
 			":one":    num(1),
 			":until":  nanos(p.LeaseUntil),
 			":fence":  num(p.Fence),

@@ -54,7 +54,7 @@ func (s *LedgerStore) OpenRun(ctx context.Context, p ledger.OpenRunParams) (ledg
 			"#updated_at = :now",
 			"#open_tok = if_not_exists(#open_tok, :tok)",
 		},
-		cond: "attribute_not_exists(#pk) OR (#state = :fanning AND #fence <= :fence)",
+		cond: "attribute_not_exists(#pk) OR #state = :fanning AND #fence <= :fence", // AND binds tighter
 		values: record{
 			":one":     num(1),
 			":zero":    num(0),

@@ -99,6 +99,7 @@ func (t table) get(ctx context.Context, op string, k key) (record, error) {
 type update struct {
 	set    []string // "#a = :a" clauses
 	remove []string // "#a" clauses
+	add    []string // "#a :n" clauses: a number attribute plus n, n when absent
 	cond   string
 	values record
 }
@@ -111,6 +112,10 @@ func (u update) expression() string {
 	if len(u.remove) > 0 {
 		b.WriteString(" REMOVE ")
 		b.WriteString(strings.Join(u.remove, ", "))
+	}
+	if len(u.add) > 0 {
+		b.WriteString(" ADD ")
+		b.WriteString(strings.Join(u.add, ", "))
 	}
 	return b.String()
 }
