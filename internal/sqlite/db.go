@@ -5,9 +5,12 @@
 //
 // The database runs in WAL mode with a busy timeout, so several processes
 // may share one file (baton run and baton status at once). Every write is
-// one statement or one IMMEDIATE transaction on one record, which gives the
-// same conditional-write semantics as the DynamoDB adapter. The schema is
-// embedded and migrated on Open.
+// one conditional statement, or one all-or-nothing sequence, on one record,
+// which gives the same conditional-write semantics as the DynamoDB adapter.
+// The writes of one process run one after the other on one goroutine, and
+// those queued at the same time commit together (see writer.go): each
+// takes effect before its call returns, and a failed commit fails them
+// all. The schema is embedded and migrated on Open.
 //
 // # Errors
 //
@@ -35,27 +38,9 @@ var migrations embed.FS
 
 // DB is an open baton database file.
 type DB struct {
-	sql  *sql.DB
-	path string
-	// writer is the process's write turn (a one-slot semaphore). SQLite
-	// lets one connection write at a time, and a connection that finds the
-	// write lock taken sleeps in its busy handler (1, 2, 5, 10 ms and up)
-	// before it looks again, so concurrent writers of one process would
-	// wait far longer than the writes take: they queue here instead. Other
-	// processes sharing the file still meet the busy timeout.
-	writer chan struct{}
-}
-
-// write waits for the process's write turn, or for ctx's end. The caller
-// calls done once its write statement or transaction is over, and holds
-// no connection while it waits (so that the writer ahead can get one).
-func (d *DB) write(ctx context.Context) (done func(), err error) {
-	select {
-	case d.writer <- struct{}{}:
-		return func() { <-d.writer }, nil
-	case <-ctx.Done():
-		return nil, ctx.Err()
-	}
+	sql    *sql.DB
+	path   string
+	writer *writer // runs the process's writes (see writer.go)
 }
 
 // Options tune Open. The zero value is usable.
@@ -86,16 +71,20 @@ func Open(ctx context.Context, path string, o *Options) (*DB, error) {
 		return nil, fmt.Errorf("open %s: %w", path, err)
 	}
 	db.SetMaxOpenConns(8)
-	d := &DB{sql: db, path: path, writer: make(chan struct{}, 1)}
+	d := &DB{sql: db, path: path}
 	if err := d.migrate(ctx); err != nil {
 		db.Close()
 		return nil, fmt.Errorf("open %s: %w", path, err)
 	}
+	d.writer = startWriter(db)
 	return d, nil
 }
 
 // Close closes the database.
-func (d *DB) Close() error { return d.sql.Close() }
+func (d *DB) Close() error {
+	d.writer.stop()
+	return d.sql.Close()
+}
 
 // Path is the file the database lives in.
 func (d *DB) Path() string { return d.path }

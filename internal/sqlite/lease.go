@@ -17,10 +17,10 @@ import (
 // Acquire is one conditional UPSERT, applied only when the row is free,
 // expired at the caller's Now (with its skew allowance) or already the
 // owner's; the row's own fence+1 is the new fence. SQLite does not return
-// the old row on a refused update, so a refusal is retried in an IMMEDIATE
-// transaction that also reads the holder: the HeldError reports the record
-// that refused the write. Renew and Release are one conditional UPDATE
-// each. Statements are prepared once per store.
+// the old row on a refused update, so the same write then reads the
+// holder, in the same transaction: the HeldError reports the record that
+// refused the write. Renew and Release are one conditional UPDATE each.
+// Statements are prepared once per store.
 type LeaseStore struct {
 	db *DB
 
@@ -79,55 +79,34 @@ func (s *LeaseStore) Acquire(ctx context.Context, p lease.AcquireParams) (lease.
 	if err != nil {
 		return lease.Lease{}, fmt.Errorf("acquire lease %q: %w", p.Job, err)
 	}
-
-	done, err := s.db.write(ctx)
-	if err != nil {
-		return lease.Lease{}, fmt.Errorf("acquire lease %q: %w", p.Job, err)
-	}
-	got, err := scanLease(p.Job, upsert.QueryRowContext(ctx, args...))
-	done()
-	if err == nil {
-		return got, nil
-	}
-	if !errors.Is(err, sql.ErrNoRows) {
-		return lease.Lease{}, fmt.Errorf("acquire lease %q: %w", p.Job, err)
-	}
-
-	// Refused. Write again and read the holder in one transaction, so that
-	// the holder reported is the one that refused (the lease may have been
-	// released or may have expired in between, and the write then applies).
-	// Prepare first: preparing inside the transaction would wait for a
-	// second connection while this one holds the write lock, and with the
-	// pool taken by writers waiting for that lock, nobody moves until the
-	// busy timeout.
 	sel, err := s.stmt(ctx, leaseSelectSQL)
 	if err != nil {
 		return lease.Lease{}, fmt.Errorf("acquire lease %q: %w", p.Job, err)
 	}
-	if done, err = s.db.write(ctx); err != nil {
-		return lease.Lease{}, fmt.Errorf("acquire lease %q: %w", p.Job, err)
-	}
-	defer done()
-	tx, err := s.db.sql.BeginTx(ctx, nil) // IMMEDIATE (see Open)
-	if err != nil {
-		return lease.Lease{}, fmt.Errorf("acquire lease %q: %w", p.Job, err)
-	}
-	defer tx.Rollback()
-	got, err = scanLease(p.Job, tx.StmtContext(ctx, upsert).QueryRowContext(ctx, args...))
-	if err == nil {
-		if err := tx.Commit(); err != nil {
-			return lease.Lease{}, fmt.Errorf("acquire lease %q: %w", p.Job, err)
+	// A refusal reads the holder in the same transaction, so that the
+	// holder reported is the one that refused the write.
+	var got, holder lease.Lease
+	var refused bool
+	err = s.db.write(ctx, func(ctx context.Context, tx *sql.Tx) error {
+		var err error
+		got, err = scanLease(p.Job, tx.StmtContext(ctx, upsert).QueryRowContext(ctx, args...))
+		if !errors.Is(err, sql.ErrNoRows) {
+			return err
 		}
-		return got, nil
-	}
-	if !errors.Is(err, sql.ErrNoRows) {
+		refused = true
+		holder, err = scanLease(p.Job, tx.StmtContext(ctx, sel).QueryRowContext(ctx, p.Job))
+		if err != nil {
+			return fmt.Errorf("read holder: %w", err)
+		}
+		return nil
+	})
+	switch {
+	case err != nil:
 		return lease.Lease{}, fmt.Errorf("acquire lease %q: %w", p.Job, err)
+	case refused:
+		return lease.Lease{}, &lease.HeldError{Holder: holder}
 	}
-	holder, err := scanLease(p.Job, tx.StmtContext(ctx, sel).QueryRowContext(ctx, p.Job))
-	if err != nil {
-		return lease.Lease{}, fmt.Errorf("acquire lease %q: read holder: %w", p.Job, err)
-	}
-	return lease.Lease{}, &lease.HeldError{Holder: holder}
+	return got, nil
 }
 
 // Renew implements lease.Store.
@@ -139,13 +118,16 @@ func (s *LeaseStore) Renew(ctx context.Context, p lease.RenewParams) (lease.Leas
 	if err != nil {
 		return lease.Lease{}, fmt.Errorf("renew lease %q: %w", p.Job, err)
 	}
-	done, err := s.db.write(ctx)
-	if err != nil {
-		return lease.Lease{}, fmt.Errorf("renew lease %q: %w", p.Job, err)
-	}
-	got, err := scanLease(p.Job, st.QueryRowContext(ctx, p.Job, p.Owner, p.Fence, toNanos(p.Now.Add(p.TTL)), toNanos(p.Now)))
-	done()
-	if errors.Is(err, sql.ErrNoRows) {
+	var got lease.Lease
+	var refused bool
+	err = s.db.write(ctx, func(ctx context.Context, tx *sql.Tx) (err error) {
+		got, err = scanLease(p.Job, tx.StmtContext(ctx, st).QueryRowContext(ctx, p.Job, p.Owner, p.Fence, toNanos(p.Now.Add(p.TTL)), toNanos(p.Now)))
+		if errors.Is(err, sql.ErrNoRows) {
+			refused, err = true, nil
+		}
+		return err
+	})
+	if refused {
 		return lease.Lease{}, fmt.Errorf("renew lease %q by %q (fence %d): %w", p.Job, p.Owner, p.Fence, lease.ErrNotHolder)
 	}
 	if err != nil {
@@ -163,12 +145,11 @@ func (s *LeaseStore) Release(ctx context.Context, p lease.ReleaseParams) error {
 	if err != nil {
 		return fmt.Errorf("release lease %q: %w", p.Job, err)
 	}
-	done, err := s.db.write(ctx)
-	if err != nil {
-		return fmt.Errorf("release lease %q: %w", p.Job, err)
-	}
-	res, err := st.ExecContext(ctx, p.Job, p.Owner, p.Fence)
-	done()
+	var res sql.Result
+	err = s.db.write(ctx, func(ctx context.Context, tx *sql.Tx) (err error) {
+		res, err = tx.StmtContext(ctx, st).ExecContext(ctx, p.Job, p.Owner, p.Fence)
+		return err
+	})
 	if err != nil {
 		return fmt.Errorf("release lease %q: %w", p.Job, err)
 	}

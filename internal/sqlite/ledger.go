@@ -15,13 +15,13 @@ import (
 //
 // Every transition is one conditional statement (UPDATE … WHERE …
 // RETURNING, or INSERT … ON CONFLICT DO UPDATE … WHERE … RETURNING). When
-// its condition fails no row comes back, and a read in the same IMMEDIATE
-// transaction finds the record that made it fail, which picks the sentinel
-// and is returned with it. The item transitions of the consumer's path
-// (Claim, Complete, Fail, Release) first run their statement on its own,
+// its condition fails no row comes back, and a read in the same
+// all-or-nothing write finds the record that made it fail, which picks the
+// sentinel and is returned with it. The item transitions of the consumer's
+// path (Claim, Complete, Fail, Release) first run their statement alone,
 // which is one write when it applies; only a refusal goes on to a read,
 // and, unless that read finds a terminal record (which never changes), to
-// the transaction.
+// the all-or-nothing write.
 type LedgerStore struct {
 	db *DB
 
@@ -46,7 +46,7 @@ func (s *LedgerStore) OpenRun(ctx context.Context, p ledger.OpenRunParams) (ledg
 		sql.Named("job", p.Job), sql.Named("nominal", toNanos(p.Nominal)),
 		sql.Named("fence", p.Fence), sql.Named("now", toNanos(p.Now)),
 	}
-	txErr := s.inTx(ctx, func(tx *sql.Tx) error {
+	txErr := s.inTx(ctx, func(ctx context.Context, tx *sql.Tx) error {
 		if p.Force {
 			r, err = scanLedgerRun(s.row(ctx, tx, ledgerForceRun, args...).Scan)
 			out = ledger.Opened
@@ -92,7 +92,7 @@ func (s *LedgerStore) OpenRun(ctx context.Context, p ledger.OpenRunParams) (ledg
 func (s *LedgerStore) AdvanceRun(ctx context.Context, p ledger.AdvanceRunParams) (ledger.Run, error) {
 	var r ledger.Run
 	var err error
-	txErr := s.inTx(ctx, func(tx *sql.Tx) error {
+	txErr := s.inTx(ctx, func(ctx context.Context, tx *sql.Tx) error {
 		r, err = scanLedgerRun(s.row(ctx, tx, ledgerAdvanceRun,
 			sql.Named("job", p.ID.Job), sql.Named("nominal", toNanos(p.ID.Nominal)),
 			sql.Named("generation", p.ID.Generation), sql.Named("fence", p.Fence),
@@ -113,7 +113,7 @@ func (s *LedgerStore) AdvanceRun(ctx context.Context, p ledger.AdvanceRunParams)
 func (s *LedgerStore) FinishRun(ctx context.Context, p ledger.FinishRunParams) (ledger.Run, error) {
 	var r ledger.Run
 	var err error
-	txErr := s.inTx(ctx, func(tx *sql.Tx) error {
+	txErr := s.inTx(ctx, func(ctx context.Context, tx *sql.Tx) error {
 		r, err = scanLedgerRun(s.row(ctx, tx, ledgerFinishRun,
 			sql.Named("job", p.ID.Job), sql.Named("nominal", toNanos(p.ID.Nominal)),
 			sql.Named("generation", p.ID.Generation), sql.Named("succeeded", p.Succeeded),
@@ -210,7 +210,7 @@ func (s *LedgerStore) Claim(ctx context.Context, p ledger.ClaimParams) (ledger.I
 	}
 	var it ledger.Item
 	var err error
-	txErr := s.inTx(ctx, func(tx *sql.Tx) error {
+	txErr := s.inTx(ctx, func(ctx context.Context, tx *sql.Tx) error {
 		var done bool
 		if it, done, err = verdict(scanLedgerItem(s.row(ctx, tx, ledgerClaim, args...).Scan, p.Key.Run)); done {
 			if err != nil && !errors.Is(err, ledger.ErrTerminal) {
@@ -273,7 +273,7 @@ func (s *LedgerStore) holderWrite(ctx context.Context, op string, stmt ledgerStm
 	}
 	var it ledger.Item
 	var err error
-	txErr := s.inTx(ctx, func(tx *sql.Tx) error {
+	txErr := s.inTx(ctx, func(ctx context.Context, tx *sql.Tx) error {
 		it, err = scanLedgerItem(s.row(ctx, tx, stmt, args...).Scan, key.Run)
 		if !errors.Is(err, sql.ErrNoRows) {
 			return err
@@ -299,7 +299,7 @@ func (s *LedgerStore) holderWrite(ctx context.Context, op string, stmt ledgerStm
 func (s *LedgerStore) Cancel(ctx context.Context, p ledger.CancelParams) (ledger.Item, error) {
 	var it ledger.Item
 	var err error
-	txErr := s.inTx(ctx, func(tx *sql.Tx) error {
+	txErr := s.inTx(ctx, func(ctx context.Context, tx *sql.Tx) error {
 		it, err = scanLedgerItem(s.row(ctx, tx, ledgerCancel,
 			sql.Named("run", p.Key.Run.String()), sql.Named("asset", p.Key.Asset),
 			sql.Named("reason", p.Reason), sql.Named("now", toNanos(p.Now))).Scan, p.Key.Run)
@@ -375,21 +375,28 @@ func (s *LedgerStore) getItem(ctx context.Context, tx *sql.Tx, key ledger.ItemKe
 	return it, err
 }
 
-// autocommit runs the item transition id on its own, without a
-// transaction: the fast path of Claim, Complete, Fail and Release, one
-// statement when the condition holds. It returns sql.ErrNoRows when the
-// condition failed; the caller then runs the transition again in a
-// transaction that also reads the record that refused it.
+// autocommit runs the item transition id as one write of its own: the
+// fast path of Claim, Complete, Fail and Release, one statement when the
+// condition holds. It returns sql.ErrNoRows when the condition failed; the
+// caller then runs the transition again in a transaction that also reads
+// the record that refused it.
 func (s *LedgerStore) autocommit(ctx context.Context, id ledgerStmt, run ledger.RunID, args ...any) (ledger.Item, error) {
 	if err := s.prepare(ctx); err != nil {
 		return ledger.Item{}, err
 	}
-	done, err := s.db.write(ctx)
-	if err != nil {
-		return ledger.Item{}, err
+	var it ledger.Item
+	var refused bool
+	err := s.db.write(ctx, func(ctx context.Context, tx *sql.Tx) (err error) {
+		it, err = scanLedgerItem(s.row(ctx, tx, id, args...).Scan, run)
+		if errors.Is(err, sql.ErrNoRows) {
+			refused, err = true, nil // an outcome, not a failed write
+		}
+		return err
+	})
+	if err == nil && refused {
+		err = sql.ErrNoRows
 	}
-	defer done()
-	return scanLedgerItem(s.row(ctx, nil, id, args...).Scan, run)
+	return it, err
 }
 
 // terminal reads the item after a refused autocommit transition: a
@@ -410,33 +417,20 @@ func (s *LedgerStore) terminal(ctx context.Context, key ledger.ItemKey) (ledger.
 	return ledger.Item{}, nil
 }
 
-// inTx runs fn in one IMMEDIATE transaction and commits it when fn returns
-// nil. fn returns backend errors only: a sentinel that a transition picks
-// is one of its results, and what was written with it (Claim's DEAD) is
-// committed.
-func (s *LedgerStore) inTx(ctx context.Context, fn func(tx *sql.Tx) error) error {
-	// Prepare first: preparing inside the transaction would take a second
-	// connection while this one holds the write lock.
+// inTx runs fn as one all-or-nothing write (see DB.writeAtomic), applied
+// when fn returns nil. fn returns backend errors only: a sentinel that a
+// transition picks is one of its results, and what was written with it
+// (Claim's DEAD) is committed.
+func (s *LedgerStore) inTx(ctx context.Context, fn writeFunc) error {
+	// Prepare first: the writer's transaction holds its connection.
 	if err := s.prepare(ctx); err != nil {
 		return err
 	}
-	done, err := s.db.write(ctx)
-	if err != nil {
-		return err
-	}
-	defer done()
-	tx, err := s.db.sql.BeginTx(ctx, nil)
-	if err != nil {
-		return err
-	}
-	defer tx.Rollback()
-	if err := fn(tx); err != nil {
-		return err
-	}
-	return tx.Commit()
+	return s.db.writeAtomic(ctx, fn)
 }
 
-// row runs the prepared statement id in tx, or on its own when tx is nil.
+// row runs the prepared statement id in tx, or outside any write (a read)
+// when tx is nil.
 // Callers have called prepare successfully.
 func (s *LedgerStore) row(ctx context.Context, tx *sql.Tx, id ledgerStmt, args ...any) *sql.Row {
 	st := s.stmts[id]

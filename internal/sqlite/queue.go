@@ -17,7 +17,7 @@ import (
 // Queue is one named queue in the database. It implements queue.Sender and
 // queue.Receiver. Any number of Queue values for the same name, in one
 // process or several sharing the file, may be used at once: every receive
-// hides the messages it returns in one IMMEDIATE transaction, so no two
+// hides the messages it returns in one all-or-nothing write, so no two
 // receivers get a message while it is hidden.
 //
 // Message ids are the row ids (kept when a message moves to another
@@ -139,31 +139,24 @@ func OpenQueue(ctx context.Context, db *DB, name string, o *QueueOptions) (*Queu
 	case dlq == name:
 		return nil, fmt.Errorf("open queue %s: a queue cannot be its own dead-letter queue", name)
 	}
-	done, err := db.write(ctx)
-	if err != nil {
-		return nil, fmt.Errorf("open queue %s: %w", name, err)
-	}
-	defer done()
-	tx, err := db.sql.BeginTx(ctx, nil)
-	if err != nil {
-		return nil, fmt.Errorf("open queue %s: %w", name, err)
-	}
-	defer tx.Rollback()
 	at := toNanos(q.now())
-	for _, n := range []string{name, dlq} {
-		if n == "" {
-			continue
+	err := db.writeAtomic(ctx, func(ctx context.Context, tx *sql.Tx) error {
+		for _, n := range []string{name, dlq} {
+			if n == "" {
+				continue
+			}
+			if _, err := tx.ExecContext(ctx, `INSERT INTO queues (name, created_at) VALUES (?, ?) ON CONFLICT DO NOTHING`, n, at); err != nil {
+				return fmt.Errorf("create %s: %w", n, err)
+			}
 		}
-		if _, err := tx.ExecContext(ctx, `INSERT INTO queues (name, created_at) VALUES (?, ?) ON CONFLICT DO NOTHING`, n, at); err != nil {
-			return nil, fmt.Errorf("open queue %s: create %s: %w", name, n, err)
+		if dlq != "" {
+			if _, err := tx.ExecContext(ctx, `UPDATE queues SET dead_letter = ?, max_receives = ? WHERE name = ?`, dlq, maxReceives, name); err != nil {
+				return fmt.Errorf("store dead-letter policy: %w", err)
+			}
 		}
-	}
-	if dlq != "" {
-		if _, err := tx.ExecContext(ctx, `UPDATE queues SET dead_letter = ?, max_receives = ? WHERE name = ?`, dlq, maxReceives, name); err != nil {
-			return nil, fmt.Errorf("open queue %s: store dead-letter policy: %w", name, err)
-		}
-	}
-	if err := tx.Commit(); err != nil {
+		return nil
+	})
+	if err != nil {
 		return nil, fmt.Errorf("open queue %s: %w", name, err)
 	}
 	return q, nil
@@ -209,12 +202,11 @@ func (q *Queue) SendBatch(ctx context.Context, msgs []queue.Message) error {
 	if err != nil {
 		return fmt.Errorf("send to %s: %w", q.name, err)
 	}
-	done, err := q.db.write(ctx)
-	if err != nil {
-		return fmt.Errorf("send to %s: %w", q.name, err)
-	}
-	res, err := st[0].ExecContext(ctx, args...)
-	done()
+	var res sql.Result
+	err = q.db.write(ctx, func(ctx context.Context, tx *sql.Tx) (err error) {
+		res, err = tx.StmtContext(ctx, st[0]).ExecContext(ctx, args...)
+		return err
+	})
 	if err != nil {
 		return fmt.Errorf("send to %s: %w", q.name, err)
 	}

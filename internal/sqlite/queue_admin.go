@@ -2,6 +2,7 @@ package sqlite
 
 import (
 	"context"
+	"database/sql"
 	"fmt"
 	"path/filepath"
 	"strconv"
@@ -82,15 +83,14 @@ func (q *Queue) MoveTo(ctx context.Context, dst *Queue, max int) (int, error) {
 		max = -1 // no limit
 	}
 	at := q.now().UnixNano()
-	done, err := q.db.write(ctx)
-	if err != nil {
-		return 0, fmt.Errorf("move %s to %s: %w", q.name, dst.name, err)
-	}
-	defer done()
-	res, err := q.db.sql.ExecContext(ctx, `UPDATE messages
+	var res sql.Result
+	err := q.db.write(ctx, func(ctx context.Context, tx *sql.Tx) (err error) {
+		res, err = tx.ExecContext(ctx, `UPDATE messages
 		SET queue = ?, visible_at = 0, receive_count = 0, receipt = '', moved_from = ?, moved_at = ?
 		WHERE id IN (SELECT id FROM messages WHERE queue = ? AND visible_at <= ? ORDER BY visible_at, id LIMIT ?)`,
-		dst.name, q.name, at, q.name, at, max)
+			dst.name, q.name, at, q.name, at, max)
+		return err
+	})
 	if err != nil {
 		return 0, fmt.Errorf("move %s to %s: %w", q.name, dst.name, err)
 	}

@@ -42,12 +42,11 @@ func (q *Queue) Delete(ctx context.Context, receiptHandle string) error {
 	if err != nil {
 		return fmt.Errorf("delete from %s: %w", q.name, err)
 	}
-	done, err := q.db.write(ctx)
-	if err != nil {
-		return fmt.Errorf("delete from %s: %w", q.name, err)
-	}
-	res, err := st[0].ExecContext(ctx, id, q.name, receiptHandle)
-	done()
+	var res sql.Result
+	err = q.db.write(ctx, func(ctx context.Context, tx *sql.Tx) (err error) {
+		res, err = tx.StmtContext(ctx, st[0]).ExecContext(ctx, id, q.name, receiptHandle)
+		return err
+	})
 	if err := oneRow(res, err); err != nil {
 		return fmt.Errorf("delete from %s: %w", q.name, err)
 	}
@@ -77,12 +76,10 @@ func (q *Queue) DeleteBatch(ctx context.Context, handles []string) error {
 		if err != nil {
 			return fmt.Errorf("delete batch from %s: %w", q.name, err)
 		}
-		done, err := q.db.write(ctx)
-		if err != nil {
-			return fmt.Errorf("delete batch from %s: %w", q.name, err)
-		}
-		deleted, err = q.deleteBatch(ctx, st[0], idList(ids), string(list))
-		done()
+		err = q.db.write(ctx, func(ctx context.Context, tx *sql.Tx) (err error) {
+			deleted, err = q.deleteBatch(ctx, tx.StmtContext(ctx, st[0]), idList(ids), string(list))
+			return err
+		})
 		if err != nil {
 			return fmt.Errorf("delete batch from %s: %w", q.name, err)
 		}
@@ -137,12 +134,11 @@ func (q *Queue) ChangeVisibility(ctx context.Context, p queue.ChangeVisibilityPa
 	if err != nil {
 		return fmt.Errorf("change visibility in %s: %w", q.name, err)
 	}
-	done, err := q.db.write(ctx)
-	if err != nil {
-		return fmt.Errorf("change visibility in %s: %w", q.name, err)
-	}
-	res, err := st[0].ExecContext(ctx, now.Add(p.Timeout).UnixNano(), id, q.name, p.ReceiptHandle)
-	done()
+	var res sql.Result
+	err = q.db.write(ctx, func(ctx context.Context, tx *sql.Tx) (err error) {
+		res, err = tx.StmtContext(ctx, st[0]).ExecContext(ctx, now.Add(p.Timeout).UnixNano(), id, q.name, p.ReceiptHandle)
+		return err
+	})
 	if err := oneRow(res, err); err != nil {
 		return fmt.Errorf("change visibility in %s: %w", q.name, err)
 	}

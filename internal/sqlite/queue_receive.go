@@ -70,7 +70,7 @@ func (q *Queue) receiveOnce(ctx context.Context, max int, visibility time.Durati
 	if err != nil {
 		return nil, fmt.Errorf("receive from %s: %w", q.name, err)
 	}
-	// Decoded once the write turn is over.
+	// Decoded once the write is over, off the writer.
 	out := make([]queue.Delivery, len(taken))
 	for i, t := range taken {
 		out[i] = t.Delivery
@@ -88,23 +88,24 @@ type takenMessage struct {
 }
 
 // take hides up to max messages visible at at until visibleAt, in one
-// IMMEDIATE transaction, and returns them in delivery order. A message
+// all-or-nothing write, and returns them in delivery order. A message
 // that reached the queue's dead-letter policy is moved instead. st holds
 // the prepared sqlPolicy, sqlVisible and sqlTake.
 func (q *Queue) take(ctx context.Context, st []*sql.Stmt, max int, at, visibleAt int64) ([]takenMessage, error) {
-	done, err := q.db.write(ctx)
-	if err != nil {
-		return nil, err
-	}
-	defer done()
-	tx, err := q.db.sql.BeginTx(ctx, nil) // IMMEDIATE: one receiver at a time
-	if err != nil {
-		return nil, err
-	}
-	defer tx.Rollback()
+	var out []takenMessage
+	err := q.db.writeAtomic(ctx, func(ctx context.Context, tx *sql.Tx) error {
+		var err error
+		out, err = q.takeIn(ctx, tx, st, max, at, visibleAt)
+		return err
+	})
+	return out, err
+}
+
+// takeIn is take's write, in tx.
+func (q *Queue) takeIn(ctx context.Context, tx *sql.Tx, st []*sql.Stmt, max int, at, visibleAt int64) ([]takenMessage, error) {
 	var dlq string
 	var maxReceives int
-	err = tx.StmtContext(ctx, st[0]).QueryRowContext(ctx, q.name).Scan(&dlq, &maxReceives)
+	err := tx.StmtContext(ctx, st[0]).QueryRowContext(ctx, q.name).Scan(&dlq, &maxReceives)
 	if errors.Is(err, sql.ErrNoRows) {
 		err = queue.ErrNotFound
 	}
@@ -157,9 +158,6 @@ func (q *Queue) take(ctx context.Context, st []*sql.Stmt, max int, at, visibleAt
 		if len(cands) < max {
 			break // no other message is visible
 		}
-	}
-	if err := tx.Commit(); err != nil {
-		return nil, err
 	}
 	return out, nil
 }
