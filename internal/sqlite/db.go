@@ -43,6 +43,9 @@ type DB struct {
 	writer *writer // runs the process's writes (see writer.go)
 }
 
+// maxConns bounds the connections of one DB: the writer's and the readers'.
+const maxConns = 8
+
 // Options tune Open. The zero value is usable.
 type Options struct {
 	// BusyTimeout is how long a statement waits for another writer; 0 means 10s.
@@ -70,7 +73,11 @@ func Open(ctx context.Context, path string, o *Options) (*DB, error) {
 	if err != nil {
 		return nil, fmt.Errorf("open %s: %w", path, err)
 	}
-	db.SetMaxOpenConns(8)
+	// Keep every connection open: database/sql keeps two idle by default,
+	// and a connection closed and opened again reads the schema and
+	// prepares its statements anew.
+	db.SetMaxOpenConns(maxConns)
+	db.SetMaxIdleConns(maxConns)
 	d := &DB{sql: db, path: path}
 	if err := d.migrate(ctx); err != nil {
 		db.Close()
