@@ -52,6 +52,10 @@ func commands() []command {
 	return []command{
 		{"run", "run the job's ticks end to end (--once: one tick, then a report)", runCmd},
 		{"status", "show leases, recent runs, item states and staleness", statusCmd},
+		{"replay", "run a tick, a range of ticks (backfill) or an item again", replayCmd},
+		{"dlq", "list and redrive the dead-letter queue", dlqCmd},
+		{"lease", "show a job's lease; release one whose holder is dead", leaseCmd},
+		{"cancel", "cancel a run's items (or one item) that are not terminal", cancelCmd},
 	}
 }
 

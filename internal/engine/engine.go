@@ -42,6 +42,9 @@ type Backend struct {
 	DeadLetter  Queue // may be nil
 	MaxReceives int   // the work queue's redrive limit
 	Close       func() error
+	// Contention, optional, counts refused lease acquisitions for
+	// operators; New wraps Leases so that the coordinator records them.
+	Contention ContentionStore
 }
 
 // Options tune an Engine.
@@ -89,7 +92,7 @@ func New(b Backend, o Options) (*Engine, error) {
 	}
 	e := &Engine{backend: b, opts: o}
 	e.Coordinator = &coordinator.Coordinator{
-		Leases: b.Leases, Ledger: b.Ledger, Queue: b.Work, Jobs: o.Catalog,
+		Leases: CountContention(b.Leases, b.Contention, o.Logger), Ledger: b.Ledger, Queue: b.Work, Jobs: o.Catalog,
 		Owner: o.Owner + "/coordinator", NowFunc: o.NowFunc, Logger: o.Logger,
 	}
 	e.Consumer = &consumer.Consumer{
