@@ -3,7 +3,6 @@ package cli
 import (
 	"context"
 	"flag"
-	"fmt"
 
 	"github.com/batonhq/baton/internal/engine"
 )
@@ -36,5 +35,3 @@ func (b *backendFlags) open(ctx context.Context) (engine.Backend, error) {
 		return engine.Backend{}, usagef("--backend: unknown backend %q (want sqlite or aws)", b.backend)
 	}
 }
-
-var _ = fmt.Sprint

@@ -3,7 +3,6 @@ package cli
 import (
 	"context"
 	"encoding/json"
-	"errors"
 	"fmt"
 	"io"
 	"log/slog"
@@ -174,7 +173,7 @@ func printSummary(w io.Writer, s coordinator.Summary) {
 			stopped = fmt.Sprintf(", stopped early (%s) at %d of %d", s.Stopped, s.Cursor, s.Total)
 		}
 		fmt.Fprintf(w, "coordinator: run %s %s, fence %d, %d messages enqueued in %s (lease in %s)%s\n",
-			s.Run, s.Outcome, s.Fence, s.Enqueued, s.Duration.Round(time.Microsecond), s.AcquireLatency.Round(time.Microsecond), stopped)
+			s.Run, s.Outcome, s.Fence, s.Enqueued, fmtDur(s.Duration), fmtDur(s.AcquireLatency), stopped)
 	}
 }
 
@@ -185,10 +184,12 @@ func printItems(w io.Writer, items []ledger.Item, trigger time.Time) {
 		processing, sinceTrigger, tickToDone := "-", "-", "-"
 		if !it.FinishedAt.IsZero() {
 			if !it.StartedAt.IsZero() {
-				processing = it.FinishedAt.Sub(it.StartedAt).Round(time.Millisecond).String()
+				processing = fmtDur(it.FinishedAt.Sub(it.StartedAt))
 			}
-			sinceTrigger = it.FinishedAt.Sub(trigger).Round(time.Millisecond).String()
-			tickToDone = it.FinishedAt.Sub(it.Key.Run.Nominal).Round(time.Millisecond).String()
+			if it.FinishedAt.After(trigger) {
+				sinceTrigger = fmtDur(it.FinishedAt.Sub(trigger))
+			}
+			tickToDone = fmtDur(it.FinishedAt.Sub(it.Key.Run.Nominal))
 		}
 		fmt.Fprintf(tw, "%s\t%s\t%d\t%s\t%s\t%s\t%s\n", it.Key.Asset, it.State, it.Attempt, processing, sinceTrigger, tickToDone, closeOf(it))
 	}
@@ -214,7 +215,7 @@ func closeOf(it ledger.Item) string {
 func printRun(w io.Writer, r ledger.Run) {
 	took := "-"
 	if !r.FinishedAt.IsZero() {
-		took = r.FinishedAt.Sub(r.OpenedAt).Round(time.Millisecond).String()
+		took = fmtDur(r.FinishedAt.Sub(r.OpenedAt))
 	}
 	fmt.Fprintf(w, "run %s: %s — %d succeeded, %d dead, %d cancelled; opened→settled %s\n",
 		r.ID, r.State, r.Succeeded, r.Dead, r.Cancelled, took)
@@ -228,4 +229,10 @@ func newLogger(w io.Writer, level string) (*slog.Logger, error) {
 	return slog.New(slog.NewTextHandler(w, &slog.HandlerOptions{Level: l})), nil
 }
 
-var _ = errors.New
+// fmtDur rounds d for display: microseconds below 10ms, milliseconds above.
+func fmtDur(d time.Duration) string {
+	if d < 10*time.Millisecond {
+		return d.Round(time.Microsecond).String()
+	}
+	return d.Round(time.Millisecond).String()
+}

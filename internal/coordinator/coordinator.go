@@ -98,9 +98,9 @@ var ErrNoTime = errors.New("no time left before the deadline")
 // Run handles one trigger; see the package documentation. Contention for
 // the lease is not an error (OutcomeSkipped). On error the summary says
 // how far the run got.
-func (c *Coordinator) Run(ctx context.Context, tr Trigger) (Summary, error) {
+func (c *Coordinator) Run(ctx context.Context, tr Trigger) (sum Summary, err error) {
 	start := c.now()
-	sum := Summary{Job: tr.Job}
+	sum = Summary{Job: tr.Job}
 	j, err := c.Jobs.Lookup(tr.Job)
 	if err != nil {
 		return sum, fmt.Errorf("run: %w", err)

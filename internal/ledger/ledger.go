@@ -253,8 +253,9 @@ type Store interface {
 	Fail(ctx context.Context, p FailParams) (Item, error)
 
 	// Release gives a RUNNING(Owner, Attempt) item back without a verdict:
-	// LeaseUntil becomes Now, so that any owner may claim it at once (the
-	// next claim counts as an attempt). Errors as Complete.
+	// LeaseUntil becomes Now, so that any owner may claim it once the
+	// claimer's skew allowance has passed (at once with no allowance); the
+	// next claim counts as an attempt. Errors as Complete.
 	Release(ctx context.Context, p ReleaseParams) (Item, error)
 
 	// Cancel moves an absent, RUNNING or FAILED item to CANCELLED(Reason).

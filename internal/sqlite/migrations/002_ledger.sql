@@ -14,9 +14,11 @@ CREATE TABLE runs (
     dead        INTEGER NOT NULL DEFAULT 0,
     cancelled   INTEGER NOT NULL DEFAULT 0,
     PRIMARY KEY (job, nominal)
-) STRICT;
+) STRICT, WITHOUT ROWID;
 
 -- One row per item of a generation, keyed by the idempotency key's parts.
+-- Every write is one row of one b-tree (WITHOUT ROWID, no secondary index):
+-- ListItems reads by key prefix, nothing reads by state.
 CREATE TABLE items (
     run         TEXT    NOT NULL, -- RunID string: job@time#generation
     asset       TEXT    NOT NULL,
@@ -32,6 +34,4 @@ CREATE TABLE items (
     finished_at INTEGER NOT NULL DEFAULT 0,
     updated_at  INTEGER NOT NULL,
     PRIMARY KEY (run, asset)
-) STRICT;
-
-CREATE INDEX items_by_state ON items (state, lease_until);
+) STRICT, WITHOUT ROWID;

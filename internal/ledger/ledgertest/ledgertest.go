@@ -1,0 +1,148 @@
+// Package ledgertest is the conformance suite of ledger.Store. Every
+// adapter runs it from one test:
+//
+//	func TestLedgerStore(t *testing.T) {
+//		ledgertest.Run(t, func(t *testing.T) ledger.Store { return newStore(t) })
+//	}
+//
+// Every "must" and "returns" of the Store contract has a case here, plus
+// concurrent cases for the invariants "one tick, one run" and "one claim
+// wins", and a property-based test that drives random sequences of item
+// calls against a model of the item state machine.
+//
+// Cases run in parallel. Each names its jobs uniquely (unique across
+// processes too), so newStore may hand out one shared backend, such as one
+// table, as well as fresh state. Times are UTC at millisecond precision and
+// must come back exactly.
+//
+// # Reading of the contract
+//
+// Where the Store doc leaves a detail open, the suite pins the reading
+// the core relies on, or leaves it open:
+//   - An equal fence resumes a fanning_out run; an equal cursor advances.
+//   - AdvanceRun and FinishRun of a tick without a record return
+//     ErrNotFound.
+//   - Claim's DEAD ("attempts exhausted") keeps Owner, Attempt, Fence and
+//     StartedAt of the last successful claim; it sets FinishedAt.
+//   - Complete, Fail and Release need no live lease, only that no other
+//     claim happened; Release keeps Owner and Attempt.
+//   - Cancel of an absent item stores Owner "" and Attempt 0.
+//   - Open: UpdatedAt after Resumed; Error while RUNNING (a reclaimed item
+//     may keep its last failure reason); LeaseUntil once not RUNNING;
+//     which of ErrTerminal and ErrConflict FinishRun returns for another
+//     generation when the current one is finished.
+package ledgertest
+
+import (
+	"context"
+	"crypto/rand"
+	"encoding/hex"
+	"fmt"
+	"sync/atomic"
+	"testing"
+	"time"
+
+	"github.com/stretchr/testify/require"
+
+	"github.com/batonhq/baton/internal/ledger"
+)
+
+// NewStoreFunc returns the store under test. It is called once per case;
+// cleanup belongs in t.Cleanup.
+type NewStoreFunc func(t *testing.T) ledger.Store
+
+// Run runs the whole suite against the stores newStore returns.
+func Run(t *testing.T, newStore NewStoreFunc) {
+	t.Run("OpenRun", func(t *testing.T) { t.Parallel(); testOpenRun(t, newStore) })
+	t.Run("AdvanceRun", func(t *testing.T) { t.Parallel(); testAdvanceRun(t, newStore) })
+	t.Run("FinishRun", func(t *testing.T) { t.Parallel(); testFinishRun(t, newStore) })
+	t.Run("GetRun", func(t *testing.T) { t.Parallel(); testGetRun(t, newStore) })
+	t.Run("ListRuns", func(t *testing.T) { t.Parallel(); testListRuns(t, newStore) })
+	t.Run("Claim", func(t *testing.T) { t.Parallel(); testClaim(t, newStore) })
+	t.Run("Holder", func(t *testing.T) { t.Parallel(); testHolderCalls(t, newStore) })
+	t.Run("Complete", func(t *testing.T) { t.Parallel(); testComplete(t, newStore) })
+	t.Run("Fail", func(t *testing.T) { t.Parallel(); testFail(t, newStore) })
+	t.Run("Release", func(t *testing.T) { t.Parallel(); testRelease(t, newStore) })
+	t.Run("Cancel", func(t *testing.T) { t.Parallel(); testCancel(t, newStore) })
+	t.Run("TerminalIsTerminal", func(t *testing.T) { t.Parallel(); testTerminalIsTerminal(t, newStore) })
+	t.Run("GetItem", func(t *testing.T) { t.Parallel(); testGetItem(t, newStore) })
+	t.Run("ListItems", func(t *testing.T) { t.Parallel(); testListItems(t, newStore) })
+	t.Run("Concurrent", func(t *testing.T) { t.Parallel(); testConcurrent(t, newStore) })
+	t.Run("StateMachine", func(t *testing.T) { t.Parallel(); testStateMachine(t, newStore) })
+}
+
+// nominal is the tick every case uses; its jobs differ. Now values are
+// nominal plus offsets, at millisecond precision.
+var nominal = time.Date(2026, 11, 21, 12, 1, 0, 0, time.UTC)
+
+// at is the time d after the nominal time.
+func at(d time.Duration) time.Time { return nominal.Add(d) }
+
+var (
+	jobPrefix = func() string {
+		var b [4]byte
+		_, _ = rand.Read(b[:])
+		return "lt" + hex.EncodeToString(b[:])
+	}()
+	jobSeq atomic.Int64
+)
+
+// uniqueJob returns a job name no other case, and no other process running
+// the suite, uses.
+func uniqueJob() string {
+	return fmt.Sprintf("%s-%d", jobPrefix, jobSeq.Add(1))
+}
+
+// bundle is one case's store and names.
+type bundle struct {
+	store ledger.Store
+	ctx   context.Context
+	job   string
+}
+
+func setup(t *testing.T, newStore NewStoreFunc) *bundle {
+	t.Helper()
+	return &bundle{store: newStore(t), ctx: t.Context(), job: uniqueJob()}
+}
+
+// runID is the bundle's run of the nominal tick, of generation gen.
+func (b *bundle) runID(gen int) ledger.RunID {
+	return ledger.RunID{Job: b.job, Nominal: nominal, Generation: gen}
+}
+
+// key is the item asset of generation 1 of the bundle's run.
+func (b *bundle) key(asset string) ledger.ItemKey {
+	return ledger.ItemKey{Run: b.runID(1), Asset: asset}
+}
+
+// requireItem requires got to be want in every field the contract defines.
+func requireItem(t require.TestingT, want, got ledger.Item, msgAndArgs ...any) {
+	if h, ok := t.(interface{ Helper() }); ok {
+		h.Helper()
+	}
+	require.Equal(t, itemView(want), itemView(got), msgAndArgs...)
+}
+
+// requireRun requires got to be want.
+func requireRun(t require.TestingT, want, got ledger.Run, msgAndArgs ...any) {
+	if h, ok := t.(interface{ Helper() }); ok {
+		h.Helper()
+	}
+	require.Equal(t, runView(want), runView(got), msgAndArgs...)
+}
+
+// getItem returns the stored record of key, which must exist.
+func (b *bundle) getItem(t *testing.T, key ledger.ItemKey) ledger.Item {
+	t.Helper()
+	it, err := b.store.GetItem(b.ctx, key)
+	require.NoError(t, err, "get item %s", key)
+	return it
+}
+
+// getRun returns the stored run of the bundle's tick, which must exist.
+func (b *bundle) getRun(t *testing.T) ledger.Run {
+	t.Helper()
+	r, err := b.store.GetRun(b.ctx, b.job, nominal)
+	require.NoError(t, err, "get run %s", b.runID(1).TickKey())
+	return r
+}

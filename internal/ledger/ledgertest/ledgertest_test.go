@@ -1,0 +1,158 @@
+package ledgertest
+
+import (
+	"context"
+	"fmt"
+	"strings"
+	"sync"
+	"testing"
+
+	"github.com/stretchr/testify/require"
+	"pgregory.net/rapid"
+
+	"github.com/batonhq/baton/internal/ledger"
+)
+
+func TestRunMemStore(t *testing.T) {
+	Run(t, func(*testing.T) ledger.Store { return newMemStore() })
+}
+
+// TestStateMachineFindsBrokenStores runs the state-machine checker against
+// stores broken on purpose and requires rapid to falsify each one, so that
+// a passing state-machine test means something.
+func TestStateMachineFindsBrokenStores(t *testing.T) {
+	// rapid saves a fail file for every failure it finds, under the working
+	// directory; keep them out of the source tree. No case here may run in
+	// parallel.
+	t.Chdir(t.TempDir())
+
+	broken := []struct {
+		name  string
+		store ledger.Store
+	}{
+		{"CompleteIgnoresAttempt", completeIgnoresAttempt{newMemStore()}},
+		{"CancelOverwritesTerminal", cancelOverwritesTerminal{newMemStore()}},
+		{"ClaimIgnoresSkew", claimIgnoresSkew{newMemStore()}},
+	}
+	for _, c := range broken {
+		t.Run(c.name, func(t *testing.T) {
+			ctx := t.Context()
+			// One Check nearly always finds these; a few more keep the
+			// test steady with -short (a fifth of the checks).
+			var fake *fakeTB
+			for range 5 {
+				fake = &fakeTB{name: "Broken" + c.name}
+				rapid.Check(fake, func(rt *rapid.T) { checkItemMachine(ctx, rt, c.store) })
+				if fake.Failed() {
+					break
+				}
+			}
+			require.True(t, fake.Failed(), "rapid found no failure in a broken store")
+			require.Contains(t, fake.errors(), "[rapid] failed after", "a falsified property, not a panic")
+			t.Log(fake.errors(), fake.logs())
+		})
+	}
+}
+
+// completeIgnoresAttempt accepts a completion from the current owner
+// whatever attempt it names: a stale attempt's late result wins.
+type completeIgnoresAttempt struct{ *memStore }
+
+func (s completeIgnoresAttempt) Complete(ctx context.Context, p ledger.CompleteParams) (ledger.Item, error) {
+	if cur, err := s.GetItem(ctx, p.Key); err == nil && cur.Owner == p.Owner {
+		p.Attempt = cur.Attempt
+	}
+	return s.memStore.Complete(ctx, p)
+}
+
+// cancelOverwritesTerminal cancels whatever the state.
+type cancelOverwritesTerminal struct{ *memStore }
+
+func (s cancelOverwritesTerminal) Cancel(ctx context.Context, p ledger.CancelParams) (ledger.Item, error) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	it, ok := s.items[p.Key.String()]
+	if !ok {
+		it = ledger.Item{Key: p.Key, CreatedAt: p.Now}
+	}
+	it.State, it.Error, it.FinishedAt, it.UpdatedAt = ledger.ItemCancelled, p.Reason, p.Now, p.Now
+	s.items[p.Key.String()] = it
+	return it, nil
+}
+
+// claimIgnoresSkew takes over leases as soon as LeaseUntil passes.
+type claimIgnoresSkew struct{ *memStore }
+
+func (s claimIgnoresSkew) Claim(ctx context.Context, p ledger.ClaimParams) (ledger.Item, error) {
+	p.Skew = 0
+	return s.memStore.Claim(ctx, p)
+}
+
+// fakeTB stands in for the *testing.T of rapid.Check, recording the
+// failure instead of failing the test.
+type fakeTB struct {
+	name string
+
+	mu     sync.Mutex
+	failed bool
+	errs   strings.Builder
+	log    strings.Builder
+}
+
+var _ rapid.TB = (*fakeTB)(nil)
+
+func (f *fakeTB) Helper()      {}
+func (f *fakeTB) Name() string { return f.name }
+
+func (f *fakeTB) Logf(format string, args ...any) { f.logf(format, args...) }
+func (f *fakeTB) Log(args ...any)                 { f.logf("%s", fmt.Sprint(args...)) }
+
+func (f *fakeTB) Errorf(format string, args ...any) { f.fail(fmt.Sprintf(format, args...)) }
+func (f *fakeTB) Error(args ...any)                 { f.fail(fmt.Sprint(args...)) }
+func (f *fakeTB) Fatalf(format string, args ...any) { f.fail(fmt.Sprintf(format, args...)) }
+func (f *fakeTB) Fatal(args ...any)                 { f.fail(fmt.Sprint(args...)) }
+func (f *fakeTB) FailNow()                          { f.fail("") }
+func (f *fakeTB) Fail()                             { f.fail("") }
+
+// Skipping is not expected of the checker: record it as a failure so the
+// test says so.
+func (f *fakeTB) Skipf(format string, args ...any) {
+	f.fail("skipped: " + fmt.Sprintf(format, args...))
+}
+func (f *fakeTB) Skip(args ...any) { f.fail("skipped: " + fmt.Sprint(args...)) }
+func (f *fakeTB) SkipNow()         { f.fail("skipped") }
+
+func (f *fakeTB) Failed() bool {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	return f.failed
+}
+
+func (f *fakeTB) fail(msg string) {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	f.failed = true
+	if msg != "" {
+		f.errs.WriteString(msg + "\n")
+	}
+}
+
+func (f *fakeTB) logf(format string, args ...any) {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	fmt.Fprintf(&f.log, format+"\n", args...)
+}
+
+// errors is what rapid reported as failures.
+func (f *fakeTB) errors() string {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	return f.errs.String()
+}
+
+// logs is what the minimized failing sequence logged.
+func (f *fakeTB) logs() string {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	return f.log.String()
+}

@@ -1,0 +1,179 @@
+package ledgertest
+
+import (
+	"context"
+	"fmt"
+	"slices"
+	"strings"
+	"sync"
+	"time"
+
+	"github.com/batonhq/baton/internal/ledger"
+)
+
+// memStore is an in-memory ledger.Store whose items follow the model. It
+// lets the suite test itself: the suite's hand-written expectations must
+// agree with the model, and the checker must catch stores that break it.
+type memStore struct {
+	mu    sync.Mutex
+	runs  map[string]ledger.Run  // by RunID.TickKey
+	items map[string]ledger.Item // by ItemKey.String
+}
+
+var _ ledger.Store = (*memStore)(nil)
+
+func newMemStore() *memStore {
+	return &memStore{runs: map[string]ledger.Run{}, items: map[string]ledger.Item{}}
+}
+
+func (m *memStore) OpenRun(_ context.Context, p ledger.OpenRunParams) (ledger.Run, ledger.OpenOutcome, error) {
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	id := ledger.RunID{Job: p.Job, Nominal: p.Nominal.UTC(), Generation: 1}
+	r, ok := m.runs[id.TickKey()]
+	switch {
+	case !ok || p.Force:
+		if ok {
+			id.Generation = r.ID.Generation + 1
+		}
+		r = ledger.Run{ID: id, State: ledger.RunFanningOut, Fence: p.Fence, OpenedAt: p.Now, UpdatedAt: p.Now}
+		m.runs[id.TickKey()] = r
+		return r, ledger.Opened, nil
+	case r.State != ledger.RunFanningOut:
+		return r, ledger.AlreadyFannedOut, nil
+	case r.Fence > p.Fence:
+		return r, "", fmt.Errorf("open %s: fence %d below %d: %w", id, p.Fence, r.Fence, ledger.ErrConflict)
+	}
+	r.Fence, r.UpdatedAt = p.Fence, p.Now
+	m.runs[id.TickKey()] = r
+	return r, ledger.Resumed, nil
+}
+
+func (m *memStore) AdvanceRun(_ context.Context, p ledger.AdvanceRunParams) (ledger.Run, error) {
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	r, ok := m.runs[p.ID.TickKey()]
+	switch {
+	case !ok:
+		return ledger.Run{}, fmt.Errorf("advance %s: %w", p.ID, ledger.ErrNotFound)
+	case r.ID.Generation != p.ID.Generation || r.State != ledger.RunFanningOut || r.Fence > p.Fence || r.Cursor > p.Cursor:
+		return r, fmt.Errorf("advance %s: %w", p.ID, ledger.ErrConflict)
+	}
+	r.Cursor, r.Fence, r.UpdatedAt = p.Cursor, p.Fence, p.Now
+	if p.Done {
+		r.State, r.Total = ledger.RunFannedOut, p.Cursor
+	}
+	m.runs[p.ID.TickKey()] = r
+	return r, nil
+}
+
+func (m *memStore) FinishRun(_ context.Context, p ledger.FinishRunParams) (ledger.Run, error) {
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	r, ok := m.runs[p.ID.TickKey()]
+	switch {
+	case !ok:
+		return ledger.Run{}, fmt.Errorf("finish %s: %w", p.ID, ledger.ErrNotFound)
+	case r.ID.Generation != p.ID.Generation:
+		return r, fmt.Errorf("finish %s: %w", p.ID, ledger.ErrConflict)
+	case r.State.Finished():
+		return r, fmt.Errorf("finish %s: %w", p.ID, ledger.ErrTerminal)
+	case r.State != ledger.RunFannedOut:
+		return r, fmt.Errorf("finish %s: %w", p.ID, ledger.ErrConflict)
+	}
+	r.State = ledger.RunComplete
+	if p.Dead+p.Cancelled > 0 {
+		r.State = ledger.RunPartial
+	}
+	r.Succeeded, r.Dead, r.Cancelled = p.Succeeded, p.Dead, p.Cancelled
+	r.FinishedAt, r.UpdatedAt = p.Now, p.Now
+	m.runs[p.ID.TickKey()] = r
+	return r, nil
+}
+
+func (m *memStore) GetRun(_ context.Context, job string, nominal time.Time) (ledger.Run, error) {
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	id := ledger.RunID{Job: job, Nominal: nominal}
+	r, ok := m.runs[id.TickKey()]
+	if !ok {
+		return ledger.Run{}, fmt.Errorf("get run %s: %w", id.TickKey(), ledger.ErrNotFound)
+	}
+	return r, nil
+}
+
+func (m *memStore) ListRuns(_ context.Context, p ledger.ListRunsParams) ([]ledger.Run, error) {
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	var out []ledger.Run
+	for _, r := range m.runs {
+		if r.ID.Job == p.Job && (p.Before.IsZero() || r.ID.Nominal.Before(p.Before)) {
+			out = append(out, r)
+		}
+	}
+	slices.SortFunc(out, func(a, b ledger.Run) int { return b.ID.Nominal.Compare(a.ID.Nominal) })
+	limit := p.Limit
+	if limit <= 0 {
+		limit = 20
+	}
+	return out[:min(limit, len(out))], nil
+}
+
+// item applies one model transition to the record of key.
+func (m *memStore) item(key ledger.ItemKey, transition func(cur *ledger.Item) (*ledger.Item, error)) (ledger.Item, error) {
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	var cur *ledger.Item
+	if it, ok := m.items[key.String()]; ok {
+		cur = &it
+	}
+	next, err := transition(cur)
+	if next == nil {
+		return ledger.Item{}, err
+	}
+	m.items[key.String()] = *cloneItem(*next)
+	return *next, err
+}
+
+func (m *memStore) Claim(_ context.Context, p ledger.ClaimParams) (ledger.Item, error) {
+	return m.item(p.Key, func(cur *ledger.Item) (*ledger.Item, error) { return modelClaim(cur, p) })
+}
+
+func (m *memStore) Complete(_ context.Context, p ledger.CompleteParams) (ledger.Item, error) {
+	return m.item(p.Key, func(cur *ledger.Item) (*ledger.Item, error) { return modelComplete(cur, p) })
+}
+
+func (m *memStore) Fail(_ context.Context, p ledger.FailParams) (ledger.Item, error) {
+	return m.item(p.Key, func(cur *ledger.Item) (*ledger.Item, error) { return modelFail(cur, p) })
+}
+
+func (m *memStore) Release(_ context.Context, p ledger.ReleaseParams) (ledger.Item, error) {
+	return m.item(p.Key, func(cur *ledger.Item) (*ledger.Item, error) { return modelRelease(cur, p) })
+}
+
+func (m *memStore) Cancel(_ context.Context, p ledger.CancelParams) (ledger.Item, error) {
+	return m.item(p.Key, func(cur *ledger.Item) (*ledger.Item, error) { return modelCancel(cur, p) })
+}
+
+func (m *memStore) GetItem(_ context.Context, key ledger.ItemKey) (ledger.Item, error) {
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	it, ok := m.items[key.String()]
+	if !ok {
+		return ledger.Item{}, fmt.Errorf("get item %s: %w", key, ledger.ErrNotFound)
+	}
+	return *cloneItem(it), nil
+}
+
+func (m *memStore) ListItems(_ context.Context, run ledger.RunID) ([]ledger.Item, error) {
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	var out []ledger.Item
+	for _, it := range m.items {
+		if it.Key.Run.String() == run.String() {
+			out = append(out, *cloneItem(it))
+		}
+	}
+	slices.SortFunc(out, func(a, b ledger.Item) int { return strings.Compare(a.Key.Asset, b.Key.Asset) })
+	return out, nil
+}

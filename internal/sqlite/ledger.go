@@ -1,0 +1,570 @@
+package sqlite
+
+import (
+	"context"
+	"database/sql"
+	"errors"
+	"fmt"
+	"sync"
+	"time"
+
+	"github.com/batonhq/baton/internal/ledger"
+)
+
+// LedgerStore is ledger.Store on the tables runs and items.
+//
+// Every transition is one conditional statement (UPDATE … WHERE …
+// RETURNING, or INSERT … ON CONFLICT DO UPDATE … WHERE … RETURNING). When
+// its condition fails no row comes back, and a read in the same IMMEDIATE
+// transaction finds the record that made it fail, which picks the sentinel
+// and is returned with it.
+type LedgerStore struct {
+	db *DB
+
+	mu    sync.Mutex
+	stmts [numLedgerStmts]*sql.Stmt // prepared on first use
+}
+
+var _ ledger.Store = (*LedgerStore)(nil)
+
+// NewLedgerStore returns the ledger of db. Its statements are prepared on
+// first use and live as long as db.
+func NewLedgerStore(db *DB) *LedgerStore { return &LedgerStore{db: db} }
+
+// OpenRun implements ledger.Store.
+func (s *LedgerStore) OpenRun(ctx context.Context, p ledger.OpenRunParams) (ledger.Run, ledger.OpenOutcome, error) {
+	var (
+		r   ledger.Run
+		out ledger.OpenOutcome
+		err error
+	)
+	args := []any{
+		sql.Named("job", p.Job), sql.Named("nominal", toNanos(p.Nominal)),
+		sql.Named("fence", p.Fence), sql.Named("now", toNanos(p.Now)),
+	}
+	txErr := s.inTx(ctx, func(tx *sql.Tx) error {
+		if p.Force {
+			r, err = scanLedgerRun(s.row(ctx, tx, ledgerForceRun, args...).Scan)
+			out = ledger.Opened
+			return err
+		}
+		r, err = scanLedgerRun(s.row(ctx, tx, ledgerInsertRun, args...).Scan)
+		if err == nil {
+			out = ledger.Opened
+			return nil
+		}
+		if !errors.Is(err, sql.ErrNoRows) {
+			return err
+		}
+		r, err = scanLedgerRun(s.row(ctx, tx, ledgerResumeRun, args...).Scan)
+		if err == nil {
+			out = ledger.Resumed
+			return nil
+		}
+		if !errors.Is(err, sql.ErrNoRows) {
+			return err
+		}
+		if r, err = s.getRun(ctx, tx, p.Job, p.Nominal); err != nil {
+			return err
+		}
+		if r.State != ledger.RunFanningOut {
+			out = ledger.AlreadyFannedOut
+			return nil
+		}
+		err = fmt.Errorf("fence %d is below the run's %d: %w", p.Fence, r.Fence, ledger.ErrConflict)
+		return nil
+	})
+	tick := ledger.RunID{Job: p.Job, Nominal: p.Nominal}.TickKey()
+	if txErr != nil {
+		return ledger.Run{}, "", fmt.Errorf("open run %s: %w", tick, txErr)
+	}
+	if err != nil {
+		return r, "", fmt.Errorf("open run %s: %w", tick, err)
+	}
+	return r, out, nil
+}
+
+// AdvanceRun implements ledger.Store.
+func (s *LedgerStore) AdvanceRun(ctx context.Context, p ledger.AdvanceRunParams) (ledger.Run, error) {
+	var r ledger.Run
+	var err error
+	txErr := s.inTx(ctx, func(tx *sql.Tx) error {
+		r, err = scanLedgerRun(s.row(ctx, tx, ledgerAdvanceRun,
+			sql.Named("job", p.ID.Job), sql.Named("nominal", toNanos(p.ID.Nominal)),
+			sql.Named("generation", p.ID.Generation), sql.Named("fence", p.Fence),
+			sql.Named("cursor", p.Cursor), sql.Named("done", p.Done), sql.Named("now", toNanos(p.Now))).Scan)
+		if !errors.Is(err, sql.ErrNoRows) {
+			return err
+		}
+		if r, err = s.getRun(ctx, tx, p.ID.Job, p.ID.Nominal); err != nil {
+			return err
+		}
+		err = fmt.Errorf("run %s is %s (fence %d, cursor %d): %w", r.ID, r.State, r.Fence, r.Cursor, ledger.ErrConflict)
+		return nil
+	})
+	return r, ledgerResult("advance run", p.ID, txErr, err)
+}
+
+// FinishRun implements ledger.Store.
+func (s *LedgerStore) FinishRun(ctx context.Context, p ledger.FinishRunParams) (ledger.Run, error) {
+	var r ledger.Run
+	var err error
+	txErr := s.inTx(ctx, func(tx *sql.Tx) error {
+		r, err = scanLedgerRun(s.row(ctx, tx, ledgerFinishRun,
+			sql.Named("job", p.ID.Job), sql.Named("nominal", toNanos(p.ID.Nominal)),
+			sql.Named("generation", p.ID.Generation), sql.Named("succeeded", p.Succeeded),
+			sql.Named("dead", p.Dead), sql.Named("cancelled", p.Cancelled), sql.Named("now", toNanos(p.Now))).Scan)
+		if !errors.Is(err, sql.ErrNoRows) {
+			return err
+		}
+		if r, err = s.getRun(ctx, tx, p.ID.Job, p.ID.Nominal); err != nil {
+			return err
+		}
+		switch {
+		case r.ID.Generation != p.ID.Generation:
+			err = fmt.Errorf("the tick's run is %s: %w", r.ID, ledger.ErrConflict)
+		case r.State.Finished():
+			err = fmt.Errorf("run is %s: %w", r.State, ledger.ErrTerminal)
+		default:
+			err = fmt.Errorf("run is %s: %w", r.State, ledger.ErrConflict)
+		}
+		return nil
+	})
+	return r, ledgerResult("finish run", p.ID, txErr, err)
+}
+
+// GetRun implements ledger.Store.
+func (s *LedgerStore) GetRun(ctx context.Context, job string, nominal time.Time) (ledger.Run, error) {
+	err := s.prepare(ctx)
+	var r ledger.Run
+	if err == nil {
+		r, err = s.getRun(ctx, nil, job, nominal)
+	}
+	if err != nil {
+		return ledger.Run{}, fmt.Errorf("get run %s: %w", ledger.RunID{Job: job, Nominal: nominal}.TickKey(), err)
+	}
+	return r, nil
+}
+
+// ListRuns implements ledger.Store.
+func (s *LedgerStore) ListRuns(ctx context.Context, p ledger.ListRunsParams) ([]ledger.Run, error) {
+	limit := p.Limit
+	if limit <= 0 {
+		limit = 20
+	}
+	before := int64(1<<63 - 1)
+	if !p.Before.IsZero() {
+		before = toNanos(p.Before)
+	}
+	rows, err := s.db.sql.QueryContext(ctx, `
+		SELECT `+ledgerRunColumns+` FROM runs
+		WHERE job = :job AND nominal < :before
+		ORDER BY nominal DESC LIMIT :limit`,
+		sql.Named("job", p.Job), sql.Named("before", before), sql.Named("limit", limit))
+	if err != nil {
+		return nil, fmt.Errorf("list runs of %s: %w", p.Job, err)
+	}
+	defer rows.Close()
+	var runs []ledger.Run
+	for rows.Next() {
+		r, err := scanLedgerRun(rows.Scan)
+		if err != nil {
+			return nil, fmt.Errorf("list runs of %s: %w", p.Job, err)
+		}
+		runs = append(runs, r)
+	}
+	if err := rows.Err(); err != nil {
+		return nil, fmt.Errorf("list runs of %s: %w", p.Job, err)
+	}
+	return runs, nil
+}
+
+// Claim implements ledger.Store.
+func (s *LedgerStore) Claim(ctx context.Context, p ledger.ClaimParams) (ledger.Item, error) {
+	var it ledger.Item
+	var err error
+	txErr := s.inTx(ctx, func(tx *sql.Tx) error {
+		it, err = scanLedgerItem(s.row(ctx, tx, ledgerClaim,
+			sql.Named("run", p.Key.Run.String()), sql.Named("asset", p.Key.Asset),
+			sql.Named("owner", p.Owner), sql.Named("lease_until", toNanos(p.LeaseUntil)),
+			sql.Named("fence", p.Fence), sql.Named("max_attempts", p.MaxAttempts),
+			sql.Named("skew", int64(p.Skew)), sql.Named("now", toNanos(p.Now))).Scan, p.Key.Run)
+		switch {
+		case err == nil && it.State == ledger.ItemDead:
+			err = fmt.Errorf("%s after attempt %d: %w", it.Error, it.Attempt, ledger.ErrTerminal)
+			return nil
+		case !errors.Is(err, sql.ErrNoRows):
+			return err
+		}
+		if it, err = s.getItem(ctx, tx, p.Key); err != nil {
+			return err
+		}
+		switch {
+		case it.State == ledger.ItemRunning:
+			err = fmt.Errorf("held by %s (attempt %d) until %s: %w",
+				it.Owner, it.Attempt, it.LeaseUntil.Format(time.RFC3339Nano), ledger.ErrHeld)
+		case it.State.Terminal():
+			err = fmt.Errorf("item is %s: %w", it.State, ledger.ErrTerminal)
+		default:
+			err = fmt.Errorf("item is %s: %w", it.State, ledger.ErrConflict)
+		}
+		return nil
+	})
+	return it, ledgerResult("claim", p.Key, txErr, err)
+}
+
+// Complete implements ledger.Store.
+func (s *LedgerStore) Complete(ctx context.Context, p ledger.CompleteParams) (ledger.Item, error) {
+	return s.holderWrite(ctx, "complete", ledgerComplete, p.Key, p.Owner, p.Attempt,
+		sql.Named("result", p.Result), sql.Named("now", toNanos(p.Now)))
+}
+
+// Fail implements ledger.Store.
+func (s *LedgerStore) Fail(ctx context.Context, p ledger.FailParams) (ledger.Item, error) {
+	// The condition pins attempt to p.Attempt, so the verdict is known here.
+	state, finished := ledger.ItemFailed, int64(0)
+	if p.Permanent || (p.MaxAttempts > 0 && p.Attempt >= p.MaxAttempts) {
+		state, finished = ledger.ItemDead, toNanos(p.Now)
+	}
+	return s.holderWrite(ctx, "fail", ledgerFail, p.Key, p.Owner, p.Attempt,
+		sql.Named("state", string(state)), sql.Named("reason", p.Reason),
+		sql.Named("finished_at", finished), sql.Named("now", toNanos(p.Now)))
+}
+
+// Release implements ledger.Store.
+func (s *LedgerStore) Release(ctx context.Context, p ledger.ReleaseParams) (ledger.Item, error) {
+	return s.holderWrite(ctx, "release", ledgerRelease, p.Key, p.Owner, p.Attempt,
+		sql.Named("now", toNanos(p.Now)))
+}
+
+// holderWrite runs stmt, whose condition is the one Complete, Fail and
+// Release share: the item is RUNNING under owner and attempt.
+func (s *LedgerStore) holderWrite(ctx context.Context, op string, stmt ledgerStmt, key ledger.ItemKey, owner string, attempt int, args ...any) (ledger.Item, error) {
+	args = append(args,
+		sql.Named("run", key.Run.String()), sql.Named("asset", key.Asset),
+		sql.Named("owner", owner), sql.Named("attempt", attempt))
+	var it ledger.Item
+	var err error
+	txErr := s.inTx(ctx, func(tx *sql.Tx) error {
+		it, err = scanLedgerItem(s.row(ctx, tx, stmt, args...).Scan, key.Run)
+		if !errors.Is(err, sql.ErrNoRows) {
+			return err
+		}
+		it, err = s.getItem(ctx, tx, key)
+		switch {
+		case errors.Is(err, ledger.ErrNotFound):
+			return nil // err is the sentinel
+		case err != nil:
+			return err
+		case it.State.Terminal():
+			err = fmt.Errorf("item is %s: %w", it.State, ledger.ErrTerminal)
+		default:
+			err = fmt.Errorf("caller %s#%d, item %s by %s#%d: %w",
+				owner, attempt, it.State, it.Owner, it.Attempt, ledger.ErrConflict)
+		}
+		return nil
+	})
+	return it, ledgerResult(op, key, txErr, err)
+}
+
+// Cancel implements ledger.Store.
+func (s *LedgerStore) Cancel(ctx context.Context, p ledger.CancelParams) (ledger.Item, error) {
+	var it ledger.Item
+	var err error
+	txErr := s.inTx(ctx, func(tx *sql.Tx) error {
+		it, err = scanLedgerItem(s.row(ctx, tx, ledgerCancel,
+			sql.Named("run", p.Key.Run.String()), sql.Named("asset", p.Key.Asset),
+			sql.Named("reason", p.Reason), sql.Named("now", toNanos(p.Now))).Scan, p.Key.Run)
+		if !errors.Is(err, sql.ErrNoRows) {
+			return err
+		}
+		if it, err = s.getItem(ctx, tx, p.Key); err != nil {
+			return err
+		}
+		if it.State.Terminal() {
+			err = fmt.Errorf("item is %s: %w", it.State, ledger.ErrTerminal)
+		} else {
+			err = fmt.Errorf("item is %s: %w", it.State, ledger.ErrConflict)
+		}
+		return nil
+	})
+	return it, ledgerResult("cancel", p.Key, txErr, err)
+}
+
+// GetItem implements ledger.Store.
+func (s *LedgerStore) GetItem(ctx context.Context, key ledger.ItemKey) (ledger.Item, error) {
+	err := s.prepare(ctx)
+	var it ledger.Item
+	if err == nil {
+		it, err = s.getItem(ctx, nil, key)
+	}
+	if err != nil {
+		return ledger.Item{}, fmt.Errorf("get item %s: %w", key, err)
+	}
+	return it, nil
+}
+
+// ListItems implements ledger.Store.
+func (s *LedgerStore) ListItems(ctx context.Context, run ledger.RunID) ([]ledger.Item, error) {
+	rows, err := s.db.sql.QueryContext(ctx,
+		`SELECT `+ledgerItemColumns+` FROM items WHERE run = :run ORDER BY asset`,
+		sql.Named("run", run.String()))
+	if err != nil {
+		return nil, fmt.Errorf("list items of %s: %w", run, err)
+	}
+	defer rows.Close()
+	var items []ledger.Item
+	for rows.Next() {
+		it, err := scanLedgerItem(rows.Scan, run)
+		if err != nil {
+			return nil, fmt.Errorf("list items of %s: %w", run, err)
+		}
+		items = append(items, it)
+	}
+	if err := rows.Err(); err != nil {
+		return nil, fmt.Errorf("list items of %s: %w", run, err)
+	}
+	return items, nil
+}
+
+// getRun reads the tick's record in tx (nil: none); ledger.ErrNotFound
+// when there is none.
+func (s *LedgerStore) getRun(ctx context.Context, tx *sql.Tx, job string, nominal time.Time) (ledger.Run, error) {
+	r, err := scanLedgerRun(s.row(ctx, tx, ledgerGetRun, sql.Named("job", job), sql.Named("nominal", toNanos(nominal))).Scan)
+	if errors.Is(err, sql.ErrNoRows) {
+		return ledger.Run{}, ledger.ErrNotFound
+	}
+	return r, err
+}
+
+// getItem reads the item's record in tx (nil: none); ledger.ErrNotFound
+// when there is none.
+func (s *LedgerStore) getItem(ctx context.Context, tx *sql.Tx, key ledger.ItemKey) (ledger.Item, error) {
+	it, err := scanLedgerItem(s.row(ctx, tx, ledgerGetItem, sql.Named("run", key.Run.String()), sql.Named("asset", key.Asset)).Scan, key.Run)
+	if errors.Is(err, sql.ErrNoRows) {
+		return ledger.Item{}, ledger.ErrNotFound
+	}
+	return it, err
+}
+
+// inTx runs fn in one IMMEDIATE transaction and commits it when fn returns
+// nil. fn returns backend errors only: a sentinel that a transition picks
+// is one of its results, and what was written with it (Claim's DEAD) is
+// committed.
+func (s *LedgerStore) inTx(ctx context.Context, fn func(tx *sql.Tx) error) error {
+	// Prepare first: preparing inside the transaction would take a second
+	// connection while this one holds the write lock.
+	if err := s.prepare(ctx); err != nil {
+		return err
+	}
+	tx, err := s.db.sql.BeginTx(ctx, nil)
+	if err != nil {
+		return err
+	}
+	defer tx.Rollback()
+	if err := fn(tx); err != nil {
+		return err
+	}
+	return tx.Commit()
+}
+
+// row runs the prepared statement id in tx, or on its own when tx is nil.
+// Callers have called prepare successfully.
+func (s *LedgerStore) row(ctx context.Context, tx *sql.Tx, id ledgerStmt, args ...any) *sql.Row {
+	st := s.stmts[id]
+	if tx != nil {
+		st = tx.StmtContext(ctx, st)
+	}
+	return st.QueryRowContext(ctx, args...)
+}
+
+// prepare prepares every statement, once.
+func (s *LedgerStore) prepare(ctx context.Context) error {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if s.stmts[0] != nil {
+		return nil
+	}
+	var stmts [numLedgerStmts]*sql.Stmt
+	for id, q := range ledgerQueries {
+		st, err := s.db.sql.PrepareContext(ctx, q)
+		if err != nil {
+			for _, st := range stmts[:id] {
+				st.Close()
+			}
+			return fmt.Errorf("prepare ledger statement %d: %w", id, err)
+		}
+		stmts[id] = st
+	}
+	s.stmts = stmts
+	return nil
+}
+
+// ledgerResult wraps the outcome of a transition: a backend error, or the
+// sentinel the transition picked (nil: success).
+func ledgerResult(op string, subject fmt.Stringer, txErr, err error) error {
+	switch {
+	case txErr != nil:
+		return fmt.Errorf("%s %s: %w", op, subject, txErr)
+	case err != nil:
+		return fmt.Errorf("%s %s: %w", op, subject, err)
+	}
+	return nil
+}
+
+// scanLedgerRun scans ledgerRunColumns.
+func scanLedgerRun(scan func(dest ...any) error) (ledger.Run, error) {
+	var (
+		r                                        ledger.Run
+		state                                    string
+		nominal, openedAt, updatedAt, finishedAt int64
+	)
+	err := scan(&r.ID.Job, &nominal, &r.ID.Generation, &state, &r.Cursor, &r.Total, &r.Fence,
+		&openedAt, &updatedAt, &finishedAt, &r.Succeeded, &r.Dead, &r.Cancelled)
+	if err != nil {
+		return ledger.Run{}, err
+	}
+	r.ID.Nominal = time.Unix(0, nominal).UTC()
+	r.State = ledger.RunState(state)
+	r.OpenedAt, r.UpdatedAt, r.FinishedAt = fromNanos(openedAt), fromNanos(updatedAt), fromNanos(finishedAt)
+	return r, nil
+}
+
+// scanLedgerItem scans ledgerItemColumns of an item of run.
+func scanLedgerItem(scan func(dest ...any) error, run ledger.RunID) (ledger.Item, error) {
+	var (
+		it                                                      ledger.Item
+		state                                                   string
+		leaseUntil, createdAt, startedAt, finishedAt, updatedAt int64
+	)
+	err := scan(&it.Key.Asset, &state, &it.Owner, &it.Attempt, &leaseUntil, &it.Fence, &it.Error, &it.Result,
+		&createdAt, &startedAt, &finishedAt, &updatedAt)
+	if err != nil {
+		return ledger.Item{}, err
+	}
+	it.Key.Run = run
+	it.State = ledger.ItemState(state)
+	it.LeaseUntil = fromNanos(leaseUntil)
+	it.CreatedAt, it.StartedAt = fromNanos(createdAt), fromNanos(startedAt)
+	it.FinishedAt, it.UpdatedAt = fromNanos(finishedAt), fromNanos(updatedAt)
+	return it, nil
+}
+
+// ledgerStmt names one of the prepared statements.
+type ledgerStmt int
+
+const (
+	ledgerInsertRun ledgerStmt = iota
+	ledgerResumeRun
+	ledgerForceRun
+	ledgerAdvanceRun
+	ledgerFinishRun
+	ledgerGetRun
+	ledgerClaim
+	ledgerComplete
+	ledgerFail
+	ledgerRelease
+	ledgerCancel
+	ledgerGetItem
+	numLedgerStmts
+)
+
+const ledgerRunColumns = `job, nominal, generation, state, cursor, total, fence,
+	opened_at, updated_at, finished_at, succeeded, dead, cancelled`
+
+const ledgerItemColumns = `asset, state, owner, attempt, lease_until, fence, error, result,
+	created_at, started_at, finished_at, updated_at`
+
+// ledgerClaimExhausted is Claim's condition for DEAD instead of another attempt.
+// SET expressions all read the row as it was before the statement.
+const ledgerClaimExhausted = `(:max_attempts > 0 AND attempt >= :max_attempts)`
+
+// ledgerQueries are the statements. Each write is one conditional
+// statement that returns the record it wrote, or no row when its
+// condition failed.
+var ledgerQueries = [numLedgerStmts]string{
+	// Opened: the tick has no record.
+	ledgerInsertRun: `
+		INSERT INTO runs (job, nominal, generation, state, fence, opened_at, updated_at)
+		VALUES (:job, :nominal, 1, 'fanning_out', :fence, :now, :now)
+		ON CONFLICT (job, nominal) DO NOTHING
+		RETURNING ` + ledgerRunColumns,
+
+	// Resumed: fanning out, and no newer coordinator has taken it.
+	ledgerResumeRun: `
+		UPDATE runs SET fence = :fence, updated_at = :now
+		WHERE job = :job AND nominal = :nominal AND state = 'fanning_out' AND fence <= :fence
+		RETURNING ` + ledgerRunColumns,
+
+	// Opened, forced: generation 1, or the next one from scratch.
+	ledgerForceRun: `
+		INSERT INTO runs (job, nominal, generation, state, fence, opened_at, updated_at)
+		VALUES (:job, :nominal, 1, 'fanning_out', :fence, :now, :now)
+		ON CONFLICT (job, nominal) DO UPDATE SET
+			generation = generation + 1, state = 'fanning_out', cursor = 0, total = 0,
+			fence = :fence, opened_at = :now, updated_at = :now, finished_at = 0,
+			succeeded = 0, dead = 0, cancelled = 0
+		RETURNING ` + ledgerRunColumns,
+
+	ledgerAdvanceRun: `
+		UPDATE runs SET
+			cursor = :cursor, fence = :fence, updated_at = :now,
+			state = CASE WHEN :done THEN 'fanned_out' ELSE state END,
+			total = CASE WHEN :done THEN :cursor ELSE total END
+		WHERE job = :job AND nominal = :nominal AND generation = :generation
+			AND state = 'fanning_out' AND fence <= :fence AND cursor <= :cursor
+		RETURNING ` + ledgerRunColumns,
+
+	ledgerFinishRun: `
+		UPDATE runs SET
+			state = CASE WHEN :dead + :cancelled = 0 THEN 'complete' ELSE 'partial' END,
+			succeeded = :succeeded, dead = :dead, cancelled = :cancelled,
+			finished_at = :now, updated_at = :now
+		WHERE job = :job AND nominal = :nominal AND generation = :generation AND state = 'fanned_out'
+		RETURNING ` + ledgerRunColumns,
+
+	ledgerGetRun: `SELECT ` + ledgerRunColumns + ` FROM runs WHERE job = :job AND nominal = :nominal`,
+
+	// absent → RUNNING attempt 1; FAILED or expired RUNNING → RUNNING
+	// attempt+1, or DEAD when the attempts are exhausted.
+	ledgerClaim: `
+		INSERT INTO items (run, asset, state, owner, attempt, lease_until, fence, created_at, started_at, updated_at)
+		VALUES (:run, :asset, 'RUNNING', :owner, 1, :lease_until, :fence, :now, :now, :now)
+		ON CONFLICT (run, asset) DO UPDATE SET
+			state       = CASE WHEN ` + ledgerClaimExhausted + ` THEN 'DEAD' ELSE 'RUNNING' END,
+			owner       = CASE WHEN ` + ledgerClaimExhausted + ` THEN owner ELSE :owner END,
+			attempt     = CASE WHEN ` + ledgerClaimExhausted + ` THEN attempt ELSE attempt + 1 END,
+			lease_until = CASE WHEN ` + ledgerClaimExhausted + ` THEN lease_until ELSE :lease_until END,
+			fence       = CASE WHEN ` + ledgerClaimExhausted + ` THEN fence ELSE :fence END,
+			error       = CASE WHEN ` + ledgerClaimExhausted + ` THEN 'attempts exhausted' ELSE error END,
+			started_at  = CASE WHEN ` + ledgerClaimExhausted + ` THEN started_at ELSE :now END,
+			finished_at = CASE WHEN ` + ledgerClaimExhausted + ` THEN :now ELSE finished_at END,
+			updated_at  = :now
+		WHERE state = 'FAILED' OR (state = 'RUNNING' AND lease_until + :skew <= :now)
+		RETURNING ` + ledgerItemColumns,
+
+	ledgerComplete: `
+		UPDATE items SET state = 'SUCCEEDED', result = :result, finished_at = :now, updated_at = :now
+		WHERE run = :run AND asset = :asset AND state = 'RUNNING' AND owner = :owner AND attempt = :attempt
+		RETURNING ` + ledgerItemColumns,
+
+	ledgerFail: `
+		UPDATE items SET state = :state, error = :reason, finished_at = :finished_at, updated_at = :now
+		WHERE run = :run AND asset = :asset AND state = 'RUNNING' AND owner = :owner AND attempt = :attempt
+		RETURNING ` + ledgerItemColumns,
+
+	ledgerRelease: `
+		UPDATE items SET lease_until = :now, updated_at = :now
+		WHERE run = :run AND asset = :asset AND state = 'RUNNING' AND owner = :owner AND attempt = :attempt
+		RETURNING ` + ledgerItemColumns,
+
+	ledgerCancel: `
+		INSERT INTO items (run, asset, state, error, created_at, finished_at, updated_at)
+		VALUES (:run, :asset, 'CANCELLED', :reason, :now, :now, :now)
+		ON CONFLICT (run, asset) DO UPDATE SET
+			state = 'CANCELLED', error = :reason, finished_at = :now, updated_at = :now
+		WHERE state IN ('RUNNING', 'FAILED')
+		RETURNING ` + ledgerItemColumns,
+
+	ledgerGetItem: `SELECT ` + ledgerItemColumns + ` FROM items WHERE run = :run AND asset = :asset`,
+}
