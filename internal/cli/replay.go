@@ -376,20 +376,35 @@ func replayItemCmd(ctx context.Context, e *env, args []string) error {
 	}
 	w := &settleWatch{r: r, stall: f.timeout}
 	w.add(rep.Key.Run.Nominal)
-	werr := w.waitItem(ctx, rep.Key)
-	it, gerr := r.b.Ledger.GetItem(ctx, rep.Key)
-	if gerr != nil {
-		return errors.Join(werr, gerr)
+	// Wait for the item and the derived items that take it as input: the
+	// consumer enqueues (or cancels) those once the item is terminal.
+	keys := []ledger.ItemKey{rep.Key}
+	for _, d := range j.DependentsOf(asset) {
+		keys = append(keys, ledger.ItemKey{Run: rep.Key.Run, Asset: d.Name})
 	}
-	fmt.Fprintf(e.stdout, "%s: %s, attempt %d", rep.Key, it.State, it.Attempt)
-	if it.Error != "" {
-		fmt.Fprintf(e.stdout, " (%s)", it.Error)
+	werr := w.waitItems(ctx, keys)
+	ok := true
+	for _, k := range keys {
+		it, err := r.b.Ledger.GetItem(ctx, k)
+		if errors.Is(err, ledger.ErrNotFound) {
+			fmt.Fprintf(e.stdout, "%s: %s\n", k, pending)
+			ok = false
+			continue
+		}
+		if err != nil {
+			return errors.Join(werr, err)
+		}
+		fmt.Fprintf(e.stdout, "%s: %s, attempt %d", k, it.State, it.Attempt)
+		if it.Error != "" {
+			fmt.Fprintf(e.stdout, " (%s)", it.Error)
+		}
+		fmt.Fprintln(e.stdout)
+		ok = ok && it.State == ledger.ItemSucceeded
 	}
-	fmt.Fprintln(e.stdout)
 	if werr != nil {
 		return werr
 	}
-	if it.State != ledger.ItemSucceeded {
+	if !ok {
 		return errFailed
 	}
 	return nil

@@ -87,19 +87,25 @@ func (w *settleWatch) wait(ctx context.Context, onPoll func()) error {
 	return w.until(ctx, onPoll, w.done)
 }
 
-// waitItem polls until the item is terminal (and its run settled, when
-// every item is).
-func (w *settleWatch) waitItem(ctx context.Context, key ledger.ItemKey) error {
+// waitItems polls until the items are all terminal (or their runs settled).
+func (w *settleWatch) waitItems(ctx context.Context, keys []ledger.ItemKey) error {
 	return w.until(ctx, nil, func() bool {
 		if w.done() {
 			return true
 		}
-		for _, it := range w.items[key.Run.Nominal.UTC()] {
-			if it.Key == key && it.State.Terminal() {
-				return true
+		for _, k := range keys {
+			terminal := false
+			for _, it := range w.items[k.Run.Nominal.UTC()] {
+				if it.Key == k && it.State.Terminal() {
+					terminal = true
+					break
+				}
+			}
+			if !terminal {
+				return false
 			}
 		}
-		return false
+		return true
 	})
 }
 
