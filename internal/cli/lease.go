@@ -220,12 +220,9 @@ func confirmOwner(e *env, l lease.Lease) error {
 	return nil
 }
 
-// isTerminal reports whether f is a character device (a terminal).
+// isTerminal reports whether f is a file open on a terminal (not merely a
+// character device: /dev/null is one too).
 func isTerminal(f any) bool {
 	file, ok := f.(*os.File)
-	if !ok {
-		return false
-	}
-	st, err := file.Stat()
-	return err == nil && st.Mode()&os.ModeCharDevice != 0
+	return ok && file != nil && isTerminalFd(file.Fd())
 }

@@ -25,6 +25,10 @@ func dispatch(ctx context.Context, e *env, name, about string, subs []subcommand
 		printSubcommands(e.stdout, name, about, subs)
 		return nil
 	}
+	if strings.HasPrefix(args[0], "-") {
+		printSubcommands(e.stderr, name, about, subs)
+		return usagef("%s needs a subcommand (%s) before its flags", name, verbs(subs))
+	}
 	for _, s := range subs {
 		if s.name == args[0] {
 			return s.run(ctx, e, args[1:])
