@@ -39,6 +39,7 @@ type replayFlags struct {
 	latency   time.Duration
 	timeout   time.Duration
 	wait      bool
+	leaseWait time.Duration
 	logLevel  string
 }
 
@@ -48,6 +49,7 @@ func (f *replayFlags) register(fs *flag.FlagSet) {
 	fs.DurationVar(&f.latency, "latency", 200*time.Millisecond, "simulated provider latency per asset of the reference job, for consumers in this process")
 	fs.DurationVar(&f.timeout, "timeout", 2*time.Minute, "give up waiting when no item has finished for this long")
 	fs.BoolVar(&f.wait, "wait", true, "wait for the runs to settle and report them (--wait=false: enqueue and exit)")
+	fs.DurationVar(&f.leaseWait, "lease-wait", 30*time.Second, "keep retrying a tick this long while another coordinator holds the job's lease")
 	fs.StringVar(&f.logLevel, "log", "warn", "log level on stderr: debug, info, warn, error")
 }
 
@@ -59,6 +61,8 @@ func (f *replayFlags) check() error {
 		return usagef("--latency must not be negative, got %s", f.latency)
 	case f.timeout <= 0:
 		return usagef("--timeout must be positive, got %s", f.timeout)
+	case f.leaseWait < 0:
+		return usagef("--lease-wait must not be negative, got %s", f.leaseWait)
 	}
 	return nil
 }
@@ -214,7 +218,7 @@ func replayTickCmd(ctx context.Context, e *env, args []string) error {
 	}
 	defer r.close()
 
-	sum, err := r.trigger(ctx, nominal, force, 10*time.Second)
+	sum, err := r.trigger(ctx, nominal, force, f.leaseWait)
 	if err != nil {
 		return err
 	}
@@ -376,19 +380,36 @@ func replayItemCmd(ctx context.Context, e *env, args []string) error {
 	}
 	w := &settleWatch{r: r, stall: f.timeout}
 	w.add(rep.Key.Run.Nominal)
-	// Wait for the item and the derived items that take it as input: the
-	// consumer enqueues (or cancels) those once the item is terminal.
+	// Wait for the item, then for the derived items that take it as input
+	// and can proceed (all their inputs terminal: the consumer enqueues or
+	// cancels them).
 	keys := []ledger.ItemKey{rep.Key}
 	for _, d := range j.DependentsOf(asset) {
 		keys = append(keys, ledger.ItemKey{Run: rep.Key.Run, Asset: d.Name})
 	}
-	werr := w.waitItems(ctx, keys)
+	werr := w.waitRun(ctx, rep.Key.Run.Nominal, func(items map[string]ledger.Item) bool {
+		if !items[asset].State.Terminal() {
+			return false
+		}
+		for _, d := range j.DependentsOf(asset) {
+			if items[d.Name].State.Terminal() {
+				continue
+			}
+			for _, in := range d.Inputs {
+				if !items[in].State.Terminal() {
+					return true // d waits on another input; not this replay's business
+				}
+			}
+			return false
+		}
+		return true
+	})
 	ok := true
-	for _, k := range keys {
+	for i, k := range keys {
 		it, err := r.b.Ledger.GetItem(ctx, k)
 		if errors.Is(err, ledger.ErrNotFound) {
 			fmt.Fprintf(e.stdout, "%s: %s\n", k, pending)
-			ok = false
+			ok = ok && i > 0 // a derived item may wait on other inputs
 			continue
 		}
 		if err != nil {
@@ -399,7 +420,9 @@ func replayItemCmd(ctx context.Context, e *env, args []string) error {
 			fmt.Fprintf(e.stdout, " (%s)", it.Error)
 		}
 		fmt.Fprintln(e.stdout)
-		ok = ok && it.State == ledger.ItemSucceeded
+		if i == 0 {
+			ok = it.State == ledger.ItemSucceeded
+		}
 	}
 	if werr != nil {
 		return werr

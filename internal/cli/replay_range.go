@@ -254,7 +254,7 @@ func backfill(ctx context.Context, e *env, r *replayer, f *rangeFlags, plans []t
 			stopErr = err
 			break
 		}
-		sum, err := r.trigger(ctx, p.nominal, false, 30*time.Second)
+		sum, err := r.trigger(ctx, p.nominal, false, f.leaseWait)
 		if err != nil {
 			stopErr = fmt.Errorf("tick %s: %w", rfc(p.nominal), err)
 			break

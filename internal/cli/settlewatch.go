@@ -87,25 +87,19 @@ func (w *settleWatch) wait(ctx context.Context, onPoll func()) error {
 	return w.until(ctx, onPoll, w.done)
 }
 
-// waitItems polls until the items are all terminal (or their runs settled).
-func (w *settleWatch) waitItems(ctx context.Context, keys []ledger.ItemKey) error {
+// waitRun polls until ready holds for the items of the tick's run (by
+// name), or the run settled.
+func (w *settleWatch) waitRun(ctx context.Context, nominal time.Time, ready func(map[string]ledger.Item) bool) error {
+	nominal = nominal.UTC()
 	return w.until(ctx, nil, func() bool {
-		if w.done() {
+		if w.finished[nominal] {
 			return true
 		}
-		for _, k := range keys {
-			terminal := false
-			for _, it := range w.items[k.Run.Nominal.UTC()] {
-				if it.Key == k && it.State.Terminal() {
-					terminal = true
-					break
-				}
-			}
-			if !terminal {
-				return false
-			}
+		byName := map[string]ledger.Item{}
+		for _, it := range w.items[nominal] {
+			byName[it.Key.Asset] = it
 		}
-		return true
+		return ready(byName)
 	})
 }
 
