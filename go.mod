@@ -2,6 +2,8 @@ module github.com/batonhq/baton
 
 go 1.26.0
 
+require github.com/hashicorp/cronexpr v1.1.3
+
 require (
 	github.com/anishathalye/porcupine v1.3.1 // indirect
 	github.com/aws/aws-lambda-go v1.55.1 // indirect
@@ -24,7 +26,6 @@ require (
 	github.com/aws/smithy-go v1.28.8 // indirect
 	github.com/dustin/go-humanize v1.1.0 // indirect
 	github.com/google/uuid v1.6.0 // indirect
-	github.com/hashicorp/cronexpr v1.1.3 // indirect
 	github.com/mattn/go-isatty v0.0.24 // indirect
 	github.com/ncruces/go-strftime v1.1.0 // indirect
 	github.com/remyoudompheng/bigfft v0.0.0-20230129092748-24d4a6f8daec // indirect

@@ -75,7 +75,6 @@ func listDeps(t *testing.T, root, pkg string) []string {
 	t.Helper()
 	cmd := exec.Command(goTool(t), "list", "-deps", "-test=false", "-f", "{{.ImportPath}}", pkg)
 	cmd.Dir = root
-	cmd.Env = append(os.Environ(), "GOFLAGS=-mod=mod")
 	var stderr bytes.Buffer
 	cmd.Stderr = &stderr
 	out, err := cmd.Output()

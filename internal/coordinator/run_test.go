@@ -284,6 +284,7 @@ func TestDeadlineMidFanOutThenResume(t *testing.T) {
 	require.Equal(t, 100, sum.Enqueued)
 	require.Equal(t, 100, sum.Cursor)
 	require.Equal(t, 250, sum.Total)
+	require.Equal(t, 10*time.Second, sum.Duration, "two chunks of five one-second batches")
 
 	run, err := b.ledger.GetRun(ctx, "big", tick)
 	require.NoError(t, err)

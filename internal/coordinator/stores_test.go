@@ -1,14 +1,21 @@
 package coordinator_test
 
 import (
+	"path/filepath"
 	"testing"
+
+	"github.com/stretchr/testify/require"
 
 	"github.com/batonhq/baton/internal/lease"
 	"github.com/batonhq/baton/internal/ledger"
-	"github.com/batonhq/baton/internal/memfake"
+	"github.com/batonhq/baton/internal/sqlite"
 )
 
+// newStores returns the embedded stores on a fresh database file.
 func newStores(t *testing.T) (lease.Store, ledger.Store) {
 	t.Helper()
-	return memfake.NewLeases(), memfake.NewLedger()
+	db, err := sqlite.Open(t.Context(), filepath.Join(t.TempDir(), "baton.db"), nil)
+	require.NoError(t, err)
+	t.Cleanup(func() { require.NoError(t, db.Close()) })
+	return sqlite.NewLeaseStore(db), sqlite.NewLedgerStore(db)
 }

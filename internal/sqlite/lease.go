@@ -91,6 +91,14 @@ func (s *LeaseStore) Acquire(ctx context.Context, p lease.AcquireParams) (lease.
 	// Refused. Write again and read the holder in one transaction, so that
 	// the holder reported is the one that refused (the lease may have been
 	// released or may have expired in between, and the write then applies).
+	// Prepare first: preparing inside the transaction would wait for a
+	// second connection while this one holds the write lock, and with the
+	// pool taken by writers waiting for that lock, nobody moves until the
+	// busy timeout.
+	sel, err := s.stmt(ctx, leaseSelectSQL)
+	if err != nil {
+		return lease.Lease{}, fmt.Errorf("acquire lease %q: %w", p.Job, err)
+	}
 	tx, err := s.db.sql.BeginTx(ctx, nil) // IMMEDIATE (see Open)
 	if err != nil {
 		return lease.Lease{}, fmt.Errorf("acquire lease %q: %w", p.Job, err)
@@ -104,10 +112,6 @@ func (s *LeaseStore) Acquire(ctx context.Context, p lease.AcquireParams) (lease.
 		return got, nil
 	}
 	if !errors.Is(err, sql.ErrNoRows) {
-		return lease.Lease{}, fmt.Errorf("acquire lease %q: %w", p.Job, err)
-	}
-	sel, err := s.stmt(ctx, leaseSelectSQL)
-	if err != nil {
 		return lease.Lease{}, fmt.Errorf("acquire lease %q: %w", p.Job, err)
 	}
 	holder, err := scanLease(p.Job, tx.StmtContext(ctx, sel).QueryRowContext(ctx, p.Job))

@@ -1,20 +1,26 @@
 package tickfactory_test
 
 import (
+	"path/filepath"
 	"testing"
 
-	"github.com/batonhq/baton/internal/bars"
-	"github.com/batonhq/baton/internal/lease"
-	"github.com/batonhq/baton/internal/ledger"
-	"github.com/batonhq/baton/internal/memfake"
+	"github.com/stretchr/testify/require"
+
+	"github.com/batonhq/baton/internal/sqlite"
 )
 
-func newBars(t *testing.T) bars.Store {
+// openDB opens a fresh embedded database file, closed when the test ends.
+func openDB(t *testing.T) *sqlite.DB {
 	t.Helper()
-	return memfake.NewBars()
+	db, err := sqlite.Open(t.Context(), filepath.Join(t.TempDir(), "baton.db"), nil)
+	require.NoError(t, err)
+	t.Cleanup(func() { require.NoError(t, db.Close()) })
+	return db
 }
 
-func newLedgerStores(t *testing.T) (lease.Store, ledger.Store) {
-	t.Helper()
-	return memfake.NewLeases(), memfake.NewLedger()
+func newBars(t *testing.T) *sqlite.BarsStore { return sqlite.NewBarsStore(openDB(t)) }
+
+func newLedgerStores(t *testing.T) (*sqlite.LeaseStore, *sqlite.LedgerStore) {
+	db := openDB(t)
+	return sqlite.NewLeaseStore(db), sqlite.NewLedgerStore(db)
 }

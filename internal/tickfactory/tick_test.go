@@ -77,12 +77,17 @@ func TestOneTickEndToEnd(t *testing.T) {
 		res := cons.Handle(ctx, time.Now().Add(30*time.Second), q.take(queue.MaxBatch))
 		require.Empty(t, res.Failed)
 		require.Len(t, res.Items, 7)
+		// Store writes that wait for the file lock move the bubble's clock
+		// by a few milliseconds; a sequential loop would take 7 × 1.6 s.
+		const slack = 100 * time.Millisecond
 		for _, o := range res.Items {
 			require.Equal(t, consumer.StatusSucceeded, o.Status, o.Key)
-			require.Equal(t, latency, o.Processing, o.Key)
-			require.Equal(t, 700*time.Millisecond+latency, o.TickToDone, "%s: staleness does not grow with position", o.Key)
+			require.GreaterOrEqual(t, o.Processing, latency, o.Key)
+			require.Less(t, o.Processing, latency+slack, o.Key)
+			require.GreaterOrEqual(t, o.TickToDone, 700*time.Millisecond+latency, o.Key)
+			require.Less(t, o.TickToDone, 700*time.Millisecond+latency+slack, "%s: staleness does not grow with position", o.Key)
 		}
-		require.Equal(t, latency, time.Since(trigger), "the seven fetches ran at once")
+		require.Less(t, time.Since(trigger), latency+slack, "the seven fetches ran at once")
 
 		res = cons.Handle(ctx, time.Now().Add(30*time.Second), q.take(queue.MaxBatch))
 		require.Empty(t, res.Failed)

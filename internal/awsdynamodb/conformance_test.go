@@ -1,0 +1,59 @@
+package awsdynamodb_test
+
+import (
+	"sync"
+	"testing"
+
+	"github.com/aws/aws-sdk-go-v2/service/dynamodb"
+
+	"github.com/batonhq/baton/internal/awsdynamodb"
+	"github.com/batonhq/baton/internal/bars"
+	"github.com/batonhq/baton/internal/bars/barstest"
+	"github.com/batonhq/baton/internal/lease"
+	"github.com/batonhq/baton/internal/lease/leasetest"
+	"github.com/batonhq/baton/internal/ledger"
+	"github.com/batonhq/baton/internal/ledger/ledgertest"
+)
+
+// The conformance suites share one table per test binary, made by the
+// first case that asks for it: every case names its jobs and assets
+// uniquely.
+var conformance struct {
+	once   sync.Once
+	client *dynamodb.Client
+	table  string
+}
+
+func conformanceTable(t *testing.T) (*dynamodb.Client, string) {
+	t.Helper()
+	serverClient(t) // skips the case when there is no server
+	conformance.once.Do(func() { conformance.client, conformance.table = newTable(t) })
+	if conformance.client == nil {
+		t.Fatal("creating the conformance table failed in another case")
+	}
+	return conformance.client, conformance.table
+}
+
+func TestLeaseConformance(t *testing.T) {
+	t.Parallel()
+	leasetest.Run(t, func(t *testing.T) lease.Store {
+		c, table := conformanceTable(t)
+		return awsdynamodb.NewLeaseStore(c, table, nil)
+	})
+}
+
+func TestLedgerConformance(t *testing.T) {
+	t.Parallel()
+	ledgertest.Run(t, func(t *testing.T) ledger.Store {
+		c, table := conformanceTable(t)
+		return awsdynamodb.NewLedgerStore(c, table, nil)
+	})
+}
+
+func TestBarsConformance(t *testing.T) {
+	t.Parallel()
+	barstest.Run(t, func(t *testing.T) bars.Store {
+		c, table := conformanceTable(t)
+		return awsdynamodb.NewBarsStore(c, table, nil)
+	})
+}

@@ -1,0 +1,106 @@
+// Package awsdynamodb implements baton's lease, ledger and bars ports on
+// one DynamoDB table, with aws-sdk-go-v2.
+//
+// The constructors take the client and the table name:
+//
+//	leases := awsdynamodb.NewLeaseStore(client, table, nil)
+//	ledger := awsdynamodb.NewLedgerStore(client, table, nil)
+//	bars := awsdynamodb.NewBarsStore(client, table, nil)
+//
+// The three stores may share one client and one table. CreateTable makes
+// the table (baton setup).
+//
+// # Table
+//
+// One table, key schema pk (String, partition key) and sk (String, sort
+// key), on-demand billing, TTL on the ttl attribute. Record kinds are told
+// apart by the prefix of pk:
+//
+//	record  pk                       sk                         written by
+//	lease   LEASE#<job>              LEASE                      Acquire, Renew, Release
+//	run     RUN#<job>                <nominal, RFC 3339 UTC>    OpenRun, AdvanceRun, FinishRun
+//	item    ITEMS#<run id>           <asset>                    Claim, Complete, Fail, Release, Cancel
+//	bar     BAR#<asset>              <minute, RFC 3339 UTC>     Put
+//
+// The run id is job@<nominal>#<generation> (ledger.RunID), so all items of
+// one generation share a partition and ListItems is one Query. The runs of
+// a job share a partition sorted by nominal time, so ListRuns is one Query
+// read backwards. The ledger's and the bars' job and asset names are
+// checked with ledger.ValidName before they go into a key (so they hold no
+// '#', '@' or '/'); a lease's job may be any non-empty string. Times are Numbers of Unix nanoseconds (0 for
+// the zero time), compared exactly inside conditions; sort keys hold
+// times in whole seconds, as run ids do. infra/dynamodb-table.md lists
+// every attribute.
+//
+// # Semantics
+//
+// Every transition is one conditional write (UpdateItem or PutItem with a
+// ConditionExpression) on one record: no transactions. The decision of a
+// transition is made by the condition, against the caller's Now and the
+// absolute times stored in the record, never by a read followed by a write
+// (the one exception is OpenRun with Force, which reads the generation and
+// then writes conditioned on it). Acquire mints the fence in the write that
+// takes the lease (fence = if_not_exists(fence, 0) + 1). Claim covers
+// absent, FAILED and expired RUNNING in one condition, so a new item costs
+// two writes in all: claim and complete.
+//
+// Writes ask for the new record (ReturnValues ALL_NEW) and, on a failed
+// condition, for the record that failed it
+// (ReturnValuesOnConditionCheckFailure ALL_OLD), which callers turn into
+// the ports' errors with that record. A server that does not return it (the emulator) costs one more
+// strongly consistent GetItem on refused writes only. Every read is
+// strongly consistent (GetItem and Query with ConsistentRead).
+//
+// Every write stores a random token of its own (attribute tok). It settles
+// two cases without guessing:
+//
+//   - the SDK's retryer resends a write whose response was lost, and the
+//     resent write fails its condition because the first one applied: the
+//     record carries the token, so the write is reported as done;
+//   - a write returns an error after which it may have applied (transport
+//     error or timeout after sending, a 5xx): the record is read back with
+//     one consistent GetItem (bounded by Options.ResolveTimeout, even when
+//     the caller's context is done). It carries the token: the write
+//     applied and its result is returned. It does not: the write did not
+//     apply (or a later write already replaced it) and the error is
+//     returned, saying so; the caller may retry. If the read fails too,
+//     the error says the outcome is unknown.
+//
+// Throttling and 5xx responses are retried by the client's retryer, which
+// the stores leave as configured (the SDK's standard mode by default: 3
+// attempts with exponential backoff and jitter); what is left after it is
+// returned wrapped.
+//
+// The ttl attribute (epoch seconds) is set on finished runs and terminal
+// items to the time they finished plus Options.Retention (30 days by
+// default). It is garbage collection only: DynamoDB deletes expired
+// records within days, and no decision reads ttl. A tick whose run was
+// deleted this way opens again as generation 1 if triggered again. Leases
+// and bars have no ttl.
+//
+// Calls per operation (pinned by TestCalls): acquire, renew, release,
+// OpenRun, AdvanceRun, FinishRun, Complete, Fail, Release, Cancel, Put and
+// a claim that succeeds are one write each; OpenRun with Force is a read
+// and a write; a Claim of an item out of attempts is two writes (the
+// refused claim, then DEAD). A refused write is one call on DynamoDB and
+// one call plus one GetItem on the emulator.
+//
+// The emulator used by the tests (dynalite) differs from DynamoDB in
+// that it does not return the old record with a failed condition (see
+// above), does not implement UpdateTimeToLive (CreateTable tolerates it)
+// and never deletes expired records; its expression parser is slow on
+// nested parentheses, so conditions are written flat.
+//
+// # Errors
+//
+// The stores return the ports' sentinels (lease.ErrHeld as
+// *lease.HeldError, lease.ErrNotHolder, ledger.ErrHeld, ledger.ErrTerminal,
+// ledger.ErrConflict, ledger.ErrNotFound, bars.ErrStale, …) for the
+// conditions their contracts name, wrapped with the operation and key.
+// SDK errors are interpreted in one place: a missing table is
+// ErrTableNotFound, naming the table; everything else is wrapped with the
+// operation and the table, and errors.As still reaches the SDK's types.
+// Invalid input (a bad job or asset name, an empty lease owner, a
+// non-positive lease TTL, a bar price DynamoDB cannot store) is an error,
+// none of the sentinels, returned before any call.
+package awsdynamodb

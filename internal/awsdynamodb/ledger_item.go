@@ -1,0 +1,379 @@
+package awsdynamodb
+
+import (
+	"context"
+	"fmt"
+	"time"
+
+	"github.com/aws/aws-sdk-go-v2/aws"
+	"github.com/aws/aws-sdk-go-v2/service/dynamodb"
+	"github.com/aws/aws-sdk-go-v2/service/dynamodb/types"
+
+	"github.com/batonhq/baton/internal/ledger"
+)
+
+// Item record attributes (pk ITEMS#<run id>, sk <asset>).
+const (
+	itemState      = "state"
+	itemOwner      = "owner"
+	itemAttempt    = "attempt"
+	itemLeaseUntil = "lease_until"
+	itemFence      = "fence"
+	itemError      = "error"
+	itemResult     = "result" // Binary; absent when empty
+	itemCreatedAt  = "created_at"
+	itemStartedAt  = "started_at"
+	itemFinishedAt = "finished_at"
+	itemUpdatedAt  = "updated_at"
+)
+
+// reasonExhausted is the Error of an item Claim sent to DEAD.
+const reasonExhausted = "attempts exhausted"
+
+// itemStates are the values of the item states in expressions.
+var itemStates = record{
+	":running":   str(string(ledger.ItemRunning)),
+	":succeeded": str(string(ledger.ItemSucceeded)),
+	":failed":    str(string(ledger.ItemFailed)),
+	":dead":      str(string(ledger.ItemDead)),
+	":cancelled": str(string(ledger.ItemCancelled)),
+}
+
+// withStates returns values with the item states' placeholders added
+// (":running", …); the write keeps only those its expressions use.
+func withStates(values record) record {
+	for n, v := range itemStates {
+		values[n] = v
+	}
+	return values
+}
+
+// claimable returns the condition "FAILED, or RUNNING with a lease expired
+// at :cutoff", each conjoined with extra when it is not empty. Conditions
+// are written flat, as a disjunction of conjunctions: the emulator's
+// expression parser slows down sharply with nested parentheses (twice the
+// time per claim with one more level), DynamoDB does not care.
+func claimable(extra string) string {
+	if extra != "" {
+		extra = " AND " + extra
+	}
+	return "(#state = :failed" + extra + ") OR (#state = :running AND #lease_until <= :cutoff" + extra + ")"
+}
+
+// Claim implements ledger.Store. It is one UpdateItem whose condition
+// covers every claimable case (absent, FAILED, RUNNING with an expired
+// lease, under MaxAttempts), so a new item costs one write. When the
+// condition fails, the record that failed it decides: ErrTerminal,
+// ErrHeld, or, for a claimable item out of attempts, one more conditional
+// write to DEAD.
+func (s *LedgerStore) Claim(ctx context.Context, p ledger.ClaimParams) (ledger.Item, error) {
+	op := "claim " + p.Key.String()
+	if err := validItemKey(p.Key); err != nil {
+		return ledger.Item{}, fmt.Errorf("%s: %w", op, err)
+	}
+	k := itemKey(p.Key)
+	cutoff := num(toNanos(p.Now) - int64(p.Skew))
+	claim := update{
+		set: []string{
+			"#state = :running",
+			"#owner = :owner",
+			"#attempt = if_not_exists(#attempt, :zero) + :one",
+			"#lease_until = :until",
+			"#fence = :fence",
+			"#created_at = if_not_exists(#created_at, :now)",
+			"#started_at = :now",
+			"#updated_at = :now",
+		},
+		cond: "attribute_not_exists(#pk) OR " + claimable(""),
+		values: record{
+			":owner":  str(p.Owner),
+			":zero":   num(0),
+			":one":    num(1),
+			":until":  nanos(p.LeaseUntil),
+			":fence":  num(p.Fence),
+			":now":    nanos(p.Now),
+			":cutoff": cutoff,
+		},
+	}
+	if p.MaxAttempts > 0 {
+		claim.cond = "attribute_not_exists(#pk) OR " + claimable("#attempt < :max")
+		claim.values[":max"] = num(int64(p.MaxAttempts))
+	}
+	withStates(claim.values)
+	w, err := s.t.update(ctx, op, k, claim)
+	for retries := 0; ; retries++ {
+		if err != nil {
+			return ledger.Item{}, err
+		}
+		if w.applied {
+			it, err := decodeItem(p.Key, w.rec)
+			if err != nil {
+				return ledger.Item{}, fmt.Errorf("%s: %w", op, err)
+			}
+			return it, nil
+		}
+		// Decide from the record that failed the condition. Without one
+		// (gone since), or when it is claimable again, claim again.
+		next := claim
+		if w.rec != nil {
+			it, err := decodeItem(p.Key, w.rec)
+			if err != nil {
+				return ledger.Item{}, fmt.Errorf("%s: %w", op, err)
+			}
+			expired := !it.LeaseUntil.Add(p.Skew).After(p.Now)
+			switch {
+			case it.State.Terminal():
+				return it, fmt.Errorf("%s: item is %s: %w", op, it.State, ledger.ErrTerminal)
+			case it.State == ledger.ItemRunning && !expired:
+				return it, fmt.Errorf("%s: running under %q (attempt %d) until %s: %w",
+					op, it.Owner, it.Attempt, it.LeaseUntil.Format(time.RFC3339Nano), ledger.ErrHeld)
+			case p.MaxAttempts > 0 && it.Attempt >= p.MaxAttempts:
+				next = s.exhaust(p, cutoff)
+			}
+		}
+		if retries == raceRetries {
+			return ledger.Item{}, fmt.Errorf("%s: the item record kept changing under the write; try again", op)
+		}
+		w, err = s.t.update(ctx, op, k, next)
+		if err == nil && w.applied && strAttr(w.rec, itemState) == string(ledger.ItemDead) {
+			dead, err := decodeItem(p.Key, w.rec)
+			if err != nil {
+				return ledger.Item{}, fmt.Errorf("%s: %w", op, err)
+			}
+			return dead, fmt.Errorf("%s: %s after %d attempts: %w", op, reasonExhausted, dead.Attempt, ledger.ErrTerminal)
+		}
+	}
+}
+
+// exhaust is the write that moves a claimable item whose attempts reached
+// p.MaxAttempts to DEAD.
+func (s *LedgerStore) exhaust(p ledger.ClaimParams, cutoff types.AttributeValue) update {
+	u := update{
+		set:  []string{"#state = :dead", "#error = :reason", "#finished_at = :now", "#updated_at = :now"},
+		cond: claimable("#attempt >= :max"),
+		values: record{
+			":reason": str(reasonExhausted),
+			":now":    nanos(p.Now),
+			":cutoff": cutoff,
+			":max":    num(int64(p.MaxAttempts)),
+		},
+	}
+	s.terminal(&u, p.Now)
+	withStates(u.values)
+	return u
+}
+
+// terminal adds the ttl of a record that became terminal at now to u.
+func (s *LedgerStore) terminal(u *update, now time.Time) {
+	if ttl, ok := s.t.expiry(now); ok {
+		u.set = append(u.set, "#ttl = :ttl")
+		u.values[":ttl"] = ttl
+	}
+}
+
+// Complete implements ledger.Store with one UpdateItem conditioned on
+// RUNNING, owner and attempt.
+func (s *LedgerStore) Complete(ctx context.Context, p ledger.CompleteParams) (ledger.Item, error) {
+	u := update{
+		set:    []string{"#state = :succeeded", "#finished_at = :now", "#updated_at = :now"},
+		values: record{":now": nanos(p.Now)},
+	}
+	if len(p.Result) > 0 {
+		u.set = append(u.set, "#result = :result")
+		u.values[":result"] = &types.AttributeValueMemberB{Value: p.Result}
+	} else {
+		u.remove = append(u.remove, "#result")
+	}
+	s.terminal(&u, p.Now)
+	return s.finishAttempt(ctx, "complete", p.Key, p.Owner, p.Attempt, u)
+}
+
+// Fail implements ledger.Store with one UpdateItem conditioned on RUNNING,
+// owner and attempt.
+func (s *LedgerStore) Fail(ctx context.Context, p ledger.FailParams) (ledger.Item, error) {
+	u := update{
+		set:    []string{"#state = :failed", "#updated_at = :now"},
+		values: record{":now": nanos(p.Now)},
+	}
+	if p.Permanent || (p.MaxAttempts > 0 && p.Attempt >= p.MaxAttempts) {
+		u.set[0] = "#state = :dead"
+		u.set = append(u.set, "#finished_at = :now")
+		s.terminal(&u, p.Now)
+	}
+	setReason(&u, p.Reason)
+	return s.finishAttempt(ctx, "fail", p.Key, p.Owner, p.Attempt, u)
+}
+
+// Release implements ledger.Store with one UpdateItem conditioned on
+// RUNNING, owner and attempt: the item lease ends at Now.
+func (s *LedgerStore) Release(ctx context.Context, p ledger.ReleaseParams) (ledger.Item, error) {
+	u := update{
+		set:    []string{"#lease_until = :now", "#updated_at = :now"},
+		values: record{":now": nanos(p.Now)},
+	}
+	return s.finishAttempt(ctx, "release", p.Key, p.Owner, p.Attempt, u)
+}
+
+// finishAttempt applies u to the item when it is RUNNING(owner, attempt),
+// and maps a failed condition to the ledger's errors.
+func (s *LedgerStore) finishAttempt(ctx context.Context, verb string, key ledger.ItemKey, owner string, attempt int, u update) (ledger.Item, error) {
+	op := verb + " " + key.String()
+	if err := validItemKey(key); err != nil {
+		return ledger.Item{}, fmt.Errorf("%s: %w", op, err)
+	}
+	u.cond = "#state = :running AND #owner = :owner AND #attempt = :attempt"
+	u.values[":owner"] = str(owner)
+	u.values[":attempt"] = num(int64(attempt))
+	withStates(u.values)
+	w, err := s.t.update(ctx, op, itemKey(key), u)
+	if err != nil {
+		return ledger.Item{}, err
+	}
+	if w.rec == nil {
+		return ledger.Item{}, fmt.Errorf("%s: %w", op, ledger.ErrNotFound)
+	}
+	it, err := decodeItem(key, w.rec)
+	if err != nil {
+		return ledger.Item{}, fmt.Errorf("%s: %w", op, err)
+	}
+	switch {
+	case w.applied:
+		return it, nil
+	case it.State.Terminal():
+		return it, fmt.Errorf("%s: item is %s: %w", op, it.State, ledger.ErrTerminal)
+	default:
+		return it, fmt.Errorf("%s: item is %s under %q attempt %d, not %q attempt %d: %w",
+			op, it.State, it.Owner, it.Attempt, owner, attempt, ledger.ErrConflict)
+	}
+}
+
+// Cancel implements ledger.Store with one UpdateItem conditioned on the
+// item being absent, RUNNING or FAILED.
+func (s *LedgerStore) Cancel(ctx context.Context, p ledger.CancelParams) (ledger.Item, error) {
+	op := "cancel " + p.Key.String()
+	if err := validItemKey(p.Key); err != nil {
+		return ledger.Item{}, fmt.Errorf("%s: %w", op, err)
+	}
+	u := update{
+		set: []string{
+			"#state = :cancelled",
+			"#attempt = if_not_exists(#attempt, :zero)",
+			"#created_at = if_not_exists(#created_at, :now)",
+			"#finished_at = :now",
+			"#updated_at = :now",
+		},
+		cond:   "attribute_not_exists(#pk) OR #state = :running OR #state = :failed",
+		values: record{":zero": num(0), ":now": nanos(p.Now)},
+	}
+	setReason(&u, p.Reason)
+	s.terminal(&u, p.Now)
+	withStates(u.values)
+	k := itemKey(p.Key)
+	for range raceRetries {
+		w, err := s.t.update(ctx, op, k, u)
+		if err != nil {
+			return ledger.Item{}, err
+		}
+		if w.rec == nil {
+			continue // gone since the failed condition: retry
+		}
+		it, err := decodeItem(p.Key, w.rec)
+		if err != nil {
+			return ledger.Item{}, fmt.Errorf("%s: %w", op, err)
+		}
+		if w.applied {
+			return it, nil
+		}
+		if it.State.Terminal() {
+			return it, fmt.Errorf("%s: item is %s: %w", op, it.State, ledger.ErrTerminal)
+		}
+		// Cancellable again since the failed condition: retry.
+	}
+	return ledger.Item{}, fmt.Errorf("%s: the item record kept changing under the write; try again", op)
+}
+
+// setReason sets the error attribute to reason, or removes it when empty.
+func setReason(u *update, reason string) {
+	if reason == "" {
+		u.remove = append(u.remove, "#error")
+		return
+	}
+	u.set = append(u.set, "#error = :reason")
+	u.values[":reason"] = str(reason)
+}
+
+// GetItem implements ledger.Store with one consistent GetItem.
+func (s *LedgerStore) GetItem(ctx context.Context, key ledger.ItemKey) (ledger.Item, error) {
+	op := "get item " + key.String()
+	if err := validItemKey(key); err != nil {
+		return ledger.Item{}, fmt.Errorf("%s: %w", op, err)
+	}
+	rec, err := s.t.get(ctx, op, itemKey(key))
+	if err != nil {
+		return ledger.Item{}, err
+	}
+	if rec == nil {
+		return ledger.Item{}, fmt.Errorf("%s: %w", op, ledger.ErrNotFound)
+	}
+	it, err := decodeItem(key, rec)
+	if err != nil {
+		return ledger.Item{}, fmt.Errorf("%s: %w", op, err)
+	}
+	return it, nil
+}
+
+// ListItems implements ledger.Store with one consistent Query of the run's
+// partition (more pages past 1 MB), in sort key (asset) order.
+func (s *LedgerStore) ListItems(ctx context.Context, run ledger.RunID) ([]ledger.Item, error) {
+	op := "list items of " + run.String()
+	if err := validRunID(run); err != nil {
+		return nil, fmt.Errorf("%s: %w", op, err)
+	}
+	cond := "#pk = :pk"
+	recs, err := s.t.query(ctx, op, &dynamodb.QueryInput{
+		TableName:                 aws.String(s.t.name),
+		KeyConditionExpression:    aws.String(cond),
+		ExpressionAttributeNames:  names(cond),
+		ExpressionAttributeValues: record{":pk": str(prefixItems + run.String())},
+		ConsistentRead:            aws.Bool(true),
+	}, 0)
+	if err != nil {
+		return nil, err
+	}
+	items := make([]ledger.Item, 0, len(recs))
+	for _, rec := range recs {
+		k, err := keyOf(rec)
+		if err != nil {
+			return nil, fmt.Errorf("%s: %w", op, err)
+		}
+		it, err := decodeItem(ledger.ItemKey{Run: run, Asset: k.sk}, rec)
+		if err != nil {
+			return nil, fmt.Errorf("%s: %w", op, err)
+		}
+		items = append(items, it)
+	}
+	return items, nil
+}
+
+// decodeItem reads the item record of key.
+func decodeItem(key ledger.ItemKey, rec record) (ledger.Item, error) {
+	d := decoder{rec: rec}
+	it := ledger.Item{
+		Key:        key,
+		State:      ledger.ItemState(d.str(itemState)),
+		Owner:      d.str(itemOwner),
+		Attempt:    d.int(itemAttempt),
+		LeaseUntil: d.time(itemLeaseUntil),
+		Fence:      d.int64(itemFence),
+		Error:      d.str(itemError),
+		Result:     d.bytes(itemResult),
+		CreatedAt:  d.time(itemCreatedAt),
+		StartedAt:  d.time(itemStartedAt),
+		FinishedAt: d.time(itemFinishedAt),
+		UpdatedAt:  d.time(itemUpdatedAt),
+	}
+	if d.err != nil {
+		return ledger.Item{}, fmt.Errorf("decode item record %s: %w", key, d.err)
+	}
+	return it, nil
+}
