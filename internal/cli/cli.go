@@ -114,8 +114,16 @@ Run 'baton <command> --help' for a command's flags.
 The embedded store is a SQLite file (default var/baton.db); several baton
 processes may use it at once.
 
-Exit status: 0 success, 1 failed outcome (e.g. an item ended DEAD),
-2 bad usage or input.
+Exit status:
+  0  success, or nothing to do (a finished tick replayed without --force,
+     a lease already free)
+  1  the command ran but the outcome is a failure: an item ended DEAD, a
+     run did not settle within --timeout, an operation was refused (a live
+     lease, a terminal item, the job's lease held by another coordinator),
+     a backfill stopped early (run the same command again to resume)
+  2  bad usage or input: unknown command, flag, job, run or asset; a bad or
+     future time; an inverted range or one with too many ticks
+See RUNBOOK.md for the operator's procedures.
 `)
 }
 
