@@ -18,12 +18,16 @@ var corePackages = []string{
 	"./internal/bars",
 	"./internal/consumer",
 	"./internal/coordinator",
+	"./internal/engine",
 	"./internal/fanin",
 	"./internal/job",
 	"./internal/lease",
 	"./internal/ledger",
+	"./internal/poller",
 	"./internal/queue",
 	"./internal/schedule",
+	"./internal/scheduler",
+	"./internal/sqlite",
 	"./internal/tickfactory",
 }
 

@@ -51,32 +51,27 @@ func (q *Queue) Receive(ctx context.Context, p queue.ReceiveParams) ([]queue.Del
 	}
 	ds := make([]queue.Delivery, 0, len(out.Messages))
 	for _, m := range out.Messages {
-		d, err := delivery(m)
-		if err != nil {
-			return nil, fmt.Errorf("receive from %s: %w", q.url, err)
-		}
-		ds = append(ds, d)
+		ds = append(ds, delivery(m))
 	}
 	return ds, nil
 }
 
-func delivery(m types.Message) (queue.Delivery, error) {
-	id := aws.ToString(m.MessageId)
+// delivery translates a received message. The system attributes are
+// metadata: one SQS did not send, or sent unreadable, leaves its field zero
+// (ReceiveCount 0: unknown) rather than failing the receive, which would
+// leave every message of the batch hidden and unprocessed.
+func delivery(m types.Message) queue.Delivery {
 	d := queue.Delivery{
-		MessageID:     id,
+		MessageID:     aws.ToString(m.MessageId),
 		ReceiptHandle: aws.ToString(m.ReceiptHandle),
 		Body:          []byte(aws.ToString(m.Body)),
 	}
-	count, err := strconv.Atoi(m.Attributes[string(types.MessageSystemAttributeNameApproximateReceiveCount)])
-	if err != nil {
-		return queue.Delivery{}, fmt.Errorf("message %s: ApproximateReceiveCount: %w", id, err)
+	if count, err := strconv.Atoi(m.Attributes[string(types.MessageSystemAttributeNameApproximateReceiveCount)]); err == nil && count > 0 {
+		d.ReceiveCount = count
 	}
-	d.ReceiveCount = count
-	sent, err := strconv.ParseInt(m.Attributes[string(types.MessageSystemAttributeNameSentTimestamp)], 10, 64)
-	if err != nil {
-		return queue.Delivery{}, fmt.Errorf("message %s: SentTimestamp: %w", id, err)
+	if sent, err := strconv.ParseInt(m.Attributes[string(types.MessageSystemAttributeNameSentTimestamp)], 10, 64); err == nil {
+		d.SentAt = time.UnixMilli(sent).UTC()
 	}
-	d.SentAt = time.UnixMilli(sent).UTC()
 	if len(m.MessageAttributes) > 0 {
 		d.Attributes = make(map[string]string, len(m.MessageAttributes))
 		for k, v := range m.MessageAttributes {
@@ -87,7 +82,7 @@ func delivery(m types.Message) (queue.Delivery, error) {
 			d.Attributes[k] = aws.ToString(v.StringValue)
 		}
 	}
-	return d, nil
+	return d
 }
 
 // Delete removes the message received with receiptHandle. SQS reports

@@ -3,8 +3,10 @@
 //
 // Writes are fenced: each bar carries the (Fence, Attempt) of the item that
 // wrote it, and a write is accepted only when its (Fence, Attempt) is at
-// least the stored one, compared fence first. A stale worker (an older
-// attempt, or an older coordinator's run) cannot overwrite a newer write.
+// least the stored one, compared fence first. Fence is the writer's coarse
+// fencing token and must not decrease across an item's attempts: the
+// reference workload uses the run generation. A stale worker (an older
+// attempt, or an older generation) cannot overwrite a newer write.
 //
 // Implementations must pass internal/bars/barstest.
 package bars

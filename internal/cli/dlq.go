@@ -80,7 +80,7 @@ func dlqListCmd(ctx context.Context, e *env, args []string) error {
 	if b.DeadLetter == nil {
 		return fmt.Errorf("the %s backend has no dead-letter queue configured", b.Name)
 	}
-	msgs, err := engine.OpsOf(b.DeadLetter).Peek(ctx, limit)
+	msgs, err := queueOps(b.DeadLetter).Peek(ctx, limit)
 	if err != nil {
 		return fmt.Errorf("list dead letters: %w", err)
 	}
@@ -207,14 +207,14 @@ func dlqRedriveCmd(ctx context.Context, e *env, args []string) error {
 	if b.DeadLetter == nil {
 		return fmt.Errorf("the %s backend has no dead-letter queue configured", b.Name)
 	}
-	n, err := engine.OpsOf(b.DeadLetter).MoveTo(ctx, b.Work, limit)
+	n, err := queueOps(b.DeadLetter).MoveTo(ctx, b.Work, limit)
 	if n > 0 || err == nil {
 		fmt.Fprintf(e.stdout, "moved %d message(s) from the dead-letter queue to the work queue; items already terminal are acknowledged without running\n", n)
 	}
 	if err != nil {
 		return fmt.Errorf("redrive stopped after %d message(s): %w", n, err)
 	}
-	if d, err := engine.OpsOf(b.DeadLetter).Depth(ctx); err == nil && d.Total() > 0 {
+	if d, err := queueOps(b.DeadLetter).Depth(ctx); err == nil && d.Total() > 0 {
 		approx := ""
 		if d.Approximate {
 			approx = " (approximate)"

@@ -296,7 +296,7 @@ func depthOf(ctx context.Context, role string, q engine.Queue) queueStatus {
 		s.Error = "not configured"
 		return s
 	}
-	d, err := engine.OpsOf(q).Depth(ctx)
+	d, err := queueOps(q).Depth(ctx)
 	if err != nil {
 		s.Error = err.Error()
 		return s

@@ -431,3 +431,35 @@ func TestMaxReceivesDeadLetters(t *testing.T) {
 	require.Equal(t, b.key("EURUSD").String(), fwd[0].Attributes[job.AttrKey])
 	require.Equal(t, ledger.ItemFailed, b.item(t, "EURUSD").State, "the item stays retryable for a redrive")
 }
+
+// The claim and the processor's context end at the deadline minus the
+// margin, so the verdict is recorded before the invocation is cut off.
+func TestProcessingEndsBeforeDeadlineMargin(t *testing.T) {
+	t.Parallel()
+	b := setup(t)
+	deadline := t0.Add(10 * time.Second) // margin 2 s; item lease 30 s
+	var procDeadline time.Time
+	b.proc.setOverride(func(ctx context.Context, t job.Task) ([]byte, error, bool) {
+		procDeadline, _ = ctx.Deadline()
+		return nil, nil, false
+	})
+	res := b.consumer.Handle(context.Background(), deadline, b.deliveries(b.message("EURUSD")))
+	require.Empty(t, res.Failed)
+	want := deadline.Add(-b.def.Limits.DeadlineMargin)
+	require.False(t, procDeadline.IsZero())
+	// The processor's context runs on the real clock for the lease's length.
+	require.LessOrEqual(t, time.Until(procDeadline), want.Sub(t0)+time.Second)
+	it := b.item(t, "EURUSD")
+	require.Equal(t, ledger.ItemSucceeded, it.State)
+
+	// The lease the claim took ends at deadline − margin.
+	b2 := setup(t)
+	b2.proc.setOverride(func(ctx context.Context, tk job.Task) ([]byte, error, bool) {
+		held, err := b2.ledger.GetItem(ctx, tk.Key)
+		require.NoError(t, err)
+		require.True(t, held.LeaseUntil.Equal(want), "lease until %s, want %s", held.LeaseUntil, want)
+		return nil, nil, false
+	})
+	res = b2.consumer.Handle(context.Background(), deadline, b2.deliveries(b2.message("EURUSD")))
+	require.Empty(t, res.Failed)
+}

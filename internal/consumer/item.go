@@ -147,9 +147,12 @@ func (c *Consumer) run(ctx context.Context, deadline time.Time, d *delivery) ver
 		}
 	}
 
+	// The claim, and the processor's context, end before the invocation's
+	// deadline minus the margin, which leaves the margin for recording the
+	// verdict: an item is never half-run when the invocation is cut off.
 	leaseUntil := now.Add(lim.ItemLease)
-	if !deadline.IsZero() && deadline.Before(leaseUntil) {
-		leaseUntil = deadline
+	if end := deadline.Add(-lim.DeadlineMargin); !deadline.IsZero() && end.Before(leaseUntil) {
+		leaseUntil = end
 	}
 	item, err := c.Ledger.Claim(ctx, ledger.ClaimParams{
 		Key: d.key, Owner: c.Owner, LeaseUntil: leaseUntil, Fence: d.msg.Fence,

@@ -83,7 +83,12 @@ type Summary struct {
 	Holder        *lease.Lease // the live holder when skipped
 	// Stopped is why the fan-out stopped early (StoppedDeadline,
 	// StoppedBudget); "" when it ran to the end.
-	Stopped        string
+	Stopped string
+	// Pending is set with OutcomeSkipped when the tick itself has not been
+	// fanned out (no run yet, or its run still fanning out): the holder is
+	// busy with another tick, and this trigger must be retried or the tick
+	// is never run. A skip of a tick already fanned out is a plain duplicate.
+	Pending        bool
 	AcquireLatency time.Duration
 	Duration       time.Duration
 }
@@ -139,10 +144,11 @@ func (c *Coordinator) Run(ctx context.Context, tr Trigger) (sum Summary, err err
 	if errors.As(err, &held) {
 		h := held.Holder
 		sum.Outcome, sum.Holder = OutcomeSkipped, &h
+		sum.Pending = c.tickPending(ctx, j.Name, sum.Nominal)
 		sum.Duration = c.now().Sub(start)
 		log.InfoContext(ctx, "lease held; skipped", slog.String("phase", "acquire"),
 			slog.String("holder", h.Owner), slog.Time("holder_expires", h.ExpiresAt), slog.Int64("holder_fence", h.Fence),
-			slog.Duration("latency", sum.AcquireLatency))
+			slog.Bool("tick_pending", sum.Pending), slog.Duration("latency", sum.AcquireLatency))
 		return sum, nil
 	}
 	if err != nil {
@@ -181,9 +187,7 @@ func (c *Coordinator) Run(ctx context.Context, tr Trigger) (sum Summary, err err
 	} else if err := c.fanOut(ctx, log, j, run, tr, start, hold, &sum); err != nil {
 		return sum, err
 	}
-	if prev := sched.Prev(sum.Nominal.Add(-time.Nanosecond)); !prev.IsZero() {
-		c.settleQuietly(ctx, log, j.Name, prev.UTC())
-	}
+	c.settleRecent(ctx, log, j.Name, sum.Nominal)
 	return sum, nil
 }
 
@@ -234,4 +238,15 @@ func (c *Coordinator) logger() *slog.Logger {
 		return c.Logger
 	}
 	return slog.New(slog.DiscardHandler)
+}
+
+// tickPending reports whether the tick still needs a coordinator: it has no
+// run, or its run is still fanning out. A read error counts as pending (the
+// caller retries rather than risk dropping the tick).
+func (c *Coordinator) tickPending(ctx context.Context, job string, nominal time.Time) bool {
+	run, err := c.Ledger.GetRun(ctx, job, nominal)
+	if err != nil {
+		return true
+	}
+	return run.State == ledger.RunFanningOut
 }

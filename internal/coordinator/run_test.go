@@ -187,9 +187,21 @@ func TestContentionSkipsWithHolder(t *testing.T) {
 	_, err = b.ledger.GetRun(ctx, "fx", tick)
 	require.ErrorIs(t, err, ledger.ErrNotFound, "a skipped invocation opens no run")
 
+	require.True(t, sum.Pending, "the tick has no run yet: the trigger must be retried")
 	l, err := b.leases.Inspect(ctx, "fx")
 	require.NoError(t, err)
 	require.Equal(t, "other", l.Owner, "the holder's lease is untouched")
+
+	// Once the tick is fanned out, a skip behind the lease is a duplicate.
+	require.NoError(t, b.leases.Release(ctx, lease.ReleaseParams{Job: "fx", Owner: "other", Fence: other.Fence}))
+	_, err = b.coordinator("c2").Run(ctx, coordinator.Trigger{Job: "fx", At: t0})
+	require.NoError(t, err)
+	_, err = b.leases.Acquire(ctx, lease.AcquireParams{Job: "fx", Owner: "other", TTL: 2 * time.Minute, Now: b.clock.Now()})
+	require.NoError(t, err)
+	sum, err = b.coordinator("c1").Run(ctx, coordinator.Trigger{Job: "fx", At: t0})
+	require.NoError(t, err)
+	require.Equal(t, coordinator.OutcomeSkipped, sum.Outcome)
+	require.False(t, sum.Pending, "the tick is fanned out")
 }
 
 // failingLeases fails Acquire with err.

@@ -11,7 +11,9 @@ import (
 	"github.com/batonhq/baton/internal/ledger"
 )
 
-// Settle finishes the tick's run when it can. A run fanned out whose
+// Settle finishes the tick's run when it can; derived items found ready but
+// not terminal are enqueued again (harmless when one is in flight: its
+// claim dedupes). A run fanned out whose
 // catalog assets (the first Total of the catalog) and derived items are
 // all terminal becomes complete (all SUCCEEDED) or partial, with its
 // counts. Before that check, derived items whose inputs ended DEAD or
@@ -40,7 +42,10 @@ func (c *Coordinator) Settle(ctx context.Context, jobName string, nominal time.T
 	if items == nil {
 		items = []ledger.Item{}
 	}
-	res, err := fanin.Check(ctx, fanin.Params{Ledger: c.Ledger, Def: j.Definition, Run: run.ID, Items: items, Now: now})
+	// The check also re-enqueues a derived item whose inputs all succeeded
+	// but which was never run: the last resort if every input's own check
+	// failed (their messages went to the dead-letter queue).
+	res, err := fanin.Check(ctx, fanin.Params{Ledger: c.Ledger, Queue: c.Queue, Def: j.Definition, Run: run.ID, Fence: run.Fence, Items: items, Now: now})
 	if err != nil {
 		return run, fmt.Errorf("settle %s: %w", run.ID, err)
 	}
@@ -92,5 +97,24 @@ func (c *Coordinator) settleQuietly(ctx context.Context, log *slog.Logger, job s
 		log.DebugContext(ctx, "settle", slog.String("phase", "settle"), slog.String("settled_run", run.ID.String()),
 			slog.String("state", string(run.State)), slog.Int("succeeded", run.Succeeded),
 			slog.Int("dead", run.Dead), slog.Int("cancelled", run.Cancelled))
+	}
+}
+
+// settleWindow is how many recent runs each coordinator invocation looks
+// at: a run whose last items were retried after a long visibility timeout
+// still settles on a later tick.
+const settleWindow = 10
+
+// settleRecent settles the job's most recent runs still fanned out.
+func (c *Coordinator) settleRecent(ctx context.Context, log *slog.Logger, job string, before time.Time) {
+	runs, err := c.Ledger.ListRuns(ctx, ledger.ListRunsParams{Job: job, Before: before, Limit: settleWindow})
+	if err != nil {
+		log.WarnContext(ctx, "list runs to settle failed", slog.String("phase", "settle"), slog.Any("error", err))
+		return
+	}
+	for _, r := range runs {
+		if r.State == ledger.RunFannedOut {
+			c.settleQuietly(ctx, log, job, r.ID.Nominal)
+		}
 	}
 }

@@ -140,3 +140,49 @@ func TestRunSettlesPreviousTick(t *testing.T) {
 	require.NoError(t, err)
 	require.Equal(t, ledger.RunComplete, prev.State)
 }
+
+// Settle re-enqueues a derived item whose inputs all succeeded but which
+// never ran (every input's own fan-in check was lost).
+func TestSettleReenqueuesLostDerived(t *testing.T) {
+	t.Parallel()
+	b := setup(t)
+	ctx := context.Background()
+	c, run := fannedOut(t, b)
+	for _, a := range tickfactory.Assets {
+		finishItem(t, b, run, a, ledger.ItemSucceeded)
+	}
+	require.Zero(t, b.queue.countByAsset(t)[tickfactory.DXY])
+	got, err := c.Settle(ctx, "fx", tick)
+	require.NoError(t, err)
+	require.Equal(t, ledger.RunFannedOut, got.State)
+	require.Equal(t, 1, b.queue.countByAsset(t)[tickfactory.DXY], "DXY enqueued by the settle")
+}
+
+// Each trigger settles the job's recent fanned-out runs, not only the
+// previous tick's: a run whose last item finished late still settles.
+func TestRunSettlesRecentRuns(t *testing.T) {
+	t.Parallel()
+	b := setup(t)
+	ctx := context.Background()
+	_, first := fannedOut(t, b)
+	c := b.coordinator("c1")
+	// Three ticks later the first run's items finish.
+	for i := 1; i <= 3; i++ {
+		b.clock.Set(t0.Add(time.Duration(i) * time.Minute))
+		_, err := c.Run(ctx, coordinator.Trigger{Job: "fx", At: b.clock.Now()})
+		require.NoError(t, err)
+	}
+	for _, a := range append(append([]string{}, tickfactory.Assets...), tickfactory.DXY) {
+		finishItem(t, b, first, a, ledger.ItemSucceeded)
+	}
+	got, err := b.ledger.GetRun(ctx, "fx", tick)
+	require.NoError(t, err)
+	require.Equal(t, ledger.RunFannedOut, got.State)
+
+	b.clock.Set(t0.Add(4 * time.Minute))
+	_, err = c.Run(ctx, coordinator.Trigger{Job: "fx", At: b.clock.Now()})
+	require.NoError(t, err)
+	got, err = b.ledger.GetRun(ctx, "fx", tick)
+	require.NoError(t, err)
+	require.Equal(t, ledger.RunComplete, got.State, "settled four ticks later")
+}

@@ -60,7 +60,7 @@ type Options struct {
 	// RetryDelay makes failed messages visible again after this long
 	// instead of after their visibility timeout; 0 means 1s.
 	RetryDelay time.Duration
-	Owner      string // prefix of lease and item owners; 0 means host+pid
+	Owner      string // prefix of lease and item owners; empty means host/pid
 	Logger     *slog.Logger
 	NowFunc    func() time.Time
 }

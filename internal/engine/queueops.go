@@ -8,7 +8,6 @@ import (
 	"strconv"
 	"time"
 
-	"github.com/batonhq/baton/internal/awssqs"
 	"github.com/batonhq/baton/internal/job"
 	"github.com/batonhq/baton/internal/queue"
 	"github.com/batonhq/baton/internal/sqlite"
@@ -63,16 +62,21 @@ type QueueOps interface {
 	MoveTo(ctx context.Context, dst Queue, max int) (int, error)
 }
 
-// OpsOf returns q's operator abilities.
+// OpsOf returns q's operator abilities: q itself when it implements
+// QueueOps, the embedded queue's own, else the portable ones.
 func OpsOf(q Queue) QueueOps {
 	switch q := q.(type) {
+	case QueueOps:
+		return q
 	case *sqlite.Queue:
 		return sqliteOps{q}
-	case *awssqs.Queue:
-		return sqsOps{q}
 	}
-	return portableOps{q}
+	return PortableOps(q)
 }
+
+// PortableOps returns QueueOps built on q's Sender and Receiver only, for
+// adapters that implement part of QueueOps themselves.
+func PortableOps(q Queue) QueueOps { return portableOps{q} }
 
 type sqliteOps struct{ q *sqlite.Queue }
 
@@ -99,28 +103,6 @@ func (o sqliteOps) Peek(ctx context.Context, max int) ([]QueuedMessage, error) {
 func (o sqliteOps) MoveTo(ctx context.Context, dst Queue, max int) (int, error) {
 	if d, ok := dst.(*sqlite.Queue); ok {
 		return o.q.MoveTo(ctx, d, max)
-	}
-	return portableOps{o.q}.MoveTo(ctx, dst, max)
-}
-
-type sqsOps struct{ q *awssqs.Queue }
-
-func (o sqsOps) Depth(ctx context.Context) (QueueDepth, error) {
-	d, err := o.q.Depth(ctx)
-	return QueueDepth{Visible: d.Visible, InFlight: d.InFlight, Delayed: d.Delayed, Approximate: true}, err
-}
-
-func (o sqsOps) Peek(ctx context.Context, max int) ([]QueuedMessage, error) {
-	return portableOps{o.q}.Peek(ctx, max)
-}
-
-// MoveTo moves everything with SQS's message-move task (the redrive the
-// console offers, which keeps attributes) when max <= 0 and dst is an SQS
-// queue; a bounded move receives, sends and deletes.
-func (o sqsOps) MoveTo(ctx context.Context, dst Queue, max int) (int, error) {
-	if d, ok := dst.(*awssqs.Queue); ok && max <= 0 {
-		n, err := o.q.MoveAll(ctx, d, 0, 0)
-		return int(n), err
 	}
 	return portableOps{o.q}.MoveTo(ctx, dst, max)
 }

@@ -2,7 +2,6 @@ package engine
 
 import (
 	"context"
-	"errors"
 	"fmt"
 	"time"
 
@@ -17,18 +16,23 @@ const (
 	MaxReceives     = 5
 )
 
+// pollInterval is how often an idle consumer looks for new messages: the
+// latency a message waits in the embedded queue before a consumer sees it.
+// An idle look is one read, without a write lock.
+const pollInterval = 10 * time.Millisecond
+
 // OpenSQLite opens the embedded backend on the SQLite file at path.
 func OpenSQLite(ctx context.Context, path string) (Backend, error) {
 	db, err := sqlite.Open(ctx, path, nil)
 	if err != nil {
 		return Backend{}, err
 	}
-	dlq, err := sqlite.OpenQueue(ctx, db, DeadLetterQueue, nil)
+	dlq, err := sqlite.OpenQueue(ctx, db, DeadLetterQueue, &sqlite.QueueOptions{PollInterval: pollInterval})
 	if err != nil {
 		db.Close()
 		return Backend{}, fmt.Errorf("open queue %s: %w", DeadLetterQueue, err)
 	}
-	work, err := sqlite.OpenQueue(ctx, db, WorkQueue, &sqlite.QueueOptions{DeadLetterQueue: DeadLetterQueue, MaxReceives: MaxReceives})
+	work, err := sqlite.OpenQueue(ctx, db, WorkQueue, &sqlite.QueueOptions{DeadLetterQueue: DeadLetterQueue, MaxReceives: MaxReceives, PollInterval: pollInterval})
 	if err != nil {
 		db.Close()
 		return Backend{}, fmt.Errorf("open queue %s: %w", WorkQueue, err)
@@ -42,7 +46,7 @@ func OpenSQLite(ctx context.Context, path string) (Backend, error) {
 		DeadLetter:  dlq,
 		MaxReceives: MaxReceives,
 		Contention:  sqliteContention{sqlite.NewContentionStore(db)},
-		Close:       func() error { return errors.Join(db.Close()) },
+		Close:       db.Close,
 	}, nil
 }
 

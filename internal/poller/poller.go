@@ -91,12 +91,10 @@ func (p *Poller) Run(ctx context.Context) error {
 	for range workers {
 		wg.Go(func() {
 			for ctx.Err() == nil {
-				n, err := p.Poll(ctx)
-				if err != nil && ctx.Err() == nil {
-					p.logger().Warn("poll failed", "err", err)
+				if _, err := p.Poll(ctx); err != nil && ctx.Err() == nil {
+					p.logger().WarnContext(ctx, "poll failed", slog.Any("error", err))
 					sleep(ctx, time.Second)
 				}
-				_ = n
 			}
 		})
 	}
@@ -125,18 +123,22 @@ func (p *Poller) Poll(ctx context.Context) (int, error) {
 	for _, id := range failed {
 		failedSet[id] = true
 	}
+	// Acknowledge under a context of its own: a handler that used its whole
+	// budget must not turn its successes into redeliveries.
+	actx, acancel := context.WithTimeout(context.WithoutCancel(ctx), ackTimeout)
+	defer acancel()
 	var errs []error
 	for _, m := range msgs {
 		if failedSet[m.MessageID] {
 			if p.RetryDelay > 0 {
-				err := p.Receiver.ChangeVisibility(hctx, queue.ChangeVisibilityParams{ReceiptHandle: m.ReceiptHandle, Timeout: p.RetryDelay, Now: p.now()})
+				err := p.Receiver.ChangeVisibility(actx, queue.ChangeVisibilityParams{ReceiptHandle: m.ReceiptHandle, Timeout: p.RetryDelay, Now: p.now()})
 				if err != nil && !errors.Is(err, queue.ErrInvalidReceipt) {
 					errs = append(errs, fmt.Errorf("change visibility of %s: %w", m.MessageID, err))
 				}
 			}
 			continue
 		}
-		if err := p.Receiver.Delete(hctx, m.ReceiptHandle); err != nil {
+		if err := p.Receiver.Delete(actx, m.ReceiptHandle); err != nil {
 			if errors.Is(err, queue.ErrInvalidReceipt) {
 				// Received again elsewhere after our visibility ran out; the
 				// redelivery will be acknowledged as a duplicate.
@@ -148,6 +150,9 @@ func (p *Poller) Poll(ctx context.Context) (int, error) {
 	}
 	return len(msgs), errors.Join(errs...)
 }
+
+// ackTimeout bounds the deletes and visibility changes after a batch.
+const ackTimeout = 10 * time.Second
 
 func sleep(ctx context.Context, d time.Duration) {
 	t := time.NewTimer(d)

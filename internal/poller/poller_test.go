@@ -20,6 +20,7 @@ type fakeQueue struct {
 	deleted  []string
 	retried  map[string]time.Duration
 	receives int
+	ctxCheck bool // Delete fails on a done context, as a network call would
 }
 
 func (q *fakeQueue) Receive(_ context.Context, p queue.ReceiveParams) ([]queue.Delivery, error) {
@@ -32,7 +33,10 @@ func (q *fakeQueue) Receive(_ context.Context, p queue.ReceiveParams) ([]queue.D
 	return out, nil
 }
 
-func (q *fakeQueue) Delete(_ context.Context, h string) error {
+func (q *fakeQueue) Delete(ctx context.Context, h string) error {
+	if q.ctxCheck && ctx.Err() != nil {
+		return ctx.Err()
+	}
 	q.mu.Lock()
 	defer q.mu.Unlock()
 	q.deleted = append(q.deleted, h)
@@ -114,4 +118,18 @@ func TestRunDrainsWithConcurrentWorkers(t *testing.T) {
 func TestRunRequiresParts(t *testing.T) {
 	t.Parallel()
 	require.Error(t, (&Poller{}).Run(t.Context()))
+}
+
+// A handler that used its whole budget still gets its successes deleted.
+func TestPollDeletesAfterHandlerDeadline(t *testing.T) {
+	t.Parallel()
+	q := newFake(2)
+	p := &Poller{Receiver: q, Timeout: time.Millisecond, Handle: func(ctx context.Context, _ time.Time, _ []queue.Delivery) []string {
+		<-ctx.Done()
+		return nil
+	}}
+	q.ctxCheck = true
+	_, err := p.Poll(t.Context())
+	require.NoError(t, err)
+	require.Equal(t, []string{"r0", "r1"}, q.deleted)
 }

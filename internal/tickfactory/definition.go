@@ -5,8 +5,8 @@
 // The bars are synthetic and deterministic (seeded from asset and minute)
 // so that runs, retries and replays can be compared bit for bit; a
 // configurable latency stands in for the market-data provider. Every write
-// to the bars store carries the item's (fence, attempt), so a stale worker
-// cannot overwrite a newer one's bar (invariant 9).
+// to the bars store is fenced by the item's (generation, attempt), so a
+// stale worker cannot overwrite a newer one's bar (invariant 9).
 //
 // Definition is the one source of truth for the job: the local runtime, the
 // Lambda functions and the template checks all read it.

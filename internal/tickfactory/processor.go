@@ -64,10 +64,17 @@ func NewProcessor(store bars.Store, o *Options) *Processor {
 // BarMinute(t.Nominal) (a deterministic synthetic bar, after the simulated
 // latency); for DXY it computes the index bar from the inputs' bars (open
 // from the opens, close from the closes, high and low the larger and
-// smaller of the two). Either way it writes the bar with (t.Fence,
-// t.Attempt) and returns it as a JSON Result. A stale write (the store
-// holds a newer fence or attempt), an unknown asset and implausible input
-// are permanent errors.
+// smaller of the two). Either way it writes the bar fenced by the item's
+// (generation, attempt) and returns it as a JSON Result. A stale write (the
+// store holds a newer generation or attempt), an unknown asset and
+// implausible input are permanent errors.
+//
+// Why (generation, attempt) and not the message's fence: that pair strictly
+// increases across every claim of the item's bar (each claim is a new
+// attempt; a forced replay is a new generation), whereas the fence a
+// message carries depends on which coordinator invocation sent that copy —
+// after a resumed fan-out, attempt 2 may arrive on a copy with a lower
+// fence than attempt 1's, and ordering by fence would reject it.
 func (p *Processor) Process(ctx context.Context, t job.Task) ([]byte, error) {
 	var (
 		b   bars.Bar
@@ -86,9 +93,9 @@ func (p *Processor) Process(ctx context.Context, t job.Task) ([]byte, error) {
 	if err != nil {
 		return nil, job.Permanent(fmt.Errorf("%s: %w", t.Key, err))
 	}
-	b.Fence, b.Attempt, b.WrittenAt = t.Fence, t.Attempt, p.now().UTC()
+	b.Fence, b.Attempt, b.WrittenAt = int64(t.Key.Run.Generation), t.Attempt, p.now().UTC()
 	if err := p.store.Put(ctx, b); err != nil {
-		err = fmt.Errorf("%s: put bar %s %s (fence %d, attempt %d): %w",
+		err = fmt.Errorf("%s: put bar %s %s (generation %d, attempt %d): %w",
 			t.Key, b.Asset, b.Minute.Format(time.RFC3339), b.Fence, b.Attempt, err)
 		if errors.Is(err, bars.ErrStale) {
 			return nil, job.Permanent(err)

@@ -108,7 +108,8 @@ func TestOneTickEndToEnd(t *testing.T) {
 			require.Equal(t, 1, it.Attempt, it.Key.Asset)
 			bar, err := store.Get(ctx, it.Key.Asset, tickfactory.BarMinute(nominal))
 			require.NoError(t, err)
-			require.Equal(t, sum.Fence, bar.Fence, "the bar carries the run's fence")
+			require.EqualValues(t, it.Key.Run.Generation, bar.Fence, "the bar is fenced by the generation")
+			require.Equal(t, it.Attempt, bar.Attempt)
 		}
 	})
 }

@@ -18,8 +18,14 @@ import (
 
 var tick = time.Date(2026, 11, 21, 12, 1, 0, 0, time.UTC)
 
-func task(asset string, fence int64, attempt int) job.Task {
-	run := ledger.RunID{Job: tickfactory.Name, Nominal: tick, Generation: 1}
+// task is the task of asset in the given generation of the tick, claimed
+// with attempt, on a message carrying fence 7.
+func task(asset string, generation, attempt int) job.Task {
+	return taskWithFence(asset, generation, attempt, 7)
+}
+
+func taskWithFence(asset string, generation, attempt int, fence int64) job.Task {
+	run := ledger.RunID{Job: tickfactory.Name, Nominal: tick, Generation: generation}
 	return job.Task{Key: ledger.ItemKey{Run: run, Asset: asset}, Asset: asset, Nominal: tick, Attempt: attempt, Fence: fence}
 }
 
@@ -131,7 +137,7 @@ func TestProcessWritesFencedBar(t *testing.T) {
 
 	bar, err := store.Get(ctx, "USDJPY", tickfactory.BarMinute(tick))
 	require.NoError(t, err)
-	require.EqualValues(t, 3, bar.Fence)
+	require.EqualValues(t, 3, bar.Fence, "fenced by the generation")
 	require.Equal(t, 1, bar.Attempt)
 	require.Equal(t, want.Close, bar.Close)
 	require.True(t, bar.WrittenAt.Equal(now))
@@ -142,7 +148,7 @@ func TestProcessWritesFencedBar(t *testing.T) {
 	_, err = p.Process(ctx, task("USDJPY", 3, 1))
 	require.ErrorIs(t, err, bars.ErrStale)
 	require.True(t, job.IsPermanent(err))
-	// A newer coordinator's fence outranks any attempt of an older one.
+	// A newer generation (a forced replay) outranks any attempt of an older one.
 	_, err = p.Process(ctx, task("USDJPY", 4, 1))
 	require.NoError(t, err)
 	_, err = p.Process(ctx, task("USDJPY", 3, 9))
@@ -151,6 +157,13 @@ func TestProcessWritesFencedBar(t *testing.T) {
 	require.NoError(t, err)
 	require.EqualValues(t, 4, bar.Fence)
 	require.Equal(t, 1, bar.Attempt)
+
+	// The message's fence plays no part: after a resumed fan-out, a retry
+	// may arrive on a copy with a lower fence than the first attempt's.
+	_, err = p.Process(ctx, taskWithFence("EURUSD", 1, 1, 6))
+	require.NoError(t, err)
+	_, err = p.Process(ctx, taskWithFence("EURUSD", 1, 2, 5))
+	require.NoError(t, err, "attempt 2 on a lower-fence copy is not stale")
 
 	_, err = p.Process(ctx, task("BTCUSD", 1, 1))
 	require.True(t, job.IsPermanent(err), "an asset without a price level is not retried: %v", err)

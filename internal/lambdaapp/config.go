@@ -1,0 +1,146 @@
+package lambdaapp
+
+import (
+	"errors"
+	"fmt"
+	"log/slog"
+	"net/url"
+	"strconv"
+	"strings"
+	"time"
+)
+
+// Function names one of the two Lambda functions.
+type Function string
+
+const (
+	Coordinator Function = "coordinator"
+	Consumer    Function = "consumer"
+)
+
+// Environment variables the functions read. Variables lists which function
+// reads which; the template check holds template.yaml to that list.
+const (
+	EnvTable       = "BATON_TABLE"        // DynamoDB table (leases, runs, items, bars)
+	EnvQueueURL    = "BATON_QUEUE_URL"    // work queue URL
+	EnvDLQURL      = "BATON_DLQ_URL"      // dead-letter queue URL (consumer)
+	EnvJob         = "BATON_JOB"          // the job this deployment runs
+	EnvMaxReceives = "BATON_MAX_RECEIVES" // the work queue's redrive maxReceiveCount (consumer)
+	EnvTriggerSkew = "BATON_TRIGGER_SKEW" // how far in the future a trigger time may be (coordinator)
+	EnvLogLevel    = "BATON_LOG_LEVEL"    // debug, info, warn, error
+)
+
+// DefaultTriggerSkew is the trigger-time allowance when EnvTriggerSkew is
+// empty.
+const DefaultTriggerSkew = time.Minute
+
+// Variable is one environment variable a function reads.
+type Variable struct {
+	Name     string
+	Required bool
+	Usage    string
+}
+
+// Variables returns the environment variables f reads: the one list that
+// LoadConfig validates and the template check compares with template.yaml.
+func Variables(f Function) []Variable {
+	common := []Variable{
+		{EnvTable, true, "the DynamoDB table name"},
+		{EnvQueueURL, true, "the work queue URL"},
+		{EnvJob, true, "the job this deployment runs"},
+		{EnvLogLevel, false, "log level: debug, info (default), warn or error"},
+	}
+	switch f {
+	case Coordinator:
+		return append(common, Variable{EnvTriggerSkew, false, "how far in the future a trigger time may be, a Go duration (default 1m)"})
+	case Consumer:
+		return append(common,
+			Variable{EnvDLQURL, true, "the dead-letter queue URL"},
+			Variable{EnvMaxReceives, true, "the work queue's redrive maxReceiveCount"},
+		)
+	}
+	return nil
+}
+
+// Config is a function's configuration, read from its environment.
+type Config struct {
+	Function    Function
+	Table       string
+	QueueURL    string
+	DLQURL      string // consumer
+	Job         string
+	MaxReceives int           // consumer
+	TriggerSkew time.Duration // coordinator
+	LogLevel    slog.Level
+}
+
+// LoadConfig reads f's variables with getenv (os.Getenv in a function) and
+// validates them. The error names every missing or bad variable.
+func LoadConfig(f Function, getenv func(string) string) (Config, error) {
+	vars := Variables(f)
+	if vars == nil {
+		return Config{}, fmt.Errorf("config: unknown function %q", f)
+	}
+	cfg := Config{Function: f, TriggerSkew: DefaultTriggerSkew, LogLevel: slog.LevelInfo}
+	var errs []error
+	for _, v := range vars {
+		s := strings.TrimSpace(getenv(v.Name))
+		if s == "" {
+			if v.Required {
+				errs = append(errs, fmt.Errorf("%s is not set (%s)", v.Name, v.Usage))
+			}
+			continue
+		}
+		if err := cfg.set(v.Name, s); err != nil {
+			errs = append(errs, fmt.Errorf("%s=%q: %w", v.Name, s, err))
+		}
+	}
+	if err := errors.Join(errs...); err != nil {
+		return Config{}, fmt.Errorf("%s configuration: %w", f, err)
+	}
+	return cfg, nil
+}
+
+func (c *Config) set(name, s string) error {
+	switch name {
+	case EnvTable:
+		c.Table = s
+	case EnvQueueURL:
+		if err := checkURL(s); err != nil {
+			return err
+		}
+		c.QueueURL = s
+	case EnvDLQURL:
+		if err := checkURL(s); err != nil {
+			return err
+		}
+		c.DLQURL = s
+	case EnvJob:
+		c.Job = s
+	case EnvMaxReceives:
+		n, err := strconv.Atoi(s)
+		if err != nil || n < 1 {
+			return errors.New("not a positive integer")
+		}
+		c.MaxReceives = n
+	case EnvTriggerSkew:
+		d, err := time.ParseDuration(s)
+		if err != nil || d < 0 {
+			return errors.New("not a non-negative duration such as 1m or 30s")
+		}
+		c.TriggerSkew = d
+	case EnvLogLevel:
+		if err := c.LogLevel.UnmarshalText([]byte(s)); err != nil {
+			return errors.New("not a log level: want debug, info, warn or error")
+		}
+	}
+	return nil
+}
+
+func checkURL(s string) error {
+	u, err := url.Parse(s)
+	if err != nil || (u.Scheme != "https" && u.Scheme != "http") || u.Host == "" {
+		return errors.New("not an http(s) queue URL")
+	}
+	return nil
+}

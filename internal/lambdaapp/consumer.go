@@ -1,0 +1,126 @@
+package lambdaapp
+
+import (
+	"context"
+	"log/slog"
+	"time"
+
+	"github.com/aws/aws-lambda-go/events"
+
+	"github.com/batonhq/baton/internal/consumer"
+	"github.com/batonhq/baton/internal/emf"
+	"github.com/batonhq/baton/internal/job"
+	"github.com/batonhq/baton/internal/lambdaevent"
+)
+
+// ConsumerHandler is the consumer function's handler.
+type ConsumerHandler struct {
+	p    HandlerParams
+	core consumer.Consumer // Owner and Logger set per invocation
+	name string
+	emf  *emf.Writer
+}
+
+// NewConsumerHandler returns the handler working on p. Only p.Job is
+// served: a message of another job is malformed (dead-lettered with its
+// reason).
+func NewConsumerHandler(p HandlerParams) (*ConsumerHandler, error) {
+	if err := p.validate(Consumer); err != nil {
+		return nil, err
+	}
+	j, _ := p.Jobs.Lookup(p.Job) // validate found it
+	h := &ConsumerHandler{
+		p: p,
+		core: consumer.Consumer{
+			Ledger: p.Ledger, Queue: p.Queue, MaxReceives: p.MaxReceives,
+			Jobs: job.Catalog{p.Job: j}, NowFunc: p.NowFunc,
+		},
+		name: p.functionName(Consumer),
+		emf:  p.metrics(),
+	}
+	if p.DeadLetter != nil {
+		h.core.DeadLetter = p.DeadLetter
+	}
+	return h, nil
+}
+
+// Handle processes one SQS batch and reports the messages to redeliver.
+// It fails no batch as a whole.
+func (h *ConsumerHandler) Handle(ctx context.Context, ev events.SQSEvent) (events.SQSEventResponse, error) {
+	inv := invocationOf(ctx, h.name, h.p.logger(), h.now())
+	log := inv.log.With(slog.String("job", h.p.Job))
+	msgs, bad := lambdaevent.Deliveries(ev)
+	for _, b := range bad {
+		log.ErrorContext(ctx, "record not translated; reported failed", slog.String("phase", "decode"),
+			slog.String("message_id", b.MessageID), slog.Any("error", b.Err))
+	}
+
+	c := h.core
+	c.Owner, c.Logger = inv.owner, log
+	res := c.Handle(ctx, inv.deadline, msgs)
+
+	reasons := map[string]error{}
+	for _, f := range res.Failed {
+		reasons[f.MessageID] = f.Err
+	}
+	for _, f := range res.DeadLettered {
+		reasons[f.MessageID] = f.Err
+	}
+	for _, it := range res.Items {
+		attrs := []any{
+			slog.String("phase", "item"), slog.String("message_id", it.MessageID),
+			slog.String("key", it.Key), slog.String("asset", it.Asset), slog.String("status", it.Status),
+			slog.Int("attempt", it.Attempt), slog.Float64("processing_ms", ms(it.Processing)),
+		}
+		if it.TickToDone > 0 {
+			attrs = append(attrs, slog.Float64("tick_to_done_ms", ms(it.TickToDone)))
+		}
+		if err := reasons[it.MessageID]; err != nil {
+			attrs = append(attrs, slog.Any("error", err))
+		}
+		log.InfoContext(ctx, "item", attrs...)
+	}
+	h.metrics(ctx, inv, res, len(bad))
+	return lambdaevent.ConsumerResponse(res, bad), nil
+}
+
+func (h *ConsumerHandler) metrics(ctx context.Context, inv invocation, res consumer.Result, untranslated int) {
+	count := map[string]int{}
+	var tickToDone []float64
+	for _, it := range res.Items {
+		count[it.Status]++
+		if it.Status == consumer.StatusSucceeded && it.TickToDone > 0 {
+			tickToDone = append(tickToDone, ms(it.TickToDone))
+		}
+	}
+	metric := func(name string, n int) emf.Metric {
+		return emf.Metric{Name: name, Unit: emf.Count, Values: []float64{float64(n)}}
+	}
+	base := []emf.Metric{
+		metric("ItemsSucceeded", count[consumer.StatusSucceeded]),
+		metric("ItemsFailed", len(res.Failed)+untranslated),
+		metric("ItemsDuplicate", count[consumer.StatusDuplicate]),
+		metric("ItemsDead", count[consumer.StatusDead]),
+		metric("ItemsDeadLettered", len(res.DeadLettered)),
+	}
+	now := h.now()
+	// At most emf.MaxValues samples per record.
+	for first := true; first || len(tickToDone) > 0; first = false {
+		var record []emf.Metric
+		if first {
+			record = base
+		}
+		if n := min(len(tickToDone), emf.MaxValues); n > 0 {
+			record = append(record, emf.Metric{Name: "TickToDone", Unit: emf.Milliseconds, Values: tickToDone[:n]})
+			tickToDone = tickToDone[n:]
+		}
+		inv.emit(ctx, h.emf, now, h.p.Job, map[string]any{"messages": len(res.Items) + untranslated}, record...)
+	}
+}
+
+func (h *ConsumerHandler) now() time.Time {
+	if h.p.NowFunc != nil {
+		return h.p.NowFunc()
+	}
+	return time.Now()
+}

@@ -1,0 +1,48 @@
+// Package lambdaapp wires baton's core to AWS Lambda: configuration from
+// the environment, the typed handlers of the coordinator and consumer
+// functions, structured logs and metrics. The mains in functions/ only
+// call it.
+//
+// # Handlers
+//
+// CoordinatorHandler.Handle takes the raw trigger (see package
+// lambdaevent for the accepted shapes) and returns a CoordinatorResponse.
+// Lease contention is not an error (outcome "skipped"). A fan-out stopped
+// by the deadline before its end is an error (ErrIncomplete), so that
+// Lambda's asynchronous retry resumes the run from its cursor; the run is
+// left resumable either way.
+//
+// ConsumerHandler.Handle takes an SQS event and returns the batch-item
+// failures; it never fails the batch as a whole. Records that cannot be
+// translated are reported as failures, never dropped.
+//
+// Both handlers work on injected stores and queues (HandlerParams), so that
+// the operator CLI can run them in-process on the embedded store:
+//
+//	h, err := lambdaapp.NewCoordinatorHandler(lambdaapp.HandlerParams{
+//		Job: "fx", Jobs: catalog, Leases: b.Leases, Ledger: b.Ledger, Queue: b.Work, …})
+//	ctx, cancel := context.WithTimeout(ctx, time.Minute) // the deadline Lambda would set
+//	out, err := lambda.NewHandler(h.Handle).Invoke(ctx, payload)
+//
+// NewCoordinatorFromEnv and NewConsumerFromEnv build them on DynamoDB and
+// SQS from the function's environment at cold start (ParamsOnAWS for other
+// callers with their own clients).
+//
+// # Invocation
+//
+// The owner of the lease and of the item claims is the function name and
+// the request id (lambdacontext), unique per invocation. The invocation
+// deadline (ctx.Deadline) bounds the coordinator's lease and fan-out and
+// the consumer's item leases; it is passed to the core on the handler's
+// clock (HandlerParams.NowFunc plus the time left), so that a test clock
+// and a real deadline agree.
+//
+// # Observability
+//
+// Logs are JSON lines (log/slog) carrying the function, request id, phase
+// and per-item timings. Metrics are CloudWatch Embedded Metric Format
+// records (package emf) in the Baton namespace with the Job dimension:
+// LeaseContention, AcquireLatency, ItemsEnqueued (coordinator);
+// ItemsSucceeded, ItemsFailed, ItemsDuplicate, ItemsDead, ItemsDeadLettered,
+// TickToDone (consumer).
+package lambdaapp

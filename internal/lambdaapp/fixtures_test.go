@@ -1,0 +1,346 @@
+package lambdaapp_test
+
+import (
+	"bytes"
+	"context"
+	"encoding/json"
+	"log/slog"
+	"os"
+	"path/filepath"
+	"slices"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/aws/aws-lambda-go/events"
+	"github.com/aws/aws-lambda-go/lambda"
+	"github.com/stretchr/testify/require"
+
+	"github.com/batonhq/baton/internal/engine"
+	"github.com/batonhq/baton/internal/job"
+	"github.com/batonhq/baton/internal/lambdaapp"
+	"github.com/batonhq/baton/internal/ledger"
+	"github.com/batonhq/baton/internal/queue"
+	"github.com/batonhq/baton/internal/tickfactory"
+)
+
+// The fixtures' tick and a clock a few seconds after it.
+var (
+	tick    = time.Date(2026, 11, 21, 12, 1, 0, 0, time.UTC)
+	fixedAt = tick.Add(5 * time.Second)
+)
+
+// covered lists the fixtures the tests below invoke; TestEveryFixtureCovered
+// fails when events/ holds another.
+var covered = []string{
+	"coordinator-scheduled.json",
+	"coordinator-scheduler.json",
+	"coordinator-replay.json",
+	"coordinator-replay-force.json",
+	"consumer-batch.json",
+	"consumer-batch-malformed.json",
+	"consumer-batch-duplicates.json",
+}
+
+func fixture(t *testing.T, name string) []byte {
+	t.Helper()
+	b, err := os.ReadFile(filepath.Join("..", "..", "events", name))
+	require.NoError(t, err)
+	require.True(t, json.Valid(b), "%s is not valid JSON", name)
+	return b
+}
+
+func TestEveryFixtureCovered(t *testing.T) {
+	t.Parallel()
+	files, err := filepath.Glob(filepath.Join("..", "..", "events", "*.json"))
+	require.NoError(t, err)
+	var names []string
+	for _, f := range files {
+		names = append(names, filepath.Base(f))
+	}
+	require.ElementsMatch(t, covered, names)
+}
+
+// testBundle is one embedded backend with both handlers on it.
+type testBundle struct {
+	backend     engine.Backend
+	coordinator lambda.Handler
+	consumer    lambda.Handler
+	metrics     *bytes.Buffer
+	logs        *bytes.Buffer
+}
+
+type setupOpts struct {
+	noDeadLetter bool
+}
+
+func setup(t *testing.T, o setupOpts) *testBundle {
+	t.Helper()
+	ctx := context.Background()
+	b, err := engine.OpenSQLite(ctx, filepath.Join(t.TempDir(), "baton.db"))
+	require.NoError(t, err)
+	t.Cleanup(func() { _ = b.Close() })
+	tb := &testBundle{backend: b, metrics: &bytes.Buffer{}, logs: &bytes.Buffer{}}
+	now := func() time.Time { return fixedAt }
+	p := lambdaapp.HandlerParams{
+		Job:          tickfactory.Name,
+		Jobs:         tickfactory.Catalog(b.Bars, &tickfactory.Options{NowFunc: now}),
+		Leases:       b.Leases,
+		Ledger:       b.Ledger,
+		Queue:        b.Work,
+		DeadLetter:   b.DeadLetter,
+		MaxReceives:  b.MaxReceives,
+		FunctionName: "baton-test",
+		Logger:       lambdaapp.NewLogger(tb.logs, slog.LevelDebug),
+		Metrics:      tb.metrics,
+		NowFunc:      now,
+	}
+	if o.noDeadLetter {
+		p.DeadLetter, p.MaxReceives = nil, 0
+	}
+	coord, err := lambdaapp.NewCoordinatorHandler(p)
+	require.NoError(t, err)
+	cons, err := lambdaapp.NewConsumerHandler(p)
+	require.NoError(t, err)
+	tb.coordinator = lambda.NewHandler(coord.Handle)
+	tb.consumer = lambda.NewHandler(cons.Handle)
+	return tb
+}
+
+// invoke runs h on payload through the handler's JSON path with a
+// deadline, as the Lambda runtime would.
+func invoke[T any](t *testing.T, h lambda.Handler, payload []byte) (T, error) {
+	t.Helper()
+	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+	defer cancel()
+	var out T
+	b, err := h.Invoke(ctx, payload)
+	if err != nil {
+		return out, err
+	}
+	require.NoError(t, json.Unmarshal(b, &out), "%s", b)
+	return out, nil
+}
+
+// drain receives every visible message of q.
+func drain(t *testing.T, q queue.Receiver) []queue.Delivery {
+	t.Helper()
+	var all []queue.Delivery
+	for {
+		ds, err := q.Receive(context.Background(), queue.ReceiveParams{Max: queue.MaxBatch, Visibility: time.Hour})
+		require.NoError(t, err)
+		if len(ds) == 0 {
+			return all
+		}
+		all = append(all, ds...)
+	}
+}
+
+func keysOf(t *testing.T, ds []queue.Delivery) []string {
+	t.Helper()
+	var keys []string
+	for _, d := range ds {
+		m, err := job.DecodeMessage(d.Body)
+		require.NoError(t, err)
+		keys = append(keys, m.Key)
+	}
+	slices.Sort(keys)
+	return keys
+}
+
+func runKeys(gen int, assets ...string) []string {
+	var keys []string
+	for _, a := range assets {
+		keys = append(keys, ledger.ItemKey{Run: ledger.RunID{Job: "fx", Nominal: tick, Generation: gen}, Asset: a}.String())
+	}
+	slices.Sort(keys)
+	return keys
+}
+
+func TestCoordinatorFixtures(t *testing.T) {
+	t.Parallel()
+	tb := setup(t, setupOpts{})
+	steps := []struct {
+		file     string
+		source   string
+		outcome  string
+		run      string
+		enqueued int
+	}{
+		{"coordinator-scheduled.json", "rule", "opened", "fx@2026-11-21T12:01:00Z#1", 7},
+		{"coordinator-scheduler.json", "scheduler", "already_fanned_out", "fx@2026-11-21T12:01:00Z#1", 0},
+		{"coordinator-replay.json", "replay", "already_fanned_out", "fx@2026-11-21T12:01:00Z#1", 0},
+		{"coordinator-replay-force.json", "replay", "opened", "fx@2026-11-21T12:01:00Z#2", 7},
+	}
+	for _, s := range steps {
+		resp, err := invoke[lambdaapp.CoordinatorResponse](t, tb.coordinator, fixture(t, s.file))
+		require.NoError(t, err, s.file)
+		require.Equal(t, s.source, resp.Source, s.file)
+		require.Equal(t, s.outcome, resp.Outcome, s.file)
+		require.Equal(t, s.run, resp.Run, s.file)
+		require.Equal(t, s.enqueued, resp.Enqueued, s.file)
+		require.Equal(t, tick, resp.Nominal, s.file)
+		require.Equal(t, 7, resp.Total, s.file)
+		require.Equal(t, 7, resp.Cursor, s.file)
+		require.True(t, strings.HasPrefix(resp.RequestID, "local-"), resp.RequestID)
+	}
+	// Generations 1 and 2, one message per asset each.
+	want := append(runKeys(1, tickfactory.Assets...), runKeys(2, tickfactory.Assets...)...)
+	slices.Sort(want)
+	require.Equal(t, want, keysOf(t, drain(t, tb.backend.Work)))
+
+	// Every invocation wrote one EMF line with the job dimension.
+	lines := strings.Split(strings.TrimSpace(tb.metrics.String()), "\n")
+	require.Len(t, lines, len(steps))
+	var first map[string]any
+	require.NoError(t, json.Unmarshal([]byte(lines[0]), &first))
+	require.Equal(t, "fx", first["Job"])
+	require.EqualValues(t, 7, first["ItemsEnqueued"])
+	require.EqualValues(t, 0, first["LeaseContention"])
+	require.Contains(t, first, "_aws")
+	// Logs are JSON lines naming the function, request id and phase.
+	for _, l := range strings.Split(strings.TrimSpace(tb.logs.String()), "\n") {
+		var rec map[string]any
+		require.NoError(t, json.Unmarshal([]byte(l), &rec), l)
+		require.Equal(t, "baton-test", rec["function"], l)
+		require.NotEmpty(t, rec["request_id"], l)
+	}
+	require.Contains(t, tb.logs.String(), `"phase":"acquire"`)
+}
+
+func TestCoordinatorFixturesAlone(t *testing.T) {
+	t.Parallel()
+	// On a fresh store every trigger shape opens generation 1.
+	for _, f := range covered[:4] {
+		t.Run(f, func(t *testing.T) {
+			t.Parallel()
+			tb := setup(t, setupOpts{})
+			resp, err := invoke[lambdaapp.CoordinatorResponse](t, tb.coordinator, fixture(t, f))
+			require.NoError(t, err)
+			require.Equal(t, "opened", resp.Outcome)
+			require.Equal(t, "fx@2026-11-21T12:01:00Z#1", resp.Run)
+			require.Equal(t, runKeys(1, tickfactory.Assets...), keysOf(t, drain(t, tb.backend.Work)))
+		})
+	}
+}
+
+func items(t *testing.T, tb *testBundle, gen int) map[string]ledger.Item {
+	t.Helper()
+	its, err := tb.backend.Ledger.ListItems(context.Background(), ledger.RunID{Job: "fx", Nominal: tick, Generation: gen})
+	require.NoError(t, err)
+	out := map[string]ledger.Item{}
+	for _, it := range its {
+		out[it.Key.Asset] = it
+	}
+	return out
+}
+
+func failedIDs(r events.SQSEventResponse) []string {
+	var ids []string
+	for _, f := range r.BatchItemFailures {
+		ids = append(ids, f.ItemIdentifier)
+	}
+	return ids
+}
+
+func TestConsumerFixtures(t *testing.T) {
+	t.Parallel()
+	tb := setup(t, setupOpts{})
+
+	resp, err := invoke[events.SQSEventResponse](t, tb.consumer, fixture(t, "consumer-batch.json"))
+	require.NoError(t, err)
+	require.Empty(t, resp.BatchItemFailures)
+	its := items(t, tb, 1)
+	for _, a := range tickfactory.Assets {
+		require.Equal(t, ledger.ItemSucceeded, its[a].State, a)
+		require.Equal(t, 1, its[a].Attempt, a)
+		require.Equal(t, int64(1), its[a].Fence, a)
+		require.True(t, strings.HasPrefix(its[a].Owner, "baton-test/local-"), its[a].Owner)
+	}
+	// The six inputs of DXY succeeded: the derived item was enqueued.
+	require.Equal(t, runKeys(1, tickfactory.DXY), keysOf(t, drain(t, tb.backend.Work)))
+
+	// Redeliveries and duplicate sends are acknowledged without effect.
+	resp, err = invoke[events.SQSEventResponse](t, tb.consumer, fixture(t, "consumer-batch-duplicates.json"))
+	require.NoError(t, err)
+	require.Empty(t, resp.BatchItemFailures)
+	require.Equal(t, its, items(t, tb, 1), "nothing changed")
+	require.Contains(t, tb.logs.String(), `"status":"duplicate"`)
+
+	// Metrics: one record per batch.
+	var recs []map[string]any
+	for _, l := range strings.Split(strings.TrimSpace(tb.metrics.String()), "\n") {
+		var m map[string]any
+		require.NoError(t, json.Unmarshal([]byte(l), &m))
+		recs = append(recs, m)
+	}
+	require.Len(t, recs, 2)
+	require.EqualValues(t, 7, recs[0]["ItemsSucceeded"])
+	require.EqualValues(t, 0, recs[0]["ItemsFailed"])
+	require.Len(t, recs[0]["TickToDone"], 7)
+	require.EqualValues(t, 0, recs[1]["ItemsSucceeded"])
+	require.EqualValues(t, 4, recs[1]["ItemsDuplicate"])
+}
+
+func TestConsumerDuplicatesAlone(t *testing.T) {
+	t.Parallel()
+	tb := setup(t, setupOpts{})
+	payload := fixture(t, "consumer-batch-duplicates.json")
+	var ev events.SQSEvent
+	require.NoError(t, json.Unmarshal(payload, &ev))
+
+	resp, err := invoke[events.SQSEventResponse](t, tb.consumer, payload)
+	require.NoError(t, err)
+	// Two messages carry EURUSD in one batch: one processes it, the other
+	// finds it held (retried) or already done (acknowledged).
+	var eur []string
+	for _, r := range ev.Records {
+		if strings.HasSuffix(r.Body, `/EURUSD","fence":1}`) {
+			eur = append(eur, r.MessageId)
+		}
+	}
+	require.Len(t, eur, 2)
+	require.LessOrEqual(t, len(resp.BatchItemFailures), 1)
+	for _, id := range failedIDs(resp) {
+		require.Contains(t, eur, id)
+	}
+	its := items(t, tb, 1)
+	for _, a := range []string{"EURUSD", "GBPUSD", "USDJPY"} {
+		require.Equal(t, ledger.ItemSucceeded, its[a].State, a)
+		require.Equal(t, 1, its[a].Attempt, a, "processed once")
+	}
+}
+
+func TestConsumerMalformedFixture(t *testing.T) {
+	t.Parallel()
+	payload := fixture(t, "consumer-batch-malformed.json")
+	var ev events.SQSEvent
+	require.NoError(t, json.Unmarshal(payload, &ev))
+	const badAttributes = "2b3c4d5e-0000-4000-8000-00000000000a" // its receive count does not parse
+
+	t.Run("dead-lettered with their reason", func(t *testing.T) {
+		t.Parallel()
+		tb := setup(t, setupOpts{})
+		resp, err := invoke[events.SQSEventResponse](t, tb.consumer, payload)
+		require.NoError(t, err)
+		require.Equal(t, []string{badAttributes}, failedIDs(resp))
+		dead := drain(t, tb.backend.DeadLetter)
+		require.Len(t, dead, len(ev.Records)-1)
+		for _, d := range dead {
+			require.NotEmpty(t, d.Attributes[job.AttrError], "dead letter %s has no reason", d.MessageID)
+		}
+		require.Empty(t, drain(t, tb.backend.Work))
+		require.Empty(t, items(t, tb, 1), "no item claimed")
+	})
+	t.Run("without a dead-letter queue all are retried", func(t *testing.T) {
+		t.Parallel()
+		tb := setup(t, setupOpts{noDeadLetter: true})
+		resp, err := invoke[events.SQSEventResponse](t, tb.consumer, payload)
+		require.NoError(t, err)
+		var all []string
+		for _, r := range ev.Records {
+			all = append(all, r.MessageId)
+		}
+		require.ElementsMatch(t, all, failedIDs(resp))
+	})
+}

@@ -1,0 +1,283 @@
+package lambdaapp_test
+
+import (
+	"bytes"
+	"context"
+	"encoding/json"
+	"path/filepath"
+	"strings"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/aws/aws-lambda-go/events"
+	"github.com/aws/aws-lambda-go/lambda"
+	"github.com/aws/aws-lambda-go/lambdacontext"
+	"github.com/stretchr/testify/require"
+
+	"github.com/batonhq/baton/internal/coordinator"
+	"github.com/batonhq/baton/internal/engine"
+	"github.com/batonhq/baton/internal/job"
+	"github.com/batonhq/baton/internal/lambdaapp"
+	"github.com/batonhq/baton/internal/lambdaevent"
+	"github.com/batonhq/baton/internal/lease"
+	"github.com/batonhq/baton/internal/ledger"
+	"github.com/batonhq/baton/internal/tickfactory"
+)
+
+func backend(t *testing.T) engine.Backend {
+	t.Helper()
+	b, err := engine.OpenSQLite(context.Background(), filepath.Join(t.TempDir(), "baton.db"))
+	require.NoError(t, err)
+	t.Cleanup(func() { _ = b.Close() })
+	return b
+}
+
+func params(b engine.Backend, now func() time.Time) lambdaapp.HandlerParams {
+	return lambdaapp.HandlerParams{
+		Job: tickfactory.Name, Jobs: tickfactory.Catalog(b.Bars, &tickfactory.Options{NowFunc: now}),
+		Leases: b.Leases, Ledger: b.Ledger, Queue: b.Work, DeadLetter: b.DeadLetter, MaxReceives: b.MaxReceives,
+		FunctionName: "baton-test", NowFunc: now,
+	}
+}
+
+func TestNewHandlerRejectsIncompleteParams(t *testing.T) {
+	t.Parallel()
+	b := backend(t)
+	now := func() time.Time { return fixedAt }
+	cases := []struct {
+		name   string
+		mutate func(*lambdaapp.HandlerParams)
+		want   string
+	}{
+		{"no job", func(p *lambdaapp.HandlerParams) { p.Job = "" }, "missing [Job]"},
+		{"unknown job", func(p *lambdaapp.HandlerParams) { p.Job = "equities" }, `unknown job "equities"`},
+		{"no ledger", func(p *lambdaapp.HandlerParams) { p.Ledger = nil }, "missing [Ledger]"},
+		{"no queue", func(p *lambdaapp.HandlerParams) { p.Queue = nil }, "missing [Queue]"},
+		{"no leases", func(p *lambdaapp.HandlerParams) { p.Leases = nil }, "missing [Leases]"},
+		{"invalid job", func(p *lambdaapp.HandlerParams) {
+			j := p.Jobs[tickfactory.Name]
+			j.Limits.MaxAttempts = 0
+			p.Jobs = job.Catalog{tickfactory.Name: j}
+		}, "MaxAttempts"},
+	}
+	for _, tc := range cases {
+		t.Run(tc.name, func(t *testing.T) {
+			t.Parallel()
+			p := params(b, now)
+			tc.mutate(&p)
+			_, err := lambdaapp.NewCoordinatorHandler(p)
+			require.ErrorContains(t, err, tc.want)
+		})
+	}
+	// The consumer needs no lease store.
+	p := params(b, now)
+	p.Leases = nil
+	_, err := lambdaapp.NewConsumerHandler(p)
+	require.NoError(t, err)
+}
+
+func TestCoordinatorLeaseContention(t *testing.T) {
+	t.Parallel()
+	b := backend(t)
+	var metrics bytes.Buffer
+	p := params(b, func() time.Time { return fixedAt })
+	p.Metrics = &metrics
+	h, err := lambdaapp.NewCoordinatorHandler(p)
+	require.NoError(t, err)
+
+	// The tick is already fanned out: a trigger behind the lease is a
+	// duplicate, skipped without error.
+	_, err = invoke[lambdaapp.CoordinatorResponse](t, lambda.NewHandler(h.Handle), fixture(t, "coordinator-scheduler.json"))
+	require.NoError(t, err)
+	metrics.Reset()
+	held, err := b.Leases.Acquire(context.Background(), lease.AcquireParams{
+		Job: "fx", Owner: "baton-test/other-request", TTL: time.Minute, Now: fixedAt,
+	})
+	require.NoError(t, err)
+
+	resp, err := invoke[lambdaapp.CoordinatorResponse](t, lambda.NewHandler(h.Handle), fixture(t, "coordinator-scheduler.json"))
+	require.NoError(t, err, "contention on a fanned-out tick is not an error")
+	require.Equal(t, "skipped", resp.Outcome)
+	require.Empty(t, resp.Run)
+	require.Zero(t, resp.Enqueued)
+	require.Equal(t, &lambdaapp.Holder{Owner: held.Owner, ExpiresAt: held.ExpiresAt, Fence: held.Fence}, resp.Holder)
+
+	var rec map[string]any
+	require.NoError(t, json.Unmarshal(metrics.Bytes(), &rec))
+	require.EqualValues(t, 1, rec["LeaseContention"])
+	require.EqualValues(t, 0, rec["ItemsEnqueued"])
+	require.Equal(t, "skipped", rec["outcome"])
+}
+
+// A tick that has not run yet must not be dropped because the lease is busy
+// with another tick: the handler fails so that the trigger is retried.
+func TestCoordinatorLeaseContentionOnPendingTickIsRetried(t *testing.T) {
+	t.Parallel()
+	b := backend(t)
+	_, err := b.Leases.Acquire(context.Background(), lease.AcquireParams{
+		Job: "fx", Owner: "baton-test/other-request", TTL: time.Minute, Now: fixedAt,
+	})
+	require.NoError(t, err)
+	h, err := lambdaapp.NewCoordinatorHandler(params(b, func() time.Time { return fixedAt }))
+	require.NoError(t, err)
+	_, err = invoke[lambdaapp.CoordinatorResponse](t, lambda.NewHandler(h.Handle), fixture(t, "coordinator-scheduler.json"))
+	require.Error(t, err)
+	require.Contains(t, err.Error(), "not run yet: lease held by baton-test/other-request")
+}
+
+func TestCoordinatorRejectsBadTriggers(t *testing.T) {
+	t.Parallel()
+	b := backend(t)
+	h, err := lambdaapp.NewCoordinatorHandler(params(b, func() time.Time { return fixedAt }))
+	require.NoError(t, err)
+	for _, payload := range []string{
+		`{"key1":"value1"}`,
+		`{"job":"equities","scheduledTime":"2026-11-21T12:01:00Z"}`,
+		`{"job":"fx","scheduledTime":"2026-11-21T13:00:00Z"}`, // an hour ahead of the clock
+		`[]`,
+	} {
+		_, err := h.Handle(context.Background(), json.RawMessage(payload))
+		require.ErrorIs(t, err, lambdaevent.ErrBadTrigger, payload)
+	}
+	runs, err := b.Ledger.ListRuns(context.Background(), ledger.ListRunsParams{Job: "fx"})
+	require.NoError(t, err)
+	require.Empty(t, runs, "no run opened")
+}
+
+func TestCoordinatorOwnerIsFunctionAndRequest(t *testing.T) {
+	t.Parallel()
+	b := backend(t)
+	h, err := lambdaapp.NewCoordinatorHandler(params(b, func() time.Time { return fixedAt }))
+	require.NoError(t, err)
+	ctx := lambdacontext.NewContext(context.Background(), &lambdacontext.LambdaContext{AwsRequestID: "req-42"})
+	resp, err := h.Handle(ctx, fixture(t, "coordinator-scheduler.json"))
+	require.NoError(t, err)
+	require.Equal(t, "req-42", resp.RequestID)
+	item, err := b.Leases.Inspect(context.Background(), "fx")
+	require.NoError(t, err)
+	require.Empty(t, item.Owner, "released after the run")
+	require.Equal(t, resp.Fence, item.Fence)
+	// The claims of the consumer carry the owner too.
+	ch, err := lambdaapp.NewConsumerHandler(params(b, func() time.Time { return fixedAt }))
+	require.NoError(t, err)
+	ctx = lambdacontext.NewContext(context.Background(), &lambdacontext.LambdaContext{AwsRequestID: "req-43"})
+	var ev events.SQSEvent
+	require.NoError(t, json.Unmarshal(fixture(t, "consumer-batch.json"), &ev))
+	_, err = ch.Handle(ctx, ev)
+	require.NoError(t, err)
+	it, err := b.Ledger.GetItem(context.Background(), ledger.ItemKey{Run: ledger.RunID{Job: "fx", Nominal: tick, Generation: 1}, Asset: "EURUSD"})
+	require.NoError(t, err)
+	require.Equal(t, "baton-test/req-43", it.Owner)
+}
+
+func TestCoordinatorNoTimeLeft(t *testing.T) {
+	t.Parallel()
+	b := backend(t)
+	h, err := lambdaapp.NewCoordinatorHandler(params(b, func() time.Time { return fixedAt }))
+	require.NoError(t, err)
+	// Less time left than the job's deadline margin.
+	margin := tickfactory.Definition().Limits.DeadlineMargin
+	ctx, cancel := context.WithTimeout(context.Background(), margin/2)
+	defer cancel()
+	_, err = h.Handle(ctx, fixture(t, "coordinator-scheduler.json"))
+	require.ErrorIs(t, err, coordinator.ErrNoTime)
+}
+
+// steppingClock advances by step at every reading.
+type steppingClock struct {
+	mu   sync.Mutex
+	t    time.Time
+	step time.Duration
+}
+
+func (c *steppingClock) now() time.Time {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	c.t = c.t.Add(c.step)
+	return c.t
+}
+
+func TestCoordinatorIncompleteFanOutIsAnErrorAndResumes(t *testing.T) {
+	t.Parallel()
+	b := backend(t)
+	// A fan-out budget already spent when the fan-out starts: the clock
+	// moves at every reading.
+	clock := &steppingClock{t: fixedAt, step: time.Millisecond}
+	p := params(b, clock.now)
+	j := p.Jobs[tickfactory.Name]
+	j.Limits.FanOutBudget = time.Nanosecond
+	p.Jobs = job.Catalog{tickfactory.Name: j}
+	h, err := lambdaapp.NewCoordinatorHandler(p)
+	require.NoError(t, err)
+	_, err = h.Handle(context.Background(), fixture(t, "coordinator-scheduler.json"))
+	require.ErrorIs(t, err, lambdaapp.ErrIncomplete)
+	require.ErrorContains(t, err, "stopped (budget) at 0 of 7 assets; a retry resumes it")
+	run, err := b.Ledger.GetRun(context.Background(), "fx", tick)
+	require.NoError(t, err)
+	require.Equal(t, ledger.RunFanningOut, run.State)
+
+	// The retry (Lambda's asynchronous retry sends the same event) resumes.
+	h2, err := lambdaapp.NewCoordinatorHandler(params(b, func() time.Time { return fixedAt.Add(time.Second) }))
+	require.NoError(t, err)
+	resp, err := h2.Handle(context.Background(), fixture(t, "coordinator-scheduler.json"))
+	require.NoError(t, err)
+	require.Equal(t, "resumed", resp.Outcome)
+	require.Equal(t, 7, resp.Enqueued)
+	require.Equal(t, 7, resp.Cursor)
+}
+
+func TestConsumerReportsUntranslatableRecords(t *testing.T) {
+	t.Parallel()
+	b := backend(t)
+	var metrics bytes.Buffer
+	p := params(b, func() time.Time { return fixedAt })
+	p.Metrics = &metrics
+	h, err := lambdaapp.NewConsumerHandler(p)
+	require.NoError(t, err)
+	ev := events.SQSEvent{Records: []events.SQSMessage{
+		{MessageId: "ok", Body: `{"v":1,"key":"fx@2026-11-21T12:01:00Z#1/EURUSD","fence":1}`},
+		{MessageId: "bad-count", Body: `{"v":1,"key":"fx@2026-11-21T12:01:00Z#1/GBPUSD","fence":1}`,
+			Attributes: map[string]string{"ApproximateReceiveCount": "-3"}},
+	}}
+	resp, err := h.Handle(context.Background(), ev)
+	require.NoError(t, err)
+	require.Equal(t, []string{"bad-count"}, failedIDs(resp))
+	var rec map[string]any
+	require.NoError(t, json.Unmarshal(bytes.TrimSpace(metrics.Bytes()), &rec))
+	require.EqualValues(t, 1, rec["ItemsSucceeded"])
+	require.EqualValues(t, 1, rec["ItemsFailed"])
+	require.True(t, strings.Contains(metrics.String(), `"Namespace":"Baton"`))
+}
+
+func TestConsumerMetricsSplitPerEMFLimit(t *testing.T) {
+	t.Parallel()
+	b := backend(t)
+	var metrics bytes.Buffer
+	p := params(b, func() time.Time { return fixedAt.Add(time.Hour) })
+	p.Metrics = &metrics
+	h, err := lambdaapp.NewConsumerHandler(p)
+	require.NoError(t, err)
+	// 15 ticks × 7 assets: more successes than one EMF metric may carry.
+	var ev events.SQSEvent
+	for i := range 15 {
+		run := ledger.RunID{Job: "fx", Nominal: tick.Add(time.Duration(i) * time.Minute), Generation: 1}
+		for _, a := range tickfactory.Assets {
+			m := job.NewMessage(ledger.ItemKey{Run: run, Asset: a}, 1, false)
+			ev.Records = append(ev.Records, events.SQSMessage{MessageId: m.Key, Body: string(m.Encode())})
+		}
+	}
+	resp, err := h.Handle(context.Background(), ev)
+	require.NoError(t, err)
+	require.Empty(t, resp.BatchItemFailures)
+
+	lines := strings.Split(strings.TrimSpace(metrics.String()), "\n")
+	require.Len(t, lines, 2)
+	var first, second map[string]any
+	require.NoError(t, json.Unmarshal([]byte(lines[0]), &first))
+	require.NoError(t, json.Unmarshal([]byte(lines[1]), &second))
+	require.EqualValues(t, 105, first["ItemsSucceeded"])
+	require.Len(t, first["TickToDone"], 100)
+	require.Len(t, second["TickToDone"], 5)
+	require.NotContains(t, second, "ItemsSucceeded", "counts are written once")
+}

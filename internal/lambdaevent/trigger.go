@@ -1,0 +1,264 @@
+package lambdaevent
+
+import (
+	"bytes"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"slices"
+	"strings"
+	"time"
+
+	"github.com/aws/aws-lambda-go/events"
+)
+
+// ErrBadTrigger matches every error DecodeTrigger returns.
+var ErrBadTrigger = errors.New("bad coordinator trigger")
+
+// The rule event's fixed fields.
+const (
+	RuleSource     = "aws.events"
+	RuleDetailType = "Scheduled Event"
+)
+
+// Source says which shape a trigger arrived in.
+type Source string
+
+const (
+	SourceRule      Source = "rule"      // EventBridge rule event
+	SourceScheduler Source = "scheduler" // EventBridge Scheduler payload
+	SourceReplay    Source = "replay"    // manual replay payload
+)
+
+// Trigger is the decoded coordinator input.
+type Trigger struct {
+	Job    string
+	At     time.Time // UTC: the rule event's time or the payload's scheduledTime
+	Force  bool      // replay only: open the next generation whatever the run's state
+	Source Source
+	// EventID and Resources are the rule event's id and resources (rule
+	// ARNs), kept for the logs; empty for the other shapes.
+	EventID   string
+	Resources []string
+}
+
+// TriggerParams are the inputs of DecodeTrigger.
+type TriggerParams struct {
+	Payload []byte
+	// Job is the function's configured job: the job of a rule event, and
+	// the only job a payload may name.
+	Job string
+	Now time.Time
+	// Skew is how far after Now a trigger time may be (clock skew between
+	// the sender and this function). A later time is rejected.
+	Skew time.Duration
+}
+
+// directPayload is the Scheduler and replay shape. Pointers tell a missing
+// field from a zero one.
+type directPayload struct {
+	Job           *string `json:"job"`
+	ScheduledTime *string `json:"scheduledTime"`
+	Force         *bool   `json:"force"`
+}
+
+// DecodeTrigger decodes the coordinator's input (see the package doc for
+// the accepted shapes). Every error matches ErrBadTrigger and names what is
+// wrong.
+func DecodeTrigger(p TriggerParams) (Trigger, error) {
+	t, err := decodeTrigger(p)
+	if err != nil {
+		return Trigger{}, fmt.Errorf("%w: %v", ErrBadTrigger, err)
+	}
+	return t, nil
+}
+
+func decodeTrigger(p TriggerParams) (Trigger, error) {
+	payload := bytes.TrimSpace(p.Payload)
+	if len(payload) == 0 {
+		return Trigger{}, errors.New("empty payload")
+	}
+	var fields map[string]json.RawMessage
+	if err := json.Unmarshal(payload, &fields); err != nil || fields == nil {
+		return Trigger{}, fmt.Errorf("payload is not a JSON object: %s", abbreviate(payload))
+	}
+	var (
+		t   Trigger
+		err error
+	)
+	switch {
+	case has(fields, "detail-type") || has(fields, "source"):
+		t, err = decodeRule(payload, fields, p.Job)
+	case has(fields, "scheduledTime") || has(fields, "job") || has(fields, "force"):
+		t, err = decodeDirect(payload)
+	default:
+		return Trigger{}, fmt.Errorf("unknown payload shape with fields %s: want an EventBridge rule event, "+
+			`{"job","scheduledTime"} or {"job","scheduledTime","force"}`, fieldNames(fields))
+	}
+	if err != nil {
+		return Trigger{}, err
+	}
+	if t.Job != p.Job {
+		return Trigger{}, fmt.Errorf("%s trigger: job %q is not this function's job %q", t.Source, t.Job, p.Job)
+	}
+	if limit := p.Now.Add(p.Skew); t.At.After(limit) {
+		return Trigger{}, fmt.Errorf("%s trigger: time %s is %s in the future (allowance %s)",
+			t.Source, t.At.Format(time.RFC3339Nano), t.At.Sub(p.Now), p.Skew)
+	}
+	return t, nil
+}
+
+func decodeRule(payload []byte, fields map[string]json.RawMessage, job string) (Trigger, error) {
+	var head struct {
+		Source     *string `json:"source"`
+		DetailType *string `json:"detail-type"`
+		Time       *string `json:"time"`
+	}
+	if err := json.Unmarshal(payload, &head); err != nil {
+		return Trigger{}, fmt.Errorf("rule event: %s", describeJSONError(err))
+	}
+	switch {
+	case head.Source == nil:
+		return Trigger{}, errors.New(`rule event: field "source" is missing`)
+	case *head.Source != RuleSource:
+		return Trigger{}, fmt.Errorf(`rule event: field "source" is %q, want %q`, *head.Source, RuleSource)
+	case head.DetailType == nil:
+		return Trigger{}, errors.New(`rule event: field "detail-type" is missing`)
+	case *head.DetailType != RuleDetailType:
+		return Trigger{}, fmt.Errorf(`rule event: field "detail-type" is %q, want %q`, *head.DetailType, RuleDetailType)
+	case head.Time == nil:
+		return Trigger{}, errors.New(`rule event: field "time" is missing`)
+	}
+	at, err := parseTime(*head.Time)
+	if err != nil {
+		return Trigger{}, fmt.Errorf(`rule event: field "time": %v`, err)
+	}
+	// The time is valid, so the SDK type decodes.
+	var ev events.CloudWatchEvent
+	if err := json.Unmarshal(payload, &ev); err != nil {
+		return Trigger{}, fmt.Errorf("rule event: %s", describeJSONError(err))
+	}
+	t := Trigger{Job: job, At: at, Source: SourceRule, EventID: ev.ID, Resources: ev.Resources}
+	detailJob, err := ruleDetailJob(ev.Detail)
+	if err != nil {
+		return Trigger{}, err
+	}
+	if detailJob != "" {
+		t.Job = detailJob
+	}
+	return t, nil
+}
+
+// ruleDetailJob returns detail.job, or "" when the detail is absent, null
+// or an object without a job.
+func ruleDetailJob(detail json.RawMessage) (string, error) {
+	d := bytes.TrimSpace(detail)
+	if len(d) == 0 || string(d) == "null" {
+		return "", nil
+	}
+	var fields map[string]json.RawMessage
+	if err := json.Unmarshal(d, &fields); err != nil || fields == nil {
+		return "", fmt.Errorf(`rule event: field "detail" is not a JSON object: %s`, abbreviate(d))
+	}
+	raw, ok := fields["job"]
+	if !ok {
+		return "", nil
+	}
+	var job string
+	if err := json.Unmarshal(raw, &job); err != nil || job == "" {
+		return "", fmt.Errorf(`rule event: field "detail.job" is not a non-empty string: %s`, abbreviate(raw))
+	}
+	return job, nil
+}
+
+func decodeDirect(payload []byte) (Trigger, error) {
+	var d directPayload
+	dec := json.NewDecoder(bytes.NewReader(payload))
+	dec.DisallowUnknownFields()
+	if err := dec.Decode(&d); err != nil {
+		return Trigger{}, fmt.Errorf("scheduler or replay payload: %s", describeJSONError(err))
+	}
+	src := SourceScheduler
+	if d.Force != nil {
+		src = SourceReplay
+	}
+	switch {
+	case d.Job == nil:
+		return Trigger{}, fmt.Errorf(`%s payload: field "job" is missing`, src)
+	case *d.Job == "":
+		return Trigger{}, fmt.Errorf(`%s payload: field "job" is empty`, src)
+	case d.ScheduledTime == nil:
+		return Trigger{}, fmt.Errorf(`%s payload: field "scheduledTime" is missing`, src)
+	}
+	at, err := parseTime(*d.ScheduledTime)
+	if err != nil {
+		return Trigger{}, fmt.Errorf(`%s payload: field "scheduledTime": %v`, src, err)
+	}
+	return Trigger{Job: *d.Job, At: at, Force: d.Force != nil && *d.Force, Source: src}, nil
+}
+
+// parseTime parses an RFC 3339 time (what EventBridge writes) into UTC.
+func parseTime(s string) (time.Time, error) {
+	if s == "" {
+		return time.Time{}, errors.New("empty time")
+	}
+	t, err := time.Parse(time.RFC3339Nano, s)
+	if err != nil {
+		return time.Time{}, fmt.Errorf("%q is not an RFC 3339 time", s)
+	}
+	if t.IsZero() || t.Year() < 1970 {
+		return time.Time{}, fmt.Errorf("%q is before 1970", s)
+	}
+	return t.UTC(), nil
+}
+
+// describeJSONError names the field of a type mismatch or an unknown field.
+func describeJSONError(err error) string {
+	var te *json.UnmarshalTypeError
+	if errors.As(err, &te) && te.Field != "" {
+		return fmt.Sprintf("field %q: want a JSON %s, got %s", te.Field, jsonKind(te.Type.Kind().String()), te.Value)
+	}
+	msg := err.Error()
+	if rest, ok := strings.CutPrefix(msg, "json: unknown field "); ok {
+		return "unknown field " + rest
+	}
+	return strings.TrimPrefix(msg, "json: ")
+}
+
+func jsonKind(goKind string) string {
+	switch goKind {
+	case "bool":
+		return "boolean"
+	case "string":
+		return "string"
+	case "map", "struct":
+		return "object"
+	case "slice", "array":
+		return "array"
+	default:
+		return "number"
+	}
+}
+
+func has(fields map[string]json.RawMessage, name string) bool {
+	_, ok := fields[name]
+	return ok
+}
+
+func fieldNames(fields map[string]json.RawMessage) string {
+	names := make([]string, 0, len(fields))
+	for n := range fields {
+		names = append(names, fmt.Sprintf("%q", n))
+	}
+	slices.Sort(names)
+	return "[" + strings.Join(names, ", ") + "]"
+}
+
+// abbreviate returns at most 80 bytes of b for an error message.
+func abbreviate(b []byte) string {
+	const max = 80
+	if len(b) <= max {
+		return string(b)
+	}
+	return string(b[:max]) + "…"
+}

@@ -1,0 +1,132 @@
+package lambdaevent_test
+
+import (
+	"errors"
+	"testing"
+	"time"
+
+	"github.com/stretchr/testify/require"
+
+	"github.com/batonhq/baton/internal/lambdaevent"
+)
+
+func TestDecodeTrigger(t *testing.T) {
+	t.Parallel()
+	now := time.Date(2026, 11, 21, 12, 1, 7, 0, time.UTC)
+	tick := time.Date(2026, 11, 21, 12, 1, 0, 0, time.UTC)
+	rule := func(extra string) string {
+		return `{"version":"0","id":"53dc4d37-cffa-4f76-80c9-8b7d4a4d2eaa","detail-type":"Scheduled Event",` +
+			`"source":"aws.events","account":"123456789012","time":"2026-11-21T12:01:00Z","region":"eu-west-1",` +
+			`"resources":["arn:aws:events:eu-west-1:123456789012:rule/baton-Schedule-1A2B3C"]` + extra + `}`
+	}
+	cases := []struct {
+		name    string
+		payload string
+		want    lambdaevent.Trigger
+		wantErr string // substring; empty: success
+	}{
+		{
+			name:    "rule event takes the configured job",
+			payload: rule(`,"detail":{}`),
+			want: lambdaevent.Trigger{Job: "fx", At: tick, Source: lambdaevent.SourceRule,
+				EventID:   "53dc4d37-cffa-4f76-80c9-8b7d4a4d2eaa",
+				Resources: []string{"arn:aws:events:eu-west-1:123456789012:rule/baton-Schedule-1A2B3C"}},
+		},
+		{
+			name:    "rule event without detail",
+			payload: rule(``),
+			want: lambdaevent.Trigger{Job: "fx", At: tick, Source: lambdaevent.SourceRule,
+				EventID:   "53dc4d37-cffa-4f76-80c9-8b7d4a4d2eaa",
+				Resources: []string{"arn:aws:events:eu-west-1:123456789012:rule/baton-Schedule-1A2B3C"}},
+		},
+		{
+			name:    "rule event with the job in detail",
+			payload: rule(`,"detail":{"job":"fx"}`),
+			want: lambdaevent.Trigger{Job: "fx", At: tick, Source: lambdaevent.SourceRule,
+				EventID:   "53dc4d37-cffa-4f76-80c9-8b7d4a4d2eaa",
+				Resources: []string{"arn:aws:events:eu-west-1:123456789012:rule/baton-Schedule-1A2B3C"}},
+		},
+		{
+			name:    "rule event seconds past the tick keep their time",
+			payload: `{"detail-type":"Scheduled Event","source":"aws.events","time":"2026-11-21T12:01:07Z","detail":{}}`,
+			want:    lambdaevent.Trigger{Job: "fx", At: tick.Add(7 * time.Second), Source: lambdaevent.SourceRule},
+		},
+		{
+			name:    "scheduler payload",
+			payload: `{"job":"fx","scheduledTime":"2026-11-21T12:01:00Z"}`,
+			want:    lambdaevent.Trigger{Job: "fx", At: tick, Source: lambdaevent.SourceScheduler},
+		},
+		{
+			name:    "scheduler payload with an offset is turned to UTC",
+			payload: `{"job":"fx","scheduledTime":"2026-11-21T13:01:00+01:00"}`,
+			want:    lambdaevent.Trigger{Job: "fx", At: tick, Source: lambdaevent.SourceScheduler},
+		},
+		{
+			name:    "replay without force",
+			payload: `{"job":"fx","scheduledTime":"2026-11-21T12:01:00Z","force":false}`,
+			want:    lambdaevent.Trigger{Job: "fx", At: tick, Source: lambdaevent.SourceReplay},
+		},
+		{
+			name:    "forced replay",
+			payload: `{"job":"fx","scheduledTime":"2026-11-21T12:01:00Z","force":true}`,
+			want:    lambdaevent.Trigger{Job: "fx", At: tick, Force: true, Source: lambdaevent.SourceReplay},
+		},
+		{
+			name:    "within the skew allowance",
+			payload: `{"job":"fx","scheduledTime":"2026-11-21T12:02:00Z"}`,
+			want:    lambdaevent.Trigger{Job: "fx", At: tick.Add(time.Minute), Source: lambdaevent.SourceScheduler},
+		},
+		// Malformed.
+		{name: "empty", payload: ``, wantErr: "empty payload"},
+		{name: "whitespace", payload: " \n", wantErr: "empty payload"},
+		{name: "null", payload: `null`, wantErr: "not a JSON object"},
+		{name: "array", payload: `[1,2]`, wantErr: "not a JSON object"},
+		{name: "string", payload: `"fx"`, wantErr: "not a JSON object"},
+		{name: "truncated", payload: `{"job":"fx"`, wantErr: "not a JSON object"},
+		{name: "console test event", payload: `{"key1":"value1","key2":"value2"}`, wantErr: `unknown payload shape with fields ["key1", "key2"]`},
+		{name: "empty object", payload: `{}`, wantErr: "unknown payload shape with fields []"},
+		{name: "rule: other source", payload: `{"detail-type":"Scheduled Event","source":"aws.s3","time":"2026-11-21T12:01:00Z"}`, wantErr: `field "source" is "aws.s3", want "aws.events"`},
+		{name: "rule: other detail type", payload: `{"detail-type":"Object Created","source":"aws.events","time":"2026-11-21T12:01:00Z"}`, wantErr: `field "detail-type" is "Object Created"`},
+		{name: "rule: no source", payload: `{"detail-type":"Scheduled Event","time":"2026-11-21T12:01:00Z"}`, wantErr: `field "source" is missing`},
+		{name: "rule: no detail type", payload: `{"source":"aws.events","time":"2026-11-21T12:01:00Z"}`, wantErr: `field "detail-type" is missing`},
+		{name: "rule: no time", payload: `{"detail-type":"Scheduled Event","source":"aws.events"}`, wantErr: `field "time" is missing`},
+		{name: "rule: bad time", payload: `{"detail-type":"Scheduled Event","source":"aws.events","time":"21/11/2026 12:01"}`, wantErr: `field "time": "21/11/2026 12:01" is not an RFC 3339 time`},
+		{name: "rule: time not a string", payload: `{"detail-type":"Scheduled Event","source":"aws.events","time":1700000000}`, wantErr: `field "time": want a JSON string`},
+		{name: "rule: zero time", payload: `{"detail-type":"Scheduled Event","source":"aws.events","time":"0001-01-01T00:00:00Z"}`, wantErr: "before 1970"},
+		{name: "rule: detail not an object", payload: rule(`,"detail":"fx"`), wantErr: `field "detail" is not a JSON object`},
+		{name: "rule: detail job not a string", payload: rule(`,"detail":{"job":7}`), wantErr: `field "detail.job" is not a non-empty string`},
+		{name: "rule: detail names another job", payload: rule(`,"detail":{"job":"equities"}`), wantErr: `job "equities" is not this function's job "fx"`},
+		{name: "rule: resources not strings", payload: `{"detail-type":"Scheduled Event","source":"aws.events","time":"2026-11-21T12:01:00Z","resources":[1]}`, wantErr: `field "resources`},
+		{name: "scheduler: no job", payload: `{"scheduledTime":"2026-11-21T12:01:00Z"}`, wantErr: `scheduler payload: field "job" is missing`},
+		{name: "scheduler: empty job", payload: `{"job":"","scheduledTime":"2026-11-21T12:01:00Z"}`, wantErr: `field "job" is empty`},
+		{name: "scheduler: no time", payload: `{"job":"fx"}`, wantErr: `field "scheduledTime" is missing`},
+		{name: "scheduler: placeholder not substituted", payload: `{"job":"fx","scheduledTime":"<aws.scheduler.scheduled-time>"}`, wantErr: `"<aws.scheduler.scheduled-time>" is not an RFC 3339 time`},
+		{name: "scheduler: time without zone", payload: `{"job":"fx","scheduledTime":"2026-11-21T12:01:00"}`, wantErr: "not an RFC 3339 time"},
+		{name: "scheduler: empty time", payload: `{"job":"fx","scheduledTime":""}`, wantErr: "empty time"},
+		{name: "scheduler: time as number", payload: `{"job":"fx","scheduledTime":1763726460}`, wantErr: `field "scheduledTime": want a JSON string, got number`},
+		{name: "scheduler: other job", payload: `{"job":"equities","scheduledTime":"2026-11-21T12:01:00Z"}`, wantErr: `scheduler trigger: job "equities" is not this function's job "fx"`},
+		{name: "scheduler: unknown field", payload: `{"job":"fx","scheduledTime":"2026-11-21T12:01:00Z","generation":2}`, wantErr: `unknown field "generation"`},
+		{name: "scheduler: far future", payload: `{"job":"fx","scheduledTime":"2026-11-21T12:10:00Z"}`, wantErr: "is 8m53s in the future (allowance 1m0s)"},
+		{name: "replay: force not a bool", payload: `{"job":"fx","scheduledTime":"2026-11-21T12:01:00Z","force":"yes"}`, wantErr: `field "force": want a JSON boolean, got string`},
+		{name: "replay: no job", payload: `{"scheduledTime":"2026-11-21T12:01:00Z","force":true}`, wantErr: `replay payload: field "job" is missing`},
+		{name: "replay: trailing garbage", payload: `{"job":"fx","scheduledTime":"2026-11-21T12:01:00Z","force":true} x`, wantErr: "not a JSON object"},
+	}
+	for _, tc := range cases {
+		t.Run(tc.name, func(t *testing.T) {
+			t.Parallel()
+			got, err := lambdaevent.DecodeTrigger(lambdaevent.TriggerParams{
+				Payload: []byte(tc.payload), Job: "fx", Now: now, Skew: time.Minute,
+			})
+			if tc.wantErr != "" {
+				require.Error(t, err)
+				require.True(t, errors.Is(err, lambdaevent.ErrBadTrigger), "error %v does not match ErrBadTrigger", err)
+				require.Contains(t, err.Error(), tc.wantErr)
+				require.Equal(t, lambdaevent.Trigger{}, got)
+				return
+			}
+			require.NoError(t, err)
+			require.Equal(t, tc.want, got)
+			require.Equal(t, time.UTC, got.At.Location())
+		})
+	}
+}

@@ -1,0 +1,472 @@
+package samtemplate_test
+
+import (
+	"context"
+	"fmt"
+	"maps"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"reflect"
+	"slices"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/aws/aws-sdk-go-v2/aws"
+	"github.com/aws/aws-sdk-go-v2/service/dynamodb"
+	"github.com/aws/aws-sdk-go-v2/service/dynamodb/types"
+	"github.com/stretchr/testify/require"
+
+	"github.com/batonhq/baton/internal/awsdynamodb"
+	"github.com/batonhq/baton/internal/lambdaapp"
+	"github.com/batonhq/baton/internal/lambdaevent"
+	"github.com/batonhq/baton/internal/samtemplate"
+	"github.com/batonhq/baton/internal/tickfactory"
+)
+
+// The functions of the template and the Lambda functions they are.
+var functions = map[string]lambdaapp.Function{
+	"CoordinatorFunction": lambdaapp.Coordinator,
+	"ConsumerFunction":    lambdaapp.Consumer,
+}
+
+type bundle struct {
+	root string         // repository root
+	tpl  map[string]any // the decoded template
+}
+
+func setup(t *testing.T) bundle {
+	t.Helper()
+	root, err := filepath.Abs(filepath.Join("..", ".."))
+	require.NoError(t, err)
+	tpl, err := samtemplate.Load(filepath.Join(root, "template.yaml"))
+	require.NoError(t, err)
+	return bundle{root: root, tpl: tpl}
+}
+
+// at walks maps by keys; it fails the test when a key is missing.
+func at(t *testing.T, v any, path ...string) any {
+	t.Helper()
+	for i, k := range path {
+		m, ok := v.(map[string]any)
+		require.True(t, ok, "%s is not a mapping", strings.Join(path[:i], "."))
+		v, ok = m[k]
+		require.True(t, ok, "%s is missing", strings.Join(path[:i+1], "."))
+	}
+	return v
+}
+
+// lookup is at without failing: ok is false when a key is missing.
+func lookup(v any, path ...string) (any, bool) {
+	for _, k := range path {
+		m, ok := v.(map[string]any)
+		if !ok {
+			return nil, false
+		}
+		if v, ok = m[k]; !ok {
+			return nil, false
+		}
+	}
+	return v, true
+}
+
+func (b bundle) resource(t *testing.T, name string) map[string]any {
+	t.Helper()
+	r, ok := at(t, b.tpl, "Resources", name).(map[string]any)
+	require.True(t, ok, "resource %s is not a mapping", name)
+	return r
+}
+
+// fnProp is a function property, falling back to Globals.Function.
+func (b bundle) fnProp(t *testing.T, fn, prop string) any {
+	t.Helper()
+	if v, ok := lookup(b.resource(t, fn), "Properties", prop); ok {
+		return v
+	}
+	return at(t, b.tpl, "Globals", "Function", prop)
+}
+
+// env is the function's environment: Globals merged with its own.
+func (b bundle) env(t *testing.T, fn string) map[string]any {
+	t.Helper()
+	out := map[string]any{}
+	for _, vars := range []any{
+		func() any { v, _ := lookup(b.tpl, "Globals", "Function", "Environment", "Variables"); return v }(),
+		func() any { v, _ := lookup(b.resource(t, fn), "Properties", "Environment", "Variables"); return v }(),
+	} {
+		if m, ok := vars.(map[string]any); ok {
+			for k, v := range m {
+				out[k] = v
+			}
+		}
+	}
+	return out
+}
+
+func number(t *testing.T, v any) int64 {
+	t.Helper()
+	switch n := v.(type) {
+	case int64:
+		return n
+	case string: // CloudFormation accepts numbers as strings
+		var i int64
+		_, err := fmt.Sscan(n, &i)
+		require.NoError(t, err, "%q is not a number", n)
+		return i
+	}
+	t.Fatalf("%v (%T) is not a number", v, v)
+	return 0
+}
+
+func getAtt(res, attr string) map[string]any {
+	return map[string]any{"Fn::GetAtt": []any{res, attr}}
+}
+
+func ref(name string) map[string]any { return map[string]any{"Ref": name} }
+
+func TestFunctions(t *testing.T) {
+	t.Parallel()
+	b := setup(t)
+	require.Equal(t, "AWS::Serverless-2016-10-31", b.tpl["Transform"])
+	for fn := range functions {
+		t.Run(fn, func(t *testing.T) {
+			t.Parallel()
+			r := b.resource(t, fn)
+			require.Equal(t, "AWS::Serverless::Function", r["Type"])
+			require.Equal(t, "makefile", at(t, r, "Metadata", "BuildMethod"))
+			require.Equal(t, "provided.al2023", b.fnProp(t, fn, "Runtime"))
+			require.Equal(t, []any{"arm64"}, b.fnProp(t, fn, "Architectures"))
+			require.Equal(t, "bootstrap", b.fnProp(t, fn, "Handler"))
+			require.Equal(t, ".", b.fnProp(t, fn, "CodeUri"))
+			require.Positive(t, number(t, b.fnProp(t, fn, "Timeout")))
+		})
+	}
+}
+
+// TestBuildTargets expands each function's make target through the root
+// Makefile (which includes functions/lambda.mk) and checks the command.
+func TestBuildTargets(t *testing.T) {
+	t.Parallel()
+	b := setup(t)
+	if _, err := exec.LookPath("make"); err != nil {
+		t.Skip("make is not on PATH")
+	}
+	for fn, f := range functions {
+		t.Run(fn, func(t *testing.T) {
+			t.Parallel()
+			out, err := exec.Command("make", "-s", "-n", "-C", b.root, "build-"+fn, "ARTIFACTS_DIR=/artifacts").CombinedOutput()
+			require.NoError(t, err, "%s", out)
+			cmd := strings.TrimSpace(string(out))
+			for _, want := range []string{
+				"GOOS=linux", "GOARCH=arm64", "CGO_ENABLED=0", " build ", "-tags lambda.norpc", "-trimpath",
+				"-ldflags='-s -w'", "-o /artifacts/bootstrap", "./functions/" + string(f),
+			} {
+				require.Contains(t, cmd, want)
+			}
+		})
+	}
+}
+
+func TestSchedule(t *testing.T) {
+	t.Parallel()
+	b := setup(t)
+	def := tickfactory.Definition()
+	events := at(t, b.resource(t, "CoordinatorFunction"), "Properties", "Events").(map[string]any)
+	var schedules []map[string]any
+	for _, e := range events {
+		if typ := at(t, e, "Type"); typ == "ScheduleV2" || typ == "Schedule" {
+			schedules = append(schedules, e.(map[string]any))
+		}
+	}
+	require.Len(t, schedules, 1, "one schedule for the coordinator")
+	s := schedules[0]
+	require.Equal(t, def.Schedule, at(t, s, "Properties", "ScheduleExpression"), "the template's schedule is the job's")
+
+	env := b.env(t, "CoordinatorFunction")
+	require.Equal(t, def.Name, env[lambdaapp.EnvJob])
+
+	// The input the schedule sends decodes to a trigger of the job.
+	input, ok := lookup(s, "Properties", "Input")
+	if at(t, s, "Type") == "ScheduleV2" {
+		require.True(t, ok, "a Scheduler target needs its Input")
+	}
+	if ok {
+		fired := time.Date(2026, 11, 21, 12, 1, 0, 0, time.UTC)
+		payload := strings.ReplaceAll(input.(string), "<aws.scheduler.scheduled-time>", fired.Format(time.RFC3339))
+		tr, err := lambdaevent.DecodeTrigger(lambdaevent.TriggerParams{Payload: []byte(payload), Job: def.Name, Now: fired})
+		require.NoError(t, err)
+		require.Equal(t, fired, tr.At)
+		require.False(t, tr.Force)
+	}
+
+	// A fan-out cut by the deadline returns an error; a retry resumes it.
+	retries := at(t, b.resource(t, "CoordinatorFunction"), "Properties", "EventInvokeConfig", "MaximumRetryAttempts")
+	require.GreaterOrEqual(t, number(t, retries), int64(1))
+}
+
+func TestEnvironment(t *testing.T) {
+	t.Parallel()
+	b := setup(t)
+	for fn, f := range functions {
+		t.Run(fn, func(t *testing.T) {
+			t.Parallel()
+			env := b.env(t, fn)
+			read := map[string]bool{}
+			for _, v := range lambdaapp.Variables(f) {
+				read[v.Name] = true
+				require.Contains(t, env, v.Name, "%s reads %s (%s)", fn, v.Name, v.Usage)
+			}
+			for k := range env {
+				if strings.HasPrefix(k, "BATON_") {
+					require.True(t, read[k], "%s sets %s, which the function does not read", fn, k)
+				}
+			}
+			require.Equal(t, ref("Table"), env[lambdaapp.EnvTable])
+			require.Equal(t, ref("WorkQueue"), env[lambdaapp.EnvQueueURL])
+			if f == lambdaapp.Consumer {
+				require.Equal(t, ref("DeadLetterQueue"), env[lambdaapp.EnvDLQURL])
+			}
+		})
+	}
+}
+
+func TestQueues(t *testing.T) {
+	t.Parallel()
+	b := setup(t)
+	work := at(t, b.resource(t, "WorkQueue"), "Properties").(map[string]any)
+	dlq := at(t, b.resource(t, "DeadLetterQueue"), "Properties").(map[string]any)
+	require.Equal(t, true, work["SqsManagedSseEnabled"])
+	require.Equal(t, true, dlq["SqsManagedSseEnabled"])
+
+	redrive := at(t, work, "RedrivePolicy")
+	require.Equal(t, getAtt("DeadLetterQueue", "Arn"), at(t, redrive, "deadLetterTargetArn"))
+	maxReceives := number(t, at(t, redrive, "maxReceiveCount"))
+	require.GreaterOrEqual(t, maxReceives, int64(5))
+	require.Equal(t, maxReceives, number(t, b.env(t, "ConsumerFunction")[lambdaapp.EnvMaxReceives]),
+		"the consumer dead-letters (with the reason) at the queue's own limit")
+	require.Greater(t, number(t, dlq["MessageRetentionPeriod"]), number(t, work["MessageRetentionPeriod"]),
+		"a dead letter keeps its first enqueue time: the DLQ must keep messages longer")
+
+	// The SQS event source.
+	events := at(t, b.resource(t, "ConsumerFunction"), "Properties", "Events").(map[string]any)
+	var sources []any
+	for _, e := range events {
+		if at(t, e, "Type") == "SQS" {
+			sources = append(sources, at(t, e, "Properties"))
+		}
+	}
+	require.Len(t, sources, 1)
+	src := sources[0]
+	require.Equal(t, getAtt("WorkQueue", "Arn"), at(t, src, "Queue"))
+	require.Contains(t, at(t, src, "FunctionResponseTypes"), "ReportBatchItemFailures")
+	batch := number(t, at(t, src, "BatchSize"))
+	require.True(t, batch >= 1 && batch <= 10, "BatchSize %d: 1..10 without a batching window", batch)
+	conc := number(t, at(t, src, "ScalingConfig", "MaximumConcurrency"))
+	require.True(t, conc >= 2 && conc <= 1000, "MaximumConcurrency %d: 2..1000", conc)
+
+	// Visibility: at least 6x the consumer's timeout plus the batching window.
+	window := int64(0)
+	if w, ok := lookup(src, "MaximumBatchingWindowInSeconds"); ok {
+		window = number(t, w)
+	}
+	timeout := number(t, b.fnProp(t, "ConsumerFunction", "Timeout"))
+	require.GreaterOrEqual(t, number(t, work["VisibilityTimeout"]), 6*timeout+window)
+}
+
+// tableRecorder answers CreateTable's calls as a server would and records
+// what the DynamoDB adapter asks for.
+type tableRecorder struct {
+	create *dynamodb.CreateTableInput
+	ttl    *dynamodb.UpdateTimeToLiveInput
+}
+
+func (r *tableRecorder) CreateTable(_ context.Context, in *dynamodb.CreateTableInput, _ ...func(*dynamodb.Options)) (*dynamodb.CreateTableOutput, error) {
+	r.create = in
+	return &dynamodb.CreateTableOutput{}, nil
+}
+
+func (r *tableRecorder) DescribeTable(_ context.Context, in *dynamodb.DescribeTableInput, _ ...func(*dynamodb.Options)) (*dynamodb.DescribeTableOutput, error) {
+	return &dynamodb.DescribeTableOutput{Table: &types.TableDescription{
+		TableName:            in.TableName,
+		TableStatus:          types.TableStatusActive,
+		KeySchema:            r.create.KeySchema,
+		AttributeDefinitions: r.create.AttributeDefinitions,
+	}}, nil
+}
+
+func (r *tableRecorder) UpdateTimeToLive(_ context.Context, in *dynamodb.UpdateTimeToLiveInput, _ ...func(*dynamodb.Options)) (*dynamodb.UpdateTimeToLiveOutput, error) {
+	r.ttl = in
+	return &dynamodb.UpdateTimeToLiveOutput{}, nil
+}
+
+func TestTable(t *testing.T) {
+	t.Parallel()
+	b := setup(t)
+	props := at(t, b.resource(t, "Table"), "Properties")
+	require.Equal(t, "PAY_PER_REQUEST", at(t, props, "BillingMode"))
+	require.Equal(t, true, at(t, props, "PointInTimeRecoverySpecification", "PointInTimeRecoveryEnabled"))
+	require.Equal(t, true, at(t, props, "SSESpecification", "SSEEnabled"))
+	require.Equal(t, true, at(t, props, "TimeToLiveSpecification", "Enabled"))
+
+	// The key schema and TTL attribute are the ones the adapter creates.
+	var rec tableRecorder
+	require.NoError(t, awsdynamodb.CreateTable(context.Background(), &rec, "t"))
+	require.NotNil(t, rec.create)
+	var wantKeys, wantAttrs []any
+	for _, k := range rec.create.KeySchema {
+		wantKeys = append(wantKeys, map[string]any{"AttributeName": aws.ToString(k.AttributeName), "KeyType": string(k.KeyType)})
+	}
+	for _, a := range rec.create.AttributeDefinitions {
+		wantAttrs = append(wantAttrs, map[string]any{"AttributeName": aws.ToString(a.AttributeName), "AttributeType": string(a.AttributeType)})
+	}
+	require.ElementsMatch(t, wantKeys, at(t, props, "KeySchema"))
+	require.ElementsMatch(t, wantAttrs, at(t, props, "AttributeDefinitions"))
+	require.Equal(t, string(rec.create.BillingMode), at(t, props, "BillingMode"))
+	require.NotNil(t, rec.ttl)
+	require.Equal(t, aws.ToString(rec.ttl.TimeToLiveSpecification.AttributeName), at(t, props, "TimeToLiveSpecification", "AttributeName"))
+}
+
+// statement is one IAM policy statement of a function's role.
+type statement struct {
+	actions   []string
+	resources []any
+}
+
+func (b bundle) statements(t *testing.T, fn string) []statement {
+	t.Helper()
+	r := b.resource(t, fn)
+	_, hasPolicies := lookup(r, "Properties", "Policies")
+	require.False(t, hasPolicies, "%s: permissions belong in its role", fn)
+	role := at(t, r, "Properties", "Role")
+	m, ok := role.(map[string]any)
+	require.True(t, ok, "%s: Role is not !GetAtt", fn)
+	att, ok := m["Fn::GetAtt"].([]any)
+	require.True(t, ok && len(att) == 2 && att[1] == "Arn", "%s: Role is not !GetAtt X.Arn", fn)
+	roleRes := b.resource(t, att[0].(string))
+	require.Equal(t, "AWS::IAM::Role", roleRes["Type"])
+	_, managed := lookup(roleRes, "Properties", "ManagedPolicyArns")
+	require.False(t, managed, "%s: managed policies grant on every resource", fn)
+
+	var out []statement
+	for _, p := range at(t, roleRes, "Properties", "Policies").([]any) {
+		for _, s := range at(t, p, "PolicyDocument", "Statement").([]any) {
+			require.Equal(t, "Allow", at(t, s, "Effect"))
+			var st statement
+			switch a := at(t, s, "Action").(type) {
+			case string:
+				st.actions = []string{a}
+			case []any:
+				for _, x := range a {
+					st.actions = append(st.actions, x.(string))
+				}
+			}
+			switch r := at(t, s, "Resource").(type) {
+			case []any:
+				st.resources = r
+			default:
+				st.resources = []any{r}
+			}
+			out = append(out, st)
+		}
+	}
+	return out
+}
+
+func TestIAM(t *testing.T) {
+	t.Parallel()
+	b := setup(t)
+
+	// The DynamoDB actions are the adapter's API: the methods it calls.
+	var dynamoActions []string
+	api := reflect.TypeFor[awsdynamodb.API]()
+	for i := range api.NumMethod() {
+		dynamoActions = append(dynamoActions, "dynamodb:"+api.Method(i).Name)
+	}
+	logs := []string{"logs:CreateLogStream", "logs:PutLogEvents"}
+	poll := []string{"sqs:ChangeMessageVisibility", "sqs:DeleteMessage", "sqs:GetQueueAttributes", "sqs:ReceiveMessage"}
+
+	// want: action → the resources it may apply to.
+	want := map[string]map[string][]any{
+		"CoordinatorFunction": {"sqs:SendMessage": {getAtt("WorkQueue", "Arn")}},
+		"ConsumerFunction":    {"sqs:SendMessage": {getAtt("WorkQueue", "Arn"), getAtt("DeadLetterQueue", "Arn")}},
+	}
+	for fn, logGroup := range map[string]string{"CoordinatorFunction": "CoordinatorLogGroup", "ConsumerFunction": "ConsumerLogGroup"} {
+		for _, a := range dynamoActions {
+			want[fn][a] = []any{getAtt("Table", "Arn")}
+		}
+		for _, a := range logs {
+			want[fn][a] = []any{getAtt(logGroup, "Arn")}
+		}
+		require.Equal(t, ref(logGroup), at(t, b.resource(t, fn), "Properties", "LoggingConfig", "LogGroup"))
+	}
+	for _, a := range poll {
+		want["ConsumerFunction"][a] = []any{getAtt("WorkQueue", "Arn")}
+	}
+
+	for fn, wantActions := range want {
+		t.Run(fn, func(t *testing.T) {
+			t.Parallel()
+			got := map[string][]any{}
+			for _, st := range b.statements(t, fn) {
+				for _, r := range st.resources {
+					s, isString := r.(string)
+					require.False(t, isString && strings.Contains(s, "*"), "%s: wildcard resource %q", fn, s)
+					require.False(t, isString, "%s: resource %q is not a reference to this stack's resources", fn, s)
+				}
+				for _, a := range st.actions {
+					require.NotContains(t, a, "*", "%s: wildcard action %q", fn, a)
+					got[a] = append(got[a], st.resources...)
+				}
+			}
+			require.ElementsMatch(t, slices.Collect(maps.Keys(wantActions)), slices.Collect(maps.Keys(got)), "%s: actions", fn)
+			for a, res := range wantActions {
+				require.ElementsMatch(t, res, got[a], "%s: resources of %s", fn, a)
+			}
+		})
+	}
+}
+
+func TestAlarms(t *testing.T) {
+	t.Parallel()
+	b := setup(t)
+	type alarm struct {
+		namespace, metric string
+		dimension         string
+		value             any
+	}
+	var got []alarm
+	for name, r := range at(t, b.tpl, "Resources").(map[string]any) {
+		if at(t, r, "Type") != "AWS::CloudWatch::Alarm" {
+			continue
+		}
+		p := at(t, r, "Properties")
+		dims := at(t, p, "Dimensions").([]any)
+		require.Len(t, dims, 1, name)
+		got = append(got, alarm{
+			namespace: at(t, p, "Namespace").(string), metric: at(t, p, "MetricName").(string),
+			dimension: at(t, dims[0], "Name").(string), value: at(t, dims[0], "Value"),
+		})
+		_, hasThreshold := lookup(p, "Threshold")
+		require.True(t, hasThreshold, name)
+	}
+	for _, w := range []alarm{
+		{"AWS/SQS", "ApproximateNumberOfMessagesVisible", "QueueName", getAtt("DeadLetterQueue", "QueueName")},
+		{"AWS/SQS", "ApproximateAgeOfOldestMessage", "QueueName", getAtt("WorkQueue", "QueueName")},
+		{"AWS/Lambda", "Errors", "FunctionName", ref("CoordinatorFunction")},
+		{"AWS/Lambda", "Errors", "FunctionName", ref("ConsumerFunction")},
+	} {
+		require.Contains(t, got, w)
+	}
+}
+
+// TestSamConfig checks that sam builds in the source tree (CodeUri is the
+// repository root: a copy would drag node_modules along).
+func TestSamConfig(t *testing.T) {
+	t.Parallel()
+	b := setup(t)
+	cfg, err := os.ReadFile(filepath.Join(b.root, "samconfig.toml"))
+	require.NoError(t, err)
+	require.Contains(t, string(cfg), "build_in_source = true")
+	require.Contains(t, string(cfg), `capabilities = "CAPABILITY_IAM"`)
+}
