@@ -120,8 +120,10 @@ func (r *replayer) close() {
 
 // trigger runs the coordinator for the tick at nominal until its fan-out
 // is complete (a fan-out stopped by the deadline or budget is resumed at
-// once), retrying while another coordinator holds the lease, up to
-// leaseWait. It returns the last summary.
+// once), retrying while another coordinator holds the lease and the tick
+// is still pending, up to leaseWait. It returns the last summary: skipped
+// with Pending when the lease stayed held, skipped without Pending when
+// the tick was fanned out by someone else.
 func (r *replayer) trigger(ctx context.Context, nominal time.Time, force bool, leaseWait time.Duration) (coordinator.Summary, error) {
 	backoff := 100 * time.Millisecond
 	deadline := time.Now().Add(leaseWait)
@@ -131,6 +133,8 @@ func (r *replayer) trigger(ctx context.Context, nominal time.Time, force bool, l
 			return sum, err
 		}
 		switch {
+		case sum.Outcome == coordinator.OutcomeSkipped && !sum.Pending:
+			return sum, nil // the tick is fanned out already: nothing to retry
 		case sum.Outcome == coordinator.OutcomeSkipped:
 			if time.Now().Add(backoff).After(deadline) {
 				return sum, nil
@@ -223,11 +227,11 @@ func replayTickCmd(ctx context.Context, e *env, args []string) error {
 		return err
 	}
 	fmt.Fprintf(e.stdout, "job %s, tick %s (%s store %s)\n", j.Name, rfc(nominal), r.b.Name, f.common.where())
-	if sum.Outcome == coordinator.OutcomeSkipped {
+	if sum.Outcome == coordinator.OutcomeSkipped && sum.Pending {
 		return heldError(sum)
 	}
 	printSummary(e.stdout, sum)
-	if sum.Outcome == coordinator.OutcomeAlreadyFannedOut {
+	if sum.Outcome == coordinator.OutcomeAlreadyFannedOut || sum.Outcome == coordinator.OutcomeSkipped {
 		run, err := r.eng.Coordinator.Settle(ctx, j.Name, nominal)
 		if err != nil {
 			return err
@@ -239,7 +243,11 @@ func replayTickCmd(ctx context.Context, e *env, args []string) error {
 		}
 	}
 	if !f.wait {
-		fmt.Fprintf(e.stdout, "enqueued; 'baton status --run %s' follows it\n", sum.Run)
+		if sum.Run.Generation > 0 {
+			fmt.Fprintf(e.stdout, "not waiting; 'baton status --run %s' follows it\n", sum.Run)
+		} else {
+			fmt.Fprintf(e.stdout, "not waiting; 'baton status --job %s' follows it\n", j.Name)
+		}
 		return nil
 	}
 	return waitAndReport(ctx, e, r, nominal, f.timeout)

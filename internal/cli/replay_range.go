@@ -259,7 +259,7 @@ func backfill(ctx context.Context, e *env, r *replayer, f *rangeFlags, plans []t
 			stopErr = fmt.Errorf("tick %s: %w", rfc(p.nominal), err)
 			break
 		}
-		if sum.Outcome == coordinator.OutcomeSkipped {
+		if sum.Outcome == coordinator.OutcomeSkipped && sum.Pending {
 			notRun = append(notRun, fmt.Sprintf("%s (%v)", rfc(p.nominal), heldError(sum)))
 			doneMeanwhile++ // counted so that the ETA stays honest; reported below
 			report()
