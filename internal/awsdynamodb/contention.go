@@ -9,6 +9,7 @@ import (
 	"github.com/aws/aws-sdk-go-v2/aws"
 	"github.com/aws/aws-sdk-go-v2/service/dynamodb"
 
+	"github.com/batonhq/baton/internal/contention"
 	"github.com/batonhq/baton/internal/lease"
 )
 
@@ -26,7 +27,8 @@ const (
 	contentionHolderUntil = "holder_until" // unix nanoseconds
 )
 
-// ContentionStore counts refused lease acquisitions per job: one
+// ContentionStore is a contention.Store: it counts refused lease
+// acquisitions per job with one
 // unconditional UpdateItem per refusal (ADD count), so counts from every
 // coordinator add up. The latest writer sets the "latest refusal"
 // attributes. It costs nothing on the uncontended path.
@@ -39,12 +41,7 @@ func NewContentionStore(client API, table string, o *Options) *ContentionStore {
 	return &ContentionStore{t: newTable(client, table, o)}
 }
 
-// ContentionRecord is a job's contention count and latest refusal.
-type ContentionRecord struct {
-	Count  int64
-	Last   time.Time
-	Holder lease.Lease // Owner, Fence and ExpiresAt of the holder that refused
-}
+var _ contention.Store = (*ContentionStore)(nil)
 
 func contentionKey(job string) key { return key{prefixContention + job, skContention} }
 
@@ -75,13 +72,13 @@ func (s *ContentionStore) RecordContention(ctx context.Context, job string, hold
 
 // Contention returns job's record (a consistent read); Count is 0 when it
 // was never refused.
-func (s *ContentionStore) Contention(ctx context.Context, job string) (ContentionRecord, error) {
+func (s *ContentionStore) Contention(ctx context.Context, job string) (contention.Record, error) {
 	op := "contention of " + job
 	rec, err := s.t.get(ctx, op, contentionKey(job))
 	if err != nil {
-		return ContentionRecord{}, err
+		return contention.Record{}, err
 	}
-	r := ContentionRecord{Holder: lease.Lease{Job: job}}
+	r := contention.Record{Job: job, Holder: lease.Lease{Job: job}}
 	if rec == nil {
 		return r, nil
 	}
@@ -92,7 +89,7 @@ func (s *ContentionStore) Contention(ctx context.Context, job string) (Contentio
 	r.Holder.Fence = d.int64(contentionHolderFence)
 	r.Holder.ExpiresAt = d.time(contentionHolderUntil)
 	if d.err != nil {
-		return ContentionRecord{}, fmt.Errorf("%s: %w", op, d.err)
+		return contention.Record{}, fmt.Errorf("%s: %w", op, d.err)
 	}
 	return r, nil
 }

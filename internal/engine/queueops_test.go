@@ -9,7 +9,6 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/batonhq/baton/internal/job"
-	"github.com/batonhq/baton/internal/lease"
 	"github.com/batonhq/baton/internal/ledger"
 	"github.com/batonhq/baton/internal/queue"
 )
@@ -86,29 +85,4 @@ func TestQueueOps(t *testing.T) {
 			}
 		})
 	}
-}
-
-func TestCountContention(t *testing.T) {
-	t.Parallel()
-	b, err := OpenSQLite(t.Context(), filepath.Join(t.TempDir(), "baton.db"))
-	require.NoError(t, err)
-	t.Cleanup(func() { b.Close() })
-	ctx := t.Context()
-	leases := CountContention(b.Leases, b.Contention, nil)
-	now := time.Now()
-	held, err := leases.Acquire(ctx, lease.AcquireParams{Job: "fx", Owner: "a", TTL: time.Minute, Now: now})
-	require.NoError(t, err)
-	for range 3 {
-		_, err = leases.Acquire(ctx, lease.AcquireParams{Job: "fx", Owner: "b", TTL: time.Minute, Now: now})
-		require.ErrorIs(t, err, lease.ErrHeld)
-	}
-	// Re-entrant and uncontended acquisitions count nothing.
-	_, err = leases.Acquire(ctx, lease.AcquireParams{Job: "fx", Owner: "a", TTL: time.Minute, Now: now})
-	require.NoError(t, err)
-	c, err := b.Contention.Contention(ctx, "fx")
-	require.NoError(t, err)
-	require.EqualValues(t, 3, c.Count)
-	require.Equal(t, "a", c.Holder.Owner)
-	require.Equal(t, held.Fence, c.Holder.Fence)
-	require.Same(t, b.Leases, CountContention(b.Leases, nil, nil), "no store: unchanged")
 }

@@ -5,7 +5,6 @@ import (
 	"fmt"
 	"time"
 
-	"github.com/batonhq/baton/internal/lease"
 	"github.com/batonhq/baton/internal/sqlite"
 )
 
@@ -45,22 +44,7 @@ func OpenSQLite(ctx context.Context, path string) (Backend, error) {
 		Work:        work,
 		DeadLetter:  dlq,
 		MaxReceives: MaxReceives,
-		Contention:  sqliteContention{sqlite.NewContentionStore(db)},
+		Contention:  sqlite.NewContentionStore(db),
 		Close:       db.Close,
 	}, nil
-}
-
-// sqliteContention adapts sqlite.ContentionStore to ContentionStore.
-type sqliteContention struct{ s *sqlite.ContentionStore }
-
-func (c sqliteContention) RecordContention(ctx context.Context, job string, holder lease.Lease, now time.Time) error {
-	return c.s.RecordContention(ctx, job, holder, now)
-}
-
-func (c sqliteContention) Contention(ctx context.Context, job string) (Contention, error) {
-	r, err := c.s.Contention(ctx, job)
-	if err != nil {
-		return Contention{}, err
-	}
-	return Contention{Job: job, Count: r.Count, Last: r.Last, Holder: r.Holder}, nil
 }

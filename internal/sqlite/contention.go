@@ -7,10 +7,12 @@ import (
 	"fmt"
 	"time"
 
+	"github.com/batonhq/baton/internal/contention"
 	"github.com/batonhq/baton/internal/lease"
 )
 
-// ContentionStore counts refused lease acquisitions per job in the
+// ContentionStore is a contention.Store: it counts refused lease
+// acquisitions per job in the
 // lease_contention table: one UPSERT per refusal, so counts from several
 // processes add up.
 type ContentionStore struct {
@@ -19,6 +21,8 @@ type ContentionStore struct {
 
 // NewContentionStore returns the contention store of db.
 func NewContentionStore(db *DB) *ContentionStore { return &ContentionStore{db: db} }
+
+var _ contention.Store = (*ContentionStore)(nil)
 
 // RecordContention adds one refusal of job's lease by holder at now. The
 // latest refusal (by now) is the one kept as Last/Holder.
@@ -42,25 +46,18 @@ ON CONFLICT (job) DO UPDATE SET
 	return nil
 }
 
-// ContentionRecord is a job's contention count and latest refusal.
-type ContentionRecord struct {
-	Count  int64
-	Last   time.Time
-	Holder lease.Lease // Owner, Fence and ExpiresAt of the holder that refused
-}
-
 // Contention returns job's record; Count is 0 when it was never refused.
-func (s *ContentionStore) Contention(ctx context.Context, job string) (ContentionRecord, error) {
-	var r ContentionRecord
+func (s *ContentionStore) Contention(ctx context.Context, job string) (contention.Record, error) {
+	var r contention.Record
 	var last, until int64
-	r.Holder.Job = job
+	r.Job, r.Holder.Job = job, job
 	err := s.db.sql.QueryRowContext(ctx, `SELECT count, last_at, holder, holder_fence, holder_until FROM lease_contention WHERE job = ?`, job).
 		Scan(&r.Count, &last, &r.Holder.Owner, &r.Holder.Fence, &until)
 	if errors.Is(err, sql.ErrNoRows) {
-		return ContentionRecord{Holder: lease.Lease{Job: job}}, nil
+		return contention.Record{Job: job, Holder: lease.Lease{Job: job}}, nil
 	}
 	if err != nil {
-		return ContentionRecord{}, fmt.Errorf("contention of %q: %w", job, err)
+		return contention.Record{}, fmt.Errorf("contention of %q: %w", job, err)
 	}
 	r.Last, r.Holder.ExpiresAt = fromNanos(last), fromNanos(until)
 	return r, nil
