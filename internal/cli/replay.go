@@ -29,6 +29,7 @@ func replayCmd(ctx context.Context, e *env, args []string) error {
 		{"tick", "run one tick again (--force: as a new generation)", replayTickCmd},
 		{"range", "backfill every tick of a time range, oldest first", replayRangeCmd},
 		{"item", "run one item of a run again (--force: as a new generation)", replayItemCmd},
+		{"event", "replay a Lambda event file through its handler, in process", replayEventCmd},
 	}, args)
 }
 
