@@ -14,7 +14,10 @@ import (
 
 func TestLeaseReleaseRefusesLiveOwner(t *testing.T) {
 	t.Parallel()
-	f := newSQLiteFixture(t)
+	testLeaseReleaseRefusesLiveOwner(t, newSQLiteFixture(t))
+}
+
+func testLeaseReleaseRefusesLiveOwner(t *testing.T, f *opsFixture) {
 	ctx := t.Context()
 	held, err := f.b.Leases.Acquire(ctx, lease.AcquireParams{Job: tickfactory.Name, Owner: "worker-1", TTL: time.Hour, Now: time.Now()})
 	require.NoError(t, err)

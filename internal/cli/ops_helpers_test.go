@@ -3,6 +3,7 @@ package cli
 import (
 	"context"
 	"path/filepath"
+	"slices"
 	"sync"
 	"testing"
 	"time"
@@ -51,9 +52,15 @@ func newFixture(t *testing.T, b engine.Backend, flags []string) *opsFixture {
 }
 
 // main runs baton with args followed by the fixture's backend flags.
+// Replays run consumers in process on every backend (on AWS they would
+// otherwise wait for deployed ones).
 func (f *opsFixture) main(args ...string) (code int, stdout, stderr string) {
 	f.t.Helper()
-	return runMain(f.t, append(append([]string{}, args...), f.flags...)...)
+	all := append(append([]string{}, args...), f.flags...)
+	if len(args) > 1 && args[0] == "replay" && !slices.Contains(args, "--consumers") && !slices.Contains(args, "--dry-run") {
+		all = append(all, "--consumers", "2")
+	}
+	return runMain(f.t, all...)
 }
 
 // tick is the fixture's i-th minute tick.

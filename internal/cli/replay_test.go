@@ -17,7 +17,10 @@ var fast = []string{"--latency", "0s", "--rate", "1000"}
 
 func TestReplayRangeRunsOnlyTicksNotDone(t *testing.T) {
 	t.Parallel()
-	f := newSQLiteFixture(t)
+	testBackfillRunsOnlyTicksNotDone(t, newSQLiteFixture(t))
+}
+
+func testBackfillRunsOnlyTicksNotDone(t *testing.T, f *opsFixture) {
 	ctx := t.Context()
 
 	// Tick 1 is done already.

@@ -48,7 +48,10 @@ func arrangeStatus(t *testing.T, f *opsFixture) (stuckKey ledger.ItemKey) {
 
 func TestStatusJSONMatchesLedger(t *testing.T) {
 	t.Parallel()
-	f := newSQLiteFixture(t)
+	testStatusJSONMatchesLedger(t, newSQLiteFixture(t))
+}
+
+func testStatusJSONMatchesLedger(t *testing.T, f *opsFixture) {
 	stuckKey := arrangeStatus(t, f)
 	ctx := t.Context()
 
