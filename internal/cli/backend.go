@@ -2,9 +2,18 @@ package cli
 
 import (
 	"context"
+	"errors"
 	"flag"
+	"fmt"
+	"net/url"
+	"os"
+	"strconv"
+	"time"
 
+	"github.com/batonhq/baton/internal/awsbackend"
+	"github.com/batonhq/baton/internal/awssqs"
 	"github.com/batonhq/baton/internal/engine"
+	"github.com/batonhq/baton/internal/lambdaapp"
 )
 
 // backendFlags select the store every command works on.
@@ -12,17 +21,23 @@ type backendFlags struct {
 	backend string
 	store   string
 	job     string
+	aws     awsFlags
 }
 
 func (b *backendFlags) register(fs *flag.FlagSet) {
 	fs.StringVar(&b.backend, "backend", "sqlite", "where state and queues live: sqlite (embedded file) or aws (DynamoDB + SQS from the SDK's standard config)")
 	fs.StringVar(&b.store, "store", "var/baton.db", "the embedded store's SQLite file (--backend sqlite)")
-	fs.StringVar(&b.job, "job", "fx", "the job to work on")
+	fs.StringVar(&b.job, "job", envOr(lambdaapp.EnvJob, "fx"), "the job to work on (from $"+lambdaapp.EnvJob+" when set)")
+	b.aws.registerEndpoints(fs)
+	b.aws.registerResources(fs)
 }
 
 func (b *backendFlags) where() string {
 	if b.backend == "sqlite" {
 		return b.store
+	}
+	if b.backend == "aws" && b.aws.table != "" {
+		return "table " + b.aws.table
 	}
 	return b.backend
 }
@@ -31,7 +46,137 @@ func (b *backendFlags) open(ctx context.Context) (engine.Backend, error) {
 	switch b.backend {
 	case "sqlite":
 		return engine.OpenSQLite(ctx, b.store)
+	case "aws":
+		return b.aws.open(ctx)
 	default:
 		return engine.Backend{}, usagef("--backend: unknown backend %q (want sqlite or aws)", b.backend)
 	}
+}
+
+// awsFlags say which AWS endpoints and resources --backend aws uses. The
+// resource flags default to the variables the Lambda functions read, so
+// that one environment serves both.
+type awsFlags struct {
+	endpoint         string
+	dynamoDBEndpoint string
+	sqsEndpoint      string
+
+	table       string
+	queueURL    string
+	dlqURL      string
+	maxReceives int
+	receiveWait time.Duration
+	envErr      error // a bad value in the environment, reported at open
+}
+
+func (a *awsFlags) registerEndpoints(fs *flag.FlagSet) {
+	fs.StringVar(&a.endpoint, "endpoint", "", "endpoint URL of both DynamoDB and SQS, for the AWS backend (default: the SDK's configuration)")
+	fs.StringVar(&a.dynamoDBEndpoint, "dynamodb-endpoint", "", "DynamoDB endpoint URL (default --endpoint, else $AWS_ENDPOINT_URL_DYNAMODB or the SDK's configuration)")
+	fs.StringVar(&a.sqsEndpoint, "sqs-endpoint", "", "SQS endpoint URL (default --endpoint, else $AWS_ENDPOINT_URL_SQS or the SDK's configuration)")
+}
+
+func (a *awsFlags) registerResources(fs *flag.FlagSet) {
+	fs.StringVar(&a.table, "table", os.Getenv(lambdaapp.EnvTable), envUsage(lambdaapp.EnvTable, ""))
+	fs.StringVar(&a.queueURL, "queue-url", os.Getenv(lambdaapp.EnvQueueURL), envUsage(lambdaapp.EnvQueueURL, ""))
+	fs.StringVar(&a.dlqURL, "dlq-url", os.Getenv(lambdaapp.EnvDLQURL), envUsage(lambdaapp.EnvDLQURL, "the work queue's redrive target"))
+	n := 0
+	if s := os.Getenv(lambdaapp.EnvMaxReceives); s != "" {
+		v, err := strconv.Atoi(s)
+		if err != nil || v < 1 {
+			a.envErr = usagef("%s=%q: not a positive integer", lambdaapp.EnvMaxReceives, s)
+		}
+		n = v
+	}
+	fs.IntVar(&a.maxReceives, "max-receives", n, envUsage(lambdaapp.EnvMaxReceives, "the work queue's redrive policy"))
+	fs.DurationVar(&a.receiveWait, "receive-wait", awsbackend.DefaultReceiveWait, "long-poll wait of an idle consumer's SQS receives, up to 20s: longer is cheaper on an idle queue (--backend aws)")
+}
+
+// envUsage is the usage of the flag standing for the functions' variable
+// name: lambdaapp's description of it, and where the value comes from
+// when neither the flag nor the variable is set (unless "").
+func envUsage(name, otherwise string) string {
+	usage := name
+	for _, f := range []lambdaapp.Function{lambdaapp.Coordinator, lambdaapp.Consumer} {
+		for _, v := range lambdaapp.Variables(f) {
+			if v.Name == name {
+				usage = v.Usage
+			}
+		}
+	}
+	usage += " (--backend aws; from $" + name + " when set"
+	if otherwise != "" {
+		usage += ", else " + otherwise
+	}
+	return usage + ")"
+}
+
+func envOr(name, fallback string) string {
+	if v := os.Getenv(name); v != "" {
+		return v
+	}
+	return fallback
+}
+
+func (a *awsFlags) endpoints() (awsbackend.Endpoints, error) {
+	e := awsbackend.Endpoints{DynamoDB: a.endpoint, SQS: a.endpoint}
+	if a.dynamoDBEndpoint != "" {
+		e.DynamoDB = a.dynamoDBEndpoint
+	}
+	if a.sqsEndpoint != "" {
+		e.SQS = a.sqsEndpoint
+	}
+	for _, f := range [][2]string{{"--endpoint", a.endpoint}, {"--dynamodb-endpoint", a.dynamoDBEndpoint}, {"--sqs-endpoint", a.sqsEndpoint}} {
+		if f[1] == "" {
+			continue
+		}
+		if u, err := url.Parse(f[1]); err != nil || (u.Scheme != "http" && u.Scheme != "https") || u.Host == "" {
+			return e, usagef("%s: %q is not an http(s) URL", f[0], f[1])
+		}
+	}
+	return e, nil
+}
+
+// clients returns SDK clients from the standard configuration chain and
+// the endpoint flags.
+func (a *awsFlags) clients(ctx context.Context) (lambdaapp.AWSClients, error) {
+	e, err := a.endpoints()
+	if err != nil {
+		return lambdaapp.AWSClients{}, err
+	}
+	cfg, err := awsbackend.LoadConfig(ctx)
+	if errors.Is(err, awsbackend.ErrNoRegion) {
+		return lambdaapp.AWSClients{}, usageError{err}
+	}
+	if err != nil {
+		return lambdaapp.AWSClients{}, err
+	}
+	return awsbackend.NewClients(cfg, e), nil
+}
+
+func (a *awsFlags) open(ctx context.Context) (engine.Backend, error) {
+	if a.envErr != nil {
+		return engine.Backend{}, a.envErr
+	}
+	switch {
+	case a.table == "":
+		return engine.Backend{}, usagef("--backend aws: no table: set --table or %s", lambdaapp.EnvTable)
+	case a.queueURL == "":
+		return engine.Backend{}, usagef("--backend aws: no work queue: set --queue-url or %s", lambdaapp.EnvQueueURL)
+	case a.maxReceives < 0:
+		return engine.Backend{}, usagef("--max-receives must not be negative, got %d", a.maxReceives)
+	case a.receiveWait < 0 || a.receiveWait > awssqs.MaxWait:
+		return engine.Backend{}, usagef("--receive-wait must be within 0..%s, got %s", awssqs.MaxWait, a.receiveWait)
+	}
+	c, err := a.clients(ctx)
+	if err != nil {
+		return engine.Backend{}, err
+	}
+	b, err := awsbackend.Open(ctx, awsbackend.Params{
+		Clients: c, Table: a.table, QueueURL: a.queueURL, DLQURL: a.dlqURL, MaxReceives: a.maxReceives,
+		ReceiveWait: a.receiveWait,
+	})
+	if err != nil {
+		return engine.Backend{}, fmt.Errorf("--backend aws: %w", err)
+	}
+	return b, nil
 }

@@ -56,6 +56,8 @@ func commands() []command {
 		{"dlq", "list and redrive the dead-letter queue", dlqCmd},
 		{"lease", "show a job's lease; release one whose holder is dead", leaseCmd},
 		{"cancel", "cancel a run's items (or one item) that are not terminal", cancelCmd},
+		{"invoke", "run a Lambda function's handler on an event file, in-process", invokeCmd},
+		{"setup", "create the DynamoDB table and SQS queues (with redrive) for --backend aws", setupCmd},
 	}
 }
 

@@ -10,7 +10,6 @@ import (
 	"time"
 
 	"github.com/aws/aws-lambda-go/events"
-	"github.com/aws/aws-lambda-go/lambda"
 
 	"github.com/batonhq/baton/internal/lambdaapp"
 )
@@ -95,36 +94,37 @@ func replayEventCmd(ctx context.Context, e *env, args []string) error {
 		p.DeadLetter = r.b.DeadLetter
 	}
 
+	fn, timeout := lambdaapp.Coordinator, coordinatorTimeout
 	if isSQS {
-		h, err := lambdaapp.NewConsumerHandler(p)
-		if err != nil {
-			return err
+		fn, timeout = lambdaapp.Consumer, consumerTimeout
+	}
+	h, err := newHandler(fn, p)
+	if err != nil {
+		return err
+	}
+	out, ierr := invoke(ctx, h, payload, lambdaapp.NewRequestID(), timeout)
+	if ierr != nil {
+		if ctx.Err() != nil {
+			return fmt.Errorf("interrupted: %w", ctx.Err())
 		}
-		out, err := invoke(ctx, h.Handle, payload, consumerTimeout)
-		if err != nil {
-			return fmt.Errorf("consumer handler: %w", err)
-		}
-		fmt.Fprintf(e.stdout, "%s\n", out)
+		msg, _ := json.Marshal(ierr)
+		fmt.Fprintf(e.stdout, "%s\n", msg)
+		fmt.Fprintf(e.stderr, "baton replay event: the %s handler failed: %s\n", fn, ierr.Message)
+		return errFailed
+	}
+	fmt.Fprintf(e.stdout, "%s\n", out)
+
+	if isSQS {
 		var resp events.SQSEventResponse
 		if err := json.Unmarshal(out, &resp); err != nil {
 			return fmt.Errorf("consumer response: %w", err)
 		}
 		if n := len(resp.BatchItemFailures); n > 0 {
-			fmt.Fprintf(e.stderr, "baton replay event: %d record(s) failed (redelivered by SQS; dead-lettered with their reason when malformed)\n", n)
+			fmt.Fprintf(e.stderr, "baton replay event: %d record(s) failed (SQS would redeliver them; malformed ones went to the dead-letter queue with their reason)\n", n)
 			return errFailed
 		}
 		return nil
 	}
-
-	h, err := lambdaapp.NewCoordinatorHandler(p)
-	if err != nil {
-		return err
-	}
-	out, err := invoke(ctx, h.Handle, payload, coordinatorTimeout)
-	if err != nil {
-		return fmt.Errorf("coordinator handler: %w", err)
-	}
-	fmt.Fprintf(e.stdout, "%s\n", out)
 	var resp lambdaapp.CoordinatorResponse
 	if err := json.Unmarshal(out, &resp); err != nil {
 		return fmt.Errorf("coordinator response: %w", err)
@@ -133,14 +133,6 @@ func replayEventCmd(ctx context.Context, e *env, args []string) error {
 		return nil
 	}
 	return waitAndReport(ctx, e, r, resp.Nominal, f.timeout)
-}
-
-// invoke runs handler on payload through the Lambda library's JSON path,
-// with the function's timeout as the deadline.
-func invoke[T any, R any](ctx context.Context, handler func(context.Context, T) (R, error), payload []byte, timeout time.Duration) ([]byte, error) {
-	ctx, cancel := context.WithTimeout(ctx, timeout)
-	defer cancel()
-	return lambda.NewHandler(handler).Invoke(ctx, payload)
 }
 
 // sqsEvent reports whether payload is an SQS event: Records whose first

@@ -42,6 +42,9 @@ type Backend struct {
 	Work        Queue
 	DeadLetter  Queue // may be nil
 	MaxReceives int   // the work queue's redrive limit
+	// ReceiveWait is how long an idle consumer's receive waits for a
+	// message (a long poll); 0 means 500ms.
+	ReceiveWait time.Duration
 	Close       func() error
 	// Contention, optional, counts refused lease acquisitions for
 	// operators; New wraps Leases so that the coordinator records them.
@@ -136,12 +139,16 @@ func (e *Engine) Poller() *poller.Poller {
 	if retry <= 0 {
 		retry = time.Second
 	}
+	wait := e.backend.ReceiveWait
+	if wait <= 0 {
+		wait = 500 * time.Millisecond
+	}
 	return &poller.Poller{
 		Receiver:    e.backend.Work,
 		BatchSize:   e.opts.BatchSize,
 		Timeout:     e.batchTimeout(),
 		Concurrency: max(e.opts.Consumers, 1),
-		Wait:        500 * time.Millisecond,
+		Wait:        wait,
 		RetryDelay:  retry,
 		NowFunc:     e.opts.NowFunc,
 		Logger:      e.opts.Logger,

@@ -28,6 +28,10 @@
 // SQS from the function's environment at cold start (ParamsOnAWS for other
 // callers with their own clients).
 //
+// EventSource stands in for Lambda's SQS event source outside Lambda: given
+// to a poller, it invokes the consumer handler once per received batch, the
+// batch as an events.SQSEvent, and returns the batch-item failures.
+//
 // # Invocation
 //
 // The owner of the lease and of the item claims is the function name and

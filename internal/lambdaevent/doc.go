@@ -36,4 +36,8 @@
 // verdict: its failed messages and the untranslated records are reported,
 // everything else (processed, duplicate, dead-lettered with its reason) is
 // acknowledged.
+//
+// SQSEvent goes the other way, for what stands in for Lambda's event source
+// outside Lambda: it builds the event the event source would deliver for
+// messages received from a queue.
 package lambdaevent

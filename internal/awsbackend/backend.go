@@ -1,0 +1,137 @@
+package awsbackend
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"time"
+
+	"github.com/aws/aws-sdk-go-v2/aws"
+	"github.com/aws/aws-sdk-go-v2/service/dynamodb"
+	"github.com/aws/aws-sdk-go-v2/service/dynamodb/types"
+
+	"github.com/batonhq/baton/internal/awsdynamodb"
+	"github.com/batonhq/baton/internal/awssqs"
+	"github.com/batonhq/baton/internal/engine"
+	"github.com/batonhq/baton/internal/lambdaapp"
+	"github.com/batonhq/baton/internal/queue"
+)
+
+// Params say which resources a backend works on.
+type Params struct {
+	Clients lambdaapp.AWSClients
+	// Table is the DynamoDB table (lambdaapp.EnvTable); required.
+	Table string
+	// QueueURL is the work queue (lambdaapp.EnvQueueURL); required.
+	QueueURL string
+	// DLQURL is the dead-letter queue (lambdaapp.EnvDLQURL); "" means the
+	// work queue's redrive target, or none when it has no redrive policy.
+	DLQURL string
+	// MaxReceives is the work queue's redrive limit
+	// (lambdaapp.EnvMaxReceives); 0 means the redrive policy's
+	// maxReceiveCount, or 0 (no forwarding of exhausted messages) when the
+	// queue has none. A value that disagrees with the policy is an error.
+	MaxReceives int
+	// ReceiveWait is the long-poll wait of each receive of an idle
+	// consumer, at most awssqs.MaxWait; 0 means DefaultReceiveWait.
+	ReceiveWait time.Duration
+}
+
+// DefaultReceiveWait is the long-poll wait of an idle consumer's receives.
+// SQS answers a long poll as soon as a message is there; every wait that
+// ends empty is a billed call, so that longer waits are cheaper on an idle
+// queue. One second keeps an idle consumer at one call per second while
+// staying responsive on servers that answer a long poll only at its end
+// (the local SQS server, see package emulator).
+const DefaultReceiveWait = time.Second
+
+// ErrNotSetUp matches Open's error when the table or the work queue does
+// not exist (`baton setup` makes them).
+var ErrNotSetUp = errors.New("not set up")
+
+// Open checks that the table and the work queue exist (one DescribeTable
+// and one GetQueueAttributes call), reads the work queue's redrive policy
+// and returns the backend on them. Its Close does nothing: the SDK clients
+// hold no resources that need releasing.
+func Open(ctx context.Context, p Params) (engine.Backend, error) {
+	switch {
+	case p.Clients.DynamoDB == nil || p.Clients.SQS == nil:
+		return engine.Backend{}, errors.New("aws backend: missing SDK clients")
+	case p.Table == "":
+		return engine.Backend{}, fmt.Errorf("aws backend: no table (%s)", lambdaapp.EnvTable)
+	case p.QueueURL == "":
+		return engine.Backend{}, fmt.Errorf("aws backend: no work queue URL (%s)", lambdaapp.EnvQueueURL)
+	case p.MaxReceives < 0:
+		return engine.Backend{}, fmt.Errorf("aws backend: %s must not be negative, got %d", lambdaapp.EnvMaxReceives, p.MaxReceives)
+	case p.ReceiveWait < 0 || p.ReceiveWait > awssqs.MaxWait:
+		return engine.Backend{}, fmt.Errorf("aws backend: receive wait %s out of 0..%s", p.ReceiveWait, awssqs.MaxWait)
+	}
+	if p.ReceiveWait == 0 {
+		p.ReceiveWait = DefaultReceiveWait
+	}
+	if err := checkTable(ctx, p.Clients.DynamoDB, p.Table); err != nil {
+		return engine.Backend{}, fmt.Errorf("aws backend: %w", err)
+	}
+	work := awssqs.New(p.Clients.SQS, p.QueueURL, nil)
+	dlqURL, maxReceives, err := deadLetter(ctx, p, work)
+	if err != nil {
+		return engine.Backend{}, fmt.Errorf("aws backend: %w", err)
+	}
+	b := engine.Backend{
+		Name:        "aws",
+		Leases:      awsdynamodb.NewLeaseStore(p.Clients.DynamoDB, p.Table, nil),
+		Ledger:      awsdynamodb.NewLedgerStore(p.Clients.DynamoDB, p.Table, nil),
+		Bars:        awsdynamodb.NewBarsStore(p.Clients.DynamoDB, p.Table, nil),
+		Work:        work,
+		MaxReceives: maxReceives,
+		ReceiveWait: p.ReceiveWait,
+		Close:       func() error { return nil },
+	}
+	if dlqURL != "" {
+		b.DeadLetter = awssqs.New(p.Clients.SQS, dlqURL, nil)
+	}
+	return b, nil
+}
+
+func checkTable(ctx context.Context, client *dynamodb.Client, table string) error {
+	_, err := client.DescribeTable(ctx, &dynamodb.DescribeTableInput{TableName: aws.String(table)})
+	var missing *types.ResourceNotFoundException
+	if errors.As(err, &missing) {
+		return fmt.Errorf("table %q: %w: it does not exist (run 'baton setup')", table, ErrNotSetUp)
+	}
+	if err != nil {
+		return fmt.Errorf("table %q: %w", table, err)
+	}
+	return nil
+}
+
+// deadLetter returns the dead-letter queue URL and the receive limit:
+// those given, completed from the work queue's redrive policy.
+func deadLetter(ctx context.Context, p Params, work *awssqs.Queue) (string, int, error) {
+	policy, ok, err := work.Redrive(ctx)
+	if errors.Is(err, queue.ErrNotFound) {
+		return "", 0, fmt.Errorf("work queue: %w: %w (run 'baton setup')", ErrNotSetUp, err)
+	}
+	if err != nil {
+		return "", 0, fmt.Errorf("work queue: %w", err)
+	}
+	if !ok {
+		return p.DLQURL, p.MaxReceives, nil
+	}
+	maxReceives := p.MaxReceives
+	switch {
+	case maxReceives == 0:
+		maxReceives = policy.MaxReceiveCount
+	case maxReceives != policy.MaxReceiveCount:
+		return "", 0, fmt.Errorf("%s is %d but the work queue's redrive policy moves messages to the dead-letter queue after %d receives; they must agree",
+			lambdaapp.EnvMaxReceives, maxReceives, policy.MaxReceiveCount)
+	}
+	dlqURL := p.DLQURL
+	if dlqURL == "" {
+		dlqURL, err = awssqs.URLForARN(ctx, p.Clients.SQS, policy.DeadLetterTargetARN)
+		if err != nil {
+			return "", 0, fmt.Errorf("the work queue's dead-letter queue: %w", err)
+		}
+	}
+	return dlqURL, maxReceives, nil
+}

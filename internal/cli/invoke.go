@@ -1,0 +1,226 @@
+package cli
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"flag"
+	"fmt"
+	"log/slog"
+	"os"
+	"reflect"
+	"strings"
+	"time"
+
+	"github.com/aws/aws-lambda-go/lambda"
+	"github.com/aws/aws-lambda-go/lambda/messages"
+	"github.com/aws/aws-lambda-go/lambdacontext"
+
+	"github.com/batonhq/baton/internal/lambdaapp"
+	"github.com/batonhq/baton/internal/tickfactory"
+)
+
+const invokeSynopsis = `invoke coordinator|consumer --event FILE [flags]
+
+Runs one Lambda function's handler in this process on an event, the way
+the Lambda runtime does: the payload goes through the handler's JSON
+decoding, the context carries a request id and a deadline --timeout away,
+and the response is printed as JSON on stdout. A failed invocation prints
+{"errorMessage": ..., "errorType": ...} as Lambda reports it, and exits
+with status 1. Logs (JSON lines) go to stderr, and at --log info or debug
+the metrics too (CloudWatch Embedded Metric Format).
+
+The twin of 'sam local invoke -e FILE', without Docker: on the embedded
+store by default, or with --backend aws on DynamoDB and SQS (the variables
+'baton setup' prints). The fixtures in events/ are such events:
+
+  baton invoke coordinator --event events/coordinator-scheduled.json
+  baton invoke consumer --event events/consumer-batch.json`
+
+// Timeout error as the Lambda service reports a function that ran out of
+// time.
+const timeoutErrorType = "Sandbox.Timedout"
+
+type invokeFlags struct {
+	common    backendFlags
+	event     string
+	timeout   time.Duration
+	requestID string
+	logLevel  string
+}
+
+func invokeCmd(ctx context.Context, e *env, args []string) error {
+	var f invokeFlags
+	fn, level, err := f.parse(e, args)
+	if err != nil {
+		return err
+	}
+	payload, err := os.ReadFile(f.event)
+	if err != nil {
+		return usagef("--event: %v", err)
+	}
+	b, err := f.common.open(ctx)
+	if err != nil {
+		return err
+	}
+	defer b.Close()
+	catalog := tickfactory.Catalog(b.Bars, nil)
+	if _, err := catalog.Lookup(f.common.job); err != nil {
+		return usageError{err}
+	}
+	p := lambdaapp.HandlerParams{
+		Job: f.common.job, Jobs: catalog,
+		Leases: b.Leases, Ledger: b.Ledger, Queue: b.Work, MaxReceives: b.MaxReceives,
+		Logger: lambdaapp.NewLogger(e.stderr, level),
+	}
+	if level <= slog.LevelInfo {
+		p.Metrics = e.stderr
+	}
+	if b.DeadLetter != nil {
+		p.DeadLetter = b.DeadLetter
+	}
+	h, err := newHandler(fn, p)
+	if err != nil {
+		return err
+	}
+
+	out, ierr := invoke(ctx, h, payload, f.requestID, f.timeout)
+	if ierr != nil {
+		if ctx.Err() != nil {
+			return fmt.Errorf("interrupted: %w", ctx.Err())
+		}
+		b, _ := json.Marshal(ierr)
+		fmt.Fprintf(e.stdout, "%s\n", b)
+		return errFailed
+	}
+	fmt.Fprintf(e.stdout, "%s\n", out)
+	return nil
+}
+
+// parse reads the function and the flags from args.
+func (f *invokeFlags) parse(e *env, args []string) (lambdaapp.Function, slog.Level, error) {
+	var level slog.Level
+	fs := newFlagSet(e, "invoke", invokeSynopsis)
+	f.common.register(fs)
+	fs.StringVar(&f.event, "event", "", "the event payload, a JSON file (required)")
+	fs.DurationVar(&f.timeout, "timeout", 30*time.Second, "the function's timeout: the invocation's deadline")
+	fs.StringVar(&f.requestID, "request-id", "", "the invocation's request id (default: a random UUID)")
+	fs.StringVar(&f.logLevel, "log", envOr(lambdaapp.EnvLogLevel, "info"), "log level on stderr: debug, info, warn, error (from $"+lambdaapp.EnvLogLevel+" when set)")
+
+	// The function comes first (as in 'sam local invoke Function'), or
+	// after the flags.
+	var function string
+	if len(args) > 0 && !strings.HasPrefix(args[0], "-") {
+		function, args = args[0], args[1:]
+	}
+	if err := fs.Parse(args); err != nil {
+		if errors.Is(err, flag.ErrHelp) {
+			return "", level, err
+		}
+		return "", level, usageError{err}
+	}
+	rest := fs.Args()
+	if function == "" && len(rest) > 0 {
+		function, rest = rest[0], rest[1:]
+	}
+	fn := lambdaapp.Function(function)
+	switch {
+	case len(rest) > 0:
+		return "", level, usagef("unexpected argument %q", rest[0])
+	case function == "":
+		return "", level, usagef("which function? want coordinator or consumer")
+	case fn != lambdaapp.Coordinator && fn != lambdaapp.Consumer:
+		return "", level, usagef("unknown function %q (want coordinator or consumer)", function)
+	case f.event == "":
+		return "", level, usagef("--event FILE is required")
+	case f.timeout <= 0:
+		return "", level, usagef("--timeout must be positive, got %s", f.timeout)
+	}
+	if err := level.UnmarshalText([]byte(f.logLevel)); err != nil {
+		return "", level, usagef("--log: %q is not a level (debug, info, warn, error)", f.logLevel)
+	}
+	if f.requestID == "" {
+		f.requestID = lambdaapp.NewRequestID()
+	}
+	return fn, level, nil
+}
+
+// newHandler returns fn's handler on p, as lambda.Start would run it.
+func newHandler(fn lambdaapp.Function, p lambdaapp.HandlerParams) (lambda.Handler, error) {
+	if fn == lambdaapp.Coordinator {
+		h, err := lambdaapp.NewCoordinatorHandler(p)
+		if err != nil {
+			return nil, err
+		}
+		return lambda.NewHandler(h.Handle), nil
+	}
+	h, err := lambdaapp.NewConsumerHandler(p)
+	if err != nil {
+		return nil, err
+	}
+	return lambda.NewHandler(h.Handle), nil
+}
+
+// invoke runs h on payload as one Lambda invocation with request id id
+// and a deadline timeout from now. It returns the response, or the error
+// as the Lambda service reports it: the handler's error or panic, or a
+// timeout when the deadline passes first (the handler is then abandoned,
+// as Lambda stops the execution environment).
+func invoke(ctx context.Context, h lambda.Handler, payload []byte, id string, timeout time.Duration) ([]byte, *messages.InvokeResponse_Error) {
+	ctx, cancel := context.WithTimeout(ctx, timeout)
+	defer cancel()
+	ctx = lambdacontext.NewContext(ctx, &lambdacontext.LambdaContext{AwsRequestID: id})
+
+	type result struct {
+		out []byte
+		err *messages.InvokeResponse_Error
+	}
+	done := make(chan result, 1)
+	go func() {
+		defer func() {
+			if r := recover(); r != nil {
+				done <- result{err: &messages.InvokeResponse_Error{Message: fmt.Sprint(r), Type: typeName(r)}}
+			}
+		}()
+		out, err := h.Invoke(ctx, payload)
+		if err != nil {
+			done <- result{err: lambdaError(err)}
+			return
+		}
+		done <- result{out: out}
+	}()
+	select {
+	case r := <-done:
+		return r.out, r.err
+	case <-ctx.Done():
+		select {
+		case r := <-done: // finished as the deadline struck
+			return r.out, r.err
+		default:
+		}
+		return nil, &messages.InvokeResponse_Error{
+			Message: fmt.Sprintf("RequestId: %s Error: Task timed out after %.2f seconds", id, timeout.Seconds()),
+			Type:    timeoutErrorType,
+		}
+	}
+}
+
+// lambdaError is err as the Go runtime reports a handler's error: its
+// message, and the name of its dynamic type.
+func lambdaError(err error) *messages.InvokeResponse_Error {
+	if ive, ok := err.(messages.InvokeResponse_Error); ok { //nolint:errorlint // as the runtime does
+		return &ive
+	}
+	return &messages.InvokeResponse_Error{Message: err.Error(), Type: typeName(err)}
+}
+
+func typeName(v any) string {
+	t := reflect.TypeOf(v)
+	if t == nil {
+		return ""
+	}
+	if t.Kind() == reflect.Pointer {
+		return t.Elem().Name()
+	}
+	return t.Name()
+}

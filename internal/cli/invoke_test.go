@@ -1,0 +1,213 @@
+package cli
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"os"
+	"path/filepath"
+	"regexp"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/aws/aws-lambda-go/events"
+	"github.com/aws/aws-lambda-go/lambda/messages"
+	"github.com/aws/aws-lambda-go/lambdacontext"
+	"github.com/stretchr/testify/require"
+
+	"github.com/batonhq/baton/internal/lambdaapp"
+)
+
+const eventsDir = "../../events"
+
+func eventFile(name string) string { return filepath.Join(eventsDir, name) }
+
+// lambdaFailure is what a failed invocation prints.
+type lambdaFailure struct {
+	ErrorMessage string `json:"errorMessage"`
+	ErrorType    string `json:"errorType"`
+}
+
+// TestInvokeEveryFixture invokes every file of events/ in-process on one
+// embedded store, in an order that gives each its documented outcome.
+func TestInvokeEveryFixture(t *testing.T) {
+	t.Parallel()
+	store := filepath.Join(t.TempDir(), "baton.db")
+	type check func(t *testing.T, out string)
+	coordinator := func(outcome, run string, enqueued int) check {
+		return func(t *testing.T, out string) {
+			var r lambdaapp.CoordinatorResponse
+			require.NoError(t, json.Unmarshal([]byte(out), &r), out)
+			require.Equal(t, outcome, r.Outcome, out)
+			require.Equal(t, run, r.Run, out)
+			require.Equal(t, enqueued, r.Enqueued, out)
+		}
+	}
+	consumer := func(failures ...string) check {
+		return func(t *testing.T, out string) {
+			var r events.SQSEventResponse
+			require.NoError(t, json.Unmarshal([]byte(out), &r), out)
+			var ids []string
+			for _, f := range r.BatchItemFailures {
+				ids = append(ids, f.ItemIdentifier)
+			}
+			require.Equal(t, failures, ids, out)
+		}
+	}
+	steps := []struct {
+		file  string
+		check check
+	}{
+		{"coordinator-scheduled.json", coordinator("opened", "fx@2026-11-21T12:01:00Z#1", 7)},
+		{"coordinator-scheduler.json", coordinator("already_fanned_out", "fx@2026-11-21T12:01:00Z#1", 0)},
+		{"coordinator-replay.json", coordinator("already_fanned_out", "fx@2026-11-21T12:01:00Z#1", 0)},
+		{"coordinator-replay-force.json", coordinator("opened", "fx@2026-11-21T12:01:00Z#2", 7)},
+		{"consumer-batch.json", consumer()},
+		{"consumer-batch-duplicates.json", consumer()},
+		// Malformed bodies are dead-lettered with their reason; the record
+		// whose receive count does not parse is retried.
+		{"consumer-batch-malformed.json", consumer("2b3c4d5e-0000-4000-8000-00000000000a")},
+	}
+	files, err := filepath.Glob(filepath.Join(eventsDir, "*.json"))
+	require.NoError(t, err)
+	var all, covered []string
+	for _, f := range files {
+		all = append(all, filepath.Base(f))
+	}
+	for _, s := range steps {
+		covered = append(covered, s.file)
+	}
+	require.ElementsMatch(t, all, covered, "every fixture in events/ is invoked")
+
+	for _, s := range steps {
+		function, _, _ := strings.Cut(s.file, "-")
+		code, out, errOut := runMain(t, "invoke", function, "--event", eventFile(s.file), "--store", store, "--request-id", "req-"+s.file)
+		require.Equal(t, ExitOK, code, "%s\nstdout:\n%s\nstderr:\n%s", s.file, out, errOut)
+		require.Equal(t, 1, strings.Count(out, "\n"), "one JSON line on stdout")
+		s.check(t, out)
+		// Logs carry the request id.
+		require.Contains(t, errOut, `"request_id":"req-`+s.file+`"`, s.file)
+	}
+}
+
+func TestInvokeReportsErrorsAsLambda(t *testing.T) {
+	t.Parallel()
+	store := filepath.Join(t.TempDir(), "baton.db")
+	notJSON := filepath.Join(t.TempDir(), "event.txt")
+	require.NoError(t, os.WriteFile(notJSON, []byte("not JSON"), 0o600))
+	cases := []struct {
+		name     string
+		args     []string
+		wantType string
+		wantMsg  string
+	}{
+		{"consumer event to the coordinator", []string{"coordinator", "--event", eventFile("consumer-batch.json")}, "", "bad coordinator trigger"},
+		{"not JSON to the consumer", []string{"consumer", "--event", notJSON}, "SyntaxError", "invalid character"},
+	}
+	for _, tc := range cases {
+		t.Run(tc.name, func(t *testing.T) {
+			t.Parallel()
+			code, out, _ := runMain(t, append(append([]string{"invoke"}, tc.args...), "--store", store, "--log", "error")...)
+			require.Equal(t, ExitFailure, code, out)
+			var f lambdaFailure
+			require.NoError(t, json.Unmarshal([]byte(out), &f), out)
+			require.Contains(t, f.ErrorMessage, tc.wantMsg)
+			require.NotEmpty(t, f.ErrorType)
+			if tc.wantType != "" {
+				require.Equal(t, tc.wantType, f.ErrorType)
+			}
+		})
+	}
+}
+
+func TestInvokeUsage(t *testing.T) {
+	t.Parallel()
+	store := filepath.Join(t.TempDir(), "baton.db")
+	ev := eventFile("coordinator-scheduled.json")
+	for _, tc := range []struct {
+		args []string
+		want string
+	}{
+		{[]string{"invoke", "--event", ev}, "which function?"},
+		{[]string{"invoke", "producer", "--event", ev}, `unknown function "producer"`},
+		{[]string{"invoke", "coordinator"}, "--event FILE is required"},
+		{[]string{"invoke", "coordinator", "--event", filepath.Join(t.TempDir(), "absent.json")}, "no such file"},
+		{[]string{"invoke", "coordinator", "--event", ev, "--timeout", "0s"}, "--timeout must be positive"},
+		{[]string{"invoke", "coordinator", "--event", ev, "--log", "loud"}, `"loud" is not a level`},
+		{[]string{"invoke", "coordinator", "--event", ev, "extra"}, `unexpected argument "extra"`},
+		{[]string{"invoke", "coordinator", "--event", ev, "--job", "nope", "--store", store}, `unknown job "nope"`},
+		{[]string{"invoke", "coordinator", "--event", ev, "--backend", "aws", "--table", ""}, "no table: set --table or BATON_TABLE"},
+		{[]string{"invoke", "coordinator", "--event", ev, "--backend", "aws", "--table", "t", "--queue-url", ""}, "no work queue: set --queue-url or BATON_QUEUE_URL"},
+		{[]string{"invoke", "coordinator", "--event", ev, "--backend", "aws", "--table", "t", "--queue-url", "http://q", "--sqs-endpoint", "localhost:1"}, `--sqs-endpoint: "localhost:1" is not an http(s) URL`},
+		{[]string{"invoke", "coordinator", "--event", ev, "--backend", "aws", "--table", "t", "--queue-url", "http://q", "--receive-wait", "1m"}, "--receive-wait must be within 0..20s"},
+	} {
+		code, _, errOut := runMain(t, tc.args...)
+		require.Equal(t, ExitUsage, code, "%v: %s", tc.args, errOut)
+		require.Contains(t, errOut, tc.want, "%v", tc.args)
+	}
+	// The function may also follow the flags.
+	code, out, errOut := runMain(t, "invoke", "--event", ev, "--store", store, "--log", "error", "coordinator")
+	require.Equal(t, ExitOK, code, errOut)
+	require.Contains(t, out, `"outcome":"opened"`)
+	require.Regexp(t, `"request_id":"[0-9a-f]{8}-[0-9a-f]{4}-4[0-9a-f]{3}-[89ab][0-9a-f]{3}-[0-9a-f]{12}"`, out, "a UUID by default")
+}
+
+// handlerFunc is a lambda.Handler made of a function.
+type handlerFunc func(ctx context.Context, payload []byte) ([]byte, error)
+
+func (f handlerFunc) Invoke(ctx context.Context, payload []byte) ([]byte, error) {
+	return f(ctx, payload)
+}
+
+type customError struct{}
+
+func (*customError) Error() string { return "custom" }
+
+func TestInvokeLikeTheRuntime(t *testing.T) {
+	t.Parallel()
+	t.Run("context", func(t *testing.T) {
+		t.Parallel()
+		start := time.Now()
+		out, ierr := invoke(t.Context(), handlerFunc(func(ctx context.Context, payload []byte) ([]byte, error) {
+			lc, ok := lambdacontext.FromContext(ctx)
+			require.True(t, ok)
+			deadline, ok := ctx.Deadline()
+			require.True(t, ok)
+			require.WithinDuration(t, start.Add(time.Minute), deadline, 5*time.Second)
+			return []byte(`"` + lc.AwsRequestID + `:` + string(payload) + `"`), nil
+		}), []byte("p"), "id-1", time.Minute)
+		require.Nil(t, ierr)
+		require.Equal(t, `"id-1:p"`, string(out))
+	})
+	t.Run("error type is the dynamic type's name", func(t *testing.T) {
+		t.Parallel()
+		_, ierr := invoke(t.Context(), handlerFunc(func(context.Context, []byte) ([]byte, error) {
+			return nil, &customError{}
+		}), nil, "id", time.Minute)
+		require.Equal(t, &messages.InvokeResponse_Error{Message: "custom", Type: "customError"}, ierr)
+		_, ierr = invoke(t.Context(), handlerFunc(func(context.Context, []byte) ([]byte, error) {
+			return nil, errors.New("plain")
+		}), nil, "id", time.Minute)
+		require.Equal(t, &messages.InvokeResponse_Error{Message: "plain", Type: "errorString"}, ierr)
+	})
+	t.Run("panic", func(t *testing.T) {
+		t.Parallel()
+		_, ierr := invoke(t.Context(), handlerFunc(func(context.Context, []byte) ([]byte, error) {
+			panic("boom")
+		}), nil, "id", time.Minute)
+		require.Equal(t, &messages.InvokeResponse_Error{Message: "boom", Type: "string"}, ierr)
+	})
+	t.Run("timeout", func(t *testing.T) {
+		t.Parallel()
+		release := make(chan struct{})
+		defer close(release)
+		_, ierr := invoke(t.Context(), handlerFunc(func(context.Context, []byte) ([]byte, error) {
+			<-release // ignores its deadline
+			return []byte("late"), nil
+		}), nil, "id-2", 20*time.Millisecond)
+		require.NotNil(t, ierr)
+		require.Equal(t, timeoutErrorType, ierr.Type)
+		require.Regexp(t, regexp.MustCompile(`^RequestId: id-2 Error: Task timed out after 0\.02 seconds$`), ierr.Message)
+	})
+}

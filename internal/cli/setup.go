@@ -1,0 +1,94 @@
+package cli
+
+import (
+	"context"
+	"fmt"
+	"io"
+	"strings"
+	"time"
+
+	"github.com/batonhq/baton/internal/awsbackend"
+	"github.com/batonhq/baton/internal/lambdaapp"
+)
+
+const setupSynopsis = `setup [--endpoint URL | --dynamodb-endpoint URL --sqs-endpoint URL] [flags]
+
+Creates the DynamoDB table and the SQS work queue with its dead-letter
+queue (redrive after --max-receives receives), or brings existing ones up
+to date; safe to run again. Then prints, as shell exports, the variables
+the Lambda functions and 'baton run|invoke --backend aws' read:
+
+  eval "$(baton setup --dynamodb-endpoint http://127.0.0.1:4567 --sqs-endpoint http://127.0.0.1:4576)"
+
+Region and credentials come from the SDK's standard configuration
+(AWS_REGION, AWS_PROFILE, AWS_ACCESS_KEY_ID, ...; local emulators accept
+any). Endpoints default to AWS_ENDPOINT_URL_DYNAMODB / AWS_ENDPOINT_URL_SQS,
+else the region's. For a deployed stack, 'sam deploy' makes these
+resources: use its outputs instead.`
+
+func setupCmd(ctx context.Context, e *env, args []string) error {
+	var (
+		a   awsFlags
+		p   awsbackend.SetupParams
+		job string
+	)
+	fs := newFlagSet(e, "setup", setupSynopsis)
+	a.registerEndpoints(fs)
+	fs.StringVar(&p.Table, "table", envOr(lambdaapp.EnvTable, awsbackend.DefaultTable), "the DynamoDB table to create (from $"+lambdaapp.EnvTable+" when set)")
+	fs.StringVar(&p.Queue, "queue", awsbackend.DefaultQueue, "the work queue's name; its dead-letter queue is this name + -dlq")
+	fs.IntVar(&p.MaxReceives, "max-receives", awsbackend.DefaultMaxReceives, "receives before a message moves to the dead-letter queue (the redrive policy's maxReceiveCount)")
+	fs.DurationVar(&p.Visibility, "visibility", awsbackend.DefaultVisibility, "the work queue's visibility timeout (at least 6 × the consumer's timeout)")
+	fs.StringVar(&job, "job", envOr(lambdaapp.EnvJob, "fx"), "the job the printed environment names (from $"+lambdaapp.EnvJob+" when set)")
+	if err := parseFlags(fs, args); err != nil {
+		return err
+	}
+	switch {
+	case p.Table == "":
+		return usagef("--table must not be empty")
+	case p.Queue == "":
+		return usagef("--queue must not be empty")
+	case p.MaxReceives < 1:
+		return usagef("--max-receives must be at least 1, got %d", p.MaxReceives)
+	case p.Visibility < time.Second:
+		return usagef("--visibility must be at least 1s, got %s", p.Visibility)
+	}
+	endpoints, err := a.endpoints()
+	if err != nil {
+		return err
+	}
+	c, err := a.clients(ctx)
+	if err != nil {
+		return err
+	}
+	res, err := awsbackend.Setup(ctx, c, p)
+	if err != nil {
+		return err
+	}
+	fmt.Fprintf(e.stdout, "# table %s; work queue %s, to its dead-letter queue after %d receives, visibility %s\n",
+		res.Table, p.Queue, res.MaxReceives, p.Visibility)
+	vars := append(res.Env(), [2]string{lambdaapp.EnvJob, job})
+	if endpoints.DynamoDB != "" {
+		vars = append(vars, [2]string{"AWS_ENDPOINT_URL_DYNAMODB", endpoints.DynamoDB})
+	}
+	if endpoints.SQS != "" {
+		vars = append(vars, [2]string{"AWS_ENDPOINT_URL_SQS", endpoints.SQS})
+	}
+	printExports(e.stdout, vars)
+	return nil
+}
+
+// printExports writes vars as POSIX shell export lines.
+func printExports(w io.Writer, vars [][2]string) {
+	for _, v := range vars {
+		fmt.Fprintf(w, "export %s=%s\n", v[0], shellQuote(v[1]))
+	}
+}
+
+// shellQuote quotes s for a POSIX shell when it holds anything but
+// characters that need no quoting.
+func shellQuote(s string) string {
+	if s != "" && strings.Trim(s, "abcdefghijklmnopqrstuvwxyzABCDEFGHIJKLMNOPQRSTUVWXYZ0123456789-_./:@%+=,") == "" {
+		return s
+	}
+	return "'" + strings.ReplaceAll(s, "'", `'\''`) + "'"
+}
