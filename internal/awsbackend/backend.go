@@ -82,6 +82,7 @@ func Open(ctx context.Context, p Params) (engine.Backend, error) {
 		Leases:      awsdynamodb.NewLeaseStore(p.Clients.DynamoDB, p.Table, nil),
 		Ledger:      awsdynamodb.NewLedgerStore(p.Clients.DynamoDB, p.Table, nil),
 		Bars:        awsdynamodb.NewBarsStore(p.Clients.DynamoDB, p.Table, nil),
+		Contention:  awsdynamodb.NewContentionStore(p.Clients.DynamoDB, p.Table, nil),
 		Work:        work,
 		MaxReceives: maxReceives,
 		ReceiveWait: p.ReceiveWait,

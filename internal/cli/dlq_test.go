@@ -7,10 +7,11 @@ import (
 
 	"github.com/stretchr/testify/require"
 
-	"github.com/batonhq/baton/internal/engine"
+	"github.com/batonhq/baton/internal/consumer"
 	"github.com/batonhq/baton/internal/job"
 	"github.com/batonhq/baton/internal/ledger"
 	"github.com/batonhq/baton/internal/queue"
+	"github.com/batonhq/baton/internal/tickfactory"
 )
 
 // TestRedriveDeadLetterOfSucceededItem: a message dead-lettered for an
@@ -85,13 +86,8 @@ func testRedrive(t *testing.T, f *opsFixture) {
 	require.Contains(t, out, "moved 3 message(s)")
 
 	calls := f.calls.total()
-	f.consumeUntil(func() bool {
-		it, err := f.b.Ledger.GetItem(ctx, failed)
-		if err != nil || it.State != ledger.ItemSucceeded {
-			return false
-		}
-		d, err := engine.OpsOf(f.b.Work).Depth(ctx)
-		return err == nil && d.Total() == 0
+	f.consumeOutcomes(func(seen []consumer.Outcome) bool {
+		return handled(seen, done, consumer.StatusDuplicate) && handled(seen, failed, consumer.StatusSucceeded)
 	})
 	require.Equal(t, 0, f.calls.get(done), "the succeeded item was not run again")
 	require.Equal(t, 1, f.calls.get(failed), "the failed item ran")
@@ -105,7 +101,7 @@ func testRedrive(t *testing.T, f *opsFixture) {
 
 	// Only the malformed message is back.
 	require.Eventually(t, func() bool {
-		ms, err := engine.OpsOf(f.b.DeadLetter).Peek(ctx, 0)
+		ms, err := queueOps(f.b.DeadLetter).Peek(ctx, 0)
 		return err == nil && len(ms) == 1 && string(ms[0].Body) == `{"not":"baton"}`
 	}, 10*time.Second, 20*time.Millisecond)
 }
@@ -124,7 +120,7 @@ func TestRedriveMax(t *testing.T) {
 	require.Equal(t, ExitOK, code, errOut)
 	require.Contains(t, out, "moved 2 message(s)")
 	require.Contains(t, out, "3 message(s) left in the dead-letter queue")
-	work, err := engine.OpsOf(f.b.Work).Peek(ctx, 0)
+	work, err := queueOps(f.b.Work).Peek(ctx, 0)
 	require.NoError(t, err)
 	require.Len(t, work, 2)
 	require.Equal(t, msgs[0].Body, work[0].Body, "oldest first, body kept")
@@ -161,9 +157,13 @@ func TestCancel(t *testing.T) {
 	// The worker's late completion is refused; redeliveries run nothing.
 	_, err = f.b.Ledger.Complete(ctx, ledger.CompleteParams{Key: running, Owner: "w", Attempt: claimed.Attempt, Result: []byte(`{}`), Now: time.Now()})
 	require.ErrorIs(t, err, ledger.ErrTerminal)
-	f.consumeUntil(func() bool {
-		d, err := engine.OpsOf(f.b.Work).Depth(ctx)
-		return err == nil && d.Total() == 0
+	f.consumeOutcomes(func(seen []consumer.Outcome) bool {
+		for _, name := range tickfactory.Assets {
+			if !handled(seen, ledger.ItemKey{Run: id, Asset: name}, consumer.StatusDuplicate) {
+				return false
+			}
+		}
+		return true
 	})
 	require.Equal(t, 0, f.calls.total())
 	for name, it := range f.items(id) {

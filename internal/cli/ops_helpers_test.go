@@ -10,9 +10,11 @@ import (
 
 	"github.com/stretchr/testify/require"
 
+	"github.com/batonhq/baton/internal/consumer"
 	"github.com/batonhq/baton/internal/engine"
 	"github.com/batonhq/baton/internal/job"
 	"github.com/batonhq/baton/internal/ledger"
+	"github.com/batonhq/baton/internal/queue"
 	"github.com/batonhq/baton/internal/tickfactory"
 )
 
@@ -90,6 +92,48 @@ func (f *opsFixture) consumeUntil(cond func() bool) {
 	wg.Go(func() { _ = f.eng.Consume(ctx) })
 	defer func() { cancel(); wg.Wait() }()
 	require.Eventually(f.t, cond, 20*time.Second, 20*time.Millisecond)
+}
+
+// consumeOutcomes receives from the work queue and hands each batch to
+// the fixture's consumer, as the poller does, until done holds for the
+// outcomes seen so far (or fails the test after a while). It returns them.
+func (f *opsFixture) consumeOutcomes(done func([]consumer.Outcome) bool) []consumer.Outcome {
+	f.t.Helper()
+	ctx := f.t.Context()
+	var seen []consumer.Outcome
+	deadline := time.Now().Add(30 * time.Second)
+	for !done(seen) {
+		require.True(f.t, time.Now().Before(deadline), "consumer outcomes so far: %+v", seen)
+		msgs, err := f.b.Work.Receive(ctx, queue.ReceiveParams{Max: queue.MaxBatch, Visibility: time.Minute, Wait: time.Second, Now: time.Now()})
+		require.NoError(f.t, err)
+		if len(msgs) == 0 {
+			continue
+		}
+		res := f.eng.Consumer.Handle(ctx, time.Now().Add(30*time.Second), msgs)
+		failed := map[string]bool{}
+		for _, fl := range res.Failed {
+			failed[fl.MessageID] = true
+		}
+		for _, m := range msgs {
+			if failed[m.MessageID] {
+				_ = f.b.Work.ChangeVisibility(ctx, queue.ChangeVisibilityParams{ReceiptHandle: m.ReceiptHandle, Now: time.Now()})
+				continue
+			}
+			require.NoError(f.t, f.b.Work.Delete(ctx, m.ReceiptHandle))
+		}
+		seen = append(seen, res.Items...)
+	}
+	return seen
+}
+
+// handled reports whether outcomes hold key with one of the statuses.
+func handled(outcomes []consumer.Outcome, key ledger.ItemKey, statuses ...string) bool {
+	for _, o := range outcomes {
+		if o.Key == key.String() && slices.Contains(statuses, o.Status) {
+			return true
+		}
+	}
+	return false
 }
 
 // settle runs the coordinator's settle on the tick.
