@@ -83,17 +83,6 @@ func (f *opsFixture) items(id ledger.RunID) map[string]ledger.Item {
 	return out
 }
 
-// consumeUntil runs the fixture's consumers until cond holds (or fails the
-// test after a while).
-func (f *opsFixture) consumeUntil(cond func() bool) {
-	f.t.Helper()
-	ctx, cancel := context.WithCancel(f.t.Context())
-	var wg sync.WaitGroup
-	wg.Go(func() { _ = f.eng.Consume(ctx) })
-	defer func() { cancel(); wg.Wait() }()
-	require.Eventually(f.t, cond, 20*time.Second, 20*time.Millisecond)
-}
-
 // consumeOutcomes receives from the work queue and hands each batch to
 // the fixture's consumer, as the poller does, until done holds for the
 // outcomes seen so far (or fails the test after a while). It returns them.
