@@ -16,8 +16,8 @@ import (
 	"github.com/aws/aws-lambda-go/lambda/messages"
 	"github.com/aws/aws-lambda-go/lambdacontext"
 
+	"github.com/batonhq/baton/internal/jobs"
 	"github.com/batonhq/baton/internal/lambdaapp"
-	"github.com/batonhq/baton/internal/tickfactory"
 )
 
 const invokeSynopsis = `invoke coordinator|consumer --event FILE [flags]
@@ -64,7 +64,7 @@ func invokeCmd(ctx context.Context, e *env, args []string) error {
 		return err
 	}
 	defer b.Close()
-	catalog := tickfactory.Catalog(b.Bars, nil)
+	catalog := jobs.Catalog(b.Bars, nil)
 	if _, err := catalog.Lookup(f.common.job); err != nil {
 		return usageError{err}
 	}

@@ -12,7 +12,7 @@ import (
 	"github.com/batonhq/baton/internal/engine"
 	"github.com/batonhq/baton/internal/job"
 	"github.com/batonhq/baton/internal/ledger"
-	"github.com/batonhq/baton/internal/tickfactory"
+	"github.com/batonhq/baton/internal/jobs"
 )
 
 // futureSkew is how far past this machine's clock a time given on the
@@ -42,7 +42,7 @@ func parseTime(name, v string, now time.Time) (time.Time, error) {
 
 // knownJobs is the catalog's definitions, for checking names before a
 // backend is opened (no processor runs from it).
-func knownJobs() job.Catalog { return tickfactory.Catalog(nil, nil) }
+func knownJobs() job.Catalog { return jobs.Catalog(nil, nil) }
 
 // lookupJob returns the job called name; an unknown name is bad input.
 func lookupJob(c job.Catalog, name string) (job.Job, error) {
@@ -111,7 +111,7 @@ func openBackend(ctx context.Context, f *backendFlags, latency time.Duration) (e
 	if err != nil {
 		return engine.Backend{}, nil, err
 	}
-	return b, tickfactory.Catalog(b.Bars, &tickfactory.Options{Latency: latency}), nil
+	return b, jobs.Catalog(b.Bars, &jobs.Options{Latency: latency}), nil
 }
 
 // operatorOwner names this operator process in leases and claims.

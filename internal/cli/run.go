@@ -12,8 +12,8 @@ import (
 
 	"github.com/batonhq/baton/internal/coordinator"
 	"github.com/batonhq/baton/internal/engine"
+	"github.com/batonhq/baton/internal/jobs"
 	"github.com/batonhq/baton/internal/ledger"
-	"github.com/batonhq/baton/internal/tickfactory"
 )
 
 const runSynopsis = `run [--once] [flags]
@@ -69,7 +69,7 @@ func runCmd(ctx context.Context, e *env, args []string) error {
 		return err
 	}
 	defer b.Close()
-	catalog := tickfactory.Catalog(b.Bars, &tickfactory.Options{Latency: f.latency})
+	catalog := jobs.Catalog(b.Bars, &jobs.Options{Latency: f.latency})
 	if _, err := catalog.Lookup(f.common.job); err != nil {
 		return usageError{err}
 	}

@@ -14,7 +14,7 @@ import (
 	"github.com/batonhq/baton/internal/awsdynamodb"
 	"github.com/batonhq/baton/internal/awssqs"
 	"github.com/batonhq/baton/internal/contention"
-	"github.com/batonhq/baton/internal/tickfactory"
+	"github.com/batonhq/baton/internal/jobs"
 )
 
 // Env is the process environment a cold start reads: variables and the
@@ -55,7 +55,7 @@ func ParamsOnAWS(cfg Config, c AWSClients, env Env) HandlerParams {
 		awsdynamodb.NewContentionStore(c.DynamoDB, cfg.Table, nil), logger)
 	p := HandlerParams{
 		Job:         cfg.Job,
-		Jobs:        tickfactory.Catalog(awsdynamodb.NewBarsStore(c.DynamoDB, cfg.Table, nil), nil),
+		Jobs:        jobs.Catalog(awsdynamodb.NewBarsStore(c.DynamoDB, cfg.Table, nil), nil),
 		Leases:      leases,
 		Ledger:      awsdynamodb.NewLedgerStore(c.DynamoDB, cfg.Table, nil),
 		Queue:       awssqs.New(c.SQS, cfg.QueueURL, nil),
