@@ -11,8 +11,8 @@ import (
 
 	"github.com/batonhq/baton/internal/engine"
 	"github.com/batonhq/baton/internal/job"
-	"github.com/batonhq/baton/internal/ledger"
 	"github.com/batonhq/baton/internal/jobs"
+	"github.com/batonhq/baton/internal/ledger"
 )
 
 // futureSkew is how far past this machine's clock a time given on the
