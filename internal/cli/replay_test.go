@@ -1,6 +1,8 @@
 package cli
 
 import (
+	"bytes"
+	"context"
 	"strings"
 	"testing"
 	"time"
@@ -303,5 +305,48 @@ func TestReplayBadUsage(t *testing.T) {
 		code, _, errOut := f.main(tc.args...)
 		require.Equal(t, ExitUsage, code, "%v: %s", tc.args, errOut)
 		require.Contains(t, errOut, tc.want, "%v", tc.args)
+	}
+}
+
+func TestReplayRangeInterruptedThenResumed(t *testing.T) {
+	t.Parallel()
+	f := newSQLiteFixture(t)
+	ctx, cancel := context.WithCancel(t.Context())
+	defer cancel()
+	go func() {
+		// Interrupt (as Ctrl-C would) once the first tick is complete.
+		poll := time.NewTicker(5 * time.Millisecond)
+		defer poll.Stop()
+		for {
+			select {
+			case <-ctx.Done():
+				return
+			case <-poll.C:
+			}
+			if run, err := f.b.Ledger.GetRun(ctx, tickfactory.Name, f.tick(0)); err == nil && run.State == ledger.RunComplete {
+				cancel()
+				return
+			}
+		}
+	}()
+	args := append([]string{"replay", "range", "--from", rfc(f.tick(0)), "--to", rfc(f.tick(4)), "--latency", "0s", "--rate", "4", "--consumers", "2"}, f.flags...)
+	var out, errOut bytes.Buffer
+	code := Main(ctx, args, &out, &errOut)
+	require.Equal(t, ExitFailure, code, "%s\n%s", out.String(), errOut.String())
+	require.Contains(t, out.String(), "run the same command again to resume")
+	require.Contains(t, errOut.String(), "stopped:")
+
+	runs, err := f.b.Ledger.ListRuns(t.Context(), ledger.ListRunsParams{Job: tickfactory.Name})
+	require.NoError(t, err)
+	require.Less(t, len(runs), 5, "interrupted before the end")
+
+	code, stdout, stderr := f.main(args[:len(args)-len(f.flags)]...)
+	require.Equal(t, ExitOK, code, "%s\n%s", stdout, stderr)
+	require.Regexp(t, `5 ticks in range; [1-4] already done`, stdout)
+	for i := range 5 {
+		run, err := f.b.Ledger.GetRun(t.Context(), tickfactory.Name, f.tick(i))
+		require.NoError(t, err)
+		require.Equal(t, ledger.RunComplete, run.State, "tick %d", i)
+		require.Equal(t, 1, run.ID.Generation)
 	}
 }
