@@ -20,9 +20,10 @@ as the schedule. Replays are idempotent: a tick whose run finished is not
 run again, and an item already SUCCEEDED is not processed again, unless
 --force asks for a new generation.
 
-On the embedded store, replay runs consumers in this process while it waits
-(nothing else may be consuming); with --backend aws the deployed consumers
-process the messages and replay only waits (--consumers to add some here).`
+On the embedded store, replay runs consumers in this process while it waits,
+since there may be no other (a 'baton run' consuming at the same time is
+fine); with --backend aws the deployed consumers process the messages and
+replay only waits (--consumers adds some in this process).`
 
 func replayCmd(ctx context.Context, e *env, args []string) error {
 	return dispatch(ctx, e, "replay", replayAbout, []subcommand{
