@@ -38,10 +38,20 @@ func TestEventSourceFeedsTheConsumerHandler(t *testing.T) {
 
 	// The derived item, enqueued by the last input (maybe by two inputs
 	// completing at once: the enqueue is idempotent, not unique), through a
-	// second batch.
+	// second batch. Copies in one batch race for one claim: a copy that
+	// finds the item held fails, and its redelivery is a duplicate.
 	msgs = drain(t, tb.backend.Work)
 	require.Equal(t, runKeys(1, tickfactory.DXY), slices.Compact(keysOf(t, msgs)))
-	require.Empty(t, es.Handle(ctx, deadline, msgs))
+	if failed := es.Handle(ctx, deadline, msgs); len(failed) > 0 {
+		require.Less(t, len(failed), len(msgs), "one copy is processed")
+		var again []queue.Delivery
+		for _, m := range msgs {
+			if slices.Contains(failed, m.MessageID) {
+				again = append(again, m)
+			}
+		}
+		require.Empty(t, es.Handle(ctx, deadline, again))
+	}
 	require.Equal(t, ledger.ItemSucceeded, items(t, tb, 1)[tickfactory.DXY].State)
 }
 

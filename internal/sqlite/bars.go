@@ -24,6 +24,10 @@ func NewBarsStore(db *DB) *BarsStore { return &BarsStore{db: db} }
 // the stored one when (b.Fence, b.Attempt) is at least the stored (fence,
 // attempt). It returns bars.ErrStale when no row changed.
 func (s *BarsStore) Put(ctx context.Context, b bars.Bar) error {
+	done, err := s.db.write(ctx)
+	if err != nil {
+		return fmt.Errorf("put bar %s %s: %w", b.Asset, b.Minute.UTC().Format(time.RFC3339), err)
+	}
 	res, err := s.db.sql.ExecContext(ctx, `INSERT INTO bars (asset, minute, open, high, low, close, fence, attempt, written_at)
 		VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?)
 		ON CONFLICT (asset, minute) DO UPDATE SET
@@ -31,6 +35,7 @@ func (s *BarsStore) Put(ctx context.Context, b bars.Bar) error {
 			fence = excluded.fence, attempt = excluded.attempt, written_at = excluded.written_at
 		WHERE (excluded.fence, excluded.attempt) >= (bars.fence, bars.attempt)`,
 		b.Asset, b.Minute.UnixNano(), b.Open, b.High, b.Low, b.Close, b.Fence, b.Attempt, toNanos(b.WrittenAt))
+	done()
 	if err != nil {
 		return fmt.Errorf("put bar %s %s: %w", b.Asset, b.Minute.UTC().Format(time.RFC3339), err)
 	}

@@ -37,6 +37,25 @@ var migrations embed.FS
 type DB struct {
 	sql  *sql.DB
 	path string
+	// writer is the process's write turn (a one-slot semaphore). SQLite
+	// lets one connection write at a time, and a connection that finds the
+	// write lock taken sleeps in its busy handler (1, 2, 5, 10 ms and up)
+	// before it looks again, so concurrent writers of one process would
+	// wait far longer than the writes take: they queue here instead. Other
+	// processes sharing the file still meet the busy timeout.
+	writer chan struct{}
+}
+
+// write waits for the process's write turn, or for ctx's end. The caller
+// calls done once its write statement or transaction is over, and holds
+// no connection while it waits (so that the writer ahead can get one).
+func (d *DB) write(ctx context.Context) (done func(), err error) {
+	select {
+	case d.writer <- struct{}{}:
+		return func() { <-d.writer }, nil
+	case <-ctx.Done():
+		return nil, ctx.Err()
+	}
 }
 
 // Options tune Open. The zero value is usable.
@@ -67,7 +86,7 @@ func Open(ctx context.Context, path string, o *Options) (*DB, error) {
 		return nil, fmt.Errorf("open %s: %w", path, err)
 	}
 	db.SetMaxOpenConns(8)
-	d := &DB{sql: db, path: path}
+	d := &DB{sql: db, path: path, writer: make(chan struct{}, 1)}
 	if err := d.migrate(ctx); err != nil {
 		db.Close()
 		return nil, fmt.Errorf("open %s: %w", path, err)

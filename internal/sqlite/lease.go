@@ -80,7 +80,12 @@ func (s *LeaseStore) Acquire(ctx context.Context, p lease.AcquireParams) (lease.
 		return lease.Lease{}, fmt.Errorf("acquire lease %q: %w", p.Job, err)
 	}
 
+	done, err := s.db.write(ctx)
+	if err != nil {
+		return lease.Lease{}, fmt.Errorf("acquire lease %q: %w", p.Job, err)
+	}
 	got, err := scanLease(p.Job, upsert.QueryRowContext(ctx, args...))
+	done()
 	if err == nil {
 		return got, nil
 	}
@@ -99,6 +104,10 @@ func (s *LeaseStore) Acquire(ctx context.Context, p lease.AcquireParams) (lease.
 	if err != nil {
 		return lease.Lease{}, fmt.Errorf("acquire lease %q: %w", p.Job, err)
 	}
+	if done, err = s.db.write(ctx); err != nil {
+		return lease.Lease{}, fmt.Errorf("acquire lease %q: %w", p.Job, err)
+	}
+	defer done()
 	tx, err := s.db.sql.BeginTx(ctx, nil) // IMMEDIATE (see Open)
 	if err != nil {
 		return lease.Lease{}, fmt.Errorf("acquire lease %q: %w", p.Job, err)
@@ -130,7 +139,12 @@ func (s *LeaseStore) Renew(ctx context.Context, p lease.RenewParams) (lease.Leas
 	if err != nil {
 		return lease.Lease{}, fmt.Errorf("renew lease %q: %w", p.Job, err)
 	}
+	done, err := s.db.write(ctx)
+	if err != nil {
+		return lease.Lease{}, fmt.Errorf("renew lease %q: %w", p.Job, err)
+	}
 	got, err := scanLease(p.Job, st.QueryRowContext(ctx, p.Job, p.Owner, p.Fence, toNanos(p.Now.Add(p.TTL)), toNanos(p.Now)))
+	done()
 	if errors.Is(err, sql.ErrNoRows) {
 		return lease.Lease{}, fmt.Errorf("renew lease %q by %q (fence %d): %w", p.Job, p.Owner, p.Fence, lease.ErrNotHolder)
 	}
@@ -149,7 +163,12 @@ func (s *LeaseStore) Release(ctx context.Context, p lease.ReleaseParams) error {
 	if err != nil {
 		return fmt.Errorf("release lease %q: %w", p.Job, err)
 	}
+	done, err := s.db.write(ctx)
+	if err != nil {
+		return fmt.Errorf("release lease %q: %w", p.Job, err)
+	}
 	res, err := st.ExecContext(ctx, p.Job, p.Owner, p.Fence)
+	done()
 	if err != nil {
 		return fmt.Errorf("release lease %q: %w", p.Job, err)
 	}

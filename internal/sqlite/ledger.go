@@ -17,7 +17,11 @@ import (
 // RETURNING, or INSERT … ON CONFLICT DO UPDATE … WHERE … RETURNING). When
 // its condition fails no row comes back, and a read in the same IMMEDIATE
 // transaction finds the record that made it fail, which picks the sentinel
-// and is returned with it.
+// and is returned with it. The item transitions of the consumer's path
+// (Claim, Complete, Fail, Release) first run their statement on its own,
+// which is one write when it applies; only a refusal goes on to a read,
+// and, unless that read finds a terminal record (which never changes), to
+// the transaction.
 type LedgerStore struct {
 	db *DB
 
@@ -181,20 +185,38 @@ func (s *LedgerStore) ListRuns(ctx context.Context, p ledger.ListRunsParams) ([]
 
 // Claim implements ledger.Store.
 func (s *LedgerStore) Claim(ctx context.Context, p ledger.ClaimParams) (ledger.Item, error) {
+	args := []any{
+		sql.Named("run", p.Key.Run.String()), sql.Named("asset", p.Key.Asset),
+		sql.Named("owner", p.Owner), sql.Named("lease_until", toNanos(p.LeaseUntil)),
+		sql.Named("fence", p.Fence), sql.Named("max_attempts", p.MaxAttempts),
+		sql.Named("skew", int64(p.Skew)), sql.Named("now", toNanos(p.Now)),
+	}
+	// verdict reads the claim statement's outcome: done, with the item and
+	// the sentinel if any, unless its condition failed (no row).
+	verdict := func(it ledger.Item, err error) (ledger.Item, bool, error) {
+		switch {
+		case errors.Is(err, sql.ErrNoRows):
+			return it, false, nil
+		case err == nil && it.State == ledger.ItemDead:
+			err = fmt.Errorf("%s after attempt %d: %w", it.Error, it.Attempt, ledger.ErrTerminal)
+		}
+		return it, true, err
+	}
+	if it, done, err := verdict(s.autocommit(ctx, ledgerClaim, p.Key.Run, args...)); done {
+		return it, ledgerResult("claim", p.Key, nil, err)
+	}
+	if it, err := s.terminal(ctx, p.Key); err != nil {
+		return it, ledgerResult("claim", p.Key, nil, err)
+	}
 	var it ledger.Item
 	var err error
 	txErr := s.inTx(ctx, func(tx *sql.Tx) error {
-		it, err = scanLedgerItem(s.row(ctx, tx, ledgerClaim,
-			sql.Named("run", p.Key.Run.String()), sql.Named("asset", p.Key.Asset),
-			sql.Named("owner", p.Owner), sql.Named("lease_until", toNanos(p.LeaseUntil)),
-			sql.Named("fence", p.Fence), sql.Named("max_attempts", p.MaxAttempts),
-			sql.Named("skew", int64(p.Skew)), sql.Named("now", toNanos(p.Now))).Scan, p.Key.Run)
-		switch {
-		case err == nil && it.State == ledger.ItemDead:
-			err = fmt.Errorf("%s after attempt %d: %w", it.Error, it.Attempt, ledger.ErrTerminal)
-			return nil
-		case !errors.Is(err, sql.ErrNoRows):
-			return err
+		var done bool
+		if it, done, err = verdict(scanLedgerItem(s.row(ctx, tx, ledgerClaim, args...).Scan, p.Key.Run)); done {
+			if err != nil && !errors.Is(err, ledger.ErrTerminal) {
+				return err // a backend error
+			}
+			return nil // err is the verdict; a DEAD write commits
 		}
 		if it, err = s.getItem(ctx, tx, p.Key); err != nil {
 			return err
@@ -243,6 +265,12 @@ func (s *LedgerStore) holderWrite(ctx context.Context, op string, stmt ledgerStm
 	args = append(args,
 		sql.Named("run", key.Run.String()), sql.Named("asset", key.Asset),
 		sql.Named("owner", owner), sql.Named("attempt", attempt))
+	if it, err := s.autocommit(ctx, stmt, key.Run, args...); !errors.Is(err, sql.ErrNoRows) {
+		return it, ledgerResult(op, key, nil, err)
+	}
+	if it, err := s.terminal(ctx, key); err != nil {
+		return it, ledgerResult(op, key, nil, err)
+	}
 	var it ledger.Item
 	var err error
 	txErr := s.inTx(ctx, func(tx *sql.Tx) error {
@@ -347,6 +375,41 @@ func (s *LedgerStore) getItem(ctx context.Context, tx *sql.Tx, key ledger.ItemKe
 	return it, err
 }
 
+// autocommit runs the item transition id on its own, without a
+// transaction: the fast path of Claim, Complete, Fail and Release, one
+// statement when the condition holds. It returns sql.ErrNoRows when the
+// condition failed; the caller then runs the transition again in a
+// transaction that also reads the record that refused it.
+func (s *LedgerStore) autocommit(ctx context.Context, id ledgerStmt, run ledger.RunID, args ...any) (ledger.Item, error) {
+	if err := s.prepare(ctx); err != nil {
+		return ledger.Item{}, err
+	}
+	done, err := s.db.write(ctx)
+	if err != nil {
+		return ledger.Item{}, err
+	}
+	defer done()
+	return scanLedgerItem(s.row(ctx, nil, id, args...).Scan, run)
+}
+
+// terminal reads the item after a refused autocommit transition: a
+// terminal record never changes, so its refusal is final without a
+// transaction, and terminal returns it with ErrTerminal. It returns a nil
+// error otherwise (the caller goes on to the transaction), and a backend
+// error as is.
+func (s *LedgerStore) terminal(ctx context.Context, key ledger.ItemKey) (ledger.Item, error) {
+	it, err := s.getItem(ctx, nil, key)
+	switch {
+	case errors.Is(err, ledger.ErrNotFound):
+		return ledger.Item{}, nil
+	case err != nil:
+		return it, err
+	case it.State.Terminal():
+		return it, fmt.Errorf("item is %s: %w", it.State, ledger.ErrTerminal)
+	}
+	return ledger.Item{}, nil
+}
+
 // inTx runs fn in one IMMEDIATE transaction and commits it when fn returns
 // nil. fn returns backend errors only: a sentinel that a transition picks
 // is one of its results, and what was written with it (Claim's DEAD) is
@@ -357,6 +420,11 @@ func (s *LedgerStore) inTx(ctx context.Context, fn func(tx *sql.Tx) error) error
 	if err := s.prepare(ctx); err != nil {
 		return err
 	}
+	done, err := s.db.write(ctx)
+	if err != nil {
+		return err
+	}
+	defer done()
 	tx, err := s.db.sql.BeginTx(ctx, nil)
 	if err != nil {
 		return err

@@ -9,6 +9,7 @@ import (
 	"fmt"
 	"path/filepath"
 	"strconv"
+	"sync"
 	"time"
 	"unicode/utf8"
 
@@ -32,6 +33,46 @@ type Queue struct {
 	name string
 	now  func() time.Time
 	poll time.Duration
+
+	mu    sync.Mutex
+	stmts map[string]*sql.Stmt // prepared on first use, by query text
+}
+
+// The statements of the hot paths, prepared once per Queue: parsing costs
+// about as much as running them.
+const (
+	sqlQueueExists      = `SELECT 1 FROM queues WHERE name = ?`
+	sqlInsertMessage    = `INSERT INTO messages (queue, body, attributes, sent_at) VALUES (?, ?, ?, ?)`
+	sqlAnyVisible       = `SELECT 1 FROM messages WHERE queue = ? AND visible_at <= ? LIMIT 1`
+	sqlPolicy           = `SELECT dead_letter, max_receives FROM queues WHERE name = ?`
+	sqlVisible          = `SELECT id, receive_count FROM messages WHERE queue = ? AND visible_at <= ? ORDER BY visible_at, id LIMIT ?`
+	sqlTake             = `UPDATE messages SET visible_at = ?, receive_count = receive_count + 1, receipt = ? WHERE id = ? RETURNING body, attributes, sent_at, receive_count`
+	sqlDelete           = `DELETE FROM messages WHERE queue = ? AND receipt = ? AND receipt != ''`
+	sqlChangeVisibility = `UPDATE messages SET visible_at = ? WHERE queue = ? AND receipt = ? AND receipt != ''`
+)
+
+// prepared returns the statements for queries, preparing those not
+// prepared yet. Callers prepare before they begin a transaction: preparing
+// inside one would take a second connection while it holds the write lock.
+func (q *Queue) prepared(ctx context.Context, queries ...string) ([]*sql.Stmt, error) {
+	q.mu.Lock()
+	defer q.mu.Unlock()
+	out := make([]*sql.Stmt, len(queries))
+	for i, query := range queries {
+		st, ok := q.stmts[query]
+		if !ok {
+			var err error
+			if st, err = q.db.sql.PrepareContext(ctx, query); err != nil {
+				return nil, fmt.Errorf("prepare: %w", err)
+			}
+			if q.stmts == nil {
+				q.stmts = map[string]*sql.Stmt{}
+			}
+			q.stmts[query] = st
+		}
+		out[i] = st
+	}
+	return out, nil
 }
 
 var (
@@ -82,6 +123,11 @@ func OpenQueue(ctx context.Context, db *DB, name string, o *QueueOptions) (*Queu
 	case dlq == name:
 		return nil, fmt.Errorf("open queue %s: a queue cannot be its own dead-letter queue", name)
 	}
+	done, err := db.write(ctx)
+	if err != nil {
+		return nil, fmt.Errorf("open queue %s: %w", name, err)
+	}
+	defer done()
 	tx, err := db.sql.BeginTx(ctx, nil)
 	if err != nil {
 		return nil, fmt.Errorf("open queue %s: %w", name, err)
@@ -131,14 +177,24 @@ func (q *Queue) SendBatch(ctx context.Context, msgs []queue.Message) error {
 		return fmt.Errorf("send to %s: %w", q.name, err)
 	}
 	at := toNanos(q.now())
+	st, err := q.prepared(ctx, sqlQueueExists, sqlInsertMessage)
+	if err != nil {
+		return fmt.Errorf("send to %s: %w", q.name, err)
+	}
+	done, err := q.db.write(ctx)
+	if err != nil {
+		return fmt.Errorf("send to %s: %w", q.name, err)
+	}
+	defer done()
 	tx, err := q.db.sql.BeginTx(ctx, nil)
 	if err != nil {
 		return fmt.Errorf("send to %s: %w", q.name, err)
 	}
 	defer tx.Rollback()
-	if err := queueExists(ctx, tx, q.name); err != nil {
+	if err := queueExists(ctx, tx.StmtContext(ctx, st[0]), q.name); err != nil {
 		return fmt.Errorf("send to %s: %w", q.name, err)
 	}
+	insert := tx.StmtContext(ctx, st[1])
 	for _, m := range msgs {
 		attrs, err := encodeAttributes(m.Attributes)
 		if err != nil {
@@ -148,8 +204,7 @@ func (q *Queue) SendBatch(ctx context.Context, msgs []queue.Message) error {
 		if body == nil {
 			body = []byte{}
 		}
-		if _, err := tx.ExecContext(ctx, `INSERT INTO messages (queue, body, attributes, sent_at) VALUES (?, ?, ?, ?)`,
-			q.name, body, attrs, at); err != nil {
+		if _, err := insert.ExecContext(ctx, q.name, body, attrs, at); err != nil {
 			return fmt.Errorf("send to %s: entry %s: %w", q.name, m.ID, err)
 		}
 	}
@@ -201,9 +256,13 @@ func (q *Queue) Receive(ctx context.Context, p queue.ReceiveParams) ([]queue.Del
 // receiveOnce is one look for visible messages at now.
 func (q *Queue) receiveOnce(ctx context.Context, max int, visibility time.Duration, now time.Time) ([]queue.Delivery, error) {
 	at := now.UnixNano()
+	st, err := q.prepared(ctx, sqlAnyVisible, sqlPolicy, sqlVisible, sqlTake)
+	if err != nil {
+		return nil, fmt.Errorf("receive from %s: %w", q.name, err)
+	}
 	// A plain read first, so that idle polls take no write lock.
 	var one int
-	err := q.db.sql.QueryRowContext(ctx, `SELECT 1 FROM messages WHERE queue = ? AND visible_at <= ? LIMIT 1`, q.name, at).Scan(&one)
+	err = st[0].QueryRowContext(ctx, q.name, at).Scan(&one)
 	if errors.Is(err, sql.ErrNoRows) {
 		return nil, nil
 	}
@@ -211,6 +270,11 @@ func (q *Queue) receiveOnce(ctx context.Context, max int, visibility time.Durati
 		return nil, fmt.Errorf("receive from %s: %w", q.name, err)
 	}
 
+	done, err := q.db.write(ctx)
+	if err != nil {
+		return nil, fmt.Errorf("receive from %s: %w", q.name, err)
+	}
+	defer done()
 	tx, err := q.db.sql.BeginTx(ctx, nil) // IMMEDIATE: one receiver at a time
 	if err != nil {
 		return nil, fmt.Errorf("receive from %s: %w", q.name, err)
@@ -218,7 +282,7 @@ func (q *Queue) receiveOnce(ctx context.Context, max int, visibility time.Durati
 	defer tx.Rollback()
 	var dlq string
 	var maxReceives int
-	err = tx.QueryRowContext(ctx, `SELECT dead_letter, max_receives FROM queues WHERE name = ?`, q.name).Scan(&dlq, &maxReceives)
+	err = tx.StmtContext(ctx, st[1]).QueryRowContext(ctx, q.name).Scan(&dlq, &maxReceives)
 	if errors.Is(err, sql.ErrNoRows) {
 		err = queue.ErrNotFound
 	}
@@ -230,8 +294,9 @@ func (q *Queue) receiveOnce(ctx context.Context, max int, visibility time.Durati
 	// With Visibility 0 a taken message stays visible: skip it. Max
 	// candidates are enough, as the taken ones are fewer than Max.
 	taken := map[int64]bool{}
+	visible, take := tx.StmtContext(ctx, st[2]), tx.StmtContext(ctx, st[3])
 	for len(out) < max {
-		cands, err := visibleMessages(ctx, tx, q.name, at, max)
+		cands, err := visibleMessages(ctx, visible, q.name, at, max)
 		if err != nil {
 			return nil, fmt.Errorf("receive from %s: %w", q.name, err)
 		}
@@ -247,7 +312,7 @@ func (q *Queue) receiveOnce(ctx context.Context, max int, visibility time.Durati
 				}
 				continue
 			}
-			d, err := takeMessage(ctx, tx, c.id, at+int64(visibility))
+			d, err := takeMessage(ctx, take, c.id, at+int64(visibility))
 			if err != nil {
 				return nil, fmt.Errorf("receive from %s: message %d: %w", q.name, c.id, err)
 			}
@@ -271,9 +336,8 @@ type candidate struct {
 
 // visibleMessages lists up to limit messages of the queue visible at at,
 // in delivery order.
-func visibleMessages(ctx context.Context, tx *sql.Tx, name string, at int64, limit int) ([]candidate, error) {
-	rows, err := tx.QueryContext(ctx, `SELECT id, receive_count FROM messages
-		WHERE queue = ? AND visible_at <= ? ORDER BY visible_at, id LIMIT ?`, name, at, limit)
+func visibleMessages(ctx context.Context, st *sql.Stmt, name string, at int64, limit int) ([]candidate, error) {
+	rows, err := st.QueryContext(ctx, name, at, limit)
 	if err != nil {
 		return nil, err
 	}
@@ -289,14 +353,13 @@ func visibleMessages(ctx context.Context, tx *sql.Tx, name string, at int64, lim
 	return out, rows.Err()
 }
 
-// takeMessage hides message id until visibleAt under a fresh receipt handle.
-func takeMessage(ctx context.Context, tx *sql.Tx, id, visibleAt int64) (queue.Delivery, error) {
+// takeMessage hides message id until visibleAt under a fresh receipt
+// handle, with st, the prepared sqlTake.
+func takeMessage(ctx context.Context, st *sql.Stmt, id, visibleAt int64) (queue.Delivery, error) {
 	d := queue.Delivery{MessageID: strconv.FormatInt(id, 10), ReceiptHandle: rand.Text()}
 	var attrs string
 	var sentAt int64
-	err := tx.QueryRowContext(ctx, `UPDATE messages SET visible_at = ?, receive_count = receive_count + 1, receipt = ?
-		WHERE id = ? RETURNING body, attributes, sent_at, receive_count`, visibleAt, d.ReceiptHandle, id).
-		Scan(&d.Body, &attrs, &sentAt, &d.ReceiveCount)
+	err := st.QueryRowContext(ctx, visibleAt, d.ReceiptHandle, id).Scan(&d.Body, &attrs, &sentAt, &d.ReceiveCount)
 	if err != nil {
 		return queue.Delivery{}, err
 	}
@@ -319,7 +382,16 @@ func moveMessage(ctx context.Context, tx *sql.Tx, id int64, src, dst string, at 
 // queue.ErrInvalidReceipt when the handle is not the latest of a message in
 // this queue.
 func (q *Queue) Delete(ctx context.Context, receiptHandle string) error {
-	res, err := q.db.sql.ExecContext(ctx, `DELETE FROM messages WHERE queue = ? AND receipt = ? AND receipt != ''`, q.name, receiptHandle)
+	st, err := q.prepared(ctx, sqlDelete)
+	if err != nil {
+		return fmt.Errorf("delete from %s: %w", q.name, err)
+	}
+	done, err := q.db.write(ctx)
+	if err != nil {
+		return fmt.Errorf("delete from %s: %w", q.name, err)
+	}
+	res, err := st[0].ExecContext(ctx, q.name, receiptHandle)
+	done()
 	if err := q.oneRow(res, err); err != nil {
 		return fmt.Errorf("delete from %s: %w", q.name, err)
 	}
@@ -337,8 +409,16 @@ func (q *Queue) ChangeVisibility(ctx context.Context, p queue.ChangeVisibilityPa
 	if now.IsZero() {
 		now = q.now()
 	}
-	res, err := q.db.sql.ExecContext(ctx, `UPDATE messages SET visible_at = ? WHERE queue = ? AND receipt = ? AND receipt != ''`,
-		now.Add(p.Timeout).UnixNano(), q.name, p.ReceiptHandle)
+	st, err := q.prepared(ctx, sqlChangeVisibility)
+	if err != nil {
+		return fmt.Errorf("change visibility in %s: %w", q.name, err)
+	}
+	done, err := q.db.write(ctx)
+	if err != nil {
+		return fmt.Errorf("change visibility in %s: %w", q.name, err)
+	}
+	res, err := st[0].ExecContext(ctx, now.Add(p.Timeout).UnixNano(), q.name, p.ReceiptHandle)
+	done()
 	if err := q.oneRow(res, err); err != nil {
 		return fmt.Errorf("change visibility in %s: %w", q.name, err)
 	}
@@ -435,6 +515,11 @@ func (q *Queue) MoveTo(ctx context.Context, dst *Queue, max int) (int, error) {
 		max = -1 // no limit
 	}
 	at := q.now().UnixNano()
+	done, err := q.db.write(ctx)
+	if err != nil {
+		return 0, fmt.Errorf("move %s to %s: %w", q.name, dst.name, err)
+	}
+	defer done()
 	res, err := q.db.sql.ExecContext(ctx, `UPDATE messages
 		SET queue = ?, visible_at = 0, receive_count = 0, receipt = '', moved_from = ?, moved_at = ?
 		WHERE id IN (SELECT id FROM messages WHERE queue = ? AND visible_at <= ? ORDER BY visible_at, id LIMIT ?)`,
@@ -449,9 +534,10 @@ func (q *Queue) MoveTo(ctx context.Context, dst *Queue, max int) (int, error) {
 	return int(n), nil
 }
 
-func queueExists(ctx context.Context, tx *sql.Tx, name string) error {
+// queueExists checks the queue with st, the prepared sqlQueueExists.
+func queueExists(ctx context.Context, st *sql.Stmt, name string) error {
 	var one int
-	err := tx.QueryRowContext(ctx, `SELECT 1 FROM queues WHERE name = ?`, name).Scan(&one)
+	err := st.QueryRowContext(ctx, name).Scan(&one)
 	if errors.Is(err, sql.ErrNoRows) {
 		return queue.ErrNotFound
 	}

@@ -89,11 +89,20 @@ func TestOneTickEndToEnd(t *testing.T) {
 		}
 		require.Less(t, time.Since(trigger), latency+slack, "the seven fetches ran at once")
 
+		// Inputs completing together may each have enqueued DXY: the copies
+		// race for one claim, in no set order.
 		res = cons.Handle(ctx, time.Now().Add(30*time.Second), q.take(queue.MaxBatch))
-		require.Empty(t, res.Failed)
 		require.NotEmpty(t, res.Items)
-		require.Equal(t, consumer.StatusSucceeded, res.Items[0].Status)
-		require.Equal(t, tickfactory.DXY, res.Items[0].Asset)
+		succeeded := 0
+		for _, o := range res.Items {
+			require.Equal(t, tickfactory.DXY, o.Asset)
+			if o.Status == consumer.StatusSucceeded {
+				succeeded++
+			} else {
+				require.Contains(t, []string{consumer.StatusDuplicate, consumer.StatusHeld}, o.Status)
+			}
+		}
+		require.Equal(t, 1, succeeded, "one copy of DXY is processed")
 
 		run, err := coord.Settle(ctx, "fx", nominal)
 		require.NoError(t, err)

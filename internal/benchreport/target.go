@@ -1,0 +1,42 @@
+package benchreport
+
+import (
+	"context"
+
+	"github.com/batonhq/baton/internal/engine"
+	"github.com/batonhq/baton/internal/queue"
+)
+
+// Env is one fresh instance of a backend: empty stores and queues, the
+// counter of their calls, and the raw operations the references use, on
+// the same server.
+type Env struct {
+	// Backend holds the stores and queues under test; every call they
+	// make is counted by Calls.
+	Backend engine.Backend
+	Calls   Counter
+	// Plain holds the same stores, uncounted, to prepare state.
+	Plain engine.Backend
+	// RawWrite makes one raw conditional write that creates the record
+	// named key (which must be new): the least a conditional write costs
+	// on this server.
+	RawWrite func(ctx context.Context, key string) error
+	// RawSend sends 1..queue.MaxBatch messages in one call to a queue of
+	// the same endpoint as Backend.Work (another queue): the least a batch
+	// send costs.
+	RawSend func(ctx context.Context, msgs []queue.Message) error
+	// Info describes the backend's set-up for the report.
+	Info string
+	// Close releases the Env's resources.
+	Close func() error
+}
+
+// Target opens Envs on one backend.
+type Target struct {
+	Name string
+	// Open returns a fresh Env; name is unique per call and usable in
+	// table, queue and file names.
+	Open func(ctx context.Context, name string) (*Env, error)
+	// CallsOnly limits the target to the call counts (scenario 1).
+	CallsOnly bool
+}
