@@ -51,6 +51,7 @@ func TestOperatorCommandsOnAWS(t *testing.T) {
 		{"redrive of a succeeded item does not re-run it", testRedrive},
 		{"forced release refused for a live owner", testLeaseReleaseRefusesLiveOwner},
 		{"status --json matches the ledger", testStatusJSONMatchesLedger},
+		{"status finds stuck items past --runs", testStatusFindsStuckItemsPastRuns},
 	} {
 		t.Run(tc.name, func(t *testing.T) { tc.body(t, newAWSFixture(t)) })
 	}

@@ -29,7 +29,9 @@ successful tick to now: how old the newest data is. PENDING counts items of
 a run that have no record yet (not claimed, or their message not sent).
 An item is stuck when it is RUNNING and its lease ended more than the job's
 clock-skew allowance ago: its worker died; the redelivered message (or
-'baton replay item') takes it over with the next attempt.
+'baton replay item') takes it over with the next attempt. Stuck items are
+looked for in every unfinished run among the --history newest, not only in
+the --runs listed.
 
 --json prints the same as one JSON object, for scripts. It reads only.`
 
@@ -184,9 +186,12 @@ type queueStatus struct {
 const pending = "PENDING"
 
 type statusParams struct {
-	Run     ledger.RunID // zero: the overview
-	Runs    int          // recent runs listed
-	History int          // runs scanned for last successes and stuck items
+	Run  ledger.RunID // zero: the overview
+	Runs int          // recent runs listed
+	// History bounds the runs scanned for last successes and stuck items;
+	// past Runs, only unfinished runs are read once every asset has its
+	// latest success.
+	History int
 	Now     time.Time
 }
 
@@ -211,8 +216,11 @@ func buildStatus(ctx context.Context, b engine.Backend, j job.Job, p statusParam
 	last := map[string]ledger.Item{}
 	rep.Runs, rep.Stuck = []runStatus{}, []itemStatus{}
 	for i, run := range runs {
-		if i >= p.Runs && len(last) == len(expected) {
-			break // listed enough runs, and every asset has its latest success
+		if i >= p.Runs && len(last) == len(expected) && run.State.Finished() {
+			// Listed enough runs, every asset has its latest success, and
+			// a finished run holds no stuck item (every item is terminal):
+			// nothing to read. Unfinished runs further back still may.
+			continue
 		}
 		items, err := b.Ledger.ListItems(ctx, run.ID)
 		if err != nil {

@@ -1,6 +1,7 @@
 package cli
 
 import (
+	"context"
 	"encoding/json"
 	"strconv"
 	"testing"
@@ -222,4 +223,67 @@ func TestStatusEmptyStore(t *testing.T) {
 	require.Equal(t, ExitOK, code)
 	require.Contains(t, out, "lease: never taken")
 	require.Contains(t, out, "runs: none yet")
+}
+
+func TestStatusFindsStuckItemsPastRuns(t *testing.T) {
+	t.Parallel()
+	testStatusFindsStuckItemsPastRuns(t, newSQLiteFixture(t))
+}
+
+// testStatusFindsStuckItemsPastRuns: a stuck item in a run older than
+// --runs, behind newer complete runs that give every asset its latest
+// success, is still reported; finished runs past --runs are not read.
+func testStatusFindsStuckItemsPastRuns(t *testing.T, f *opsFixture) {
+	ctx := t.Context()
+	code, out, errOut := f.main("replay", "range", "--from", rfc(f.tick(1)), "--to", rfc(f.tick(3)), "--rate", "1000", "--latency", "0s")
+	require.Equal(t, ExitOK, code, "%s\n%s", out, errOut)
+	code, out, errOut = f.main("replay", "tick", "--at", rfc(f.tick(0)), "--wait=false")
+	require.Equal(t, ExitOK, code, "%s\n%s", out, errOut)
+	now := time.Now()
+	stuckKey := ledger.ItemKey{Run: f.run(0, 1), Asset: "GBPUSD"}
+	_, err := f.b.Ledger.Claim(ctx, ledger.ClaimParams{Key: stuckKey, Owner: "dead-worker", LeaseUntil: now.Add(-time.Minute), Fence: 1, Now: now.Add(-2 * time.Minute)})
+	require.NoError(t, err)
+
+	code, out, errOut = f.main("status", "--json", "--runs", "1")
+	require.Equal(t, ExitOK, code, errOut)
+	var rep statusReport
+	require.NoError(t, json.Unmarshal([]byte(out), &rep), out)
+	require.Len(t, rep.Runs, 1)
+	require.Equal(t, f.run(3, 1).String(), rep.Runs[0].ID)
+	require.Len(t, rep.Stuck, 1, out)
+	require.Equal(t, stuckKey.String(), rep.Stuck[0].Key)
+	require.Equal(t, "dead-worker", rep.Stuck[0].Owner)
+
+	code, out, errOut = f.main("status", "--runs", "1")
+	require.Equal(t, ExitOK, code, errOut)
+	require.Contains(t, out, stuckKey.String()+"  dead-worker")
+
+	// --history bounds the scan: with two runs scanned, tick 0 is out.
+	code, out, errOut = f.main("status", "--json", "--runs", "1", "--history", "2")
+	require.Equal(t, ExitOK, code, errOut)
+	rep = statusReport{}
+	require.NoError(t, json.Unmarshal([]byte(out), &rep), out)
+	require.Empty(t, rep.Stuck)
+
+	// Past --runs, with every asset's latest success known, only the
+	// unfinished run is read.
+	b := f.b
+	counting := &listCounter{Store: b.Ledger, runs: map[string]int{}}
+	b.Ledger = counting
+	j := tickfactory.Catalog(b.Bars, nil)[tickfactory.Name]
+	rep, err = buildStatus(ctx, b, j, statusParams{Runs: 1, History: 100, Now: time.Now().UTC()})
+	require.NoError(t, err)
+	require.Len(t, rep.Stuck, 1)
+	require.Equal(t, map[string]int{f.run(3, 1).String(): 1, f.run(0, 1).String(): 1}, counting.runs)
+}
+
+// listCounter counts ListItems calls per run.
+type listCounter struct {
+	ledger.Store
+	runs map[string]int
+}
+
+func (c *listCounter) ListItems(ctx context.Context, run ledger.RunID) ([]ledger.Item, error) {
+	c.runs[run.String()]++
+	return c.Store.ListItems(ctx, run)
 }
