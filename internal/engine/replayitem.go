@@ -89,6 +89,13 @@ var replays atomic.Int64
 //     fan-out sends every asset, the carried ones are acknowledged as
 //     duplicates and the others run. Another coordinator holding the job's
 //     lease refuses it with a *lease.HeldError (matching lease.ErrHeld).
+//     The copy renews the lease as it goes (every replayCheckEvery items,
+//     and whenever half the lease's TTL has gone) and checks, with a
+//     fenced write on the new run, that no newer coordinator resumed it;
+//     a lost lease stops it with an error matching lease.ErrNotHolder, a
+//     resumed run with one matching ledger.ErrConflict. A CANCELLED item
+//     is carried over only when it has no record in the new generation
+//     (see carry).
 func (e *Engine) ReplayItem(ctx context.Context, id ledger.RunID, asset string, force bool) (ItemReplay, error) {
 	j, err := e.opts.Catalog.Lookup(id.Job)
 	if err != nil {
@@ -176,6 +183,11 @@ func (e *Engine) replayGeneration(ctx context.Context, j job.Job, run ledger.Run
 		byName[it.Key.Asset] = it
 	}
 	rep.Carried = map[string]ledger.ItemState{}
+	g := &generationGuard{e: e, job: j, owner: owner, fence: l.Fence, run: next.ID, checked: start}
+	// interrupted wraps an error that stopped the copy half-way.
+	interrupted := func(err error) error {
+		return fmt.Errorf("replay %s: %w (%s is left fanning out; 'baton replay tick' of the tick resumes it)", rep.Key, err, next.ID)
+	}
 	var send []string // catalog assets and the item itself, enqueued after the carry-over
 	for _, name := range Expected(j.Definition) {
 		prev, ok := byName[name]
@@ -194,15 +206,21 @@ func (e *Engine) replayGeneration(ctx context.Context, j job.Job, run ledger.Run
 			rerun = append(rerun, name)
 			continue
 		}
+		if err := g.check(ctx); err != nil {
+			return rep, interrupted(err)
+		}
 		if err := e.carry(ctx, j, l.Fence, owner, ledger.ItemKey{Run: next.ID, Asset: name}, prev); err != nil {
-			return rep, err
+			return rep, interrupted(err)
 		}
 		rep.Carried[name] = prev.State
 	}
 	rep.Rerun = rerun
 	for _, name := range send {
+		if err := g.check(ctx); err != nil {
+			return rep, interrupted(err)
+		}
 		if err := e.send(ctx, j, ledger.ItemKey{Run: next.ID, Asset: name}, l.Fence); err != nil {
-			return rep, fmt.Errorf("replay %s: %w", rep.Key, err)
+			return rep, interrupted(err)
 		}
 	}
 	if _, err := e.backend.Ledger.AdvanceRun(ctx, ledger.AdvanceRunParams{ID: next.ID, Fence: l.Fence, Cursor: len(j.Assets), Done: true, Now: e.now()}); err != nil {
@@ -211,9 +229,57 @@ func (e *Engine) replayGeneration(ctx context.Context, j job.Job, run ledger.Run
 	return rep, nil
 }
 
+// replayCheckEvery is how many items a forced replay copies or enqueues
+// between two checks of its lease (it also checks once half the lease's
+// TTL has gone, whichever comes first).
+const replayCheckEvery = 16
+
+// generationGuard keeps a forced replay's hold on the new generation while
+// it copies: it renews the job's lease, and checks with a fenced write that
+// the run is still fanning out under the replay's fence.
+type generationGuard struct {
+	e       *Engine
+	job     job.Job
+	owner   string
+	fence   int64
+	run     ledger.RunID
+	checked time.Time // time of the acquisition or the latest renewal
+	since   int       // items handled since then
+}
+
+// check is called before each item. When replayCheckEvery items have
+// passed, or half the lease's TTL, it renews the lease (ErrNotHolder when
+// it expired or another coordinator took it: the caller must stop) and
+// advances the run by nothing under the replay's fence (ErrConflict when a
+// newer coordinator resumed it).
+func (g *generationGuard) check(ctx context.Context) error {
+	now := g.e.now()
+	if g.since < replayCheckEvery && now.Sub(g.checked) < g.job.Limits.LeaseTTL/2 {
+		g.since++
+		return nil
+	}
+	if _, err := g.e.backend.Leases.Renew(ctx, lease.RenewParams{Job: g.job.Name, Owner: g.owner, Fence: g.fence, TTL: g.job.Limits.LeaseTTL, Now: now}); err != nil {
+		return fmt.Errorf("renew the job's lease (fence %d): %w", g.fence, err)
+	}
+	if _, err := g.e.backend.Ledger.AdvanceRun(ctx, ledger.AdvanceRunParams{ID: g.run, Fence: g.fence, Cursor: 0, Now: now}); err != nil {
+		return fmt.Errorf("check %s is still fanning out under fence %d: %w", g.run, g.fence, err)
+	}
+	g.checked, g.since = now, 1
+	return nil
+}
+
 // carry writes prev's terminal outcome as key's, with the port's own
 // transitions: claim then complete (SUCCEEDED) or fail permanently (DEAD),
 // or cancel (CANCELLED).
+//
+// Key must have no record: the replay created its generation. Claim
+// refuses a live claim, and a claim that finds an earlier attempt (the
+// generation was resumed and run meanwhile) is released and reported with
+// ErrConflict. Cancel, though, also moves RUNNING and FAILED items, so a
+// CANCELLED outcome is written only when GetItem finds no record; a claim
+// landing between that read and the cancel (a newer coordinator resumed
+// the generation within those two calls, despite the lease) is cancelled,
+// and reported with ErrConflict: the Cancel result then carries its attempt.
 func (e *Engine) carry(ctx context.Context, j job.Job, fence int64, owner string, key ledger.ItemKey, prev ledger.Item) error {
 	now := e.now()
 	reason := fmt.Sprintf("carried over from %s", prev.Key.Run)
@@ -221,8 +287,19 @@ func (e *Engine) carry(ctx context.Context, j job.Job, fence int64, owner string
 		reason += ": " + prev.Error
 	}
 	if prev.State == ledger.ItemCancelled {
-		if _, err := e.backend.Ledger.Cancel(ctx, ledger.CancelParams{Key: key, Reason: reason, Now: now}); err != nil {
+		cur, err := e.backend.Ledger.GetItem(ctx, key)
+		switch {
+		case err == nil:
+			return fmt.Errorf("carry %s over: it already has a record (%s, attempt %d, owner %q): %w", key, cur.State, cur.Attempt, cur.Owner, ledger.ErrConflict)
+		case !errors.Is(err, ledger.ErrNotFound):
 			return fmt.Errorf("carry %s over: %w", key, err)
+		}
+		it, err := e.backend.Ledger.Cancel(ctx, ledger.CancelParams{Key: key, Reason: reason, Now: now})
+		if err != nil {
+			return fmt.Errorf("carry %s over: %w", key, err)
+		}
+		if it.Attempt > 0 {
+			return fmt.Errorf("carry %s over: claimed by %q (attempt %d) just before the cancel, which cancelled it: %w", key, it.Owner, it.Attempt, ledger.ErrConflict)
 		}
 		return nil
 	}
@@ -230,6 +307,10 @@ func (e *Engine) carry(ctx context.Context, j job.Job, fence int64, owner string
 		Fence: fence, Skew: j.Limits.ClockSkew, Now: now})
 	if err != nil {
 		return fmt.Errorf("carry %s over: claim: %w", key, err)
+	}
+	if it.Attempt != 1 {
+		_, _ = e.backend.Ledger.Release(ctx, ledger.ReleaseParams{Key: key, Owner: owner, Attempt: it.Attempt, Now: e.now()})
+		return fmt.Errorf("carry %s over: it was already claimed (this claim is attempt %d; released): %w", key, it.Attempt, ledger.ErrConflict)
 	}
 	if prev.State == ledger.ItemSucceeded {
 		_, err = e.backend.Ledger.Complete(ctx, ledger.CompleteParams{Key: key, Owner: owner, Attempt: it.Attempt, Result: prev.Result, Now: e.now()})
