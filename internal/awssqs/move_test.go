@@ -24,7 +24,9 @@ import (
 // listed yet (as SQS may, right after the start): tasks started since are
 // left out, the rest cut to the MaxResults asked for.
 type laggingList struct {
-	inner    interface{ Do(*http.Request) (*http.Response, error) }
+	inner interface {
+		Do(*http.Request) (*http.Response, error)
+	}
 	lagPolls int
 
 	mu      sync.Mutex
