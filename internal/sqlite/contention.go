@@ -30,7 +30,12 @@ func (s *ContentionStore) RecordContention(ctx context.Context, job string, hold
 	if job == "" {
 		return errors.New("record contention: empty job")
 	}
-	_, err := s.db.sql.ExecContext(ctx, `
+	done, err := s.db.write(ctx)
+	if err != nil {
+		return fmt.Errorf("record contention of %q: %w", job, err)
+	}
+	defer done()
+	_, err = s.db.sql.ExecContext(ctx, `
 INSERT INTO lease_contention (job, count, last_at, holder, holder_fence, holder_until)
 VALUES (?1, 1, ?2, ?3, ?4, ?5)
 ON CONFLICT (job) DO UPDATE SET

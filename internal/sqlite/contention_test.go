@@ -4,6 +4,7 @@ import (
 	"path/filepath"
 	"sync"
 	"testing"
+	"testing/synctest"
 	"time"
 
 	"github.com/stretchr/testify/require"
@@ -48,4 +49,38 @@ func TestContentionStore(t *testing.T) {
 	require.NoError(t, err)
 	require.Zero(t, other.Count)
 	require.Error(t, NewContentionStore(db).RecordContention(ctx, "", lease.Lease{}, at))
+}
+
+// RecordContention takes the process's write turn like every other writer:
+// it waits while another write of the process holds it.
+func TestRecordContentionWaitsForTheWriteTurn(t *testing.T) {
+	t.Parallel()
+	synctest.Test(t, func(t *testing.T) {
+		db, err := Open(t.Context(), filepath.Join(t.TempDir(), "baton.db"), nil)
+		require.NoError(t, err)
+		defer db.Close()
+		s := NewContentionStore(db)
+		done, err := db.write(t.Context())
+		require.NoError(t, err)
+
+		recorded := make(chan error, 1)
+		go func() {
+			recorded <- s.RecordContention(t.Context(), "fx", lease.Lease{Owner: "a", Fence: 1}, time.Now())
+		}()
+		synctest.Wait()
+		select {
+		case err := <-recorded:
+			t.Fatalf("recorded (%v) while another write held the turn", err)
+		default:
+		}
+		r, err := s.Contention(t.Context(), "fx")
+		require.NoError(t, err)
+		require.Zero(t, r.Count)
+
+		done()
+		require.NoError(t, <-recorded)
+		r, err = s.Contention(t.Context(), "fx")
+		require.NoError(t, err)
+		require.EqualValues(t, 1, r.Count)
+	})
 }
