@@ -4,10 +4,17 @@
 // # Semantics
 //
 // The database runs in WAL mode with a busy timeout, so several processes
-// may share one file (baton run and baton status at once). Every write is
-// one statement or one IMMEDIATE transaction on one record, which gives the
-// same conditional-write semantics as the DynamoDB adapter. The schema is
-// embedded and migrated on Open.
+// may share one file (baton run and baton status at once). Every write of
+// the lease, ledger, bars and contention stores is one statement or one
+// IMMEDIATE transaction on one record, which gives the same
+// conditional-write semantics as the DynamoDB adapter. Queue writes touch
+// many rows, as SQS calls touch many messages: a batch send inserts up to
+// 10 messages in one transaction; a receive hides up to 10 messages, and
+// moves those past their receive limit to the dead-letter queue, in one
+// IMMEDIATE transaction; a move (redrive) updates every message it moves
+// in one statement; a delete or a visibility change is one statement on
+// one message. Within a process, every write waits for the process's write
+// turn first. The schema is embedded and migrated on Open.
 //
 // # Errors
 //
