@@ -214,7 +214,7 @@ func replayTickCmd(ctx context.Context, e *env, args []string) error {
 	if err != nil {
 		return err
 	}
-	nominal, err := nominalAt(j, t)
+	nominal, err := nominalAt(j, t, "--at "+at)
 	if err != nil {
 		return err
 	}
@@ -288,15 +288,16 @@ func waitSettled(ctx context.Context, r *replayer, nominal time.Time, timeout ti
 	return run, items, nil
 }
 
-// nominalAt is the schedule's latest tick at or before t.
-func nominalAt(j job.Job, t time.Time) (time.Time, error) {
+// nominalAt is the schedule's latest tick at or before t; given is how
+// the caller's input named t, for the error when there is none.
+func nominalAt(j job.Job, t time.Time, given string) (time.Time, error) {
 	s, err := scheduleOf(j)
 	if err != nil {
 		return time.Time{}, err
 	}
 	n := s.Prev(t)
 	if n.IsZero() {
-		return time.Time{}, usagef("job %s's schedule %s has no tick at or before %s", j.Name, j.Schedule, rfc(t))
+		return time.Time{}, usagef("job %s's schedule %s has no tick at or before %s", j.Name, j.Schedule, given)
 	}
 	return n, nil
 }

@@ -301,6 +301,7 @@ func TestReplayBadUsage(t *testing.T) {
 		{[]string{"replay", "item", "--run", "fx@2026-01-01T00:00:00Z#1"}, "--asset is required"},
 		{[]string{"replay", "tick", "--at", rfc(f.tick(0)), "--consumers", "-3"}, "--consumers must not be negative"},
 		{[]string{"replay", "tick", "--at", rfc(f.tick(0)), "--timeout", "0s"}, "--timeout must be positive"},
+		{[]string{"replay", "tick", "--at", "0001-01-01T00:00:00Z"}, "has no tick at or before --at 0001-01-01T00:00:00Z"},
 	} {
 		code, _, errOut := f.main(tc.args...)
 		require.Equal(t, ExitUsage, code, "%v: %s", tc.args, errOut)
