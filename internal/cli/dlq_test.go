@@ -108,7 +108,12 @@ func testRedrive(t *testing.T, f *opsFixture) {
 
 func TestRedriveMax(t *testing.T) {
 	t.Parallel()
-	f := newSQLiteFixture(t)
+	testRedriveMax(t, newSQLiteFixture(t))
+}
+
+// testRedriveMax: a bounded redrive moves that many messages (on SQS with
+// the portable receive, send and delete, not a move task).
+func testRedriveMax(t *testing.T, f *opsFixture) {
 	ctx := t.Context()
 	var msgs []queue.Message
 	for i := range 5 {
@@ -123,7 +128,16 @@ func TestRedriveMax(t *testing.T) {
 	work, err := queueOps(f.b.Work).Peek(ctx, 0)
 	require.NoError(t, err)
 	require.Len(t, work, 2)
-	require.Equal(t, msgs[0].Body, work[0].Body, "oldest first, body kept")
+	if f.b.Name == "sqlite" {
+		require.Equal(t, msgs[0].Body, work[0].Body, "oldest first, body kept")
+	}
+	bodies := map[string]bool{}
+	for _, m := range msgs {
+		bodies[string(m.Body)] = true
+	}
+	for _, m := range work {
+		require.True(t, bodies[string(m.Body)], "body kept: %s", m.Body)
+	}
 
 	code, _, errOut = f.main("dlq", "redrive", "--max", "-1")
 	require.Equal(t, ExitUsage, code)
@@ -135,7 +149,10 @@ func TestRedriveMax(t *testing.T) {
 
 func TestCancel(t *testing.T) {
 	t.Parallel()
-	f := newSQLiteFixture(t)
+	testCancel(t, newSQLiteFixture(t))
+}
+
+func testCancel(t *testing.T, f *opsFixture) {
 	ctx := t.Context()
 	// Tick 0 fanned out, nothing consumed yet; USDJPY is RUNNING.
 	code, out, errOut := f.main("replay", "tick", "--at", rfc(f.tick(0)), "--wait=false")

@@ -75,7 +75,10 @@ func testLeaseReleaseRefusesLiveOwner(t *testing.T, f *opsFixture) {
 
 func TestLeaseReleaseExpiredTakesOverWithNewFence(t *testing.T) {
 	t.Parallel()
-	f := newSQLiteFixture(t)
+	testLeaseReleaseExpired(t, newSQLiteFixture(t))
+}
+
+func testLeaseReleaseExpired(t *testing.T, f *opsFixture) {
 	ctx := t.Context()
 	long := time.Now().Add(-time.Hour)
 	held, err := f.b.Leases.Acquire(ctx, lease.AcquireParams{Job: tickfactory.Name, Owner: "crashed", TTL: time.Minute, Now: long})

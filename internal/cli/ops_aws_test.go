@@ -50,6 +50,10 @@ func TestOperatorCommandsOnAWS(t *testing.T) {
 		{"backfill runs only ticks not done", testBackfillRunsOnlyTicksNotDone},
 		{"redrive of a succeeded item does not re-run it", testRedrive},
 		{"forced release refused for a live owner", testLeaseReleaseRefusesLiveOwner},
+		{"lease show and release of an expired lease", testLeaseReleaseExpired},
+		{"cancel", testCancel},
+		{"replay item, with --force", testReplayItem},
+		{"bounded redrive (receive, send, delete)", testRedriveMax},
 		{"status --json matches the ledger", testStatusJSONMatchesLedger},
 		{"status finds stuck items past --runs", testStatusFindsStuckItemsPastRuns},
 	} {

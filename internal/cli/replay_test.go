@@ -199,7 +199,10 @@ func TestReplayTickRefusedWhileLeaseHeld(t *testing.T) {
 
 func TestReplayItem(t *testing.T) {
 	t.Parallel()
-	f := newSQLiteFixture(t)
+	testReplayItem(t, newSQLiteFixture(t))
+}
+
+func testReplayItem(t *testing.T, f *opsFixture) {
 	ctx := t.Context()
 	code, out, errOut := f.main("replay", "tick", "--at", rfc(f.tick(0)), "--latency", "0s")
 	require.Equal(t, ExitOK, code, "%s\n%s", out, errOut)
