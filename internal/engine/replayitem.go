@@ -89,7 +89,7 @@ var replays atomic.Int64
 //     fan-out sends every asset, the carried ones are acknowledged as
 //     duplicates and the others run. Another coordinator holding the job's
 //     lease refuses it with a *lease.HeldError (matching lease.ErrHeld).
-//     The copy renews the lease as it goes (every replayCheckEvery items,
+//     The copy renews the lease as it goes (every 16 items,
 //     and whenever half the lease's TTL has gone) and checks, with a
 //     fenced write on the new run, that no newer coordinator resumed it;
 //     a lost lease stops it with an error matching lease.ErrNotHolder, a
