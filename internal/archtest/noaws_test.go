@@ -17,6 +17,7 @@ import (
 var corePackages = []string{
 	"./internal/bars",
 	"./internal/consumer",
+	"./internal/contention",
 	"./internal/coordinator",
 	"./internal/engine",
 	"./internal/fanin",

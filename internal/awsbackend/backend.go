@@ -26,6 +26,7 @@ type Params struct {
 	QueueURL string
 	// DLQURL is the dead-letter queue (lambdaapp.EnvDLQURL); "" means the
 	// work queue's redrive target, or none when it has no redrive policy.
+	// A queue other than the redrive target is an error.
 	DLQURL string
 	// MaxReceives is the work queue's redrive limit
 	// (lambdaapp.EnvMaxReceives); 0 means the redrive policy's
@@ -50,8 +51,10 @@ const DefaultReceiveWait = time.Second
 var ErrNotSetUp = errors.New("not set up")
 
 // Open checks that the table and the work queue exist (one DescribeTable
-// and one GetQueueAttributes call), reads the work queue's redrive policy
-// and returns the backend on them. Its Close does nothing: the SDK clients
+// and one GetQueueAttributes call), reads the work queue's redrive policy,
+// resolves its target (one GetQueueUrl call) and checks the dead-letter
+// queue and receive limit given against it, and returns the backend on
+// them. Its Close does nothing: the SDK clients
 // hold no resources that need releasing.
 func Open(ctx context.Context, p Params) (engine.Backend, error) {
 	switch {
@@ -82,6 +85,7 @@ func Open(ctx context.Context, p Params) (engine.Backend, error) {
 		Leases:      awsdynamodb.NewLeaseStore(p.Clients.DynamoDB, p.Table, nil),
 		Ledger:      awsdynamodb.NewLedgerStore(p.Clients.DynamoDB, p.Table, nil),
 		Bars:        awsdynamodb.NewBarsStore(p.Clients.DynamoDB, p.Table, nil),
+		Contention:  awsdynamodb.NewContentionStore(p.Clients.DynamoDB, p.Table, nil),
 		Work:        work,
 		MaxReceives: maxReceives,
 		ReceiveWait: p.ReceiveWait,
@@ -106,7 +110,8 @@ func checkTable(ctx context.Context, client *dynamodb.Client, table string) erro
 }
 
 // deadLetter returns the dead-letter queue URL and the receive limit:
-// those given, completed from the work queue's redrive policy.
+// those given, completed from the work queue's redrive policy and checked
+// against it.
 func deadLetter(ctx context.Context, p Params, work *awssqs.Queue) (string, int, error) {
 	policy, ok, err := work.Redrive(ctx)
 	if errors.Is(err, queue.ErrNotFound) {
@@ -126,12 +131,22 @@ func deadLetter(ctx context.Context, p Params, work *awssqs.Queue) (string, int,
 		return "", 0, fmt.Errorf("%s is %d but the work queue's redrive policy moves messages to the dead-letter queue after %d receives; they must agree",
 			lambdaapp.EnvMaxReceives, maxReceives, policy.MaxReceiveCount)
 	}
-	dlqURL := p.DLQURL
-	if dlqURL == "" {
-		dlqURL, err = awssqs.URLForARN(ctx, p.Clients.SQS, policy.DeadLetterTargetARN)
-		if err != nil {
-			return "", 0, fmt.Errorf("the work queue's dead-letter queue: %w", err)
-		}
+	target, err := awssqs.URLForARN(ctx, p.Clients.SQS, policy.DeadLetterTargetARN)
+	if err != nil {
+		return "", 0, fmt.Errorf("the work queue's dead-letter queue: %w", err)
 	}
-	return dlqURL, maxReceives, nil
+	if p.DLQURL == "" || p.DLQURL == target {
+		return target, maxReceives, nil
+	}
+	// Another spelling of the same queue (another endpoint host) is
+	// accepted: its ARN decides.
+	arn, err := awssqs.New(p.Clients.SQS, p.DLQURL, nil).ARN(ctx)
+	if err != nil && !errors.Is(err, queue.ErrNotFound) {
+		return "", 0, fmt.Errorf("%s: %w", lambdaapp.EnvDLQURL, err)
+	}
+	if err != nil || arn != policy.DeadLetterTargetARN {
+		return "", 0, fmt.Errorf("%s is %s but the work queue's redrive policy moves messages to the dead-letter queue %s; they must agree (or leave %s unset)",
+			lambdaapp.EnvDLQURL, p.DLQURL, target, lambdaapp.EnvDLQURL)
+	}
+	return p.DLQURL, maxReceives, nil
 }

@@ -4,6 +4,7 @@ import (
 	"context"
 	"fmt"
 	"os"
+	"strings"
 	"sync"
 	"sync/atomic"
 	"testing"
@@ -84,6 +85,27 @@ func TestSetupIsIdempotentAndOpenReadsTheRedrivePolicy(t *testing.T) {
 	// A receive limit that disagrees with the queue.
 	_, err = awsbackend.Open(t.Context(), awsbackend.Params{Clients: c, Table: res.Table, QueueURL: res.QueueURL, MaxReceives: 5})
 	require.ErrorContains(t, err, "BATON_MAX_RECEIVES is 5 but the work queue's redrive policy moves messages to the dead-letter queue after 3 receives")
+}
+
+// A dead-letter queue other than the work queue's redrive target is
+// refused, naming both; absent or not, it is not the queue SQS forwards to.
+func TestOpenRefusesAnotherDeadLetterQueue(t *testing.T) {
+	t.Parallel()
+	c := clients(t)
+	res := setUp(t, c, 3)
+	other := setUp(t, c, 3) // its dead-letter queue exists, and is not res's
+	for _, dlq := range []string{other.DLQURL, res.DLQURL + "-absent", other.QueueURL} {
+		_, err := awsbackend.Open(t.Context(), awsbackend.Params{Clients: c, Table: res.Table, QueueURL: res.QueueURL, DLQURL: dlq})
+		require.ErrorContains(t, err, "BATON_DLQ_URL is "+dlq+" but the work queue's redrive policy moves messages to the dead-letter queue "+res.DLQURL)
+	}
+	b, err := awsbackend.Open(t.Context(), awsbackend.Params{Clients: c, Table: res.Table, QueueURL: res.QueueURL, DLQURL: res.DLQURL})
+	require.NoError(t, err)
+	require.Equal(t, res.DLQURL, b.DeadLetter.(interface{ URL() string }).URL())
+	// The target under another host name: the same queue (its ARN).
+	alias := strings.Replace(res.DLQURL, "127.0.0.1", "localhost", 1)
+	require.NotEqual(t, res.DLQURL, alias)
+	_, err = awsbackend.Open(t.Context(), awsbackend.Params{Clients: c, Table: res.Table, QueueURL: res.QueueURL, DLQURL: alias})
+	require.NoError(t, err)
 }
 
 func TestSetupDefaults(t *testing.T) {

@@ -21,6 +21,7 @@
 //	run     RUN#<job>                <nominal, RFC 3339 UTC>    OpenRun, AdvanceRun, FinishRun
 //	item    ITEMS#<run id>           <asset>                    Claim, Complete, Fail, Release, Cancel
 //	bar     BAR#<asset>              <minute, RFC 3339 UTC>     Put
+//	count   CONTENTION#<job>         CONTENTION                 ContentionStore (operators' count of refused acquisitions)
 //
 // The run id is job@<nominal>#<generation> (ledger.RunID), so all items of
 // one generation share a partition and ListItems is one Query. The runs of

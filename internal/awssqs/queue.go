@@ -1,6 +1,7 @@
 package awssqs
 
 import (
+	"context"
 	"fmt"
 	"time"
 
@@ -47,6 +48,16 @@ func New(client *sqs.Client, queueURL string, o *Options) *Queue {
 
 // URL is the queue's URL.
 func (q *Queue) URL() string { return q.url }
+
+// ARN returns the queue's ARN with one GetQueueAttributes call. It returns
+// queue.ErrNotFound when the queue does not exist.
+func (q *Queue) ARN(ctx context.Context) (string, error) {
+	arn, err := queueARN(ctx, q.client, q.url)
+	if err != nil {
+		return "", fmt.Errorf("%s: %w", q.url, err)
+	}
+	return arn, nil
+}
 
 // seconds converts d to the whole seconds SQS takes, rounding up (a
 // visibility timeout is never shorter than asked), 0 for d <= 0. It

@@ -9,6 +9,7 @@ import (
 	"time"
 
 	"github.com/batonhq/baton/internal/consumer"
+	"github.com/batonhq/baton/internal/contention"
 	"github.com/batonhq/baton/internal/job"
 	"github.com/batonhq/baton/internal/lease"
 	"github.com/batonhq/baton/internal/ledger"
@@ -47,6 +48,10 @@ func callCases() []callCase {
 		}
 		return nil
 	}
+	holdLease := func(ctx context.Context, env *Env, k callKit) error {
+		_, err := env.Plain.Leases.Acquire(ctx, acquire(k.job, "a", time.Now()))
+		return err
+	}
 	claimOther := func(ctx context.Context, env *Env, k callKit) error {
 		now := time.Now()
 		_, err := env.Plain.Ledger.Claim(ctx, ledger.ClaimParams{Key: k.key, Owner: "other", LeaseUntil: now.Add(time.Minute), Fence: 1, Now: now})
@@ -61,17 +66,34 @@ func callCases() []callCase {
 			},
 		},
 		{
-			figure: "lease acquire, contended", ref: 1, why: oneWrite + " (refused)",
-			prepare: func(ctx context.Context, env *Env, k callKit) error {
-				_, err := env.Plain.Leases.Acquire(ctx, acquire(k.job, "a", time.Now()))
-				return err
-			},
+			figure: "lease acquire, contended (lease port)", ref: 1, why: oneWrite + " (refused)",
+			prepare: holdLease,
 			measure: func(ctx context.Context, env *Env, k callKit) error {
 				_, err := env.Backend.Leases.Acquire(ctx, acquire(k.job, "b", time.Now()))
 				if !errors.Is(err, lease.ErrHeld) {
 					return fmt.Errorf("contended acquire: %v, want ErrHeld", err)
 				}
 				return nil
+			},
+		},
+		{
+			// What the coordinator runs: the lease store wrapped in
+			// contention.Counting, which records each refusal for
+			// 'baton status' and 'baton lease show'.
+			figure: "lease acquire, contended, as shipped (lease port + contention record)", ref: 2,
+			why:     oneWrite + " (refused) + 1 write of the contention record",
+			prepare: holdLease,
+			measure: func(ctx context.Context, env *Env, k callKit) error {
+				leases := contention.Counting(env.Backend.Leases, env.Backend.Contention, nil)
+				_, err := leases.Acquire(ctx, acquire(k.job, "b", time.Now()))
+				if !errors.Is(err, lease.ErrHeld) {
+					return fmt.Errorf("contended acquire: %v, want ErrHeld", err)
+				}
+				rec, err := env.Plain.Contention.Contention(ctx, k.job)
+				if err == nil && (rec.Count != 1 || rec.Holder.Owner != "a") {
+					err = fmt.Errorf("contention record %+v, want 1 refusal by holder a", rec)
+				}
+				return err
 			},
 		},
 		{

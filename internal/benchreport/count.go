@@ -6,6 +6,7 @@ import (
 	"sync"
 	"time"
 
+	"github.com/batonhq/baton/internal/contention"
 	"github.com/batonhq/baton/internal/lease"
 	"github.com/batonhq/baton/internal/ledger"
 	"github.com/batonhq/baton/internal/queue"
@@ -83,6 +84,22 @@ func (c CountedLeases) Release(ctx context.Context, p lease.ReleaseParams) error
 func (c CountedLeases) Inspect(ctx context.Context, job string) (lease.Lease, error) {
 	c.Tally.add("lease.Inspect")
 	return c.Store.Inspect(ctx, job)
+}
+
+// CountedContention counts the calls to a contention.Store.
+type CountedContention struct {
+	contention.Store
+	Tally *Tally
+}
+
+func (c CountedContention) RecordContention(ctx context.Context, job string, holder lease.Lease, now time.Time) error {
+	c.Tally.add("contention.RecordContention")
+	return c.Store.RecordContention(ctx, job, holder, now)
+}
+
+func (c CountedContention) Contention(ctx context.Context, job string) (contention.Record, error) {
+	c.Tally.add("contention.Contention")
+	return c.Store.Contention(ctx, job)
 }
 
 // CountedLedger counts the calls to a ledger.Store.

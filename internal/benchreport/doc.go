@@ -11,7 +11,9 @@
 //     and SDK middleware (AWS: internal/awscall), against the minimum
 //     possible: 1 conditional write per lease acquisition, 2 writes per
 //     new item, 1 call per duplicate or contended delivery, one batch send
-//     per 10 items of fan-out.
+//     per 10 items of fan-out. A refused acquisition is counted twice: on
+//     the lease port alone (1 write), and as shipped, through
+//     contention.Counting, which adds 1 write of the contention record.
 //  2. Lease acquire and release latency (p50, p99) and throughput with 1, 8
 //     and 64 contenders on one job, against raw conditional writes of new
 //     records (PutItem with attribute_not_exists; SQLite INSERT … ON

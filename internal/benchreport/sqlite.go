@@ -84,6 +84,7 @@ func openSQLite(ctx context.Context, path string) (env *Env, err error) {
 	counted.Ledger = CountedLedger{Store: plain.Ledger, Tally: tally}
 	counted.Work = CountedQueue{Queue: plain.Work, Tally: tally}
 	counted.DeadLetter = CountedQueue{Queue: plain.DeadLetter, Tally: tally}
+	counted.Contention = CountedContention{Store: plain.Contention, Tally: tally}
 
 	return &Env{
 		Backend: counted,

@@ -51,6 +51,11 @@ type env struct {
 func commands() []command {
 	return []command{
 		{"run", "run the job's ticks end to end (--once: one tick, then a report)", runCmd},
+		{"status", "show leases, recent runs, item states and staleness", statusCmd},
+		{"replay", "run a tick, a range of ticks (backfill) or an item again", replayCmd},
+		{"dlq", "list and redrive the dead-letter queue", dlqCmd},
+		{"lease", "show a job's lease; release one whose holder is dead", leaseCmd},
+		{"cancel", "cancel a run's items (or one item) that are not terminal", cancelCmd},
 		{"invoke", "run a Lambda function's handler on an event file, in-process", invokeCmd},
 		{"setup", "create the DynamoDB table and SQS queues (with redrive) for --backend aws", setupCmd},
 	}
@@ -111,8 +116,16 @@ Run 'baton <command> --help' for a command's flags.
 The embedded store is a SQLite file (default var/baton.db); several baton
 processes may use it at once.
 
-Exit status: 0 success, 1 failed outcome (e.g. an item ended DEAD),
-2 bad usage or input.
+Exit status:
+  0  success, or nothing to do (a finished tick replayed without --force,
+     a lease already free)
+  1  the command ran but the outcome is a failure: an item ended DEAD, a
+     run did not settle within --timeout, an operation was refused (a live
+     lease, a terminal item, the job's lease held by another coordinator),
+     a backfill stopped early (run the same command again to resume)
+  2  bad usage or input: unknown command, flag, job, run or asset; a bad or
+     future time; an inverted range or one with too many ticks
+See RUNBOOK.md for the operator's procedures.
 `)
 }
 

@@ -52,6 +52,9 @@ func setupCmd(ctx context.Context, e *env, args []string) error {
 	case p.Visibility < time.Second:
 		return usagef("--visibility must be at least 1s, got %s", p.Visibility)
 	}
+	if _, err := lookupJob(knownJobs(), job); err != nil {
+		return usagef("--job: %v", err)
+	}
 	endpoints, err := a.endpoints()
 	if err != nil {
 		return err

@@ -16,6 +16,7 @@ import (
 
 	"github.com/batonhq/baton/internal/bars"
 	"github.com/batonhq/baton/internal/consumer"
+	"github.com/batonhq/baton/internal/contention"
 	"github.com/batonhq/baton/internal/coordinator"
 	"github.com/batonhq/baton/internal/job"
 	"github.com/batonhq/baton/internal/lease"
@@ -45,6 +46,9 @@ type Backend struct {
 	// message (a long poll); 0 means 500ms.
 	ReceiveWait time.Duration
 	Close       func() error
+	// Contention, optional, counts refused lease acquisitions for
+	// operators; New wraps Leases so that the coordinator records them.
+	Contention contention.Store
 }
 
 // Options tune an Engine.
@@ -92,7 +96,7 @@ func New(b Backend, o Options) (*Engine, error) {
 	}
 	e := &Engine{backend: b, opts: o}
 	e.Coordinator = &coordinator.Coordinator{
-		Leases: b.Leases, Ledger: b.Ledger, Queue: b.Work, Jobs: o.Catalog,
+		Leases: contention.Counting(b.Leases, b.Contention, o.Logger), Ledger: b.Ledger, Queue: b.Work, Jobs: o.Catalog,
 		Owner: o.Owner + "/coordinator", NowFunc: o.NowFunc, Logger: o.Logger,
 	}
 	e.Consumer = &consumer.Consumer{

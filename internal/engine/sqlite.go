@@ -44,6 +44,7 @@ func OpenSQLite(ctx context.Context, path string) (Backend, error) {
 		Work:        work,
 		DeadLetter:  dlq,
 		MaxReceives: MaxReceives,
+		Contention:  sqlite.NewContentionStore(db),
 		Close:       db.Close,
 	}, nil
 }

@@ -13,6 +13,7 @@ import (
 
 	"github.com/batonhq/baton/internal/awsdynamodb"
 	"github.com/batonhq/baton/internal/awssqs"
+	"github.com/batonhq/baton/internal/contention"
 	"github.com/batonhq/baton/internal/jobs"
 )
 
@@ -47,15 +48,20 @@ func NewAWSClients(awsCfg aws.Config) AWSClients {
 // cfg.DLQURL when set), logging JSON to env.Stderr and metrics to
 // env.Stdout.
 func ParamsOnAWS(cfg Config, c AWSClients, env Env) HandlerParams {
+	logger := NewLogger(env.Stderr, cfg.LogLevel)
+	// Refused acquisitions are also counted in the table, for operators
+	// (baton status); the metric alone is not visible there.
+	leases := contention.Counting(awsdynamodb.NewLeaseStore(c.DynamoDB, cfg.Table, nil),
+		awsdynamodb.NewContentionStore(c.DynamoDB, cfg.Table, nil), logger)
 	p := HandlerParams{
 		Job:         cfg.Job,
 		Jobs:        jobs.Catalog(awsdynamodb.NewBarsStore(c.DynamoDB, cfg.Table, nil), nil),
-		Leases:      awsdynamodb.NewLeaseStore(c.DynamoDB, cfg.Table, nil),
+		Leases:      leases,
 		Ledger:      awsdynamodb.NewLedgerStore(c.DynamoDB, cfg.Table, nil),
 		Queue:       awssqs.New(c.SQS, cfg.QueueURL, nil),
 		MaxReceives: cfg.MaxReceives,
 		TriggerSkew: cfg.TriggerSkew,
-		Logger:      NewLogger(env.Stderr, cfg.LogLevel),
+		Logger:      logger,
 		Metrics:     env.Stdout,
 	}
 	if cfg.DLQURL != "" {

@@ -108,7 +108,15 @@ func (p *Poller) Run(ctx context.Context) error {
 // so a batch in flight finishes within its deadline when ctx ends.
 func (p *Poller) Poll(ctx context.Context) (int, error) {
 	batch, timeout, visibility, wait := p.settings()
-	msgs, err := p.Receiver.Receive(ctx, queue.ReceiveParams{Max: batch, Visibility: visibility, Wait: wait, Now: p.now()})
+	// The receive runs under a context that ctx's end does not cancel: a
+	// long poll abandoned half-way may still take messages on the server
+	// (SQS does, and so does the local SQS server), which would then stay
+	// hidden for the whole visibility timeout with nobody to handle them.
+	// It ends by itself after wait; its messages are handled as any batch
+	// in flight.
+	rctx, rcancel := context.WithTimeout(context.WithoutCancel(ctx), wait+receiveSlack)
+	msgs, err := p.Receiver.Receive(rctx, queue.ReceiveParams{Max: batch, Visibility: visibility, Wait: wait, Now: p.now()})
+	rcancel()
 	if err != nil {
 		return 0, fmt.Errorf("receive: %w", err)
 	}
@@ -177,6 +185,9 @@ func (p *Poller) delete(ctx context.Context, msgs []queue.Delivery) []error {
 	}
 	return errs
 }
+
+// receiveSlack bounds a receive beyond its long-poll wait.
+const receiveSlack = 10 * time.Second
 
 // ackTimeout bounds the deletes and visibility changes after a batch.
 const ackTimeout = 10 * time.Second

@@ -21,10 +21,21 @@ type fakeQueue struct {
 	deleted  []string
 	retried  map[string]time.Duration
 	receives int
-	ctxCheck bool // Delete fails on a done context, as a network call would
+	ctxCheck bool // Delete and Receive fail on a done context, as network calls would
+	// hold, when set, keeps Receive waiting until it is closed (a long
+	// poll); entered is closed when the first such Receive starts.
+	hold, entered chan struct{}
+	enter         sync.Once
 }
 
-func (q *fakeQueue) Receive(_ context.Context, p queue.ReceiveParams) ([]queue.Delivery, error) {
+func (q *fakeQueue) Receive(ctx context.Context, p queue.ReceiveParams) ([]queue.Delivery, error) {
+	if q.hold != nil {
+		q.enter.Do(func() { close(q.entered) })
+		<-q.hold
+	}
+	if q.ctxCheck && ctx.Err() != nil {
+		return nil, ctx.Err()
+	}
 	q.mu.Lock()
 	defer q.mu.Unlock()
 	q.receives++
@@ -198,4 +209,28 @@ func TestPollBatchDeleteFailures(t *testing.T) {
 	require.ErrorIs(t, err, errBroken)
 	require.ErrorContains(t, err, "delete m1")
 	require.Equal(t, []string{"r0", "r2"}, q.deleted)
+}
+
+// A long poll in flight when the poller is stopped is not abandoned: its
+// messages would stay hidden on the server with nobody to handle them.
+func TestRunFinishesTheReceiveInFlight(t *testing.T) {
+	t.Parallel()
+	q := newFake(2)
+	q.ctxCheck, q.hold, q.entered = true, make(chan struct{}), make(chan struct{})
+	ctx, cancel := context.WithCancel(t.Context())
+	var handled []string
+	p := &Poller{Receiver: q, Wait: time.Second, Handle: func(_ context.Context, _ time.Time, msgs []queue.Delivery) []string {
+		for _, m := range msgs {
+			handled = append(handled, m.MessageID)
+		}
+		return nil
+	}}
+	done := make(chan error, 1)
+	go func() { done <- p.Run(ctx) }()
+	<-q.entered
+	cancel()      // stopped while the receive waits
+	close(q.hold) // the long poll returns messages after all
+	require.NoError(t, <-done)
+	require.Equal(t, []string{"m0", "m1"}, handled)
+	require.Equal(t, []string{"r0", "r1"}, q.deleted)
 }

@@ -4,13 +4,20 @@
 // # Semantics
 //
 // The database runs in WAL mode with a busy timeout, so several processes
-// may share one file (baton run and baton status at once). Every write is
-// one conditional statement, or one all-or-nothing sequence, on one record,
-// which gives the same conditional-write semantics as the DynamoDB adapter.
-// The writes of one process run one after the other on one goroutine, and
-// those queued at the same time commit together (see writer.go): each
-// takes effect before its call returns, and a failed commit fails them
-// all. The schema is embedded and migrated on Open.
+// may share one file (baton run and baton status at once). Every write of
+// the lease, ledger, bars and contention stores is one conditional
+// statement, or one all-or-nothing sequence, on one record, which gives the
+// same conditional-write semantics as the DynamoDB adapter. Queue writes
+// touch many rows, as SQS calls touch many messages: a batch send inserts
+// up to 10 messages in one statement; a receive hides up to 10 messages,
+// and moves those past their receive limit to the dead-letter queue, in one
+// all-or-nothing write; a move (redrive) updates every message it moves in
+// one statement; a delete is one statement on up to 10 messages, a
+// visibility change one statement on one message. The writes of one
+// process run one after the other on one goroutine, and those queued at
+// the same time commit together (see writer.go): each takes effect before
+// its call returns, and a failed commit fails them all. The schema is
+// embedded and migrated on Open.
 //
 // # Errors
 //

@@ -39,13 +39,8 @@ type writeJob struct {
 	ctx    context.Context
 	fn     writeFunc
 	atomic bool
-	err    error // fn's own
-	result error // what the caller gets
-	// done is locked by the caller when it queues the job and unlocked by
-	// the writer once result is set. (A mutex rather than a channel: the
-	// caller may run in a synctest bubble that the writer is not in, and a
-	// bubble's channels are its own.)
-	done sync.Mutex
+	err    error      // fn's own
+	done   chan error // takes the caller's result; one of the writer's
 }
 
 // errClosed is the error of a write queued after Close.
@@ -58,10 +53,25 @@ type writer struct {
 	quit     chan struct{}
 	stopped  chan struct{}
 	stopOnce sync.Once
+	// free holds the channels that carry results back to callers, made
+	// with the writer: a caller in a synctest bubble the writer is not in
+	// (a database opened outside a test's bubble) may use them, where the
+	// writer could not send on a channel made in the bubble. A write waits
+	// for one when maxWaiting writes are under way.
+	free chan chan error
 }
 
+// maxWaiting bounds the writes under way at once.
+const maxWaiting = 256
+
 func startWriter(db *sql.DB) *writer {
-	w := &writer{db: db, jobs: make(chan *writeJob), quit: make(chan struct{}), stopped: make(chan struct{})}
+	w := &writer{
+		db: db, jobs: make(chan *writeJob), quit: make(chan struct{}), stopped: make(chan struct{}),
+		free: make(chan chan error, maxWaiting),
+	}
+	for range maxWaiting {
+		w.free <- make(chan error, 1)
+	}
 	go w.run()
 	return w
 }
@@ -89,7 +99,7 @@ func (w *writer) run() {
 func (w *writer) group(first *writeJob) {
 	tx, err := w.db.BeginTx(context.Background(), nil) // IMMEDIATE (see Open)
 	if err != nil {
-		first.finish(err)
+		first.done <- err
 		return
 	}
 	jobs := []*writeJob{first}
@@ -112,19 +122,13 @@ func (w *writer) group(first *writeJob) {
 	for _, j := range jobs {
 		switch {
 		case j.err != nil:
-			j.finish(j.err)
+			j.done <- j.err
 		case err != nil:
-			j.finish(fmt.Errorf("commit: %w", err))
+			j.done <- fmt.Errorf("commit: %w", err)
 		default:
-			j.finish(nil)
+			j.done <- nil
 		}
 	}
-}
-
-// finish hands the job's result to its caller.
-func (j *writeJob) finish(result error) {
-	j.result = result
-	j.done.Unlock()
 }
 
 // runJob runs j in tx, under a savepoint when j is atomic, and reports
@@ -181,15 +185,21 @@ func (d *DB) writeAtomic(ctx context.Context, fn writeFunc) error {
 }
 
 func (d *DB) submit(ctx context.Context, fn writeFunc, atomic bool) error {
-	j := &writeJob{ctx: ctx, fn: fn, atomic: atomic}
-	j.done.Lock()
+	w := d.writer
+	var done chan error
 	select {
-	case d.writer.jobs <- j:
+	case done = <-w.free:
 	case <-ctx.Done():
 		return ctx.Err()
-	case <-d.writer.quit:
+	}
+	defer func() { w.free <- done }()
+	j := &writeJob{ctx: ctx, fn: fn, atomic: atomic, done: done}
+	select {
+	case w.jobs <- j:
+	case <-ctx.Done():
+		return ctx.Err()
+	case <-w.quit:
 		return errClosed
 	}
-	j.done.Lock() // until finish
-	return j.result
+	return <-done
 }

@@ -45,16 +45,11 @@ func keys(t *testing.T, db *DB) []string {
 // pending returns a job as submit makes it, for a test that runs a group
 // by hand.
 func pending(ctx context.Context, fn writeFunc, atomic bool) *writeJob {
-	j := &writeJob{ctx: ctx, fn: fn, atomic: atomic}
-	j.done.Lock()
-	return j
+	return &writeJob{ctx: ctx, fn: fn, atomic: atomic, done: make(chan error, 1)}
 }
 
 // wait returns the job's result once the writer finished it.
-func (j *writeJob) wait() error {
-	j.done.Lock()
-	return j.result
-}
+func (j *writeJob) wait() error { return <-j.done }
 
 // groupOf runs first and the queued jobs as one group on a writer of db
 // whose queue holds queued, and returns what stays queued.

@@ -1,0 +1,225 @@
+package cli
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"text/tabwriter"
+	"time"
+
+	"github.com/batonhq/baton/internal/engine"
+	"github.com/batonhq/baton/internal/job"
+	"github.com/batonhq/baton/internal/ledger"
+)
+
+const dlqAbout = `Inspect and redrive the dead-letter queue.
+
+A message lands there when its item failed on every delivery up to the
+queue's limit, or when it is not a baton item message at all. Every item
+message carries its idempotency key in its body, so a redriven message for
+an item that meanwhile SUCCEEDED (or ended DEAD or CANCELLED) is
+acknowledged without running again; only items still FAILED, RUNNING past
+their lease, or never claimed run. To re-run a DEAD item, replay it
+('baton replay item --force').`
+
+func dlqCmd(ctx context.Context, e *env, args []string) error {
+	return dispatch(ctx, e, "dlq", dlqAbout, []subcommand{
+		{"list", "dead letters: decoded key, item state, receives, last error, age", dlqListCmd},
+		{"redrive", "move dead letters back to the work queue", dlqRedriveCmd},
+	}, args)
+}
+
+const dlqListSynopsis = `dlq list [--max N] [--json] [flags]
+
+Lists the dead-letter queue's messages without consuming them: the item
+key decoded from the body (or why the body is not an item message), the
+item's state in the ledger and what a redrive would do with it, the
+receive count, the last error (the reason the consumer attached, else the
+item's last failure), and the message's age.
+
+On SQS a message can only be seen by receiving it: listing counts as one
+receive of each message shown (the dead-letter queue has no redrive
+limit, so nothing moves because of it). The embedded queue restarts a
+message's receive count when it moves, so there it counts receives in the
+dead-letter queue only; ATTEMPTS (from the ledger) is the item's claims.`
+
+// deadLetter is one row of dlq list.
+type deadLetter struct {
+	MessageID    string    `json:"message_id"`
+	Key          string    `json:"key,omitempty"`
+	Malformed    string    `json:"malformed,omitempty"` // why the body is not an item message
+	ItemState    string    `json:"item_state,omitempty"`
+	Attempts     int       `json:"attempts"`
+	ReceiveCount int       `json:"receive_count"`
+	LastError    string    `json:"last_error,omitempty"`
+	SentAt       time.Time `json:"sent_at"`
+	AgeSeconds   float64   `json:"age_seconds"`
+	OnRedrive    string    `json:"on_redrive"`
+}
+
+func dlqListCmd(ctx context.Context, e *env, args []string) error {
+	var common backendFlags
+	var limit int
+	var asJSON bool
+	fs := newFlagSet(e, "dlq list", dlqListSynopsis)
+	common.register(fs)
+	fs.IntVar(&limit, "max", 100, "list at most this many messages")
+	fs.BoolVar(&asJSON, "json", false, "print JSON")
+	if err := parseFlags(fs, args); err != nil {
+		return err
+	}
+	if limit < 1 {
+		return usagef("--max must be at least 1, got %d", limit)
+	}
+	b, err := common.open(ctx)
+	if err != nil {
+		return err
+	}
+	defer b.Close()
+	if b.DeadLetter == nil {
+		return fmt.Errorf("the %s backend has no dead-letter queue configured", b.Name)
+	}
+	msgs, err := queueOps(b.DeadLetter).Peek(ctx, limit)
+	if err != nil {
+		return fmt.Errorf("list dead letters: %w", err)
+	}
+	now := time.Now().UTC()
+	rows := make([]deadLetter, 0, len(msgs))
+	for _, m := range msgs {
+		row, err := describeDeadLetter(ctx, b.Ledger, m, now)
+		if err != nil {
+			return err
+		}
+		rows = append(rows, row)
+	}
+	if asJSON {
+		enc := json.NewEncoder(e.stdout)
+		enc.SetIndent("", "  ")
+		return enc.Encode(struct {
+			Backend  string       `json:"backend"`
+			Now      time.Time    `json:"now"`
+			Messages []deadLetter `json:"messages"`
+		}{b.Name, now, rows})
+	}
+	if len(rows) == 0 {
+		fmt.Fprintln(e.stdout, "the dead-letter queue is empty")
+		return nil
+	}
+	tw := tabwriter.NewWriter(e.stdout, 0, 0, 2, ' ', 0)
+	fmt.Fprintln(tw, "MESSAGE\tKEY\tITEM\tATTEMPTS\tRECEIVES\tAGE\tON REDRIVE\tLAST ERROR")
+	for _, r := range rows {
+		key, state := r.Key, r.ItemState
+		if r.Malformed != "" {
+			key, state = "(malformed)", "-"
+		}
+		fmt.Fprintf(tw, "%s\t%s\t%s\t%d\t%d\t%s\t%s\t%s\n", r.MessageID, key, state, r.Attempts, r.ReceiveCount,
+			ago(time.Duration(r.AgeSeconds*float64(time.Second))), r.OnRedrive, oneLine(r.LastError, 100))
+	}
+	tw.Flush()
+	fmt.Fprintf(e.stdout, "%d message(s); 'baton dlq redrive' moves them back to the work queue\n", len(rows))
+	return nil
+}
+
+// describeDeadLetter decodes m and looks its item up.
+func describeDeadLetter(ctx context.Context, l ledger.Store, m engine.QueuedMessage, now time.Time) (deadLetter, error) {
+	row := deadLetter{MessageID: m.MessageID, ReceiveCount: m.ReceiveCount, SentAt: m.SentAt.UTC(),
+		AgeSeconds: now.Sub(m.SentAt).Seconds(), LastError: m.Attributes[job.AttrError]}
+	msg, err := job.DecodeMessage(m.Body)
+	if err != nil {
+		row.Malformed = err.Error()
+		if row.LastError == "" {
+			row.LastError = err.Error()
+		}
+		row.OnRedrive = "rejected again (malformed)"
+		return row, nil
+	}
+	key, _ := msg.ItemKey() // DecodeMessage checked it
+	row.Key = key.String()
+	it, err := l.GetItem(ctx, key)
+	switch {
+	case errors.Is(err, ledger.ErrNotFound):
+		row.ItemState, row.OnRedrive = pending, "runs"
+		return row, nil
+	case err != nil:
+		return row, fmt.Errorf("look up %s: %w", key, err)
+	}
+	row.ItemState, row.Attempts = string(it.State), it.Attempt
+	if row.LastError == "" {
+		row.LastError = it.Error
+	}
+	switch {
+	case it.State.Terminal():
+		row.OnRedrive = "acknowledged, not re-run"
+	case it.State == ledger.ItemRunning && !stuck(it, 0, now):
+		row.OnRedrive = "retried after the live claim"
+	default:
+		row.OnRedrive = "runs"
+	}
+	return row, nil
+}
+
+// oneLine shortens s to one line of at most n runes.
+func oneLine(s string, n int) string {
+	r := []rune(s)
+	for i, c := range r {
+		if c == '\n' || c == '\r' {
+			r = r[:i]
+			break
+		}
+	}
+	if len(r) > n {
+		return string(r[:n-1]) + "…"
+	}
+	return string(r)
+}
+
+const dlqRedriveSynopsis = `dlq redrive [--max N] [flags]
+
+Moves dead letters back to the work queue, oldest first (all of them, or at
+most N). Each keeps its body, and so its idempotency key: items that
+meanwhile SUCCEEDED, ended DEAD or were CANCELLED are acknowledged without
+running; the others run. A message that fails again dead-letters again.
+
+On SQS without --max this starts SQS's message-move task (the console's
+"redrive") and waits for it; with --max, and on the embedded store, messages
+are moved directly (on SQS: received, sent, then deleted, so a failure in
+between leaves a duplicate the consumer absorbs, never a loss).
+'baton dlq list' shows beforehand what each message will do.`
+
+func dlqRedriveCmd(ctx context.Context, e *env, args []string) error {
+	var common backendFlags
+	var limit int
+	fs := newFlagSet(e, "dlq redrive", dlqRedriveSynopsis)
+	common.register(fs)
+	fs.IntVar(&limit, "max", 0, "move at most this many messages (0: all)")
+	if err := parseFlags(fs, args); err != nil {
+		return err
+	}
+	if limit < 0 {
+		return usagef("--max must not be negative, got %d", limit)
+	}
+	b, err := common.open(ctx)
+	if err != nil {
+		return err
+	}
+	defer b.Close()
+	if b.DeadLetter == nil {
+		return fmt.Errorf("the %s backend has no dead-letter queue configured", b.Name)
+	}
+	n, err := queueOps(b.DeadLetter).MoveTo(ctx, b.Work, limit)
+	if n > 0 || err == nil {
+		fmt.Fprintf(e.stdout, "moved %d message(s) from the dead-letter queue to the work queue; items already terminal are acknowledged without running\n", n)
+	}
+	if err != nil {
+		return fmt.Errorf("redrive stopped after %d message(s): %w", n, err)
+	}
+	if d, err := queueOps(b.DeadLetter).Depth(ctx); err == nil && d.Total() > 0 {
+		approx := ""
+		if d.Approximate {
+			approx = " (approximate)"
+		}
+		fmt.Fprintf(e.stdout, "%d message(s) left in the dead-letter queue%s (in flight or beyond --max)\n", d.Total(), approx)
+	}
+	return nil
+}

@@ -1,0 +1,228 @@
+package cli
+
+import (
+	"bufio"
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io"
+	"os"
+	"strings"
+	"time"
+
+	"github.com/batonhq/baton/internal/lease"
+)
+
+const leaseAbout = `Inspect and, with guardrails, release a job's coordinator lease.
+
+A lease that expired needs no action: the next trigger takes it over at
+once with a higher fence. Release exists for the rare case where waiting is
+not an option; it never deletes the record (the fence counter stays), so
+writes of the old holder conditioned on its fence keep being refused.`
+
+func leaseCmd(ctx context.Context, e *env, args []string) error {
+	return dispatch(ctx, e, "lease", leaseAbout, []subcommand{
+		{"show", "the lease record: holder, fence, expiry, contention", leaseShowCmd},
+		{"release", "release a lease whose holder is dead (refuses a live one)", leaseReleaseCmd},
+	}, args)
+}
+
+const leaseShowSynopsis = `lease show [--job J] [--json] [flags]
+
+Prints the job's lease: holder, fence, acquisition and expiry times, whether
+it is held, expired (the next acquisition takes it over, clock-skew
+allowance included) or free, and how many acquisitions were refused.`
+
+func leaseShowCmd(ctx context.Context, e *env, args []string) error {
+	var common backendFlags
+	var asJSON bool
+	fs := newFlagSet(e, "lease show", leaseShowSynopsis)
+	common.register(fs)
+	fs.BoolVar(&asJSON, "json", false, "print JSON")
+	if err := parseFlags(fs, args); err != nil {
+		return err
+	}
+	j, err := lookupJob(knownJobs(), common.job)
+	if err != nil {
+		return err
+	}
+	b, err := common.open(ctx)
+	if err != nil {
+		return err
+	}
+	defer b.Close()
+	now := time.Now().UTC()
+	l, err := readLease(ctx, b, j.Name, j.Limits.ClockSkew, now)
+	if err != nil {
+		return err
+	}
+	if asJSON {
+		enc := json.NewEncoder(e.stdout)
+		enc.SetIndent("", "  ")
+		return enc.Encode(struct {
+			Job   string       `json:"job"`
+			Now   time.Time    `json:"now"`
+			Skew  float64      `json:"skew_seconds"`
+			Lease *leaseStatus `json:"lease"`
+		}{j.Name, now, j.Limits.ClockSkew.Seconds(), l})
+	}
+	fmt.Fprintf(e.stdout, "job %s, %s store %s, at %s (clock-skew allowance %s)\n", j.Name, b.Name, common.where(), rfc(now), j.Limits.ClockSkew)
+	printLease(e.stdout, l, now)
+	if l != nil && l.Owner != "" {
+		fmt.Fprintf(e.stdout, "acquired %s; to release (only if its holder is dead): baton lease release --job %s --owner '%s' --fence %d\n",
+			rfcPtr(l.AcquiredAt), j.Name, l.Owner, l.Fence)
+	}
+	return nil
+}
+
+const leaseReleaseSynopsis = `lease release --job J --owner O --fence F [--force-live ...] [flags]
+
+Releases the job's lease held by owner O with fence F, as 'baton lease show'
+printed them. Owner and fence must match the live record, or nothing
+happens: the lease changed hands since you looked.
+
+  expired lease   taken over by this command with one conditional write
+                  (refused if the holder renewed in between), then released:
+                  the fence moves to F+1, so late writes of the dead holder
+                  are refused, and the lease is free.
+  live lease      refused. Its owner may be slow, not dead; releasing it
+                  lets a second coordinator run beside it. Only with
+                  --force-live, and a confirmation: either
+                  --yes-i-know-the-owner-is-alive or typing the owner's name
+                  at the prompt (when stdin is a terminal), the lease is
+                  released as it is (fence F stays; the next acquisition
+                  gets F+1).
+
+Exit status 0 when the lease ends up released (or was already free), 1 when
+the release is refused, 2 for bad usage.`
+
+type leaseReleaseFlags struct {
+	common    backendFlags
+	owner     string
+	fence     int64
+	forceLive bool
+	yes       bool
+}
+
+func leaseReleaseCmd(ctx context.Context, e *env, args []string) error {
+	var f leaseReleaseFlags
+	fs := newFlagSet(e, "lease release", leaseReleaseSynopsis)
+	f.common.register(fs)
+	fs.StringVar(&f.owner, "owner", "", "the holder to release, exactly as 'baton lease show' prints it")
+	fs.Int64Var(&f.fence, "fence", 0, "the holder's fence, as 'baton lease show' prints it")
+	fs.BoolVar(&f.forceLive, "force-live", false, "release even though the lease is live (needs a confirmation)")
+	fs.BoolVar(&f.yes, "yes-i-know-the-owner-is-alive", false, "with --force-live: confirm without a prompt")
+	if err := parseFlags(fs, args); err != nil {
+		return err
+	}
+	switch {
+	case f.owner == "":
+		return usagef("--owner is required ('baton lease show' prints it)")
+	case !given(fs, "fence") || f.fence < 1:
+		return usagef("--fence is required, a positive number ('baton lease show' prints it)")
+	case f.yes && !f.forceLive:
+		return usagef("--yes-i-know-the-owner-is-alive goes with --force-live")
+	}
+	j, err := lookupJob(knownJobs(), f.common.job)
+	if err != nil {
+		return err
+	}
+	b, err := f.common.open(ctx)
+	if err != nil {
+		return err
+	}
+	defer b.Close()
+
+	skew := j.Limits.ClockSkew
+	now := time.Now()
+	l, err := b.Leases.Inspect(ctx, j.Name)
+	if errors.Is(err, lease.ErrNotFound) {
+		return fmt.Errorf("refused: job %s has no lease record (its coordinator never ran)", j.Name)
+	}
+	if err != nil {
+		return err
+	}
+	if l.Owner == "" {
+		fmt.Fprintf(e.stdout, "lease of %s is already free (fence %d); nothing to do\n", j.Name, l.Fence)
+		return nil
+	}
+	if l.Owner != f.owner || l.Fence != f.fence {
+		return fmt.Errorf("refused: the lease of %s is held by %q with fence %d, not %q with fence %d; it changed hands since you looked ('baton lease show --job %s')",
+			j.Name, l.Owner, l.Fence, f.owner, f.fence, j.Name)
+	}
+
+	if l.Held(now, skew) {
+		if !f.forceLive {
+			return fmt.Errorf("refused: %q holds the lease of %s until %s (%s from now, clock-skew allowance %s included) and may be alive; "+
+				"an expired lease is taken over at once by the next trigger, so waiting is safe. "+
+				"If you are sure the holder is dead, add --force-live", l.Owner, j.Name, rfc(l.ExpiresAt), ago(l.ExpiresAt.Add(skew).Sub(now)), skew)
+		}
+		if !f.yes {
+			if err := confirmOwner(e, l); err != nil {
+				return err
+			}
+		}
+		if err := b.Leases.Release(ctx, lease.ReleaseParams{Job: j.Name, Owner: l.Owner, Fence: l.Fence}); err != nil {
+			if errors.Is(err, lease.ErrNotHolder) {
+				return fmt.Errorf("refused: the lease changed hands during the release (%v); nothing released", err)
+			}
+			return err
+		}
+		fmt.Fprintf(e.stdout, "released the LIVE lease of %s held by %q (fence %d, was live until %s); "+
+			"the fence stays %d and the next acquisition gets %d. If the holder was alive, it still runs and its lease renewals will fail.\n",
+			j.Name, l.Owner, l.Fence, rfc(l.ExpiresAt), l.Fence, l.Fence+1)
+		return nil
+	}
+
+	// Expired: take it over (one conditional write, refused if the holder
+	// renewed meanwhile), then release the takeover.
+	op := "operator:" + operatorOwner()
+	got, err := b.Leases.Acquire(ctx, lease.AcquireParams{Job: j.Name, Owner: op, TTL: 30 * time.Second, Now: time.Now(), Skew: skew})
+	var held *lease.HeldError
+	if errors.As(err, &held) {
+		return fmt.Errorf("refused: the lease of %s is live again, held by %q (fence %d) until %s; nothing released",
+			j.Name, held.Holder.Owner, held.Holder.Fence, rfc(held.Holder.ExpiresAt))
+	}
+	if err != nil {
+		return fmt.Errorf("take over the expired lease: %w", err)
+	}
+	if err := b.Leases.Release(ctx, lease.ReleaseParams{Job: j.Name, Owner: op, Fence: got.Fence}); err != nil {
+		return fmt.Errorf("took over the expired lease as %q (fence %d) but could not release it (it expires at %s): %w", op, got.Fence, rfc(got.ExpiresAt), err)
+	}
+	if got.Fence != l.Fence+1 {
+		fmt.Fprintf(e.stdout, "the lease of %s changed hands after you looked (fence %d then, %d now), and %q no longer held it; "+
+			"took it over as fence %d and released it: it is free\n", j.Name, l.Fence, got.Fence-1, l.Owner, got.Fence)
+		return nil
+	}
+	fmt.Fprintf(e.stdout, "released the expired lease of %s: %q (fence %d, expired %s, %s ago) was taken over as fence %d and released; "+
+		"late writes conditioned on fence %d are refused; the lease is free\n",
+		j.Name, l.Owner, l.Fence, rfc(l.ExpiresAt), ago(time.Since(l.ExpiresAt)), got.Fence, l.Fence)
+	return nil
+}
+
+// confirmOwner asks the operator to type the owner's name, when stdin is
+// a terminal; anything else refuses.
+func confirmOwner(e *env, l lease.Lease) error {
+	in := os.Stdin
+	if !isTerminal(in) {
+		return usagef("--force-live needs a confirmation: add --yes-i-know-the-owner-is-alive (stdin is not a terminal to ask)")
+	}
+	fmt.Fprintf(e.stderr, "%q holds the lease of %s until %s and may be alive.\nReleasing it lets a second coordinator run beside it.\nType the owner's name to release it anyway: ",
+		l.Owner, l.Job, rfc(l.ExpiresAt))
+	line, err := bufio.NewReader(in).ReadString('\n')
+	if err != nil && !errors.Is(err, io.EOF) {
+		return fmt.Errorf("read confirmation: %w", err)
+	}
+	if strings.TrimSpace(line) != l.Owner {
+		return errors.New("refused: the confirmation did not match the owner; nothing released")
+	}
+	return nil
+}
+
+// isTerminal reports whether f is a file open on a terminal (not merely a
+// character device: /dev/null is one too).
+func isTerminal(f any) bool {
+	file, ok := f.(*os.File)
+	return ok && file != nil && isTerminalFd(file.Fd())
+}

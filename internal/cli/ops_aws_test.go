@@ -1,0 +1,62 @@
+package cli
+
+import (
+	"context"
+	"fmt"
+	"testing"
+	"time"
+
+	"github.com/stretchr/testify/require"
+
+	"github.com/batonhq/baton/internal/awsbackend"
+	"github.com/batonhq/baton/internal/awsdynamodb"
+	"github.com/batonhq/baton/internal/awssqs"
+	"github.com/batonhq/baton/internal/emulator"
+	"github.com/batonhq/baton/internal/lambdaapp"
+)
+
+// newAWSFixture makes a table and a work queue with its dead-letter queue
+// on the emulators, and returns a fixture whose commands run with
+// --backend aws on them. The caller must have called awsEnv.
+func newAWSFixture(t *testing.T) *opsFixture {
+	t.Helper()
+	ddb, sqsEP := emulator.DynamoDB(t), emulator.SQS(t)
+	clients := lambdaapp.AWSClients{DynamoDB: emulator.DynamoDBClient(t), SQS: emulator.SQSClient(t)}
+	ctx := context.Background()
+	name := fmt.Sprintf("ops-%d", time.Now().UnixNano()%1e12)
+	require.NoError(t, awsdynamodb.CreateTable(ctx, clients.DynamoDB, name))
+	url, dlqURL, err := awssqs.EnsureQueues(ctx, clients.SQS, name, 5, 30*time.Second)
+	require.NoError(t, err)
+	b, err := awsbackend.Open(ctx, awsbackend.Params{Clients: clients, Table: name, QueueURL: url})
+	require.NoError(t, err)
+	require.NotNil(t, b.DeadLetter, "found through the redrive policy")
+	flags := []string{"--backend", "aws", "--dynamodb-endpoint", ddb.URL, "--sqs-endpoint", sqsEP.URL,
+		"--table", name, "--queue-url", url, "--dlq-url", dlqURL}
+	return newFixture(t, b, flags)
+}
+
+// TestOperatorCommandsOnAWS runs the checks both backends must pass on
+// the DynamoDB and SQS emulators, through --backend aws. Its subtests share
+// the process environment (the SDK's configuration chain), so they run
+// one after the other, each on its own table and queues.
+func TestOperatorCommandsOnAWS(t *testing.T) {
+	emulator.DynamoDB(t)
+	emulator.SQS(t)
+	awsEnv(t)
+	for _, tc := range []struct {
+		name string
+		body func(*testing.T, *opsFixture)
+	}{
+		{"backfill runs only ticks not done", testBackfillRunsOnlyTicksNotDone},
+		{"redrive of a succeeded item does not re-run it", testRedrive},
+		{"forced release refused for a live owner", testLeaseReleaseRefusesLiveOwner},
+		{"lease show and release of an expired lease", testLeaseReleaseExpired},
+		{"cancel", testCancel},
+		{"replay item, with --force", testReplayItem},
+		{"bounded redrive (receive, send, delete)", testRedriveMax},
+		{"status --json matches the ledger", testStatusJSONMatchesLedger},
+		{"status finds stuck items past --runs", testStatusFindsStuckItemsPastRuns},
+	} {
+		t.Run(tc.name, func(t *testing.T) { tc.body(t, newAWSFixture(t)) })
+	}
+}

@@ -1,0 +1,445 @@
+package cli
+
+import (
+	"context"
+	"errors"
+	"flag"
+	"fmt"
+	"sync"
+	"time"
+
+	"github.com/batonhq/baton/internal/coordinator"
+	"github.com/batonhq/baton/internal/engine"
+	"github.com/batonhq/baton/internal/job"
+	"github.com/batonhq/baton/internal/lease"
+	"github.com/batonhq/baton/internal/ledger"
+)
+
+const replayAbout = `Run ticks and items again, through the same coordinator and consumer code
+as the schedule. Replays are idempotent: a tick whose run finished is not
+run again, and an item already SUCCEEDED is not processed again, unless
+--force asks for a new generation.
+
+On the embedded store, replay runs consumers in this process while it waits,
+since there may be no other (a 'baton run' consuming at the same time is
+fine); with --backend aws the deployed consumers process the messages and
+replay only waits (--consumers adds some in this process).`
+
+func replayCmd(ctx context.Context, e *env, args []string) error {
+	return dispatch(ctx, e, "replay", replayAbout, []subcommand{
+		{"tick", "run one tick again (--force: as a new generation)", replayTickCmd},
+		{"range", "backfill every tick of a time range, oldest first", replayRangeCmd},
+		{"item", "run one item of a run again (--force: as a new generation)", replayItemCmd},
+		{"event", "replay a Lambda event file through its handler, in process", replayEventCmd},
+	}, args)
+}
+
+// replayFlags are the flags every replay subcommand shares.
+type replayFlags struct {
+	common    backendFlags
+	consumers int
+	latency   time.Duration
+	timeout   time.Duration
+	wait      bool
+	leaseWait time.Duration
+	logLevel  string
+}
+
+func (f *replayFlags) register(fs *flag.FlagSet) {
+	f.common.register(fs)
+	fs.IntVar(&f.consumers, "consumers", -1, "batches consumed at once in this process while waiting (default: 4 on sqlite, 0 on aws, where the deployed consumers work)")
+	fs.DurationVar(&f.latency, "latency", 200*time.Millisecond, "simulated provider latency per asset of the reference job, for consumers in this process")
+	fs.DurationVar(&f.timeout, "timeout", 2*time.Minute, "give up waiting when no item has finished for this long")
+	fs.BoolVar(&f.wait, "wait", true, "wait for the runs to settle and report them (--wait=false: enqueue and exit)")
+	fs.DurationVar(&f.leaseWait, "lease-wait", 30*time.Second, "keep retrying a tick this long while another coordinator holds the job's lease")
+	fs.StringVar(&f.logLevel, "log", "warn", "log level on stderr: debug, info, warn, error")
+}
+
+func (f *replayFlags) check() error {
+	switch {
+	case f.consumers < -1:
+		return usagef("--consumers must not be negative, got %d", f.consumers)
+	case f.latency < 0:
+		return usagef("--latency must not be negative, got %s", f.latency)
+	case f.timeout <= 0:
+		return usagef("--timeout must be positive, got %s", f.timeout)
+	case f.leaseWait < 0:
+		return usagef("--lease-wait must not be negative, got %s", f.leaseWait)
+	}
+	return nil
+}
+
+// replayer is an open backend with an engine, and consumers when asked.
+type replayer struct {
+	b    engine.Backend
+	eng  *engine.Engine
+	j    job.Job
+	stop func()
+}
+
+// start opens the backend and the engine for job jobName; with consume,
+// it runs the in-process consumers until close.
+func (f *replayFlags) start(ctx context.Context, e *env, jobName string, consume bool) (*replayer, error) {
+	logger, err := newLogger(e.stderr, f.logLevel)
+	if err != nil {
+		return nil, err
+	}
+	b, catalog, err := openBackend(ctx, &f.common, f.latency)
+	if err != nil {
+		return nil, err
+	}
+	j, err := lookupJob(catalog, jobName)
+	if err != nil {
+		b.Close()
+		return nil, err
+	}
+	consumers := f.consumers
+	if consumers < 0 {
+		consumers = 0
+		if b.Name == "sqlite" {
+			consumers = 4
+		}
+	}
+	eng, err := engine.New(b, engine.Options{Catalog: catalog, Consumers: max(consumers, 1), Logger: logger, Owner: "replay:" + operatorOwner()})
+	if err != nil {
+		b.Close()
+		return nil, err
+	}
+	r := &replayer{b: b, eng: eng, j: j, stop: func() {}}
+	if consume && consumers > 0 {
+		cctx, cancel := context.WithCancel(context.WithoutCancel(ctx))
+		var wg sync.WaitGroup
+		wg.Go(func() { _ = eng.Consume(cctx) })
+		r.stop = func() { cancel(); wg.Wait() }
+	}
+	return r, nil
+}
+
+func (r *replayer) close() {
+	r.stop()
+	r.b.Close()
+}
+
+// trigger runs the coordinator for the tick at nominal until its fan-out
+// is complete (a fan-out stopped by the deadline or budget is resumed at
+// once), retrying while another coordinator holds the lease and the tick
+// is still pending, up to leaseWait. It returns the last summary: skipped
+// with Pending when the lease stayed held, skipped without Pending when
+// the tick was fanned out by someone else.
+func (r *replayer) trigger(ctx context.Context, nominal time.Time, force bool, leaseWait time.Duration) (coordinator.Summary, error) {
+	backoff := 100 * time.Millisecond
+	deadline := time.Now().Add(leaseWait)
+	for {
+		sum, err := r.eng.Trigger(ctx, r.j.Name, nominal, force)
+		if err != nil {
+			return sum, err
+		}
+		switch {
+		case sum.Outcome == coordinator.OutcomeSkipped && !sum.Pending:
+			return sum, nil // the tick is fanned out already: nothing to retry
+		case sum.Outcome == coordinator.OutcomeSkipped:
+			if time.Now().Add(backoff).After(deadline) {
+				return sum, nil
+			}
+		case sum.Stopped != "":
+			force = false // the new generation is open: resume it
+			backoff = 0
+		default:
+			return sum, nil
+		}
+		if err := sleep(ctx, backoff); err != nil {
+			return sum, err
+		}
+		backoff = min(max(2*backoff, 100*time.Millisecond), 5*time.Second)
+	}
+}
+
+// sleep waits d or until ctx is done.
+func sleep(ctx context.Context, d time.Duration) error {
+	if d <= 0 {
+		return ctx.Err()
+	}
+	t := time.NewTimer(d)
+	defer t.Stop()
+	select {
+	case <-ctx.Done():
+		return ctx.Err()
+	case <-t.C:
+		return nil
+	}
+}
+
+// heldError explains a skipped trigger.
+func heldError(sum coordinator.Summary) error {
+	if sum.Holder == nil {
+		return errors.New("the job's lease is held by another coordinator; try again")
+	}
+	h := sum.Holder
+	return fmt.Errorf("the job's lease is held by %q (fence %d) until %s: another coordinator is running this job; "+
+		"try again once it is done ('baton lease show --job %s')", h.Owner, h.Fence, rfc(h.ExpiresAt), sum.Job)
+}
+
+const replayTickSynopsis = `replay tick --job J --at T [--force] [flags]
+
+Runs the tick of job J at time T (RFC 3339; the schedule's latest tick at or
+before T) exactly as the schedule would: the coordinator takes the job's
+lease, opens or resumes the tick's run and fans it out; consumers process
+the items. A tick whose run is fanned out or finished is not run again
+(the command says so and exits 0); --force opens the tick's next generation
+and re-runs every item. T must not be in the future.
+
+Exit status: 0 when the run settles complete (or there was nothing to do),
+1 when an item ended DEAD, the run did not settle within --timeout, or
+another coordinator held the lease; 2 for bad usage or input.`
+
+func replayTickCmd(ctx context.Context, e *env, args []string) error {
+	var f replayFlags
+	var at string
+	var force bool
+	fs := newFlagSet(e, "replay tick", replayTickSynopsis)
+	f.register(fs)
+	fs.StringVar(&at, "at", "", "the tick's time, RFC 3339 (e.g. 2026-11-21T12:01:00Z)")
+	fs.BoolVar(&force, "force", false, "run the tick again as a new generation even if it already ran")
+	if err := parseFlags(fs, args); err != nil {
+		return err
+	}
+	if err := f.check(); err != nil {
+		return err
+	}
+	j, err := lookupJob(knownJobs(), f.common.job)
+	if err != nil {
+		return err
+	}
+	t, err := parseTime("at", at, time.Now())
+	if err != nil {
+		return err
+	}
+	nominal, err := nominalAt(j, t, "--at "+at)
+	if err != nil {
+		return err
+	}
+	r, err := f.start(ctx, e, j.Name, f.wait)
+	if err != nil {
+		return err
+	}
+	defer r.close()
+
+	sum, err := r.trigger(ctx, nominal, force, f.leaseWait)
+	if err != nil {
+		return err
+	}
+	fmt.Fprintf(e.stdout, "job %s, tick %s (%s store %s)\n", j.Name, rfc(nominal), r.b.Name, f.common.where())
+	if sum.Outcome == coordinator.OutcomeSkipped && sum.Pending {
+		return heldError(sum)
+	}
+	printSummary(e.stdout, sum)
+	if sum.Outcome == coordinator.OutcomeAlreadyFannedOut || sum.Outcome == coordinator.OutcomeSkipped {
+		run, err := r.eng.Coordinator.Settle(ctx, j.Name, nominal)
+		if err != nil {
+			return err
+		}
+		if run.State.Finished() {
+			printRun(e.stdout, run)
+			fmt.Fprintf(e.stdout, "nothing to do: the tick already ran (--force runs it again as generation %d)\n", run.ID.Generation+1)
+			return nil
+		}
+	}
+	if !f.wait {
+		if sum.Run.Generation > 0 {
+			fmt.Fprintf(e.stdout, "not waiting; 'baton status --run %s' follows it\n", sum.Run)
+		} else {
+			fmt.Fprintf(e.stdout, "not waiting; 'baton status --job %s' follows it\n", j.Name)
+		}
+		return nil
+	}
+	return waitAndReport(ctx, e, r, nominal, f.timeout)
+}
+
+// waitAndReport waits for the tick's run to settle and prints its items.
+func waitAndReport(ctx context.Context, e *env, r *replayer, nominal time.Time, timeout time.Duration) error {
+	run, items, err := waitSettled(ctx, r, nominal, timeout)
+	if err != nil && len(items) == 0 {
+		return err
+	}
+	fmt.Fprintln(e.stdout)
+	printItems(e.stdout, items, run.OpenedAt)
+	fmt.Fprintln(e.stdout)
+	printRun(e.stdout, run)
+	if err != nil {
+		fmt.Fprintf(e.stderr, "baton replay: %v\n", err)
+		return errFailed
+	}
+	if run.State != ledger.RunComplete {
+		return errFailed
+	}
+	return nil
+}
+
+// waitSettled waits until the tick's run is finished, or until no item
+// has become terminal for timeout.
+func waitSettled(ctx context.Context, r *replayer, nominal time.Time, timeout time.Duration) (ledger.Run, []ledger.Item, error) {
+	w := &settleWatch{r: r, stall: timeout}
+	w.add(nominal)
+	if err := w.wait(ctx, nil); err != nil {
+		run, items := w.last(nominal)
+		return run, items, err
+	}
+	run, items := w.last(nominal)
+	return run, items, nil
+}
+
+// nominalAt is the schedule's latest tick at or before t; given is how
+// the caller's input named t, for the error when there is none.
+func nominalAt(j job.Job, t time.Time, given string) (time.Time, error) {
+	s, err := scheduleOf(j)
+	if err != nil {
+		return time.Time{}, err
+	}
+	n := s.Prev(t)
+	if n.IsZero() {
+		return time.Time{}, usagef("job %s's schedule %s has no tick at or before %s", j.Name, j.Schedule, given)
+	}
+	return n, nil
+}
+
+const replayItemSynopsis = `replay item --run R --asset A [--force] [flags]
+
+Sends the message of item A of run R again, as the coordinator's fan-out
+(or, for a derived item, the fan-in) would: the consumer claims it with its
+idempotency key, so the item runs only if it is not terminal.
+
+  no record, FAILED, RUNNING past its lease (stuck)   enqueued; it runs
+  RUNNING under a live claim   refused (its worker may still finish);
+                               --force enqueues anyway (retried after it)
+  SUCCEEDED, DEAD, CANCELLED   nothing to do (exit 0) without --force.
+                               --force opens the tick's next generation:
+                               every other item's outcome is carried over
+                               unchanged, A runs again, and so do the
+                               derived items that take A as input.
+
+R must be the tick's current generation ('baton status' lists runs).
+Exit status: 0 done (or nothing to do), 1 refused or the item did not end
+SUCCEEDED, 2 bad usage or input.`
+
+func replayItemCmd(ctx context.Context, e *env, args []string) error {
+	var f replayFlags
+	var runFlag, asset string
+	var force bool
+	fs := newFlagSet(e, "replay item", replayItemSynopsis)
+	f.register(fs)
+	fs.StringVar(&runFlag, "run", "", "the run (e.g. fx@2026-11-21T12:01:00Z#1)")
+	fs.StringVar(&asset, "asset", "", "the asset or derived item")
+	fs.BoolVar(&force, "force", false, "see above: enqueue a held item, or re-run a terminal one in a new generation")
+	if err := parseFlags(fs, args); err != nil {
+		return err
+	}
+	if err := f.check(); err != nil {
+		return err
+	}
+	id, j, err := parseRun(runFlag)
+	if err != nil {
+		return err
+	}
+	if given(fs, "job") && f.common.job != id.Job {
+		return usagef("--job %s and --run %s name different jobs", f.common.job, runFlag)
+	}
+	if err := checkAsset(j, asset); err != nil {
+		return err
+	}
+	r, err := f.start(ctx, e, j.Name, f.wait)
+	if err != nil {
+		return err
+	}
+	defer r.close()
+	if _, err := currentRun(ctx, r.b.Ledger, id); err != nil {
+		if errors.Is(err, errSuperseded) {
+			return usagef("%v: replay the item of that run", err)
+		}
+		return err
+	}
+
+	rep, err := r.eng.ReplayItem(ctx, id, asset, force)
+	var held *engine.ItemHeldError
+	var lheld *lease.HeldError
+	switch {
+	case errors.As(err, &held):
+		return fmt.Errorf("refused: %v; its worker may still finish it (if it died, the item is taken over once the lease ends). --force enqueues it anyway", err)
+	case errors.As(err, &lheld):
+		return fmt.Errorf("refused: the job's lease is held by %q (fence %d) until %s; try again once that coordinator is done", lheld.Holder.Owner, lheld.Holder.Fence, rfc(lheld.Holder.ExpiresAt))
+	case errors.Is(err, engine.ErrRunInFlight):
+		return fmt.Errorf("refused: %v", err)
+	case err != nil:
+		return err
+	}
+	was := pending
+	if rep.Before.State != "" {
+		was = describeItem(rep.Before)
+	}
+	switch rep.Outcome {
+	case engine.ItemAlreadyTerminal:
+		fmt.Fprintf(e.stdout, "%s is already %s (attempt %d); nothing to do (--force re-runs it in the tick's next generation)\n",
+			rep.Key, rep.Before.State, rep.Before.Attempt)
+		return nil
+	case engine.ItemEnqueued:
+		fmt.Fprintf(e.stdout, "%s was %s; enqueued it again (fence %d)\n", rep.Key, was, rep.Fence)
+	case engine.ItemNewGeneration:
+		fmt.Fprintf(e.stdout, "%s was %s; opened %s (fence %d): carried over %d item(s) unchanged, re-running %v\n",
+			ledger.ItemKey{Run: id, Asset: asset}, was, rep.Key.Run, rep.Fence, len(rep.Carried), rep.Rerun)
+	}
+	if !f.wait {
+		return nil
+	}
+	w := &settleWatch{r: r, stall: f.timeout}
+	w.add(rep.Key.Run.Nominal)
+	// Wait for the item, then for the derived items that take it as input
+	// and can proceed (all their inputs terminal: the consumer enqueues or
+	// cancels them).
+	keys := []ledger.ItemKey{rep.Key}
+	for _, d := range j.DependentsOf(asset) {
+		keys = append(keys, ledger.ItemKey{Run: rep.Key.Run, Asset: d.Name})
+	}
+	werr := w.waitRun(ctx, rep.Key.Run.Nominal, func(items map[string]ledger.Item) bool {
+		if !items[asset].State.Terminal() {
+			return false
+		}
+		for _, d := range j.DependentsOf(asset) {
+			if items[d.Name].State.Terminal() {
+				continue
+			}
+			for _, in := range d.Inputs {
+				if !items[in].State.Terminal() {
+					return true // d waits on another input; not this replay's business
+				}
+			}
+			return false
+		}
+		return true
+	})
+	ok := true
+	for i, k := range keys {
+		it, err := r.b.Ledger.GetItem(ctx, k)
+		if errors.Is(err, ledger.ErrNotFound) {
+			fmt.Fprintf(e.stdout, "%s: %s\n", k, pending)
+			ok = ok && i > 0 // a derived item may wait on other inputs
+			continue
+		}
+		if err != nil {
+			return errors.Join(werr, err)
+		}
+		fmt.Fprintf(e.stdout, "%s: %s, attempt %d", k, it.State, it.Attempt)
+		if it.Error != "" {
+			fmt.Fprintf(e.stdout, " (%s)", it.Error)
+		}
+		fmt.Fprintln(e.stdout)
+		if i == 0 {
+			ok = it.State == ledger.ItemSucceeded
+		}
+	}
+	if werr != nil {
+		return werr
+	}
+	if !ok {
+		return errFailed
+	}
+	return nil
+}

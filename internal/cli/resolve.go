@@ -1,0 +1,158 @@
+package cli
+
+import (
+	"context"
+	"errors"
+	"flag"
+	"fmt"
+	"os"
+	"strings"
+	"time"
+
+	"github.com/batonhq/baton/internal/engine"
+	"github.com/batonhq/baton/internal/job"
+	"github.com/batonhq/baton/internal/jobs"
+	"github.com/batonhq/baton/internal/ledger"
+)
+
+// futureSkew is how far past this machine's clock a time given on the
+// command line may be: clocks of operators' machines drift a little.
+const futureSkew = 5 * time.Second
+
+// timeExample is shown with every time-parsing error.
+const timeExample = "RFC 3339, e.g. 2026-11-21T12:01:00Z or 2026-11-21T13:01:00+01:00"
+
+// parseTime parses the value of the time flag name (RFC 3339, with or
+// without fractional seconds). It refuses an empty value and a time more
+// than futureSkew after now: no tick after now has come yet.
+func parseTime(name, v string, now time.Time) (time.Time, error) {
+	if v == "" {
+		return time.Time{}, usagef("--%s is required (%s)", name, timeExample)
+	}
+	t, err := time.Parse(time.RFC3339Nano, v)
+	if err != nil {
+		return time.Time{}, usagef("--%s %q is not a time (%s): %v", name, v, timeExample, err)
+	}
+	if t.After(now.Add(futureSkew)) {
+		return time.Time{}, usagef("--%s %s is in the future (now is %s): only ticks whose time has come can run",
+			name, t.UTC().Format(time.RFC3339), now.UTC().Format(time.RFC3339))
+	}
+	return t.UTC(), nil
+}
+
+// knownJobs is the catalog's definitions, for checking names before a
+// backend is opened (no processor runs from it).
+func knownJobs() job.Catalog { return jobs.Catalog(nil, nil) }
+
+// lookupJob returns the job called name; an unknown name is bad input.
+func lookupJob(c job.Catalog, name string) (job.Job, error) {
+	j, err := c.Lookup(name)
+	if err != nil {
+		return job.Job{}, usageError{err}
+	}
+	return j, nil
+}
+
+// parseRun parses a run id given with --run and checks its job exists.
+func parseRun(v string) (ledger.RunID, job.Job, error) {
+	if v == "" {
+		return ledger.RunID{}, job.Job{}, usagef("--run is required (a run id such as fx@2026-11-21T12:01:00Z#1; 'baton status' lists them)")
+	}
+	id, err := ledger.ParseRunID(v)
+	if err != nil {
+		return ledger.RunID{}, job.Job{}, usagef("--run: %v", err)
+	}
+	j, err := lookupJob(knownJobs(), id.Job)
+	if err != nil {
+		return ledger.RunID{}, job.Job{}, err
+	}
+	return id, j, nil
+}
+
+// checkAsset refuses a name that is neither an asset nor a derived item of j.
+func checkAsset(j job.Job, asset string) error {
+	if asset == "" {
+		return usagef("--asset is required (one of %s)", strings.Join(engine.Expected(j.Definition), ", "))
+	}
+	if !j.HasItem(asset) {
+		return usagef("unknown asset %q: job %s has %s", asset, j.Name, strings.Join(engine.Expected(j.Definition), ", "))
+	}
+	return nil
+}
+
+// errSuperseded matches the error of currentRun for an older generation.
+var errSuperseded = errors.New("superseded")
+
+// currentRun returns the tick's run record when id names its current
+// generation. A tick without a run or a generation beyond the current one
+// is bad input; an older generation is an error matching errSuperseded
+// (with the current record).
+func currentRun(ctx context.Context, l ledger.Store, id ledger.RunID) (ledger.Run, error) {
+	run, err := l.GetRun(ctx, id.Job, id.Nominal)
+	if errors.Is(err, ledger.ErrNotFound) {
+		return ledger.Run{}, usagef("unknown run %s: tick %s has no run ('baton status --job %s' lists the runs)", id, id.TickKey(), id.Job)
+	}
+	if err != nil {
+		return ledger.Run{}, err
+	}
+	switch {
+	case id.Generation > run.ID.Generation:
+		return run, usagef("unknown run %s: the tick's latest generation is %s", id, run.ID)
+	case id.Generation < run.ID.Generation:
+		return run, fmt.Errorf("run %s is %w by %s", id, errSuperseded, run.ID)
+	}
+	return run, nil
+}
+
+// openBackend opens the backend the flags select with the job catalog
+// (the reference job's simulated provider latency set to latency).
+func openBackend(ctx context.Context, f *backendFlags, latency time.Duration) (engine.Backend, job.Catalog, error) {
+	b, err := f.open(ctx)
+	if err != nil {
+		return engine.Backend{}, nil, err
+	}
+	return b, jobs.Catalog(b.Bars, &jobs.Options{Latency: latency}), nil
+}
+
+// operatorOwner names this operator process in leases and claims.
+func operatorOwner() string {
+	host, _ := os.Hostname()
+	user := os.Getenv("USER")
+	if user == "" {
+		user = "operator"
+	}
+	return fmt.Sprintf("%s@%s/%d", user, host, os.Getpid())
+}
+
+// given reports whether the flag called name was set on the command line.
+func given(fs *flag.FlagSet, name string) bool {
+	set := false
+	fs.Visit(func(f *flag.Flag) {
+		if f.Name == name {
+			set = true
+		}
+	})
+	return set
+}
+
+// rfc formats t for humans and scripts alike; "-" for the zero time.
+func rfc(t time.Time) string {
+	if t.IsZero() {
+		return "-"
+	}
+	return t.UTC().Format(time.RFC3339)
+}
+
+// ago formats a duration for tables: rounded to what a reader needs.
+func ago(d time.Duration) string {
+	switch {
+	case d < 0:
+		return "-" + ago(-d)
+	case d < time.Second:
+		return d.Round(time.Millisecond).String()
+	case d < time.Hour:
+		return d.Round(time.Second).String()
+	default:
+		return d.Round(time.Minute).String()
+	}
+}

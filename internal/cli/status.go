@@ -1,0 +1,553 @@
+package cli
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io"
+	"strings"
+	"text/tabwriter"
+	"time"
+
+	"github.com/batonhq/baton/internal/engine"
+	"github.com/batonhq/baton/internal/job"
+	"github.com/batonhq/baton/internal/lease"
+	"github.com/batonhq/baton/internal/ledger"
+)
+
+const statusSynopsis = `status [--job J] [--run R] [--json] [flags]
+
+Shows, for one job: the lease (holder, fence, expiry, how often an
+acquisition was refused); the recent runs with their item counts per state;
+per asset the latest tick that succeeded and its staleness; items stuck
+RUNNING past their lease; the depth of the work and dead-letter queues.
+With --run, the items of that run instead of the overview.
+
+Staleness is the time from the nominal time of the asset's latest
+successful tick to now: how old the newest data is. PENDING counts items of
+a run that have no record yet (not claimed, or their message not sent).
+An item is stuck when it is RUNNING and its lease ended more than the job's
+clock-skew allowance ago: its worker died; the redelivered message (or
+'baton replay item') takes it over with the next attempt. Stuck items are
+looked for in every unfinished run among the --history newest, not only in
+the --runs listed.
+
+--json prints the same as one JSON object, for scripts. It reads only.`
+
+type statusFlags struct {
+	common  backendFlags
+	run     string
+	json    bool
+	runs    int
+	history int
+}
+
+func statusCmd(ctx context.Context, e *env, args []string) error {
+	var f statusFlags
+	fs := newFlagSet(e, "status", statusSynopsis)
+	f.common.register(fs)
+	fs.StringVar(&f.run, "run", "", "show this run's items (a run id such as fx@2026-11-21T12:01:00Z#1)")
+	fs.BoolVar(&f.json, "json", false, "print JSON instead of tables")
+	fs.IntVar(&f.runs, "runs", 10, "recent runs to list")
+	fs.IntVar(&f.history, "history", 100, "runs to scan for each asset's latest success and for stuck items")
+	if err := parseFlags(fs, args); err != nil {
+		return err
+	}
+	if f.runs < 1 || f.history < 1 {
+		return usagef("--runs and --history must be at least 1")
+	}
+	var (
+		j     job.Job
+		runID ledger.RunID
+		err   error
+	)
+	if f.run != "" {
+		if runID, j, err = parseRun(f.run); err != nil {
+			return err
+		}
+		if given(fs, "job") && f.common.job != runID.Job {
+			return usagef("--job %s and --run %s name different jobs", f.common.job, f.run)
+		}
+	} else if j, err = lookupJob(knownJobs(), f.common.job); err != nil {
+		return err
+	}
+	b, err := f.common.open(ctx)
+	if err != nil {
+		return err
+	}
+	defer b.Close()
+	now := time.Now().UTC()
+	rep, err := buildStatus(ctx, b, j, statusParams{Run: runID, Runs: f.runs, History: f.history, Now: now})
+	if err != nil {
+		return err
+	}
+	rep.Store = f.common.where()
+	if f.json {
+		enc := json.NewEncoder(e.stdout)
+		enc.SetIndent("", "  ")
+		return enc.Encode(rep)
+	}
+	printStatus(e.stdout, rep)
+	return nil
+}
+
+// statusReport is what status prints; its JSON form is the --json output.
+type statusReport struct {
+	Job      string        `json:"job"`
+	Schedule string        `json:"schedule"`
+	Backend  string        `json:"backend"`
+	Store    string        `json:"store"`
+	Now      time.Time     `json:"now"`
+	Lease    *leaseStatus  `json:"lease"` // null: the job never took its lease
+	Runs     []runStatus   `json:"runs,omitempty"`
+	Assets   []assetStatus `json:"assets,omitempty"`
+	Stuck    []itemStatus  `json:"stuck,omitempty"`
+	Run      *runDetail    `json:"run,omitempty"` // with --run
+	Queues   []queueStatus `json:"queues"`
+}
+
+type leaseStatus struct {
+	Owner      string     `json:"owner"` // "" when free
+	Fence      int64      `json:"fence"`
+	State      string     `json:"state"` // held, expired or free
+	ExpiresAt  *time.Time `json:"expires_at,omitempty"`
+	AcquiredAt *time.Time `json:"acquired_at,omitempty"`
+	// Contention is null when the backend does not count refusals.
+	Contention *contentionStatus `json:"contention"`
+}
+
+type contentionStatus struct {
+	Count       int64      `json:"count"`
+	Last        *time.Time `json:"last,omitempty"`
+	LastHolder  string     `json:"last_holder,omitempty"`
+	LastFence   int64      `json:"last_fence,omitempty"`
+	LastExpires *time.Time `json:"last_holder_expires_at,omitempty"`
+}
+
+type runStatus struct {
+	ID         string     `json:"id"`
+	Nominal    time.Time  `json:"nominal"`
+	Generation int        `json:"generation"`
+	State      string     `json:"state"`
+	Cursor     int        `json:"cursor"`
+	Total      int        `json:"total"`
+	Fence      int64      `json:"fence"`
+	OpenedAt   time.Time  `json:"opened_at"`
+	UpdatedAt  time.Time  `json:"updated_at"`
+	FinishedAt *time.Time `json:"finished_at,omitempty"`
+	// Items counts the run's items per state (RUNNING, FAILED, SUCCEEDED,
+	// DEAD, CANCELLED) and PENDING: expected items without a record.
+	Items map[string]int `json:"items"`
+}
+
+type assetStatus struct {
+	Asset string `json:"asset"`
+	// LastSuccess is the nominal time of the latest scanned tick whose item
+	// SUCCEEDED; null when none of the scanned runs has one.
+	LastSuccess      *time.Time `json:"last_success"`
+	Run              string     `json:"run,omitempty"`
+	FinishedAt       *time.Time `json:"finished_at,omitempty"`
+	StalenessSeconds *float64   `json:"staleness_seconds"`
+}
+
+type itemStatus struct {
+	Key        string     `json:"key"`
+	Asset      string     `json:"asset"`
+	State      string     `json:"state"` // PENDING when there is no record
+	Owner      string     `json:"owner,omitempty"`
+	Attempt    int        `json:"attempt"`
+	Fence      int64      `json:"fence,omitempty"`
+	LeaseUntil *time.Time `json:"lease_until,omitempty"`
+	StartedAt  *time.Time `json:"started_at,omitempty"`
+	FinishedAt *time.Time `json:"finished_at,omitempty"`
+	Error      string     `json:"error,omitempty"`
+	// OverdueSeconds is, for a stuck item, how long ago its lease ended.
+	OverdueSeconds float64 `json:"overdue_seconds,omitempty"`
+}
+
+type runDetail struct {
+	runStatus
+	Current    bool         `json:"current"` // false: an older generation of the tick
+	ItemList   []itemStatus `json:"item_list"`
+	Superseded string       `json:"superseded_by,omitempty"`
+}
+
+type queueStatus struct {
+	Role        string `json:"role"` // work or dead_letter
+	Visible     int    `json:"visible"`
+	InFlight    int    `json:"in_flight"`
+	Delayed     int    `json:"delayed"`
+	Approximate bool   `json:"approximate"`
+	Error       string `json:"error,omitempty"` // why the depth is unknown
+}
+
+// pending is the state status reports for an expected item without a record.
+const pending = "PENDING"
+
+type statusParams struct {
+	Run  ledger.RunID // zero: the overview
+	Runs int          // recent runs listed
+	// History bounds the runs scanned for last successes and stuck items;
+	// past Runs, only unfinished runs are read once every asset has its
+	// latest success.
+	History int
+	Now     time.Time
+}
+
+// buildStatus reads everything status shows. It writes nothing.
+func buildStatus(ctx context.Context, b engine.Backend, j job.Job, p statusParams) (statusReport, error) {
+	rep := statusReport{Job: j.Name, Schedule: j.Schedule, Backend: b.Name, Now: p.Now}
+	var err error
+	if rep.Lease, err = readLease(ctx, b, j.Name, j.Limits.ClockSkew, p.Now); err != nil {
+		return rep, err
+	}
+	rep.Queues = readQueues(ctx, b)
+	if !p.Run.Nominal.IsZero() {
+		rep.Run, err = readRun(ctx, b.Ledger, j, p.Run, p.Now)
+		return rep, err
+	}
+
+	runs, err := b.Ledger.ListRuns(ctx, ledger.ListRunsParams{Job: j.Name, Limit: max(p.Runs, p.History)})
+	if err != nil {
+		return rep, fmt.Errorf("list runs of %s: %w", j.Name, err)
+	}
+	expected := engine.Expected(j.Definition)
+	last := map[string]ledger.Item{}
+	rep.Runs, rep.Stuck = []runStatus{}, []itemStatus{}
+	for i, run := range runs {
+		if i >= p.Runs && len(last) == len(expected) && run.State.Finished() {
+			// Listed enough runs, every asset has its latest success, and
+			// a finished run holds no stuck item (every item is terminal):
+			// nothing to read. Unfinished runs further back still may.
+			continue
+		}
+		items, err := b.Ledger.ListItems(ctx, run.ID)
+		if err != nil {
+			return rep, fmt.Errorf("list items of %s: %w", run.ID, err)
+		}
+		if i < p.Runs {
+			rep.Runs = append(rep.Runs, newRunStatus(run, items, expected))
+		}
+		for _, it := range items {
+			if _, seen := last[it.Key.Asset]; !seen && it.State == ledger.ItemSucceeded {
+				last[it.Key.Asset] = it
+			}
+			if stuck(it, j.Limits.ClockSkew, p.Now) {
+				s := newItemStatus(it)
+				s.OverdueSeconds = p.Now.Sub(it.LeaseUntil).Seconds()
+				rep.Stuck = append(rep.Stuck, s)
+			}
+		}
+	}
+	for _, name := range expected {
+		a := assetStatus{Asset: name}
+		if it, ok := last[name]; ok {
+			nominal, finished := it.Key.Run.Nominal.UTC(), it.FinishedAt.UTC()
+			stale := p.Now.Sub(nominal).Seconds()
+			a.LastSuccess, a.Run, a.FinishedAt, a.StalenessSeconds = &nominal, it.Key.Run.String(), &finished, &stale
+		}
+		rep.Assets = append(rep.Assets, a)
+	}
+	return rep, nil
+}
+
+// stuck reports whether it is RUNNING with a lease that ended more than
+// skew ago (a claim by anyone else would succeed).
+func stuck(it ledger.Item, skew time.Duration, now time.Time) bool {
+	return it.State == ledger.ItemRunning && !it.LeaseUntil.Add(skew).After(now)
+}
+
+func readLease(ctx context.Context, b engine.Backend, jobName string, skew time.Duration, now time.Time) (*leaseStatus, error) {
+	l, err := b.Leases.Inspect(ctx, jobName)
+	if errors.Is(err, lease.ErrNotFound) {
+		return nil, nil
+	}
+	if err != nil {
+		return nil, fmt.Errorf("inspect lease of %s: %w", jobName, err)
+	}
+	s := &leaseStatus{Owner: l.Owner, Fence: l.Fence, State: leaseState(l, skew, now), ExpiresAt: opt(l.ExpiresAt), AcquiredAt: opt(l.AcquiredAt)}
+	if b.Contention != nil {
+		c, err := b.Contention.Contention(ctx, jobName)
+		if err != nil {
+			return nil, fmt.Errorf("contention of %s: %w", jobName, err)
+		}
+		s.Contention = &contentionStatus{Count: c.Count, Last: opt(c.Last), LastHolder: c.Holder.Owner, LastFence: c.Holder.Fence, LastExpires: opt(c.Holder.ExpiresAt)}
+	}
+	return s, nil
+}
+
+// leaseState is held, expired (a holder whose lease ended, skew
+// included: the next acquisition takes it over) or free.
+func leaseState(l lease.Lease, skew time.Duration, now time.Time) string {
+	switch {
+	case l.Owner == "":
+		return "free"
+	case l.Held(now, skew):
+		return "held"
+	default:
+		return "expired"
+	}
+}
+
+func readQueues(ctx context.Context, b engine.Backend) []queueStatus {
+	out := []queueStatus{depthOf(ctx, "work", b.Work)}
+	if b.DeadLetter != nil {
+		out = append(out, depthOf(ctx, "dead_letter", b.DeadLetter))
+	}
+	return out
+}
+
+func depthOf(ctx context.Context, role string, q engine.Queue) queueStatus {
+	s := queueStatus{Role: role}
+	if q == nil {
+		s.Error = "not configured"
+		return s
+	}
+	d, err := queueOps(q).Depth(ctx)
+	if err != nil {
+		s.Error = err.Error()
+		return s
+	}
+	s.Visible, s.InFlight, s.Delayed, s.Approximate = d.Visible, d.InFlight, d.Delayed, d.Approximate
+	return s
+}
+
+func readRun(ctx context.Context, l ledger.Store, j job.Job, id ledger.RunID, now time.Time) (*runDetail, error) {
+	run, err := currentRun(ctx, l, id)
+	superseded := ""
+	if errors.Is(err, errSuperseded) {
+		superseded = run.ID.String()
+	} else if err != nil {
+		return nil, err
+	}
+	items, err := l.ListItems(ctx, id)
+	if err != nil {
+		return nil, fmt.Errorf("list items of %s: %w", id, err)
+	}
+	expected := engine.Expected(j.Definition)
+	d := &runDetail{Current: superseded == "", Superseded: superseded}
+	if d.Current {
+		d.runStatus = newRunStatus(run, items, expected)
+	} else {
+		// Only the current generation has a run record; an older one is
+		// described by its items.
+		d.runStatus = runStatus{ID: id.String(), Nominal: id.Nominal.UTC(), Generation: id.Generation, State: "superseded", Items: countItems(items, expected)}
+	}
+	byAsset := map[string]ledger.Item{}
+	for _, it := range items {
+		byAsset[it.Key.Asset] = it
+	}
+	for _, name := range expected {
+		it, ok := byAsset[name]
+		if !ok {
+			d.ItemList = append(d.ItemList, itemStatus{Key: ledger.ItemKey{Run: id, Asset: name}.String(), Asset: name, State: pending})
+			continue
+		}
+		s := newItemStatus(it)
+		if stuck(it, j.Limits.ClockSkew, now) {
+			s.OverdueSeconds = now.Sub(it.LeaseUntil).Seconds()
+		}
+		d.ItemList = append(d.ItemList, s)
+	}
+	return d, nil
+}
+
+func newRunStatus(run ledger.Run, items []ledger.Item, expected []string) runStatus {
+	return runStatus{
+		ID: run.ID.String(), Nominal: run.ID.Nominal.UTC(), Generation: run.ID.Generation, State: string(run.State),
+		Cursor: run.Cursor, Total: run.Total, Fence: run.Fence, OpenedAt: run.OpenedAt.UTC(), UpdatedAt: run.UpdatedAt.UTC(),
+		FinishedAt: opt(run.FinishedAt), Items: countItems(items, expected),
+	}
+}
+
+// countItems counts items per state, and expected items without a record
+// as PENDING. Every state appears, with 0 when no item is in it.
+func countItems(items []ledger.Item, expected []string) map[string]int {
+	counts := map[string]int{}
+	for _, s := range itemStates {
+		counts[s] = 0
+	}
+	have := map[string]bool{}
+	for _, it := range items {
+		counts[string(it.State)]++
+		have[it.Key.Asset] = true
+	}
+	for _, name := range expected {
+		if !have[name] {
+			counts[pending]++
+		}
+	}
+	return counts
+}
+
+// itemStates are the columns of the runs table, in lifecycle order.
+var itemStates = []string{pending, string(ledger.ItemRunning), string(ledger.ItemFailed),
+	string(ledger.ItemSucceeded), string(ledger.ItemDead), string(ledger.ItemCancelled)}
+
+func newItemStatus(it ledger.Item) itemStatus {
+	s := itemStatus{Key: it.Key.String(), Asset: it.Key.Asset, State: string(it.State), Owner: it.Owner,
+		Attempt: it.Attempt, Fence: it.Fence, StartedAt: opt(it.StartedAt), FinishedAt: opt(it.FinishedAt), Error: it.Error}
+	if it.State == ledger.ItemRunning {
+		s.LeaseUntil = opt(it.LeaseUntil)
+	}
+	return s
+}
+
+// opt returns nil for the zero time, else t in UTC.
+func opt(t time.Time) *time.Time {
+	if t.IsZero() {
+		return nil
+	}
+	t = t.UTC()
+	return &t
+}
+
+func printStatus(w io.Writer, r statusReport) {
+	fmt.Fprintf(w, "job %s, schedule %s, %s store %s, at %s\n\n", r.Job, r.Schedule, r.Backend, r.Store, rfc(r.Now))
+	printLease(w, r.Lease, r.Now)
+	fmt.Fprintln(w)
+	if r.Run != nil {
+		printRunDetail(w, r.Run)
+	} else {
+		printRuns(w, r.Runs)
+		fmt.Fprintln(w)
+		printAssets(w, r.Assets, r.Now)
+		fmt.Fprintln(w)
+		printStuck(w, r.Stuck)
+	}
+	fmt.Fprintln(w)
+	printQueues(w, r.Queues)
+}
+
+func printLease(w io.Writer, l *leaseStatus, now time.Time) {
+	if l == nil {
+		fmt.Fprintln(w, "lease: never taken")
+		return
+	}
+	switch l.State {
+	case "held":
+		fmt.Fprintf(w, "lease: held by %s, fence %d, expires %s (in %s)\n", l.Owner, l.Fence, rfc(*l.ExpiresAt), ago(l.ExpiresAt.Sub(now)))
+	case "expired":
+		fmt.Fprintf(w, "lease: expired — %s, fence %d, expired %s (%s ago); the next acquisition takes it over\n",
+			l.Owner, l.Fence, rfc(*l.ExpiresAt), ago(now.Sub(*l.ExpiresAt)))
+	default:
+		fmt.Fprintf(w, "lease: free, fence %d (latest acquisition %s)\n", l.Fence, rfcPtr(l.AcquiredAt))
+	}
+	switch c := l.Contention; {
+	case c == nil:
+		fmt.Fprintln(w, "contention: not counted by this backend")
+	case c.Count == 0:
+		fmt.Fprintln(w, "contention: no acquisition refused")
+	default:
+		fmt.Fprintf(w, "contention: %d acquisitions refused; latest %s (%s ago) by holder %s, fence %d\n",
+			c.Count, rfcPtr(c.Last), ago(now.Sub(*c.Last)), c.LastHolder, c.LastFence)
+	}
+}
+
+func rfcPtr(t *time.Time) string {
+	if t == nil {
+		return "-"
+	}
+	return rfc(*t)
+}
+
+func printRuns(w io.Writer, runs []runStatus) {
+	if len(runs) == 0 {
+		fmt.Fprintln(w, "runs: none yet")
+		return
+	}
+	fmt.Fprintf(w, "recent runs (newest first):\n")
+	tw := tabwriter.NewWriter(w, 0, 0, 2, ' ', 0)
+	fmt.Fprintf(tw, "RUN\tSTATE\t%s\tSETTLED AFTER\n", strings.Join(itemStates, "\t"))
+	for _, r := range runs {
+		settled := "-"
+		if r.FinishedAt != nil {
+			settled = ago(r.FinishedAt.Sub(r.Nominal))
+		}
+		cols := make([]string, len(itemStates))
+		for i, s := range itemStates {
+			cols[i] = fmt.Sprint(r.Items[s])
+		}
+		fmt.Fprintf(tw, "%s\t%s\t%s\t%s\n", r.ID, r.State, strings.Join(cols, "\t"), settled)
+	}
+	tw.Flush()
+}
+
+func printAssets(w io.Writer, assets []assetStatus, now time.Time) {
+	fmt.Fprintln(w, "assets:")
+	tw := tabwriter.NewWriter(w, 0, 0, 2, ' ', 0)
+	fmt.Fprintln(tw, "ASSET\tLAST SUCCESS (TICK)\tSTALENESS\tRUN")
+	for _, a := range assets {
+		if a.LastSuccess == nil {
+			fmt.Fprintf(tw, "%s\tnone in the scanned runs\t-\t-\n", a.Asset)
+			continue
+		}
+		fmt.Fprintf(tw, "%s\t%s\t%s\t%s\n", a.Asset, rfc(*a.LastSuccess), ago(now.Sub(*a.LastSuccess)), a.Run)
+	}
+	tw.Flush()
+}
+
+func printStuck(w io.Writer, items []itemStatus) {
+	if len(items) == 0 {
+		fmt.Fprintln(w, "stuck items: none")
+		return
+	}
+	fmt.Fprintf(w, "stuck items (RUNNING past their lease; 'baton replay item' or redelivery takes them over):\n")
+	tw := tabwriter.NewWriter(w, 0, 0, 2, ' ', 0)
+	fmt.Fprintln(tw, "ITEM\tOWNER\tATTEMPT\tLEASE ENDED")
+	for _, s := range items {
+		fmt.Fprintf(tw, "%s\t%s\t%d\t%s ago\n", s.Key, s.Owner, s.Attempt, ago(time.Duration(s.OverdueSeconds*float64(time.Second))))
+	}
+	tw.Flush()
+}
+
+func printRunDetail(w io.Writer, d *runDetail) {
+	if d.Current {
+		fmt.Fprintf(w, "run %s: %s, fan-out %d/%d, fence %d, opened %s\n", d.ID, d.State, d.Cursor, d.Total, d.Fence, rfc(d.OpenedAt))
+	} else {
+		fmt.Fprintf(w, "run %s: superseded by %s\n", d.ID, d.Superseded)
+	}
+	tw := tabwriter.NewWriter(w, 0, 0, 2, ' ', 0)
+	fmt.Fprintln(tw, "ITEM\tSTATE\tATTEMPT\tOWNER\tLEASE UNTIL\tFINISHED\tERROR")
+	for _, s := range d.ItemList {
+		state := s.State
+		if s.OverdueSeconds > 0 {
+			state += " (stuck)"
+		}
+		owner, until, finished := s.Owner, rfcPtr(s.LeaseUntil), rfcPtr(s.FinishedAt)
+		if owner == "" {
+			owner = "-"
+		}
+		fmt.Fprintf(tw, "%s\t%s\t%d\t%s\t%s\t%s\t%s\n", s.Asset, state, s.Attempt, owner, until, finished, s.Error)
+	}
+	tw.Flush()
+	counts := make([]string, 0, len(itemStates))
+	for _, s := range itemStates {
+		if n := d.Items[s]; n > 0 {
+			counts = append(counts, fmt.Sprintf("%d %s", n, s))
+		}
+	}
+	fmt.Fprintf(w, "items: %s\n", strings.Join(counts, ", "))
+}
+
+func printQueues(w io.Writer, qs []queueStatus) {
+	for _, q := range qs {
+		name := "work queue"
+		if q.Role == "dead_letter" {
+			name = "dead-letter queue"
+		}
+		if q.Error != "" {
+			fmt.Fprintf(w, "%s: depth unknown (%s)\n", name, q.Error)
+			continue
+		}
+		approx := ""
+		if q.Approximate {
+			approx = " (approximate)"
+		}
+		fmt.Fprintf(w, "%s: %d visible, %d in flight, %d delayed%s\n", name, q.Visible, q.InFlight, q.Delayed, approx)
+	}
+	if len(qs) == 1 {
+		fmt.Fprintln(w, "dead-letter queue: none configured")
+	}
+}
