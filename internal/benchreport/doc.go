@@ -24,9 +24,10 @@
 //     alternate the two; each side is the median of its rounds.
 //  4. End to end: 10,000 zero-work items through coordinator, queue and
 //     consumers, against the raw conditional write rate (measured before
-//     and after, at 8 and 64 writers) divided by the 2 writes an item
-//     needs; and the ledger alone (claim and complete, no queue) against
-//     the same reference, to split the gap.
+//     and after, at 8 and 64 writers, after an unmeasured warm-up of raw
+//     writes and ledger writes) divided by the 2 writes an item needs; and
+//     the ledger alone (claim and complete, no queue) against the same
+//     reference, to split the gap.
 //  5. Freshness: the reference job (7 assets and DXY) with 1.6 s simulated
 //     provider latency, tick to all done, against the sequential loop it
 //     replaces; and 1,000 assets at 200 ms with 100 consumers against the
