@@ -8,6 +8,7 @@ import (
 	"fmt"
 	"strings"
 	"sync"
+	"sync/atomic"
 	"time"
 	"unicode/utf8"
 
@@ -34,6 +35,10 @@ type Queue struct {
 
 	mu    sync.Mutex
 	stmts map[string]*sql.Stmt // prepared on first use, by query text
+
+	// busy: the latest receive found as many messages as it could take, so
+	// the next one skips the read that keeps idle polls off the writer.
+	busy atomic.Bool
 }
 
 // The statements of the hot paths, prepared once per Queue: parsing costs

@@ -57,19 +57,23 @@ func (q *Queue) receiveOnce(ctx context.Context, max int, visibility time.Durati
 	if err != nil {
 		return nil, fmt.Errorf("receive from %s: %w", q.name, err)
 	}
-	// A plain read first, so that idle polls take no write lock.
-	var one int
-	err = st[0].QueryRowContext(ctx, q.name, at).Scan(&one)
-	if errors.Is(err, sql.ErrNoRows) {
-		return nil, nil
-	}
-	if err != nil {
-		return nil, fmt.Errorf("receive from %s: %w", q.name, err)
+	// A plain read first, so that idle polls take no write: unless the
+	// queue was busy a moment ago.
+	if !q.busy.Load() {
+		var one int
+		err = st[0].QueryRowContext(ctx, q.name, at).Scan(&one)
+		if errors.Is(err, sql.ErrNoRows) {
+			return nil, nil
+		}
+		if err != nil {
+			return nil, fmt.Errorf("receive from %s: %w", q.name, err)
+		}
 	}
 	taken, err := q.take(ctx, st[1:], max, at, at+int64(visibility))
 	if err != nil {
 		return nil, fmt.Errorf("receive from %s: %w", q.name, err)
 	}
+	q.busy.Store(len(taken) == max)
 	// Decoded once the write is over, off the writer.
 	out := make([]queue.Delivery, len(taken))
 	for i, t := range taken {
