@@ -24,7 +24,9 @@ import (
 // or one all-or-nothing sequence, judged on the state the writes before
 // it left; it takes effect, for every other connection, at the commit,
 // before its caller returns. A write that fails alone leaves the others
-// be; a commit that fails fails every write of the group.
+// be (and ends the group); a commit that fails fails every write of the
+// group, and so does an all-or-nothing write that failed and could not be
+// undone alone: the group is rolled back whole.
 
 // maxGroup bounds the writes one transaction takes.
 const maxGroup = 64
@@ -103,8 +105,8 @@ func (w *writer) group(first *writeJob) {
 		return
 	}
 	jobs := []*writeJob{first}
-	ok := w.runJob(tx, first)
-	for ok && len(jobs) < maxGroup {
+	next := w.runJob(tx, first)
+	for next == more && len(jobs) < maxGroup {
 		var j *writeJob
 		select {
 		case j = <-w.jobs:
@@ -114,11 +116,16 @@ func (w *writer) group(first *writeJob) {
 			break
 		}
 		jobs = append(jobs, j)
-		ok = w.runJob(tx, j)
+		next = w.runJob(tx, j)
 	}
-	// After a failed write the transaction may be gone (SQLite rolls it
-	// back on some errors); nothing else runs in it, and its commit says.
-	err = tx.Commit()
+	if next == abort {
+		err = errors.Join(errGroupAborted, tx.Rollback())
+	} else {
+		// After a failed write the transaction may be gone (SQLite rolls
+		// it back on some errors); nothing else ran in it, and its commit
+		// says.
+		err = tx.Commit()
+	}
 	for _, j := range jobs {
 		switch {
 		case j.err != nil:
@@ -131,31 +138,50 @@ func (w *writer) group(first *writeJob) {
 	}
 }
 
-// runJob runs j in tx, under a savepoint when j is atomic, and reports
-// whether the transaction may take more writes.
-func (w *writer) runJob(tx *sql.Tx, j *writeJob) (ok bool) {
+// errGroupAborted fails the writes of a group rolled back whole.
+var errGroupAborted = errors.New("a write of the same transaction could not be undone alone; all were rolled back")
+
+// What a group does after a write.
+type afterWrite int
+
+const (
+	more  afterWrite = iota // the transaction takes more writes
+	last                    // commit what it holds
+	abort                   // roll it all back: a failed write could not be undone
+)
+
+// runJob runs j in tx, under a savepoint when j is atomic, and says what
+// the transaction does next.
+func (w *writer) runJob(tx *sql.Tx, j *writeJob) afterWrite {
 	if err := j.ctx.Err(); err != nil {
 		j.err = err // never started: nothing written
-		return true
+		return more
 	}
 	ctx := context.WithoutCancel(j.ctx)
 	if j.atomic {
 		if _, err := tx.ExecContext(ctx, "SAVEPOINT write"); err != nil {
 			j.err = err
-			return false
+			return last
 		}
 	}
 	j.err = safeWrite(ctx, tx, j.fn)
-	if !j.atomic {
-		return j.err == nil
-	}
-	if j.err != nil {
+	switch {
+	case !j.atomic && j.err != nil:
+		return last
+	case !j.atomic:
+		return more
+	case j.err != nil:
 		if _, err := tx.ExecContext(ctx, "ROLLBACK TO write"); err != nil {
-			return false
+			return abort
 		}
 	}
-	_, err := tx.ExecContext(ctx, "RELEASE write")
-	return err == nil && j.err == nil
+	if _, err := tx.ExecContext(ctx, "RELEASE write"); err != nil {
+		return abort
+	}
+	if j.err != nil {
+		return last
+	}
+	return more
 }
 
 // safeWrite runs fn, turning a panic into an error: the writer serves the

@@ -206,3 +206,31 @@ func TestWriterConcurrentWritesAndClose(t *testing.T) {
 	require.ErrorIs(t, db.write(t.Context(), insert("late")), errClosed)
 	require.NoError(t, db.Close(), "Close twice")
 }
+
+// An atomic write that fails and cannot be undone alone (its savepoint is
+// gone) is not committed: the whole group rolls back, and every write of
+// it fails.
+func TestWriterAbortsGroupItCannotUndo(t *testing.T) {
+	t.Parallel()
+	db := openWriterTestDB(t)
+	ctx := t.Context()
+	errBoom := errors.New("boom")
+	first := pending(ctx, insert("a"), false)
+	stray := pending(ctx, func(ctx context.Context, tx *sql.Tx) error {
+		if _, err := tx.ExecContext(ctx, "RELEASE write"); err != nil { // its own savepoint, early
+			return err
+		}
+		if err := insert("x")(ctx, tx); err != nil {
+			return err
+		}
+		return errBoom
+	}, true)
+	after := pending(ctx, insert("b"), false)
+	left := groupOf(db, first, stray, after)
+	require.ErrorIs(t, stray.wait(), errBoom)
+	require.ErrorIs(t, first.wait(), errGroupAborted)
+	require.Equal(t, []*writeJob{after}, left)
+	require.Empty(t, keys(t, db), "neither a nor x committed")
+	require.NoError(t, db.write(ctx, insert("c")), "the writer goes on")
+	require.Equal(t, []string{"c"}, keys(t, db))
+}
