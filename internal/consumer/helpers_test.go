@@ -10,6 +10,7 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/batonhq/baton/internal/bars"
+	"github.com/batonhq/baton/internal/clocktest"
 	"github.com/batonhq/baton/internal/consumer"
 	"github.com/batonhq/baton/internal/job"
 	"github.com/batonhq/baton/internal/ledger"
@@ -22,30 +23,6 @@ var (
 	tick = time.Date(2026, 11, 21, 12, 1, 0, 0, time.UTC)
 	t0   = tick.Add(3 * time.Second)
 )
-
-// clock is a controlled clock, safe for concurrent use.
-type clock struct {
-	mu  sync.Mutex
-	now time.Time
-}
-
-func (c *clock) Now() time.Time {
-	c.mu.Lock()
-	defer c.mu.Unlock()
-	return c.now
-}
-
-func (c *clock) Advance(d time.Duration) {
-	c.mu.Lock()
-	defer c.mu.Unlock()
-	c.now = c.now.Add(d)
-}
-
-func (c *clock) Set(t time.Time) {
-	c.mu.Lock()
-	defer c.mu.Unlock()
-	c.now = t
-}
 
 // memQueue is a queue.Sender that keeps what it is sent until taken.
 // Before, when set, may fail a call before anything is kept.
@@ -147,7 +124,7 @@ type bundle struct {
 	bars     bars.Store
 	work     *memQueue
 	dlq      *memQueue
-	clock    *clock
+	clock    *clocktest.Clock
 	proc     *processor
 	consumer *consumer.Consumer
 	run      ledger.RunID
@@ -158,7 +135,7 @@ type bundle struct {
 func setup(t *testing.T) *bundle {
 	t.Helper()
 	led, barStore := newStores(t)
-	b := &bundle{ledger: led, bars: barStore, work: &memQueue{}, dlq: &memQueue{}, clock: &clock{now: t0}, def: tickfactory.Definition()}
+	b := &bundle{ledger: led, bars: barStore, work: &memQueue{}, dlq: &memQueue{}, clock: clocktest.New(t0), def: tickfactory.Definition()}
 	b.proc = &processor{calls: map[string]int{}, inner: tickfactory.NewProcessor(barStore, &tickfactory.Options{NowFunc: b.clock.Now})}
 	b.consumer = &consumer.Consumer{
 		Ledger: led, Queue: b.work, Jobs: job.Catalog{"fx": {Definition: b.def, Processor: b.proc}},

@@ -9,6 +9,7 @@ import (
 
 	"github.com/stretchr/testify/require"
 
+	"github.com/batonhq/baton/internal/clocktest"
 	"github.com/batonhq/baton/internal/coordinator"
 	"github.com/batonhq/baton/internal/job"
 	"github.com/batonhq/baton/internal/lease"
@@ -22,32 +23,6 @@ var t0 = time.Date(2026, 11, 21, 12, 1, 7, 0, time.UTC)
 
 // tick is t0's nominal tick.
 var tick = time.Date(2026, 11, 21, 12, 1, 0, 0, time.UTC)
-
-// clock is a controlled clock, safe for concurrent use.
-type clock struct {
-	mu  sync.Mutex
-	now time.Time
-}
-
-func newClock(t time.Time) *clock { return &clock{now: t} }
-
-func (c *clock) Now() time.Time {
-	c.mu.Lock()
-	defer c.mu.Unlock()
-	return c.now
-}
-
-func (c *clock) Advance(d time.Duration) {
-	c.mu.Lock()
-	defer c.mu.Unlock()
-	c.now = c.now.Add(d)
-}
-
-func (c *clock) Set(t time.Time) {
-	c.mu.Lock()
-	defer c.mu.Unlock()
-	c.now = t
-}
 
 // sender records what it is sent. Before, when set, runs first and may
 // fail the call (an error) or some entries (a *queue.BatchError: the
@@ -128,7 +103,7 @@ type bundle struct {
 	leases lease.Store
 	ledger ledger.Store
 	queue  *sender
-	clock  *clock
+	clock  *clocktest.Clock
 	jobs   job.Catalog
 }
 
@@ -138,7 +113,7 @@ func setup(t *testing.T, defs ...job.Definition) *bundle {
 		defs = []job.Definition{tickfactory.Definition()}
 	}
 	leases, led := newStores(t)
-	b := &bundle{leases: leases, ledger: led, queue: &sender{}, clock: newClock(t0), jobs: job.Catalog{}}
+	b := &bundle{leases: leases, ledger: led, queue: &sender{}, clock: clocktest.New(t0), jobs: job.Catalog{}}
 	for _, d := range defs {
 		require.NoError(t, d.Validate())
 		b.jobs[d.Name] = job.Job{Definition: d}

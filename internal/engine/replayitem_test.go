@@ -5,34 +5,16 @@ import (
 	"fmt"
 	"path/filepath"
 	"strings"
-	"sync"
 	"testing"
 	"time"
 
 	"github.com/stretchr/testify/require"
 
+	"github.com/batonhq/baton/internal/clocktest"
 	"github.com/batonhq/baton/internal/job"
 	"github.com/batonhq/baton/internal/lease"
 	"github.com/batonhq/baton/internal/ledger"
 )
-
-// testClock is a clock the test moves by hand.
-type testClock struct {
-	mu sync.Mutex
-	t  time.Time
-}
-
-func (c *testClock) now() time.Time {
-	c.mu.Lock()
-	defer c.mu.Unlock()
-	return c.t
-}
-
-func (c *testClock) advance(d time.Duration) {
-	c.mu.Lock()
-	defer c.mu.Unlock()
-	c.t = c.t.Add(d)
-}
 
 // hookLedger calls its hooks around the item writes and reads of the
 // replay's new generation (generation 2), and after OpenRun.
@@ -96,7 +78,7 @@ type replayBundle struct {
 	e       *Engine
 	b       Backend // unwrapped
 	hooks   *hookLedger
-	clock   *testClock
+	clock   *clocktest.Clock
 	job     job.Job
 	run     ledger.RunID
 	nominal time.Time
@@ -119,17 +101,17 @@ func setupReplay(t *testing.T) *replayBundle {
 		def.Assets = append(def.Assets, fmt.Sprintf("a%02d", i))
 	}
 	j := job.Job{Definition: def, Processor: job.ProcessorFunc(func(context.Context, job.Task) ([]byte, error) { return nil, nil })}
-	clock := &testClock{t: time.Date(2026, 11, 21, 12, 0, 0, 0, time.UTC)}
-	nominal := clock.now().Add(-time.Hour)
+	clock := clocktest.New(time.Date(2026, 11, 21, 12, 0, 0, 0, time.UTC))
+	nominal := clock.Now().Add(-time.Hour)
 
 	// Generation 1, finished.
 	l := b.Ledger
-	run, _, err := l.OpenRun(ctx, ledger.OpenRunParams{Job: def.Name, Nominal: nominal, Fence: 1, Now: clock.now()})
+	run, _, err := l.OpenRun(ctx, ledger.OpenRunParams{Job: def.Name, Nominal: nominal, Fence: 1, Now: clock.Now()})
 	require.NoError(t, err)
 	var counts [3]int
 	for _, a := range def.Assets {
 		key := ledger.ItemKey{Run: run.ID, Asset: a}
-		now := clock.now()
+		now := clock.Now()
 		if a == "a05" {
 			_, err := l.Cancel(ctx, ledger.CancelParams{Key: key, Reason: "delisted", Now: now})
 			require.NoError(t, err)
@@ -147,15 +129,15 @@ func setupReplay(t *testing.T) *replayBundle {
 		}
 		require.NoError(t, err)
 	}
-	_, err = l.AdvanceRun(ctx, ledger.AdvanceRunParams{ID: run.ID, Fence: 1, Cursor: len(def.Assets), Done: true, Now: clock.now()})
+	_, err = l.AdvanceRun(ctx, ledger.AdvanceRunParams{ID: run.ID, Fence: 1, Cursor: len(def.Assets), Done: true, Now: clock.Now()})
 	require.NoError(t, err)
-	_, err = l.FinishRun(ctx, ledger.FinishRunParams{ID: run.ID, Succeeded: counts[0], Dead: counts[1], Cancelled: counts[2], Now: clock.now()})
+	_, err = l.FinishRun(ctx, ledger.FinishRunParams{ID: run.ID, Succeeded: counts[0], Dead: counts[1], Cancelled: counts[2], Now: clock.Now()})
 	require.NoError(t, err)
 
 	hooks := &hookLedger{Store: b.Ledger}
 	wrapped := b
 	wrapped.Ledger = hooks
-	e, err := New(wrapped, Options{Catalog: job.Catalog{def.Name: j}, Owner: "t", NowFunc: clock.now})
+	e, err := New(wrapped, Options{Catalog: job.Catalog{def.Name: j}, Owner: "t", NowFunc: clock.Now})
 	require.NoError(t, err)
 	return &replayBundle{e: e, b: b, hooks: hooks, clock: clock, job: j, run: run.ID, nominal: nominal}
 }
@@ -184,10 +166,10 @@ func TestReplayItemForceRenewsLease(t *testing.T) {
 	rb.hooks.beforeWrite = func(op string, key ledger.ItemKey) {
 		writes++
 		l, err := rb.b.Leases.Inspect(ctx, rb.job.Name)
-		if (err != nil || !strings.Contains(l.Owner, "/replay#") || !l.Held(rb.clock.now(), 0)) && len(unheld) < 3 {
-			unheld = append(unheld, fmt.Sprintf("%s %s: lease %+v at %s (%v)", op, key, l, rb.clock.now(), err))
+		if (err != nil || !strings.Contains(l.Owner, "/replay#") || !l.Held(rb.clock.Now(), 0)) && len(unheld) < 3 {
+			unheld = append(unheld, fmt.Sprintf("%s %s: lease %+v at %s (%v)", op, key, l, rb.clock.Now(), err))
 		}
-		rb.clock.advance(10 * time.Second) // each write is slow: the copy outlasts the TTL many times
+		rb.clock.Advance(10 * time.Second) // each write is slow: the copy outlasts the TTL many times
 	}
 	rep, err := rb.e.ReplayItem(ctx, rb.run, "a00", true)
 	require.NoError(t, err)
@@ -224,8 +206,8 @@ func TestReplayItemForceStopsOnLostLease(t *testing.T) {
 		if op != "complete" || key.Asset != "a04" {
 			return
 		}
-		rb.clock.advance(wideTTL + wideSkew + time.Second)
-		now := rb.clock.now()
+		rb.clock.Advance(wideTTL + wideSkew + time.Second)
+		now := rb.clock.Now()
 		l, err := rb.b.Leases.Acquire(ctx, lease.AcquireParams{Job: rb.job.Name, Owner: "rival", TTL: wideTTL, Now: now, Skew: wideSkew})
 		require.NoError(t, err)
 		_, out, err := rb.b.Ledger.OpenRun(ctx, ledger.OpenRunParams{Job: rb.job.Name, Nominal: rb.nominal, Fence: l.Fence, Now: now})
@@ -258,10 +240,10 @@ func TestReplayItemForceStopsOnResumedRun(t *testing.T) {
 			return
 		}
 		id := key.Run
-		_, out, err := rb.b.Ledger.OpenRun(ctx, ledger.OpenRunParams{Job: id.Job, Nominal: id.Nominal, Fence: 1000, Now: rb.clock.now()})
+		_, out, err := rb.b.Ledger.OpenRun(ctx, ledger.OpenRunParams{Job: id.Job, Nominal: id.Nominal, Fence: 1000, Now: rb.clock.Now()})
 		require.NoError(t, err)
 		require.Equal(t, ledger.Resumed, out)
-		rb.clock.advance(wideTTL / 2) // the next item is due a check
+		rb.clock.Advance(wideTTL / 2) // the next item is due a check
 		after = 0
 	}
 	_, err := rb.e.ReplayItem(ctx, rb.run, "a00", true)
@@ -282,12 +264,12 @@ func TestReplayItemForceLeavesExistingItems(t *testing.T) {
 		want    ledger.ItemState
 	}{
 		{"live claim of a cancelled item", "a05", func(t *testing.T, rb *replayBundle, key ledger.ItemKey) {
-			now := rb.clock.now()
+			now := rb.clock.Now()
 			_, err := rb.b.Ledger.Claim(t.Context(), ledger.ClaimParams{Key: key, Owner: "live-worker", LeaseUntil: now.Add(time.Minute), Fence: 99, Now: now})
 			require.NoError(t, err)
 		}, ledger.ItemRunning},
 		{"failed attempt of a succeeded item", "a03", func(t *testing.T, rb *replayBundle, key ledger.ItemKey) {
-			now := rb.clock.now()
+			now := rb.clock.Now()
 			it, err := rb.b.Ledger.Claim(t.Context(), ledger.ClaimParams{Key: key, Owner: "live-worker", LeaseUntil: now.Add(time.Minute), Fence: 99, Now: now})
 			require.NoError(t, err)
 			_, err = rb.b.Ledger.Fail(t.Context(), ledger.FailParams{Key: key, Owner: "live-worker", Attempt: it.Attempt, Reason: "flaky", Now: now})
@@ -327,7 +309,7 @@ func TestReplayItemForceReportsCancelRace(t *testing.T) {
 			return
 		}
 		require.ErrorIs(t, err, ledger.ErrNotFound)
-		now := rb.clock.now()
+		now := rb.clock.Now()
 		_, err = rb.b.Ledger.Claim(t.Context(), ledger.ClaimParams{Key: key, Owner: "live-worker", LeaseUntil: now.Add(time.Minute), Fence: 99, Now: now})
 		require.NoError(t, err)
 	}

@@ -12,6 +12,7 @@ import (
 
 	"github.com/stretchr/testify/require"
 
+	"github.com/batonhq/baton/internal/clocktest"
 	"github.com/batonhq/baton/internal/queue"
 	"github.com/batonhq/baton/internal/queue/queuetest"
 )
@@ -217,27 +218,24 @@ func TestQueueReceiversAcrossHandles(t *testing.T) {
 // Without Now in the params the queue's clock decides.
 func TestQueueNowFunc(t *testing.T) {
 	t.Parallel()
-	var mu sync.Mutex
-	now := time.Date(2030, 6, 1, 12, 0, 0, 0, time.UTC)
-	clock := func() time.Time { mu.Lock(); defer mu.Unlock(); return now }
-	advance := func(d time.Duration) { mu.Lock(); defer mu.Unlock(); now = now.Add(d) }
-	q := openTestQueue(t, openQueueTestDB(t), "clocked", &QueueOptions{NowFunc: clock})
+	clock := clocktest.New(time.Date(2030, 6, 1, 12, 0, 0, 0, time.UTC))
+	q := openTestQueue(t, openQueueTestDB(t), "clocked", &QueueOptions{NowFunc: clock.Now})
 
 	require.NoError(t, q.SendBatch(t.Context(), testMessages(1)))
 	first := receive(t, q, 1, 30*time.Second, time.Time{})
 	require.Len(t, first, 1)
-	require.Equal(t, clock(), first[0].SentAt)
-	advance(30*time.Second - time.Nanosecond)
+	require.Equal(t, clock.Now(), first[0].SentAt)
+	clock.Advance(30*time.Second - time.Nanosecond)
 	require.Empty(t, receive(t, q, 1, 30*time.Second, time.Time{}))
-	advance(time.Nanosecond)
+	clock.Advance(time.Nanosecond)
 	again := receive(t, q, 1, 30*time.Second, time.Time{})
 	require.Len(t, again, 1)
 
 	// ChangeVisibility counts from the clock too.
 	require.NoError(t, q.ChangeVisibility(t.Context(), queue.ChangeVisibilityParams{ReceiptHandle: again[0].ReceiptHandle, Timeout: time.Minute}))
-	advance(time.Minute - time.Nanosecond)
+	clock.Advance(time.Minute - time.Nanosecond)
 	require.Empty(t, receive(t, q, 1, 30*time.Second, time.Time{}))
-	advance(time.Nanosecond)
+	clock.Advance(time.Nanosecond)
 	require.Len(t, receive(t, q, 1, 30*time.Second, time.Time{}), 1)
 }
 
