@@ -9,14 +9,9 @@ import (
 	"context"
 	"encoding/json"
 	"fmt"
-	"io"
-	"net/http"
-	"net/http/httptest"
 	"os"
 	"os/exec"
 	"path/filepath"
-	"strconv"
-	"strings"
 	"sync"
 	"testing"
 	"time"
@@ -31,6 +26,7 @@ import (
 	"github.com/batonhq/baton/internal/awssqs"
 	"github.com/batonhq/baton/internal/emulator"
 	"github.com/batonhq/baton/internal/lambdaapp"
+	"github.com/batonhq/baton/internal/lambdaruntime"
 	"github.com/batonhq/baton/internal/ledger"
 	"github.com/batonhq/baton/internal/tickfactory"
 )
@@ -74,87 +70,28 @@ func build(t *testing.T, name string) string {
 	return out
 }
 
-// invocation is one event the fake runtime hands out.
-type invocation struct {
-	id       string
-	payload  []byte
-	deadline time.Time
-}
-
-// result is what the function posted back for an invocation.
-type result struct {
-	id      string
-	kind    string // "response" or "error"
-	body    []byte
-	errType string
-}
-
-// runtimeAPI implements the Runtime API endpoints a function calls.
-type runtimeAPI struct {
-	srv     *httptest.Server
-	next    chan invocation
-	results chan result
-	inits   chan result    // POST /runtime/init/error
-	polled  chan time.Time // when the function first asked for an event
-}
-
 const fnARN = "arn:aws:lambda:us-east-1:123456789012:function:baton-test"
 
-func newRuntimeAPI(t *testing.T) *runtimeAPI {
+// newRuntimeAPI serves the Runtime API for one bootstrap until the test ends.
+func newRuntimeAPI(t *testing.T) *lambdaruntime.Server {
 	t.Helper()
-	api := &runtimeAPI{next: make(chan invocation, 8), results: make(chan result, 8), inits: make(chan result, 1), polled: make(chan time.Time, 1)}
-	mux := http.NewServeMux()
-	mux.HandleFunc("GET /2018-06-01/runtime/invocation/next", func(w http.ResponseWriter, r *http.Request) {
-		select {
-		case api.polled <- time.Now():
-		default:
-		}
-		select {
-		case inv := <-api.next:
-			h := w.Header()
-			h.Set("Lambda-Runtime-Aws-Request-Id", inv.id)
-			h.Set("Lambda-Runtime-Deadline-Ms", strconv.FormatInt(inv.deadline.UnixMilli(), 10))
-			h.Set("Lambda-Runtime-Invoked-Function-Arn", fnARN)
-			h.Set("Lambda-Runtime-Trace-Id", "Root=1-5759e988-bd862e3fe1be46a994272793;Sampled=0")
-			h.Set("Content-Type", "application/json")
-			_, _ = w.Write(inv.payload)
-		case <-r.Context().Done(): // the process ended
-		}
-	})
-	post := func(kind string) http.HandlerFunc {
-		return func(w http.ResponseWriter, r *http.Request) {
-			body, _ := io.ReadAll(r.Body)
-			res := result{id: r.PathValue("id"), kind: kind, body: body, errType: r.Header.Get("Lambda-Runtime-Function-Error-Type")}
-			if kind == "init" {
-				api.inits <- res
-			} else {
-				api.results <- res
-			}
-			w.WriteHeader(http.StatusAccepted)
-			_, _ = w.Write([]byte(`{"status":"OK"}`))
-		}
-	}
-	mux.HandleFunc("POST /2018-06-01/runtime/invocation/{id}/response", post("response"))
-	mux.HandleFunc("POST /2018-06-01/runtime/invocation/{id}/error", post("error"))
-	mux.HandleFunc("POST /2018-06-01/runtime/init/error", post("init"))
-	api.srv = httptest.NewServer(mux)
-	t.Cleanup(api.srv.Close)
+	api, err := lambdaruntime.Start(fnARN)
+	require.NoError(t, err)
+	t.Cleanup(func() { _ = api.Close() })
 	return api
 }
 
-func (api *runtimeAPI) address() string { return strings.TrimPrefix(api.srv.URL, "http://") }
-
 // invoke hands payload to the function and waits for its answer.
-func (api *runtimeAPI) invoke(t *testing.T, id string, payload []byte, timeout time.Duration) result {
+func invoke(t *testing.T, api *lambdaruntime.Server, id string, payload []byte, timeout time.Duration) lambdaruntime.Answer {
 	t.Helper()
-	api.next <- invocation{id: id, payload: payload, deadline: time.Now().Add(timeout)}
+	api.Next <- lambdaruntime.Invocation{ID: id, Payload: payload, Deadline: time.Now().Add(timeout)}
 	select {
-	case res := <-api.results:
-		require.Equal(t, id, res.id)
+	case res := <-api.Answers:
+		require.Equal(t, id, res.ID)
 		return res
 	case <-time.After(timeout + 10*time.Second):
 		t.Fatalf("invocation %s: no answer", id)
-		return result{}
+		return lambdaruntime.Answer{}
 	}
 }
 
@@ -184,11 +121,11 @@ func (s *syncBuffer) String() string {
 
 // start runs bin with exactly env (nothing inherited: no credentials or
 // profiles of the machine leak in) and the Runtime API address.
-func start(t *testing.T, bin string, api *runtimeAPI, env map[string]string) *process {
+func start(t *testing.T, bin string, api *lambdaruntime.Server, env map[string]string) *process {
 	t.Helper()
 	dir := t.TempDir()
 	base := map[string]string{
-		"AWS_LAMBDA_RUNTIME_API":          api.address(),
+		"AWS_LAMBDA_RUNTIME_API":          api.Addr,
 		"AWS_LAMBDA_FUNCTION_NAME":        "baton-test",
 		"AWS_LAMBDA_FUNCTION_MEMORY_SIZE": "256",
 		"AWS_REGION":                      emulator.Region,
@@ -294,12 +231,12 @@ func TestBootstrapsThroughRuntimeAPI(t *testing.T) {
 	api := newRuntimeAPI(t)
 	started := time.Now()
 	start(t, coordinatorBin, api, st.env)
-	t.Logf("coordinator cold start (exec to first poll): %s", (<-api.polled).Sub(started))
+	t.Logf("coordinator cold start (exec to first poll): %s", (<-api.Polled).Sub(started))
 	payload := fmt.Sprintf(`{"job":"fx","scheduledTime":%q}`, nominal.Format(time.RFC3339))
-	res := api.invoke(t, "req-coord-1", []byte(payload), 30*time.Second)
-	require.Equal(t, "response", res.kind, "%s", res.body)
+	res := invoke(t, api, "req-coord-1", []byte(payload), 30*time.Second)
+	require.Equal(t, "response", res.Kind, "%s", res.Body)
 	var cr lambdaapp.CoordinatorResponse
-	require.NoError(t, json.Unmarshal(res.body, &cr), "%s", res.body)
+	require.NoError(t, json.Unmarshal(res.Body, &cr), "%s", res.Body)
 	run := ledger.RunID{Job: "fx", Nominal: nominal, Generation: 1}
 	require.Equal(t, "opened", cr.Outcome)
 	require.Equal(t, run.String(), cr.Run)
@@ -307,13 +244,13 @@ func TestBootstrapsThroughRuntimeAPI(t *testing.T) {
 	require.Equal(t, "req-coord-1", cr.RequestID)
 
 	// A malformed trigger is posted to the invocation's /error.
-	res = api.invoke(t, "req-coord-2", []byte(`{"job":"fx"}`), 30*time.Second)
-	require.Equal(t, "error", res.kind)
+	res = invoke(t, api, "req-coord-2", []byte(`{"job":"fx"}`), 30*time.Second)
+	require.Equal(t, "error", res.Kind)
 	var fnErr struct {
 		ErrorMessage string `json:"errorMessage"`
 		ErrorType    string `json:"errorType"`
 	}
-	require.NoError(t, json.Unmarshal(res.body, &fnErr), "%s", res.body)
+	require.NoError(t, json.Unmarshal(res.Body, &fnErr), "%s", res.Body)
 	require.Contains(t, fnErr.ErrorMessage, `field "scheduledTime" is missing`)
 
 	// Consumer: the fanned-out messages, as the event source delivers them.
@@ -323,9 +260,9 @@ func TestBootstrapsThroughRuntimeAPI(t *testing.T) {
 	require.NoError(t, err)
 	api2 := newRuntimeAPI(t)
 	start(t, consumerBin, api2, st.env)
-	res = api2.invoke(t, "req-cons-1", event, 30*time.Second)
-	require.Equal(t, "response", res.kind, "%s", res.body)
-	require.JSONEq(t, `{"batchItemFailures":[]}`, string(res.body))
+	res = invoke(t, api2, "req-cons-1", event, 30*time.Second)
+	require.Equal(t, "response", res.Kind, "%s", res.Body)
+	require.JSONEq(t, `{"batchItemFailures":[]}`, string(res.Body))
 
 	ledgerStore := awsdynamodb.NewLedgerStore(emulator.DynamoDBClient(t), st.table, nil)
 	items, err := ledgerStore.ListItems(context.Background(), run)
@@ -359,13 +296,13 @@ func TestBootstrapInitError(t *testing.T) {
 				lambdaapp.EnvMaxReceives: "5",
 			})
 			select {
-			case res := <-api.inits:
-				require.Equal(t, lambdaapp.InitErrorType, res.errType)
+			case res := <-api.InitErrors:
+				require.Equal(t, lambdaapp.InitErrorType, res.ErrorType)
 				var body struct {
 					ErrorMessage string `json:"errorMessage"`
 					ErrorType    string `json:"errorType"`
 				}
-				require.NoError(t, json.Unmarshal(res.body, &body), "%s", res.body)
+				require.NoError(t, json.Unmarshal(res.Body, &body), "%s", res.Body)
 				require.Contains(t, body.ErrorMessage, "BATON_TABLE is not set")
 				require.Equal(t, lambdaapp.InitErrorType, body.ErrorType)
 			case <-time.After(30 * time.Second):

@@ -22,6 +22,7 @@ import (
 
 	"github.com/batonhq/baton/internal/awsdynamodb"
 	"github.com/batonhq/baton/internal/awssqs"
+	"github.com/batonhq/baton/internal/lambdaruntime"
 	"github.com/batonhq/baton/internal/queue"
 	"github.com/batonhq/baton/internal/tickfactory"
 )
@@ -169,17 +170,17 @@ type coldRun struct {
 // coldInvoke starts bin with env (and the Runtime API address), hands it
 // payload as its first invocation, and measures it.
 func coldInvoke(ctx context.Context, bin string, env []string, payload []byte) (coldRun, error) {
-	api, err := startRuntimeAPI()
+	api, err := lambdaruntime.Start("arn:aws:lambda:us-east-1:123456789012:function:baton-bench")
 	if err != nil {
 		return coldRun{}, err
 	}
 	defer api.Close()
 	const timeout = time.Minute
-	api.next <- invocation{id: "bench-1", payload: payload, deadline: time.Now().Add(timeout)}
+	api.Next <- lambdaruntime.Invocation{ID: "bench-1", Payload: payload, Deadline: time.Now().Add(timeout)}
 
 	out := &tail{max: 16 << 10}
 	cmd := exec.Command(bin)
-	cmd.Env = append(append([]string(nil), env...), "AWS_LAMBDA_RUNTIME_API="+api.addr)
+	cmd.Env = append(append([]string(nil), env...), "AWS_LAMBDA_RUNTIME_API="+api.Addr)
 	cmd.Stdout, cmd.Stderr = out, out
 	start := time.Now()
 	if err := cmd.Start(); err != nil {
@@ -197,11 +198,13 @@ func coldInvoke(ctx context.Context, bin string, env []string, payload []byte) (
 
 	var run coldRun
 	select {
-	case res := <-api.results:
-		if res.kind != "response" {
-			return fail(fmt.Errorf("%s answered %s: %s", filepath.Base(filepath.Dir(bin)), res.kind, res.body))
+	case res := <-api.Answers:
+		if res.Kind != "response" {
+			return fail(fmt.Errorf("%s answered %s: %s", filepath.Base(filepath.Dir(bin)), res.Kind, res.Body))
 		}
-		run.served, run.body = res.at.Sub(start), res.body
+		run.served, run.body = res.At.Sub(start), res.Body
+	case res := <-api.InitErrors:
+		return fail(fmt.Errorf("%s answered %s: %s", filepath.Base(filepath.Dir(bin)), res.Kind, res.Body))
 	case err := <-exited:
 		exited <- err
 		return fail(fmt.Errorf("exited before answering: %v", err))
@@ -211,7 +214,7 @@ func coldInvoke(ctx context.Context, bin string, env []string, payload []byte) (
 		return fail(ctx.Err())
 	}
 	select {
-	case at := <-api.polled:
+	case at := <-api.Polled:
 		run.init = at.Sub(start)
 	default:
 		return fail(errors.New("answered without polling"))
