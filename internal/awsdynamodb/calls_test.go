@@ -135,8 +135,8 @@ func TestCalls(t *testing.T) {
 				_, err = s.ledger.Complete(ctx, ledger.CompleteParams{Key: it.Key, Owner: "w1", Attempt: it.Attempt, Now: t0})
 				require.NoError(t, err)
 			},
-			emulator: map[string]int{"UpdateItem": 2},
-			dynamodb: map[string]int{"UpdateItem": 2},
+			emulator: map[string]int{"PutItem": 1, "UpdateItem": 1},
+			dynamodb: map[string]int{"PutItem": 1, "UpdateItem": 1},
 		},
 		{
 			name: "duplicate claim",
@@ -147,8 +147,8 @@ func TestCalls(t *testing.T) {
 				_, err = s.ledger.Claim(ctx, claim(id, "w2", t0))
 				require.ErrorIs(t, err, ledger.ErrHeld)
 			},
-			emulator: map[string]int{"UpdateItem": 1, "GetItem": 1},
-			dynamodb: map[string]int{"UpdateItem": 1},
+			emulator: map[string]int{"PutItem": 1, "GetItem": 1},
+			dynamodb: map[string]int{"PutItem": 1},
 		},
 		{
 			name: "claim of a succeeded item",
@@ -161,8 +161,8 @@ func TestCalls(t *testing.T) {
 				_, err = s.ledger.Claim(ctx, claim(id, "w2", t0))
 				require.ErrorIs(t, err, ledger.ErrTerminal)
 			},
-			emulator: map[string]int{"UpdateItem": 1, "GetItem": 1},
-			dynamodb: map[string]int{"UpdateItem": 1},
+			emulator: map[string]int{"PutItem": 1, "GetItem": 1},
+			dynamodb: map[string]int{"PutItem": 1},
 		},
 		{
 			name: "claim of an expired item out of attempts",
@@ -174,8 +174,23 @@ func TestCalls(t *testing.T) {
 				require.ErrorIs(t, err, ledger.ErrTerminal)
 				require.Equal(t, ledger.ItemDead, it.State)
 			},
-			emulator: map[string]int{"UpdateItem": 2, "GetItem": 1},
-			dynamodb: map[string]int{"UpdateItem": 2},
+			emulator: map[string]int{"PutItem": 1, "GetItem": 1, "UpdateItem": 1},
+			dynamodb: map[string]int{"PutItem": 1, "UpdateItem": 1},
+		},
+		{
+			name: "claim of an expired item with attempts left",
+			run: func(t *testing.T, s stores) {
+				id := fanned(t)
+				_, err := plain.ledger.Claim(ctx, claim(id, "w1", t0))
+				require.NoError(t, err)
+				p := claim(id, "w2", t0.Add(time.Hour))
+				p.MaxAttempts = 2
+				it, err := s.ledger.Claim(ctx, p)
+				require.NoError(t, err)
+				require.Equal(t, 2, it.Attempt)
+			},
+			emulator: map[string]int{"PutItem": 1, "GetItem": 1, "UpdateItem": 1},
+			dynamodb: map[string]int{"PutItem": 1, "UpdateItem": 1},
 		},
 		{
 			name: "open, advance, finish",

@@ -41,9 +41,12 @@
 // absolute times stored in the record, never by a read followed by a write
 // (the one exception is OpenRun with Force, which reads the generation and
 // then writes conditioned on it). Acquire mints the fence in the write that
-// takes the lease (fence = if_not_exists(fence, 0) + 1). Claim covers
-// absent, FAILED and expired RUNNING in one condition, so a new item costs
-// two writes in all: claim and complete.
+// takes the lease (fence = if_not_exists(fence, 0) + 1). Claim first puts
+// the item's first RUNNING record conditioned on attribute_not_exists(pk)
+// (one PutItem, the cheapest condition); only when the item exists and is
+// claimable (FAILED, expired RUNNING) does it follow with one UpdateItem
+// whose condition covers every claimable case. A new item costs two
+// writes in all: claim and complete.
 //
 // Writes ask for the new record (ReturnValues ALL_NEW) and, on a failed
 // condition, for the record that failed it
@@ -81,10 +84,13 @@
 //
 // Calls per operation (pinned by TestCalls): acquire, renew, release,
 // OpenRun, AdvanceRun, FinishRun, Complete, Fail, Release, Cancel, Put and
-// a claim that succeeds are one write each; OpenRun with Force is a read
-// and a write; a Claim of an item out of attempts is two writes (the
-// refused claim, then DEAD). A refused write is one call on DynamoDB and
-// one call plus one GetItem on the emulator.
+// the claim of a new item are one write each (the claim a PutItem); a
+// refused claim (the item held or terminal) is one PutItem on DynamoDB,
+// and one PutItem plus one GetItem on the emulator; the claim of an
+// existing claimable item is the refused PutItem, then one UpdateItem
+// (the claim, or DEAD for an item out of attempts); OpenRun with Force is
+// a read and a write. A refused write is one call on DynamoDB and one
+// call plus one GetItem on the emulator.
 //
 // The emulator used by the tests (dynalite) differs from DynamoDB in
 // that it does not return the old record with a failed condition (see

@@ -61,12 +61,16 @@ func claimable(extra string) string {
 	return "#state = :failed" + extra + " OR #state = :running AND #lease_until <= :cutoff" + extra
 }
 
-// Claim implements ledger.Store. It is one UpdateItem whose condition
-// covers every claimable case (absent, FAILED, RUNNING with an expired
-// lease, under MaxAttempts), so a new item costs one write. When the
-// condition fails, the record that failed it decides: ErrTerminal,
-// ErrHeld, or, for a claimable item out of attempts, one more conditional
-// write to DEAD.
+// Claim implements ledger.Store. It first puts the item's first RUNNING
+// record with one PutItem conditioned on the item being absent, the
+// common case, so a new item costs one write whose condition is the
+// cheapest to evaluate. When that condition fails, the record that failed
+// it decides (from the refusal on DynamoDB, from one consistent GetItem
+// on a server that does not return it): ErrTerminal, ErrHeld, or, for a
+// claimable item (FAILED, RUNNING with an expired lease), one UpdateItem
+// whose condition covers every claimable case under MaxAttempts; for a
+// claimable item out of attempts, one conditional write to DEAD instead.
+// A refused UpdateItem is decided the same way from its record.
 func (s *LedgerStore) Claim(ctx context.Context, p ledger.ClaimParams) (ledger.Item, error) {
 	op := "claim " + p.Key.String()
 	if err := validItemKey(p.Key); err != nil {
@@ -102,7 +106,7 @@ func (s *LedgerStore) Claim(ctx context.Context, p ledger.ClaimParams) (ledger.I
 		claim.values[":max"] = num(int64(p.MaxAttempts))
 	}
 	withStates(claim.values)
-	w, err := s.t.update(ctx, op, k, claim)
+	w, err := s.t.put(ctx, op, k, firstClaim(p), "attribute_not_exists(#pk)", nil)
 	for retries := 0; ; retries++ {
 		if err != nil {
 			return ledger.Item{}, err
@@ -144,6 +148,22 @@ func (s *LedgerStore) Claim(ctx context.Context, p ledger.ClaimParams) (ledger.I
 			}
 			return dead, fmt.Errorf("%s: %s after %d attempts: %w", op, reasonExhausted, dead.Attempt, ledger.ErrTerminal)
 		}
+	}
+}
+
+// firstClaim is the record of an item's first claim under p: what the
+// claim UpdateItem writes on an absent item, but for the write token.
+func firstClaim(p ledger.ClaimParams) record {
+	now := nanos(p.Now)
+	return record{
+		itemState:      str(string(ledger.ItemRunning)),
+		itemOwner:      str(p.Owner),
+		itemAttempt:    num(1),
+		itemLeaseUntil: nanos(p.LeaseUntil),
+		itemFence:      num(p.Fence),
+		itemCreatedAt:  now,
+		itemStartedAt:  now,
+		itemUpdatedAt:  now,
 	}
 }
 

@@ -336,11 +336,11 @@ func TestItemLostAndResentWrites(t *testing.T) {
 	key := ledger.ItemKey{Run: run.ID, Asset: "EURUSD"}
 	b.rec.Counts()
 
-	b.rec.LoseFunc = func(op string) bool { return op == "UpdateItem" }
+	b.rec.LoseFunc = func(op string) bool { return op == "PutItem" || op == "UpdateItem" }
 	it, err := b.ledger.Claim(ctx, ledger.ClaimParams{Key: key, Owner: "w1", LeaseUntil: t0.Add(time.Minute), Now: t0})
 	require.NoError(t, err)
 	require.Equal(t, 1, it.Attempt)
-	require.Equal(t, map[string]int{"UpdateItem": 1, "GetItem": 1}, b.rec.Counts())
+	require.Equal(t, map[string]int{"PutItem": 1, "GetItem": 1}, b.rec.Counts())
 	it, err = b.ledger.Complete(ctx, ledger.CompleteParams{Key: key, Owner: "w1", Attempt: 1, Result: []byte("r"), Now: t0})
 	require.NoError(t, err)
 	require.Equal(t, ledger.ItemSucceeded, it.State)
@@ -349,7 +349,7 @@ func TestItemLostAndResentWrites(t *testing.T) {
 	// Resent: the second send of a claim fails (held by the first), of a
 	// completion fails (terminal); both are recognised as the caller's.
 	key2 := ledger.ItemKey{Run: run.ID, Asset: "GBPUSD"}
-	b.rec.DupFunc = func(op string) bool { return op == "UpdateItem" }
+	b.rec.DupFunc = func(op string) bool { return op == "PutItem" || op == "UpdateItem" }
 	it, err = b.ledger.Claim(ctx, ledger.ClaimParams{Key: key2, Owner: "w1", LeaseUntil: t0.Add(time.Minute), Now: t0})
 	require.NoError(t, err)
 	require.Equal(t, 1, it.Attempt)
@@ -415,7 +415,9 @@ func TestLedgerInvalidInput(t *testing.T) {
 }
 
 // On a server that does not return the old record, a refused claim whose
-// record is claimable by the time it is read is retried.
+// record is claimable by the time it is read is retried, with the claim
+// UpdateItem (here: the first claim's PutItem is refused, and the record
+// read back is absent).
 func TestClaimRetriesWhenClaimableMeanwhile(t *testing.T) {
 	t.Parallel()
 	b := setup(t, nil)
@@ -423,7 +425,7 @@ func TestClaimRetriesWhenClaimableMeanwhile(t *testing.T) {
 	b.rec.Counts()
 	refused := false
 	b.rec.FailFunc = func(op string) error {
-		if op == "UpdateItem" && !refused {
+		if op == "PutItem" && !refused {
 			refused = true
 			return &types.ConditionalCheckFailedException{Message: aws.String("The conditional request failed")}
 		}
@@ -432,5 +434,5 @@ func TestClaimRetriesWhenClaimableMeanwhile(t *testing.T) {
 	it, err := b.ledger.Claim(context.Background(), ledger.ClaimParams{Key: ledger.ItemKey{Run: run.ID, Asset: "A"}, Owner: "w", LeaseUntil: t0.Add(time.Minute), Now: t0})
 	require.NoError(t, err)
 	require.Equal(t, 1, it.Attempt)
-	require.Equal(t, map[string]int{"UpdateItem": 2, "GetItem": 1}, b.rec.Counts())
+	require.Equal(t, map[string]int{"PutItem": 1, "GetItem": 1, "UpdateItem": 1}, b.rec.Counts())
 }

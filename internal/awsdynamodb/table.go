@@ -180,8 +180,10 @@ func (t table) put(ctx context.Context, op string, k key, rec record, cond strin
 		Item:                                item,
 		ConditionExpression:                 aws.String(cond),
 		ExpressionAttributeNames:            names(cond),
-		ExpressionAttributeValues:           used(values, cond),
 		ReturnValuesOnConditionCheckFailure: types.ReturnValuesOnConditionCheckFailureAllOld,
+	}
+	if v := used(values, cond); len(v) > 0 {
+		in.ExpressionAttributeValues = v // DynamoDB refuses an empty map
 	}
 	return t.conditional(ctx, op, k, tok, func(ctx context.Context) (record, error) {
 		if _, err := t.client.PutItem(ctx, in); err != nil {
