@@ -17,7 +17,7 @@ import (
 	"github.com/batonhq/baton/internal/awsbackend"
 	"github.com/batonhq/baton/internal/emulator"
 	"github.com/batonhq/baton/internal/engine"
-	"github.com/batonhq/baton/internal/job"
+	"github.com/batonhq/baton/internal/message"
 	"github.com/batonhq/baton/internal/lambdaapp"
 	"github.com/batonhq/baton/internal/ledger"
 	"github.com/batonhq/baton/internal/queue"
@@ -210,5 +210,5 @@ func TestEngineOnAWS(t *testing.T) {
 	}, 10*time.Second, 50*time.Millisecond)
 	require.Len(t, dead, 1)
 	require.Equal(t, "not a baton message", string(dead[0].Body))
-	require.Contains(t, dead[0].Attributes[job.AttrError], "malformed")
+	require.Contains(t, dead[0].Attributes[message.AttrError], "malformed")
 }

@@ -10,7 +10,8 @@ import (
 
 	"github.com/batonhq/baton/internal/consumer"
 	"github.com/batonhq/baton/internal/contention"
-	"github.com/batonhq/baton/internal/job"
+	"github.com/batonhq/baton"
+	"github.com/batonhq/baton/internal/message"
 	"github.com/batonhq/baton/internal/lease"
 	"github.com/batonhq/baton/internal/ledger"
 	"github.com/batonhq/baton/internal/queue"
@@ -164,10 +165,10 @@ func (r *Runner) calls(ctx context.Context, t Target) error {
 			job: name,
 			key: ledger.ItemKey{Run: ledger.RunID{Job: name, Nominal: time.Now().UTC().Truncate(time.Minute), Generation: 1}, Asset: j.Assets[0]},
 			consumer: &consumer.Consumer{
-				Ledger: env.Backend.Ledger, Queue: env.Backend.Work, Jobs: job.Catalog{name: j}, Owner: "bench",
+				Ledger: env.Backend.Ledger, Queue: env.Backend.Work, Jobs: baton.MustCatalog(j), Owner: "bench",
 			},
 		}
-		k.message = queue.Delivery{MessageID: "m-" + name, Body: job.NewMessage(k.key, 1, false).Encode(), ReceiveCount: 1}
+		k.message = queue.Delivery{MessageID: "m-" + name, Body: message.New(k.key, 1, false).Encode(), ReceiveCount: 1}
 		if c.prepare != nil {
 			if err := c.prepare(ctx, env, k); err != nil {
 				return fmt.Errorf("%s: prepare: %w", c.figure, err)

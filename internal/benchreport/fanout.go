@@ -9,7 +9,8 @@ import (
 
 	"github.com/batonhq/baton/internal/coordinator"
 	"github.com/batonhq/baton/internal/engine"
-	"github.com/batonhq/baton/internal/job"
+	"github.com/batonhq/baton"
+	"github.com/batonhq/baton/internal/message"
 	"github.com/batonhq/baton/internal/ledger"
 	"github.com/batonhq/baton/internal/queue"
 )
@@ -37,7 +38,7 @@ func (r *Runner) fanOut(ctx context.Context, t Target) error {
 	// than a mean or a best.
 	for round := range max(r.Config.FanOutRounds, 1) {
 		j := syntheticJob(fmt.Sprintf("fanout-%d", round), n, 10, &sleeper{})
-		e, err := engine.New(env.Backend, engine.Options{Catalog: job.Catalog{j.Name: j}, BatchTimeout: r.Config.Timeout, Owner: "bench"})
+		e, err := engine.New(env.Backend, engine.Options{Catalog: baton.MustCatalog(j), BatchTimeout: r.Config.Timeout, Owner: "bench"})
 		if err != nil {
 			return err
 		}
@@ -45,7 +46,7 @@ func (r *Runner) fanOut(ctx context.Context, t Target) error {
 		run := ledger.RunID{Job: j.Name, Nominal: time.Now().UTC().Truncate(time.Minute), Generation: 1}
 		msgs := make([]queue.Message, n)
 		for i, a := range j.Assets {
-			msgs[i] = job.NewMessage(ledger.ItemKey{Run: run, Asset: a}, 1, false).QueueMessage()
+			msgs[i] = message.New(ledger.ItemKey{Run: run, Asset: a}, 1, false).QueueMessage()
 		}
 		for _, p := range rawParallel {
 			start := time.Now()

@@ -7,7 +7,7 @@ import (
 	"time"
 
 	"github.com/batonhq/baton/internal/engine"
-	"github.com/batonhq/baton/internal/job"
+	"github.com/batonhq/baton"
 	"github.com/batonhq/baton/internal/ledger"
 	"github.com/batonhq/baton/internal/queue"
 	"github.com/batonhq/baton/internal/tickfactory"
@@ -75,7 +75,7 @@ func (r *Runner) referenceJob(ctx context.Context, t Target) error {
 	run := ledger.RunID{Job: tickfactory.Name, Nominal: sum.Nominal.Add(-time.Hour), Generation: 1}
 	loopStart := time.Now()
 	for _, a := range tickfactory.Assets {
-		if _, err := p.Process(ctx, job.Task{Key: ledger.ItemKey{Run: run, Asset: a}, Asset: a, Nominal: run.Nominal, Attempt: 1, Fence: 1}); err != nil {
+		if _, err := p.Process(ctx, baton.Task{Key: ledger.ItemKey{Run: run, Asset: a}, Asset: a, Nominal: run.Nominal, Attempt: 1, Fence: 1}); err != nil {
 			return fmt.Errorf("sequential loop: %w", err)
 		}
 	}
@@ -114,7 +114,7 @@ func (r *Runner) wideJob(ctx context.Context, t Target) error {
 	proc := &sleeper{latency: lat}
 	j := syntheticJob("wide", n, queue.MaxBatch, proc)
 	e, err := engine.New(env.Backend, engine.Options{
-		Catalog: job.Catalog{j.Name: j}, Consumers: pollers, BatchSize: queue.MaxBatch, Owner: "bench",
+		Catalog: baton.MustCatalog(j), Consumers: pollers, BatchSize: queue.MaxBatch, Owner: "bench",
 	})
 	if err != nil {
 		return err

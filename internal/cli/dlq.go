@@ -9,7 +9,7 @@ import (
 	"time"
 
 	"github.com/batonhq/baton/internal/engine"
-	"github.com/batonhq/baton/internal/job"
+	"github.com/batonhq/baton/internal/message"
 	"github.com/batonhq/baton/internal/ledger"
 )
 
@@ -124,8 +124,8 @@ func dlqListCmd(ctx context.Context, e *env, args []string) error {
 // describeDeadLetter decodes m and looks its item up.
 func describeDeadLetter(ctx context.Context, l ledger.Store, m engine.QueuedMessage, now time.Time) (deadLetter, error) {
 	row := deadLetter{MessageID: m.MessageID, ReceiveCount: m.ReceiveCount, SentAt: m.SentAt.UTC(),
-		AgeSeconds: now.Sub(m.SentAt).Seconds(), LastError: m.Attributes[job.AttrError]}
-	msg, err := job.DecodeMessage(m.Body)
+		AgeSeconds: now.Sub(m.SentAt).Seconds(), LastError: m.Attributes[message.AttrError]}
+	msg, err := message.Decode(m.Body)
 	if err != nil {
 		row.Malformed = err.Error()
 		if row.LastError == "" {

@@ -8,7 +8,7 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/batonhq/baton/internal/consumer"
-	"github.com/batonhq/baton/internal/job"
+	"github.com/batonhq/baton/internal/message"
 	"github.com/batonhq/baton/internal/ledger"
 	"github.com/batonhq/baton/internal/queue"
 	"github.com/batonhq/baton/internal/tickfactory"
@@ -43,14 +43,14 @@ func testRedrive(t *testing.T, f *opsFixture) {
 	require.NoError(t, err)
 
 	dead := func(key ledger.ItemKey, reason string) queue.Message {
-		m := job.NewMessage(key, 1, false).QueueMessage()
-		m.Attributes[job.AttrError] = reason
+		m := message.New(key, 1, false).QueueMessage()
+		m.Attributes[message.AttrError] = reason
 		return m
 	}
 	_, err = queue.SendAll(ctx, f.b.DeadLetter, []queue.Message{
 		dead(done, "claim: item held by a live owner"),
 		dead(failed, "provider timeout"),
-		{Body: []byte(`{"not":"baton"}`), Attributes: map[string]string{job.AttrError: "malformed message"}},
+		{Body: []byte(`{"not":"baton"}`), Attributes: map[string]string{message.AttrError: "malformed message"}},
 	}, nil)
 	require.NoError(t, err)
 
@@ -117,7 +117,7 @@ func testRedriveMax(t *testing.T, f *opsFixture) {
 	ctx := t.Context()
 	var msgs []queue.Message
 	for i := range 5 {
-		msgs = append(msgs, job.NewMessage(ledger.ItemKey{Run: f.run(i, 1), Asset: "EURUSD"}, 1, false).QueueMessage())
+		msgs = append(msgs, message.New(ledger.ItemKey{Run: f.run(i, 1), Asset: "EURUSD"}, 1, false).QueueMessage())
 	}
 	_, err := queue.SendAll(ctx, f.b.DeadLetter, msgs, nil)
 	require.NoError(t, err)

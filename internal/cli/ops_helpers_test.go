@@ -12,7 +12,7 @@ import (
 
 	"github.com/batonhq/baton/internal/consumer"
 	"github.com/batonhq/baton/internal/engine"
-	"github.com/batonhq/baton/internal/job"
+	"github.com/batonhq/baton"
 	"github.com/batonhq/baton/internal/ledger"
 	"github.com/batonhq/baton/internal/queue"
 	"github.com/batonhq/baton/internal/tickfactory"
@@ -43,9 +43,9 @@ func newFixture(t *testing.T, b engine.Backend, flags []string) *opsFixture {
 	t.Helper()
 	f := &opsFixture{t: t, flags: flags, b: b, calls: &callCounter{n: map[string]int{}}}
 	catalog := tickfactory.Catalog(b.Bars, nil)
-	fx := catalog[tickfactory.Name]
+	fx, _ := catalog.Lookup(tickfactory.Name)
 	fx.Processor = countingProcessor{inner: fx.Processor, calls: f.calls}
-	catalog[tickfactory.Name] = fx
+	catalog = baton.MustCatalog(fx)
 	eng, err := engine.New(b, engine.Options{Catalog: catalog, Owner: "test", RetryDelay: 10 * time.Millisecond})
 	require.NoError(t, err)
 	f.eng = eng
@@ -155,11 +155,11 @@ func (c *callCounter) total() int {
 }
 
 type countingProcessor struct {
-	inner job.Processor
+	inner baton.Processor
 	calls *callCounter
 }
 
-func (p countingProcessor) Process(ctx context.Context, t job.Task) ([]byte, error) {
+func (p countingProcessor) Process(ctx context.Context, t baton.Task) ([]byte, error) {
 	p.calls.mu.Lock()
 	p.calls.n[t.Key.String()]++
 	p.calls.mu.Unlock()

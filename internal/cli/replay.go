@@ -10,7 +10,7 @@ import (
 
 	"github.com/batonhq/baton/internal/coordinator"
 	"github.com/batonhq/baton/internal/engine"
-	"github.com/batonhq/baton/internal/job"
+	"github.com/batonhq/baton"
 	"github.com/batonhq/baton/internal/lease"
 	"github.com/batonhq/baton/internal/ledger"
 )
@@ -73,7 +73,7 @@ func (f *replayFlags) check() error {
 type replayer struct {
 	b    engine.Backend
 	eng  *engine.Engine
-	j    job.Job
+	j    baton.Job
 	stop func()
 }
 
@@ -290,7 +290,7 @@ func waitSettled(ctx context.Context, r *replayer, nominal time.Time, timeout ti
 
 // nominalAt is the schedule's latest tick at or before t; given is how
 // the caller's input named t, for the error when there is none.
-func nominalAt(j job.Job, t time.Time, given string) (time.Time, error) {
+func nominalAt(j baton.Job, t time.Time, given string) (time.Time, error) {
 	s, err := scheduleOf(j)
 	if err != nil {
 		return time.Time{}, err

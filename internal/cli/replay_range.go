@@ -9,7 +9,7 @@ import (
 
 	"github.com/batonhq/baton/internal/coordinator"
 	"github.com/batonhq/baton/internal/engine"
-	"github.com/batonhq/baton/internal/job"
+	"github.com/batonhq/baton"
 	"github.com/batonhq/baton/internal/ledger"
 	"github.com/batonhq/baton/internal/schedule"
 )
@@ -156,7 +156,7 @@ func replayRangeCmd(ctx context.Context, e *env, args []string) error {
 }
 
 // planTick reads the tick's run and decides the action under overlap.
-func planTick(ctx context.Context, l ledger.Store, j job.Job, nominal time.Time, overlap string) (tickPlan, error) {
+func planTick(ctx context.Context, l ledger.Store, j baton.Job, nominal time.Time, overlap string) (tickPlan, error) {
 	p := tickPlan{nominal: nominal}
 	run, err := l.GetRun(ctx, j.Name, nominal)
 	switch {
@@ -182,7 +182,7 @@ func planTick(ctx context.Context, l ledger.Store, j job.Job, nominal time.Time,
 
 func (p tickPlan) skipped() bool { return p.action == actionDone || p.action == actionExists }
 
-func printPlans(e *env, j job.Job, plans []tickPlan, overlap string, from, to time.Time) {
+func printPlans(e *env, j baton.Job, plans []tickPlan, overlap string, from, to time.Time) {
 	counts := map[string]int{}
 	tw := tabwriter.NewWriter(e.stdout, 0, 0, 2, ' ', 0)
 	fmt.Fprintln(tw, "TICK\tRUN\tSTATE\tACTION")
@@ -213,7 +213,7 @@ func backfill(ctx context.Context, e *env, r *replayer, f *rangeFlags, plans []t
 			todo = append(todo, p)
 		}
 	}
-	perTick := len(engine.Expected(r.j.Definition))
+	perTick := len(engine.Expected(r.j))
 	fmt.Fprintf(e.stdout, "backfill %s: %d ticks in range; %d already done, %d left alone (--overlap %s), %d to run at most %g/s on %s store %s\n",
 		r.j.Name, len(plans), skippedDone, skippedExisting, f.overlap, len(todo), f.rate, r.b.Name, f.common.where())
 	if len(todo) == 0 {
@@ -337,7 +337,7 @@ func backfillReport(e *env, r *replayer, w *settleWatch, f *rangeFlags, fired in
 }
 
 // scheduleOf parses j's schedule.
-func scheduleOf(j job.Job) (schedule.Schedule, error) {
+func scheduleOf(j baton.Job) (schedule.Schedule, error) {
 	s, err := schedule.Parse(j.Schedule)
 	if err != nil {
 		return schedule.Schedule{}, fmt.Errorf("job %s: %w", j.Name, err)

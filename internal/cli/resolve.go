@@ -10,7 +10,7 @@ import (
 	"time"
 
 	"github.com/batonhq/baton/internal/engine"
-	"github.com/batonhq/baton/internal/job"
+	"github.com/batonhq/baton"
 	"github.com/batonhq/baton/internal/jobs"
 	"github.com/batonhq/baton/internal/ledger"
 )
@@ -42,40 +42,40 @@ func parseTime(name, v string, now time.Time) (time.Time, error) {
 
 // knownJobs is the catalog's definitions, for checking names before a
 // backend is opened (no processor runs from it).
-func knownJobs() job.Catalog { return jobs.Catalog(nil, nil) }
+func knownJobs() *baton.Catalog { return jobs.Catalog(nil, nil) }
 
 // lookupJob returns the job called name; an unknown name is bad input.
-func lookupJob(c job.Catalog, name string) (job.Job, error) {
+func lookupJob(c *baton.Catalog, name string) (baton.Job, error) {
 	j, err := c.Lookup(name)
 	if err != nil {
-		return job.Job{}, usageError{err}
+		return baton.Job{}, usageError{err}
 	}
 	return j, nil
 }
 
 // parseRun parses a run id given with --run and checks its job exists.
-func parseRun(v string) (ledger.RunID, job.Job, error) {
+func parseRun(v string) (ledger.RunID, baton.Job, error) {
 	if v == "" {
-		return ledger.RunID{}, job.Job{}, usagef("--run is required (a run id such as fx@2026-11-21T12:01:00Z#1; 'baton status' lists them)")
+		return ledger.RunID{}, baton.Job{}, usagef("--run is required (a run id such as fx@2026-11-21T12:01:00Z#1; 'baton status' lists them)")
 	}
 	id, err := ledger.ParseRunID(v)
 	if err != nil {
-		return ledger.RunID{}, job.Job{}, usagef("--run: %v", err)
+		return ledger.RunID{}, baton.Job{}, usagef("--run: %v", err)
 	}
 	j, err := lookupJob(knownJobs(), id.Job)
 	if err != nil {
-		return ledger.RunID{}, job.Job{}, err
+		return ledger.RunID{}, baton.Job{}, err
 	}
 	return id, j, nil
 }
 
 // checkAsset refuses a name that is neither an asset nor a derived item of j.
-func checkAsset(j job.Job, asset string) error {
+func checkAsset(j baton.Job, asset string) error {
 	if asset == "" {
-		return usagef("--asset is required (one of %s)", strings.Join(engine.Expected(j.Definition), ", "))
+		return usagef("--asset is required (one of %s)", strings.Join(engine.Expected(j), ", "))
 	}
 	if !j.HasItem(asset) {
-		return usagef("unknown asset %q: job %s has %s", asset, j.Name, strings.Join(engine.Expected(j.Definition), ", "))
+		return usagef("unknown asset %q: job %s has %s", asset, j.Name, strings.Join(engine.Expected(j), ", "))
 	}
 	return nil
 }
@@ -106,7 +106,7 @@ func currentRun(ctx context.Context, l ledger.Store, id ledger.RunID) (ledger.Ru
 
 // openBackend opens the backend the flags select with the job catalog
 // (the reference job's simulated provider latency set to latency).
-func openBackend(ctx context.Context, f *backendFlags, latency time.Duration) (engine.Backend, job.Catalog, error) {
+func openBackend(ctx context.Context, f *backendFlags, latency time.Duration) (engine.Backend, *baton.Catalog, error) {
 	b, err := f.open(ctx)
 	if err != nil {
 		return engine.Backend{}, nil, err

@@ -139,7 +139,7 @@ func (w *settleWatch) stallError() error {
 		counts := countItems(w.items[n], nil)
 		return fmt.Errorf("no item finished for %s (--timeout): run %s is %s with %d RUNNING, %d FAILED, %d of %d items terminal "+
 			"(are consumers running? 'baton status --run %s')", w.stall, run.ID, run.State, counts["RUNNING"], counts["FAILED"],
-			counts["SUCCEEDED"]+counts["DEAD"]+counts["CANCELLED"], len(engine.Expected(w.r.j.Definition)), run.ID)
+			counts["SUCCEEDED"]+counts["DEAD"]+counts["CANCELLED"], len(engine.Expected(w.r.j)), run.ID)
 	}
 	return fmt.Errorf("no item finished for %s (--timeout)", w.stall)
 }

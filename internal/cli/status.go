@@ -11,7 +11,7 @@ import (
 	"time"
 
 	"github.com/batonhq/baton/internal/engine"
-	"github.com/batonhq/baton/internal/job"
+	"github.com/batonhq/baton"
 	"github.com/batonhq/baton/internal/lease"
 	"github.com/batonhq/baton/internal/ledger"
 )
@@ -58,7 +58,7 @@ func statusCmd(ctx context.Context, e *env, args []string) error {
 		return usagef("--runs and --history must be at least 1")
 	}
 	var (
-		j     job.Job
+		j     baton.Job
 		runID ledger.RunID
 		err   error
 	)
@@ -196,7 +196,7 @@ type statusParams struct {
 }
 
 // buildStatus reads everything status shows. It writes nothing.
-func buildStatus(ctx context.Context, b engine.Backend, j job.Job, p statusParams) (statusReport, error) {
+func buildStatus(ctx context.Context, b engine.Backend, j baton.Job, p statusParams) (statusReport, error) {
 	rep := statusReport{Job: j.Name, Schedule: j.Schedule, Backend: b.Name, Now: p.Now}
 	var err error
 	if rep.Lease, err = readLease(ctx, b, j.Name, j.Limits.ClockSkew, p.Now); err != nil {
@@ -212,7 +212,7 @@ func buildStatus(ctx context.Context, b engine.Backend, j job.Job, p statusParam
 	if err != nil {
 		return rep, fmt.Errorf("list runs of %s: %w", j.Name, err)
 	}
-	expected := engine.Expected(j.Definition)
+	expected := engine.Expected(j)
 	last := map[string]ledger.Item{}
 	rep.Runs, rep.Stuck = []runStatus{}, []itemStatus{}
 	for i, run := range runs {
@@ -313,7 +313,7 @@ func depthOf(ctx context.Context, role string, q engine.Queue) queueStatus {
 	return s
 }
 
-func readRun(ctx context.Context, l ledger.Store, j job.Job, id ledger.RunID, now time.Time) (*runDetail, error) {
+func readRun(ctx context.Context, l ledger.Store, j baton.Job, id ledger.RunID, now time.Time) (*runDetail, error) {
 	run, err := currentRun(ctx, l, id)
 	superseded := ""
 	if errors.Is(err, errSuperseded) {
@@ -325,7 +325,7 @@ func readRun(ctx context.Context, l ledger.Store, j job.Job, id ledger.RunID, no
 	if err != nil {
 		return nil, fmt.Errorf("list items of %s: %w", id, err)
 	}
-	expected := engine.Expected(j.Definition)
+	expected := engine.Expected(j)
 	d := &runDetail{Current: superseded == "", Superseded: superseded}
 	if d.Current {
 		d.runStatus = newRunStatus(run, items, expected)

@@ -10,7 +10,7 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/batonhq/baton/internal/engine"
-	"github.com/batonhq/baton/internal/job"
+	"github.com/batonhq/baton/internal/message"
 	"github.com/batonhq/baton/internal/lease"
 	"github.com/batonhq/baton/internal/ledger"
 	"github.com/batonhq/baton/internal/queue"
@@ -41,7 +41,7 @@ func arrangeStatus(t *testing.T, f *opsFixture) (stuckKey ledger.ItemKey) {
 	require.NoError(t, err)
 	require.Equal(t, "skipped", string(sum.Outcome))
 
-	dead := job.NewMessage(ledger.ItemKey{Run: f.run(0, 1), Asset: "USDJPY"}, 1, false).QueueMessage()
+	dead := message.New(ledger.ItemKey{Run: f.run(0, 1), Asset: "USDJPY"}, 1, false).QueueMessage()
 	_, err = queue.SendAll(ctx, f.b.DeadLetter, []queue.Message{dead}, nil)
 	require.NoError(t, err)
 	return stuckKey
@@ -270,7 +270,7 @@ func testStatusFindsStuckItemsPastRuns(t *testing.T, f *opsFixture) {
 	b := f.b
 	counting := &listCounter{Store: b.Ledger, runs: map[string]int{}}
 	b.Ledger = counting
-	j := tickfactory.Catalog(b.Bars, nil)[tickfactory.Name]
+	j, _ := tickfactory.Catalog(b.Bars, nil).Lookup(tickfactory.Name)
 	rep, err = buildStatus(ctx, b, j, statusParams{Runs: 1, History: 100, Now: time.Now().UTC()})
 	require.NoError(t, err)
 	require.Len(t, rep.Stuck, 1)

@@ -6,7 +6,7 @@ import (
 	"sync"
 	"time"
 
-	"github.com/batonhq/baton/internal/job"
+	"github.com/batonhq/baton"
 	"github.com/batonhq/baton/internal/ledger"
 	"github.com/batonhq/baton/internal/queue"
 )
@@ -30,13 +30,13 @@ type Consumer struct {
 	// Queue is where derived items are enqueued (the work queue).
 	Queue queue.Sender
 	// DeadLetter, optional, receives malformed messages and messages that
-	// reached MaxReceives, with the reason in the job.AttrError attribute.
+	// reached MaxReceives, with the reason in the baton-error attribute.
 	DeadLetter queue.Sender
 	// MaxReceives: a message still failing at this receive count is
 	// forwarded to DeadLetter (if set) and acknowledged. 0: never (the
 	// queue's own redrive policy dead-letters it, without a reason).
 	MaxReceives int
-	Jobs        job.Catalog
+	Jobs        *baton.Catalog
 	// Owner identifies this process or invocation in claims; it must be
 	// unique among concurrent consumers.
 	Owner   string

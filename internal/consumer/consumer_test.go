@@ -12,7 +12,8 @@ import (
 
 	"github.com/batonhq/baton/internal/bars"
 	"github.com/batonhq/baton/internal/consumer"
-	"github.com/batonhq/baton/internal/job"
+	"github.com/batonhq/baton"
+	"github.com/batonhq/baton/internal/message"
 	"github.com/batonhq/baton/internal/ledger"
 	"github.com/batonhq/baton/internal/queue"
 	"github.com/batonhq/baton/internal/tickfactory"
@@ -38,7 +39,7 @@ func TestHandleRunsTheTick(t *testing.T) {
 	derived := b.work.take()
 	require.NotEmpty(t, derived)
 	for _, m := range derived {
-		msg, err := job.DecodeMessage(m.Body)
+		msg, err := message.Decode(m.Body)
 		require.NoError(t, err)
 		require.True(t, msg.Derived)
 		require.Equal(t, b.key(tickfactory.DXY).String(), msg.Key)
@@ -133,9 +134,9 @@ func TestAbandonedClaimIsTakenOver(t *testing.T) {
 	require.NoError(t, err)
 	require.Equal(t, 2, bar.Attempt)
 	stale := tickfactory.NewProcessor(b.bars, nil)
-	_, err = stale.Process(ctx, job.Task{Key: key, Asset: "EURUSD", Nominal: tick, Attempt: 1, Fence: 1})
+	_, err = stale.Process(ctx, baton.Task{Key: key, Asset: "EURUSD", Nominal: tick, Attempt: 1, Fence: 1})
 	require.ErrorIs(t, err, bars.ErrStale)
-	require.True(t, job.IsPermanent(err))
+	require.True(t, baton.IsPermanent(err))
 	bar, err = b.bars.Get(ctx, "EURUSD", tickfactory.BarMinute(tick))
 	require.NoError(t, err)
 	require.Equal(t, 2, bar.Attempt, "the stale write changed nothing")
@@ -193,8 +194,8 @@ func TestMalformedMessages(t *testing.T) {
 				require.ErrorContains(t, reported[i].Err, c.want, c.name)
 				require.ErrorContains(t, reported[i].Err, d.MessageID, c.name)
 			}
-			require.ErrorIs(t, reported[0].Err, job.ErrMalformed)
-			require.ErrorIs(t, reported[3].Err, job.ErrUnknownJob)
+			require.ErrorIs(t, reported[0].Err, message.ErrMalformed)
+			require.ErrorIs(t, reported[3].Err, baton.ErrUnknownJob)
 			require.ErrorIs(t, reported[4].Err, consumer.ErrUnknownAsset)
 
 			forwarded := b.dlq.all()
@@ -211,7 +212,7 @@ func TestMalformedMessages(t *testing.T) {
 				m, ok := byCase[c.name]
 				require.True(t, ok, c.name)
 				require.Equal(t, c.body, string(m.Body), "the body is forwarded as received")
-				require.Contains(t, m.Attributes[job.AttrError], c.want)
+				require.Contains(t, m.Attributes[message.AttrError], c.want)
 			}
 		})
 	}
@@ -322,9 +323,9 @@ func TestDeadlineNotStarted(t *testing.T) {
 		t.Parallel()
 		b := setup(t)
 		b.def.Limits.Concurrency = 1
-		b.consumer.Jobs = job.Catalog{"fx": {Definition: b.def, Processor: b.proc}}
+		b.consumer.Jobs = baton.MustCatalog(b.job())
 		// Each item takes 4 s; 10 s left, margin 2 s: items start at 0 s and 4 s.
-		b.proc.setOverride(func(ctx context.Context, t job.Task) ([]byte, error, bool) {
+		b.proc.setOverride(func(ctx context.Context, t baton.Task) ([]byte, error, bool) {
 			b.clock.Advance(4 * time.Second)
 			return nil, nil, false
 		})
@@ -344,9 +345,9 @@ func TestProcessorErrors(t *testing.T) {
 	t.Run("permanent → DEAD, acknowledged, dependents cancelled", func(t *testing.T) {
 		t.Parallel()
 		b := setup(t)
-		b.proc.setOverride(func(ctx context.Context, t job.Task) ([]byte, error, bool) {
+		b.proc.setOverride(func(ctx context.Context, t baton.Task) ([]byte, error, bool) {
 			if t.Asset == "USDJPY" {
-				return nil, job.Permanent(errors.New("provider: unknown symbol")), true
+				return nil, baton.Permanent(errors.New("provider: unknown symbol")), true
 			}
 			return nil, nil, false
 		})
@@ -368,7 +369,7 @@ func TestProcessorErrors(t *testing.T) {
 	t.Run("transient → retried until MaxAttempts, then DEAD", func(t *testing.T) {
 		t.Parallel()
 		b := setup(t)
-		b.proc.setOverride(func(ctx context.Context, t job.Task) ([]byte, error, bool) {
+		b.proc.setOverride(func(ctx context.Context, t baton.Task) ([]byte, error, bool) {
 			if t.Asset == "XAUUSD" {
 				return nil, errors.New("provider timeout"), true
 			}
@@ -395,7 +396,7 @@ func TestProcessorErrors(t *testing.T) {
 	t.Run("panic → FAILED", func(t *testing.T) {
 		t.Parallel()
 		b := setup(t)
-		b.proc.setOverride(func(ctx context.Context, t job.Task) ([]byte, error, bool) { panic("nil map") })
+		b.proc.setOverride(func(ctx context.Context, t baton.Task) ([]byte, error, bool) { panic("nil map") })
 		res := b.consumer.Handle(context.Background(), time.Time{}, b.deliveries(b.message("EURUSD")))
 		require.Len(t, res.Failed, 1)
 		require.ErrorContains(t, res.Failed[0].Err, "processor panicked: nil map")
@@ -409,7 +410,7 @@ func TestMaxReceivesDeadLetters(t *testing.T) {
 	t.Parallel()
 	b := setup(t)
 	b.consumer.DeadLetter, b.consumer.MaxReceives = b.dlq, 3
-	b.proc.setOverride(func(ctx context.Context, t job.Task) ([]byte, error, bool) {
+	b.proc.setOverride(func(ctx context.Context, t baton.Task) ([]byte, error, bool) {
 		return nil, errors.New("provider timeout"), true
 	})
 	batch := b.deliveries(b.message("EURUSD"))
@@ -427,8 +428,8 @@ func TestMaxReceivesDeadLetters(t *testing.T) {
 	fwd := b.dlq.all()
 	require.Len(t, fwd, 1)
 	require.Equal(t, string(batch[0].Body), string(fwd[0].Body))
-	require.Contains(t, fwd[0].Attributes[job.AttrError], "provider timeout")
-	require.Equal(t, b.key("EURUSD").String(), fwd[0].Attributes[job.AttrKey])
+	require.Contains(t, fwd[0].Attributes[message.AttrError], "provider timeout")
+	require.Equal(t, b.key("EURUSD").String(), fwd[0].Attributes[message.AttrKey])
 	require.Equal(t, ledger.ItemFailed, b.item(t, "EURUSD").State, "the item stays retryable for a redrive")
 }
 
@@ -439,7 +440,7 @@ func TestProcessingEndsBeforeDeadlineMargin(t *testing.T) {
 	b := setup(t)
 	deadline := t0.Add(10 * time.Second) // margin 2 s; item lease 30 s
 	var procDeadline time.Time
-	b.proc.setOverride(func(ctx context.Context, t job.Task) ([]byte, error, bool) {
+	b.proc.setOverride(func(ctx context.Context, t baton.Task) ([]byte, error, bool) {
 		procDeadline, _ = ctx.Deadline()
 		return nil, nil, false
 	})
@@ -454,7 +455,7 @@ func TestProcessingEndsBeforeDeadlineMargin(t *testing.T) {
 
 	// The lease the claim took ends at deadline − margin.
 	b2 := setup(t)
-	b2.proc.setOverride(func(ctx context.Context, tk job.Task) ([]byte, error, bool) {
+	b2.proc.setOverride(func(ctx context.Context, tk baton.Task) ([]byte, error, bool) {
 		held, err := b2.ledger.GetItem(ctx, tk.Key)
 		require.NoError(t, err)
 		require.True(t, held.LeaseUntil.Equal(want), "lease until %s, want %s", held.LeaseUntil, want)

@@ -6,7 +6,7 @@ import (
 	"maps"
 	"strings"
 
-	"github.com/batonhq/baton/internal/job"
+	"github.com/batonhq/baton/internal/message"
 	"github.com/batonhq/baton/internal/queue"
 )
 
@@ -14,7 +14,7 @@ import (
 const maxReasonBytes = 1024
 
 // forward sends d's body and attributes to the dead-letter queue with the
-// reason in job.AttrError.
+// reason in message.AttrError.
 func (c *Consumer) forward(ctx context.Context, d queue.Delivery, reason error) error {
 	attrs := maps.Clone(d.Attributes)
 	if attrs == nil {
@@ -24,7 +24,7 @@ func (c *Consumer) forward(ctx context.Context, d queue.Delivery, reason error) 
 	if len(msg) > maxReasonBytes {
 		msg = strings.ToValidUTF8(msg[:maxReasonBytes], "")
 	}
-	attrs[job.AttrError] = msg
+	attrs[message.AttrError] = msg
 	if _, err := queue.SendAll(ctx, c.DeadLetter, []queue.Message{{Body: d.Body, Attributes: attrs}}, nil); err != nil {
 		return fmt.Errorf("forward message %s: %w", d.MessageID, err)
 	}

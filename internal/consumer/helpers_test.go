@@ -12,7 +12,8 @@ import (
 	"github.com/batonhq/baton/internal/bars"
 	"github.com/batonhq/baton/internal/clocktest"
 	"github.com/batonhq/baton/internal/consumer"
-	"github.com/batonhq/baton/internal/job"
+	"github.com/batonhq/baton"
+	"github.com/batonhq/baton/internal/message"
 	"github.com/batonhq/baton/internal/ledger"
 	"github.com/batonhq/baton/internal/queue"
 	"github.com/batonhq/baton/internal/tickfactory"
@@ -78,11 +79,11 @@ func (q *memQueue) all() []queue.Message {
 type processor struct {
 	mu       sync.Mutex
 	calls    map[string]int
-	inner    job.Processor
-	override func(ctx context.Context, t job.Task) (result []byte, err error, handled bool)
+	inner    baton.Processor
+	override func(ctx context.Context, t baton.Task) (result []byte, err error, handled bool)
 }
 
-func (p *processor) Process(ctx context.Context, t job.Task) ([]byte, error) {
+func (p *processor) Process(ctx context.Context, t baton.Task) ([]byte, error) {
 	p.mu.Lock()
 	p.calls[t.Key.String()]++
 	override := p.override
@@ -111,7 +112,7 @@ func (p *processor) total() int {
 	return n
 }
 
-func (p *processor) setOverride(f func(ctx context.Context, t job.Task) ([]byte, error, bool)) {
+func (p *processor) setOverride(f func(ctx context.Context, t baton.Task) ([]byte, error, bool)) {
 	p.mu.Lock()
 	defer p.mu.Unlock()
 	p.override = f
@@ -128,7 +129,7 @@ type bundle struct {
 	proc     *processor
 	consumer *consumer.Consumer
 	run      ledger.RunID
-	def      job.Definition
+	def      baton.Job
 	nextID   int
 }
 
@@ -138,7 +139,7 @@ func setup(t *testing.T) *bundle {
 	b := &bundle{ledger: led, bars: barStore, work: &memQueue{}, dlq: &memQueue{}, clock: clocktest.New(t0), def: tickfactory.Definition()}
 	b.proc = &processor{calls: map[string]int{}, inner: tickfactory.NewProcessor(barStore, &tickfactory.Options{NowFunc: b.clock.Now})}
 	b.consumer = &consumer.Consumer{
-		Ledger: led, Queue: b.work, Jobs: job.Catalog{"fx": {Definition: b.def, Processor: b.proc}},
+		Ledger: led, Queue: b.work, Jobs: baton.MustCatalog(b.job()),
 		Owner: "consumer-1", NowFunc: b.clock.Now,
 	}
 	ctx := context.Background()
@@ -154,7 +155,7 @@ func (b *bundle) key(asset string) ledger.ItemKey { return ledger.ItemKey{Run: b
 
 // message is the fan-out message for asset.
 func (b *bundle) message(asset string) queue.Message {
-	return job.NewMessage(b.key(asset), 1, b.def.IsDerived(asset)).QueueMessage()
+	return message.New(b.key(asset), 1, b.def.IsDerived(asset)).QueueMessage()
 }
 
 // deliveries turns messages into first deliveries with fresh ids.
@@ -228,4 +229,11 @@ func failedIDs(fs []consumer.Failure) []string {
 		out = append(out, f.MessageID)
 	}
 	return out
+}
+
+// job is the bundle's definition with its processor.
+func (b *bundle) job() baton.Job {
+	j := b.def
+	j.Processor = b.proc
+	return j
 }

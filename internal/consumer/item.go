@@ -8,7 +8,8 @@ import (
 	"time"
 
 	"github.com/batonhq/baton/internal/fanin"
-	"github.com/batonhq/baton/internal/job"
+	"github.com/batonhq/baton"
+	"github.com/batonhq/baton/internal/message"
 	"github.com/batonhq/baton/internal/ledger"
 	"github.com/batonhq/baton/internal/queue"
 )
@@ -16,9 +17,9 @@ import (
 // delivery is a received message with what decoding found.
 type delivery struct {
 	d   queue.Delivery
-	msg job.Message
+	msg message.Message
 	key ledger.ItemKey
-	job job.Job
+	job baton.Job
 	err error // why the message cannot be processed (malformed, unknown job or asset)
 }
 
@@ -32,14 +33,14 @@ type verdict struct {
 // decode parses the message and resolves its job and asset.
 func (c *Consumer) decode(d queue.Delivery) *delivery {
 	out := &delivery{d: d}
-	msg, err := job.DecodeMessage(d.Body)
+	msg, err := message.Decode(d.Body)
 	if err != nil {
 		out.err = fmt.Errorf("message %s: %w", d.MessageID, err)
 		return out
 	}
 	key, err := msg.ItemKey()
 	if err != nil { // DecodeMessage validated it already
-		out.err = fmt.Errorf("message %s: %w: %v", d.MessageID, job.ErrMalformed, err)
+		out.err = fmt.Errorf("message %s: %w: %v", d.MessageID, message.ErrMalformed, err)
 		return out
 	}
 	out.msg, out.key = msg, key
@@ -48,7 +49,7 @@ func (c *Consumer) decode(d queue.Delivery) *delivery {
 		out.err = fmt.Errorf("message %s (key %s): %w", d.MessageID, msg.Key, err)
 		return out
 	}
-	if !hasItem(j.Definition, key.Asset) {
+	if !j.HasItem(key.Asset) {
 		out.err = fmt.Errorf("message %s (key %s): %w: job %s has no asset or derived item %q",
 			d.MessageID, msg.Key, ErrUnknownAsset, j.Name, key.Asset)
 		return out
@@ -172,7 +173,7 @@ func (c *Consumer) run(ctx context.Context, deadline time.Time, d *delivery) ver
 		return fail(StatusFailed, fmt.Errorf("claim %s: %w", d.key, err))
 	}
 
-	task := job.Task{
+	task := baton.Task{
 		Key: d.key, Asset: d.key.Asset, Nominal: d.key.Run.Nominal,
 		Attempt: item.Attempt, Fence: d.msg.Fence, Inputs: inputs,
 	}
@@ -202,7 +203,7 @@ func (c *Consumer) run(ctx context.Context, deadline time.Time, d *delivery) ver
 
 	failed, err := c.Ledger.Fail(ctx, ledger.FailParams{
 		Key: d.key, Owner: c.Owner, Attempt: item.Attempt, Reason: perr.Error(),
-		Permanent: job.IsPermanent(perr), MaxAttempts: lim.MaxAttempts, Now: done,
+		Permanent: baton.IsPermanent(perr), MaxAttempts: lim.MaxAttempts, Now: done,
 	})
 	if err != nil {
 		log.WarnContext(ctx, "failure not recorded", slog.String("phase", "fail"),
@@ -211,7 +212,7 @@ func (c *Consumer) run(ctx context.Context, deadline time.Time, d *delivery) ver
 	}
 	if failed.State == ledger.ItemDead {
 		log.WarnContext(ctx, "item dead", slog.String("phase", "process"), slog.Int("attempt", item.Attempt),
-			slog.Bool("permanent", job.IsPermanent(perr)), slog.Any("error", perr))
+			slog.Bool("permanent", baton.IsPermanent(perr)), slog.Any("error", perr))
 		if err := c.fanIn(ctx, d, ledger.ItemDead); err != nil {
 			return fail(StatusDead, err)
 		}
@@ -229,7 +230,7 @@ func (c *Consumer) fanIn(ctx context.Context, d *delivery, state ledger.ItemStat
 		return nil
 	}
 	res, err := fanin.Check(ctx, fanin.Params{
-		Ledger: c.Ledger, Queue: c.Queue, Def: d.job.Definition, Run: d.key.Run,
+		Ledger: c.Ledger, Queue: c.Queue, Def: d.job, Run: d.key.Run,
 		Fence: d.msg.Fence, Input: d.key.Asset, Now: c.now(),
 	})
 	if err != nil {
@@ -245,20 +246,20 @@ func (c *Consumer) fanIn(ctx context.Context, d *delivery, state ledger.ItemStat
 }
 
 // safeProcess calls the processor, turning a panic into an error.
-func safeProcess(ctx context.Context, p job.Processor, t job.Task) (result []byte, err error) {
+func safeProcess(ctx context.Context, p baton.Processor, t baton.Task) (result []byte, err error) {
 	defer func() {
 		if r := recover(); r != nil {
 			result, err = nil, fmt.Errorf("processor panicked: %v", r)
 		}
 	}()
 	if p == nil {
-		return nil, job.Permanent(fmt.Errorf("job %s has no processor", t.Key.Run.Job))
+		return nil, baton.Permanent(fmt.Errorf("job %s has no processor", t.Key.Run.Job))
 	}
 	return p.Process(ctx, t)
 }
 
 // waitingOn names the inputs of def that have not succeeded yet.
-func waitingOn(def job.Derived, states map[string]ledger.ItemState) string {
+func waitingOn(def baton.Derived, states map[string]ledger.ItemState) string {
 	s := ""
 	for _, in := range def.Inputs {
 		if st := states[in]; st != ledger.ItemSucceeded {

@@ -8,7 +8,7 @@ import (
 	"sync/atomic"
 	"time"
 
-	"github.com/batonhq/baton/internal/job"
+	"github.com/batonhq/baton"
 	"github.com/batonhq/baton/internal/lease"
 	"github.com/batonhq/baton/internal/ledger"
 	"github.com/batonhq/baton/internal/queue"
@@ -29,7 +29,7 @@ type Coordinator struct {
 	Leases lease.Store
 	Ledger ledger.Store
 	Queue  queue.Sender
-	Jobs   job.Catalog
+	Jobs   *baton.Catalog
 	// Owner identifies the holder in the lease; it must be unique per
 	// process or invocation. Each Run holds the lease as Owner#n, n a
 	// per-process sequence number, so that concurrent Runs of one
@@ -203,7 +203,7 @@ type holding struct {
 }
 
 // ttl is the lease length: the job's LeaseTTL, cut to the deadline.
-func (c *Coordinator) ttl(lim job.Limits, now, deadline time.Time) time.Duration {
+func (c *Coordinator) ttl(lim baton.Limits, now, deadline time.Time) time.Duration {
 	ttl := lim.LeaseTTL
 	if !deadline.IsZero() {
 		if left := deadline.Sub(now); left < ttl {

@@ -6,7 +6,8 @@ import (
 	"log/slog"
 	"time"
 
-	"github.com/batonhq/baton/internal/job"
+	"github.com/batonhq/baton"
+	"github.com/batonhq/baton/internal/message"
 	"github.com/batonhq/baton/internal/lease"
 	"github.com/batonhq/baton/internal/ledger"
 	"github.com/batonhq/baton/internal/queue"
@@ -23,7 +24,7 @@ const sendParallel = 10
 // fanOut sends the catalog from run.Cursor on, chunk by chunk, and
 // checkpoints the cursor after every chunk. It returns nil when the run is
 // fanned out or was stopped by the deadline or the budget (sum.Stopped).
-func (c *Coordinator) fanOut(ctx context.Context, log *slog.Logger, j job.Job, run ledger.Run,
+func (c *Coordinator) fanOut(ctx context.Context, log *slog.Logger, j baton.Job, run ledger.Run,
 	tr Trigger, start time.Time, h *holding, sum *Summary) error {
 	chunk := c.Checkpoint
 	if chunk <= 0 {
@@ -57,7 +58,7 @@ func (c *Coordinator) fanOut(ctx context.Context, log *slog.Logger, j job.Job, r
 			msgs := make([]queue.Message, 0, end-cursor)
 			for _, a := range assets[cursor:end] {
 				key := ledger.ItemKey{Run: run.ID, Asset: a}
-				msgs = append(msgs, job.NewMessage(key, h.lease.Fence, false).QueueMessage())
+				msgs = append(msgs, message.New(key, h.lease.Fence, false).QueueMessage())
 			}
 			sent, sendErr = queue.SendAll(ctx, c.Queue, msgs, &queue.SendAllOptions{Parallel: sendParallel})
 			sum.Enqueued += sent
@@ -88,7 +89,7 @@ func (c *Coordinator) fanOut(ctx context.Context, log *slog.Logger, j job.Job, r
 }
 
 // stopReason says whether the fan-out must stop before its next chunk.
-func stopReason(lim job.Limits, deadline, start, now time.Time) string {
+func stopReason(lim baton.Limits, deadline, start, now time.Time) string {
 	if !deadline.IsZero() && !now.Before(deadline.Add(-lim.DeadlineMargin)) {
 		return StoppedDeadline
 	}
@@ -101,7 +102,7 @@ func stopReason(lim job.Limits, deadline, start, now time.Time) string {
 // renewIfDue renews the lease once half its TTL has gone, never past the
 // deadline. Losing the lease is an error: another coordinator may own the
 // run now (it resumes from the checkpointed cursor).
-func (c *Coordinator) renewIfDue(ctx context.Context, log *slog.Logger, lim job.Limits, h *holding, deadline, now time.Time) error {
+func (c *Coordinator) renewIfDue(ctx context.Context, log *slog.Logger, lim baton.Limits, h *holding, deadline, now time.Time) error {
 	if now.Sub(h.renewed) < h.ttl/2 {
 		return nil
 	}

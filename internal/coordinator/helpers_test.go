@@ -11,7 +11,8 @@ import (
 
 	"github.com/batonhq/baton/internal/clocktest"
 	"github.com/batonhq/baton/internal/coordinator"
-	"github.com/batonhq/baton/internal/job"
+	"github.com/batonhq/baton"
+	"github.com/batonhq/baton/internal/message"
 	"github.com/batonhq/baton/internal/lease"
 	"github.com/batonhq/baton/internal/ledger"
 	"github.com/batonhq/baton/internal/queue"
@@ -75,9 +76,9 @@ func (s *sender) keys(t *testing.T) []ledger.ItemKey {
 	defer s.mu.Unlock()
 	out := make([]ledger.ItemKey, 0, len(s.msgs))
 	for _, m := range s.msgs {
-		msg, err := job.DecodeMessage(m.Body)
+		msg, err := message.Decode(m.Body)
 		require.NoError(t, err)
-		require.Equal(t, msg.Key, m.Attributes[job.AttrKey])
+		require.Equal(t, msg.Key, m.Attributes[message.AttrKey])
 		k, err := msg.ItemKey()
 		require.NoError(t, err)
 		// Fan-out sends catalog assets only; a derived item is sent only by
@@ -104,20 +105,24 @@ type bundle struct {
 	ledger ledger.Store
 	queue  *sender
 	clock  *clocktest.Clock
-	jobs   job.Catalog
+	jobs   *baton.Catalog
 }
 
-func setup(t *testing.T, defs ...job.Definition) *bundle {
+func setup(t *testing.T, defs ...baton.Job) *bundle {
 	t.Helper()
 	if len(defs) == 0 {
-		defs = []job.Definition{tickfactory.Definition()}
+		defs = []baton.Job{tickfactory.Definition()}
 	}
 	leases, led := newStores(t)
-	b := &bundle{leases: leases, ledger: led, queue: &sender{}, clock: clocktest.New(t0), jobs: job.Catalog{}}
-	for _, d := range defs {
-		require.NoError(t, d.Validate())
-		b.jobs[d.Name] = job.Job{Definition: d}
+	b := &bundle{leases: leases, ledger: led, queue: &sender{}, clock: clocktest.New(t0), }
+	for i := range defs {
+		if defs[i].Processor == nil {
+			defs[i].Processor = baton.ProcessorFunc(func(context.Context, baton.Task) ([]byte, error) { return nil, nil })
+		}
 	}
+	jobs, err := baton.NewCatalog(defs...)
+	require.NoError(t, err)
+	b.jobs = jobs
 	return b
 }
 
@@ -129,11 +134,11 @@ func (b *bundle) coordinator(owner string) *coordinator.Coordinator {
 }
 
 // bigJob is a job with n assets and a short lease, for long fan-outs.
-func bigJob(name string, n int) job.Definition {
-	d := job.Definition{
+func bigJob(name string, n int) baton.Job {
+	d := baton.Job{
 		Name:     name,
 		Schedule: "rate(1 minute)",
-		Limits: job.Limits{
+		Limits: baton.Limits{
 			LeaseTTL: time.Minute, ClockSkew: time.Second, ItemLease: 30 * time.Second,
 			MaxAttempts: 3, Concurrency: 4, DeadlineMargin: 2 * time.Second,
 		},

@@ -12,7 +12,7 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/batonhq/baton/internal/coordinator"
-	"github.com/batonhq/baton/internal/job"
+	"github.com/batonhq/baton"
 	"github.com/batonhq/baton/internal/lease"
 	"github.com/batonhq/baton/internal/ledger"
 	"github.com/batonhq/baton/internal/queue"
@@ -58,7 +58,7 @@ func TestRunRejectsBadTriggers(t *testing.T) {
 	ctx := context.Background()
 
 	_, err := c.Run(ctx, coordinator.Trigger{Job: "nope", At: t0})
-	require.ErrorIs(t, err, job.ErrUnknownJob)
+	require.ErrorIs(t, err, baton.ErrUnknownJob)
 	require.ErrorContains(t, err, `"nope"`)
 
 	_, err = c.Run(ctx, coordinator.Trigger{Job: "fx"})

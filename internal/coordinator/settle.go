@@ -21,7 +21,7 @@ import (
 // settles. Settle returns the run as it is after the call: unchanged when
 // it is still fanning out, has items in flight, or was already finished.
 // It returns the ledger's errors (ErrNotFound when the tick has no run)
-// and an error matching job.ErrUnknownJob for an unknown job.
+// and an error matching baton.ErrUnknownJob for an unknown job.
 func (c *Coordinator) Settle(ctx context.Context, jobName string, nominal time.Time) (ledger.Run, error) {
 	j, err := c.Jobs.Lookup(jobName)
 	if err != nil {
@@ -45,7 +45,7 @@ func (c *Coordinator) Settle(ctx context.Context, jobName string, nominal time.T
 	// The check also re-enqueues a derived item whose inputs all succeeded
 	// but which was never run: the last resort if every input's own check
 	// failed (their messages went to the dead-letter queue).
-	res, err := fanin.Check(ctx, fanin.Params{Ledger: c.Ledger, Queue: c.Queue, Def: j.Definition, Run: run.ID, Fence: run.Fence, Items: items, Now: now})
+	res, err := fanin.Check(ctx, fanin.Params{Ledger: c.Ledger, Queue: c.Queue, Def: j, Run: run.ID, Fence: run.Fence, Items: items, Now: now})
 	if err != nil {
 		return run, fmt.Errorf("settle %s: %w", run.ID, err)
 	}

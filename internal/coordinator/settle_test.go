@@ -8,7 +8,7 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/batonhq/baton/internal/coordinator"
-	"github.com/batonhq/baton/internal/job"
+	"github.com/batonhq/baton"
 	"github.com/batonhq/baton/internal/ledger"
 	"github.com/batonhq/baton/internal/tickfactory"
 )
@@ -102,7 +102,7 @@ func TestSettleLeavesUnfinishedRuns(t *testing.T) {
 	_, err := c.Settle(ctx, "fx", tick)
 	require.ErrorIs(t, err, ledger.ErrNotFound)
 	_, err = c.Settle(ctx, "nope", tick)
-	require.ErrorIs(t, err, job.ErrUnknownJob)
+	require.ErrorIs(t, err, baton.ErrUnknownJob)
 
 	// Fanning out: not settled even if its few items are done.
 	run, _, err := b.ledger.OpenRun(ctx, ledger.OpenRunParams{Job: "fx", Nominal: tick, Fence: 1, Now: t0})

@@ -25,7 +25,8 @@ import (
 	"github.com/batonhq/baton/internal/awssqs"
 	"github.com/batonhq/baton/internal/coordinator"
 	"github.com/batonhq/baton/internal/emulator"
-	"github.com/batonhq/baton/internal/job"
+	"github.com/batonhq/baton"
+	"github.com/batonhq/baton/internal/message"
 	"github.com/batonhq/baton/internal/lambdaapp"
 	"github.com/batonhq/baton/internal/ledger"
 	"github.com/batonhq/baton/internal/poller"
@@ -84,7 +85,7 @@ type deployment struct {
 	workARN     string
 	coordinator lambda.Handler
 	consumer    lambda.Handler
-	jobs        job.Catalog
+	jobs        *baton.Catalog
 	ledger      ledger.Store
 
 	mu    sync.Mutex
@@ -138,15 +139,15 @@ func deploy(t *testing.T, o deployOpts) *deployment {
 	require.NoError(t, err)
 	p := lambdaapp.ParamsOnAWS(kcfg, c, env)
 	// Count the processor's calls per asset.
-	j := p.Jobs[tickfactory.Name]
+	j, _ := p.Jobs.Lookup(tickfactory.Name)
 	inner := j.Processor
-	j.Processor = job.ProcessorFunc(func(ctx context.Context, task job.Task) ([]byte, error) {
+	j.Processor = baton.ProcessorFunc(func(ctx context.Context, task baton.Task) ([]byte, error) {
 		d.mu.Lock()
 		d.calls[task.Asset]++
 		d.mu.Unlock()
 		return inner.Process(ctx, task)
 	})
-	p.Jobs = job.Catalog{tickfactory.Name: j}
+	p.Jobs = baton.MustCatalog(j)
 	if o.noDeadLetter {
 		p.DeadLetter, p.MaxReceives = nil, 0
 	}
@@ -260,7 +261,7 @@ func TestAWSEndToEnd(t *testing.T) {
 	// is partial: the derived message is a batch-item failure (it spends no
 	// attempt and comes back after the retry delay); the malformed one is
 	// forwarded to the dead-letter queue with its reason and acknowledged.
-	early := job.NewMessage(ledger.ItemKey{Run: runID, Asset: tickfactory.DXY}, 1, true).QueueMessage()
+	early := message.New(ledger.ItemKey{Run: runID, Asset: tickfactory.DXY}, 1, true).QueueMessage()
 	const malformed = "this is not a baton message"
 	_, err := queue.SendAll(t.Context(), d.work, []queue.Message{early, {Body: []byte(malformed)}}, nil)
 	require.NoError(t, err)
@@ -372,7 +373,7 @@ func TestAWSEndToEnd(t *testing.T) {
 	dead := receiveAll(t, d.dlq, 1)
 	require.Len(t, dead, 1)
 	require.Equal(t, malformed, string(dead[0].Body))
-	require.Contains(t, dead[0].Attributes[job.AttrError], "malformed")
+	require.Contains(t, dead[0].Attributes[message.AttrError], "malformed")
 
 	// The early derived message, reported failed in the first batch, was
 	// received again (after the retry delay) and then acknowledged.
@@ -414,7 +415,7 @@ func TestAWSRedriveToDeadLetterQueue(t *testing.T) {
 	pollers.Wait()
 	require.Len(t, dead, 1)
 	require.Equal(t, malformed, string(dead[0].Body))
-	require.Empty(t, dead[0].Attributes[job.AttrError], "moved by the queue, not forwarded by the consumer")
+	require.Empty(t, dead[0].Attributes[message.AttrError], "moved by the queue, not forwarded by the consumer")
 
 	rec.mu.Lock()
 	defer rec.mu.Unlock()

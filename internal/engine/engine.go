@@ -18,7 +18,7 @@ import (
 	"github.com/batonhq/baton/internal/consumer"
 	"github.com/batonhq/baton/internal/contention"
 	"github.com/batonhq/baton/internal/coordinator"
-	"github.com/batonhq/baton/internal/job"
+	"github.com/batonhq/baton"
 	"github.com/batonhq/baton/internal/lease"
 	"github.com/batonhq/baton/internal/ledger"
 	"github.com/batonhq/baton/internal/poller"
@@ -53,7 +53,7 @@ type Backend struct {
 
 // Options tune an Engine.
 type Options struct {
-	Catalog job.Catalog
+	Catalog *baton.Catalog
 	// Consumers is the number of batches processed at once (the event
 	// source's maximum concurrency); 0 means 4.
 	Consumers int
@@ -79,13 +79,8 @@ type Engine struct {
 
 // New returns an engine on b.
 func New(b Backend, o Options) (*Engine, error) {
-	if len(o.Catalog) == 0 {
-		return nil, errors.New("engine: empty job catalog")
-	}
-	for name, j := range o.Catalog {
-		if err := j.Validate(); err != nil {
-			return nil, fmt.Errorf("engine: job %s: %w", name, err)
-		}
+	if o.Catalog == nil {
+		return nil, errors.New("engine: no job catalog")
 	}
 	if o.Owner == "" {
 		host, _ := os.Hostname()
@@ -188,11 +183,8 @@ func (e *Engine) Schedule(ctx context.Context, jobName string, onTick func(coord
 
 // Expected returns the names of every item a run of j has: its assets and
 // derived items, sorted.
-func Expected(j job.Definition) []string {
-	names := append([]string(nil), j.Assets...)
-	for _, d := range j.Derived {
-		names = append(names, d.Name)
-	}
+func Expected(j baton.Job) []string {
+	names := j.ItemNames()
 	sort.Strings(names)
 	return names
 }

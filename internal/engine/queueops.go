@@ -8,7 +8,7 @@ import (
 	"strconv"
 	"time"
 
-	"github.com/batonhq/baton/internal/job"
+	"github.com/batonhq/baton/internal/message"
 	"github.com/batonhq/baton/internal/queue"
 	"github.com/batonhq/baton/internal/sqlite"
 )
@@ -55,7 +55,7 @@ type QueueOps interface {
 	// MoveTo moves up to max visible messages (max <= 0: all) to dst,
 	// oldest first, and returns how many moved. Each keeps its body (and
 	// so its idempotency key) and its attributes; the dead-letter reason
-	// (job.AttrError) may be kept or dropped, and the consumer writes a
+	// (message.AttrError) may be kept or dropped, and the consumer writes a
 	// new one if the message dead-letters again. Where a move is a send
 	// and a delete, the send comes first: a failure in between leaves the
 	// message in both queues, which the idempotent consumer absorbs.
@@ -174,7 +174,7 @@ func (o portableOps) MoveTo(ctx context.Context, dst Queue, max int) (int, error
 		msgs := make([]queue.Message, len(ds))
 		for i, d := range ds {
 			attrs := maps.Clone(d.Attributes)
-			delete(attrs, job.AttrError)
+			delete(attrs, message.AttrError)
 			msgs[i] = queue.Message{ID: strconv.Itoa(i), Body: d.Body, Attributes: attrs}
 		}
 		sent, err := queue.SendAll(ctx, dst, msgs, nil)

@@ -8,7 +8,7 @@ import (
 
 	"github.com/stretchr/testify/require"
 
-	"github.com/batonhq/baton/internal/job"
+	"github.com/batonhq/baton/internal/message"
 	"github.com/batonhq/baton/internal/ledger"
 	"github.com/batonhq/baton/internal/queue"
 )
@@ -21,8 +21,8 @@ func deadLetters(n int) []queue.Message {
 	msgs := make([]queue.Message, n)
 	for i := range msgs {
 		key := ledger.ItemKey{Run: ledger.RunID{Job: "fx", Nominal: time.Date(2026, 5, 1, 12, i, 0, 0, time.UTC), Generation: 1}, Asset: "EURUSD"}
-		msgs[i] = job.NewMessage(key, int64(i+1), false).QueueMessage()
-		msgs[i].Attributes[job.AttrError] = "boom"
+		msgs[i] = message.New(key, int64(i+1), false).QueueMessage()
+		msgs[i].Attributes[message.AttrError] = "boom"
 	}
 	return msgs
 }
@@ -78,7 +78,7 @@ func TestQueueOps(t *testing.T) {
 			bodies := map[string]bool{}
 			for _, m := range moved {
 				bodies[string(m.Body)] = true
-				require.NotEmpty(t, m.Attributes[job.AttrKey], "attributes kept")
+				require.NotEmpty(t, m.Attributes[message.AttrKey], "attributes kept")
 			}
 			for _, m := range msgs {
 				require.True(t, bodies[string(m.Body)], "body kept: %s", m.Body)

@@ -8,7 +8,8 @@ import (
 	"sync/atomic"
 	"time"
 
-	"github.com/batonhq/baton/internal/job"
+	"github.com/batonhq/baton"
+	"github.com/batonhq/baton/internal/message"
 	"github.com/batonhq/baton/internal/lease"
 	"github.com/batonhq/baton/internal/ledger"
 	"github.com/batonhq/baton/internal/queue"
@@ -135,8 +136,8 @@ func (e *Engine) ReplayItem(ctx context.Context, id ledger.RunID, asset string, 
 	return rep, nil
 }
 
-func (e *Engine) send(ctx context.Context, j job.Job, key ledger.ItemKey, fence int64) error {
-	msg := job.NewMessage(key, fence, j.IsDerived(key.Asset)).QueueMessage()
+func (e *Engine) send(ctx context.Context, j baton.Job, key ledger.ItemKey, fence int64) error {
+	msg := message.New(key, fence, j.IsDerived(key.Asset)).QueueMessage()
 	if _, err := queue.SendAll(ctx, e.backend.Work, []queue.Message{msg}, nil); err != nil {
 		return fmt.Errorf("enqueue %s: %w", key, err)
 	}
@@ -144,7 +145,7 @@ func (e *Engine) send(ctx context.Context, j job.Job, key ledger.ItemKey, fence 
 }
 
 // replayGeneration is ReplayItem's forced path on a terminal item.
-func (e *Engine) replayGeneration(ctx context.Context, j job.Job, run ledger.Run, asset string, rep ItemReplay) (ItemReplay, error) {
+func (e *Engine) replayGeneration(ctx context.Context, j baton.Job, run ledger.Run, asset string, rep ItemReplay) (ItemReplay, error) {
 	if !run.State.Finished() {
 		return rep, fmt.Errorf("replay %s: run %s is %s: %w (wait for it, or cancel it)", rep.Key, run.ID, run.State, ErrRunInFlight)
 	}
@@ -189,7 +190,7 @@ func (e *Engine) replayGeneration(ctx context.Context, j job.Job, run ledger.Run
 		return fmt.Errorf("replay %s: %w (%s is left fanning out; 'baton replay tick' of the tick resumes it)", rep.Key, err, next.ID)
 	}
 	var send []string // catalog assets and the item itself, enqueued after the carry-over
-	for _, name := range Expected(j.Definition) {
+	for _, name := range Expected(j) {
 		prev, ok := byName[name]
 		switch {
 		case slices.Contains(rerun, name):
@@ -239,7 +240,7 @@ const replayCheckEvery = 16
 // the run is still fanning out under the replay's fence.
 type generationGuard struct {
 	e       *Engine
-	job     job.Job
+	job     baton.Job
 	owner   string
 	fence   int64
 	run     ledger.RunID
@@ -280,7 +281,7 @@ func (g *generationGuard) check(ctx context.Context) error {
 // landing between that read and the cancel (a newer coordinator resumed
 // the generation within those two calls, despite the lease) is cancelled,
 // and reported with ErrConflict: the Cancel result then carries its attempt.
-func (e *Engine) carry(ctx context.Context, j job.Job, fence int64, owner string, key ledger.ItemKey, prev ledger.Item) error {
+func (e *Engine) carry(ctx context.Context, j baton.Job, fence int64, owner string, key ledger.ItemKey, prev ledger.Item) error {
 	now := e.now()
 	reason := fmt.Sprintf("carried over from %s", prev.Key.Run)
 	if prev.Error != "" {

@@ -11,7 +11,7 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/batonhq/baton/internal/clocktest"
-	"github.com/batonhq/baton/internal/job"
+	"github.com/batonhq/baton"
 	"github.com/batonhq/baton/internal/lease"
 	"github.com/batonhq/baton/internal/ledger"
 )
@@ -79,7 +79,7 @@ type replayBundle struct {
 	b       Backend // unwrapped
 	hooks   *hookLedger
 	clock   *clocktest.Clock
-	job     job.Job
+	job     baton.Job
 	run     ledger.RunID
 	nominal time.Time
 }
@@ -95,12 +95,13 @@ func setupReplay(t *testing.T) *replayBundle {
 	b, err := OpenSQLite(ctx, filepath.Join(t.TempDir(), "baton.db"))
 	require.NoError(t, err)
 	t.Cleanup(func() { require.NoError(t, b.Close()) })
-	def := job.Definition{Name: "wide", Schedule: "rate(1 minute)",
-		Limits: job.Limits{LeaseTTL: wideTTL, ClockSkew: wideSkew, ItemLease: 30 * time.Second, MaxAttempts: 3, Concurrency: 4}}
+	def := baton.Job{Name: "wide", Schedule: "rate(1 minute)",
+		Limits: baton.Limits{LeaseTTL: wideTTL, ClockSkew: wideSkew, ItemLease: 30 * time.Second, MaxAttempts: 3, Concurrency: 4}}
 	for i := range 40 {
 		def.Assets = append(def.Assets, fmt.Sprintf("a%02d", i))
 	}
-	j := job.Job{Definition: def, Processor: job.ProcessorFunc(func(context.Context, job.Task) ([]byte, error) { return nil, nil })}
+	j := def
+	j.Processor = baton.ProcessorFunc(func(context.Context, baton.Task) ([]byte, error) { return nil, nil })
 	clock := clocktest.New(time.Date(2026, 11, 21, 12, 0, 0, 0, time.UTC))
 	nominal := clock.Now().Add(-time.Hour)
 
@@ -137,7 +138,7 @@ func setupReplay(t *testing.T) *replayBundle {
 	hooks := &hookLedger{Store: b.Ledger}
 	wrapped := b
 	wrapped.Ledger = hooks
-	e, err := New(wrapped, Options{Catalog: job.Catalog{def.Name: j}, Owner: "t", NowFunc: clock.Now})
+	e, err := New(wrapped, Options{Catalog: baton.MustCatalog(j), Owner: "t", NowFunc: clock.Now})
 	require.NoError(t, err)
 	return &replayBundle{e: e, b: b, hooks: hooks, clock: clock, job: j, run: run.ID, nominal: nominal}
 }

@@ -18,7 +18,8 @@ import (
 	"fmt"
 	"time"
 
-	"github.com/batonhq/baton/internal/job"
+	"github.com/batonhq/baton"
+	"github.com/batonhq/baton/internal/message"
 	"github.com/batonhq/baton/internal/ledger"
 	"github.com/batonhq/baton/internal/queue"
 )
@@ -29,7 +30,7 @@ type Params struct {
 	// Queue receives the derived items found ready. nil: nothing is
 	// enqueued (Check only cancels).
 	Queue queue.Sender
-	Def   job.Definition
+	Def   baton.Job
 	Run   ledger.RunID
 	// Fence goes into the derived items' messages: the fence carried by the
 	// input message that triggered the check.
@@ -88,7 +89,7 @@ func Check(ctx context.Context, p Params) (Result, error) {
 		switch verdict {
 		case Ready:
 			key := ledger.ItemKey{Run: p.Run, Asset: d.Name}
-			ready = append(ready, job.NewMessage(key, p.Fence, true).QueueMessage())
+			ready = append(ready, message.New(key, p.Fence, true).QueueMessage())
 			readyNames = append(readyNames, d.Name)
 		case Doomed:
 			key := ledger.ItemKey{Run: p.Run, Asset: d.Name}
@@ -122,7 +123,7 @@ const (
 // Inputs judges d's inputs from the states of the run's items, by asset
 // (an absent asset has the zero state). For Doomed it also returns the
 // cancel reason, naming the first input that ended without success.
-func Inputs(d job.Derived, states map[string]ledger.ItemState) (Verdict, string) {
+func Inputs(d baton.Derived, states map[string]ledger.ItemState) (Verdict, string) {
 	verdict := Ready
 	for _, in := range d.Inputs {
 		switch s := states[in]; s {

@@ -6,13 +6,13 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/batonhq/baton/internal/fanin"
-	"github.com/batonhq/baton/internal/job"
+	"github.com/batonhq/baton"
 	"github.com/batonhq/baton/internal/ledger"
 )
 
 func TestInputs(t *testing.T) {
 	t.Parallel()
-	d := job.Derived{Name: "X", Inputs: []string{"A", "B", "C"}}
+	d := baton.Derived{Name: "X", Inputs: []string{"A", "B", "C"}}
 	cases := []struct {
 		name   string
 		states map[string]ledger.ItemState

@@ -8,7 +8,7 @@ import (
 	"time"
 
 	"github.com/batonhq/baton/internal/bars"
-	"github.com/batonhq/baton/internal/job"
+	"github.com/batonhq/baton"
 	"github.com/batonhq/baton/internal/tickfactory"
 )
 
@@ -20,14 +20,10 @@ type Options struct {
 
 // Catalog returns every job, by name. store is the bars store the
 // reference job writes to.
-func Catalog(store bars.Store, o *Options) job.Catalog {
+func Catalog(store bars.Store, o *Options) *baton.Catalog {
 	var tf *tickfactory.Options
 	if o != nil {
 		tf = &tickfactory.Options{Latency: o.Latency}
 	}
-	cat := job.Catalog{}
-	for name, j := range tickfactory.Catalog(store, tf) {
-		cat[name] = j
-	}
-	return cat
+	return tickfactory.Catalog(store, tf)
 }

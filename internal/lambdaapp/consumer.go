@@ -9,7 +9,6 @@ import (
 
 	"github.com/batonhq/baton/internal/consumer"
 	"github.com/batonhq/baton/internal/emf"
-	"github.com/batonhq/baton/internal/job"
 	"github.com/batonhq/baton/internal/lambdaevent"
 )
 
@@ -28,12 +27,11 @@ func NewConsumerHandler(p HandlerParams) (*ConsumerHandler, error) {
 	if err := p.validate(Consumer); err != nil {
 		return nil, err
 	}
-	j, _ := p.Jobs.Lookup(p.Job) // validate found it
 	h := &ConsumerHandler{
 		p: p,
 		core: consumer.Consumer{
 			Ledger: p.Ledger, Queue: p.Queue, MaxReceives: p.MaxReceives,
-			Jobs: job.Catalog{p.Job: j}, NowFunc: p.NowFunc,
+			Jobs: p.Jobs, NowFunc: p.NowFunc,
 		},
 		name: p.functionName(Consumer),
 		emf:  p.metrics(),

@@ -17,7 +17,7 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/batonhq/baton/internal/engine"
-	"github.com/batonhq/baton/internal/job"
+	"github.com/batonhq/baton/internal/message"
 	"github.com/batonhq/baton/internal/lambdaapp"
 	"github.com/batonhq/baton/internal/ledger"
 	"github.com/batonhq/baton/internal/queue"
@@ -140,7 +140,7 @@ func keysOf(t *testing.T, ds []queue.Delivery) []string {
 	t.Helper()
 	var keys []string
 	for _, d := range ds {
-		m, err := job.DecodeMessage(d.Body)
+		m, err := message.Decode(d.Body)
 		require.NoError(t, err)
 		keys = append(keys, m.Key)
 	}
@@ -329,7 +329,7 @@ func TestConsumerMalformedFixture(t *testing.T) {
 		dead := drain(t, tb.backend.DeadLetter)
 		require.Len(t, dead, len(ev.Records)-1)
 		for _, d := range dead {
-			require.NotEmpty(t, d.Attributes[job.AttrError], "dead letter %s has no reason", d.MessageID)
+			require.NotEmpty(t, d.Attributes[message.AttrError], "dead letter %s has no reason", d.MessageID)
 		}
 		require.Empty(t, drain(t, tb.backend.Work))
 		require.Empty(t, items(t, tb, 1), "no item claimed")

@@ -17,7 +17,8 @@ import (
 
 	"github.com/batonhq/baton/internal/coordinator"
 	"github.com/batonhq/baton/internal/engine"
-	"github.com/batonhq/baton/internal/job"
+	"github.com/batonhq/baton"
+	"github.com/batonhq/baton/internal/message"
 	"github.com/batonhq/baton/internal/lambdaapp"
 	"github.com/batonhq/baton/internal/lambdaevent"
 	"github.com/batonhq/baton/internal/lease"
@@ -56,10 +57,12 @@ func TestNewHandlerRejectsIncompleteParams(t *testing.T) {
 		{"no queue", func(p *lambdaapp.HandlerParams) { p.Queue = nil }, "missing [Queue]"},
 		{"no leases", func(p *lambdaapp.HandlerParams) { p.Leases = nil }, "missing [Leases]"},
 		{"invalid job", func(p *lambdaapp.HandlerParams) {
-			j := p.Jobs[tickfactory.Name]
-			j.Limits.MaxAttempts = 0
-			p.Jobs = job.Catalog{tickfactory.Name: j}
-		}, "MaxAttempts"},
+			j, _ := p.Jobs.Lookup(tickfactory.Name)
+			j.Limits.MaxAttempts = -1
+			_, err := baton.NewCatalog(j)
+			require.ErrorContains(t, err, "MaxAttempts")
+			p.Job = ""
+		}, "missing [Job]"},
 	}
 	for _, tc := range cases {
 		t.Run(tc.name, func(t *testing.T) {
@@ -205,9 +208,9 @@ func TestCoordinatorIncompleteFanOutIsAnErrorAndResumes(t *testing.T) {
 	// moves at every reading.
 	clock := &steppingClock{t: fixedAt, step: time.Millisecond}
 	p := params(b, clock.now)
-	j := p.Jobs[tickfactory.Name]
+	j, _ := p.Jobs.Lookup(tickfactory.Name)
 	j.Limits.FanOutBudget = time.Nanosecond
-	p.Jobs = job.Catalog{tickfactory.Name: j}
+	p.Jobs = baton.MustCatalog(j)
 	h, err := lambdaapp.NewCoordinatorHandler(p)
 	require.NoError(t, err)
 	_, err = h.Handle(context.Background(), fixture(t, "coordinator-scheduler.json"))
@@ -263,7 +266,7 @@ func TestConsumerMetricsSplitPerEMFLimit(t *testing.T) {
 	for i := range 15 {
 		run := ledger.RunID{Job: "fx", Nominal: tick.Add(time.Duration(i) * time.Minute), Generation: 1}
 		for _, a := range tickfactory.Assets {
-			m := job.NewMessage(ledger.ItemKey{Run: run, Asset: a}, 1, false)
+			m := message.New(ledger.ItemKey{Run: run, Asset: a}, 1, false)
 			ev.Records = append(ev.Records, events.SQSMessage{MessageId: m.Key, Body: string(m.Encode())})
 		}
 	}

@@ -13,7 +13,7 @@ import (
 	"github.com/aws/aws-lambda-go/lambdacontext"
 
 	"github.com/batonhq/baton/internal/emf"
-	"github.com/batonhq/baton/internal/job"
+	"github.com/batonhq/baton"
 	"github.com/batonhq/baton/internal/lease"
 	"github.com/batonhq/baton/internal/ledger"
 	"github.com/batonhq/baton/internal/queue"
@@ -23,7 +23,7 @@ import (
 // or (consumer) are used by that handler only.
 type HandlerParams struct {
 	Job    string      // the function's job; must be in Jobs
-	Jobs   job.Catalog // must hold Job
+	Jobs   *baton.Catalog // must hold Job
 	Leases lease.Store // (coordinator)
 	Ledger ledger.Store
 	Queue  queue.Sender // the work queue

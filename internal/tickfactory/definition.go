@@ -16,7 +16,7 @@ import (
 	"time"
 
 	"github.com/batonhq/baton/internal/bars"
-	"github.com/batonhq/baton/internal/job"
+	"github.com/batonhq/baton"
 )
 
 // Name is the job's name.
@@ -33,13 +33,13 @@ var DXYInputs = []string{"EURUSD", "USDJPY", "GBPUSD", "USDCAD", "USDSEK", "USDC
 
 // Definition returns the fx job: every minute, the seven assets, DXY
 // derived from the six FX pairs.
-func Definition() job.Definition {
-	return job.Definition{
+func Definition() baton.Job {
+	return baton.Job{
 		Name:     Name,
 		Schedule: "rate(1 minute)",
 		Assets:   append([]string(nil), Assets...),
-		Derived:  []job.Derived{{Name: DXY, Inputs: append([]string(nil), DXYInputs...)}},
-		Limits: job.Limits{
+		Derived:  []baton.Derived{{Name: DXY, Inputs: append([]string(nil), DXYInputs...)}},
+		Limits: baton.Limits{
 			LeaseTTL:       2 * time.Minute,
 			ClockSkew:      2 * time.Second,
 			ItemLease:      30 * time.Second,
@@ -51,6 +51,8 @@ func Definition() job.Definition {
 }
 
 // Catalog returns a catalog holding the fx job with its processor.
-func Catalog(store bars.Store, o *Options) job.Catalog {
-	return job.Catalog{Name: {Definition: Definition(), Processor: NewProcessor(store, o)}}
+func Catalog(store bars.Store, o *Options) *baton.Catalog {
+	j := Definition()
+	j.Processor = NewProcessor(store, o)
+	return baton.MustCatalog(j)
 }

@@ -9,7 +9,7 @@ import (
 	"time"
 
 	"github.com/batonhq/baton/internal/bars"
-	"github.com/batonhq/baton/internal/job"
+	"github.com/batonhq/baton"
 )
 
 // Options tune the processor. The zero value (or nil) is usable.
@@ -43,7 +43,7 @@ type Processor struct {
 	now     func() time.Time
 }
 
-var _ job.Processor = (*Processor)(nil)
+var _ baton.Processor = (*Processor)(nil)
 
 // NewProcessor returns the fx processor writing to store.
 func NewProcessor(store bars.Store, o *Options) *Processor {
@@ -75,7 +75,7 @@ func NewProcessor(store bars.Store, o *Options) *Processor {
 // message carries depends on which coordinator invocation sent that copy —
 // after a resumed fan-out, attempt 2 may arrive on a copy with a lower
 // fence than attempt 1's, and ordering by fence would reject it.
-func (p *Processor) Process(ctx context.Context, t job.Task) ([]byte, error) {
+func (p *Processor) Process(ctx context.Context, t baton.Task) ([]byte, error) {
 	var (
 		b   bars.Bar
 		err error
@@ -91,21 +91,21 @@ func (p *Processor) Process(ctx context.Context, t job.Task) ([]byte, error) {
 		b, err = Synthesize(t.Asset, BarMinute(t.Nominal))
 	}
 	if err != nil {
-		return nil, job.Permanent(fmt.Errorf("%s: %w", t.Key, err))
+		return nil, baton.Permanent(fmt.Errorf("%s: %w", t.Key, err))
 	}
 	b.Fence, b.Attempt, b.WrittenAt = int64(t.Key.Run.Generation), t.Attempt, p.now().UTC()
 	if err := p.store.Put(ctx, b); err != nil {
 		err = fmt.Errorf("%s: put bar %s %s (generation %d, attempt %d): %w",
 			t.Key, b.Asset, b.Minute.Format(time.RFC3339), b.Fence, b.Attempt, err)
 		if errors.Is(err, bars.ErrStale) {
-			return nil, job.Permanent(err)
+			return nil, baton.Permanent(err)
 		}
 		return nil, err
 	}
 	return json.Marshal(Result{Asset: b.Asset, Minute: b.Minute, Open: b.Open, High: b.High, Low: b.Low, Close: b.Close})
 }
 
-func dollarIndexBar(t job.Task) (bars.Bar, error) {
+func dollarIndexBar(t baton.Task) (bars.Bar, error) {
 	in, err := inputBars(t.Inputs)
 	if err != nil {
 		return bars.Bar{}, err

@@ -11,7 +11,7 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/batonhq/baton/internal/bars"
-	"github.com/batonhq/baton/internal/job"
+	"github.com/batonhq/baton"
 	"github.com/batonhq/baton/internal/ledger"
 	"github.com/batonhq/baton/internal/tickfactory"
 )
@@ -20,13 +20,13 @@ var tick = time.Date(2026, 11, 21, 12, 1, 0, 0, time.UTC)
 
 // task is the task of asset in the given generation of the tick, claimed
 // with attempt, on a message carrying fence 7.
-func task(asset string, generation, attempt int) job.Task {
+func task(asset string, generation, attempt int) baton.Task {
 	return taskWithFence(asset, generation, attempt, 7)
 }
 
-func taskWithFence(asset string, generation, attempt int, fence int64) job.Task {
+func taskWithFence(asset string, generation, attempt int, fence int64) baton.Task {
 	run := ledger.RunID{Job: tickfactory.Name, Nominal: tick, Generation: generation}
-	return job.Task{Key: ledger.ItemKey{Run: run, Asset: asset}, Asset: asset, Nominal: tick, Attempt: attempt, Fence: fence}
+	return baton.Task{Key: ledger.ItemKey{Run: run, Asset: asset}, Asset: asset, Nominal: tick, Attempt: attempt, Fence: fence}
 }
 
 func TestDefinition(t *testing.T) {
@@ -39,7 +39,7 @@ func TestDefinition(t *testing.T) {
 	require.Len(t, d.Derived, 1)
 	require.Equal(t, "DXY", d.Derived[0].Name)
 	require.ElementsMatch(t, []string{"EURUSD", "GBPUSD", "USDJPY", "USDCAD", "USDSEK", "USDCHF"}, d.Derived[0].Inputs)
-	require.Equal(t, job.Limits{
+	require.Equal(t, baton.Limits{
 		LeaseTTL: 2 * time.Minute, ClockSkew: 2 * time.Second, ItemLease: 30 * time.Second,
 		MaxAttempts: 5, Concurrency: 16, DeadlineMargin: 2 * time.Second,
 	}, d.Limits)
@@ -147,7 +147,7 @@ func TestProcessWritesFencedBar(t *testing.T) {
 	require.NoError(t, err)
 	_, err = p.Process(ctx, task("USDJPY", 3, 1))
 	require.ErrorIs(t, err, bars.ErrStale)
-	require.True(t, job.IsPermanent(err))
+	require.True(t, baton.IsPermanent(err))
 	// A newer generation (a forced replay) outranks any attempt of an older one.
 	_, err = p.Process(ctx, task("USDJPY", 4, 1))
 	require.NoError(t, err)
@@ -166,7 +166,7 @@ func TestProcessWritesFencedBar(t *testing.T) {
 	require.NoError(t, err, "attempt 2 on a lower-fence copy is not stale")
 
 	_, err = p.Process(ctx, task("BTCUSD", 1, 1))
-	require.True(t, job.IsPermanent(err), "an asset without a price level is not retried: %v", err)
+	require.True(t, baton.IsPermanent(err), "an asset without a price level is not retried: %v", err)
 }
 
 func TestProcessDerivesDXY(t *testing.T) {
@@ -208,12 +208,12 @@ func TestProcessDerivesDXY(t *testing.T) {
 	delete(dt.Inputs, "USDSEK")
 	_, err = p.Process(ctx, dt)
 	require.ErrorContains(t, err, "input USDSEK is missing")
-	require.True(t, job.IsPermanent(err))
+	require.True(t, baton.IsPermanent(err))
 
 	dt.Inputs["USDSEK"] = []byte("{not json")
 	_, err = p.Process(ctx, dt)
 	require.ErrorContains(t, err, "input USDSEK")
-	require.True(t, job.IsPermanent(err))
+	require.True(t, baton.IsPermanent(err))
 }
 
 func TestLatencyHonoursContext(t *testing.T) {
@@ -233,7 +233,7 @@ func TestLatencyHonoursContext(t *testing.T) {
 	cancel()
 	_, err = p.Process(ctx, task("GBPUSD", 1, 1))
 	require.ErrorIs(t, err, context.Canceled)
-	require.False(t, job.IsPermanent(err), "a timeout is retried")
+	require.False(t, baton.IsPermanent(err), "a timeout is retried")
 	_, err = store.Get(context.Background(), "GBPUSD", tickfactory.BarMinute(tick))
 	require.ErrorIs(t, err, bars.ErrNotFound, "nothing written when the fetch was cut short")
 

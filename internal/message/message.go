@@ -1,4 +1,6 @@
-package job
+// Package message is the body of an item's queue message: its version, its
+// encoding and its strict decoder.
+package message
 
 import (
 	"bytes"
@@ -11,8 +13,8 @@ import (
 	"github.com/batonhq/baton/internal/queue"
 )
 
-// MessageVersion is the version of the message body this code writes.
-const MessageVersion = 1
+// Version is the version of the message body this code writes.
+const Version = 1
 
 // Message attribute names, set alongside the body so operators can filter
 // and inspect without decoding it.
@@ -22,7 +24,7 @@ const (
 	AttrError = "baton-error" // set on messages forwarded to the dead-letter queue
 )
 
-// ErrMalformed matches every error DecodeMessage returns.
+// ErrMalformed matches every error Decode returns.
 var ErrMalformed = errors.New("malformed message")
 
 // Message is the body of one item's queue message. Key is the idempotency
@@ -35,9 +37,9 @@ type Message struct {
 	Derived bool   `json:"derived,omitempty"`
 }
 
-// NewMessage builds the message for key.
-func NewMessage(key ledger.ItemKey, fence int64, derived bool) Message {
-	return Message{Version: MessageVersion, Key: key.String(), Fence: fence, Derived: derived}
+// New builds the message for key.
+func New(key ledger.ItemKey, fence int64, derived bool) Message {
+	return Message{Version: Version, Key: key.String(), Fence: fence, Derived: derived}
 }
 
 // ItemKey parses m.Key.
@@ -57,9 +59,9 @@ func (m Message) QueueMessage() queue.Message {
 	}}
 }
 
-// DecodeMessage parses and validates a message body. Every error matches
+// Decode parses and validates a message body. Every error matches
 // ErrMalformed and names what is wrong.
-func DecodeMessage(body []byte) (Message, error) {
+func Decode(body []byte) (Message, error) {
 	var m Message
 	dec := json.NewDecoder(bytes.NewReader(body))
 	dec.DisallowUnknownFields()
@@ -69,8 +71,8 @@ func DecodeMessage(body []byte) (Message, error) {
 	if dec.More() {
 		return Message{}, fmt.Errorf("%w: trailing data after the JSON object", ErrMalformed)
 	}
-	if m.Version != MessageVersion {
-		return Message{}, fmt.Errorf("%w: field \"v\": version %d, want %d", ErrMalformed, m.Version, MessageVersion)
+	if m.Version != Version {
+		return Message{}, fmt.Errorf("%w: field \"v\": version %d, want %d", ErrMalformed, m.Version, Version)
 	}
 	if m.Key == "" {
 		return Message{}, fmt.Errorf("%w: field \"key\" is missing", ErrMalformed)

@@ -1,0 +1,96 @@
+package baton
+
+import (
+	"errors"
+	"fmt"
+	"sort"
+	"strings"
+)
+
+// ErrUnknownJob matches the error of Catalog.Lookup for a name the catalog
+// does not hold.
+var ErrUnknownJob = errors.New("unknown job")
+
+// Catalog is the set of jobs one deployment runs: every entry point (the
+// Lambda handlers, the local runtime, the operator CLI) serves a catalog.
+// A Catalog is immutable and safe for concurrent use.
+type Catalog struct {
+	jobs  map[string]Job
+	names []string // sorted
+}
+
+// NewCatalog validates each job (Job.Validate), checks that no two share
+// a name, fills zero limits from DefaultLimits, and returns the catalog.
+// The error names the first job that is wrong and why.
+func NewCatalog(jobs ...Job) (*Catalog, error) {
+	if len(jobs) == 0 {
+		return nil, errors.New("catalog: no jobs")
+	}
+	c := &Catalog{jobs: make(map[string]Job, len(jobs))}
+	for _, j := range jobs {
+		if err := j.Validate(); err != nil {
+			return nil, fmt.Errorf("catalog: %w", err)
+		}
+		if _, dup := c.jobs[j.Name]; dup {
+			return nil, fmt.Errorf("catalog: job %s listed twice", j.Name)
+		}
+		j.Assets = append([]string(nil), j.Assets...)
+		j.Derived = cloneDerived(j.Derived)
+		j.Limits = j.Limits.withDefaults()
+		j.items = make(map[string]struct{}, len(j.Assets)+len(j.Derived))
+		for _, name := range j.ItemNames() {
+			j.items[name] = struct{}{}
+		}
+		c.jobs[j.Name] = j
+		c.names = append(c.names, j.Name)
+	}
+	sort.Strings(c.names)
+	return c, nil
+}
+
+// MustCatalog is NewCatalog for catalogs fixed in code: it panics on an
+// error. Use it in package-level variables and mains, where a bad catalog
+// is a programming error.
+func MustCatalog(jobs ...Job) *Catalog {
+	c, err := NewCatalog(jobs...)
+	if err != nil {
+		panic(err)
+	}
+	return c
+}
+
+func cloneDerived(ds []Derived) []Derived {
+	if ds == nil {
+		return nil
+	}
+	out := make([]Derived, len(ds))
+	for i, d := range ds {
+		out[i] = Derived{Name: d.Name, Inputs: append([]string(nil), d.Inputs...)}
+	}
+	return out
+}
+
+// Lookup returns the job called name, or an error matching ErrUnknownJob
+// that lists the known names.
+func (c *Catalog) Lookup(name string) (Job, error) {
+	j, ok := c.jobs[name]
+	if !ok {
+		return Job{}, fmt.Errorf("%w %q (known: %s)", ErrUnknownJob, name, strings.Join(c.names, ", "))
+	}
+	return j, nil
+}
+
+// Names returns the jobs' names, sorted.
+func (c *Catalog) Names() []string { return append([]string(nil), c.names...) }
+
+// Jobs returns the jobs, sorted by name.
+func (c *Catalog) Jobs() []Job {
+	out := make([]Job, len(c.names))
+	for i, n := range c.names {
+		out[i] = c.jobs[n]
+	}
+	return out
+}
+
+// Len returns the number of jobs.
+func (c *Catalog) Len() int { return len(c.names) }

@@ -1,0 +1,210 @@
+package baton
+
+import (
+	"fmt"
+	"time"
+
+	"github.com/batonhq/baton/internal/schedule"
+)
+
+// Job is one kind of scheduled fan-out work: on every tick of Schedule, a
+// run opens and one item per asset is processed by Processor; each derived
+// item runs once its inputs have succeeded.
+//
+// A Job is plain data plus its Processor. Fields are added over time (the
+// API is pre-1.0); a zero value of a new field always keeps today's
+// behaviour.
+type Job struct {
+	// Name identifies the job in run ids, keys, events and the CLI:
+	// 1-64 letters, digits, '_', '.', '-', starting with a letter or digit.
+	Name string
+	// Schedule is an Amazon EventBridge schedule expression:
+	// "rate(1 minute)", "rate(5 minutes)", "cron(0/5 * * * ? *)". Ticks
+	// are the schedule's own instants (UTC); a trigger is mapped to the
+	// latest tick at or before it.
+	Schedule string
+	// Assets are the items of every run, in fan-out order.
+	Assets []string
+	// Derived are the items computed from other items of the same run
+	// (fan-in), in the order they are listed.
+	Derived []Derived
+	// Limits are the timing and retry limits; zero fields take the
+	// defaults of DefaultLimits.
+	Limits Limits
+	// Processor processes one item. Required.
+	Processor Processor
+
+	items map[string]struct{} // every item's name; set by NewCatalog
+}
+
+// Derived is an item computed from other items of the same run (fan-in).
+// It is enqueued once all its Inputs have SUCCEEDED and receives their
+// results in Task.Inputs; it is CANCELLED when an input ends DEAD or
+// CANCELLED.
+type Derived struct {
+	Name   string
+	Inputs []string // assets of the job
+}
+
+// Limits are the timing and retry limits the runtime applies to a job.
+// A zero field takes its value from DefaultLimits; a negative one is an
+// error.
+type Limits struct {
+	LeaseTTL       time.Duration // how long a coordinator's lease on the job lasts
+	ClockSkew      time.Duration // allowance when deciding a lease or an item's claim has expired
+	ItemLease      time.Duration // how long a claim holds an item before another consumer may take it over
+	MaxAttempts    int           // claims per item before it is DEAD
+	FanOutBudget   time.Duration // cap on one coordinator invocation's fan-out; 0: none (no default)
+	DeadlineMargin time.Duration // the coordinator stops fanning out this long before its deadline
+	Concurrency    int           // items processed at once per consumer batch
+}
+
+// DefaultLimits are the limits a zero Limits field takes.
+var DefaultLimits = Limits{
+	LeaseTTL:       2 * time.Minute,
+	ClockSkew:      2 * time.Second,
+	ItemLease:      30 * time.Second,
+	MaxAttempts:    5,
+	DeadlineMargin: 2 * time.Second,
+	Concurrency:    16,
+}
+
+// withDefaults returns l with its zero fields set from DefaultLimits.
+func (l Limits) withDefaults() Limits {
+	d := DefaultLimits
+	if l.LeaseTTL == 0 {
+		l.LeaseTTL = d.LeaseTTL
+	}
+	if l.ClockSkew == 0 {
+		l.ClockSkew = d.ClockSkew
+	}
+	if l.ItemLease == 0 {
+		l.ItemLease = d.ItemLease
+	}
+	if l.MaxAttempts == 0 {
+		l.MaxAttempts = d.MaxAttempts
+	}
+	if l.DeadlineMargin == 0 {
+		l.DeadlineMargin = d.DeadlineMargin
+	}
+	if l.Concurrency == 0 {
+		l.Concurrency = d.Concurrency
+	}
+	return l
+}
+
+// Validate reports the first problem with j, naming the job and what is
+// wrong: a bad name, a schedule that does not parse, no assets, a
+// duplicate or clashing item name, a derived item whose input is not an
+// asset, a negative limit, no processor. Zero limits are valid (they take
+// their defaults).
+func (j Job) Validate() error {
+	if err := ValidName("job", j.Name); err != nil {
+		return err
+	}
+	if j.Schedule == "" {
+		return fmt.Errorf("job %s: empty schedule", j.Name)
+	}
+	if _, err := schedule.Parse(j.Schedule); err != nil {
+		return fmt.Errorf("job %s: schedule: %w", j.Name, err)
+	}
+	if len(j.Assets) == 0 {
+		return fmt.Errorf("job %s: no assets", j.Name)
+	}
+	seen := map[string]bool{}
+	for _, a := range j.Assets {
+		if err := ValidName("asset", a); err != nil {
+			return fmt.Errorf("job %s: %w", j.Name, err)
+		}
+		if seen[a] {
+			return fmt.Errorf("job %s: asset %s listed twice", j.Name, a)
+		}
+		seen[a] = true
+	}
+	for _, x := range j.Derived {
+		if err := ValidName("derived item", x.Name); err != nil {
+			return fmt.Errorf("job %s: %w", j.Name, err)
+		}
+		if seen[x.Name] {
+			return fmt.Errorf("job %s: derived item %s clashes with another name", j.Name, x.Name)
+		}
+		if len(x.Inputs) == 0 {
+			return fmt.Errorf("job %s: derived item %s has no inputs", j.Name, x.Name)
+		}
+		for _, in := range x.Inputs {
+			if !seen[in] || j.IsDerived(in) {
+				return fmt.Errorf("job %s: derived item %s: input %q is not an asset of the job", j.Name, x.Name, in)
+			}
+		}
+		seen[x.Name] = true
+	}
+	l := j.Limits
+	switch {
+	case l.LeaseTTL < 0, l.ItemLease < 0, l.ClockSkew < 0, l.FanOutBudget < 0, l.DeadlineMargin < 0:
+		return fmt.Errorf("job %s: limits: LeaseTTL, ItemLease, ClockSkew, FanOutBudget and DeadlineMargin must not be negative", j.Name)
+	case l.MaxAttempts < 0:
+		return fmt.Errorf("job %s: limits: MaxAttempts must not be negative", j.Name)
+	case l.Concurrency < 0:
+		return fmt.Errorf("job %s: limits: Concurrency must not be negative", j.Name)
+	}
+	if j.Processor == nil {
+		return fmt.Errorf("job %s: no processor", j.Name)
+	}
+	return nil
+}
+
+// ItemNames returns the names of every item of a run of j: the assets in
+// fan-out order, then the derived items.
+func (j Job) ItemNames() []string {
+	names := make([]string, 0, len(j.Assets)+len(j.Derived))
+	names = append(names, j.Assets...)
+	for _, x := range j.Derived {
+		names = append(names, x.Name)
+	}
+	return names
+}
+
+// IsDerived reports whether name is one of j's derived items.
+func (j Job) IsDerived(name string) bool {
+	_, ok := j.DerivedItem(name)
+	return ok
+}
+
+// DerivedItem returns the derived item called name.
+func (j Job) DerivedItem(name string) (Derived, bool) {
+	for _, x := range j.Derived {
+		if x.Name == name {
+			return x, true
+		}
+	}
+	return Derived{}, false
+}
+
+// HasItem reports whether name is an asset or a derived item of j. For a
+// job of a Catalog it is one map lookup.
+func (j Job) HasItem(name string) bool {
+	if j.items != nil {
+		_, ok := j.items[name]
+		return ok
+	}
+	for _, a := range j.Assets {
+		if a == name {
+			return true
+		}
+	}
+	return j.IsDerived(name)
+}
+
+// DependentsOf returns the derived items that take asset as an input.
+func (j Job) DependentsOf(asset string) []Derived {
+	var out []Derived
+	for _, x := range j.Derived {
+		for _, in := range x.Inputs {
+			if in == asset {
+				out = append(out, x)
+				break
+			}
+		}
+	}
+	return out
+}
