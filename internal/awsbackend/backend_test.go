@@ -17,9 +17,9 @@ import (
 	"github.com/batonhq/baton/internal/awsbackend"
 	"github.com/batonhq/baton/internal/emulator"
 	"github.com/batonhq/baton/internal/engine"
-	"github.com/batonhq/baton/internal/message"
 	"github.com/batonhq/baton/internal/lambdaapp"
 	"github.com/batonhq/baton/internal/ledger"
+	"github.com/batonhq/baton/internal/message"
 	"github.com/batonhq/baton/internal/queue"
 	"github.com/batonhq/baton/internal/tickfactory"
 )

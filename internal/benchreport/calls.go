@@ -8,12 +8,12 @@ import (
 	"strings"
 	"time"
 
+	"github.com/batonhq/baton"
 	"github.com/batonhq/baton/internal/consumer"
 	"github.com/batonhq/baton/internal/contention"
-	"github.com/batonhq/baton"
-	"github.com/batonhq/baton/internal/message"
 	"github.com/batonhq/baton/internal/lease"
 	"github.com/batonhq/baton/internal/ledger"
+	"github.com/batonhq/baton/internal/message"
 	"github.com/batonhq/baton/internal/queue"
 )
 

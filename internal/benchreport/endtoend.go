@@ -6,8 +6,8 @@ import (
 	"sync/atomic"
 	"time"
 
-	"github.com/batonhq/baton/internal/engine"
 	"github.com/batonhq/baton"
+	"github.com/batonhq/baton/internal/engine"
 	"github.com/batonhq/baton/internal/ledger"
 	"github.com/batonhq/baton/internal/queue"
 )

@@ -7,11 +7,11 @@ import (
 	"sync"
 	"time"
 
+	"github.com/batonhq/baton"
 	"github.com/batonhq/baton/internal/coordinator"
 	"github.com/batonhq/baton/internal/engine"
-	"github.com/batonhq/baton"
-	"github.com/batonhq/baton/internal/message"
 	"github.com/batonhq/baton/internal/ledger"
+	"github.com/batonhq/baton/internal/message"
 	"github.com/batonhq/baton/internal/queue"
 )
 

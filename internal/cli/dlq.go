@@ -9,8 +9,8 @@ import (
 	"time"
 
 	"github.com/batonhq/baton/internal/engine"
-	"github.com/batonhq/baton/internal/message"
 	"github.com/batonhq/baton/internal/ledger"
+	"github.com/batonhq/baton/internal/message"
 )
 
 const dlqAbout = `Inspect and redrive the dead-letter queue.

@@ -10,9 +10,9 @@ import (
 
 	"github.com/stretchr/testify/require"
 
+	"github.com/batonhq/baton"
 	"github.com/batonhq/baton/internal/consumer"
 	"github.com/batonhq/baton/internal/engine"
-	"github.com/batonhq/baton"
 	"github.com/batonhq/baton/internal/ledger"
 	"github.com/batonhq/baton/internal/queue"
 	"github.com/batonhq/baton/internal/tickfactory"

@@ -8,9 +8,9 @@ import (
 	"sync"
 	"time"
 
+	"github.com/batonhq/baton"
 	"github.com/batonhq/baton/internal/coordinator"
 	"github.com/batonhq/baton/internal/engine"
-	"github.com/batonhq/baton"
 	"github.com/batonhq/baton/internal/lease"
 	"github.com/batonhq/baton/internal/ledger"
 )

@@ -7,9 +7,9 @@ import (
 	"text/tabwriter"
 	"time"
 
+	"github.com/batonhq/baton"
 	"github.com/batonhq/baton/internal/coordinator"
 	"github.com/batonhq/baton/internal/engine"
-	"github.com/batonhq/baton"
 	"github.com/batonhq/baton/internal/ledger"
 	"github.com/batonhq/baton/internal/schedule"
 )

@@ -9,8 +9,8 @@ import (
 	"strings"
 	"time"
 
-	"github.com/batonhq/baton/internal/engine"
 	"github.com/batonhq/baton"
+	"github.com/batonhq/baton/internal/engine"
 	"github.com/batonhq/baton/internal/jobs"
 	"github.com/batonhq/baton/internal/ledger"
 )

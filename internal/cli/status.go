@@ -10,8 +10,8 @@ import (
 	"text/tabwriter"
 	"time"
 
-	"github.com/batonhq/baton/internal/engine"
 	"github.com/batonhq/baton"
+	"github.com/batonhq/baton/internal/engine"
 	"github.com/batonhq/baton/internal/lease"
 	"github.com/batonhq/baton/internal/ledger"
 )

@@ -10,11 +10,11 @@ import (
 
 	"github.com/stretchr/testify/require"
 
+	"github.com/batonhq/baton"
 	"github.com/batonhq/baton/internal/bars"
 	"github.com/batonhq/baton/internal/consumer"
-	"github.com/batonhq/baton"
-	"github.com/batonhq/baton/internal/message"
 	"github.com/batonhq/baton/internal/ledger"
+	"github.com/batonhq/baton/internal/message"
 	"github.com/batonhq/baton/internal/queue"
 	"github.com/batonhq/baton/internal/tickfactory"
 )

@@ -7,10 +7,10 @@ import (
 	"log/slog"
 	"time"
 
-	"github.com/batonhq/baton/internal/fanin"
 	"github.com/batonhq/baton"
-	"github.com/batonhq/baton/internal/message"
+	"github.com/batonhq/baton/internal/fanin"
 	"github.com/batonhq/baton/internal/ledger"
+	"github.com/batonhq/baton/internal/message"
 	"github.com/batonhq/baton/internal/queue"
 )
 

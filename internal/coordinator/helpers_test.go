@@ -9,12 +9,12 @@ import (
 
 	"github.com/stretchr/testify/require"
 
+	"github.com/batonhq/baton"
 	"github.com/batonhq/baton/internal/clocktest"
 	"github.com/batonhq/baton/internal/coordinator"
-	"github.com/batonhq/baton"
-	"github.com/batonhq/baton/internal/message"
 	"github.com/batonhq/baton/internal/lease"
 	"github.com/batonhq/baton/internal/ledger"
+	"github.com/batonhq/baton/internal/message"
 	"github.com/batonhq/baton/internal/queue"
 	"github.com/batonhq/baton/internal/tickfactory"
 )
@@ -114,7 +114,7 @@ func setup(t *testing.T, defs ...baton.Job) *bundle {
 		defs = []baton.Job{tickfactory.Definition()}
 	}
 	leases, led := newStores(t)
-	b := &bundle{leases: leases, ledger: led, queue: &sender{}, clock: clocktest.New(t0), }
+	b := &bundle{leases: leases, ledger: led, queue: &sender{}, clock: clocktest.New(t0)}
 	for i := range defs {
 		if defs[i].Processor == nil {
 			defs[i].Processor = baton.ProcessorFunc(func(context.Context, baton.Task) ([]byte, error) { return nil, nil })

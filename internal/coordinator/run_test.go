@@ -11,8 +11,8 @@ import (
 
 	"github.com/stretchr/testify/require"
 
-	"github.com/batonhq/baton/internal/coordinator"
 	"github.com/batonhq/baton"
+	"github.com/batonhq/baton/internal/coordinator"
 	"github.com/batonhq/baton/internal/lease"
 	"github.com/batonhq/baton/internal/ledger"
 	"github.com/batonhq/baton/internal/queue"

@@ -7,8 +7,8 @@ import (
 
 	"github.com/stretchr/testify/require"
 
-	"github.com/batonhq/baton/internal/coordinator"
 	"github.com/batonhq/baton"
+	"github.com/batonhq/baton/internal/coordinator"
 	"github.com/batonhq/baton/internal/ledger"
 	"github.com/batonhq/baton/internal/tickfactory"
 )

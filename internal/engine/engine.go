@@ -14,11 +14,11 @@ import (
 	"sort"
 	"time"
 
+	"github.com/batonhq/baton"
 	"github.com/batonhq/baton/internal/bars"
 	"github.com/batonhq/baton/internal/consumer"
 	"github.com/batonhq/baton/internal/contention"
 	"github.com/batonhq/baton/internal/coordinator"
-	"github.com/batonhq/baton"
 	"github.com/batonhq/baton/internal/lease"
 	"github.com/batonhq/baton/internal/ledger"
 	"github.com/batonhq/baton/internal/poller"

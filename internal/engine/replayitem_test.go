@@ -10,8 +10,8 @@ import (
 
 	"github.com/stretchr/testify/require"
 
-	"github.com/batonhq/baton/internal/clocktest"
 	"github.com/batonhq/baton"
+	"github.com/batonhq/baton/internal/clocktest"
 	"github.com/batonhq/baton/internal/lease"
 	"github.com/batonhq/baton/internal/ledger"
 )

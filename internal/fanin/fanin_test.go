@@ -5,8 +5,8 @@ import (
 
 	"github.com/stretchr/testify/require"
 
-	"github.com/batonhq/baton/internal/fanin"
 	"github.com/batonhq/baton"
+	"github.com/batonhq/baton/internal/fanin"
 	"github.com/batonhq/baton/internal/ledger"
 )
 

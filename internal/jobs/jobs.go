@@ -7,8 +7,8 @@ package jobs
 import (
 	"time"
 
-	"github.com/batonhq/baton/internal/bars"
 	"github.com/batonhq/baton"
+	"github.com/batonhq/baton/internal/bars"
 	"github.com/batonhq/baton/internal/tickfactory"
 )
 

@@ -15,14 +15,14 @@ import (
 	"github.com/aws/aws-lambda-go/lambdacontext"
 	"github.com/stretchr/testify/require"
 
+	"github.com/batonhq/baton"
 	"github.com/batonhq/baton/internal/coordinator"
 	"github.com/batonhq/baton/internal/engine"
-	"github.com/batonhq/baton"
-	"github.com/batonhq/baton/internal/message"
 	"github.com/batonhq/baton/internal/lambdaapp"
 	"github.com/batonhq/baton/internal/lambdaevent"
 	"github.com/batonhq/baton/internal/lease"
 	"github.com/batonhq/baton/internal/ledger"
+	"github.com/batonhq/baton/internal/message"
 	"github.com/batonhq/baton/internal/tickfactory"
 )
 

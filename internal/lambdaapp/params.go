@@ -12,8 +12,8 @@ import (
 
 	"github.com/aws/aws-lambda-go/lambdacontext"
 
-	"github.com/batonhq/baton/internal/emf"
 	"github.com/batonhq/baton"
+	"github.com/batonhq/baton/internal/emf"
 	"github.com/batonhq/baton/internal/lease"
 	"github.com/batonhq/baton/internal/ledger"
 	"github.com/batonhq/baton/internal/queue"
@@ -22,9 +22,9 @@ import (
 // HandlerParams are what a handler works on. Fields marked (coordinator)
 // or (consumer) are used by that handler only.
 type HandlerParams struct {
-	Job    string      // the function's job; must be in Jobs
+	Job    string         // the function's job; must be in Jobs
 	Jobs   *baton.Catalog // must hold Job
-	Leases lease.Store // (coordinator)
+	Leases lease.Store    // (coordinator)
 	Ledger ledger.Store
 	Queue  queue.Sender // the work queue
 	// DeadLetter, optional, receives malformed and exhausted messages with

@@ -15,8 +15,8 @@ package tickfactory
 import (
 	"time"
 
-	"github.com/batonhq/baton/internal/bars"
 	"github.com/batonhq/baton"
+	"github.com/batonhq/baton/internal/bars"
 )
 
 // Name is the job's name.

@@ -8,8 +8,8 @@ import (
 	"math"
 	"time"
 
-	"github.com/batonhq/baton/internal/bars"
 	"github.com/batonhq/baton"
+	"github.com/batonhq/baton/internal/bars"
 )
 
 // Options tune the processor. The zero value (or nil) is usable.

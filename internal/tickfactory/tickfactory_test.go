@@ -10,8 +10,8 @@ import (
 
 	"github.com/stretchr/testify/require"
 
-	"github.com/batonhq/baton/internal/bars"
 	"github.com/batonhq/baton"
+	"github.com/batonhq/baton/internal/bars"
 	"github.com/batonhq/baton/internal/ledger"
 	"github.com/batonhq/baton/internal/tickfactory"
 )
