@@ -28,6 +28,10 @@ const (
 	SourceRule      Source = "rule"      // EventBridge rule event
 	SourceScheduler Source = "scheduler" // EventBridge Scheduler payload
 	SourceReplay    Source = "replay"    // manual replay payload
+	// SourceRuleInput is an EventBridge rule's constant input {"job": …}:
+	// the event itself is replaced by the input, so the trigger time is
+	// the time it arrives.
+	SourceRuleInput Source = "rule_input"
 )
 
 // Trigger is the decoded coordinator input.
@@ -45,9 +49,10 @@ type Trigger struct {
 // TriggerParams are the inputs of DecodeTrigger.
 type TriggerParams struct {
 	Payload []byte
-	// Job is the function's configured job: the job of a rule event, and
-	// the only job a payload may name.
-	Job string
+	// Jobs are the names of the catalog's jobs: a trigger must name one
+	// of them. A rule event that names no job is accepted only when there
+	// is exactly one.
+	Jobs []string
 	Now time.Time
 	// Skew is how far after Now a trigger time may be (clock skew between
 	// the sender and this function). A later time is rejected.
@@ -88,18 +93,19 @@ func decodeTrigger(p TriggerParams) (Trigger, error) {
 	)
 	switch {
 	case has(fields, "detail-type") || has(fields, "source"):
-		t, err = decodeRule(payload, fields, p.Job)
+		t, err = decodeRule(payload, fields, p.Jobs)
 	case has(fields, "scheduledTime") || has(fields, "job") || has(fields, "force"):
-		t, err = decodeDirect(payload)
+		t, err = decodeDirect(payload, p.Now)
 	default:
 		return Trigger{}, fmt.Errorf("unknown payload shape with fields %s: want an EventBridge rule event, "+
-			`{"job","scheduledTime"} or {"job","scheduledTime","force"}`, fieldNames(fields))
+			`{"job"}, {"job","scheduledTime"} or {"job","scheduledTime","force"}`, fieldNames(fields))
 	}
 	if err != nil {
 		return Trigger{}, err
 	}
-	if t.Job != p.Job {
-		return Trigger{}, fmt.Errorf("%s trigger: job %q is not this function's job %q", t.Source, t.Job, p.Job)
+	if !slices.Contains(p.Jobs, t.Job) {
+		return Trigger{}, fmt.Errorf("%s trigger: job %q is not in this deployment's catalog (jobs: %s)",
+			t.Source, t.Job, strings.Join(p.Jobs, ", "))
 	}
 	if limit := p.Now.Add(p.Skew); t.At.After(limit) {
 		return Trigger{}, fmt.Errorf("%s trigger: time %s is %s in the future (allowance %s)",
@@ -108,7 +114,7 @@ func decodeTrigger(p TriggerParams) (Trigger, error) {
 	return t, nil
 }
 
-func decodeRule(payload []byte, fields map[string]json.RawMessage, job string) (Trigger, error) {
+func decodeRule(payload []byte, fields map[string]json.RawMessage, jobs []string) (Trigger, error) {
 	var head struct {
 		Source     *string `json:"source"`
 		DetailType *string `json:"detail-type"`
@@ -138,13 +144,19 @@ func decodeRule(payload []byte, fields map[string]json.RawMessage, job string) (
 	if err := json.Unmarshal(payload, &ev); err != nil {
 		return Trigger{}, fmt.Errorf("rule event: %s", describeJSONError(err))
 	}
-	t := Trigger{Job: job, At: at, Source: SourceRule, EventID: ev.ID, Resources: ev.Resources}
+	t := Trigger{At: at, Source: SourceRule, EventID: ev.ID, Resources: ev.Resources}
 	detailJob, err := ruleDetailJob(ev.Detail)
 	if err != nil {
 		return Trigger{}, err
 	}
-	if detailJob != "" {
+	switch {
+	case detailJob != "":
 		t.Job = detailJob
+	case len(jobs) == 1:
+		t.Job = jobs[0]
+	default:
+		return Trigger{}, fmt.Errorf(`rule event: it names no job and the catalog has %d (%s): give the rule a constant input {"job": "<name>"}`,
+			len(jobs), strings.Join(jobs, ", "))
 	}
 	return t, nil
 }
@@ -171,7 +183,7 @@ func ruleDetailJob(detail json.RawMessage) (string, error) {
 	return job, nil
 }
 
-func decodeDirect(payload []byte) (Trigger, error) {
+func decodeDirect(payload []byte, now time.Time) (Trigger, error) {
 	var d directPayload
 	dec := json.NewDecoder(bytes.NewReader(payload))
 	dec.DisallowUnknownFields()
@@ -187,8 +199,12 @@ func decodeDirect(payload []byte) (Trigger, error) {
 		return Trigger{}, fmt.Errorf(`%s payload: field "job" is missing`, src)
 	case *d.Job == "":
 		return Trigger{}, fmt.Errorf(`%s payload: field "job" is empty`, src)
-	case d.ScheduledTime == nil:
+	case d.ScheduledTime == nil && d.Force != nil:
 		return Trigger{}, fmt.Errorf(`%s payload: field "scheduledTime" is missing`, src)
+	case d.ScheduledTime == nil:
+		// A rule's constant input replaces the event: it carries no time,
+		// so the trigger is the invocation's own time.
+		return Trigger{Job: *d.Job, At: now.UTC(), Source: SourceRuleInput}, nil
 	}
 	at, err := parseTime(*d.ScheduledTime)
 	if err != nil {

@@ -76,6 +76,11 @@ func TestDecodeTrigger(t *testing.T) {
 			payload: `{"job":"fx","scheduledTime":"2026-11-21T12:02:00Z"}`,
 			want:    lambdaevent.Trigger{Job: "fx", At: tick.Add(time.Minute), Source: lambdaevent.SourceScheduler},
 		},
+		{
+			name:    "rule constant input: the job, the arrival time",
+			payload: `{"job":"fx"}`,
+			want:    lambdaevent.Trigger{Job: "fx", At: now, Source: lambdaevent.SourceRuleInput},
+		},
 		// Malformed.
 		{name: "empty", payload: ``, wantErr: "empty payload"},
 		{name: "whitespace", payload: " \n", wantErr: "empty payload"},
@@ -95,16 +100,17 @@ func TestDecodeTrigger(t *testing.T) {
 		{name: "rule: zero time", payload: `{"detail-type":"Scheduled Event","source":"aws.events","time":"0001-01-01T00:00:00Z"}`, wantErr: "before 1970"},
 		{name: "rule: detail not an object", payload: rule(`,"detail":"fx"`), wantErr: `field "detail" is not a JSON object`},
 		{name: "rule: detail job not a string", payload: rule(`,"detail":{"job":7}`), wantErr: `field "detail.job" is not a non-empty string`},
-		{name: "rule: detail names another job", payload: rule(`,"detail":{"job":"equities"}`), wantErr: `job "equities" is not this function's job "fx"`},
+		{name: "rule: detail names another job", payload: rule(`,"detail":{"job":"equities"}`), wantErr: `job "equities" is not in this deployment's catalog (jobs: fx)`},
 		{name: "rule: resources not strings", payload: `{"detail-type":"Scheduled Event","source":"aws.events","time":"2026-11-21T12:01:00Z","resources":[1]}`, wantErr: `field "resources`},
 		{name: "scheduler: no job", payload: `{"scheduledTime":"2026-11-21T12:01:00Z"}`, wantErr: `scheduler payload: field "job" is missing`},
 		{name: "scheduler: empty job", payload: `{"job":"","scheduledTime":"2026-11-21T12:01:00Z"}`, wantErr: `field "job" is empty`},
-		{name: "scheduler: no time", payload: `{"job":"fx"}`, wantErr: `field "scheduledTime" is missing`},
+		{name: "replay: no time", payload: `{"job":"fx","force":true}`, wantErr: `replay payload: field "scheduledTime" is missing`},
+		{name: "rule input: unknown job", payload: `{"job":"equities"}`, wantErr: `rule_input trigger: job "equities" is not in this deployment's catalog (jobs: fx)`},
 		{name: "scheduler: placeholder not substituted", payload: `{"job":"fx","scheduledTime":"<aws.scheduler.scheduled-time>"}`, wantErr: `"<aws.scheduler.scheduled-time>" is not an RFC 3339 time`},
 		{name: "scheduler: time without zone", payload: `{"job":"fx","scheduledTime":"2026-11-21T12:01:00"}`, wantErr: "not an RFC 3339 time"},
 		{name: "scheduler: empty time", payload: `{"job":"fx","scheduledTime":""}`, wantErr: "empty time"},
 		{name: "scheduler: time as number", payload: `{"job":"fx","scheduledTime":1763726460}`, wantErr: `field "scheduledTime": want a JSON string, got number`},
-		{name: "scheduler: other job", payload: `{"job":"equities","scheduledTime":"2026-11-21T12:01:00Z"}`, wantErr: `scheduler trigger: job "equities" is not this function's job "fx"`},
+		{name: "scheduler: other job", payload: `{"job":"equities","scheduledTime":"2026-11-21T12:01:00Z"}`, wantErr: `scheduler trigger: job "equities" is not in this deployment's catalog (jobs: fx)`},
 		{name: "scheduler: unknown field", payload: `{"job":"fx","scheduledTime":"2026-11-21T12:01:00Z","generation":2}`, wantErr: `unknown field "generation"`},
 		{name: "scheduler: far future", payload: `{"job":"fx","scheduledTime":"2026-11-21T12:10:00Z"}`, wantErr: "is 8m53s in the future (allowance 1m0s)"},
 		{name: "replay: force not a bool", payload: `{"job":"fx","scheduledTime":"2026-11-21T12:01:00Z","force":"yes"}`, wantErr: `field "force": want a JSON boolean, got string`},
@@ -115,7 +121,7 @@ func TestDecodeTrigger(t *testing.T) {
 		t.Run(tc.name, func(t *testing.T) {
 			t.Parallel()
 			got, err := lambdaevent.DecodeTrigger(lambdaevent.TriggerParams{
-				Payload: []byte(tc.payload), Job: "fx", Now: now, Skew: time.Minute,
+				Payload: []byte(tc.payload), Jobs: []string{"fx"}, Now: now, Skew: time.Minute,
 			})
 			if tc.wantErr != "" {
 				require.Error(t, err)
@@ -129,4 +135,35 @@ func TestDecodeTrigger(t *testing.T) {
 			require.Equal(t, time.UTC, got.At.Location())
 		})
 	}
+}
+
+// A rule event that names no job is accepted only when the catalog has
+// one job; with several it is refused, naming them; its detail or a
+// constant input picks one.
+func TestDecodeTriggerSeveralJobs(t *testing.T) {
+	t.Parallel()
+	now := time.Date(2026, 11, 21, 12, 1, 7, 0, time.UTC)
+	jobs := []string{"equities", "fx"}
+	decode := func(payload string) (lambdaevent.Trigger, error) {
+		return lambdaevent.DecodeTrigger(lambdaevent.TriggerParams{Payload: []byte(payload), Jobs: jobs, Now: now, Skew: time.Minute})
+	}
+	bare := `{"detail-type":"Scheduled Event","source":"aws.events","time":"2026-11-21T12:01:00Z"}`
+	_, err := decode(bare)
+	require.ErrorIs(t, err, lambdaevent.ErrBadTrigger)
+	require.ErrorContains(t, err, `rule event: it names no job and the catalog has 2 (equities, fx): give the rule a constant input {"job": "<name>"}`)
+
+	got, err := decode(`{"detail-type":"Scheduled Event","source":"aws.events","time":"2026-11-21T12:01:00Z","detail":{"job":"equities"}}`)
+	require.NoError(t, err)
+	require.Equal(t, "equities", got.Job)
+
+	got, err = decode(`{"job":"equities"}`)
+	require.NoError(t, err)
+	require.Equal(t, lambdaevent.Trigger{Job: "equities", At: now, Source: lambdaevent.SourceRuleInput}, got)
+
+	got, err = decode(`{"job":"fx","scheduledTime":"2026-11-21T12:01:00Z"}`)
+	require.NoError(t, err)
+	require.Equal(t, "fx", got.Job)
+
+	_, err = decode(`{"job":"bonds","scheduledTime":"2026-11-21T12:01:00Z"}`)
+	require.ErrorContains(t, err, `job "bonds" is not in this deployment's catalog (jobs: equities, fx)`)
 }

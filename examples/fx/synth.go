@@ -1,4 +1,4 @@
-package tickfactory
+package fx
 
 import (
 	"fmt"
@@ -6,8 +6,6 @@ import (
 	"math"
 	"math/rand/v2"
 	"time"
-
-	"github.com/batonhq/baton/internal/bars"
 )
 
 // level is an asset's typical price and the decimals it is quoted with.
@@ -36,11 +34,11 @@ func BarMinute(nominal time.Time) time.Time {
 // Synthesize returns the bar of asset for minute. It depends on nothing but
 // (asset, minute): every call, attempt and replay yields the same prices.
 // Prices drift slowly over the day around the asset's typical level, with
-// a little noise per minute. Fence, Attempt and WrittenAt are left zero.
-func Synthesize(asset string, minute time.Time) (bars.Bar, error) {
+// a little noise per minute.
+func Synthesize(asset string, minute time.Time) (Bar, error) {
 	lv, ok := levels[asset]
 	if !ok {
-		return bars.Bar{}, fmt.Errorf("synthesize %s: no price level for this asset", asset)
+		return Bar{}, fmt.Errorf("synthesize %s: no price level for this asset", asset)
 	}
 	minute = minute.UTC().Truncate(time.Minute)
 	h := fnv.New64a()
@@ -57,7 +55,7 @@ func Synthesize(asset string, minute time.Time) (bars.Bar, error) {
 	high := math.Max(open, cls) * (1 + 0.0002*r.Float64())
 	low := math.Min(open, cls) * (1 - 0.0002*r.Float64())
 
-	b := bars.Bar{
+	b := Bar{
 		Asset:  asset,
 		Minute: minute,
 		Open:   round(open, lv.decimals),

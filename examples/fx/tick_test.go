@@ -1,4 +1,4 @@
-package tickfactory_test
+package fx_test
 
 import (
 	"context"

@@ -1,4 +1,4 @@
-package tickfactory
+package fx
 
 import (
 	"context"
@@ -9,75 +9,84 @@ import (
 	"time"
 
 	"github.com/batonhq/baton"
-	"github.com/batonhq/baton/internal/bars"
 )
 
 // Options tune the processor. The zero value (or nil) is usable.
 type Options struct {
-	// Latency is the simulated provider latency per catalog asset; the
-	// wait honours the task's context. 0: none.
+	// Latency is the simulated provider latency per asset; the wait
+	// honours the task's context. 0: none.
 	Latency time.Duration
-	// Sleep waits d or until ctx is done, returning ctx's error then.
+	// SleepFunc waits d or until ctx is done, returning ctx's error then.
 	// nil: a timer.
-	Sleep func(ctx context.Context, d time.Duration) error
-	// NowFunc stamps WrittenAt on bars. nil: time.Now.
-	NowFunc func() time.Time
+	SleepFunc func(ctx context.Context, d time.Duration) error
 }
 
-// Result is the processor's result for an item: the bar it wrote, as JSON.
-// It is what the derived item receives in Task.Inputs.
-type Result struct {
+// Bar is one asset's OHLC for one minute: what the processor stores (as
+// JSON, under BarKey) and returns as the item's result, which the derived
+// item receives in Task.Inputs.
+type Bar struct {
 	Asset  string    `json:"asset"`
-	Minute time.Time `json:"minute"`
+	Minute time.Time `json:"minute"` // start of the minute, UTC
 	Open   float64   `json:"open"`
 	High   float64   `json:"high"`
 	Low    float64   `json:"low"`
 	Close  float64   `json:"close"`
 }
 
+// BarKey is the effect key of asset's bar for minute.
+func BarKey(asset string, minute time.Time) string {
+	return "bar/" + asset + "/" + minute.UTC().Format(time.RFC3339)
+}
+
+// ReadBar reads asset's bar for minute from an effect store.
+func ReadBar(ctx context.Context, e baton.Effects, asset string, minute time.Time) (Bar, baton.Effect, error) {
+	eff, err := e.Get(ctx, BarKey(asset, minute))
+	if err != nil {
+		return Bar{}, baton.Effect{}, err
+	}
+	var b Bar
+	if err := json.Unmarshal(eff.Value, &b); err != nil {
+		return Bar{}, eff, fmt.Errorf("bar %s: %w", eff.Key, err)
+	}
+	return b, eff, nil
+}
+
 // Processor ingests one asset's bar, or derives the DXY bar.
 type Processor struct {
-	store   bars.Store
 	latency time.Duration
 	sleep   func(ctx context.Context, d time.Duration) error
-	now     func() time.Time
 }
 
 var _ baton.Processor = (*Processor)(nil)
 
-// NewProcessor returns the fx processor writing to store.
-func NewProcessor(store bars.Store, o *Options) *Processor {
-	p := &Processor{store: store, sleep: sleepCtx, now: time.Now}
+// NewProcessor returns the fx processor.
+func NewProcessor(o *Options) *Processor {
+	p := &Processor{sleep: sleepCtx}
 	if o != nil {
 		p.latency = o.Latency
-		if o.Sleep != nil {
-			p.sleep = o.Sleep
-		}
-		if o.NowFunc != nil {
-			p.now = o.NowFunc
+		if o.SleepFunc != nil {
+			p.sleep = o.SleepFunc
 		}
 	}
 	return p
 }
 
-// Process handles one item. For a catalog asset it "fetches" the bar of
+// Process handles one item. For an asset it "fetches" the bar of
 // BarMinute(t.Nominal) (a deterministic synthetic bar, after the simulated
 // latency); for DXY it computes the index bar from the inputs' bars (open
 // from the opens, close from the closes, high and low the larger and
-// smaller of the two). Either way it writes the bar fenced by the item's
-// (generation, attempt) and returns it as a JSON Result. A stale write (the
-// store holds a newer generation or attempt), an unknown asset and
-// implausible input are permanent errors.
+// smaller of the two). Either way it writes the bar through t.Effects,
+// which fences the write by the item's (generation, attempt), and returns
+// the bar as JSON. A stale write (a later generation or attempt wrote the
+// bar), an unknown asset and implausible input are permanent errors.
 //
 // Why (generation, attempt) and not the message's fence: that pair strictly
 // increases across every claim of the item's bar (each claim is a new
 // attempt; a forced replay is a new generation), whereas the fence a
-// message carries depends on which coordinator invocation sent that copy —
-// after a resumed fan-out, attempt 2 may arrive on a copy with a lower
-// fence than attempt 1's, and ordering by fence would reject it.
+// message carries depends on which coordinator invocation sent that copy.
 func (p *Processor) Process(ctx context.Context, t baton.Task) ([]byte, error) {
 	var (
-		b   bars.Bar
+		b   Bar
 		err error
 	)
 	if t.Asset == DXY {
@@ -93,22 +102,28 @@ func (p *Processor) Process(ctx context.Context, t baton.Task) ([]byte, error) {
 	if err != nil {
 		return nil, baton.Permanent(fmt.Errorf("%s: %w", t.Key, err))
 	}
-	b.Fence, b.Attempt, b.WrittenAt = int64(t.Key.Run.Generation), t.Attempt, p.now().UTC()
-	if err := p.store.Put(ctx, b); err != nil {
+	out, err := json.Marshal(b)
+	if err != nil {
+		return nil, baton.Permanent(fmt.Errorf("%s: encode bar: %w", t.Key, err))
+	}
+	if t.Effects == nil {
+		return nil, baton.Permanent(fmt.Errorf("%s: the task has no effect store", t.Key))
+	}
+	if err := t.Effects.Put(ctx, BarKey(b.Asset, b.Minute), out); err != nil {
 		err = fmt.Errorf("%s: put bar %s %s (generation %d, attempt %d): %w",
-			t.Key, b.Asset, b.Minute.Format(time.RFC3339), b.Fence, b.Attempt, err)
-		if errors.Is(err, bars.ErrStale) {
+			t.Key, b.Asset, b.Minute.Format(time.RFC3339), t.Key.Run.Generation, t.Attempt, err)
+		if errors.Is(err, baton.ErrStale) {
 			return nil, baton.Permanent(err)
 		}
 		return nil, err
 	}
-	return json.Marshal(Result{Asset: b.Asset, Minute: b.Minute, Open: b.Open, High: b.High, Low: b.Low, Close: b.Close})
+	return out, nil
 }
 
-func dollarIndexBar(t baton.Task) (bars.Bar, error) {
+func dollarIndexBar(t baton.Task) (Bar, error) {
 	in, err := inputBars(t.Inputs)
 	if err != nil {
-		return bars.Bar{}, err
+		return Bar{}, err
 	}
 	opens := make(map[string]float64, len(in))
 	closes := make(map[string]float64, len(in))
@@ -117,14 +132,14 @@ func dollarIndexBar(t baton.Task) (bars.Bar, error) {
 	}
 	open, err := DollarIndex(opens)
 	if err != nil {
-		return bars.Bar{}, fmt.Errorf("opens: %w", err)
+		return Bar{}, fmt.Errorf("opens: %w", err)
 	}
 	cls, err := DollarIndex(closes)
 	if err != nil {
-		return bars.Bar{}, fmt.Errorf("closes: %w", err)
+		return Bar{}, fmt.Errorf("closes: %w", err)
 	}
 	open, cls = round(open, 3), round(cls, 3)
-	return bars.Bar{
+	return Bar{
 		Asset:  DXY,
 		Minute: BarMinute(t.Nominal),
 		Open:   open,

@@ -1,4 +1,4 @@
-package tickfactory
+package fx
 
 import (
 	"encoding/json"
@@ -47,14 +47,14 @@ func DollarIndex(prices map[string]float64) (float64, error) {
 
 // inputBars decodes the results of the DXY inputs, naming the input that
 // is missing or unreadable.
-func inputBars(inputs map[string][]byte) (map[string]Result, error) {
-	out := make(map[string]Result, len(DXYInputs))
+func inputBars(inputs map[string][]byte) (map[string]Bar, error) {
+	out := make(map[string]Bar, len(DXYInputs))
 	for _, pair := range DXYInputs {
 		raw, ok := inputs[pair]
 		if !ok {
 			return nil, fmt.Errorf("input %s is missing", pair)
 		}
-		var r Result
+		var r Bar
 		if err := json.Unmarshal(raw, &r); err != nil {
 			return nil, fmt.Errorf("input %s: %w", pair, err)
 		}
