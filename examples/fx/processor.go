@@ -24,13 +24,16 @@ type Options struct {
 // Bar is one asset's OHLC for one minute: what the processor stores (as
 // JSON, under BarKey) and returns as the item's result, which the derived
 // item receives in Task.Inputs.
+//
+// Close comes first after the asset, so that a truncated result (the
+// item table of 'baton run') shows it.
 type Bar struct {
 	Asset  string    `json:"asset"`
-	Minute time.Time `json:"minute"` // start of the minute, UTC
+	Close  float64   `json:"close"`
 	Open   float64   `json:"open"`
 	High   float64   `json:"high"`
 	Low    float64   `json:"low"`
-	Close  float64   `json:"close"`
+	Minute time.Time `json:"minute"` // start of the minute, UTC
 }
 
 // BarKey is the effect key of asset's bar for minute.

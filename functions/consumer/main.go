@@ -1,27 +1,13 @@
-// Command consumer is the consumer Lambda function: it processes batches
-// of the work queue (one message per item) and reports the messages to
-// redeliver as batch-item failures. Configuration and wiring live in
-// internal/lambdaapp.
+// Command consumer is baton's own consumer Lambda function: the reference
+// job fx, served with the public API (package batonlambda) as any user's
+// bootstrap is.
 package main
 
 import (
-	"context"
-	"log"
-	"os"
-
-	"github.com/aws/aws-lambda-go/lambda"
-
-	"github.com/batonhq/baton/internal/lambdaapp"
+	"github.com/batonhq/baton/batonlambda"
+	"github.com/batonhq/baton/examples/fx"
 )
 
 func main() {
-	ctx := context.Background()
-	h, err := lambdaapp.NewConsumerFromEnv(ctx, lambdaapp.Env{Getenv: os.Getenv, Stdout: os.Stdout, Stderr: os.Stderr})
-	if err != nil {
-		if rerr := lambdaapp.ReportInitError(ctx, os.Getenv("AWS_LAMBDA_RUNTIME_API"), err); rerr != nil {
-			log.Print(rerr)
-		}
-		log.Fatal(err)
-	}
-	lambda.StartHandlerFunc(h.Handle)
+	batonlambda.StartConsumer(fx.Catalog(nil))
 }

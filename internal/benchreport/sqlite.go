@@ -8,7 +8,7 @@ import (
 	"path/filepath"
 	"time"
 
-	"github.com/batonhq/baton/internal/engine"
+	"github.com/batonhq/baton/internal/backend/sqlitebackend"
 	"github.com/batonhq/baton/internal/queue"
 	"github.com/batonhq/baton/internal/sqlite"
 )
@@ -44,7 +44,7 @@ func SQLiteTarget(dir string) Target {
 }
 
 func openSQLite(ctx context.Context, path string) (env *Env, err error) {
-	plain, err := engine.OpenSQLite(ctx, path)
+	plain, err := sqlitebackend.Open(ctx, path)
 	if err != nil {
 		return nil, err
 	}

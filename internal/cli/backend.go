@@ -10,11 +10,15 @@ import (
 	"strconv"
 	"time"
 
-	"github.com/batonhq/baton/internal/awsbackend"
 	"github.com/batonhq/baton/internal/awssqs"
+	"github.com/batonhq/baton/internal/backend/awsbackend"
+	"github.com/batonhq/baton/internal/backend/sqlitebackend"
 	"github.com/batonhq/baton/internal/engine"
 	"github.com/batonhq/baton/internal/lambdaapp"
 )
+
+// envJob is the variable --job defaults to.
+const envJob = "BATON_JOB"
 
 // backendFlags select the store every command works on.
 type backendFlags struct {
@@ -27,7 +31,7 @@ type backendFlags struct {
 func (b *backendFlags) register(fs *flag.FlagSet) {
 	fs.StringVar(&b.backend, "backend", "sqlite", "where state and queues live: sqlite (embedded file) or aws (DynamoDB + SQS from the SDK's standard config)")
 	fs.StringVar(&b.store, "store", "var/baton.db", "the embedded store's SQLite file (--backend sqlite)")
-	fs.StringVar(&b.job, "job", envOr(lambdaapp.EnvJob, "fx"), "the job to work on (from $"+lambdaapp.EnvJob+" when set)")
+	fs.StringVar(&b.job, "job", os.Getenv(envJob), "the job to work on (from $"+envJob+" when set; default: the catalog's only job)")
 	b.aws.registerEndpoints(fs)
 	b.aws.registerResources(fs)
 }
@@ -45,7 +49,7 @@ func (b *backendFlags) where() string {
 func (b *backendFlags) open(ctx context.Context) (engine.Backend, error) {
 	switch b.backend {
 	case "sqlite":
-		return engine.OpenSQLite(ctx, b.store)
+		return sqlitebackend.Open(ctx, b.store)
 	case "aws":
 		return b.aws.open(ctx)
 	default:
@@ -138,17 +142,17 @@ func (a *awsFlags) endpoints() (awsbackend.Endpoints, error) {
 
 // clients returns SDK clients from the standard configuration chain and
 // the endpoint flags.
-func (a *awsFlags) clients(ctx context.Context) (lambdaapp.AWSClients, error) {
+func (a *awsFlags) clients(ctx context.Context) (awsbackend.Clients, error) {
 	e, err := a.endpoints()
 	if err != nil {
-		return lambdaapp.AWSClients{}, err
+		return awsbackend.Clients{}, err
 	}
 	cfg, err := awsbackend.LoadConfig(ctx)
 	if errors.Is(err, awsbackend.ErrNoRegion) {
-		return lambdaapp.AWSClients{}, usageError{err}
+		return awsbackend.Clients{}, usageError{err}
 	}
 	if err != nil {
-		return lambdaapp.AWSClients{}, err
+		return awsbackend.Clients{}, err
 	}
 	return awsbackend.NewClients(cfg, e), nil
 }

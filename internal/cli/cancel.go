@@ -42,7 +42,7 @@ func cancelCmd(ctx context.Context, e *env, args []string) error {
 	if err := parseFlags(fs, args); err != nil {
 		return err
 	}
-	id, j, err := parseRun(run)
+	id, j, err := parseRun(e.catalog, run)
 	if err != nil {
 		return err
 	}
@@ -54,7 +54,7 @@ func cancelCmd(ctx context.Context, e *env, args []string) error {
 	if reason == "" {
 		reason = "cancelled by " + operatorOwner()
 	}
-	b, catalog, err := openBackend(ctx, &common, 0)
+	b, err := common.open(ctx)
 	if err != nil {
 		return err
 	}
@@ -102,7 +102,7 @@ func cancelCmd(ctx context.Context, e *env, args []string) error {
 	}
 	tw.Flush()
 
-	eng, err := engine.New(b, engine.Options{Catalog: catalog, Owner: operatorOwner()})
+	eng, err := engine.New(b, engine.Options{Catalog: e.catalog, Owner: operatorOwner()})
 	if err != nil {
 		return err
 	}

@@ -16,6 +16,9 @@ import (
 	"io"
 	"sort"
 	"strings"
+
+	"github.com/batonhq/baton"
+	"github.com/spf13/cobra"
 )
 
 // Exit statuses.
@@ -41,58 +44,120 @@ type command struct {
 	name    string
 	summary string
 	run     func(ctx context.Context, env *env, args []string) error
+	// A group (replay, dlq, lease) has subcommands and an about text
+	// instead of run.
+	about string
+	subs  func() []subcommand
 }
 
 // env is what a command writes to.
 type env struct {
+	catalog        *baton.Catalog
 	stdout, stderr io.Writer
 }
 
 func commands() []command {
 	return []command{
-		{"run", "run the job's ticks end to end (--once: one tick, then a report)", runCmd},
-		{"status", "show leases, recent runs, item states and staleness", statusCmd},
-		{"replay", "run a tick, a range of ticks (backfill) or an item again", replayCmd},
-		{"dlq", "list and redrive the dead-letter queue", dlqCmd},
-		{"lease", "show a job's lease; release one whose holder is dead", leaseCmd},
-		{"cancel", "cancel a run's items (or one item) that are not terminal", cancelCmd},
-		{"invoke", "run a Lambda function's handler on an event file, in-process", invokeCmd},
-		{"setup", "create the DynamoDB table and SQS queues (with redrive) for --backend aws", setupCmd},
+		{name: "run", summary: "run the job's ticks end to end (--once: one tick, then a report)", run: runCmd},
+		{name: "status", summary: "show leases, recent runs, item states and staleness", run: statusCmd},
+		{name: "replay", summary: "run a tick, a range of ticks (backfill) or an item again", about: replayAbout, subs: replaySubcommands},
+		{name: "dlq", summary: "list and redrive the dead-letter queue", about: dlqAbout, subs: dlqSubcommands},
+		{name: "lease", summary: "show a job's lease; release one whose holder is dead", about: leaseAbout, subs: leaseSubcommands},
+		{name: "cancel", summary: "cancel a run's items (or one item) that are not terminal", run: cancelCmd},
+		{name: "invoke", summary: "run a Lambda function's handler on an event file, in-process", run: invokeCmd},
+		{name: "version", summary: "print baton's version", run: versionCmd},
+		{name: "setup", summary: "create the DynamoDB table and SQS queues (with redrive) for --backend aws", run: setupCmd},
 	}
 }
 
-// Main runs the baton command with args (without the program name) and
-// returns the exit status.
-func Main(ctx context.Context, args []string, stdout, stderr io.Writer) int {
-	e := &env{stdout: stdout, stderr: stderr}
-	if len(args) == 0 || args[0] == "help" || args[0] == "-h" || args[0] == "--help" {
-		if len(args) > 1 {
-			return Main(ctx, []string{args[1], "--help"}, stdout, stderr)
-		}
-		printUsage(stdout)
+// Main runs the baton command for catalog with args (without the program
+// name) and returns the exit status.
+func Main(ctx context.Context, catalog *baton.Catalog, args []string, stdout, stderr io.Writer) int {
+	root := NewRootCommand(catalog)
+	root.SetArgs(args)
+	root.SetOut(stdout)
+	root.SetErr(stderr)
+	cmd, err := root.ExecuteContextC(ctx)
+	switch {
+	case err == nil, errors.Is(err, flag.ErrHelp):
 		return ExitOK
-	}
-	for _, c := range commands() {
-		if c.name != args[0] {
-			continue
-		}
-		err := c.run(ctx, e, args[1:])
-		switch {
-		case err == nil, errors.Is(err, flag.ErrHelp):
-			return ExitOK
-		case errors.Is(err, errFailed):
-			return ExitFailure
-		}
-		fmt.Fprintf(stderr, "baton %s: %v\n", c.name, err)
-		var u usageError
-		if errors.As(err, &u) {
-			return ExitUsage
-		}
+	case errors.Is(err, errFailed):
 		return ExitFailure
 	}
-	fmt.Fprintf(stderr, "baton: unknown command %q\n\n", args[0])
-	printUsage(stderr)
-	return ExitUsage
+	name := "baton"
+	if cmd != nil && cmd != root {
+		name = "baton " + strings.TrimPrefix(cmd.CommandPath(), root.Name()+" ")
+	}
+	fmt.Fprintf(stderr, "%s: %v\n", name, err)
+	var u usageError
+	if errors.As(err, &u) {
+		if cmd == root {
+			fmt.Fprintln(stderr)
+			printUsage(stderr)
+		}
+		return ExitUsage
+	}
+	return ExitFailure
+}
+
+// NewRootCommand returns the baton command tree serving catalog: the
+// commands of commands() and, for the groups, their subcommands. Each
+// command parses its own flags (Go flag syntax: -flag or --flag). Its
+// errors are returned, not printed: Main maps them to exit statuses.
+func NewRootCommand(catalog *baton.Catalog) *cobra.Command {
+	e := &env{catalog: catalog}
+	root := &cobra.Command{
+		Use:           "baton",
+		Short:         "scheduled fan-out work you can trust on serverless",
+		SilenceErrors: true,
+		SilenceUsage:  true,
+		Version:       version(),
+		Args: func(_ *cobra.Command, args []string) error {
+			if len(args) > 0 {
+				return usagef("unknown command %q", args[0])
+			}
+			return nil
+		},
+		RunE: func(cmd *cobra.Command, _ []string) error {
+			printUsage(cmd.OutOrStdout())
+			return nil
+		},
+		CompletionOptions: cobra.CompletionOptions{HiddenDefaultCmd: true},
+	}
+	root.SetVersionTemplate("baton {{.Version}}\n")
+	root.SetHelpFunc(func(cmd *cobra.Command, _ []string) {
+		if cmd == root {
+			printUsage(cmd.OutOrStdout())
+			return
+		}
+		_ = cmd.RunE(cmd, []string{"--help"})
+	})
+	bind := func(cmd *cobra.Command, run func(ctx context.Context, e *env, args []string) error) {
+		cmd.DisableFlagParsing = true
+		cmd.RunE = func(cmd *cobra.Command, args []string) error {
+			e.stdout, e.stderr = cmd.OutOrStdout(), cmd.ErrOrStderr()
+			return run(cmd.Context(), e, args)
+		}
+	}
+	for _, c := range commands() {
+		cmd := &cobra.Command{Use: c.name, Short: c.summary}
+		if c.subs == nil {
+			bind(cmd, c.run)
+			root.AddCommand(cmd)
+			continue
+		}
+		subs := c.subs()
+		bind(cmd, func(ctx context.Context, e *env, args []string) error {
+			return dispatch(ctx, e, c.name, c.about, subs, args)
+		})
+		for _, s := range subs {
+			sub := &cobra.Command{Use: s.name, Short: s.summary}
+			bind(sub, s.run)
+			cmd.AddCommand(sub)
+		}
+		root.AddCommand(cmd)
+	}
+	return root
 }
 
 func printUsage(w io.Writer) {

@@ -23,11 +23,11 @@ acknowledged without running again; only items still FAILED, RUNNING past
 their lease, or never claimed run. To re-run a DEAD item, replay it
 ('baton replay item --force').`
 
-func dlqCmd(ctx context.Context, e *env, args []string) error {
-	return dispatch(ctx, e, "dlq", dlqAbout, []subcommand{
+func dlqSubcommands() []subcommand {
+	return []subcommand{
 		{"list", "dead letters: decoded key, item state, receives, last error, age", dlqListCmd},
 		{"redrive", "move dead letters back to the work queue", dlqRedriveCmd},
-	}, args)
+	}
 }
 
 const dlqListSynopsis = `dlq list [--max N] [--json] [flags]

@@ -16,7 +16,6 @@ import (
 	"github.com/aws/aws-lambda-go/lambda/messages"
 	"github.com/aws/aws-lambda-go/lambdacontext"
 
-	"github.com/batonhq/baton/internal/jobs"
 	"github.com/batonhq/baton/internal/lambdaapp"
 )
 
@@ -64,12 +63,8 @@ func invokeCmd(ctx context.Context, e *env, args []string) error {
 		return err
 	}
 	defer b.Close()
-	catalog := jobs.Catalog(b.Bars, nil)
-	if _, err := catalog.Lookup(f.common.job); err != nil {
-		return usageError{err}
-	}
 	p := lambdaapp.HandlerParams{
-		Job: f.common.job, Jobs: catalog,
+		Jobs:   e.catalog,
 		Leases: b.Leases, Ledger: b.Ledger, Queue: b.Work, MaxReceives: b.MaxReceives,
 		Logger: lambdaapp.NewLogger(e.stderr, level),
 	}

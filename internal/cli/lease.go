@@ -21,11 +21,11 @@ once with a higher fence. Release exists for the rare case where waiting is
 not an option; it never deletes the record (the fence counter stays), so
 writes of the old holder conditioned on its fence keep being refused.`
 
-func leaseCmd(ctx context.Context, e *env, args []string) error {
-	return dispatch(ctx, e, "lease", leaseAbout, []subcommand{
+func leaseSubcommands() []subcommand {
+	return []subcommand{
 		{"show", "the lease record: holder, fence, expiry, contention", leaseShowCmd},
 		{"release", "release a lease whose holder is dead (refuses a live one)", leaseReleaseCmd},
-	}, args)
+	}
 }
 
 const leaseShowSynopsis = `lease show [--job J] [--json] [flags]
@@ -43,7 +43,7 @@ func leaseShowCmd(ctx context.Context, e *env, args []string) error {
 	if err := parseFlags(fs, args); err != nil {
 		return err
 	}
-	j, err := lookupJob(knownJobs(), common.job)
+	j, err := lookupJob(e.catalog, common.job)
 	if err != nil {
 		return err
 	}
@@ -124,7 +124,7 @@ func leaseReleaseCmd(ctx context.Context, e *env, args []string) error {
 	case f.yes && !f.forceLive:
 		return usagef("--yes-i-know-the-owner-is-alive goes with --force-live")
 	}
-	j, err := lookupJob(knownJobs(), f.common.job)
+	j, err := lookupJob(e.catalog, f.common.job)
 	if err != nil {
 		return err
 	}

@@ -11,6 +11,7 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/batonhq/baton"
+	"github.com/batonhq/baton/internal/backend/sqlitebackend"
 	"github.com/batonhq/baton/internal/consumer"
 	"github.com/batonhq/baton/internal/engine"
 	"github.com/batonhq/baton/internal/ledger"
@@ -33,7 +34,7 @@ type opsFixture struct {
 func newSQLiteFixture(t *testing.T) *opsFixture {
 	t.Helper()
 	store := filepath.Join(t.TempDir(), "baton.db")
-	b, err := engine.OpenSQLite(t.Context(), store)
+	b, err := sqlitebackend.Open(t.Context(), store)
 	require.NoError(t, err)
 	t.Cleanup(func() { b.Close() })
 	return newFixture(t, b, []string{"--store", store})

@@ -25,20 +25,19 @@ since there may be no other (a 'baton run' consuming at the same time is
 fine); with --backend aws the deployed consumers process the messages and
 replay only waits (--consumers adds some in this process).`
 
-func replayCmd(ctx context.Context, e *env, args []string) error {
-	return dispatch(ctx, e, "replay", replayAbout, []subcommand{
+func replaySubcommands() []subcommand {
+	return []subcommand{
 		{"tick", "run one tick again (--force: as a new generation)", replayTickCmd},
 		{"range", "backfill every tick of a time range, oldest first", replayRangeCmd},
 		{"item", "run one item of a run again (--force: as a new generation)", replayItemCmd},
 		{"event", "replay a Lambda event file through its handler, in process", replayEventCmd},
-	}, args)
+	}
 }
 
 // replayFlags are the flags every replay subcommand shares.
 type replayFlags struct {
 	common    backendFlags
 	consumers int
-	latency   time.Duration
 	timeout   time.Duration
 	wait      bool
 	leaseWait time.Duration
@@ -48,7 +47,6 @@ type replayFlags struct {
 func (f *replayFlags) register(fs *flag.FlagSet) {
 	f.common.register(fs)
 	fs.IntVar(&f.consumers, "consumers", -1, "batches consumed at once in this process while waiting (default: 4 on sqlite, 0 on aws, where the deployed consumers work)")
-	fs.DurationVar(&f.latency, "latency", 200*time.Millisecond, "simulated provider latency per asset of the reference job, for consumers in this process")
 	fs.DurationVar(&f.timeout, "timeout", 2*time.Minute, "give up waiting when no item has finished for this long")
 	fs.BoolVar(&f.wait, "wait", true, "wait for the runs to settle and report them (--wait=false: enqueue and exit)")
 	fs.DurationVar(&f.leaseWait, "lease-wait", 30*time.Second, "keep retrying a tick this long while another coordinator holds the job's lease")
@@ -59,8 +57,6 @@ func (f *replayFlags) check() error {
 	switch {
 	case f.consumers < -1:
 		return usagef("--consumers must not be negative, got %d", f.consumers)
-	case f.latency < 0:
-		return usagef("--latency must not be negative, got %s", f.latency)
 	case f.timeout <= 0:
 		return usagef("--timeout must be positive, got %s", f.timeout)
 	case f.leaseWait < 0:
@@ -84,13 +80,12 @@ func (f *replayFlags) start(ctx context.Context, e *env, jobName string, consume
 	if err != nil {
 		return nil, err
 	}
-	b, catalog, err := openBackend(ctx, &f.common, f.latency)
+	j, err := lookupJob(e.catalog, jobName)
 	if err != nil {
 		return nil, err
 	}
-	j, err := lookupJob(catalog, jobName)
+	b, err := f.common.open(ctx)
 	if err != nil {
-		b.Close()
 		return nil, err
 	}
 	consumers := f.consumers
@@ -100,7 +95,7 @@ func (f *replayFlags) start(ctx context.Context, e *env, jobName string, consume
 			consumers = 4
 		}
 	}
-	eng, err := engine.New(b, engine.Options{Catalog: catalog, Consumers: max(consumers, 1), Logger: logger, Owner: "replay:" + operatorOwner()})
+	eng, err := engine.New(b, engine.Options{Catalog: e.catalog, Consumers: max(consumers, 1), Logger: logger, Owner: "replay:" + operatorOwner()})
 	if err != nil {
 		b.Close()
 		return nil, err
@@ -206,7 +201,7 @@ func replayTickCmd(ctx context.Context, e *env, args []string) error {
 	if err := f.check(); err != nil {
 		return err
 	}
-	j, err := lookupJob(knownJobs(), f.common.job)
+	j, err := lookupJob(e.catalog, f.common.job)
 	if err != nil {
 		return err
 	}
@@ -336,7 +331,7 @@ func replayItemCmd(ctx context.Context, e *env, args []string) error {
 	if err := f.check(); err != nil {
 		return err
 	}
-	id, j, err := parseRun(runFlag)
+	id, j, err := parseRun(e.catalog, runFlag)
 	if err != nil {
 		return err
 	}

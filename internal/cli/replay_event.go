@@ -72,7 +72,7 @@ func replayEventCmd(ctx context.Context, e *env, args []string) error {
 	if !json.Valid(payload) {
 		return usagef("event %s is not JSON", file)
 	}
-	j, err := lookupJob(knownJobs(), f.common.job)
+	j, err := lookupJob(e.catalog, f.common.job)
 	if err != nil {
 		return err
 	}
@@ -87,7 +87,7 @@ func replayEventCmd(ctx context.Context, e *env, args []string) error {
 		return err
 	}
 	p := lambdaapp.HandlerParams{
-		Job: j.Name, Jobs: r.eng.Coordinator.Jobs, Leases: r.eng.Coordinator.Leases, Ledger: r.b.Ledger,
+		Jobs: r.eng.Coordinator.Jobs, Leases: r.eng.Coordinator.Leases, Ledger: r.b.Ledger,
 		Queue: r.b.Work, MaxReceives: r.b.MaxReceives, Logger: logger, FunctionName: "replay:" + operatorOwner(),
 	}
 	if r.b.DeadLetter != nil {

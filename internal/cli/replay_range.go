@@ -105,7 +105,7 @@ func replayRangeCmd(ctx context.Context, e *env, args []string) error {
 	case f.overlap == overlapBuffer && !f.wait:
 		return usagef("--overlap buffer waits for every tick; --wait=false goes with --overlap allow or skip")
 	}
-	j, err := lookupJob(knownJobs(), f.common.job)
+	j, err := lookupJob(e.catalog, f.common.job)
 	if err != nil {
 		return err
 	}

@@ -11,7 +11,6 @@ import (
 
 	"github.com/batonhq/baton"
 	"github.com/batonhq/baton/internal/engine"
-	"github.com/batonhq/baton/internal/jobs"
 	"github.com/batonhq/baton/internal/ledger"
 )
 
@@ -40,12 +39,16 @@ func parseTime(name, v string, now time.Time) (time.Time, error) {
 	return t.UTC(), nil
 }
 
-// knownJobs is the catalog's definitions, for checking names before a
-// backend is opened (no processor runs from it).
-func knownJobs() *baton.Catalog { return jobs.Catalog(nil, nil) }
-
 // lookupJob returns the job called name; an unknown name is bad input.
+// No name (no --job, no $BATON_JOB) is the catalog's only job, and bad
+// usage when it has several.
 func lookupJob(c *baton.Catalog, name string) (baton.Job, error) {
+	if name == "" {
+		if c.Len() == 1 {
+			return c.Jobs()[0], nil
+		}
+		return baton.Job{}, usagef("--job is required: the catalog has %d jobs (%s)", c.Len(), strings.Join(c.Names(), ", "))
+	}
 	j, err := c.Lookup(name)
 	if err != nil {
 		return baton.Job{}, usageError{err}
@@ -54,7 +57,7 @@ func lookupJob(c *baton.Catalog, name string) (baton.Job, error) {
 }
 
 // parseRun parses a run id given with --run and checks its job exists.
-func parseRun(v string) (ledger.RunID, baton.Job, error) {
+func parseRun(c *baton.Catalog, v string) (ledger.RunID, baton.Job, error) {
 	if v == "" {
 		return ledger.RunID{}, baton.Job{}, usagef("--run is required (a run id such as fx@2026-11-21T12:01:00Z#1; 'baton status' lists them)")
 	}
@@ -62,7 +65,7 @@ func parseRun(v string) (ledger.RunID, baton.Job, error) {
 	if err != nil {
 		return ledger.RunID{}, baton.Job{}, usagef("--run: %v", err)
 	}
-	j, err := lookupJob(knownJobs(), id.Job)
+	j, err := lookupJob(c, id.Job)
 	if err != nil {
 		return ledger.RunID{}, baton.Job{}, err
 	}
@@ -102,16 +105,6 @@ func currentRun(ctx context.Context, l ledger.Store, id ledger.RunID) (ledger.Ru
 		return run, fmt.Errorf("run %s is %w by %s", id, errSuperseded, run.ID)
 	}
 	return run, nil
-}
-
-// openBackend opens the backend the flags select with the job catalog
-// (the reference job's simulated provider latency set to latency).
-func openBackend(ctx context.Context, f *backendFlags, latency time.Duration) (engine.Backend, *baton.Catalog, error) {
-	b, err := f.open(ctx)
-	if err != nil {
-		return engine.Backend{}, nil, err
-	}
-	return b, jobs.Catalog(b.Bars, &jobs.Options{Latency: latency}), nil
 }
 
 // operatorOwner names this operator process in leases and claims.

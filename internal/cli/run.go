@@ -2,17 +2,18 @@ package cli
 
 import (
 	"context"
-	"encoding/json"
 	"fmt"
 	"io"
 	"log/slog"
+	"strings"
 	"sync"
 	"text/tabwriter"
 	"time"
+	"unicode"
+	"unicode/utf8"
 
 	"github.com/batonhq/baton/internal/coordinator"
 	"github.com/batonhq/baton/internal/engine"
-	"github.com/batonhq/baton/internal/jobs"
 	"github.com/batonhq/baton/internal/ledger"
 )
 
@@ -36,7 +37,6 @@ type runFlags struct {
 	once      bool
 	force     bool
 	consumers int
-	latency   time.Duration
 	timeout   time.Duration
 	logLevel  string
 }
@@ -48,7 +48,6 @@ func runCmd(ctx context.Context, e *env, args []string) error {
 	fs.BoolVar(&f.once, "once", false, "run one tick, report, and exit")
 	fs.BoolVar(&f.force, "force", false, "with --once: re-run the tick as a new generation if it already ran")
 	fs.IntVar(&f.consumers, "consumers", 4, "batches processed at once (like the event source's maximum concurrency)")
-	fs.DurationVar(&f.latency, "latency", 200*time.Millisecond, "simulated provider latency per asset (the reference job makes synthetic bars)")
 	fs.DurationVar(&f.timeout, "timeout", 2*time.Minute, "with --once: how long to wait for the tick to settle")
 	fs.StringVar(&f.logLevel, "log", "warn", "log level on stderr: debug, info, warn, error")
 	if err := parseFlags(fs, args); err != nil {
@@ -57,23 +56,21 @@ func runCmd(ctx context.Context, e *env, args []string) error {
 	if f.consumers < 1 {
 		return usagef("--consumers must be at least 1, got %d", f.consumers)
 	}
-	if f.latency < 0 {
-		return usagef("--latency must not be negative, got %s", f.latency)
-	}
 	logger, err := newLogger(e.stderr, f.logLevel)
 	if err != nil {
 		return err
 	}
+	j, err := lookupJob(e.catalog, f.common.job)
+	if err != nil {
+		return err
+	}
+	f.common.job = j.Name
 	b, err := f.common.open(ctx)
 	if err != nil {
 		return err
 	}
 	defer b.Close()
-	catalog := jobs.Catalog(b.Bars, &jobs.Options{Latency: f.latency})
-	if _, err := catalog.Lookup(f.common.job); err != nil {
-		return usageError{err}
-	}
-	eng, err := engine.New(b, engine.Options{Catalog: catalog, Consumers: f.consumers, Logger: logger})
+	eng, err := engine.New(b, engine.Options{Catalog: e.catalog, Consumers: f.consumers, Logger: logger})
 	if err != nil {
 		return err
 	}
@@ -179,7 +176,7 @@ func printSummary(w io.Writer, s coordinator.Summary) {
 
 func printItems(w io.Writer, items []ledger.Item, trigger time.Time) {
 	tw := tabwriter.NewWriter(w, 0, 0, 2, ' ', 0)
-	fmt.Fprintln(tw, "ITEM\tSTATUS\tATTEMPTS\tPROCESSING\tSINCE TRIGGER\tTICK-TO-DONE\tCLOSE")
+	fmt.Fprintln(tw, "ITEM\tSTATUS\tATTEMPTS\tPROCESSING\tSINCE TRIGGER\tTICK-TO-DONE\tRESULT")
 	for _, it := range items {
 		processing, sinceTrigger, tickToDone := "-", "-", "-"
 		if !it.FinishedAt.IsZero() {
@@ -191,7 +188,7 @@ func printItems(w io.Writer, items []ledger.Item, trigger time.Time) {
 			}
 			tickToDone = fmtDur(it.FinishedAt.Sub(it.Key.Run.Nominal))
 		}
-		fmt.Fprintf(tw, "%s\t%s\t%d\t%s\t%s\t%s\t%s\n", it.Key.Asset, it.State, it.Attempt, processing, sinceTrigger, tickToDone, closeOf(it))
+		fmt.Fprintf(tw, "%s\t%s\t%d\t%s\t%s\t%s\t%s\n", it.Key.Asset, it.State, it.Attempt, processing, sinceTrigger, tickToDone, resultOf(it))
 	}
 	tw.Flush()
 	for _, it := range items {
@@ -201,15 +198,23 @@ func printItems(w io.Writer, items []ledger.Item, trigger time.Time) {
 	}
 }
 
-// closeOf extracts the close price from a reference-job result.
-func closeOf(it ledger.Item) string {
-	var bar struct {
-		Close float64 `json:"close"`
-	}
-	if it.State != ledger.ItemSucceeded || json.Unmarshal(it.Result, &bar) != nil || bar.Close == 0 {
+// resultWidth is the most runes of a result the item table shows.
+const resultWidth = 40
+
+// resultOf abbreviates a succeeded item's result for the item table:
+// printable text cut to resultWidth runes, else its size.
+func resultOf(it ledger.Item) string {
+	if it.State != ledger.ItemSucceeded || len(it.Result) == 0 {
 		return "-"
 	}
-	return fmt.Sprintf("%.4f", bar.Close)
+	s := string(it.Result)
+	if !utf8.ValidString(s) || strings.IndexFunc(s, func(r rune) bool { return !unicode.IsPrint(r) }) >= 0 {
+		return fmt.Sprintf("(%d bytes)", len(it.Result))
+	}
+	if utf8.RuneCountInString(s) > resultWidth {
+		s = string([]rune(s)[:resultWidth-1]) + "…"
+	}
+	return s
 }
 
 func printRun(w io.Writer, r ledger.Run) {

@@ -7,7 +7,7 @@ import (
 	"strings"
 	"time"
 
-	"github.com/batonhq/baton/internal/awsbackend"
+	"github.com/batonhq/baton/internal/backend/awsbackend"
 	"github.com/batonhq/baton/internal/lambdaapp"
 )
 
@@ -29,8 +29,7 @@ resources: use its outputs instead.`
 func setupCmd(ctx context.Context, e *env, args []string) error {
 	var (
 		a   awsFlags
-		p   awsbackend.SetupParams
-		job string
+		p awsbackend.SetupParams
 	)
 	fs := newFlagSet(e, "setup", setupSynopsis)
 	a.registerEndpoints(fs)
@@ -38,7 +37,6 @@ func setupCmd(ctx context.Context, e *env, args []string) error {
 	fs.StringVar(&p.Queue, "queue", awsbackend.DefaultQueue, "the work queue's name; its dead-letter queue is this name + -dlq")
 	fs.IntVar(&p.MaxReceives, "max-receives", awsbackend.DefaultMaxReceives, "receives before a message moves to the dead-letter queue (the redrive policy's maxReceiveCount)")
 	fs.DurationVar(&p.Visibility, "visibility", awsbackend.DefaultVisibility, "the work queue's visibility timeout (at least 6 × the consumer's timeout)")
-	fs.StringVar(&job, "job", envOr(lambdaapp.EnvJob, "fx"), "the job the printed environment names (from $"+lambdaapp.EnvJob+" when set)")
 	if err := parseFlags(fs, args); err != nil {
 		return err
 	}
@@ -51,9 +49,6 @@ func setupCmd(ctx context.Context, e *env, args []string) error {
 		return usagef("--max-receives must be at least 1, got %d", p.MaxReceives)
 	case p.Visibility < time.Second:
 		return usagef("--visibility must be at least 1s, got %s", p.Visibility)
-	}
-	if _, err := lookupJob(knownJobs(), job); err != nil {
-		return usagef("--job: %v", err)
 	}
 	endpoints, err := a.endpoints()
 	if err != nil {
@@ -69,7 +64,7 @@ func setupCmd(ctx context.Context, e *env, args []string) error {
 	}
 	fmt.Fprintf(e.stdout, "# table %s; work queue %s, to its dead-letter queue after %d receives, visibility %s\n",
 		res.Table, p.Queue, res.MaxReceives, p.Visibility)
-	vars := append(res.Env(), [2]string{lambdaapp.EnvJob, job})
+	vars := res.Env()
 	if endpoints.DynamoDB != "" {
 		vars = append(vars, [2]string{"AWS_ENDPOINT_URL_DYNAMODB", endpoints.DynamoDB})
 	}

@@ -63,13 +63,13 @@ func statusCmd(ctx context.Context, e *env, args []string) error {
 		err   error
 	)
 	if f.run != "" {
-		if runID, j, err = parseRun(f.run); err != nil {
+		if runID, j, err = parseRun(e.catalog, f.run); err != nil {
 			return err
 		}
 		if given(fs, "job") && f.common.job != runID.Job {
 			return usagef("--job %s and --run %s name different jobs", f.common.job, f.run)
 		}
-	} else if j, err = lookupJob(knownJobs(), f.common.job); err != nil {
+	} else if j, err = lookupJob(e.catalog, f.common.job); err != nil {
 		return err
 	}
 	b, err := f.common.open(ctx)

@@ -22,7 +22,7 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/batonhq/baton"
-	"github.com/batonhq/baton/internal/awsbackend"
+	"github.com/batonhq/baton/internal/backend/awsbackend"
 	"github.com/batonhq/baton/internal/awssqs"
 	"github.com/batonhq/baton/internal/coordinator"
 	"github.com/batonhq/baton/internal/emulator"

@@ -15,11 +15,10 @@ import (
 	"time"
 
 	"github.com/batonhq/baton"
-	"github.com/batonhq/baton/internal/bars"
+	"github.com/batonhq/baton/internal/backend"
 	"github.com/batonhq/baton/internal/consumer"
 	"github.com/batonhq/baton/internal/contention"
 	"github.com/batonhq/baton/internal/coordinator"
-	"github.com/batonhq/baton/internal/lease"
 	"github.com/batonhq/baton/internal/ledger"
 	"github.com/batonhq/baton/internal/poller"
 	"github.com/batonhq/baton/internal/queue"
@@ -27,29 +26,12 @@ import (
 	"github.com/batonhq/baton/internal/scheduler"
 )
 
-// Queue is a queue the engine both sends to and receives from.
-type Queue interface {
-	queue.Sender
-	queue.Receiver
-}
-
-// Backend is the set of stores and queues one deployment uses.
-type Backend struct {
-	Name        string // "sqlite" or "aws", for display
-	Leases      lease.Store
-	Ledger      ledger.Store
-	Bars        bars.Store
-	Work        Queue
-	DeadLetter  Queue // may be nil
-	MaxReceives int   // the work queue's redrive limit
-	// ReceiveWait is how long an idle consumer's receive waits for a
-	// message (a long poll); 0 means 500ms.
-	ReceiveWait time.Duration
-	Close       func() error
-	// Contention, optional, counts refused lease acquisitions for
-	// operators; New wraps Leases so that the coordinator records them.
-	Contention contention.Store
-}
+// Backend and Queue are package backend's: the stores and queues one
+// deployment uses.
+type (
+	Backend = backend.Backend
+	Queue   = backend.Queue
+)
 
 // Options tune an Engine.
 type Options struct {

@@ -9,13 +9,14 @@ import (
 
 	"github.com/stretchr/testify/require"
 
+	"github.com/batonhq/baton/internal/backend/sqlitebackend"
 	"github.com/batonhq/baton/internal/ledger"
 	"github.com/batonhq/baton/internal/tickfactory"
 )
 
 func openTestEngine(t *testing.T, latency time.Duration, consumers int) *Engine {
 	t.Helper()
-	b, err := OpenSQLite(t.Context(), filepath.Join(t.TempDir(), "baton.db"))
+	b, err := sqlitebackend.Open(t.Context(), filepath.Join(t.TempDir(), "baton.db"))
 	require.NoError(t, err)
 	t.Cleanup(func() { require.NoError(t, b.Close()) })
 	e, err := New(b, Options{

@@ -8,6 +8,7 @@ import (
 
 	"github.com/stretchr/testify/require"
 
+	"github.com/batonhq/baton/internal/backend/sqlitebackend"
 	"github.com/batonhq/baton/internal/ledger"
 	"github.com/batonhq/baton/internal/message"
 	"github.com/batonhq/baton/internal/queue"
@@ -38,7 +39,7 @@ func TestQueueOps(t *testing.T) {
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			t.Parallel()
-			b, err := OpenSQLite(t.Context(), filepath.Join(t.TempDir(), "baton.db"))
+			b, err := sqlitebackend.Open(t.Context(), filepath.Join(t.TempDir(), "baton.db"))
 			require.NoError(t, err)
 			t.Cleanup(func() { b.Close() })
 			ctx := t.Context()

@@ -11,6 +11,7 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/batonhq/baton"
+	"github.com/batonhq/baton/internal/backend/sqlitebackend"
 	"github.com/batonhq/baton/internal/clocktest"
 	"github.com/batonhq/baton/internal/lease"
 	"github.com/batonhq/baton/internal/ledger"
@@ -92,7 +93,7 @@ const (
 func setupReplay(t *testing.T) *replayBundle {
 	t.Helper()
 	ctx := t.Context()
-	b, err := OpenSQLite(ctx, filepath.Join(t.TempDir(), "baton.db"))
+	b, err := sqlitebackend.Open(ctx, filepath.Join(t.TempDir(), "baton.db"))
 	require.NoError(t, err)
 	t.Cleanup(func() { require.NoError(t, b.Close()) })
 	def := baton.Job{Name: "wide", Schedule: "rate(1 minute)",

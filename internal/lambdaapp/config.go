@@ -8,6 +8,8 @@ import (
 	"strconv"
 	"strings"
 	"time"
+
+	"github.com/batonhq/baton/internal/backend/awsbackend"
 )
 
 // Function names one of the two Lambda functions.
@@ -21,13 +23,12 @@ const (
 // Environment variables the functions read. Variables lists which function
 // reads which; the template check holds template.yaml to that list.
 const (
-	EnvTable       = "BATON_TABLE"        // DynamoDB table (leases, runs, items, bars)
-	EnvQueueURL    = "BATON_QUEUE_URL"    // work queue URL
-	EnvDLQURL      = "BATON_DLQ_URL"      // dead-letter queue URL (consumer)
-	EnvJob         = "BATON_JOB"          // the job this deployment runs
-	EnvMaxReceives = "BATON_MAX_RECEIVES" // the work queue's redrive maxReceiveCount (consumer)
-	EnvTriggerSkew = "BATON_TRIGGER_SKEW" // how far in the future a trigger time may be (coordinator)
-	EnvLogLevel    = "BATON_LOG_LEVEL"    // debug, info, warn, error
+	EnvTable       = awsbackend.EnvTable       // DynamoDB table (leases, runs, items, effects)
+	EnvQueueURL    = awsbackend.EnvQueueURL    // work queue URL
+	EnvDLQURL      = awsbackend.EnvDLQURL      // dead-letter queue URL (consumer)
+	EnvMaxReceives = awsbackend.EnvMaxReceives // the work queue's redrive maxReceiveCount (consumer)
+	EnvTriggerSkew = "BATON_TRIGGER_SKEW"      // how far in the future a trigger time may be (coordinator)
+	EnvLogLevel    = "BATON_LOG_LEVEL"         // debug, info, warn, error
 )
 
 // DefaultTriggerSkew is the trigger-time allowance when EnvTriggerSkew is
@@ -47,7 +48,6 @@ func Variables(f Function) []Variable {
 	common := []Variable{
 		{EnvTable, true, "the DynamoDB table name"},
 		{EnvQueueURL, true, "the work queue URL"},
-		{EnvJob, true, "the job this deployment runs"},
 		{EnvLogLevel, false, "log level: debug, info (default), warn or error"},
 	}
 	switch f {
@@ -67,8 +67,7 @@ type Config struct {
 	Function    Function
 	Table       string
 	QueueURL    string
-	DLQURL      string // consumer
-	Job         string
+	DLQURL      string        // consumer
 	MaxReceives int           // consumer
 	TriggerSkew time.Duration // coordinator
 	LogLevel    slog.Level
@@ -115,8 +114,6 @@ func (c *Config) set(name, s string) error {
 			return err
 		}
 		c.DLQURL = s
-	case EnvJob:
-		c.Job = s
 	case EnvMaxReceives:
 		n, err := strconv.Atoi(s)
 		if err != nil || n < 1 {

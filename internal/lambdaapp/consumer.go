@@ -3,6 +3,9 @@ package lambdaapp
 import (
 	"context"
 	"log/slog"
+	"maps"
+	"slices"
+	"strings"
 	"time"
 
 	"github.com/aws/aws-lambda-go/events"
@@ -46,7 +49,7 @@ func NewConsumerHandler(p HandlerParams) (*ConsumerHandler, error) {
 // It fails no batch as a whole.
 func (h *ConsumerHandler) Handle(ctx context.Context, ev events.SQSEvent) (events.SQSEventResponse, error) {
 	inv := invocationOf(ctx, h.name, h.p.logger(), h.now())
-	log := inv.log.With(slog.String("job", h.p.Job))
+	log := inv.log
 	msgs, bad := lambdaevent.Deliveries(ev)
 	for _, b := range bad {
 		log.ErrorContext(ctx, "record not translated; reported failed", slog.String("phase", "decode"),
@@ -66,7 +69,7 @@ func (h *ConsumerHandler) Handle(ctx context.Context, ev events.SQSEvent) (event
 	}
 	for _, it := range res.Items {
 		attrs := []any{
-			slog.String("phase", "item"), slog.String("message_id", it.MessageID),
+			slog.String("phase", "item"), slog.String("job", jobOfKey(it.Key)), slog.String("message_id", it.MessageID),
 			slog.String("key", it.Key), slog.String("asset", it.Asset), slog.String("status", it.Status),
 			slog.Int("attempt", it.Attempt), slog.Float64("processing_ms", ms(it.Processing)),
 		}
@@ -82,38 +85,96 @@ func (h *ConsumerHandler) Handle(ctx context.Context, ev events.SQSEvent) (event
 	return lambdaevent.ConsumerResponse(res, bad), nil
 }
 
+// metrics writes one EMF record set per job of the batch (the Job
+// dimension); messages whose job is unknown (malformed, untranslated)
+// count under "unknown".
 func (h *ConsumerHandler) metrics(ctx context.Context, inv invocation, res consumer.Result, untranslated int) {
-	count := map[string]int{}
-	var tickToDone []float64
-	for _, it := range res.Items {
-		count[it.Status]++
-		if it.Status == consumer.StatusSucceeded && it.TickToDone > 0 {
-			tickToDone = append(tickToDone, ms(it.TickToDone))
+	type tally struct {
+		status               map[string]int
+		failed, deadLettered int
+		messages             int
+		tickToDone           []float64
+	}
+	byJob := map[string]*tally{}
+	of := func(job string) *tally {
+		t := byJob[job]
+		if t == nil {
+			t = &tally{status: map[string]int{}}
+			byJob[job] = t
 		}
+		return t
+	}
+	jobOfMessage := map[string]string{}
+	for _, it := range res.Items {
+		job := jobOfKey(it.Key)
+		jobOfMessage[it.MessageID] = job
+		t := of(job)
+		t.messages++
+		t.status[it.Status]++
+		if it.Status == consumer.StatusSucceeded && it.TickToDone > 0 {
+			t.tickToDone = append(t.tickToDone, ms(it.TickToDone))
+		}
+	}
+	for _, f := range res.Failed {
+		of(jobOrUnknown(jobOfMessage, f.MessageID)).failed++
+	}
+	for _, f := range res.DeadLettered {
+		of(jobOrUnknown(jobOfMessage, f.MessageID)).deadLettered++
+	}
+	if untranslated > 0 {
+		t := of(unknownJob)
+		t.failed += untranslated
+		t.messages += untranslated
+	}
+	if len(byJob) == 0 {
+		of(unknownJob)
 	}
 	metric := func(name string, n int) emf.Metric {
 		return emf.Metric{Name: name, Unit: emf.Count, Values: []float64{float64(n)}}
 	}
-	base := []emf.Metric{
-		metric("ItemsSucceeded", count[consumer.StatusSucceeded]),
-		metric("ItemsFailed", len(res.Failed)+untranslated),
-		metric("ItemsDuplicate", count[consumer.StatusDuplicate]),
-		metric("ItemsDead", count[consumer.StatusDead]),
-		metric("ItemsDeadLettered", len(res.DeadLettered)),
-	}
 	now := h.now()
-	// At most emf.MaxValues samples per record.
-	for first := true; first || len(tickToDone) > 0; first = false {
-		var record []emf.Metric
-		if first {
-			record = base
+	for _, job := range slices.Sorted(maps.Keys(byJob)) {
+		t := byJob[job]
+		base := []emf.Metric{
+			metric("ItemsSucceeded", t.status[consumer.StatusSucceeded]),
+			metric("ItemsFailed", t.failed),
+			metric("ItemsDuplicate", t.status[consumer.StatusDuplicate]),
+			metric("ItemsDead", t.status[consumer.StatusDead]),
+			metric("ItemsDeadLettered", t.deadLettered),
 		}
-		if n := min(len(tickToDone), emf.MaxValues); n > 0 {
-			record = append(record, emf.Metric{Name: "TickToDone", Unit: emf.Milliseconds, Values: tickToDone[:n]})
-			tickToDone = tickToDone[n:]
+		tickToDone := t.tickToDone
+		// At most emf.MaxValues samples per record.
+		for first := true; first || len(tickToDone) > 0; first = false {
+			var record []emf.Metric
+			if first {
+				record = base
+			}
+			if n := min(len(tickToDone), emf.MaxValues); n > 0 {
+				record = append(record, emf.Metric{Name: "TickToDone", Unit: emf.Milliseconds, Values: tickToDone[:n]})
+				tickToDone = tickToDone[n:]
+			}
+			inv.emit(ctx, h.emf, now, job, map[string]any{"messages": t.messages}, record...)
 		}
-		inv.emit(ctx, h.emf, now, h.p.Job, map[string]any{"messages": len(res.Items) + untranslated}, record...)
 	}
+}
+
+// unknownJob is the Job dimension of messages whose job is not known.
+const unknownJob = "unknown"
+
+// jobOfKey returns the job of an item key's text ("fx@…/EURUSD" → "fx"),
+// or unknownJob.
+func jobOfKey(key string) string {
+	if job, _, ok := strings.Cut(key, "@"); ok && job != "" {
+		return job
+	}
+	return unknownJob
+}
+
+func jobOrUnknown(m map[string]string, messageID string) string {
+	if job, ok := m[messageID]; ok {
+		return job
+	}
+	return unknownJob
 }
 
 func (h *ConsumerHandler) now() time.Time {

@@ -78,7 +78,7 @@ func (h *CoordinatorHandler) Handle(ctx context.Context, payload json.RawMessage
 	now := h.now()
 	inv := invocationOf(ctx, h.name, h.p.logger(), now)
 	tr, err := lambdaevent.DecodeTrigger(lambdaevent.TriggerParams{
-		Payload: payload, Job: h.p.Job, Now: now, Skew: h.p.TriggerSkew,
+		Payload: payload, Jobs: h.p.Jobs.Names(), Now: now, Skew: h.p.TriggerSkew,
 	})
 	if err != nil {
 		inv.log.ErrorContext(ctx, "trigger rejected", slog.String("phase", "decode"), slog.Any("error", err))

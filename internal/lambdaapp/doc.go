@@ -20,7 +20,7 @@
 // the operator CLI can run them in-process on the embedded store:
 //
 //	h, err := lambdaapp.NewCoordinatorHandler(lambdaapp.HandlerParams{
-//		Job: "fx", Jobs: catalog, Leases: b.Leases, Ledger: b.Ledger, Queue: b.Work, …})
+//		Jobs: catalog, Leases: b.Leases, Ledger: b.Ledger, Queue: b.Work, …})
 //	ctx, cancel := context.WithTimeout(ctx, time.Minute) // the deadline Lambda would set
 //	out, err := lambda.NewHandler(h.Handle).Invoke(ctx, payload)
 //

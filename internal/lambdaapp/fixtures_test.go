@@ -16,6 +16,7 @@ import (
 	"github.com/aws/aws-lambda-go/lambda"
 	"github.com/stretchr/testify/require"
 
+	"github.com/batonhq/baton/internal/backend/sqlitebackend"
 	"github.com/batonhq/baton/internal/engine"
 	"github.com/batonhq/baton/internal/lambdaapp"
 	"github.com/batonhq/baton/internal/ledger"
@@ -77,7 +78,7 @@ type setupOpts struct {
 func setup(t *testing.T, o setupOpts) *testBundle {
 	t.Helper()
 	ctx := context.Background()
-	b, err := engine.OpenSQLite(ctx, filepath.Join(t.TempDir(), "baton.db"))
+	b, err := sqlitebackend.Open(ctx, filepath.Join(t.TempDir(), "baton.db"))
 	require.NoError(t, err)
 	t.Cleanup(func() { _ = b.Close() })
 	tb := &testBundle{backend: b, metrics: &bytes.Buffer{}, logs: &bytes.Buffer{}}

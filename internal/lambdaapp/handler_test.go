@@ -16,6 +16,7 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/batonhq/baton"
+	"github.com/batonhq/baton/internal/backend/sqlitebackend"
 	"github.com/batonhq/baton/internal/coordinator"
 	"github.com/batonhq/baton/internal/engine"
 	"github.com/batonhq/baton/internal/lambdaapp"
@@ -28,7 +29,7 @@ import (
 
 func backend(t *testing.T) engine.Backend {
 	t.Helper()
-	b, err := engine.OpenSQLite(context.Background(), filepath.Join(t.TempDir(), "baton.db"))
+	b, err := sqlitebackend.Open(context.Background(), filepath.Join(t.TempDir(), "baton.db"))
 	require.NoError(t, err)
 	t.Cleanup(func() { _ = b.Close() })
 	return b

@@ -22,8 +22,7 @@ import (
 // HandlerParams are what a handler works on. Fields marked (coordinator)
 // or (consumer) are used by that handler only.
 type HandlerParams struct {
-	Job    string         // the function's job; must be in Jobs
-	Jobs   *baton.Catalog // must hold Job
+	Jobs   *baton.Catalog // the jobs served: every job a trigger or a message may name
 	Leases lease.Store    // (coordinator)
 	Ledger ledger.Store
 	Queue  queue.Sender // the work queue
@@ -46,8 +45,8 @@ type HandlerParams struct {
 
 func (p HandlerParams) validate(f Function) error {
 	var missing []string
-	if p.Job == "" {
-		missing = append(missing, "Job")
+	if p.Jobs == nil {
+		missing = append(missing, "Jobs")
 	}
 	if p.Ledger == nil {
 		missing = append(missing, "Ledger")
@@ -60,13 +59,6 @@ func (p HandlerParams) validate(f Function) error {
 	}
 	if len(missing) > 0 {
 		return fmt.Errorf("%s handler: missing %v", f, missing)
-	}
-	j, err := p.Jobs.Lookup(p.Job)
-	if err != nil {
-		return fmt.Errorf("%s handler: %w", f, err)
-	}
-	if err := j.Validate(); err != nil {
-		return fmt.Errorf("%s handler: %w", f, err)
 	}
 	if p.MaxReceives < 0 {
 		return errors.New("consumer handler: MaxReceives must not be negative")

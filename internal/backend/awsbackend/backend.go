@@ -12,24 +12,23 @@ import (
 
 	"github.com/batonhq/baton/internal/awsdynamodb"
 	"github.com/batonhq/baton/internal/awssqs"
-	"github.com/batonhq/baton/internal/engine"
-	"github.com/batonhq/baton/internal/lambdaapp"
+	"github.com/batonhq/baton/internal/backend"
 	"github.com/batonhq/baton/internal/queue"
 )
 
 // Params say which resources a backend works on.
 type Params struct {
-	Clients lambdaapp.AWSClients
-	// Table is the DynamoDB table (lambdaapp.EnvTable); required.
+	Clients Clients
+	// Table is the DynamoDB table (EnvTable); required.
 	Table string
-	// QueueURL is the work queue (lambdaapp.EnvQueueURL); required.
+	// QueueURL is the work queue (EnvQueueURL); required.
 	QueueURL string
-	// DLQURL is the dead-letter queue (lambdaapp.EnvDLQURL); "" means the
+	// DLQURL is the dead-letter queue (EnvDLQURL); "" means the
 	// work queue's redrive target, or none when it has no redrive policy.
 	// A queue other than the redrive target is an error.
 	DLQURL string
 	// MaxReceives is the work queue's redrive limit
-	// (lambdaapp.EnvMaxReceives); 0 means the redrive policy's
+	// (EnvMaxReceives); 0 means the redrive policy's
 	// maxReceiveCount, or 0 (no forwarding of exhausted messages) when the
 	// queue has none. A value that disagrees with the policy is an error.
 	MaxReceives int
@@ -56,45 +55,57 @@ var ErrNotSetUp = errors.New("not set up")
 // queue and receive limit given against it, and returns the backend on
 // them. Its Close does nothing: the SDK clients
 // hold no resources that need releasing.
-func Open(ctx context.Context, p Params) (engine.Backend, error) {
+func Open(ctx context.Context, p Params) (backend.Backend, error) {
 	switch {
 	case p.Clients.DynamoDB == nil || p.Clients.SQS == nil:
-		return engine.Backend{}, errors.New("aws backend: missing SDK clients")
+		return backend.Backend{}, errors.New("aws backend: missing SDK clients")
 	case p.Table == "":
-		return engine.Backend{}, fmt.Errorf("aws backend: no table (%s)", lambdaapp.EnvTable)
+		return backend.Backend{}, fmt.Errorf("aws backend: no table (%s)", EnvTable)
 	case p.QueueURL == "":
-		return engine.Backend{}, fmt.Errorf("aws backend: no work queue URL (%s)", lambdaapp.EnvQueueURL)
+		return backend.Backend{}, fmt.Errorf("aws backend: no work queue URL (%s)", EnvQueueURL)
 	case p.MaxReceives < 0:
-		return engine.Backend{}, fmt.Errorf("aws backend: %s must not be negative, got %d", lambdaapp.EnvMaxReceives, p.MaxReceives)
+		return backend.Backend{}, fmt.Errorf("aws backend: %s must not be negative, got %d", EnvMaxReceives, p.MaxReceives)
 	case p.ReceiveWait < 0 || p.ReceiveWait > awssqs.MaxWait:
-		return engine.Backend{}, fmt.Errorf("aws backend: receive wait %s out of 0..%s", p.ReceiveWait, awssqs.MaxWait)
+		return backend.Backend{}, fmt.Errorf("aws backend: receive wait %s out of 0..%s", p.ReceiveWait, awssqs.MaxWait)
 	}
 	if p.ReceiveWait == 0 {
 		p.ReceiveWait = DefaultReceiveWait
 	}
 	if err := checkTable(ctx, p.Clients.DynamoDB, p.Table); err != nil {
-		return engine.Backend{}, fmt.Errorf("aws backend: %w", err)
+		return backend.Backend{}, fmt.Errorf("aws backend: %w", err)
 	}
 	work := awssqs.New(p.Clients.SQS, p.QueueURL, nil)
 	dlqURL, maxReceives, err := deadLetter(ctx, p, work)
 	if err != nil {
-		return engine.Backend{}, fmt.Errorf("aws backend: %w", err)
+		return backend.Backend{}, fmt.Errorf("aws backend: %w", err)
 	}
-	b := engine.Backend{
+	p.DLQURL, p.MaxReceives = dlqURL, maxReceives
+	return New(p), nil
+}
+
+// New returns the backend on p's resources without a call to AWS: the
+// Lambda functions' cold start, whose resources the template wires. It
+// does not check that they exist (Open does) nor read the redrive policy:
+// p.DLQURL and p.MaxReceives are taken as given ("" and 0: none).
+func New(p Params) backend.Backend {
+	if p.ReceiveWait == 0 {
+		p.ReceiveWait = DefaultReceiveWait
+	}
+	b := backend.Backend{
 		Name:        "aws",
 		Leases:      awsdynamodb.NewLeaseStore(p.Clients.DynamoDB, p.Table, nil),
 		Ledger:      awsdynamodb.NewLedgerStore(p.Clients.DynamoDB, p.Table, nil),
 		Bars:        awsdynamodb.NewBarsStore(p.Clients.DynamoDB, p.Table, nil),
 		Contention:  awsdynamodb.NewContentionStore(p.Clients.DynamoDB, p.Table, nil),
-		Work:        work,
-		MaxReceives: maxReceives,
+		Work:        awssqs.New(p.Clients.SQS, p.QueueURL, nil),
+		MaxReceives: p.MaxReceives,
 		ReceiveWait: p.ReceiveWait,
 		Close:       func() error { return nil },
 	}
-	if dlqURL != "" {
-		b.DeadLetter = awssqs.New(p.Clients.SQS, dlqURL, nil)
+	if p.DLQURL != "" {
+		b.DeadLetter = awssqs.New(p.Clients.SQS, p.DLQURL, nil)
 	}
-	return b, nil
+	return b
 }
 
 func checkTable(ctx context.Context, client *dynamodb.Client, table string) error {
@@ -129,7 +140,7 @@ func deadLetter(ctx context.Context, p Params, work *awssqs.Queue) (string, int,
 		maxReceives = policy.MaxReceiveCount
 	case maxReceives != policy.MaxReceiveCount:
 		return "", 0, fmt.Errorf("%s is %d but the work queue's redrive policy moves messages to the dead-letter queue after %d receives; they must agree",
-			lambdaapp.EnvMaxReceives, maxReceives, policy.MaxReceiveCount)
+			EnvMaxReceives, maxReceives, policy.MaxReceiveCount)
 	}
 	target, err := awssqs.URLForARN(ctx, p.Clients.SQS, policy.DeadLetterTargetARN)
 	if err != nil {
@@ -142,11 +153,11 @@ func deadLetter(ctx context.Context, p Params, work *awssqs.Queue) (string, int,
 	// accepted: its ARN decides.
 	arn, err := awssqs.New(p.Clients.SQS, p.DLQURL, nil).ARN(ctx)
 	if err != nil && !errors.Is(err, queue.ErrNotFound) {
-		return "", 0, fmt.Errorf("%s: %w", lambdaapp.EnvDLQURL, err)
+		return "", 0, fmt.Errorf("%s: %w", EnvDLQURL, err)
 	}
 	if err != nil || arn != policy.DeadLetterTargetARN {
 		return "", 0, fmt.Errorf("%s is %s but the work queue's redrive policy moves messages to the dead-letter queue %s; they must agree (or leave %s unset)",
-			lambdaapp.EnvDLQURL, p.DLQURL, target, lambdaapp.EnvDLQURL)
+			EnvDLQURL, p.DLQURL, target, EnvDLQURL)
 	}
 	return p.DLQURL, maxReceives, nil
 }

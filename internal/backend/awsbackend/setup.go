@@ -8,7 +8,6 @@ import (
 
 	"github.com/batonhq/baton/internal/awsdynamodb"
 	"github.com/batonhq/baton/internal/awssqs"
-	"github.com/batonhq/baton/internal/lambdaapp"
 )
 
 // Set-up defaults: those of template.yaml (redrive after 5 receives, a
@@ -43,17 +42,17 @@ type Resources struct {
 // order lambdaapp lists them.
 func (r Resources) Env() [][2]string {
 	return [][2]string{
-		{lambdaapp.EnvTable, r.Table},
-		{lambdaapp.EnvQueueURL, r.QueueURL},
-		{lambdaapp.EnvDLQURL, r.DLQURL},
-		{lambdaapp.EnvMaxReceives, fmt.Sprint(r.MaxReceives)},
+		{EnvTable, r.Table},
+		{EnvQueueURL, r.QueueURL},
+		{EnvDLQURL, r.DLQURL},
+		{EnvMaxReceives, fmt.Sprint(r.MaxReceives)},
 	}
 }
 
 // Setup creates, or brings up to date, the table (awsdynamodb.CreateTable)
 // and the work queue with its dead-letter queue and redrive policy
 // (awssqs.EnsureQueues). It is idempotent.
-func Setup(ctx context.Context, c lambdaapp.AWSClients, p SetupParams) (Resources, error) {
+func Setup(ctx context.Context, c Clients, p SetupParams) (Resources, error) {
 	if c.DynamoDB == nil || c.SQS == nil {
 		return Resources{}, errors.New("setup: missing SDK clients")
 	}

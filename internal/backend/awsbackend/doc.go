@@ -1,5 +1,5 @@
 // Package awsbackend opens baton's engine backend on AWS: the lease, ledger
-// and bars stores on one DynamoDB table (package awsdynamodb) and the work
+// and effect stores on one DynamoDB table (package awsdynamodb) and the work
 // queue and its dead-letter queue on SQS (package awssqs). It is what
 // `baton run|invoke|setup --backend aws` stand on, against an account or
 // against local servers that speak the two protocols.
@@ -16,5 +16,5 @@
 // that the consumer's forwarding agrees with the queue's own redrive.
 //
 // The engine package stays free of AWS imports: this package is the only
-// place where an engine.Backend is made of AWS adapters.
+// place where a backend.Backend is made of AWS adapters.
 package awsbackend

@@ -14,10 +14,9 @@ import (
 	"github.com/aws/aws-sdk-go-v2/service/sqs"
 	"github.com/stretchr/testify/require"
 
-	"github.com/batonhq/baton/internal/awsbackend"
+	"github.com/batonhq/baton/internal/backend/awsbackend"
 	"github.com/batonhq/baton/internal/emulator"
 	"github.com/batonhq/baton/internal/engine"
-	"github.com/batonhq/baton/internal/lambdaapp"
 	"github.com/batonhq/baton/internal/ledger"
 	"github.com/batonhq/baton/internal/message"
 	"github.com/batonhq/baton/internal/queue"
@@ -38,14 +37,14 @@ func uniqueName(prefix string) string {
 
 // clients returns SDK clients for the emulators, configured as a caller of
 // NewClients would: a region, credentials, one endpoint per service.
-func clients(t *testing.T) lambdaapp.AWSClients {
+func clients(t *testing.T) Clients {
 	t.Helper()
 	ddb, q := emulator.DynamoDB(t), emulator.SQS(t)
 	cfg := aws.Config{Region: ddb.Region, Credentials: ddb.Credentials}
 	return awsbackend.NewClients(cfg, awsbackend.Endpoints{DynamoDB: ddb.URL, SQS: q.URL})
 }
 
-func setUp(t *testing.T, c lambdaapp.AWSClients, maxReceives int) awsbackend.Resources {
+func setUp(t *testing.T, c Clients, maxReceives int) awsbackend.Resources {
 	t.Helper()
 	res, err := awsbackend.Setup(t.Context(), c, awsbackend.SetupParams{
 		Table: uniqueName("t"), Queue: uniqueName("q"), MaxReceives: maxReceives, Visibility: 10 * time.Second,

@@ -9,8 +9,6 @@ import (
 	"github.com/aws/aws-sdk-go-v2/config"
 	"github.com/aws/aws-sdk-go-v2/service/dynamodb"
 	"github.com/aws/aws-sdk-go-v2/service/sqs"
-
-	"github.com/batonhq/baton/internal/lambdaapp"
 )
 
 // ErrNoRegion is returned by LoadConfig when the configuration chain names
@@ -41,10 +39,25 @@ type Endpoints struct {
 	SQS      string
 }
 
+// Clients are the SDK clients a backend works with.
+type Clients struct {
+	DynamoDB *dynamodb.Client
+	SQS      *sqs.Client
+}
+
+// Environment variables naming a deployment's resources: the Lambda
+// functions read them, and the CLI's --backend aws flags default to them.
+const (
+	EnvTable       = "BATON_TABLE"        // DynamoDB table (leases, runs, items, effects)
+	EnvQueueURL    = "BATON_QUEUE_URL"    // work queue URL
+	EnvDLQURL      = "BATON_DLQ_URL"      // dead-letter queue URL
+	EnvMaxReceives = "BATON_MAX_RECEIVES" // the work queue's redrive maxReceiveCount
+)
+
 // NewClients returns the DynamoDB and SQS clients for cfg with e's
 // endpoints.
-func NewClients(cfg aws.Config, e Endpoints) lambdaapp.AWSClients {
-	return lambdaapp.AWSClients{
+func NewClients(cfg aws.Config, e Endpoints) Clients {
+	return Clients{
 		DynamoDB: dynamodb.NewFromConfig(cfg, func(o *dynamodb.Options) {
 			if e.DynamoDB != "" {
 				o.BaseEndpoint = aws.String(e.DynamoDB)

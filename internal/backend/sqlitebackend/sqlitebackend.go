@@ -1,10 +1,13 @@
-package engine
+// Package sqlitebackend builds the embedded engine's backend: every store
+// and both queues in one SQLite file, which several processes may share.
+package sqlitebackend
 
 import (
 	"context"
 	"fmt"
 	"time"
 
+	"github.com/batonhq/baton/internal/backend"
 	"github.com/batonhq/baton/internal/sqlite"
 )
 
@@ -20,23 +23,24 @@ const (
 // An idle look is one read, without a write lock.
 const pollInterval = 10 * time.Millisecond
 
-// OpenSQLite opens the embedded backend on the SQLite file at path.
-func OpenSQLite(ctx context.Context, path string) (Backend, error) {
+// Open opens the embedded backend on the SQLite file at path, creating
+// it and applying the store's migrations as needed.
+func Open(ctx context.Context, path string) (backend.Backend, error) {
 	db, err := sqlite.Open(ctx, path, nil)
 	if err != nil {
-		return Backend{}, err
+		return backend.Backend{}, err
 	}
 	dlq, err := sqlite.OpenQueue(ctx, db, DeadLetterQueue, &sqlite.QueueOptions{PollInterval: pollInterval})
 	if err != nil {
 		db.Close()
-		return Backend{}, fmt.Errorf("open queue %s: %w", DeadLetterQueue, err)
+		return backend.Backend{}, fmt.Errorf("open queue %s: %w", DeadLetterQueue, err)
 	}
 	work, err := sqlite.OpenQueue(ctx, db, WorkQueue, &sqlite.QueueOptions{DeadLetterQueue: DeadLetterQueue, MaxReceives: MaxReceives, PollInterval: pollInterval})
 	if err != nil {
 		db.Close()
-		return Backend{}, fmt.Errorf("open queue %s: %w", WorkQueue, err)
+		return backend.Backend{}, fmt.Errorf("open queue %s: %w", WorkQueue, err)
 	}
-	return Backend{
+	return backend.Backend{
 		Name:        "sqlite",
 		Leases:      sqlite.NewLeaseStore(db),
 		Ledger:      sqlite.NewLedgerStore(db),

@@ -1,0 +1,74 @@
+// Package batoncli is baton's operator CLI and local runtime for a
+// catalog of jobs, as a cobra command tree a user's own binary serves:
+//
+//	func main() {
+//		batoncli.Main(catalog)
+//	}
+//
+// gives that binary baton's commands with the user's jobs:
+//
+//	run      the jobs' ticks end to end (--once: one tick, then a report)
+//	invoke   a Lambda function's handler on an event file, in-process
+//	setup    the DynamoDB table and SQS queues (with redrive) for --backend aws
+//	status   leases, recent runs, item states and staleness
+//	replay   a tick, a range of ticks (backfill), an item or an event again
+//	dlq      list and redrive the dead-letter queue
+//	lease    show a job's lease; release one whose holder is dead
+//	cancel   cancel a run's items that are not terminal
+//	template check a SAM template's schedules against the catalog
+//	version  baton's version
+//
+// Every command works on the embedded SQLite store (--store, default
+// var/baton.db) or, with --backend aws, on DynamoDB and SQS (the SDK's
+// standard configuration, the resources from --table/--queue-url/… or the
+// variables the Lambda functions read). --job picks a job of the catalog;
+// it may be left out when the catalog has one job.
+//
+// NewRootCommand returns the tree for embedding: add commands of your own
+// to it, or mount it under another root. Exit statuses: 0 success, 1 a
+// failed outcome (an item ended DEAD, a refused operation), 2 bad usage
+// or input.
+package batoncli
+
+import (
+	"context"
+	"io"
+	"os"
+	"os/signal"
+	"syscall"
+
+	"github.com/spf13/cobra"
+
+	"github.com/batonhq/baton"
+	"github.com/batonhq/baton/internal/cli"
+)
+
+// Exit statuses of Run and Main.
+const (
+	ExitOK      = cli.ExitOK      // success, or nothing to do
+	ExitFailure = cli.ExitFailure // the command ran; the outcome is a failure
+	ExitUsage   = cli.ExitUsage   // bad usage or input
+)
+
+// NewRootCommand returns the command tree serving catalog. Its RunE
+// functions return errors without printing them; Run prints them and maps
+// them to exit statuses.
+func NewRootCommand(catalog *baton.Catalog) *cobra.Command {
+	return cli.NewRootCommand(catalog)
+}
+
+// Run runs the command line args (without the program name) for catalog,
+// writing to stdout and stderr, and returns the exit status. ctx's
+// cancellation stops a running command (as Ctrl-C does).
+func Run(ctx context.Context, catalog *baton.Catalog, args []string, stdout, stderr io.Writer) int {
+	return cli.Main(ctx, catalog, args, stdout, stderr)
+}
+
+// Main runs os.Args for catalog until it finishes or the process receives
+// SIGINT or SIGTERM, and exits with its status.
+func Main(catalog *baton.Catalog) {
+	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
+	code := Run(ctx, catalog, os.Args[1:], os.Stdout, os.Stderr)
+	stop()
+	os.Exit(code)
+}

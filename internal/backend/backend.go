@@ -1,0 +1,47 @@
+// Package backend is the one home of what an engine is made of: the
+// stores and queues one deployment uses (Backend). Each engine builds its
+// Backend in a package of its own, so that a binary links only the engines
+// it imports:
+//
+//   - sqlitebackend: the embedded store, one SQLite file (the local default);
+//   - awsbackend: DynamoDB (one table) and SQS (the work queue and its
+//     dead-letter queue), from the SDK's standard configuration.
+//
+// The Lambda functions import awsbackend alone; the operator CLI imports
+// both.
+package backend
+
+import (
+	"time"
+
+	"github.com/batonhq/baton/internal/bars"
+	"github.com/batonhq/baton/internal/contention"
+	"github.com/batonhq/baton/internal/lease"
+	"github.com/batonhq/baton/internal/ledger"
+	"github.com/batonhq/baton/internal/queue"
+)
+
+// Queue is a queue the engine both sends to and receives from.
+type Queue interface {
+	queue.Sender
+	queue.Receiver
+}
+
+// Backend is the set of stores and queues one deployment uses.
+type Backend struct {
+	Name        string // the engine's name: "sqlite" or "aws"
+	Leases      lease.Store
+	Ledger      ledger.Store
+	Bars        bars.Store
+	Work        Queue
+	DeadLetter  Queue // may be nil
+	MaxReceives int   // the work queue's redrive limit
+	// ReceiveWait is how long an idle consumer's receive waits for a
+	// message (a long poll); 0 means 500ms.
+	ReceiveWait time.Duration
+	Close       func() error
+	// Contention, optional, counts refused lease acquisitions for
+	// operators; the engine wraps Leases so that the coordinator records
+	// them.
+	Contention contention.Store
+}

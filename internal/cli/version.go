@@ -1,0 +1,67 @@
+package cli
+
+import (
+	"context"
+	"fmt"
+	"runtime/debug"
+)
+
+// version is baton's module version as the build recorded it: the tag a
+// `go install …@version` or a user's go.mod selected, "(devel)" in a
+// checkout, with the VCS revision when there is one.
+func version() string {
+	info, ok := debug.ReadBuildInfo()
+	if !ok {
+		return "(unknown)"
+	}
+	v := info.Main.Version
+	if info.Main.Path != modulePath {
+		// baton is a dependency of the user's own binary.
+		for _, d := range info.Deps {
+			if d.Path == modulePath {
+				v = d.Version
+				if d.Replace != nil {
+					v += " (replaced by " + d.Replace.Path + " " + d.Replace.Version + ")"
+				}
+			}
+		}
+	}
+	if v == "" {
+		v = "(devel)"
+	}
+	var rev, modified string
+	for _, s := range info.Settings {
+		switch s.Key {
+		case "vcs.revision":
+			rev = s.Value
+		case "vcs.modified":
+			if s.Value == "true" {
+				modified = "+dirty"
+			}
+		}
+	}
+	if rev != "" {
+		if len(rev) > 12 {
+			rev = rev[:12]
+		}
+		v += " " + rev + modified
+	}
+	return v + ", " + info.GoVersion
+}
+
+// modulePath is baton's module.
+const modulePath = "github.com/batonhq/baton"
+
+const versionSynopsis = `version
+
+Prints baton's version (the module version the binary was built with, the
+VCS revision when known) and the Go version. --version says the same.`
+
+func versionCmd(_ context.Context, e *env, args []string) error {
+	fs := newFlagSet(e, "version", versionSynopsis)
+	if err := parseFlags(fs, args); err != nil {
+		return err
+	}
+	fmt.Fprintf(e.stdout, "baton %s\n", version())
+	return nil
+}
