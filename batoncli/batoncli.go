@@ -41,6 +41,7 @@ import (
 
 	"github.com/batonhq/baton"
 	"github.com/batonhq/baton/internal/cli"
+	"github.com/batonhq/baton/internal/samtemplate"
 )
 
 // Exit statuses of Run and Main.
@@ -55,6 +56,20 @@ const (
 // them to exit statuses.
 func NewRootCommand(catalog *baton.Catalog) *cobra.Command {
 	return cli.NewRootCommand(catalog)
+}
+
+// CheckTemplate checks the SAM template at path against catalog, as
+// `template check` does: every job has exactly one schedule with the
+// job's expression and an input naming the job, and no schedule names a
+// job the catalog lacks. The error names each job that is wrong. Call it
+// from a test of your module so that the template and the catalog cannot
+// drift apart.
+func CheckTemplate(path string, catalog *baton.Catalog) error {
+	tpl, err := samtemplate.Load(path)
+	if err != nil {
+		return err
+	}
+	return samtemplate.CheckSchedules(tpl, catalog)
 }
 
 // Run runs the command line args (without the program name) for catalog,

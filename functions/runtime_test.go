@@ -22,13 +22,13 @@ import (
 	sqstypes "github.com/aws/aws-sdk-go-v2/service/sqs/types"
 	"github.com/stretchr/testify/require"
 
+	"github.com/batonhq/baton/examples/fx"
 	"github.com/batonhq/baton/internal/awsdynamodb"
 	"github.com/batonhq/baton/internal/awssqs"
 	"github.com/batonhq/baton/internal/emulator"
 	"github.com/batonhq/baton/internal/lambdaapp"
 	"github.com/batonhq/baton/internal/lambdaruntime"
 	"github.com/batonhq/baton/internal/ledger"
-	"github.com/batonhq/baton/internal/tickfactory"
 )
 
 // binDir holds the bootstraps this test binary builds; builds runs each
@@ -184,7 +184,6 @@ func newStack(t *testing.T) stack {
 			lambdaapp.EnvTable:          name,
 			lambdaapp.EnvQueueURL:       workURL,
 			lambdaapp.EnvDLQURL:         dlqURL,
-			lambdaapp.EnvJob:            tickfactory.Name,
 			lambdaapp.EnvMaxReceives:    "5",
 			lambdaapp.EnvLogLevel:       "debug",
 		},
@@ -240,7 +239,7 @@ func TestBootstrapsThroughRuntimeAPI(t *testing.T) {
 	run := ledger.RunID{Job: "fx", Nominal: nominal, Generation: 1}
 	require.Equal(t, "opened", cr.Outcome)
 	require.Equal(t, run.String(), cr.Run)
-	require.Equal(t, len(tickfactory.Assets), cr.Enqueued)
+	require.Equal(t, len(fx.Assets), cr.Enqueued)
 	require.Equal(t, "req-coord-1", cr.RequestID)
 
 	// A malformed trigger is posted to the invocation's /error.
@@ -255,7 +254,7 @@ func TestBootstrapsThroughRuntimeAPI(t *testing.T) {
 
 	// Consumer: the fanned-out messages, as the event source delivers them.
 	msgs := st.receiveAll(t)
-	require.Len(t, msgs, len(tickfactory.Assets))
+	require.Len(t, msgs, len(fx.Assets))
 	event, err := json.Marshal(events.SQSEvent{Records: msgs})
 	require.NoError(t, err)
 	api2 := newRuntimeAPI(t)
@@ -267,7 +266,7 @@ func TestBootstrapsThroughRuntimeAPI(t *testing.T) {
 	ledgerStore := awsdynamodb.NewLedgerStore(emulator.DynamoDBClient(t), st.table, nil)
 	items, err := ledgerStore.ListItems(context.Background(), run)
 	require.NoError(t, err)
-	require.Len(t, items, len(tickfactory.Assets))
+	require.Len(t, items, len(fx.Assets))
 	for _, it := range items {
 		require.Equal(t, ledger.ItemSucceeded, it.State, it.Key.String())
 		require.Equal(t, "baton-test/req-cons-1", it.Owner)
@@ -278,7 +277,7 @@ func TestBootstrapsThroughRuntimeAPI(t *testing.T) {
 	derived := st.receiveAll(t)
 	require.NotEmpty(t, derived)
 	for _, d := range derived {
-		require.Contains(t, d.Body, `"key":"`+run.String()+"/"+tickfactory.DXY+`"`)
+		require.Contains(t, d.Body, `"key":"`+run.String()+"/"+fx.DXY+`"`)
 	}
 }
 
@@ -292,7 +291,6 @@ func TestBootstrapInitError(t *testing.T) {
 			p := start(t, bin, api, map[string]string{
 				lambdaapp.EnvQueueURL:    "http://127.0.0.1:1/queue/work",
 				lambdaapp.EnvDLQURL:      "http://127.0.0.1:1/queue/dlq",
-				lambdaapp.EnvJob:         "fx",
 				lambdaapp.EnvMaxReceives: "5",
 			})
 			select {

@@ -13,7 +13,7 @@ import (
 	"github.com/batonhq/baton"
 	"github.com/batonhq/baton/internal/bars"
 	"github.com/batonhq/baton/internal/ledger"
-	"github.com/batonhq/baton/internal/tickfactory"
+	"github.com/batonhq/baton/examples/fx"
 )
 
 var tick = time.Date(2026, 11, 21, 12, 1, 0, 0, time.UTC)
@@ -25,13 +25,13 @@ func task(asset string, generation, attempt int) baton.Task {
 }
 
 func taskWithFence(asset string, generation, attempt int, fence int64) baton.Task {
-	run := ledger.RunID{Job: tickfactory.Name, Nominal: tick, Generation: generation}
+	run := ledger.RunID{Job: fx.Name, Nominal: tick, Generation: generation}
 	return baton.Task{Key: ledger.ItemKey{Run: run, Asset: asset}, Asset: asset, Nominal: tick, Attempt: attempt, Fence: fence}
 }
 
 func TestDefinition(t *testing.T) {
 	t.Parallel()
-	d := tickfactory.Definition()
+	d := fx.Job(nil)
 	require.NoError(t, d.Validate())
 	require.Equal(t, "fx", d.Name)
 	require.Equal(t, "rate(1 minute)", d.Schedule)
@@ -46,13 +46,13 @@ func TestDefinition(t *testing.T) {
 
 	// Callers may not corrupt the source of truth.
 	d.Assets[0] = "XXX"
-	require.Equal(t, "EURUSD", tickfactory.Definition().Assets[0])
+	require.Equal(t, "EURUSD", fx.Job(nil).Assets[0])
 
-	cat := tickfactory.Catalog(newBars(t), nil)
+	cat := fx.Catalog(nil)
 	j, err := cat.Lookup("fx")
 	require.NoError(t, err)
 	require.NotNil(t, j.Processor)
-	require.Equal(t, tickfactory.Definition().Assets, j.Assets)
+	require.Equal(t, fx.Job(nil).Assets, j.Assets)
 }
 
 func TestSynthesizeIsDeterministicAndPlausible(t *testing.T) {
@@ -61,15 +61,15 @@ func TestSynthesizeIsDeterministicAndPlausible(t *testing.T) {
 		"EURUSD": {1.0, 1.2}, "GBPUSD": {1.15, 1.4}, "USDJPY": {135, 165}, "USDCAD": {1.25, 1.5},
 		"USDSEK": {9.5, 11.5}, "USDCHF": {0.8, 0.97}, "XAUUSD": {1800, 2200},
 	}
-	minute := tickfactory.BarMinute(tick)
+	minute := fx.BarMinute(tick)
 	require.Equal(t, time.Date(2026, 11, 21, 12, 0, 0, 0, time.UTC), minute)
 	for asset, rng := range levels {
-		b, err := tickfactory.Synthesize(asset, minute)
+		b, err := fx.Synthesize(asset, minute)
 		require.NoError(t, err)
-		again, err := tickfactory.Synthesize(asset, minute.Add(30*time.Second))
+		again, err := fx.Synthesize(asset, minute.Add(30*time.Second))
 		require.NoError(t, err)
 		require.Equal(t, b, again, "%s: same minute, same bar", asset)
-		next, err := tickfactory.Synthesize(asset, minute.Add(time.Minute))
+		next, err := fx.Synthesize(asset, minute.Add(time.Minute))
 		require.NoError(t, err)
 		require.NotEqual(t, b.Close, next.Close, "%s: another minute, another bar", asset)
 
@@ -81,14 +81,14 @@ func TestSynthesizeIsDeterministicAndPlausible(t *testing.T) {
 		require.LessOrEqual(t, b.Low, min(b.Open, b.Close), asset)
 		require.GreaterOrEqual(t, b.High, max(b.Open, b.Close), asset)
 	}
-	_, err := tickfactory.Synthesize("BTCUSD", minute)
+	_, err := fx.Synthesize("BTCUSD", minute)
 	require.ErrorContains(t, err, "BTCUSD")
 }
 
 func TestDollarIndex(t *testing.T) {
 	t.Parallel()
 	base := map[string]float64{"EURUSD": 1.08, "USDJPY": 150, "GBPUSD": 1.27, "USDCAD": 1.36, "USDSEK": 10.5, "USDCHF": 0.88}
-	v, err := tickfactory.DollarIndex(base)
+	v, err := fx.DollarIndex(base)
 	require.NoError(t, err)
 	require.InDelta(t, 104.13615385, v, 1e-6)
 
@@ -98,12 +98,12 @@ func TestDollarIndex(t *testing.T) {
 		stronger[k] = p
 	}
 	stronger["EURUSD"] = 1.20
-	w, err := tickfactory.DollarIndex(stronger)
+	w, err := fx.DollarIndex(stronger)
 	require.NoError(t, err)
 	require.Less(t, w, v)
 
 	missing := map[string]float64{"EURUSD": 1.08}
-	_, err = tickfactory.DollarIndex(missing)
+	_, err = fx.DollarIndex(missing)
 	require.ErrorContains(t, err, "no price for USDJPY")
 
 	bad := map[string]float64{}
@@ -111,12 +111,12 @@ func TestDollarIndex(t *testing.T) {
 		bad[k] = p
 	}
 	bad["USDCHF"] = 0
-	_, err = tickfactory.DollarIndex(bad)
+	_, err = fx.DollarIndex(bad)
 	require.ErrorContains(t, err, "USDCHF")
 
 	bad["USDCHF"] = 0.88
 	bad["USDJPY"] = 1.5 // a quote off by a factor of 100
-	_, err = tickfactory.DollarIndex(bad)
+	_, err = fx.DollarIndex(bad)
 	require.ErrorContains(t, err, "plausible")
 }
 
@@ -124,18 +124,18 @@ func TestProcessWritesFencedBar(t *testing.T) {
 	t.Parallel()
 	store := newBars(t)
 	now := time.Date(2026, 11, 21, 12, 1, 2, 0, time.UTC)
-	p := tickfactory.NewProcessor(store, &tickfactory.Options{NowFunc: func() time.Time { return now }})
+	p := fx.NewProcessor(nil})
 	ctx := context.Background()
 
 	out, err := p.Process(ctx, task("USDJPY", 3, 1))
 	require.NoError(t, err)
-	var r tickfactory.Result
+	var r fx.Result
 	require.NoError(t, json.Unmarshal(out, &r))
-	want, err := tickfactory.Synthesize("USDJPY", tickfactory.BarMinute(tick))
+	want, err := fx.Synthesize("USDJPY", fx.BarMinute(tick))
 	require.NoError(t, err)
-	require.Equal(t, tickfactory.Result{Asset: "USDJPY", Minute: want.Minute, Open: want.Open, High: want.High, Low: want.Low, Close: want.Close}, r)
+	require.Equal(t, fx.Result{Asset: "USDJPY", Minute: want.Minute, Open: want.Open, High: want.High, Low: want.Low, Close: want.Close}, r)
 
-	bar, err := store.Get(ctx, "USDJPY", tickfactory.BarMinute(tick))
+	bar, err := store.Get(ctx, "USDJPY", fx.BarMinute(tick))
 	require.NoError(t, err)
 	require.EqualValues(t, 3, bar.Fence, "fenced by the generation")
 	require.Equal(t, 1, bar.Attempt)
@@ -153,7 +153,7 @@ func TestProcessWritesFencedBar(t *testing.T) {
 	require.NoError(t, err)
 	_, err = p.Process(ctx, task("USDJPY", 3, 9))
 	require.ErrorIs(t, err, bars.ErrStale)
-	bar, err = store.Get(ctx, "USDJPY", tickfactory.BarMinute(tick))
+	bar, err = store.Get(ctx, "USDJPY", fx.BarMinute(tick))
 	require.NoError(t, err)
 	require.EqualValues(t, 4, bar.Fence)
 	require.Equal(t, 1, bar.Attempt)
@@ -172,36 +172,36 @@ func TestProcessWritesFencedBar(t *testing.T) {
 func TestProcessDerivesDXY(t *testing.T) {
 	t.Parallel()
 	store := newBars(t)
-	p := tickfactory.NewProcessor(store, nil)
+	p := fx.NewProcessor(nil)
 	ctx := context.Background()
 
 	inputs := map[string][]byte{}
 	closes := map[string]float64{}
 	opens := map[string]float64{}
-	for _, a := range tickfactory.DXYInputs {
+	for _, a := range fx.DXYInputs {
 		out, err := p.Process(ctx, task(a, 1, 1))
 		require.NoError(t, err)
 		inputs[a] = out
-		var r tickfactory.Result
+		var r fx.Result
 		require.NoError(t, json.Unmarshal(out, &r))
 		closes[a], opens[a] = r.Close, r.Open
 	}
-	dt := task(tickfactory.DXY, 1, 1)
+	dt := task(fx.DXY, 1, 1)
 	dt.Inputs = inputs
 	out, err := p.Process(ctx, dt)
 	require.NoError(t, err)
-	var r tickfactory.Result
+	var r fx.Result
 	require.NoError(t, json.Unmarshal(out, &r))
-	wantClose, err := tickfactory.DollarIndex(closes)
+	wantClose, err := fx.DollarIndex(closes)
 	require.NoError(t, err)
-	wantOpen, err := tickfactory.DollarIndex(opens)
+	wantOpen, err := fx.DollarIndex(opens)
 	require.NoError(t, err)
 	require.InDelta(t, wantClose, r.Close, 0.0006)
 	require.InDelta(t, wantOpen, r.Open, 0.0006)
 	require.InDelta(t, 104, r.Close, 6)
 	require.Equal(t, max(r.Open, r.Close), r.High)
 	require.Equal(t, min(r.Open, r.Close), r.Low)
-	bar, err := store.Get(ctx, tickfactory.DXY, tickfactory.BarMinute(tick))
+	bar, err := store.Get(ctx, fx.DXY, fx.BarMinute(tick))
 	require.NoError(t, err)
 	require.Equal(t, r.Close, bar.Close)
 
@@ -224,7 +224,7 @@ func TestLatencyHonoursContext(t *testing.T) {
 		return ctx.Err()
 	}
 	store := newBars(t)
-	p := tickfactory.NewProcessor(store, &tickfactory.Options{Latency: 1600 * time.Millisecond, Sleep: sleep})
+	p := fx.NewProcessor(&fx.Options{Latency: 1600 * time.Millisecond, Sleep: sleep})
 	_, err := p.Process(context.Background(), task("EURUSD", 1, 1))
 	require.NoError(t, err)
 	require.Equal(t, []time.Duration{1600 * time.Millisecond}, slept)
@@ -234,11 +234,11 @@ func TestLatencyHonoursContext(t *testing.T) {
 	_, err = p.Process(ctx, task("GBPUSD", 1, 1))
 	require.ErrorIs(t, err, context.Canceled)
 	require.False(t, baton.IsPermanent(err), "a timeout is retried")
-	_, err = store.Get(context.Background(), "GBPUSD", tickfactory.BarMinute(tick))
+	_, err = store.Get(context.Background(), "GBPUSD", fx.BarMinute(tick))
 	require.ErrorIs(t, err, bars.ErrNotFound, "nothing written when the fetch was cut short")
 
 	// The default sleep is a real timer that stops with the context.
-	real := tickfactory.NewProcessor(store, &tickfactory.Options{Latency: time.Hour})
+	real := fx.NewProcessor(&fx.Options{Latency: time.Hour})
 	ctx, cancel = context.WithTimeout(context.Background(), 10*time.Millisecond)
 	defer cancel()
 	_, err = real.Process(ctx, task("USDCAD", 1, 1))

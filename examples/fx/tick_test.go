@@ -14,7 +14,7 @@ import (
 	"github.com/batonhq/baton/internal/coordinator"
 	"github.com/batonhq/baton/internal/ledger"
 	"github.com/batonhq/baton/internal/queue"
-	"github.com/batonhq/baton/internal/tickfactory"
+	"github.com/batonhq/baton/examples/fx"
 )
 
 // pipe is a queue that hands what it is sent to the next take.
@@ -59,7 +59,7 @@ func TestOneTickEndToEnd(t *testing.T) {
 		store := newBars(t)
 		q := &pipe{}
 		const latency = 1600 * time.Millisecond
-		cat := tickfactory.Catalog(store, &tickfactory.Options{Latency: latency})
+		cat := fx.Catalog(&fx.Options{Latency: latency})
 		coord := &coordinator.Coordinator{Leases: leases, Ledger: led, Queue: q, Jobs: cat, Owner: "coord"}
 		cons := &consumer.Consumer{Ledger: led, Queue: q, Jobs: cat, Owner: "worker"}
 		ctx := context.Background()
@@ -95,7 +95,7 @@ func TestOneTickEndToEnd(t *testing.T) {
 		require.NotEmpty(t, res.Items)
 		succeeded := 0
 		for _, o := range res.Items {
-			require.Equal(t, tickfactory.DXY, o.Asset)
+			require.Equal(t, fx.DXY, o.Asset)
 			if o.Status == consumer.StatusSucceeded {
 				succeeded++
 			} else {
@@ -115,7 +115,7 @@ func TestOneTickEndToEnd(t *testing.T) {
 		for _, it := range items {
 			require.Equal(t, ledger.ItemSucceeded, it.State, it.Key.Asset)
 			require.Equal(t, 1, it.Attempt, it.Key.Asset)
-			bar, err := store.Get(ctx, it.Key.Asset, tickfactory.BarMinute(nominal))
+			bar, err := store.Get(ctx, it.Key.Asset, fx.BarMinute(nominal))
 			require.NoError(t, err)
 			require.EqualValues(t, it.Key.Run.Generation, bar.Fence, "the bar is fenced by the generation")
 			require.Equal(t, it.Attempt, bar.Attempt)

@@ -10,7 +10,7 @@ import (
 	"github.com/batonhq/baton/internal/engine"
 	"github.com/batonhq/baton/internal/ledger"
 	"github.com/batonhq/baton/internal/queue"
-	"github.com/batonhq/baton/internal/tickfactory"
+	"github.com/batonhq/baton/examples/fx"
 )
 
 // freshnessGoal is the longest a tick of the reference job may take to be
@@ -39,17 +39,17 @@ func (r *Runner) referenceJob(ctx context.Context, t Target) error {
 	}
 	defer env.Close()
 	lat := r.Config.Latency
-	catalog := tickfactory.Catalog(env.Backend.Bars, &tickfactory.Options{Latency: lat})
+	catalog := fx.Catalog(&fx.Options{Latency: lat})
 	e, err := engine.New(env.Backend, engine.Options{Catalog: catalog, Consumers: referenceConsumers, Owner: "bench"})
 	if err != nil {
 		return err
 	}
-	items := len(tickfactory.Assets) + 1 // and DXY
+	items := len(fx.Assets) + 1 // and DXY
 	pollers := consume(ctx, e, referenceConsumers, queue.MaxBatch, items)
 	defer pollers.Stop()
 
 	start := time.Now()
-	sum, err := e.Trigger(ctx, tickfactory.Name, start, false)
+	sum, err := e.Trigger(ctx, fx.Name, start, false)
 	if err != nil {
 		return fmt.Errorf("coordinator: %w", err)
 	}
@@ -71,10 +71,10 @@ func (r *Runner) referenceJob(ctx context.Context, t Target) error {
 	r.logf("  fx: tick → all done %s", tickToDone.Round(time.Millisecond))
 
 	// The loop it replaces: one asset after the other, same processor.
-	p := tickfactory.NewProcessor(env.Plain.Bars, &tickfactory.Options{Latency: lat})
-	run := ledger.RunID{Job: tickfactory.Name, Nominal: sum.Nominal.Add(-time.Hour), Generation: 1}
+	p := fx.NewProcessor(&fx.Options{Latency: lat})
+	run := ledger.RunID{Job: fx.Name, Nominal: sum.Nominal.Add(-time.Hour), Generation: 1}
 	loopStart := time.Now()
-	for _, a := range tickfactory.Assets {
+	for _, a := range fx.Assets {
 		if _, err := p.Process(ctx, baton.Task{Key: ledger.ItemKey{Run: run, Asset: a}, Asset: a, Nominal: run.Nominal, Attempt: 1, Fence: 1}); err != nil {
 			return fmt.Errorf("sequential loop: %w", err)
 		}
@@ -82,15 +82,15 @@ func (r *Runner) referenceJob(ctx context.Context, t Target) error {
 	loop := time.Since(loopStart)
 	r.logf("  fx: sequential loop %s", loop.Round(time.Millisecond))
 
-	computed := time.Duration(len(tickfactory.Assets)) * lat
+	computed := time.Duration(len(fx.Assets)) * lat
 	figure := fmt.Sprintf("tick → all done, reference job (%d assets + DXY, %s latency, %d consumers)",
-		len(tickfactory.Assets), lat, referenceConsumers)
+		len(fx.Assets), lat, referenceConsumers)
 	goal := AtMost(freshnessGoal*lat.Seconds()/1.6, Duration)
 	r.add(
 		Row{
 			Scenario: "5 freshness", Backend: t.Name, Figure: figure,
 			Value: tickToDone.Seconds(), Reference: computed.Seconds(), Unit: Duration, Goal: goal,
-			RefText: fmt.Sprintf("sequential loop, computed: %d × %s", len(tickfactory.Assets), lat),
+			RefText: fmt.Sprintf("sequential loop, computed: %d × %s", len(fx.Assets), lat),
 		},
 		Row{
 			Scenario: "5 freshness", Backend: t.Name, Figure: figure,

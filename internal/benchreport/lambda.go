@@ -24,7 +24,7 @@ import (
 	"github.com/batonhq/baton/internal/awssqs"
 	"github.com/batonhq/baton/internal/lambdaruntime"
 	"github.com/batonhq/baton/internal/queue"
-	"github.com/batonhq/baton/internal/tickfactory"
+	"github.com/batonhq/baton/examples/fx"
 )
 
 // LambdaParams are the inputs of the Lambda artifact scenario.
@@ -95,7 +95,7 @@ func (r *Runner) Lambda(ctx context.Context, p LambdaParams) error {
 
 	nominal := time.Now().UTC().Truncate(time.Minute)
 	trigger := func(at time.Time) []byte {
-		return fmt.Appendf(nil, `{"job":%q,"scheduledTime":%q}`, tickfactory.Name, at.Format(time.RFC3339))
+		return fmt.Appendf(nil, `{"job":%q,"scheduledTime":%q}`, fx.Name, at.Format(time.RFC3339))
 	}
 	r.logf("  coordinator cold start")
 	coord, err := coldInvoke(ctx, host["coordinator"], env.vars, trigger(nominal))
@@ -283,7 +283,7 @@ func lambdaStack(ctx context.Context, p LambdaParams, prefix string) (*lambdaEnv
 		"BATON_TABLE=" + name,
 		"BATON_QUEUE_URL=" + workURL,
 		"BATON_DLQ_URL=" + dlqURL,
-		"BATON_JOB=" + tickfactory.Name,
+		"BATON_JOB=" + fx.Name,
 		"BATON_MAX_RECEIVES=5",
 	}
 	return &lambdaEnv{

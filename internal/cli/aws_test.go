@@ -11,7 +11,7 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/batonhq/baton/internal/emulator"
-	"github.com/batonhq/baton/internal/tickfactory"
+	"github.com/batonhq/baton/examples/fx"
 )
 
 // awsEnv points the SDK's configuration chain at nothing but the process
@@ -80,7 +80,7 @@ func TestAWSPathOnEmulators(t *testing.T) {
 	code, out, errOut = runMain(t, "run", "--once", "--backend", "aws", "--latency", "1ms", "--consumers", "2", "--timeout", "30s")
 	require.Equal(t, ExitOK, code, "stdout:\n%s\nstderr:\n%s", out, errOut)
 	require.Contains(t, out, "table "+unique+" (aws)")
-	for _, name := range append(append([]string{}, tickfactory.Assets...), tickfactory.DXY) {
+	for _, name := range append(append([]string{}, fx.Assets...), fx.DXY) {
 		require.Regexp(t, `(?m)^`+name+`\s+SUCCEEDED\s+1\s`, out, name)
 	}
 	require.Regexp(t, `run fx@\S+#1: complete — 8 succeeded, 0 dead, 0 cancelled`, out)

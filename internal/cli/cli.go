@@ -65,6 +65,7 @@ func commands() []command {
 		{name: "lease", summary: "show a job's lease; release one whose holder is dead", about: leaseAbout, subs: leaseSubcommands},
 		{name: "cancel", summary: "cancel a run's items (or one item) that are not terminal", run: cancelCmd},
 		{name: "invoke", summary: "run a Lambda function's handler on an event file, in-process", run: invokeCmd},
+		{name: "template", summary: "check a SAM template's schedules against the catalog", about: templateAbout, subs: templateSubcommands},
 		{name: "version", summary: "print baton's version", run: versionCmd},
 		{name: "setup", summary: "create the DynamoDB table and SQS queues (with redrive) for --backend aws", run: setupCmd},
 	}

@@ -11,7 +11,7 @@ import (
 	"github.com/batonhq/baton/internal/ledger"
 	"github.com/batonhq/baton/internal/message"
 	"github.com/batonhq/baton/internal/queue"
-	"github.com/batonhq/baton/internal/tickfactory"
+	"github.com/batonhq/baton/examples/fx"
 )
 
 // TestRedriveDeadLetterOfSucceededItem: a message dead-lettered for an
@@ -175,7 +175,7 @@ func testCancel(t *testing.T, f *opsFixture) {
 	_, err = f.b.Ledger.Complete(ctx, ledger.CompleteParams{Key: running, Owner: "w", Attempt: claimed.Attempt, Result: []byte(`{}`), Now: time.Now()})
 	require.ErrorIs(t, err, ledger.ErrTerminal)
 	f.consumeOutcomes(func(seen []consumer.Outcome) bool {
-		for _, name := range tickfactory.Assets {
+		for _, name := range fx.Assets {
 			if !handled(seen, ledger.ItemKey{Run: id, Asset: name}, consumer.StatusDuplicate) {
 				return false
 			}

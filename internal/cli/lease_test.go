@@ -9,7 +9,7 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/batonhq/baton/internal/lease"
-	"github.com/batonhq/baton/internal/tickfactory"
+	"github.com/batonhq/baton/examples/fx"
 )
 
 func TestLeaseReleaseRefusesLiveOwner(t *testing.T) {
@@ -19,12 +19,12 @@ func TestLeaseReleaseRefusesLiveOwner(t *testing.T) {
 
 func testLeaseReleaseRefusesLiveOwner(t *testing.T, f *opsFixture) {
 	ctx := t.Context()
-	held, err := f.b.Leases.Acquire(ctx, lease.AcquireParams{Job: tickfactory.Name, Owner: "worker-1", TTL: time.Hour, Now: time.Now()})
+	held, err := f.b.Leases.Acquire(ctx, lease.AcquireParams{Job: fx.Name, Owner: "worker-1", TTL: time.Hour, Now: time.Now()})
 	require.NoError(t, err)
 	fence := strconv.FormatInt(held.Fence, 10)
 	unchanged := func() {
 		t.Helper()
-		l, err := f.b.Leases.Inspect(ctx, tickfactory.Name)
+		l, err := f.b.Leases.Inspect(ctx, fx.Name)
 		require.NoError(t, err)
 		require.Equal(t, held, l)
 	}
@@ -58,13 +58,13 @@ func testLeaseReleaseRefusesLiveOwner(t *testing.T, f *opsFixture) {
 	code, out, errOut = f.main("lease", "release", "--owner", "worker-1", "--fence", fence, "--force-live", "--yes-i-know-the-owner-is-alive")
 	require.Equal(t, ExitOK, code, errOut)
 	require.Contains(t, out, `released the LIVE lease of fx held by "worker-1" (fence `+fence+`,`)
-	l, err := f.b.Leases.Inspect(ctx, tickfactory.Name)
+	l, err := f.b.Leases.Inspect(ctx, fx.Name)
 	require.NoError(t, err)
 	require.Empty(t, l.Owner)
 	require.Equal(t, held.Fence, l.Fence)
 
 	// The old holder cannot renew; a new acquisition fences it out.
-	_, err = f.b.Leases.Renew(ctx, lease.RenewParams{Job: tickfactory.Name, Owner: "worker-1", Fence: held.Fence, TTL: time.Minute, Now: time.Now()})
+	_, err = f.b.Leases.Renew(ctx, lease.RenewParams{Job: fx.Name, Owner: "worker-1", Fence: held.Fence, TTL: time.Minute, Now: time.Now()})
 	require.ErrorIs(t, err, lease.ErrNotHolder)
 
 	// Releasing again: already free.
@@ -81,7 +81,7 @@ func TestLeaseReleaseExpiredTakesOverWithNewFence(t *testing.T) {
 func testLeaseReleaseExpired(t *testing.T, f *opsFixture) {
 	ctx := t.Context()
 	long := time.Now().Add(-time.Hour)
-	held, err := f.b.Leases.Acquire(ctx, lease.AcquireParams{Job: tickfactory.Name, Owner: "crashed", TTL: time.Minute, Now: long})
+	held, err := f.b.Leases.Acquire(ctx, lease.AcquireParams{Job: fx.Name, Owner: "crashed", TTL: time.Minute, Now: long})
 	require.NoError(t, err)
 
 	code, out, errOut := f.main("lease", "show", "--json")
@@ -97,7 +97,7 @@ func testLeaseReleaseExpired(t *testing.T, f *opsFixture) {
 	require.Equal(t, ExitOK, code, errOut)
 	require.Contains(t, out, "released the expired lease of fx")
 	require.Contains(t, out, "taken over as fence "+strconv.FormatInt(held.Fence+1, 10))
-	l, err := f.b.Leases.Inspect(ctx, tickfactory.Name)
+	l, err := f.b.Leases.Inspect(ctx, fx.Name)
 	require.NoError(t, err)
 	require.Empty(t, l.Owner)
 	require.Equal(t, held.Fence+1, l.Fence)

@@ -16,7 +16,7 @@ import (
 	"github.com/batonhq/baton/internal/engine"
 	"github.com/batonhq/baton/internal/ledger"
 	"github.com/batonhq/baton/internal/queue"
-	"github.com/batonhq/baton/internal/tickfactory"
+	"github.com/batonhq/baton/examples/fx"
 )
 
 // opsFixture is a store the CLI works on, opened a second time by the test
@@ -43,8 +43,8 @@ func newSQLiteFixture(t *testing.T) *opsFixture {
 func newFixture(t *testing.T, b engine.Backend, flags []string) *opsFixture {
 	t.Helper()
 	f := &opsFixture{t: t, flags: flags, b: b, calls: &callCounter{n: map[string]int{}}}
-	catalog := tickfactory.Catalog(b.Bars, nil)
-	fx, _ := catalog.Lookup(tickfactory.Name)
+	catalog := fx.Catalog(nil)
+	fx, _ := catalog.Lookup(fx.Name)
 	fx.Processor = countingProcessor{inner: fx.Processor, calls: f.calls}
 	catalog = baton.MustCatalog(fx)
 	eng, err := engine.New(b, engine.Options{Catalog: catalog, Owner: "test", RetryDelay: 10 * time.Millisecond})
@@ -70,7 +70,7 @@ func (f *opsFixture) main(args ...string) (code int, stdout, stderr string) {
 func (f *opsFixture) tick(i int) time.Time { return f.base.Add(time.Duration(i) * time.Minute) }
 
 func (f *opsFixture) run(i, generation int) ledger.RunID {
-	return ledger.RunID{Job: tickfactory.Name, Nominal: f.tick(i), Generation: generation}
+	return ledger.RunID{Job: fx.Name, Nominal: f.tick(i), Generation: generation}
 }
 
 func (f *opsFixture) items(id ledger.RunID) map[string]ledger.Item {
@@ -129,7 +129,7 @@ func handled(outcomes []consumer.Outcome, key ledger.ItemKey, statuses ...string
 // settle runs the coordinator's settle on the tick.
 func (f *opsFixture) settle(i int) ledger.Run {
 	f.t.Helper()
-	run, err := f.eng.Coordinator.Settle(f.t.Context(), tickfactory.Name, f.tick(i))
+	run, err := f.eng.Coordinator.Settle(f.t.Context(), fx.Name, f.tick(i))
 	require.NoError(f.t, err)
 	return run
 }

@@ -11,7 +11,7 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/batonhq/baton/internal/ledger"
-	"github.com/batonhq/baton/internal/tickfactory"
+	"github.com/batonhq/baton/examples/fx"
 )
 
 // fixtureAt returns the events/ fixture name with its trigger time (rule
@@ -64,7 +64,7 @@ func TestReplayEveryEventFixture(t *testing.T) {
 			require.Contains(t, resp, "outcome", "routed to the coordinator")
 			require.Equal(t, "opened", resp["outcome"])
 			require.Contains(t, out, "complete — 8 succeeded")
-			run, err := f.b.Ledger.GetRun(t.Context(), tickfactory.Name, f.tick(3))
+			run, err := f.b.Ledger.GetRun(t.Context(), fx.Name, f.tick(3))
 			require.NoError(t, err)
 			require.Equal(t, ledger.RunComplete, run.State)
 		})

@@ -11,7 +11,7 @@ import (
 
 	"github.com/batonhq/baton/internal/engine"
 	"github.com/batonhq/baton/internal/ledger"
-	"github.com/batonhq/baton/internal/tickfactory"
+	"github.com/batonhq/baton/examples/fx"
 )
 
 // fast are the flags that make replays quick in tests.
@@ -41,7 +41,7 @@ func testBackfillRunsOnlyTicksNotDone(t *testing.T, f *opsFixture) {
 
 	require.Equal(t, before, f.items(f.run(1, 1)), "the tick already done was not touched")
 	for _, i := range []int{0, 2, 3} {
-		run, err := f.b.Ledger.GetRun(ctx, tickfactory.Name, f.tick(i))
+		run, err := f.b.Ledger.GetRun(ctx, fx.Name, f.tick(i))
 		require.NoError(t, err)
 		require.Equal(t, f.run(i, 1), run.ID)
 		require.Equal(t, ledger.RunComplete, run.State)
@@ -64,7 +64,7 @@ func TestReplayRangeDryRunChangesNothing(t *testing.T) {
 	code, _, errOut := f.main("replay", "tick", "--at", rfc(f.tick(2)), "--latency", "0s")
 	require.Equal(t, ExitOK, code, errOut)
 	// An interrupted fan-out at tick 3.
-	_, _, err := f.b.Ledger.OpenRun(ctx, ledger.OpenRunParams{Job: tickfactory.Name, Nominal: f.tick(3), Fence: 1, Now: time.Now()})
+	_, _, err := f.b.Ledger.OpenRun(ctx, ledger.OpenRunParams{Job: fx.Name, Nominal: f.tick(3), Fence: 1, Now: time.Now()})
 	require.NoError(t, err)
 
 	for _, tc := range []struct {
@@ -81,7 +81,7 @@ func TestReplayRangeDryRunChangesNothing(t *testing.T) {
 		}
 		require.Contains(t, out, "nothing changed")
 	}
-	runs, err := f.b.Ledger.ListRuns(ctx, ledger.ListRunsParams{Job: tickfactory.Name})
+	runs, err := f.b.Ledger.ListRuns(ctx, ledger.ListRunsParams{Job: fx.Name})
 	require.NoError(t, err)
 	require.Len(t, runs, 2, "dry runs opened no run")
 }
@@ -90,14 +90,14 @@ func TestReplayRangeOverlapSkipLeavesExistingRuns(t *testing.T) {
 	t.Parallel()
 	f := newSQLiteFixture(t)
 	ctx := t.Context()
-	_, _, err := f.b.Ledger.OpenRun(ctx, ledger.OpenRunParams{Job: tickfactory.Name, Nominal: f.tick(1), Fence: 1, Now: time.Now()})
+	_, _, err := f.b.Ledger.OpenRun(ctx, ledger.OpenRunParams{Job: fx.Name, Nominal: f.tick(1), Fence: 1, Now: time.Now()})
 	require.NoError(t, err)
 
 	args := append([]string{"replay", "range", "--from", rfc(f.tick(0)), "--to", rfc(f.tick(2))}, fast...)
 	code, out, errOut := f.main(append(args, "--overlap", "skip")...)
 	require.Equal(t, ExitOK, code, "%s\n%s", out, errOut)
 	require.Contains(t, out, "1 left alone (--overlap skip), 2 to run")
-	run, err := f.b.Ledger.GetRun(ctx, tickfactory.Name, f.tick(1))
+	run, err := f.b.Ledger.GetRun(ctx, fx.Name, f.tick(1))
 	require.NoError(t, err)
 	require.Equal(t, ledger.RunFanningOut, run.State, "skip left the interrupted run alone")
 
@@ -105,7 +105,7 @@ func TestReplayRangeOverlapSkipLeavesExistingRuns(t *testing.T) {
 	code, out, errOut = f.main(append(args, "--overlap", "allow")...)
 	require.Equal(t, ExitOK, code, "%s\n%s", out, errOut)
 	require.Contains(t, out, "2 already done, 0 left alone (--overlap allow), 1 to run")
-	run, err = f.b.Ledger.GetRun(ctx, tickfactory.Name, f.tick(1))
+	run, err = f.b.Ledger.GetRun(ctx, fx.Name, f.tick(1))
 	require.NoError(t, err)
 	require.Equal(t, ledger.RunComplete, run.State)
 	require.Equal(t, 1, run.ID.Generation)
@@ -133,7 +133,7 @@ func TestReplayRangeRefusesBadRanges(t *testing.T) {
 		require.Equal(t, ExitUsage, code, "%v: %s", tc.args, errOut)
 		require.Contains(t, errOut, tc.want, "%v", tc.args)
 	}
-	runs, err := f.b.Ledger.ListRuns(t.Context(), ledger.ListRunsParams{Job: tickfactory.Name})
+	runs, err := f.b.Ledger.ListRuns(t.Context(), ledger.ListRunsParams{Job: fx.Name})
 	require.NoError(t, err)
 	require.Empty(t, runs)
 }
@@ -160,7 +160,7 @@ func TestReplayTick(t *testing.T) {
 	code, out, errOut = f.main("replay", "tick", "--at", rfc(at), "--force", "--latency", "0s")
 	require.Equal(t, ExitOK, code, "%s\n%s", out, errOut)
 	require.Contains(t, out, "run "+f.run(5, 2).String()+" opened")
-	run, err := f.b.Ledger.GetRun(ctx, tickfactory.Name, f.tick(5))
+	run, err := f.b.Ledger.GetRun(ctx, fx.Name, f.tick(5))
 	require.NoError(t, err)
 	require.Equal(t, f.run(5, 2), run.ID)
 	require.Equal(t, ledger.RunComplete, run.State)
@@ -186,7 +186,7 @@ func TestReplayTickRefusedWhileLeaseHeld(t *testing.T) {
 	code, out, errOut := f.main("replay", "tick", "--at", rfc(f.tick(7)), "--latency", "0s", "--lease-wait", "0s")
 	require.Equal(t, ExitFailure, code, out)
 	require.Contains(t, errOut, `the job's lease is held by "coordinator-x"`)
-	_, err := f.b.Ledger.GetRun(t.Context(), tickfactory.Name, f.tick(7))
+	_, err := f.b.Ledger.GetRun(t.Context(), fx.Name, f.tick(7))
 	require.ErrorIs(t, err, ledger.ErrNotFound)
 
 	// A backfill reports the ticks it could not run and asks to resume.
@@ -221,7 +221,7 @@ func testReplayItem(t *testing.T, f *opsFixture) {
 	require.Contains(t, out, "opened "+f.run(0, 2).String())
 	require.Contains(t, out, "carried over 6 item(s) unchanged, re-running [EURUSD DXY]")
 	require.Contains(t, out, f.run(0, 2).String()+"/DXY: SUCCEEDED")
-	run, err := f.b.Ledger.GetRun(ctx, tickfactory.Name, f.tick(0))
+	run, err := f.b.Ledger.GetRun(ctx, fx.Name, f.tick(0))
 	require.NoError(t, err)
 	require.Equal(t, f.run(0, 2), run.ID)
 	require.Equal(t, ledger.RunComplete, run.State)
@@ -327,7 +327,7 @@ func TestReplayRangeInterruptedThenResumed(t *testing.T) {
 				return
 			case <-poll.C:
 			}
-			if run, err := f.b.Ledger.GetRun(ctx, tickfactory.Name, f.tick(0)); err == nil && run.State == ledger.RunComplete {
+			if run, err := f.b.Ledger.GetRun(ctx, fx.Name, f.tick(0)); err == nil && run.State == ledger.RunComplete {
 				cancel()
 				return
 			}
@@ -340,7 +340,7 @@ func TestReplayRangeInterruptedThenResumed(t *testing.T) {
 	require.Contains(t, out.String(), "run the same command again to resume")
 	require.Contains(t, errOut.String(), "stopped:")
 
-	runs, err := f.b.Ledger.ListRuns(t.Context(), ledger.ListRunsParams{Job: tickfactory.Name})
+	runs, err := f.b.Ledger.ListRuns(t.Context(), ledger.ListRunsParams{Job: fx.Name})
 	require.NoError(t, err)
 	require.Less(t, len(runs), 5, "interrupted before the end")
 
@@ -348,7 +348,7 @@ func TestReplayRangeInterruptedThenResumed(t *testing.T) {
 	require.Equal(t, ExitOK, code, "%s\n%s", stdout, stderr)
 	require.Regexp(t, `5 ticks in range; [1-4] already done`, stdout)
 	for i := range 5 {
-		run, err := f.b.Ledger.GetRun(t.Context(), tickfactory.Name, f.tick(i))
+		run, err := f.b.Ledger.GetRun(t.Context(), fx.Name, f.tick(i))
 		require.NoError(t, err)
 		require.Equal(t, ledger.RunComplete, run.State, "tick %d", i)
 		require.Equal(t, 1, run.ID.Generation)

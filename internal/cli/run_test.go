@@ -9,7 +9,7 @@ import (
 
 	"github.com/stretchr/testify/require"
 
-	"github.com/batonhq/baton/internal/tickfactory"
+	"github.com/batonhq/baton/examples/fx"
 )
 
 func runMain(t *testing.T, args ...string) (code int, stdout, stderr string) {
@@ -25,7 +25,7 @@ func TestRunOnceEndToEnd(t *testing.T) {
 	code, out, errOut := runMain(t, "run", "--once", "--store", store, "--latency", "5ms", "--consumers", "3")
 	require.Equal(t, ExitOK, code, "stdout:\n%s\nstderr:\n%s", out, errOut)
 
-	def := tickfactory.Definition()
+	def := fx.Job(nil)
 	require.Regexp(t, `coordinator: run fx@\S+#1 opened, fence \d+, 7 messages enqueued`, out)
 	for _, name := range append(append([]string{}, def.Assets...), "DXY") {
 		row := regexp.MustCompile(`(?m)^` + name + `\s+SUCCEEDED\s+1\s+\S+\s+\S+\s+\S+\s+(\d+\.\d{4})$`)

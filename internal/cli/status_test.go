@@ -14,7 +14,7 @@ import (
 	"github.com/batonhq/baton/internal/ledger"
 	"github.com/batonhq/baton/internal/message"
 	"github.com/batonhq/baton/internal/queue"
-	"github.com/batonhq/baton/internal/tickfactory"
+	"github.com/batonhq/baton/examples/fx"
 )
 
 // arrangeStatus builds a store with three complete runs, one run in
@@ -35,9 +35,9 @@ func arrangeStatus(t *testing.T, f *opsFixture) (stuckKey ledger.ItemKey) {
 	_, err := f.b.Ledger.Claim(ctx, ledger.ClaimParams{Key: stuckKey, Owner: "dead-worker", LeaseUntil: now.Add(-time.Minute), Fence: 1, Now: now.Add(-2 * time.Minute)})
 	require.NoError(t, err)
 
-	_, err = f.b.Leases.Acquire(ctx, lease.AcquireParams{Job: tickfactory.Name, Owner: "coordinator-x", TTL: 10 * time.Minute, Now: now})
+	_, err = f.b.Leases.Acquire(ctx, lease.AcquireParams{Job: fx.Name, Owner: "coordinator-x", TTL: 10 * time.Minute, Now: now})
 	require.NoError(t, err)
-	sum, err := f.eng.Trigger(ctx, tickfactory.Name, f.tick(4), false)
+	sum, err := f.eng.Trigger(ctx, fx.Name, f.tick(4), false)
 	require.NoError(t, err)
 	require.Equal(t, "skipped", string(sum.Outcome))
 
@@ -67,11 +67,11 @@ func testStatusJSONMatchesLedger(t *testing.T, f *opsFixture) {
 	}
 
 	// Runs: the three newest, each as the ledger has it.
-	runs, err := f.b.Ledger.ListRuns(ctx, ledger.ListRunsParams{Job: tickfactory.Name, Limit: 100})
+	runs, err := f.b.Ledger.ListRuns(ctx, ledger.ListRunsParams{Job: fx.Name, Limit: 100})
 	require.NoError(t, err)
 	require.Len(t, runs, 4)
 	require.Len(t, rep.Runs, 3)
-	expected := engine.Expected(tickfactory.Definition())
+	expected := engine.Expected(fx.Job(nil))
 	for i, got := range rep.Runs {
 		want := runs[i]
 		require.Equal(t, want.ID.String(), got.ID)
@@ -100,7 +100,7 @@ func testStatusJSONMatchesLedger(t *testing.T, f *opsFixture) {
 	require.Equal(t, 2, rep.Runs[0].Items["CANCELLED"], "EURUSD and, by fan-in, DXY")
 
 	// Lease and contention.
-	l, err := f.b.Leases.Inspect(ctx, tickfactory.Name)
+	l, err := f.b.Leases.Inspect(ctx, fx.Name)
 	require.NoError(t, err)
 	require.NotNil(t, rep.Lease)
 	require.Equal(t, l.Owner, rep.Lease.Owner)
@@ -171,7 +171,7 @@ func TestStatusRunMatchesLedger(t *testing.T) {
 	require.Nil(t, rep.Runs)
 	require.True(t, rep.Run.Current)
 	items := f.items(id)
-	expected := engine.Expected(tickfactory.Definition())
+	expected := engine.Expected(fx.Job(nil))
 	require.Len(t, rep.Run.ItemList, len(expected))
 	for i, got := range rep.Run.ItemList {
 		require.Equal(t, expected[i], got.Asset)
@@ -270,7 +270,7 @@ func testStatusFindsStuckItemsPastRuns(t *testing.T, f *opsFixture) {
 	b := f.b
 	counting := &listCounter{Store: b.Ledger, runs: map[string]int{}}
 	b.Ledger = counting
-	j, _ := tickfactory.Catalog(b.Bars, nil).Lookup(tickfactory.Name)
+	j, _ := fx.Catalog(nil).Lookup(fx.Name)
 	rep, err = buildStatus(ctx, b, j, statusParams{Runs: 1, History: 100, Now: time.Now().UTC()})
 	require.NoError(t, err)
 	require.Len(t, rep.Stuck, 1)

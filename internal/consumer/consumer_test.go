@@ -16,7 +16,7 @@ import (
 	"github.com/batonhq/baton/internal/ledger"
 	"github.com/batonhq/baton/internal/message"
 	"github.com/batonhq/baton/internal/queue"
-	"github.com/batonhq/baton/internal/tickfactory"
+	"github.com/batonhq/baton/examples/fx"
 )
 
 func TestHandleRunsTheTick(t *testing.T) {
@@ -42,18 +42,18 @@ func TestHandleRunsTheTick(t *testing.T) {
 		msg, err := message.Decode(m.Body)
 		require.NoError(t, err)
 		require.True(t, msg.Derived)
-		require.Equal(t, b.key(tickfactory.DXY).String(), msg.Key)
+		require.Equal(t, b.key(fx.DXY).String(), msg.Key)
 		require.EqualValues(t, 1, msg.Fence)
 	}
 	b.drain(t, b.deliveries(derived...))
 
-	dxy := b.item(t, tickfactory.DXY)
+	dxy := b.item(t, fx.DXY)
 	require.Equal(t, ledger.ItemSucceeded, dxy.State)
-	require.Equal(t, 1, b.proc.count(b.key(tickfactory.DXY)))
-	var r tickfactory.Result
+	require.Equal(t, 1, b.proc.count(b.key(fx.DXY)))
+	var r fx.Result
 	require.NoError(t, json.Unmarshal(dxy.Result, &r))
 	require.InDelta(t, 104, r.Close, 6, "a plausible dollar index")
-	bar, err := b.bars.Get(context.Background(), tickfactory.DXY, tickfactory.BarMinute(tick))
+	bar, err := b.bars.Get(context.Background(), fx.DXY, fx.BarMinute(tick))
 	require.NoError(t, err)
 	require.Equal(t, r.Close, bar.Close)
 }
@@ -85,7 +85,7 @@ func TestDuplicateDeliveriesProcessOnce(t *testing.T) {
 	}
 	b.drain(t, next)
 
-	for _, a := range append(append([]string(nil), b.def.Assets...), tickfactory.DXY) {
+	for _, a := range append(append([]string(nil), b.def.Assets...), fx.DXY) {
 		require.Equal(t, 1, b.proc.count(b.key(a)), "processor calls for %s", a)
 		it := b.item(t, a)
 		require.Equal(t, ledger.ItemSucceeded, it.State, a)
@@ -130,14 +130,14 @@ func TestAbandonedClaimIsTakenOver(t *testing.T) {
 	require.Error(t, err)
 	require.True(t, errors.Is(err, ledger.ErrTerminal) || errors.Is(err, ledger.ErrConflict), "got %v", err)
 	// …and so is its side effect: the bar carries attempt 2.
-	bar, err := b.bars.Get(ctx, "EURUSD", tickfactory.BarMinute(tick))
+	bar, err := b.bars.Get(ctx, "EURUSD", fx.BarMinute(tick))
 	require.NoError(t, err)
 	require.Equal(t, 2, bar.Attempt)
-	stale := tickfactory.NewProcessor(b.bars, nil)
+	stale := fx.NewProcessor(nil)
 	_, err = stale.Process(ctx, baton.Task{Key: key, Asset: "EURUSD", Nominal: tick, Attempt: 1, Fence: 1})
 	require.ErrorIs(t, err, bars.ErrStale)
 	require.True(t, baton.IsPermanent(err))
-	bar, err = b.bars.Get(ctx, "EURUSD", tickfactory.BarMinute(tick))
+	bar, err = b.bars.Get(ctx, "EURUSD", fx.BarMinute(tick))
 	require.NoError(t, err)
 	require.Equal(t, 2, bar.Attempt, "the stale write changed nothing")
 }
@@ -238,7 +238,7 @@ func TestCancelledNeverOverwritten(t *testing.T) {
 	require.Equal(t, ledger.ItemCancelled, it.State)
 	require.Equal(t, "operator", it.Error)
 
-	dxy := b.item(t, tickfactory.DXY)
+	dxy := b.item(t, fx.DXY)
 	require.Equal(t, ledger.ItemCancelled, dxy.State)
 	require.Equal(t, "input EURUSD is CANCELLED", dxy.Error)
 	require.Empty(t, b.work.all(), "nothing enqueued for a doomed derived item")
@@ -264,7 +264,7 @@ func TestFanInCrashWindow(t *testing.T) {
 		require.Equal(t, ledger.ItemSucceeded, b.item(t, a).State)
 	}
 	require.Empty(t, b.work.all())
-	_, err := b.ledger.GetItem(ctx, b.key(tickfactory.DXY))
+	_, err := b.ledger.GetItem(ctx, b.key(fx.DXY))
 	require.ErrorIs(t, err, ledger.ErrNotFound)
 
 	b.work.setBefore(nil)
@@ -278,8 +278,8 @@ func TestFanInCrashWindow(t *testing.T) {
 	require.NotEmpty(t, derived, "the redelivery re-ran the fan-in check")
 	b.drain(t, b.deliveries(append(derived, derived...)...))
 
-	require.Equal(t, ledger.ItemSucceeded, b.item(t, tickfactory.DXY).State)
-	require.Equal(t, 1, b.proc.count(b.key(tickfactory.DXY)))
+	require.Equal(t, ledger.ItemSucceeded, b.item(t, fx.DXY).State)
+	require.Equal(t, 1, b.proc.count(b.key(fx.DXY)))
 	for _, a := range b.def.Assets {
 		require.Equal(t, 1, b.proc.count(b.key(a)), a)
 	}
@@ -291,12 +291,12 @@ func TestDerivedBeforeInputsIsHeld(t *testing.T) {
 	t.Parallel()
 	b := setup(t)
 	ctx := context.Background()
-	batch := b.deliveries(b.message(tickfactory.DXY))
+	batch := b.deliveries(b.message(fx.DXY))
 	res := b.consumer.Handle(ctx, time.Time{}, batch)
 	require.Len(t, res.Failed, 1)
 	require.Equal(t, consumer.StatusHeld, res.Items[0].Status)
 	require.ErrorContains(t, res.Failed[0].Err, "EURUSD is absent")
-	_, err := b.ledger.GetItem(ctx, b.key(tickfactory.DXY))
+	_, err := b.ledger.GetItem(ctx, b.key(fx.DXY))
 	require.ErrorIs(t, err, ledger.ErrNotFound)
 	require.Zero(t, b.proc.total())
 }
@@ -362,7 +362,7 @@ func TestProcessorErrors(t *testing.T) {
 		require.Equal(t, ledger.ItemDead, it.State)
 		require.Contains(t, it.Error, "unknown symbol")
 		require.Equal(t, 1, it.Attempt)
-		dxy := b.item(t, tickfactory.DXY)
+		dxy := b.item(t, fx.DXY)
 		require.Equal(t, ledger.ItemCancelled, dxy.State)
 		require.Equal(t, "input USDJPY is DEAD", dxy.Error)
 	})

@@ -16,7 +16,7 @@ import (
 	"github.com/batonhq/baton/internal/ledger"
 	"github.com/batonhq/baton/internal/message"
 	"github.com/batonhq/baton/internal/queue"
-	"github.com/batonhq/baton/internal/tickfactory"
+	"github.com/batonhq/baton/examples/fx"
 )
 
 // tick is the nominal time of the runs under test; t0 a little after it.
@@ -136,8 +136,8 @@ type bundle struct {
 func setup(t *testing.T) *bundle {
 	t.Helper()
 	led, barStore := newStores(t)
-	b := &bundle{ledger: led, bars: barStore, work: &memQueue{}, dlq: &memQueue{}, clock: clocktest.New(t0), def: tickfactory.Definition()}
-	b.proc = &processor{calls: map[string]int{}, inner: tickfactory.NewProcessor(barStore, &tickfactory.Options{NowFunc: b.clock.Now})}
+	b := &bundle{ledger: led, bars: barStore, work: &memQueue{}, dlq: &memQueue{}, clock: clocktest.New(t0), def: fx.Job(nil)}
+	b.proc = &processor{calls: map[string]int{}, inner: fx.NewProcessor(nil)}
 	b.consumer = &consumer.Consumer{
 		Ledger: led, Queue: b.work, Jobs: baton.MustCatalog(b.job()),
 		Owner: "consumer-1", NowFunc: b.clock.Now,

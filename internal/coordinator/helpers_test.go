@@ -16,7 +16,7 @@ import (
 	"github.com/batonhq/baton/internal/ledger"
 	"github.com/batonhq/baton/internal/message"
 	"github.com/batonhq/baton/internal/queue"
-	"github.com/batonhq/baton/internal/tickfactory"
+	"github.com/batonhq/baton/examples/fx"
 )
 
 // t0 is a trigger time: 7 s after the 12:01 tick.
@@ -83,7 +83,7 @@ func (s *sender) keys(t *testing.T) []ledger.ItemKey {
 		require.NoError(t, err)
 		// Fan-out sends catalog assets only; a derived item is sent only by
 		// a settle, flagged as derived.
-		require.Equal(t, k.Asset == tickfactory.DXY, msg.Derived, "derived flag of %s", k)
+		require.Equal(t, k.Asset == fx.DXY, msg.Derived, "derived flag of %s", k)
 		out = append(out, k)
 	}
 	return out
@@ -111,7 +111,7 @@ type bundle struct {
 func setup(t *testing.T, defs ...baton.Job) *bundle {
 	t.Helper()
 	if len(defs) == 0 {
-		defs = []baton.Job{tickfactory.Definition()}
+		defs = []baton.Job{fx.Job(nil)}
 	}
 	leases, led := newStores(t)
 	b := &bundle{leases: leases, ledger: led, queue: &sender{}, clock: clocktest.New(t0)}

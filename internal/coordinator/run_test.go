@@ -16,7 +16,7 @@ import (
 	"github.com/batonhq/baton/internal/lease"
 	"github.com/batonhq/baton/internal/ledger"
 	"github.com/batonhq/baton/internal/queue"
-	"github.com/batonhq/baton/internal/tickfactory"
+	"github.com/batonhq/baton/examples/fx"
 )
 
 func TestRunFansOutOneMessagePerAsset(t *testing.T) {
@@ -38,7 +38,7 @@ func TestRunFansOutOneMessagePerAsset(t *testing.T) {
 		require.Equal(t, sum.Run, k.Run)
 		assets = append(assets, k.Asset)
 	}
-	require.ElementsMatch(t, tickfactory.Assets, assets, "one message per catalog asset, none for DXY")
+	require.ElementsMatch(t, fx.Assets, assets, "one message per catalog asset, none for DXY")
 
 	run, err := b.ledger.GetRun(context.Background(), "fx", tick)
 	require.NoError(t, err)
@@ -108,8 +108,8 @@ func TestConcurrentTriggersOpenOneRun(t *testing.T) {
 	require.Zero(t, outcomes[coordinator.OutcomeResumed])
 
 	counts := b.queue.countByAsset(t)
-	require.Len(t, counts, len(tickfactory.Assets))
-	for _, a := range tickfactory.Assets {
+	require.Len(t, counts, len(fx.Assets))
+	for _, a := range fx.Assets {
 		require.Equal(t, 1, counts[a], "messages for %s", a)
 	}
 	for _, k := range b.queue.keys(t) {
@@ -234,7 +234,7 @@ func TestExpiredLeaseTakenOverAndRunResumed(t *testing.T) {
 	t.Parallel()
 	b := setup(t)
 	ctx := context.Background()
-	lim := tickfactory.Definition().Limits
+	lim := fx.Job(nil).Limits
 
 	// A coordinator took the lease, opened the run, sent 3 assets and crashed.
 	crashed, err := b.leases.Acquire(ctx, lease.AcquireParams{Job: "fx", Owner: "crashed", TTL: lim.LeaseTTL, Now: t0, Skew: lim.ClockSkew})
@@ -265,7 +265,7 @@ func TestExpiredLeaseTakenOverAndRunResumed(t *testing.T) {
 	for _, k := range b.queue.keys(t) {
 		assets = append(assets, k.Asset)
 	}
-	require.Equal(t, tickfactory.Assets[3:], assets)
+	require.Equal(t, fx.Assets[3:], assets)
 
 	got, err := b.ledger.GetRun(ctx, "fx", tick)
 	require.NoError(t, err)
@@ -475,7 +475,7 @@ func TestFinishedTickNotRerunWithoutForce(t *testing.T) {
 	}
 	for _, g := range []int{1, 2} {
 		sort.Strings(gens[g])
-		want := append([]string(nil), tickfactory.Assets...)
+		want := append([]string(nil), fx.Assets...)
 		sort.Strings(want)
 		require.Equal(t, want, gens[g], "generation %d", g)
 	}

@@ -10,7 +10,7 @@ import (
 	"github.com/batonhq/baton"
 	"github.com/batonhq/baton/internal/coordinator"
 	"github.com/batonhq/baton/internal/ledger"
-	"github.com/batonhq/baton/internal/tickfactory"
+	"github.com/batonhq/baton/examples/fx"
 )
 
 // finishItem drives an item to SUCCEEDED or DEAD through the ledger, as a
@@ -48,14 +48,14 @@ func TestSettleComplete(t *testing.T) {
 	ctx := context.Background()
 	c, run := fannedOut(t, b)
 
-	for _, a := range tickfactory.Assets {
+	for _, a := range fx.Assets {
 		finishItem(t, b, run, a, ledger.ItemSucceeded)
 	}
 	got, err := c.Settle(ctx, "fx", tick)
 	require.NoError(t, err)
 	require.Equal(t, ledger.RunFannedOut, got.State, "DXY is still to come")
 
-	finishItem(t, b, run, tickfactory.DXY, ledger.ItemSucceeded)
+	finishItem(t, b, run, fx.DXY, ledger.ItemSucceeded)
 	got, err = c.Settle(ctx, "fx", tick)
 	require.NoError(t, err)
 	require.Equal(t, ledger.RunComplete, got.State)
@@ -73,7 +73,7 @@ func TestSettlePartialCancelsDoomedDerived(t *testing.T) {
 	ctx := context.Background()
 	c, run := fannedOut(t, b)
 
-	for _, a := range tickfactory.Assets {
+	for _, a := range fx.Assets {
 		state := ledger.ItemSucceeded
 		if a == "USDJPY" {
 			state = ledger.ItemDead
@@ -87,7 +87,7 @@ func TestSettlePartialCancelsDoomedDerived(t *testing.T) {
 	require.Equal(t, 1, got.Dead)
 	require.Equal(t, 1, got.Cancelled)
 
-	dxy, err := b.ledger.GetItem(ctx, ledger.ItemKey{Run: run, Asset: tickfactory.DXY})
+	dxy, err := b.ledger.GetItem(ctx, ledger.ItemKey{Run: run, Asset: fx.DXY})
 	require.NoError(t, err)
 	require.Equal(t, ledger.ItemCancelled, dxy.State)
 	require.Equal(t, "input USDJPY is DEAD", dxy.Error)
@@ -115,7 +115,7 @@ func TestSettleLeavesUnfinishedRuns(t *testing.T) {
 	// Fanned out with an item in flight: not settled.
 	_, err = b.ledger.AdvanceRun(ctx, ledger.AdvanceRunParams{ID: run.ID, Fence: 1, Cursor: 7, Done: true, Now: t0})
 	require.NoError(t, err)
-	for _, a := range tickfactory.Assets[1:6] {
+	for _, a := range fx.Assets[1:6] {
 		finishItem(t, b, run.ID, a, ledger.ItemSucceeded)
 	}
 	got, err = c.Settle(ctx, "fx", tick)
@@ -129,7 +129,7 @@ func TestRunSettlesPreviousTick(t *testing.T) {
 	b := setup(t)
 	ctx := context.Background()
 	c, run := fannedOut(t, b)
-	for _, a := range append(append([]string(nil), tickfactory.Assets...), tickfactory.DXY) {
+	for _, a := range append(append([]string(nil), fx.Assets...), fx.DXY) {
 		finishItem(t, b, run, a, ledger.ItemSucceeded)
 	}
 	b.clock.Advance(time.Minute)
@@ -148,14 +148,14 @@ func TestSettleReenqueuesLostDerived(t *testing.T) {
 	b := setup(t)
 	ctx := context.Background()
 	c, run := fannedOut(t, b)
-	for _, a := range tickfactory.Assets {
+	for _, a := range fx.Assets {
 		finishItem(t, b, run, a, ledger.ItemSucceeded)
 	}
-	require.Zero(t, b.queue.countByAsset(t)[tickfactory.DXY])
+	require.Zero(t, b.queue.countByAsset(t)[fx.DXY])
 	got, err := c.Settle(ctx, "fx", tick)
 	require.NoError(t, err)
 	require.Equal(t, ledger.RunFannedOut, got.State)
-	require.Equal(t, 1, b.queue.countByAsset(t)[tickfactory.DXY], "DXY enqueued by the settle")
+	require.Equal(t, 1, b.queue.countByAsset(t)[fx.DXY], "DXY enqueued by the settle")
 }
 
 // Each trigger settles the job's recent fanned-out runs, not only the
@@ -172,7 +172,7 @@ func TestRunSettlesRecentRuns(t *testing.T) {
 		_, err := c.Run(ctx, coordinator.Trigger{Job: "fx", At: b.clock.Now()})
 		require.NoError(t, err)
 	}
-	for _, a := range append(append([]string{}, tickfactory.Assets...), tickfactory.DXY) {
+	for _, a := range append(append([]string{}, fx.Assets...), fx.DXY) {
 		finishItem(t, b, first, a, ledger.ItemSucceeded)
 	}
 	got, err := b.ledger.GetRun(ctx, "fx", tick)

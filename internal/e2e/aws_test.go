@@ -31,7 +31,7 @@ import (
 	"github.com/batonhq/baton/internal/message"
 	"github.com/batonhq/baton/internal/poller"
 	"github.com/batonhq/baton/internal/queue"
-	"github.com/batonhq/baton/internal/tickfactory"
+	"github.com/batonhq/baton/examples/fx"
 )
 
 func TestMain(m *testing.M) {
@@ -116,7 +116,7 @@ func deploy(t *testing.T, o deployOpts) *deployment {
 	require.NoError(t, err)
 	d.workARN = out.Attributes[string(types.QueueAttributeNameQueueArn)]
 
-	vars := map[string]string{lambdaapp.EnvJob: tickfactory.Name}
+	vars := map[string]string{lambdaapp.EnvJob: fx.Name}
 	for _, kv := range res.Env() {
 		vars[kv[0]] = kv[1]
 	}
@@ -139,7 +139,7 @@ func deploy(t *testing.T, o deployOpts) *deployment {
 	require.NoError(t, err)
 	p := lambdaapp.ParamsOnAWS(kcfg, c, env)
 	// Count the processor's calls per asset.
-	j, _ := p.Jobs.Lookup(tickfactory.Name)
+	j, _ := p.Jobs.Lookup(fx.Name)
 	inner := j.Processor
 	j.Processor = baton.ProcessorFunc(func(ctx context.Context, task baton.Task) ([]byte, error) {
 		d.mu.Lock()
@@ -254,14 +254,14 @@ func TestAWSEndToEnd(t *testing.T) {
 	d := deploy(t, deployOpts{maxReceives: 3})
 	var rec batches
 	p := d.poller(&rec)
-	runID := ledger.RunID{Job: tickfactory.Name, Nominal: tick, Generation: 1}
+	runID := ledger.RunID{Job: fx.Name, Nominal: tick, Generation: 1}
 
 	// First batch: a derived message ahead of its inputs (as a redelivery
 	// could be) and a message that is not baton's. The handler's response
 	// is partial: the derived message is a batch-item failure (it spends no
 	// attempt and comes back after the retry delay); the malformed one is
 	// forwarded to the dead-letter queue with its reason and acknowledged.
-	early := message.New(ledger.ItemKey{Run: runID, Asset: tickfactory.DXY}, 1, true).QueueMessage()
+	early := message.New(ledger.ItemKey{Run: runID, Asset: fx.DXY}, 1, true).QueueMessage()
 	const malformed = "this is not a baton message"
 	_, err := queue.SendAll(t.Context(), d.work, []queue.Message{early, {Body: []byte(malformed)}}, nil)
 	require.NoError(t, err)
@@ -300,8 +300,8 @@ func TestAWSEndToEnd(t *testing.T) {
 	}
 	require.Equal(t, 1, outcomes["opened"], "%v", outcomes)
 	require.Equal(t, 5, outcomes["skipped"]+outcomes["already_fanned_out"], "%v", outcomes)
-	require.Equal(t, len(tickfactory.Assets), enqueued)
-	runs, err := d.ledger.ListRuns(t.Context(), ledger.ListRunsParams{Job: tickfactory.Name})
+	require.Equal(t, len(fx.Assets), enqueued)
+	runs, err := d.ledger.ListRuns(t.Context(), ledger.ListRunsParams{Job: fx.Name})
 	require.NoError(t, err)
 	require.Len(t, runs, 1, "one tick, one run")
 	require.Equal(t, runID, runs[0].ID)
@@ -311,7 +311,7 @@ func TestAWSEndToEnd(t *testing.T) {
 	pollers.Go(func() { _ = p.Run(ctx) })
 	defer func() { stop(); pollers.Wait() }()
 
-	names := append(append([]string{}, tickfactory.Assets...), tickfactory.DXY)
+	names := append(append([]string{}, fx.Assets...), fx.DXY)
 	// Conditions run on another goroutine: no require inside.
 	require.Eventually(t, func() bool {
 		items, err := d.ledger.ListItems(t.Context(), runID)
@@ -342,7 +342,7 @@ func TestAWSEndToEnd(t *testing.T) {
 		require.Equal(t, ledger.ItemSucceeded, it.State, it.Key.Asset)
 		require.Equal(t, 1, it.Attempt, it.Key.Asset)
 		require.EqualValues(t, 1, it.Fence, it.Key.Asset)
-		var r tickfactory.Result
+		var r fx.Result
 		require.NoError(t, json.Unmarshal(it.Result, &r), it.Key.Asset)
 		closes[it.Key.Asset] = r.Close
 	}
@@ -355,16 +355,16 @@ func TestAWSEndToEnd(t *testing.T) {
 
 	// DXY is derived from its inputs' closes.
 	in := map[string]float64{}
-	for _, a := range tickfactory.DXYInputs {
+	for _, a := range fx.DXYInputs {
 		in[a] = closes[a]
 	}
-	want, err := tickfactory.DollarIndex(in)
+	want, err := fx.DollarIndex(in)
 	require.NoError(t, err)
-	require.InDelta(t, want, closes[tickfactory.DXY], 0.01)
+	require.InDelta(t, want, closes[fx.DXY], 0.01)
 
 	// The run settles complete.
 	c := &coordinator.Coordinator{Ledger: d.ledger, Jobs: d.jobs}
-	run, err := c.Settle(t.Context(), tickfactory.Name, tick)
+	run, err := c.Settle(t.Context(), fx.Name, tick)
 	require.NoError(t, err)
 	require.Equal(t, ledger.RunComplete, run.State)
 	require.Equal(t, len(names), run.Succeeded)

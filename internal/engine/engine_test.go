@@ -11,7 +11,7 @@ import (
 
 	"github.com/batonhq/baton/internal/backend/sqlitebackend"
 	"github.com/batonhq/baton/internal/ledger"
-	"github.com/batonhq/baton/internal/tickfactory"
+	"github.com/batonhq/baton/examples/fx"
 )
 
 func openTestEngine(t *testing.T, latency time.Duration, consumers int) *Engine {
@@ -20,7 +20,7 @@ func openTestEngine(t *testing.T, latency time.Duration, consumers int) *Engine 
 	require.NoError(t, err)
 	t.Cleanup(func() { require.NoError(t, b.Close()) })
 	e, err := New(b, Options{
-		Catalog:   tickfactory.Catalog(b.Bars, &tickfactory.Options{Latency: latency}),
+		Catalog:   fx.Catalog(&fx.Options{Latency: latency}),
 		Consumers: consumers, BatchSize: 2,
 	})
 	require.NoError(t, err)
@@ -43,7 +43,7 @@ func TestTickSettlesEndToEnd(t *testing.T) {
 	run, items, err := e.WaitSettled(waitCtx, "fx", sum.Nominal, 0)
 	require.NoError(t, err)
 	require.Equal(t, ledger.RunComplete, run.State)
-	require.Len(t, items, len(Expected(tickfactory.Definition())))
+	require.Len(t, items, len(Expected(fx.Job(nil))))
 	for _, it := range items {
 		require.Equal(t, ledger.ItemSucceeded, it.State, it.Key.String())
 		require.Equal(t, 1, it.Attempt, it.Key.String())

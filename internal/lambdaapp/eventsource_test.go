@@ -15,7 +15,7 @@ import (
 	"github.com/batonhq/baton/internal/lambdaapp"
 	"github.com/batonhq/baton/internal/ledger"
 	"github.com/batonhq/baton/internal/queue"
-	"github.com/batonhq/baton/internal/tickfactory"
+	"github.com/batonhq/baton/examples/fx"
 )
 
 func TestEventSourceFeedsTheConsumerHandler(t *testing.T) {
@@ -32,7 +32,7 @@ func TestEventSourceFeedsTheConsumerHandler(t *testing.T) {
 	deadline, _ := ctx.Deadline()
 	require.Empty(t, es.Handle(ctx, deadline, msgs))
 	its := items(t, tb, 1)
-	for _, a := range tickfactory.Assets {
+	for _, a := range fx.Assets {
 		require.Equal(t, ledger.ItemSucceeded, its[a].State, a)
 	}
 
@@ -41,7 +41,7 @@ func TestEventSourceFeedsTheConsumerHandler(t *testing.T) {
 	// second batch. Copies in one batch race for one claim: a copy that
 	// finds the item held fails, and its redelivery is a duplicate.
 	msgs = drain(t, tb.backend.Work)
-	require.Equal(t, runKeys(1, tickfactory.DXY), slices.Compact(keysOf(t, msgs)))
+	require.Equal(t, runKeys(1, fx.DXY), slices.Compact(keysOf(t, msgs)))
 	if failed := es.Handle(ctx, deadline, msgs); len(failed) > 0 {
 		require.Less(t, len(failed), len(msgs), "one copy is processed")
 		var again []queue.Delivery
@@ -52,7 +52,7 @@ func TestEventSourceFeedsTheConsumerHandler(t *testing.T) {
 		}
 		require.Empty(t, es.Handle(ctx, deadline, again))
 	}
-	require.Equal(t, ledger.ItemSucceeded, items(t, tb, 1)[tickfactory.DXY].State)
+	require.Equal(t, ledger.ItemSucceeded, items(t, tb, 1)[fx.DXY].State)
 }
 
 // fakeHandler is a lambda.Handler made of a function.

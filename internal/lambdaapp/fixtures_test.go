@@ -22,7 +22,7 @@ import (
 	"github.com/batonhq/baton/internal/ledger"
 	"github.com/batonhq/baton/internal/message"
 	"github.com/batonhq/baton/internal/queue"
-	"github.com/batonhq/baton/internal/tickfactory"
+	"github.com/batonhq/baton/examples/fx"
 )
 
 // The fixtures' tick and a clock a few seconds after it.
@@ -84,8 +84,8 @@ func setup(t *testing.T, o setupOpts) *testBundle {
 	tb := &testBundle{backend: b, metrics: &bytes.Buffer{}, logs: &bytes.Buffer{}}
 	now := func() time.Time { return fixedAt }
 	p := lambdaapp.HandlerParams{
-		Job:          tickfactory.Name,
-		Jobs:         tickfactory.Catalog(b.Bars, &tickfactory.Options{NowFunc: now}),
+		Job:          fx.Name,
+		Jobs:         fx.Catalog(nil),
 		Leases:       b.Leases,
 		Ledger:       b.Ledger,
 		Queue:        b.Work,
@@ -186,7 +186,7 @@ func TestCoordinatorFixtures(t *testing.T) {
 		require.True(t, strings.HasPrefix(resp.RequestID, "local-"), resp.RequestID)
 	}
 	// Generations 1 and 2, one message per asset each.
-	want := append(runKeys(1, tickfactory.Assets...), runKeys(2, tickfactory.Assets...)...)
+	want := append(runKeys(1, fx.Assets...), runKeys(2, fx.Assets...)...)
 	slices.Sort(want)
 	require.Equal(t, want, keysOf(t, drain(t, tb.backend.Work)))
 
@@ -220,7 +220,7 @@ func TestCoordinatorFixturesAlone(t *testing.T) {
 			require.NoError(t, err)
 			require.Equal(t, "opened", resp.Outcome)
 			require.Equal(t, "fx@2026-11-21T12:01:00Z#1", resp.Run)
-			require.Equal(t, runKeys(1, tickfactory.Assets...), keysOf(t, drain(t, tb.backend.Work)))
+			require.Equal(t, runKeys(1, fx.Assets...), keysOf(t, drain(t, tb.backend.Work)))
 		})
 	}
 }
@@ -252,7 +252,7 @@ func TestConsumerFixtures(t *testing.T) {
 	require.NoError(t, err)
 	require.Empty(t, resp.BatchItemFailures)
 	its := items(t, tb, 1)
-	for _, a := range tickfactory.Assets {
+	for _, a := range fx.Assets {
 		require.Equal(t, ledger.ItemSucceeded, its[a].State, a)
 		require.Equal(t, 1, its[a].Attempt, a)
 		require.Equal(t, int64(1), its[a].Fence, a)
@@ -261,7 +261,7 @@ func TestConsumerFixtures(t *testing.T) {
 	// The six inputs of DXY succeeded: the derived item was enqueued (by
 	// each input that saw the six succeeded: inputs completing together may
 	// both enqueue it; the enqueue is idempotent, not unique).
-	require.Equal(t, runKeys(1, tickfactory.DXY), slices.Compact(keysOf(t, drain(t, tb.backend.Work))))
+	require.Equal(t, runKeys(1, fx.DXY), slices.Compact(keysOf(t, drain(t, tb.backend.Work))))
 
 	// Redeliveries and duplicate sends are acknowledged without effect.
 	resp, err = invoke[events.SQSEventResponse](t, tb.consumer, fixture(t, "consumer-batch-duplicates.json"))

@@ -24,7 +24,7 @@ import (
 	"github.com/batonhq/baton/internal/lease"
 	"github.com/batonhq/baton/internal/ledger"
 	"github.com/batonhq/baton/internal/message"
-	"github.com/batonhq/baton/internal/tickfactory"
+	"github.com/batonhq/baton/examples/fx"
 )
 
 func backend(t *testing.T) engine.Backend {
@@ -37,7 +37,7 @@ func backend(t *testing.T) engine.Backend {
 
 func params(b engine.Backend, now func() time.Time) lambdaapp.HandlerParams {
 	return lambdaapp.HandlerParams{
-		Job: tickfactory.Name, Jobs: tickfactory.Catalog(b.Bars, &tickfactory.Options{NowFunc: now}),
+		Jobs: fx.Catalog(nil),
 		Leases: b.Leases, Ledger: b.Ledger, Queue: b.Work, DeadLetter: b.DeadLetter, MaxReceives: b.MaxReceives,
 		FunctionName: "baton-test", NowFunc: now,
 	}
@@ -58,7 +58,7 @@ func TestNewHandlerRejectsIncompleteParams(t *testing.T) {
 		{"no queue", func(p *lambdaapp.HandlerParams) { p.Queue = nil }, "missing [Queue]"},
 		{"no leases", func(p *lambdaapp.HandlerParams) { p.Leases = nil }, "missing [Leases]"},
 		{"invalid job", func(p *lambdaapp.HandlerParams) {
-			j, _ := p.Jobs.Lookup(tickfactory.Name)
+			j, _ := p.Jobs.Lookup(fx.Name)
 			j.Limits.MaxAttempts = -1
 			_, err := baton.NewCatalog(j)
 			require.ErrorContains(t, err, "MaxAttempts")
@@ -181,7 +181,7 @@ func TestCoordinatorNoTimeLeft(t *testing.T) {
 	h, err := lambdaapp.NewCoordinatorHandler(params(b, func() time.Time { return fixedAt }))
 	require.NoError(t, err)
 	// Less time left than the job's deadline margin.
-	margin := tickfactory.Definition().Limits.DeadlineMargin
+	margin := fx.Job(nil).Limits.DeadlineMargin
 	ctx, cancel := context.WithTimeout(context.Background(), margin/2)
 	defer cancel()
 	_, err = h.Handle(ctx, fixture(t, "coordinator-scheduler.json"))
@@ -209,7 +209,7 @@ func TestCoordinatorIncompleteFanOutIsAnErrorAndResumes(t *testing.T) {
 	// moves at every reading.
 	clock := &steppingClock{t: fixedAt, step: time.Millisecond}
 	p := params(b, clock.now)
-	j, _ := p.Jobs.Lookup(tickfactory.Name)
+	j, _ := p.Jobs.Lookup(fx.Name)
 	j.Limits.FanOutBudget = time.Nanosecond
 	p.Jobs = baton.MustCatalog(j)
 	h, err := lambdaapp.NewCoordinatorHandler(p)
@@ -266,7 +266,7 @@ func TestConsumerMetricsSplitPerEMFLimit(t *testing.T) {
 	var ev events.SQSEvent
 	for i := range 15 {
 		run := ledger.RunID{Job: "fx", Nominal: tick.Add(time.Duration(i) * time.Minute), Generation: 1}
-		for _, a := range tickfactory.Assets {
+		for _, a := range fx.Assets {
 			m := message.New(ledger.ItemKey{Run: run, Asset: a}, 1, false)
 			ev.Records = append(ev.Records, events.SQSMessage{MessageId: m.Key, Body: string(m.Encode())})
 		}

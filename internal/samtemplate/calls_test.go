@@ -20,7 +20,7 @@ import (
 	"github.com/batonhq/baton/internal/awssqs"
 	"github.com/batonhq/baton/internal/emulator"
 	"github.com/batonhq/baton/internal/lambdaapp"
-	"github.com/batonhq/baton/internal/tickfactory"
+	"github.com/batonhq/baton/examples/fx"
 )
 
 // iamAction is the IAM action that authorises an SDK operation: batch
@@ -50,7 +50,7 @@ func TestCallsAreGranted(t *testing.T) {
 	plainSQS := emulator.SQSClient(t)
 	workURL, dlqURL, err := awssqs.EnsureQueues(ctx, plainSQS, name, 5, 180*time.Second)
 	require.NoError(t, err)
-	cfg := lambdaapp.Config{Table: name, QueueURL: workURL, DLQURL: dlqURL, Job: tickfactory.Name, MaxReceives: 5, TriggerSkew: time.Minute}
+	cfg := lambdaapp.Config{Table: name, QueueURL: workURL, DLQURL: dlqURL, Job: fx.Name, MaxReceives: 5, TriggerSkew: time.Minute}
 	env := lambdaapp.Env{Stdout: io.Discard, Stderr: io.Discard}
 
 	// Each function gets its own counting clients.

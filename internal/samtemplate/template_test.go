@@ -11,18 +11,17 @@ import (
 	"slices"
 	"strings"
 	"testing"
-	"time"
 
 	"github.com/aws/aws-sdk-go-v2/aws"
 	"github.com/aws/aws-sdk-go-v2/service/dynamodb"
 	"github.com/aws/aws-sdk-go-v2/service/dynamodb/types"
 	"github.com/stretchr/testify/require"
 
+	"github.com/batonhq/baton"
+	"github.com/batonhq/baton/examples/fx"
 	"github.com/batonhq/baton/internal/awsdynamodb"
 	"github.com/batonhq/baton/internal/lambdaapp"
-	"github.com/batonhq/baton/internal/lambdaevent"
 	"github.com/batonhq/baton/internal/samtemplate"
-	"github.com/batonhq/baton/internal/tickfactory"
 )
 
 // The functions of the template and the Lambda functions they are.
@@ -171,38 +170,79 @@ func TestBuildTargets(t *testing.T) {
 func TestSchedule(t *testing.T) {
 	t.Parallel()
 	b := setup(t)
-	def := tickfactory.Definition()
-	events := at(t, b.resource(t, "CoordinatorFunction"), "Properties", "Events").(map[string]any)
-	var schedules []map[string]any
-	for _, e := range events {
-		if typ := at(t, e, "Type"); typ == "ScheduleV2" || typ == "Schedule" {
-			schedules = append(schedules, e.(map[string]any))
-		}
-	}
-	require.Len(t, schedules, 1, "one schedule for the coordinator")
-	s := schedules[0]
-	require.Equal(t, def.Schedule, at(t, s, "Properties", "ScheduleExpression"), "the template's schedule is the job's")
+	catalog := fx.Catalog(nil)
+	require.NoError(t, samtemplate.CheckSchedules(b.tpl, catalog), "the template schedules every job of baton's catalog")
 
-	env := b.env(t, "CoordinatorFunction")
-	require.Equal(t, def.Name, env[lambdaapp.EnvJob])
-
-	// The input the schedule sends decodes to a trigger of the job.
-	input, ok := lookup(s, "Properties", "Input")
-	if at(t, s, "Type") == "ScheduleV2" {
-		require.True(t, ok, "a Scheduler target needs its Input")
-	}
-	if ok {
-		fired := time.Date(2026, 11, 21, 12, 1, 0, 0, time.UTC)
-		payload := strings.ReplaceAll(input.(string), "<aws.scheduler.scheduled-time>", fired.Format(time.RFC3339))
-		tr, err := lambdaevent.DecodeTrigger(lambdaevent.TriggerParams{Payload: []byte(payload), Job: def.Name, Now: fired})
-		require.NoError(t, err)
-		require.Equal(t, fired, tr.At)
-		require.False(t, tr.Force)
-	}
+	schedules, err := samtemplate.Schedules(b.tpl, catalog.Names())
+	require.NoError(t, err)
+	require.Len(t, schedules, 1)
+	require.Equal(t, samtemplate.Schedule{Function: "CoordinatorFunction", Event: "Tick", Type: "ScheduleV2",
+		Expression: "rate(1 minute)", Job: fx.Name}, schedules[0])
 
 	// A fan-out cut by the deadline returns an error; a retry resumes it.
 	retries := at(t, b.resource(t, "CoordinatorFunction"), "Properties", "EventInvokeConfig", "MaximumRetryAttempts")
 	require.GreaterOrEqual(t, number(t, retries), int64(1))
+}
+
+// The check fails when the template and the catalog drift apart, naming
+// the job.
+func TestScheduleDrift(t *testing.T) {
+	t.Parallel()
+	b := setup(t)
+	noop := baton.ProcessorFunc(func(context.Context, baton.Task) ([]byte, error) { return nil, nil })
+	equities := baton.Job{Name: "equities", Schedule: "rate(5 minutes)", Assets: []string{"AAPL"}, Processor: noop}
+
+	// A job of the catalog without a schedule.
+	err := samtemplate.CheckSchedules(b.tpl, baton.MustCatalog(fx.Job(nil), equities))
+	require.ErrorContains(t, err, `job equities: no schedule in the template`)
+	require.ErrorContains(t, err, `"rate(5 minutes)"`)
+
+	// A schedule of a job the catalog lacks.
+	err = samtemplate.CheckSchedules(b.tpl, baton.MustCatalog(equities))
+	require.ErrorContains(t, err, `job "fx" is not in this deployment's catalog`)
+
+	// The job's schedule changed in code but not in the template.
+	changed := fx.Job(nil)
+	changed.Schedule = "rate(2 minutes)"
+	err = samtemplate.CheckSchedules(b.tpl, baton.MustCatalog(changed))
+	require.ErrorContains(t, err, `job fx: the template's schedule CoordinatorFunction.Tick is "rate(1 minute)", the job's is "rate(2 minutes)"`)
+
+	// Two jobs, both scheduled: rule events name theirs by constant input;
+	// a bare rule event is refused when the catalog has several jobs.
+	tpl, err := samtemplate.Decode([]byte(`
+Resources:
+  Coord:
+    Type: AWS::Serverless::Function
+    Properties:
+      Events:
+        Fx:
+          Type: ScheduleV2
+          Properties:
+            ScheduleExpression: rate(1 minute)
+            Input: '{"job": "fx", "scheduledTime": "<aws.scheduler.scheduled-time>"}'
+        Equities:
+          Type: Schedule
+          Properties:
+            Schedule: rate(5 minutes)
+            Input: '{"job": "equities"}'
+`))
+	require.NoError(t, err)
+	require.NoError(t, samtemplate.CheckSchedules(tpl, baton.MustCatalog(fx.Job(nil), equities)))
+	tpl, err = samtemplate.Decode([]byte(`
+Resources:
+  Coord:
+    Type: AWS::Serverless::Function
+    Properties:
+      Events:
+        Bare:
+          Type: Schedule
+          Properties:
+            Schedule: rate(5 minutes)
+`))
+	require.NoError(t, err)
+	err = samtemplate.CheckSchedules(tpl, baton.MustCatalog(fx.Job(nil), equities))
+	require.ErrorContains(t, err, `Coord event Bare: rule event: it names no job and the catalog has 2 (equities, fx)`)
+	require.NoError(t, samtemplate.CheckSchedules(tpl, baton.MustCatalog(equities)), "one job: a bare rule event is its")
 }
 
 func TestEnvironment(t *testing.T) {

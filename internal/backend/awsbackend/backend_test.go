@@ -20,7 +20,7 @@ import (
 	"github.com/batonhq/baton/internal/ledger"
 	"github.com/batonhq/baton/internal/message"
 	"github.com/batonhq/baton/internal/queue"
-	"github.com/batonhq/baton/internal/tickfactory"
+	"github.com/batonhq/baton/examples/fx"
 )
 
 func TestMain(m *testing.M) {
@@ -176,7 +176,7 @@ func TestEngineOnAWS(t *testing.T) {
 	b, err := awsbackend.Open(t.Context(), awsbackend.Params{Clients: c, Table: res.Table, QueueURL: res.QueueURL})
 	require.NoError(t, err)
 
-	eng, err := engine.New(b, engine.Options{Catalog: tickfactory.Catalog(b.Bars, nil), Consumers: 2, BatchTimeout: 10 * time.Second})
+	eng, err := engine.New(b, engine.Options{Catalog: fx.Catalog(nil), Consumers: 2, BatchTimeout: 10 * time.Second})
 	require.NoError(t, err)
 	require.NoError(t, b.Work.SendBatch(t.Context(), []queue.Message{{ID: "malformed", Body: []byte("not a baton message")}}))
 
@@ -186,12 +186,12 @@ func TestEngineOnAWS(t *testing.T) {
 	defer func() { cancel(); wg.Wait() }()
 
 	at := time.Now()
-	sum, err := eng.Trigger(t.Context(), tickfactory.Name, at, false)
+	sum, err := eng.Trigger(t.Context(), fx.Name, at, false)
 	require.NoError(t, err)
 	require.Equal(t, 7, sum.Enqueued)
 	waitCtx, stop := context.WithTimeout(t.Context(), 20*time.Second)
 	defer stop()
-	run, items, err := eng.WaitSettled(waitCtx, tickfactory.Name, sum.Nominal, 0)
+	run, items, err := eng.WaitSettled(waitCtx, fx.Name, sum.Nominal, 0)
 	require.NoError(t, err)
 	require.Equal(t, ledger.RunComplete, run.State)
 	require.Len(t, items, 8)

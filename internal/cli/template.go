@@ -1,0 +1,52 @@
+package cli
+
+import (
+	"context"
+	"fmt"
+	"text/tabwriter"
+
+	"github.com/batonhq/baton/internal/samtemplate"
+)
+
+const templateAbout = `Checks a SAM template against the catalog of jobs this binary serves.`
+
+func templateSubcommands() []subcommand {
+	return []subcommand{
+		{"check", "check that every job of the catalog has its schedule in a SAM template", templateCheckCmd},
+	}
+}
+
+const templateCheckSynopsis = `template check [--template FILE]
+
+Reads a SAM template (default template.yaml) and checks its schedules
+against the catalog: every job has exactly one schedule event (ScheduleV2
+or Schedule) on a function, with the job's expression, whose input names
+the job the way the coordinator decodes it; no schedule names a job the
+catalog does not hold. Prints the schedules, or each problem naming its
+job and exits with status 1. Run it in CI, or call
+batoncli.CheckTemplate from a test.`
+
+func templateCheckCmd(_ context.Context, e *env, args []string) error {
+	fs := newFlagSet(e, "template check", templateCheckSynopsis)
+	path := fs.String("template", "template.yaml", "the SAM template")
+	if err := parseFlags(fs, args); err != nil {
+		return err
+	}
+	tpl, err := samtemplate.Load(*path)
+	if err != nil {
+		return usageError{err}
+	}
+	if err := samtemplate.CheckSchedules(tpl, e.catalog); err != nil {
+		fmt.Fprintf(e.stderr, "%s does not match the catalog:\n%v\n", *path, err)
+		return errFailed
+	}
+	schedules, _ := samtemplate.Schedules(tpl, e.catalog.Names())
+	tw := tabwriter.NewWriter(e.stdout, 0, 0, 2, ' ', 0)
+	fmt.Fprintln(tw, "JOB\tSCHEDULE\tEVENT")
+	for _, s := range schedules {
+		fmt.Fprintf(tw, "%s\t%s\t%s.%s (%s)\n", s.Job, s.Expression, s.Function, s.Event, s.Type)
+	}
+	tw.Flush()
+	fmt.Fprintf(e.stdout, "%s: every job of the catalog is scheduled as it is defined\n", *path)
+	return nil
+}
