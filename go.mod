@@ -12,6 +12,7 @@ require (
 	github.com/aws/aws-sdk-go-v2/service/sqs v1.52.10
 	github.com/aws/smithy-go v1.28.8
 	github.com/hashicorp/cronexpr v1.1.3
+	github.com/spf13/cobra v1.10.2
 	github.com/stretchr/testify v1.12.1
 	gopkg.in/yaml.v3 v3.0.1
 	modernc.org/sqlite v1.61.1
@@ -20,7 +21,6 @@ require (
 
 require (
 	github.com/inconshreveable/mousetrap v1.1.0 // indirect
-	github.com/spf13/cobra v1.10.2 // indirect
 	github.com/spf13/pflag v1.0.9 // indirect
 )
 
@@ -47,8 +47,3 @@ require (
 	modernc.org/mathutil v1.7.1 // indirect
 	modernc.org/memory v1.12.1 // indirect
 )
-
-// modernc.org/sqlite's own tests require a pprof pseudo-version the module
-// proxy no longer serves; baton never builds pprof. Pin one it serves so that
-// `go mod tidy` can resolve the full test graph.
-replace github.com/google/pprof => github.com/google/pprof v0.0.0-20250820193118-f64d9cf942d6

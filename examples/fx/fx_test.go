@@ -129,11 +129,11 @@ func TestProcessWritesFencedBar(t *testing.T) {
 
 	out, err := p.Process(ctx, task("USDJPY", 3, 1))
 	require.NoError(t, err)
-	var r fx.Result
+	var r fx.Bar
 	require.NoError(t, json.Unmarshal(out, &r))
 	want, err := fx.Synthesize("USDJPY", fx.BarMinute(tick))
 	require.NoError(t, err)
-	require.Equal(t, fx.Result{Asset: "USDJPY", Minute: want.Minute, Open: want.Open, High: want.High, Low: want.Low, Close: want.Close}, r)
+	require.Equal(t, fx.Bar{Asset: "USDJPY", Minute: want.Minute, Open: want.Open, High: want.High, Low: want.Low, Close: want.Close}, r)
 
 	bar, err := store.Get(ctx, "USDJPY", fx.BarMinute(tick))
 	require.NoError(t, err)
@@ -182,7 +182,7 @@ func TestProcessDerivesDXY(t *testing.T) {
 		out, err := p.Process(ctx, task(a, 1, 1))
 		require.NoError(t, err)
 		inputs[a] = out
-		var r fx.Result
+		var r fx.Bar
 		require.NoError(t, json.Unmarshal(out, &r))
 		closes[a], opens[a] = r.Close, r.Open
 	}
@@ -190,7 +190,7 @@ func TestProcessDerivesDXY(t *testing.T) {
 	dt.Inputs = inputs
 	out, err := p.Process(ctx, dt)
 	require.NoError(t, err)
-	var r fx.Result
+	var r fx.Bar
 	require.NoError(t, json.Unmarshal(out, &r))
 	wantClose, err := fx.DollarIndex(closes)
 	require.NoError(t, err)

@@ -77,7 +77,7 @@ func TestAWSPathOnEmulators(t *testing.T) {
 	require.Equal(t, ExitOK, code, "stdout:\n%s\nstderr:\n%s", out, errOut)
 	require.JSONEq(t, `{"batchItemFailures":[]}`, out)
 
-	code, out, errOut = runMain(t, "run", "--once", "--backend", "aws", "--latency", "1ms", "--consumers", "2", "--timeout", "30s")
+	code, out, errOut = runMain(t, "run", "--once", "--backend", "aws", "--consumers", "2", "--timeout", "30s")
 	require.Equal(t, ExitOK, code, "stdout:\n%s\nstderr:\n%s", out, errOut)
 	require.Contains(t, out, "table "+unique+" (aws)")
 	for _, name := range append(append([]string{}, fx.Assets...), fx.DXY) {

@@ -27,7 +27,7 @@ func TestRedriveDeadLetterOfSucceededItem(t *testing.T) {
 func testRedrive(t *testing.T, f *opsFixture) {
 	ctx := t.Context()
 	// Tick 0 completes.
-	code, out, errOut := f.main("replay", "tick", "--at", rfc(f.tick(0)), "--latency", "0s")
+	code, out, errOut := f.main("replay", "tick", "--at", rfc(f.tick(0)))
 	require.Equal(t, ExitOK, code, "%s\n%s", out, errOut)
 	done := ledger.ItemKey{Run: f.run(0, 1), Asset: "EURUSD"}
 	before, err := f.b.Ledger.GetItem(ctx, done)
@@ -188,7 +188,7 @@ func testCancel(t *testing.T, f *opsFixture) {
 	}
 
 	// A terminal item: refused, unchanged.
-	code, out, errOut = f.main("replay", "tick", "--at", rfc(f.tick(1)), "--latency", "0s")
+	code, out, errOut = f.main("replay", "tick", "--at", rfc(f.tick(1)))
 	require.Equal(t, ExitOK, code, "%s\n%s", out, errOut)
 	code, _, errOut = f.main("cancel", "--run", f.run(1, 1).String(), "--asset", "EURUSD")
 	require.Equal(t, ExitFailure, code)

@@ -12,7 +12,6 @@ import (
 	"github.com/batonhq/baton/internal/awssqs"
 	"github.com/batonhq/baton/internal/backend/awsbackend"
 	"github.com/batonhq/baton/internal/emulator"
-	"github.com/batonhq/baton/internal/lambdaapp"
 )
 
 // newAWSFixture makes a table and a work queue with its dead-letter queue
@@ -21,7 +20,7 @@ import (
 func newAWSFixture(t *testing.T) *opsFixture {
 	t.Helper()
 	ddb, sqsEP := emulator.DynamoDB(t), emulator.SQS(t)
-	clients := lambdaapp.AWSClients{DynamoDB: emulator.DynamoDBClient(t), SQS: emulator.SQSClient(t)}
+	clients := awsbackend.Clients{DynamoDB: emulator.DynamoDBClient(t), SQS: emulator.SQSClient(t)}
 	ctx := context.Background()
 	name := fmt.Sprintf("ops-%d", time.Now().UnixNano()%1e12)
 	require.NoError(t, awsdynamodb.CreateTable(ctx, clients.DynamoDB, name))

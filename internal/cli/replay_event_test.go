@@ -46,7 +46,7 @@ func TestReplayEveryEventFixture(t *testing.T) {
 			t.Parallel()
 			f := newSQLiteFixture(t)
 			file := fixtureAt(t, name, rfc(f.tick(3)))
-			code, out, errOut := f.main("replay", "event", file, "--latency", "0s", "--log", "error")
+			code, out, errOut := f.main("replay", "event", file, "--log", "error")
 			lines := strings.SplitN(out, "\n", 2)
 			var resp map[string]any
 			require.NoError(t, json.Unmarshal([]byte(lines[0]), &resp), "%s\n%s", out, errOut)
@@ -77,15 +77,15 @@ func TestReplayEventRoutesAndIsIdempotent(t *testing.T) {
 	ctx := t.Context()
 	rule := fixtureAt(t, "coordinator-scheduled.json", rfc(f.tick(1).Add(7*time.Second)))
 
-	code, out, errOut := f.main("replay", "event", rule, "--latency", "0s")
+	code, out, errOut := f.main("replay", "event", rule)
 	require.Equal(t, ExitOK, code, "%s\n%s", out, errOut)
 	require.Contains(t, out, `"run":"`+f.run(1, 1).String()+`"`)
-	code, out, errOut = f.main("replay", "event", rule, "--latency", "0s")
+	code, out, errOut = f.main("replay", "event", rule)
 	require.Equal(t, ExitOK, code, "%s\n%s", out, errOut)
 	require.Contains(t, out, `"outcome":"already_fanned_out"`)
 
 	force := fixtureAt(t, "coordinator-replay-force.json", rfc(f.tick(1)))
-	code, out, errOut = f.main("replay", "event", "--latency", "0s", force) // FILE after the flags
+	code, out, errOut = f.main("replay", "event", force) // FILE after the flags
 	require.Equal(t, ExitOK, code, "%s\n%s", out, errOut)
 	require.Contains(t, out, `"run":"`+f.run(1, 2).String()+`"`)
 

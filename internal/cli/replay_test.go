@@ -15,7 +15,7 @@ import (
 )
 
 // fast are the flags that make replays quick in tests.
-var fast = []string{"--latency", "0s", "--rate", "1000"}
+var fast = []string{"--rate", "1000"}
 
 func TestReplayRangeRunsOnlyTicksNotDone(t *testing.T) {
 	t.Parallel()
@@ -26,7 +26,7 @@ func testBackfillRunsOnlyTicksNotDone(t *testing.T, f *opsFixture) {
 	ctx := t.Context()
 
 	// Tick 1 is done already.
-	code, out, errOut := f.main("replay", "tick", "--at", rfc(f.tick(1)), "--latency", "0s")
+	code, out, errOut := f.main("replay", "tick", "--at", rfc(f.tick(1)))
 	require.Equal(t, ExitOK, code, "%s\n%s", out, errOut)
 	before := f.items(f.run(1, 1))
 	require.Len(t, before, 8)
@@ -61,7 +61,7 @@ func TestReplayRangeDryRunChangesNothing(t *testing.T) {
 	t.Parallel()
 	f := newSQLiteFixture(t)
 	ctx := t.Context()
-	code, _, errOut := f.main("replay", "tick", "--at", rfc(f.tick(2)), "--latency", "0s")
+	code, _, errOut := f.main("replay", "tick", "--at", rfc(f.tick(2)))
 	require.Equal(t, ExitOK, code, errOut)
 	// An interrupted fan-out at tick 3.
 	_, _, err := f.b.Ledger.OpenRun(ctx, ledger.OpenRunParams{Job: fx.Name, Nominal: f.tick(3), Fence: 1, Now: time.Now()})
@@ -144,20 +144,20 @@ func TestReplayTick(t *testing.T) {
 	ctx := t.Context()
 	at := f.tick(5).Add(25 * time.Second) // any time in the minute: the tick at or before it
 
-	code, out, errOut := f.main("replay", "tick", "--at", rfc(at), "--latency", "0s")
+	code, out, errOut := f.main("replay", "tick", "--at", rfc(at))
 	require.Equal(t, ExitOK, code, "%s\n%s", out, errOut)
 	require.Contains(t, out, "tick "+rfc(f.tick(5)))
 	require.Contains(t, out, "run "+f.run(5, 1).String()+": complete — 8 succeeded")
 	first := f.items(f.run(5, 1))
 
 	// Again: a no-op that says so.
-	code, out, errOut = f.main("replay", "tick", "--at", rfc(at), "--latency", "0s")
+	code, out, errOut = f.main("replay", "tick", "--at", rfc(at))
 	require.Equal(t, ExitOK, code, "%s\n%s", out, errOut)
 	require.Contains(t, out, "nothing to do: the tick already ran (--force runs it again as generation 2)")
 	require.Equal(t, first, f.items(f.run(5, 1)))
 
 	// --force: the next generation, every item run again.
-	code, out, errOut = f.main("replay", "tick", "--at", rfc(at), "--force", "--latency", "0s")
+	code, out, errOut = f.main("replay", "tick", "--at", rfc(at), "--force")
 	require.Equal(t, ExitOK, code, "%s\n%s", out, errOut)
 	require.Contains(t, out, "run "+f.run(5, 2).String()+" opened")
 	run, err := f.b.Ledger.GetRun(ctx, fx.Name, f.tick(5))
@@ -183,14 +183,14 @@ func TestReplayTickRefusedWhileLeaseHeld(t *testing.T) {
 	t.Parallel()
 	f := newSQLiteFixture(t)
 	arrangeStatus(t, f) // holds the lease as coordinator-x for 10 minutes
-	code, out, errOut := f.main("replay", "tick", "--at", rfc(f.tick(7)), "--latency", "0s", "--lease-wait", "0s")
+	code, out, errOut := f.main("replay", "tick", "--at", rfc(f.tick(7)), "--lease-wait", "0s")
 	require.Equal(t, ExitFailure, code, out)
 	require.Contains(t, errOut, `the job's lease is held by "coordinator-x"`)
 	_, err := f.b.Ledger.GetRun(t.Context(), fx.Name, f.tick(7))
 	require.ErrorIs(t, err, ledger.ErrNotFound)
 
 	// A backfill reports the ticks it could not run and asks to resume.
-	code, out, errOut = f.main("replay", "range", "--from", rfc(f.tick(6)), "--to", rfc(f.tick(7)), "--latency", "0s", "--rate", "1000", "--lease-wait", "0s")
+	code, out, errOut = f.main("replay", "range", "--from", rfc(f.tick(6)), "--to", rfc(f.tick(7)), "--rate", "1000", "--lease-wait", "0s")
 	require.Equal(t, ExitFailure, code, "%s\n%s", out, errOut)
 	require.Contains(t, out, "not run: "+rfc(f.tick(6)))
 	require.Contains(t, out, "not run: "+rfc(f.tick(7)))
@@ -204,19 +204,19 @@ func TestReplayItem(t *testing.T) {
 
 func testReplayItem(t *testing.T, f *opsFixture) {
 	ctx := t.Context()
-	code, out, errOut := f.main("replay", "tick", "--at", rfc(f.tick(0)), "--latency", "0s")
+	code, out, errOut := f.main("replay", "tick", "--at", rfc(f.tick(0)))
 	require.Equal(t, ExitOK, code, "%s\n%s", out, errOut)
 	id := f.run(0, 1)
 	gen1 := f.items(id)
 
 	// Terminal, no --force: nothing.
-	code, out, errOut = f.main("replay", "item", "--run", id.String(), "--asset", "EURUSD", "--latency", "0s")
+	code, out, errOut = f.main("replay", "item", "--run", id.String(), "--asset", "EURUSD")
 	require.Equal(t, ExitOK, code, errOut)
 	require.Contains(t, out, id.String()+"/EURUSD is already SUCCEEDED (attempt 1); nothing to do")
 	require.Equal(t, gen1, f.items(id))
 
 	// --force: generation 2; EURUSD and DXY run again, the rest carried over.
-	code, out, errOut = f.main("replay", "item", "--run", id.String(), "--asset", "EURUSD", "--force", "--latency", "0s")
+	code, out, errOut = f.main("replay", "item", "--run", id.String(), "--asset", "EURUSD", "--force")
 	require.Equal(t, ExitOK, code, "%s\n%s", out, errOut)
 	require.Contains(t, out, "opened "+f.run(0, 2).String())
 	require.Contains(t, out, "carried over 6 item(s) unchanged, re-running [EURUSD DXY]")
@@ -269,7 +269,7 @@ func TestReplayItemStuckAndHeld(t *testing.T) {
 	require.NoError(t, err)
 
 	// Stuck: enqueued and taken over with the next attempt.
-	code, out, errOut = f.main("replay", "item", "--run", id.String(), "--asset", "USDJPY", "--latency", "0s")
+	code, out, errOut = f.main("replay", "item", "--run", id.String(), "--asset", "USDJPY")
 	require.Equal(t, ExitOK, code, "%s\n%s", out, errOut)
 	require.Contains(t, out, "was RUNNING (dead-worker, attempt 1); enqueued it again")
 	it, err := f.b.Ledger.GetItem(ctx, stuck)
@@ -278,7 +278,7 @@ func TestReplayItemStuckAndHeld(t *testing.T) {
 	require.Equal(t, 2, it.Attempt)
 
 	// Live claim: refused.
-	code, _, errOut = f.main("replay", "item", "--run", id.String(), "--asset", "USDCAD", "--latency", "0s")
+	code, _, errOut = f.main("replay", "item", "--run", id.String(), "--asset", "USDCAD")
 	require.Equal(t, ExitFailure, code)
 	require.Contains(t, errOut, "refused: "+live.String()+" is RUNNING, claimed by busy-worker")
 	it, err = f.b.Ledger.GetItem(ctx, live)
@@ -286,7 +286,7 @@ func TestReplayItemStuckAndHeld(t *testing.T) {
 	require.Equal(t, "busy-worker", it.Owner)
 
 	// A pending item: enqueued, runs.
-	code, out, errOut = f.main("replay", "item", "--run", id.String(), "--asset", "XAUUSD", "--latency", "0s")
+	code, out, errOut = f.main("replay", "item", "--run", id.String(), "--asset", "XAUUSD")
 	require.Equal(t, ExitOK, code, "%s\n%s", out, errOut)
 	require.Contains(t, out, "was PENDING; enqueued it again")
 	require.Contains(t, out, id.String()+"/XAUUSD: SUCCEEDED, attempt 1")
@@ -333,9 +333,9 @@ func TestReplayRangeInterruptedThenResumed(t *testing.T) {
 			}
 		}
 	}()
-	args := append([]string{"replay", "range", "--from", rfc(f.tick(0)), "--to", rfc(f.tick(4)), "--latency", "0s", "--rate", "4", "--consumers", "2"}, f.flags...)
+	args := append([]string{"replay", "range", "--from", rfc(f.tick(0)), "--to", rfc(f.tick(4)), "--rate", "4", "--consumers", "2"}, f.flags...)
 	var out, errOut bytes.Buffer
-	code := Main(ctx, args, &out, &errOut)
+	code := Main(ctx, fx.Catalog(nil), args, &out, &errOut)
 	require.Equal(t, ExitFailure, code, "%s\n%s", out.String(), errOut.String())
 	require.Contains(t, out.String(), "run the same command again to resume")
 	require.Contains(t, errOut.String(), "stopped:")

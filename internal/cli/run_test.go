@@ -15,14 +15,14 @@ import (
 func runMain(t *testing.T, args ...string) (code int, stdout, stderr string) {
 	t.Helper()
 	var out, errOut bytes.Buffer
-	code = Main(t.Context(), args, &out, &errOut)
+	code = Main(t.Context(), fx.Catalog(nil), args, &out, &errOut)
 	return code, out.String(), errOut.String()
 }
 
 func TestRunOnceEndToEnd(t *testing.T) {
 	t.Parallel()
 	store := filepath.Join(t.TempDir(), "baton.db")
-	code, out, errOut := runMain(t, "run", "--once", "--store", store, "--latency", "5ms", "--consumers", "3")
+	code, out, errOut := runMain(t, "run", "--once", "--store", store, "--consumers", "3")
 	require.Equal(t, ExitOK, code, "stdout:\n%s\nstderr:\n%s", out, errOut)
 
 	def := fx.Job(nil)
@@ -35,7 +35,7 @@ func TestRunOnceEndToEnd(t *testing.T) {
 	require.Regexp(t, `run fx@\S+#1: complete — 8 succeeded, 0 dead, 0 cancelled`, out)
 
 	// The same tick again is reported, not re-run.
-	code, out, _ = runMain(t, "run", "--once", "--store", store, "--latency", "1ms")
+	code, out, _ = runMain(t, "run", "--once", "--store", store)
 	require.Equal(t, ExitOK, code)
 	if strings.Contains(out, "#1 opened") {
 		// The minute turned between the two runs: a new tick is legitimately opened.
@@ -43,7 +43,7 @@ func TestRunOnceEndToEnd(t *testing.T) {
 	} else {
 		require.Contains(t, out, "already fanned out")
 		// --force opens the next generation and re-runs every item.
-		code, out, _ = runMain(t, "run", "--once", "--force", "--store", store, "--latency", "1ms")
+		code, out, _ = runMain(t, "run", "--once", "--force", "--store", store)
 		require.Equal(t, ExitOK, code)
 		require.Regexp(t, `run fx@\S+#2 (opened|already)`, out)
 	}
@@ -57,7 +57,6 @@ func TestRunRejectsBadFlags(t *testing.T) {
 		want string
 	}{
 		{[]string{"run", "--once", "--consumers", "0", "--store", store}, "--consumers must be at least 1"},
-		{[]string{"run", "--once", "--latency", "-1s", "--store", store}, "--latency must not be negative"},
 		{[]string{"run", "--once", "--job", "nope", "--store", store}, `unknown job "nope"`},
 		{[]string{"run", "--once", "--backend", "mars", "--store", store}, `unknown backend "mars"`},
 		{[]string{"run", "--bogus"}, "flag provided but not defined: -bogus"},

@@ -50,7 +50,7 @@ func TestHandleRunsTheTick(t *testing.T) {
 	dxy := b.item(t, fx.DXY)
 	require.Equal(t, ledger.ItemSucceeded, dxy.State)
 	require.Equal(t, 1, b.proc.count(b.key(fx.DXY)))
-	var r fx.Result
+	var r fx.Bar
 	require.NoError(t, json.Unmarshal(dxy.Result, &r))
 	require.InDelta(t, 104, r.Close, 6, "a plausible dollar index")
 	bar, err := b.bars.Get(context.Background(), fx.DXY, fx.BarMinute(tick))

@@ -22,8 +22,9 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/batonhq/baton"
-	"github.com/batonhq/baton/internal/backend/awsbackend"
+	"github.com/batonhq/baton/examples/fx"
 	"github.com/batonhq/baton/internal/awssqs"
+	"github.com/batonhq/baton/internal/backend/awsbackend"
 	"github.com/batonhq/baton/internal/coordinator"
 	"github.com/batonhq/baton/internal/emulator"
 	"github.com/batonhq/baton/internal/lambdaapp"
@@ -31,7 +32,6 @@ import (
 	"github.com/batonhq/baton/internal/message"
 	"github.com/batonhq/baton/internal/poller"
 	"github.com/batonhq/baton/internal/queue"
-	"github.com/batonhq/baton/examples/fx"
 )
 
 func TestMain(m *testing.M) {
@@ -79,7 +79,7 @@ func (l *lockedBuffer) String() string {
 // dead-letter queue, and both functions configured from the environment
 // that `baton setup` prints, wired as at cold start (lambdaapp.ParamsOnAWS).
 type deployment struct {
-	clients     lambdaapp.AWSClients
+	clients     awsbackend.Clients
 	res         awsbackend.Resources
 	work, dlq   *awssqs.Queue
 	workARN     string
@@ -116,7 +116,7 @@ func deploy(t *testing.T, o deployOpts) *deployment {
 	require.NoError(t, err)
 	d.workARN = out.Attributes[string(types.QueueAttributeNameQueueArn)]
 
-	vars := map[string]string{lambdaapp.EnvJob: fx.Name}
+	vars := map[string]string{}
 	for _, kv := range res.Env() {
 		vars[kv[0]] = kv[1]
 	}
@@ -131,13 +131,13 @@ func deploy(t *testing.T, o deployOpts) *deployment {
 
 	ccfg, err := lambdaapp.LoadConfig(lambdaapp.Coordinator, getenv)
 	require.NoError(t, err)
-	coord, err := lambdaapp.NewCoordinatorHandler(lambdaapp.ParamsOnAWS(ccfg, c, env))
+	coord, err := lambdaapp.NewCoordinatorHandler(lambdaapp.ParamsOnAWS(ccfg, c, env, fx.Catalog(nil)))
 	require.NoError(t, err)
 	d.coordinator = lambda.NewHandler(coord.Handle)
 
 	kcfg, err := lambdaapp.LoadConfig(lambdaapp.Consumer, getenv)
 	require.NoError(t, err)
-	p := lambdaapp.ParamsOnAWS(kcfg, c, env)
+	p := lambdaapp.ParamsOnAWS(kcfg, c, env, fx.Catalog(nil))
 	// Count the processor's calls per asset.
 	j, _ := p.Jobs.Lookup(fx.Name)
 	inner := j.Processor
@@ -342,7 +342,7 @@ func TestAWSEndToEnd(t *testing.T) {
 		require.Equal(t, ledger.ItemSucceeded, it.State, it.Key.Asset)
 		require.Equal(t, 1, it.Attempt, it.Key.Asset)
 		require.EqualValues(t, 1, it.Fence, it.Key.Asset)
-		var r fx.Result
+		var r fx.Bar
 		require.NoError(t, json.Unmarshal(it.Result, &r), it.Key.Asset)
 		closes[it.Key.Asset] = r.Close
 	}

@@ -20,7 +20,6 @@ func TestLoadConfig(t *testing.T) {
 		"BATON_TABLE":        "baton-Table-1",
 		"BATON_QUEUE_URL":    "https://sqs.eu-west-1.amazonaws.com/123456789012/baton-WorkQueue",
 		"BATON_DLQ_URL":      "https://sqs.eu-west-1.amazonaws.com/123456789012/baton-DeadLetterQueue",
-		"BATON_JOB":          "fx",
 		"BATON_MAX_RECEIVES": "5",
 		"BATON_TRIGGER_SKEW": "30s",
 		"BATON_LOG_LEVEL":    "debug",
@@ -47,7 +46,7 @@ func TestLoadConfig(t *testing.T) {
 		require.NoError(t, err)
 		require.Equal(t, lambdaapp.Config{
 			Function: lambdaapp.Coordinator, Table: "baton-Table-1", QueueURL: full["BATON_QUEUE_URL"],
-			Job: "fx", TriggerSkew: 30 * time.Second, LogLevel: slog.LevelDebug,
+			TriggerSkew: 30 * time.Second, LogLevel: slog.LevelDebug,
 		}, cfg)
 	})
 	t.Run("consumer", func(t *testing.T) {
@@ -56,7 +55,7 @@ func TestLoadConfig(t *testing.T) {
 		require.NoError(t, err)
 		require.Equal(t, lambdaapp.Config{
 			Function: lambdaapp.Consumer, Table: "baton-Table-1", QueueURL: full["BATON_QUEUE_URL"],
-			DLQURL: full["BATON_DLQ_URL"], Job: "fx", MaxReceives: 5,
+			DLQURL: full["BATON_DLQ_URL"], MaxReceives: 5,
 			TriggerSkew: lambdaapp.DefaultTriggerSkew, LogLevel: slog.LevelInfo,
 		}, cfg)
 	})
@@ -70,7 +69,7 @@ func TestLoadConfig(t *testing.T) {
 		{"no table", lambdaapp.Coordinator, without("BATON_TABLE"), []string{"BATON_TABLE is not set"}},
 		{"blank table", lambdaapp.Coordinator, with("BATON_TABLE", "  "), []string{"BATON_TABLE is not set"}},
 		{"nothing set", lambdaapp.Consumer, map[string]string{}, []string{
-			"BATON_TABLE is not set", "BATON_QUEUE_URL is not set", "BATON_JOB is not set",
+			"BATON_TABLE is not set", "BATON_QUEUE_URL is not set",
 			"BATON_DLQ_URL is not set", "BATON_MAX_RECEIVES is not set"}},
 		{"consumer without DLQ", lambdaapp.Consumer, without("BATON_DLQ_URL"), []string{"BATON_DLQ_URL is not set"}},
 		{"queue URL not a URL", lambdaapp.Coordinator, with("BATON_QUEUE_URL", "baton-WorkQueue"), []string{`BATON_QUEUE_URL="baton-WorkQueue": not an http(s) queue URL`}},
@@ -108,13 +107,13 @@ func TestVariables(t *testing.T) {
 		}
 		return out
 	}
-	require.ElementsMatch(t, []string{"BATON_TABLE", "BATON_QUEUE_URL", "BATON_JOB", "BATON_LOG_LEVEL", "BATON_TRIGGER_SKEW"}, names(lambdaapp.Coordinator))
-	require.ElementsMatch(t, []string{"BATON_TABLE", "BATON_QUEUE_URL", "BATON_JOB", "BATON_LOG_LEVEL", "BATON_DLQ_URL", "BATON_MAX_RECEIVES"}, names(lambdaapp.Consumer))
+	require.ElementsMatch(t, []string{"BATON_TABLE", "BATON_QUEUE_URL", "BATON_LOG_LEVEL", "BATON_TRIGGER_SKEW"}, names(lambdaapp.Coordinator))
+	require.ElementsMatch(t, []string{"BATON_TABLE", "BATON_QUEUE_URL", "BATON_LOG_LEVEL", "BATON_DLQ_URL", "BATON_MAX_RECEIVES"}, names(lambdaapp.Consumer))
 	// Every variable LoadConfig reads is listed: a config read from only
 	// the listed variables equals one read from everything.
 	for _, f := range []lambdaapp.Function{lambdaapp.Coordinator, lambdaapp.Consumer} {
 		all := map[string]string{
-			"BATON_TABLE": "t", "BATON_QUEUE_URL": "http://q/1", "BATON_DLQ_URL": "http://q/2", "BATON_JOB": "fx",
+			"BATON_TABLE": "t", "BATON_QUEUE_URL": "http://q/1", "BATON_DLQ_URL": "http://q/2",
 			"BATON_MAX_RECEIVES": "4", "BATON_TRIGGER_SKEW": "5s", "BATON_LOG_LEVEL": "warn",
 		}
 		listed := map[string]string{}

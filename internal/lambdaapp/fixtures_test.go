@@ -84,7 +84,6 @@ func setup(t *testing.T, o setupOpts) *testBundle {
 	tb := &testBundle{backend: b, metrics: &bytes.Buffer{}, logs: &bytes.Buffer{}}
 	now := func() time.Time { return fixedAt }
 	p := lambdaapp.HandlerParams{
-		Job:          fx.Name,
 		Jobs:         fx.Catalog(nil),
 		Leases:       b.Leases,
 		Ledger:       b.Ledger,

@@ -15,12 +15,13 @@ import (
 	sqstypes "github.com/aws/aws-sdk-go-v2/service/sqs/types"
 	"github.com/stretchr/testify/require"
 
+	"github.com/batonhq/baton/examples/fx"
 	"github.com/batonhq/baton/internal/awscall"
 	"github.com/batonhq/baton/internal/awsdynamodb"
 	"github.com/batonhq/baton/internal/awssqs"
+	"github.com/batonhq/baton/internal/backend/awsbackend"
 	"github.com/batonhq/baton/internal/emulator"
 	"github.com/batonhq/baton/internal/lambdaapp"
-	"github.com/batonhq/baton/examples/fx"
 )
 
 // iamAction is the IAM action that authorises an SDK operation: batch
@@ -50,13 +51,13 @@ func TestCallsAreGranted(t *testing.T) {
 	plainSQS := emulator.SQSClient(t)
 	workURL, dlqURL, err := awssqs.EnsureQueues(ctx, plainSQS, name, 5, 180*time.Second)
 	require.NoError(t, err)
-	cfg := lambdaapp.Config{Table: name, QueueURL: workURL, DLQURL: dlqURL, Job: fx.Name, MaxReceives: 5, TriggerSkew: time.Minute}
+	cfg := lambdaapp.Config{Table: name, QueueURL: workURL, DLQURL: dlqURL, MaxReceives: 5, TriggerSkew: time.Minute}
 	env := lambdaapp.Env{Stdout: io.Discard, Stderr: io.Discard}
 
 	// Each function gets its own counting clients.
-	clients := func() (lambdaapp.AWSClients, *awscall.Counter, *awscall.Counter) {
+	clients := func() (awsbackend.Clients, *awscall.Counter, *awscall.Counter) {
 		var dc, sc awscall.Counter
-		return lambdaapp.AWSClients{
+		return awsbackend.Clients{
 			DynamoDB: dynamodb.NewFromConfig(ddbEP.Config(), func(o *dynamodb.Options) { o.APIOptions = append(o.APIOptions, dc.Middleware()) }),
 			SQS:      sqs.NewFromConfig(sqsEP.Config(), func(o *sqs.Options) { o.APIOptions = append(o.APIOptions, sc.Middleware()) }),
 		}, &dc, &sc
@@ -83,7 +84,7 @@ func TestCallsAreGranted(t *testing.T) {
 
 	// Coordinator: open, already fanned out (settles), forced replay.
 	cc, cdc, csc := clients()
-	coord, err := lambdaapp.NewCoordinatorHandler(lambdaapp.ParamsOnAWS(cfg, cc, env))
+	coord, err := lambdaapp.NewCoordinatorHandler(lambdaapp.ParamsOnAWS(cfg, cc, env, fx.Catalog(nil)))
 	require.NoError(t, err)
 	nominal := time.Now().UTC().Truncate(time.Minute)
 	for _, force := range []bool{false, false, true} {
@@ -106,7 +107,7 @@ func TestCallsAreGranted(t *testing.T) {
 	ev.Records = append(ev.Records, ev.Records[0], events.SQSMessage{MessageId: "malformed", Body: "not a baton message"})
 	ev.Records[len(ev.Records)-2].MessageId = "duplicate"
 	kc, kdc, ksc := clients()
-	cons, err := lambdaapp.NewConsumerHandler(lambdaapp.ParamsOnAWS(cfg, kc, env))
+	cons, err := lambdaapp.NewConsumerHandler(lambdaapp.ParamsOnAWS(cfg, kc, env, fx.Catalog(nil)))
 	require.NoError(t, err)
 	_, err = cons.Handle(ctx, ev)
 	require.NoError(t, err)

@@ -14,13 +14,13 @@ import (
 	"github.com/aws/aws-sdk-go-v2/service/sqs"
 	"github.com/stretchr/testify/require"
 
+	"github.com/batonhq/baton/examples/fx"
 	"github.com/batonhq/baton/internal/backend/awsbackend"
 	"github.com/batonhq/baton/internal/emulator"
 	"github.com/batonhq/baton/internal/engine"
 	"github.com/batonhq/baton/internal/ledger"
 	"github.com/batonhq/baton/internal/message"
 	"github.com/batonhq/baton/internal/queue"
-	"github.com/batonhq/baton/examples/fx"
 )
 
 func TestMain(m *testing.M) {
@@ -37,14 +37,14 @@ func uniqueName(prefix string) string {
 
 // clients returns SDK clients for the emulators, configured as a caller of
 // NewClients would: a region, credentials, one endpoint per service.
-func clients(t *testing.T) Clients {
+func clients(t *testing.T) awsbackend.Clients {
 	t.Helper()
 	ddb, q := emulator.DynamoDB(t), emulator.SQS(t)
 	cfg := aws.Config{Region: ddb.Region, Credentials: ddb.Credentials}
 	return awsbackend.NewClients(cfg, awsbackend.Endpoints{DynamoDB: ddb.URL, SQS: q.URL})
 }
 
-func setUp(t *testing.T, c Clients, maxReceives int) awsbackend.Resources {
+func setUp(t *testing.T, c awsbackend.Clients, maxReceives int) awsbackend.Resources {
 	t.Helper()
 	res, err := awsbackend.Setup(t.Context(), c, awsbackend.SetupParams{
 		Table: uniqueName("t"), Queue: uniqueName("q"), MaxReceives: maxReceives, Visibility: 10 * time.Second,
