@@ -11,22 +11,35 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/batonhq/baton"
-	"github.com/batonhq/baton/internal/bars"
-	"github.com/batonhq/baton/internal/ledger"
+	"github.com/batonhq/baton/batontest"
 	"github.com/batonhq/baton/examples/fx"
 )
 
 var tick = time.Date(2026, 11, 21, 12, 1, 0, 0, time.UTC)
 
+// tasks make the tasks of the tick, bound to one in-memory effect store.
+type tasks struct{ effects *batontest.Effects }
+
+func newTasks() tasks { return tasks{batontest.NewEffects()} }
+
 // task is the task of asset in the given generation of the tick, claimed
 // with attempt, on a message carrying fence 7.
-func task(asset string, generation, attempt int) baton.Task {
-	return taskWithFence(asset, generation, attempt, 7)
+func (ts tasks) task(asset string, generation, attempt int) baton.Task {
+	return ts.taskWithFence(asset, generation, attempt, 7)
 }
 
-func taskWithFence(asset string, generation, attempt int, fence int64) baton.Task {
-	run := ledger.RunID{Job: fx.Name, Nominal: tick, Generation: generation}
-	return baton.Task{Key: ledger.ItemKey{Run: run, Asset: asset}, Asset: asset, Nominal: tick, Attempt: attempt, Fence: fence}
+func (ts tasks) taskWithFence(asset string, generation, attempt int, fence int64) baton.Task {
+	return ts.effects.NewTask(batontest.TaskParams{
+		Job: fx.Name, Asset: asset, Nominal: tick, Generation: generation, Attempt: attempt, Fence: fence,
+	})
+}
+
+// bar reads asset's stored bar of the tick.
+func (ts tasks) bar(t *testing.T, asset string) (fx.Bar, baton.Effect) {
+	t.Helper()
+	b, eff, err := fx.ReadBar(context.Background(), ts.task(asset, 1, 1).Effects, asset, fx.BarMinute(tick))
+	require.NoError(t, err)
+	return b, eff
 }
 
 func TestDefinition(t *testing.T) {
@@ -122,56 +135,55 @@ func TestDollarIndex(t *testing.T) {
 
 func TestProcessWritesFencedBar(t *testing.T) {
 	t.Parallel()
-	store := newBars(t)
+	ts := newTasks()
 	now := time.Date(2026, 11, 21, 12, 1, 2, 0, time.UTC)
-	p := fx.NewProcessor(nil})
+	ts.effects.SetNow(func() time.Time { return now })
+	p := fx.NewProcessor(nil)
 	ctx := context.Background()
 
-	out, err := p.Process(ctx, task("USDJPY", 3, 1))
+	out, err := p.Process(ctx, ts.task("USDJPY", 3, 1))
 	require.NoError(t, err)
 	var r fx.Bar
 	require.NoError(t, json.Unmarshal(out, &r))
 	want, err := fx.Synthesize("USDJPY", fx.BarMinute(tick))
 	require.NoError(t, err)
-	require.Equal(t, fx.Bar{Asset: "USDJPY", Minute: want.Minute, Open: want.Open, High: want.High, Low: want.Low, Close: want.Close}, r)
+	require.Equal(t, want, r)
 
-	bar, err := store.Get(ctx, "USDJPY", fx.BarMinute(tick))
-	require.NoError(t, err)
-	require.EqualValues(t, 3, bar.Fence, "fenced by the generation")
-	require.Equal(t, 1, bar.Attempt)
+	bar, eff := ts.bar(t, "USDJPY")
+	require.Equal(t, 3, eff.Generation, "fenced by the generation")
+	require.Equal(t, 1, eff.Attempt)
 	require.Equal(t, want.Close, bar.Close)
-	require.True(t, bar.WrittenAt.Equal(now))
+	require.True(t, eff.WrittenAt.Equal(now))
 
 	// A later attempt overwrites; an earlier one is stale and permanent.
-	_, err = p.Process(ctx, task("USDJPY", 3, 2))
+	_, err = p.Process(ctx, ts.task("USDJPY", 3, 2))
 	require.NoError(t, err)
-	_, err = p.Process(ctx, task("USDJPY", 3, 1))
-	require.ErrorIs(t, err, bars.ErrStale)
+	_, err = p.Process(ctx, ts.task("USDJPY", 3, 1))
+	require.ErrorIs(t, err, baton.ErrStale)
 	require.True(t, baton.IsPermanent(err))
 	// A newer generation (a forced replay) outranks any attempt of an older one.
-	_, err = p.Process(ctx, task("USDJPY", 4, 1))
+	_, err = p.Process(ctx, ts.task("USDJPY", 4, 1))
 	require.NoError(t, err)
-	_, err = p.Process(ctx, task("USDJPY", 3, 9))
-	require.ErrorIs(t, err, bars.ErrStale)
-	bar, err = store.Get(ctx, "USDJPY", fx.BarMinute(tick))
-	require.NoError(t, err)
-	require.EqualValues(t, 4, bar.Fence)
-	require.Equal(t, 1, bar.Attempt)
+	_, err = p.Process(ctx, ts.task("USDJPY", 3, 9))
+	require.ErrorIs(t, err, baton.ErrStale)
+	_, eff = ts.bar(t, "USDJPY")
+	require.Equal(t, 4, eff.Generation)
+	require.Equal(t, 1, eff.Attempt)
 
 	// The message's fence plays no part: after a resumed fan-out, a retry
 	// may arrive on a copy with a lower fence than the first attempt's.
-	_, err = p.Process(ctx, taskWithFence("EURUSD", 1, 1, 6))
+	_, err = p.Process(ctx, ts.taskWithFence("EURUSD", 1, 1, 6))
 	require.NoError(t, err)
-	_, err = p.Process(ctx, taskWithFence("EURUSD", 1, 2, 5))
+	_, err = p.Process(ctx, ts.taskWithFence("EURUSD", 1, 2, 5))
 	require.NoError(t, err, "attempt 2 on a lower-fence copy is not stale")
 
-	_, err = p.Process(ctx, task("BTCUSD", 1, 1))
+	_, err = p.Process(ctx, ts.task("BTCUSD", 1, 1))
 	require.True(t, baton.IsPermanent(err), "an asset without a price level is not retried: %v", err)
 }
 
 func TestProcessDerivesDXY(t *testing.T) {
 	t.Parallel()
-	store := newBars(t)
+	ts := newTasks()
 	p := fx.NewProcessor(nil)
 	ctx := context.Background()
 
@@ -179,14 +191,14 @@ func TestProcessDerivesDXY(t *testing.T) {
 	closes := map[string]float64{}
 	opens := map[string]float64{}
 	for _, a := range fx.DXYInputs {
-		out, err := p.Process(ctx, task(a, 1, 1))
+		out, err := p.Process(ctx, ts.task(a, 1, 1))
 		require.NoError(t, err)
 		inputs[a] = out
 		var r fx.Bar
 		require.NoError(t, json.Unmarshal(out, &r))
 		closes[a], opens[a] = r.Close, r.Open
 	}
-	dt := task(fx.DXY, 1, 1)
+	dt := ts.task(fx.DXY, 1, 1)
 	dt.Inputs = inputs
 	out, err := p.Process(ctx, dt)
 	require.NoError(t, err)
@@ -201,9 +213,8 @@ func TestProcessDerivesDXY(t *testing.T) {
 	require.InDelta(t, 104, r.Close, 6)
 	require.Equal(t, max(r.Open, r.Close), r.High)
 	require.Equal(t, min(r.Open, r.Close), r.Low)
-	bar, err := store.Get(ctx, fx.DXY, fx.BarMinute(tick))
-	require.NoError(t, err)
-	require.Equal(t, r.Close, bar.Close)
+	bar, _ := ts.bar(t, fx.DXY)
+	require.Equal(t, r, bar)
 
 	delete(dt.Inputs, "USDSEK")
 	_, err = p.Process(ctx, dt)
@@ -223,24 +234,24 @@ func TestLatencyHonoursContext(t *testing.T) {
 		slept = append(slept, d)
 		return ctx.Err()
 	}
-	store := newBars(t)
-	p := fx.NewProcessor(&fx.Options{Latency: 1600 * time.Millisecond, Sleep: sleep})
-	_, err := p.Process(context.Background(), task("EURUSD", 1, 1))
+	ts := newTasks()
+	p := fx.NewProcessor(&fx.Options{Latency: 1600 * time.Millisecond, SleepFunc: sleep})
+	_, err := p.Process(context.Background(), ts.task("EURUSD", 1, 1))
 	require.NoError(t, err)
 	require.Equal(t, []time.Duration{1600 * time.Millisecond}, slept)
 
 	ctx, cancel := context.WithCancel(context.Background())
 	cancel()
-	_, err = p.Process(ctx, task("GBPUSD", 1, 1))
+	_, err = p.Process(ctx, ts.task("GBPUSD", 1, 1))
 	require.ErrorIs(t, err, context.Canceled)
 	require.False(t, baton.IsPermanent(err), "a timeout is retried")
-	_, err = store.Get(context.Background(), "GBPUSD", fx.BarMinute(tick))
-	require.ErrorIs(t, err, bars.ErrNotFound, "nothing written when the fetch was cut short")
+	_, err = ts.effects.Get(context.Background(), fx.Name, fx.BarKey("GBPUSD", fx.BarMinute(tick)))
+	require.ErrorIs(t, err, baton.ErrNotFound, "nothing written when the fetch was cut short")
 
 	// The default sleep is a real timer that stops with the context.
 	real := fx.NewProcessor(&fx.Options{Latency: time.Hour})
 	ctx, cancel = context.WithTimeout(context.Background(), 10*time.Millisecond)
 	defer cancel()
-	_, err = real.Process(ctx, task("USDCAD", 1, 1))
+	_, err = real.Process(ctx, ts.task("USDCAD", 1, 1))
 	require.True(t, errors.Is(err, context.DeadlineExceeded), fmt.Sprint(err))
 }

@@ -1,4 +1,4 @@
-package fx_test
+package consumer_test
 
 import (
 	"context"

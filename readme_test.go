@@ -1,0 +1,114 @@
+package baton_test
+
+import (
+	"os"
+	"os/exec"
+	"path/filepath"
+	"regexp"
+	"runtime"
+	"strings"
+	"testing"
+
+	"github.com/stretchr/testify/require"
+)
+
+// readmeFiles returns the files of the README's "Use baton in your own
+// module" section: each ```go block preceded by <!-- file: PATH -->.
+func readmeFiles(t *testing.T) map[string]string {
+	t.Helper()
+	b, err := os.ReadFile("README.md")
+	require.NoError(t, err)
+	re := regexp.MustCompile("(?s)<!-- file: ([^ ]+) -->\n```go\n(.*?)```\n")
+	files := map[string]string{}
+	for _, m := range re.FindAllStringSubmatch(string(b), -1) {
+		files[m[1]] = m[2]
+	}
+	require.Len(t, files, 3, "the README's module: quotes.go, cmd/quotes/main.go, lambda/main.go")
+	return files
+}
+
+// userTemplate is the part of a user's template the schedule check reads.
+const userTemplate = `
+Resources:
+  CoordinatorFunction:
+    Type: AWS::Serverless::Function
+    Properties:
+      Environment:
+        Variables:
+          BATON_FUNCTION: coordinator
+      Events:
+        Quotes:
+          Type: ScheduleV2
+          Properties:
+            ScheduleExpression: %s
+            Input: '{"job": "quotes", "scheduledTime": "<aws.scheduler.scheduled-time>"}'
+`
+
+// TestOutsideModule is a user's module, taken from the README as written:
+// its own go.mod (baton replaced by this checkout), its own job and
+// processor. It runs one tick end to end on the embedded store with its
+// own CLI, checks its own template, and builds its Lambda bootstrap for
+// linux/arm64 without cgo, which links no SQLite driver.
+func TestOutsideModule(t *testing.T) {
+	if testing.Short() {
+		t.Skip("builds a module: not in -short")
+	}
+	t.Parallel()
+	checkout, err := filepath.Abs(".")
+	require.NoError(t, err)
+	dir := t.TempDir()
+	for path, src := range readmeFiles(t) {
+		require.NoError(t, os.MkdirAll(filepath.Join(dir, filepath.Dir(path)), 0o755))
+		require.NoError(t, os.WriteFile(filepath.Join(dir, path), []byte(src), 0o644))
+	}
+	// The checkout's go.sum holds every sum the module needs: no lookup
+	// beyond the module cache and the proxy.
+	sum, err := os.ReadFile("go.sum")
+	require.NoError(t, err)
+	require.NoError(t, os.WriteFile(filepath.Join(dir, "go.sum"), sum, 0o644))
+	env := append(os.Environ(), "GOFLAGS=-mod=mod", "GOWORK=off")
+	run := func(env []string, name string, args ...string) string {
+		t.Helper()
+		cmd := exec.Command(name, args...)
+		cmd.Dir, cmd.Env = dir, env
+		out, err := cmd.CombinedOutput()
+		require.NoError(t, err, "%s %s:\n%s", name, strings.Join(args, " "), out)
+		return string(out)
+	}
+	goVersion := strings.TrimPrefix(runtime.Version(), "go")
+	run(env, "go", "mod", "init", "example.com/quotes")
+	run(env, "go", "mod", "edit", "-go="+goVersion, "-require=github.com/batonhq/baton@v0.0.0", "-replace=github.com/batonhq/baton="+checkout)
+	run(env, "go", "mod", "tidy")
+	run(env, "go", "vet", "./...")
+
+	cli := filepath.Join(dir, "bin", "quotes")
+	run(env, "go", "build", "-o", cli, "./cmd/quotes")
+	store := filepath.Join(dir, "var", "quotes.db")
+	out := run(env, cli, "run", "--once", "--store", store, "--timeout", "1m")
+	require.Contains(t, out, "job quotes, tick ")
+	for _, item := range []string{"AAPL", "MSFT", "GOOG", "INDEX"} {
+		require.Regexp(t, `(?m)^`+item+`\s+SUCCEEDED\s+1\s`, out)
+	}
+	require.Contains(t, out, "4 succeeded, 0 dead, 0 cancelled")
+	out = run(env, cli, "status", "--store", store)
+	require.Contains(t, out, "quotes")
+	require.Contains(t, run(env, cli, "version"), "baton ")
+
+	// The user's template against the user's catalog, and a drifted one.
+	tpl := filepath.Join(dir, "template.yaml")
+	require.NoError(t, os.WriteFile(tpl, []byte(strings.Replace(userTemplate, "%s", "rate(5 minutes)", 1)), 0o644))
+	require.Contains(t, run(env, cli, "template", "check", "--template", tpl), "every job of the catalog is scheduled")
+	require.NoError(t, os.WriteFile(tpl, []byte(strings.Replace(userTemplate, "%s", "rate(1 minute)", 1)), 0o644))
+	cmd := exec.Command(cli, "template", "check", "--template", tpl)
+	cmd.Dir, cmd.Env = dir, env
+	drift, err := cmd.CombinedOutput()
+	require.Error(t, err)
+	require.Contains(t, string(drift), `job quotes: the template's schedule CoordinatorFunction.Quotes is "rate(1 minute)", the job's is "rate(5 minutes)"`)
+
+	// The Lambda bootstrap: linux/arm64, no cgo, no SQLite.
+	lambdaEnv := append(env, "GOOS=linux", "GOARCH=arm64", "CGO_ENABLED=0")
+	run(lambdaEnv, "go", "build", "-tags", "lambda.norpc", "-trimpath", "-o", filepath.Join(dir, "bootstrap"), "./lambda")
+	deps := run(lambdaEnv, "go", "list", "-deps", "./lambda")
+	require.NotContains(t, deps, "sqlite")
+	require.Contains(t, deps, "github.com/batonhq/baton/batonlambda")
+}
