@@ -53,8 +53,8 @@ func (a *alternating) Get(ctx context.Context, job, key string) (effect.Record, 
 	return a.next().Get(ctx, job, key)
 }
 
-// The effects migration keeps the bars table and its rows: earlier
-// versions' bars are no longer read, but not dropped.
+// The effects migration keeps the bars table: earlier versions' bars are
+// no longer read, but not dropped.
 func TestEffectMigrationKeepsBars(t *testing.T) {
 	t.Parallel()
 	ctx := t.Context()
