@@ -7,8 +7,9 @@ import (
 
 	"github.com/stretchr/testify/require"
 
+	"github.com/batonhq/baton"
 	"github.com/batonhq/baton/internal/awsdynamodb"
-	"github.com/batonhq/baton/internal/bars"
+	"github.com/batonhq/baton/internal/effect"
 	"github.com/batonhq/baton/internal/lease"
 	"github.com/batonhq/baton/internal/ledger"
 )
@@ -28,15 +29,15 @@ func TestCalls(t *testing.T) {
 	c, table := newTable(t)
 	ctx := context.Background()
 	plain := struct {
-		leases *awsdynamodb.LeaseStore
-		ledger *awsdynamodb.LedgerStore
-		bars   *awsdynamodb.BarsStore
-	}{awsdynamodb.NewLeaseStore(c, table, nil), awsdynamodb.NewLedgerStore(c, table, nil), awsdynamodb.NewBarsStore(c, table, nil)}
+		leases  *awsdynamodb.LeaseStore
+		ledger  *awsdynamodb.LedgerStore
+		effects *awsdynamodb.EffectStore
+	}{awsdynamodb.NewLeaseStore(c, table, nil), awsdynamodb.NewLedgerStore(c, table, nil), awsdynamodb.NewEffectStore(c, table, nil)}
 
 	type stores struct {
-		leases *awsdynamodb.LeaseStore
-		ledger *awsdynamodb.LedgerStore
-		bars   *awsdynamodb.BarsStore
+		leases  *awsdynamodb.LeaseStore
+		ledger  *awsdynamodb.LedgerStore
+		effects *awsdynamodb.EffectStore
 	}
 	acquire := func(job, owner string, now time.Time) lease.AcquireParams {
 		return lease.AcquireParams{Job: job, Owner: owner, TTL: time.Minute, Now: now, Skew: time.Second}
@@ -228,14 +229,19 @@ func TestCalls(t *testing.T) {
 			dynamodb: map[string]int{"GetItem": 1, "UpdateItem": 1},
 		},
 		{
-			name: "bar put, stale put",
+			name: "effect put, stale put, get",
 			run: func(t *testing.T, s stores) {
-				asset := uniqueName(t)
-				require.NoError(t, s.bars.Put(ctx, bars.Bar{Asset: asset, Minute: t0, Fence: 2, Attempt: 1}))
-				require.ErrorIs(t, s.bars.Put(ctx, bars.Bar{Asset: asset, Minute: t0, Fence: 1, Attempt: 1}), bars.ErrStale)
+				job := uniqueName(t)
+				require.NoError(t, s.effects.Put(ctx, effect.Record{Job: job, Key: "k", Value: []byte("v"), Generation: 2, Attempt: 1, WrittenAt: t0}))
+				err := s.effects.Put(ctx, effect.Record{Job: job, Key: "k", Generation: 1, Attempt: 3, WrittenAt: t0})
+				require.ErrorIs(t, err, baton.ErrStale)
+				require.ErrorContains(t, err, "stored by generation 2 attempt 1")
+				got, err := s.effects.Get(ctx, job, "k")
+				require.NoError(t, err)
+				require.Equal(t, "v", string(got.Value))
 			},
-			emulator: map[string]int{"PutItem": 2, "GetItem": 1},
-			dynamodb: map[string]int{"PutItem": 2},
+			emulator: map[string]int{"PutItem": 2, "GetItem": 2},
+			dynamodb: map[string]int{"PutItem": 2, "GetItem": 1},
 		},
 	} {
 		for _, server := range []struct {
@@ -250,9 +256,9 @@ func TestCalls(t *testing.T) {
 				t.Parallel()
 				r := newRecorder(server.api)
 				tc.run(t, stores{
-					leases: awsdynamodb.NewLeaseStore(r, table, nil),
-					ledger: awsdynamodb.NewLedgerStore(r, table, nil),
-					bars:   awsdynamodb.NewBarsStore(r, table, nil),
+					leases:  awsdynamodb.NewLeaseStore(r, table, nil),
+					ledger:  awsdynamodb.NewLedgerStore(r, table, nil),
+					effects: awsdynamodb.NewEffectStore(r, table, nil),
 				})
 				require.Equal(t, server.want, r.Counts())
 			})

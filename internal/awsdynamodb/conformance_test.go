@@ -7,8 +7,8 @@ import (
 	"github.com/aws/aws-sdk-go-v2/service/dynamodb"
 
 	"github.com/batonhq/baton/internal/awsdynamodb"
-	"github.com/batonhq/baton/internal/bars"
-	"github.com/batonhq/baton/internal/bars/barstest"
+	"github.com/batonhq/baton/internal/effect"
+	"github.com/batonhq/baton/internal/effect/effecttest"
 	"github.com/batonhq/baton/internal/lease"
 	"github.com/batonhq/baton/internal/lease/leasetest"
 	"github.com/batonhq/baton/internal/ledger"
@@ -50,10 +50,21 @@ func TestLedgerConformance(t *testing.T) {
 	})
 }
 
-func TestBarsConformance(t *testing.T) {
+func TestEffectConformance(t *testing.T) {
 	t.Parallel()
-	barstest.Run(t, func(t *testing.T) bars.Store {
+	effecttest.Run(t, effecttest.Harness{NewStore: func(t *testing.T) effect.Store {
 		c, table := conformanceTable(t)
-		return awsdynamodb.NewBarsStore(c, table, nil)
-	})
+		return awsdynamodb.NewEffectStore(c, table, nil)
+	}})
+}
+
+// The suite again on a server that returns the old record with a failed
+// condition, as DynamoDB does: a refused Put decides from that record
+// instead of reading it back.
+func TestEffectConformanceAllOld(t *testing.T) {
+	t.Parallel()
+	effecttest.Run(t, effecttest.Harness{NewStore: func(t *testing.T) effect.Store {
+		c, table := conformanceTable(t)
+		return awsdynamodb.NewEffectStore(allOld{API: c, table: table}, table, nil)
+	}})
 }

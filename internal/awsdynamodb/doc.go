@@ -1,11 +1,11 @@
-// Package awsdynamodb implements baton's lease, ledger and bars ports on
+// Package awsdynamodb implements baton's lease, ledger and effect ports on
 // one DynamoDB table, with aws-sdk-go-v2.
 //
 // The constructors take the client and the table name:
 //
 //	leases := awsdynamodb.NewLeaseStore(client, table, nil)
 //	ledger := awsdynamodb.NewLedgerStore(client, table, nil)
-//	bars := awsdynamodb.NewBarsStore(client, table, nil)
+//	effects := awsdynamodb.NewEffectStore(client, table, nil)
 //
 // The three stores may share one client and one table. CreateTable makes
 // the table (baton setup).
@@ -20,17 +20,22 @@
 //	lease   LEASE#<job>              LEASE                      Acquire, Renew, Release
 //	run     RUN#<job>                <nominal, RFC 3339 UTC>    OpenRun, AdvanceRun, FinishRun
 //	item    ITEMS#<run id>           <asset>                    Claim, Complete, Fail, Release, Cancel
-//	bar     BAR#<asset>              <minute, RFC 3339 UTC>     Put
+//	effect  EFFECT#<job>#<key>       EFFECT                     Put
 //	count   CONTENTION#<job>         CONTENTION                 ContentionStore (operators' count of refused acquisitions)
 //
 // The run id is job@<nominal>#<generation> (ledger.RunID), so all items of
 // one generation share a partition and ListItems is one Query. The runs of
 // a job share a partition sorted by nominal time, so ListRuns is one Query
-// read backwards. The ledger's and the bars' job and asset names are
-// checked with ledger.ValidName before they go into a key (so they hold no
-// '#', '@' or '/'); a lease's job may be any non-empty string. Times are Numbers of Unix nanoseconds (0 for
-// the zero time), compared exactly inside conditions; sort keys hold
-// times in whole seconds, as run ids do. infra/dynamodb-table.md lists
+// read backwards. The ledger's job and asset names, and the effects' job
+// names, are checked with ledger.ValidName before they go into a key (so
+// they hold no '#', '@' or '/'); a lease's job may be any non-empty
+// string. An effect's key is any UTF-8 text of 1-512 bytes without NUL
+// (effect.ValidateKey): it follows the job's name and one '#', so the pk
+// is unambiguous and at most 584 bytes (DynamoDB allows 2048), and every
+// effect has a partition of its own. Records of earlier versions under
+// BAR#<asset> are no longer read. Times are Numbers of Unix nanoseconds
+// (0 for the zero time), compared exactly inside conditions; sort keys
+// hold times in whole seconds, as run ids do. infra/dynamodb-table.md lists
 // every attribute.
 //
 // # Semantics
@@ -80,7 +85,7 @@
 // default). It is garbage collection only: DynamoDB deletes expired
 // records within days, and no decision reads ttl. A tick whose run was
 // deleted this way opens again as generation 1 if triggered again. Leases
-// and bars have no ttl.
+// and effects have no ttl.
 //
 // Calls per operation (pinned by TestCalls): acquire, renew, release,
 // OpenRun, AdvanceRun, FinishRun, Complete, Fail, Release, Cancel, Put and
@@ -102,12 +107,13 @@
 //
 // The stores return the ports' sentinels (lease.ErrHeld as
 // *lease.HeldError, lease.ErrNotHolder, ledger.ErrHeld, ledger.ErrTerminal,
-// ledger.ErrConflict, ledger.ErrNotFound, bars.ErrStale, …) for the
+// ledger.ErrConflict, ledger.ErrNotFound, baton.ErrStale, …) for the
 // conditions their contracts name, wrapped with the operation and key.
 // SDK errors are interpreted in one place: a missing table is
 // ErrTableNotFound, naming the table; everything else is wrapped with the
 // operation and the table, and errors.As still reaches the SDK's types.
 // Invalid input (a bad job or asset name, an empty lease owner, a
-// non-positive lease TTL, a bar price DynamoDB cannot store) is an error,
-// none of the sentinels, returned before any call.
+// non-positive lease TTL) is an error, none of the sentinels, returned
+// before any call; an effect outside effect.Validate's limits is one
+// matching effect.ErrInvalid.
 package awsdynamodb

@@ -7,6 +7,7 @@ import (
 
 	"github.com/aws/aws-sdk-go-v2/service/dynamodb/types"
 
+	"github.com/batonhq/baton/internal/effect"
 	"github.com/batonhq/baton/internal/ledger"
 )
 
@@ -23,13 +24,14 @@ const (
 	attrTTL   = "ttl" // epoch seconds; DynamoDB's TTL deletes the record after it (garbage collection only)
 )
 
-// Partition key prefixes and the lease's fixed sort key.
+// Partition key prefixes and the fixed sort keys.
 const (
-	prefixLease = "LEASE#"
-	prefixRun   = "RUN#"
-	prefixItems = "ITEMS#"
-	prefixBar   = "BAR#"
-	skLease     = "LEASE"
+	prefixLease  = "LEASE#"
+	prefixRun    = "RUN#"
+	prefixItems  = "ITEMS#"
+	prefixEffect = "EFFECT#"
+	skLease      = "LEASE"
+	skEffect     = "EFFECT"
 )
 
 // key is one record's primary key.
@@ -57,10 +59,25 @@ func itemKey(k ledger.ItemKey) key {
 	return key{prefixItems + k.Run.String(), k.Asset}
 }
 
-// barKey is a bar record: pk BAR#<asset>, sk <minute, RFC 3339 UTC>.
-func barKey(asset string, minute time.Time) key {
-	return key{prefixBar + asset, timeSK(minute)}
+// effectKey is an effect record: pk EFFECT#<job>#<key>, sk EFFECT. Every
+// effect has a partition of its own, so no job's effects share one. A
+// job name holds no '#' (baton.ValidName), so the first '#' after the
+// prefix ends it and no two (job, key) pairs share a pk; the prefix is
+// no other record kind's. The key is any UTF-8 text without NUL
+// (effect.ValidateKey), which DynamoDB takes in a String key.
+func effectKey(job, k string) key {
+	return key{prefixEffect + job + "#" + k, skEffect}
 }
+
+// maxEffectPK bounds an effect record's pk in bytes: the prefix, a job
+// name of at most maxNameBytes, '#' and a key of at most
+// effect.MaxKeyBytes. DynamoDB bounds a partition key to 2048 bytes; the
+// constant below fails to compile when the bound could be exceeded.
+const (
+	maxNameBytes = 64 // baton.ValidName
+	maxEffectPK  = len(prefixEffect) + maxNameBytes + 1 + effect.MaxKeyBytes
+	_            = uint(2048 - maxEffectPK)
+)
 
 // timeSK is t as a sort key: RFC 3339 in UTC, whole seconds, which sorts
 // lexically in time order (years 0000-9999). It is the time form of the

@@ -2,11 +2,14 @@ package awsdynamodb
 
 import (
 	"sort"
+	"strings"
 	"testing"
 	"time"
 
 	"github.com/stretchr/testify/require"
 
+	"github.com/batonhq/baton"
+	"github.com/batonhq/baton/internal/effect"
 	"github.com/batonhq/baton/internal/ledger"
 )
 
@@ -22,7 +25,9 @@ func TestKeys(t *testing.T) {
 		{runKey("fx", nominal), key{"RUN#fx", "2026-11-21T12:01:00Z"}},
 		{runKey("fx", nominal.In(time.FixedZone("x", -5*3600))), key{"RUN#fx", "2026-11-21T12:01:00Z"}},
 		{itemKey(ledger.ItemKey{Run: run, Asset: "EURUSD"}), key{"ITEMS#fx@2026-11-21T12:01:00Z#2", "EURUSD"}},
-		{barKey("EURUSD", nominal), key{"BAR#EURUSD", "2026-11-21T12:01:00Z"}},
+		{effectKey("fx", "EURUSD/2026-11-21T12:01:00Z"), key{"EFFECT#fx#EURUSD/2026-11-21T12:01:00Z", "EFFECT"}},
+		{effectKey("fx", "a#b"), key{"EFFECT#fx#a#b", "EFFECT"}},
+		{effectKey("fx", "ключ €"), key{"EFFECT#fx#ключ €", "EFFECT"}},
 	} {
 		require.Equal(t, tc.want, tc.got)
 		got, err := keyOf(tc.got.attrs())
@@ -72,4 +77,18 @@ func TestTrimPrefix(t *testing.T) {
 	require.Equal(t, "fx", got)
 	_, err = trimPrefix("LEASE#fx", prefixRun)
 	require.Error(t, err)
+}
+
+// The longest effect pk fits DynamoDB's 2048 bytes, with the longest job
+// name baton.ValidName admits.
+func TestEffectKeyLength(t *testing.T) {
+	t.Parallel()
+	job := strings.Repeat("j", maxNameBytes)
+	require.NoError(t, baton.ValidName("job", job))
+	require.Error(t, baton.ValidName("job", job+"j"), "maxNameBytes is ValidName's limit")
+	k := strings.Repeat("é", effect.MaxKeyBytes/2)
+	require.NoError(t, effect.ValidateKey(job, k))
+	pk := effectKey(job, k).pk
+	require.Len(t, pk, maxEffectPK)
+	require.LessOrEqual(t, len(pk), 2048)
 }

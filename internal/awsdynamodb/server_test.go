@@ -49,12 +49,12 @@ func newTable(t testing.TB) (*dynamodb.Client, string) {
 
 // bundle is what a direct test against the server works with.
 type bundle struct {
-	client *dynamodb.Client
-	table  string
-	rec    *recorder // wraps the client the stores use
-	leases *awsdynamodb.LeaseStore
-	ledger *awsdynamodb.LedgerStore
-	bars   *awsdynamodb.BarsStore
+	client  *dynamodb.Client
+	table   string
+	rec     *recorder // wraps the client the stores use
+	leases  *awsdynamodb.LeaseStore
+	ledger  *awsdynamodb.LedgerStore
+	effects *awsdynamodb.EffectStore
 }
 
 // setup returns stores on a fresh table, using o.
@@ -63,12 +63,12 @@ func setup(t *testing.T, o *awsdynamodb.Options) *bundle {
 	c, table := newTable(t)
 	r := newRecorder(c)
 	return &bundle{
-		client: c,
-		table:  table,
-		rec:    r,
-		leases: awsdynamodb.NewLeaseStore(r, table, o),
-		ledger: awsdynamodb.NewLedgerStore(r, table, o),
-		bars:   awsdynamodb.NewBarsStore(r, table, o),
+		client:  c,
+		table:   table,
+		rec:     r,
+		leases:  awsdynamodb.NewLeaseStore(r, table, o),
+		ledger:  awsdynamodb.NewLedgerStore(r, table, o),
+		effects: awsdynamodb.NewEffectStore(r, table, o),
 	}
 }
 

@@ -13,7 +13,7 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/batonhq/baton/internal/awsdynamodb"
-	"github.com/batonhq/baton/internal/bars"
+	"github.com/batonhq/baton/internal/effect"
 	"github.com/batonhq/baton/internal/lease"
 	"github.com/batonhq/baton/internal/ledger"
 )
@@ -56,7 +56,7 @@ func TestMissingTable(t *testing.T) {
 	table := "baton-missing-" + uniqueName(t)
 	leases := awsdynamodb.NewLeaseStore(c, table, nil)
 	ledgers := awsdynamodb.NewLedgerStore(c, table, nil)
-	barStore := awsdynamodb.NewBarsStore(c, table, nil)
+	effects := awsdynamodb.NewEffectStore(c, table, nil)
 	key := ledger.ItemKey{Run: ledger.RunID{Job: "fx", Nominal: t0, Generation: 1}, Asset: "EURUSD"}
 	for name, call := range map[string]func() error{
 		"acquire": func() error {
@@ -73,7 +73,10 @@ func TestMissingTable(t *testing.T) {
 			_, err := ledgers.Claim(ctx, ledger.ClaimParams{Key: key, Owner: "w", Now: t0})
 			return err
 		},
-		"put bar": func() error { return barStore.Put(ctx, bars.Bar{Asset: "EURUSD", Minute: t0}) },
+		"put effect": func() error {
+			return effects.Put(ctx, effect.Record{Job: "fx", Key: "k", Generation: 1, Attempt: 1, WrittenAt: t0})
+		},
+		"get effect": func() error { _, err := effects.Get(ctx, "fx", "k"); return err },
 	} {
 		err := call()
 		require.ErrorIs(t, err, awsdynamodb.ErrTableNotFound, name)

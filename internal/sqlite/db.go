@@ -1,11 +1,11 @@
-// Package sqlite implements baton's ports (lease, ledger, queue, bars) on an
-// embedded SQLite file, with modernc.org/sqlite (pure Go, no cgo).
+// Package sqlite implements baton's ports (lease, ledger, queue, effect) on
+// an embedded SQLite file, with modernc.org/sqlite (pure Go, no cgo).
 //
 // # Semantics
 //
 // The database runs in WAL mode with a busy timeout, so several processes
 // may share one file (baton run and baton status at once). Every write of
-// the lease, ledger, bars and contention stores is one conditional
+// the lease, ledger, effect and contention stores is one conditional
 // statement, or one all-or-nothing sequence, on one record, which gives the
 // same conditional-write semantics as the DynamoDB adapter. Queue writes
 // touch many rows, as SQS calls touch many messages: a batch send inserts
