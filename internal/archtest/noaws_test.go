@@ -5,7 +5,7 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
-	"runtime"
+	"slices"
 	"strings"
 	"testing"
 
@@ -15,21 +15,25 @@ import (
 // corePackages are the cloud-neutral packages: neither they nor anything
 // they import, transitively, may import an AWS package.
 var corePackages = []string{
-	"./internal/bars",
+	".",
+	"./batontest",
+	"./examples/fx",
+	"./internal/backend",
+	"./internal/backend/sqlitebackend",
 	"./internal/consumer",
 	"./internal/contention",
 	"./internal/coordinator",
+	"./internal/effect",
 	"./internal/engine",
 	"./internal/fanin",
-	"./internal/job",
 	"./internal/lease",
 	"./internal/ledger",
+	"./internal/message",
 	"./internal/poller",
 	"./internal/queue",
 	"./internal/schedule",
 	"./internal/scheduler",
 	"./internal/sqlite",
-	"./internal/tickfactory",
 }
 
 // forbidden reports whether an import path belongs to the AWS SDKs.
@@ -44,7 +48,7 @@ func TestCoreImportsNoAWS(t *testing.T) {
 		t.Run(strings.TrimPrefix(pkg, "./internal/"), func(t *testing.T) {
 			t.Parallel()
 			deps := listDeps(t, root, pkg)
-			self := "github.com/batonhq/baton/" + strings.TrimPrefix(pkg, "./")
+			self := strings.TrimSuffix("github.com/batonhq/baton/"+strings.TrimPrefix(pkg, "./"), "/.")
 			require.Contains(t, deps, self, "the dependency listing of %s looks incomplete", pkg)
 			require.Contains(t, deps, "runtime", "the dependency listing of %s looks incomplete", pkg)
 			var bad []string
@@ -56,6 +60,46 @@ func TestCoreImportsNoAWS(t *testing.T) {
 			require.Empty(t, bad, "%s must stay cloud-neutral but depends on these AWS packages", pkg)
 		})
 	}
+}
+
+// lambdaPackages are what a Lambda bootstrap links: baton's own and the
+// public package users' bootstraps import.
+var lambdaPackages = []string{"./functions/coordinator", "./functions/consumer", "./batonlambda"}
+
+// embeddedDriver reports whether an import path is an engine a Lambda
+// bootstrap does not use: the SQLite driver and adapter (or, later, the
+// PostgreSQL ones).
+func embeddedDriver(path string) bool {
+	for _, p := range []string{"modernc.org/sqlite", "github.com/batonhq/baton/internal/sqlite", "github.com/jackc/pgx", "github.com/lib/pq"} {
+		if path == p || strings.HasPrefix(path, p+"/") {
+			return true
+		}
+	}
+	return false
+}
+
+// A Lambda bootstrap links only the AWS engine: no SQLite driver, built as
+// `sam build` builds it (linux/arm64, no cgo).
+func TestLambdaLinksNoEmbeddedEngine(t *testing.T) {
+	t.Parallel()
+	root := moduleRoot(t)
+	for _, pkg := range lambdaPackages {
+		t.Run(strings.TrimPrefix(pkg, "./"), func(t *testing.T) {
+			t.Parallel()
+			deps := listDeps(t, root, pkg, "GOOS=linux", "GOARCH=arm64", "CGO_ENABLED=0")
+			require.Contains(t, deps, "github.com/batonhq/baton/internal/awsdynamodb", "the listing of %s looks incomplete", pkg)
+			var bad []string
+			for _, d := range deps {
+				if embeddedDriver(d) {
+					bad = append(bad, d)
+				}
+			}
+			require.Empty(t, bad, "%s is a Lambda bootstrap but links these engines it does not use", pkg)
+		})
+	}
+	// The check can fail: the CLI links the embedded engine.
+	deps := listDeps(t, root, "./cmd/baton")
+	require.True(t, slices.ContainsFunc(deps, embeddedDriver), "cmd/baton links SQLite, so the check sees it")
 }
 
 // The check itself must be able to fail.
@@ -76,10 +120,11 @@ func TestListDepsSeesAWS(t *testing.T) {
 	require.Contains(t, deps, "github.com/aws/smithy-go")
 }
 
-func listDeps(t *testing.T, root, pkg string) []string {
+func listDeps(t *testing.T, root, pkg string, env ...string) []string {
 	t.Helper()
 	cmd := exec.Command(goTool(t), "list", "-deps", "-test=false", "-f", "{{.ImportPath}}", pkg)
 	cmd.Dir = root
+	cmd.Env = append(os.Environ(), env...)
 	var stderr bytes.Buffer
 	cmd.Stderr = &stderr
 	out, err := cmd.Output()
@@ -89,12 +134,8 @@ func listDeps(t *testing.T, root, pkg string) []string {
 
 func goTool(t *testing.T) string {
 	t.Helper()
-	if p, err := exec.LookPath("go"); err == nil {
-		return p
-	}
-	p := filepath.Join(runtime.GOROOT(), "bin", "go")
-	_, err := os.Stat(p)
-	require.NoError(t, err, "no go tool on PATH or in GOROOT")
+	p, err := exec.LookPath("go")
+	require.NoError(t, err, "no go tool on PATH")
 	return p
 }
 

@@ -14,8 +14,8 @@ package backend
 import (
 	"time"
 
-	"github.com/batonhq/baton/internal/bars"
 	"github.com/batonhq/baton/internal/contention"
+	"github.com/batonhq/baton/internal/effect"
 	"github.com/batonhq/baton/internal/lease"
 	"github.com/batonhq/baton/internal/ledger"
 	"github.com/batonhq/baton/internal/queue"
@@ -32,7 +32,7 @@ type Backend struct {
 	Name        string // the engine's name: "sqlite" or "aws"
 	Leases      lease.Store
 	Ledger      ledger.Store
-	Bars        bars.Store
+	Effects     effect.Store // the jobs' fenced effects (baton.Task.Effects)
 	Work        Queue
 	DeadLetter  Queue // may be nil
 	MaxReceives int   // the work queue's redrive limit

@@ -7,10 +7,10 @@ import (
 	"time"
 
 	"github.com/batonhq/baton"
+	"github.com/batonhq/baton/examples/fx"
 	"github.com/batonhq/baton/internal/engine"
 	"github.com/batonhq/baton/internal/ledger"
 	"github.com/batonhq/baton/internal/queue"
-	"github.com/batonhq/baton/examples/fx"
 )
 
 // freshnessGoal is the longest a tick of the reference job may take to be

@@ -20,11 +20,11 @@ import (
 	"github.com/aws/aws-sdk-go-v2/service/dynamodb"
 	"github.com/aws/aws-sdk-go-v2/service/sqs"
 
+	"github.com/batonhq/baton/examples/fx"
 	"github.com/batonhq/baton/internal/awsdynamodb"
 	"github.com/batonhq/baton/internal/awssqs"
 	"github.com/batonhq/baton/internal/lambdaruntime"
 	"github.com/batonhq/baton/internal/queue"
-	"github.com/batonhq/baton/examples/fx"
 )
 
 // LambdaParams are the inputs of the Lambda artifact scenario.

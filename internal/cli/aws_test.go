@@ -10,8 +10,8 @@ import (
 
 	"github.com/stretchr/testify/require"
 
-	"github.com/batonhq/baton/internal/emulator"
 	"github.com/batonhq/baton/examples/fx"
+	"github.com/batonhq/baton/internal/emulator"
 )
 
 // awsEnv points the SDK's configuration chain at nothing but the process

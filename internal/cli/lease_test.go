@@ -8,8 +8,8 @@ import (
 
 	"github.com/stretchr/testify/require"
 
-	"github.com/batonhq/baton/internal/lease"
 	"github.com/batonhq/baton/examples/fx"
+	"github.com/batonhq/baton/internal/lease"
 )
 
 func TestLeaseReleaseRefusesLiveOwner(t *testing.T) {

@@ -10,8 +10,8 @@ import (
 
 	"github.com/stretchr/testify/require"
 
-	"github.com/batonhq/baton/internal/ledger"
 	"github.com/batonhq/baton/examples/fx"
+	"github.com/batonhq/baton/internal/ledger"
 )
 
 // fixtureAt returns the events/ fixture name with its trigger time (rule

@@ -9,9 +9,9 @@ import (
 
 	"github.com/stretchr/testify/require"
 
+	"github.com/batonhq/baton/examples/fx"
 	"github.com/batonhq/baton/internal/engine"
 	"github.com/batonhq/baton/internal/ledger"
-	"github.com/batonhq/baton/examples/fx"
 )
 
 // fast are the flags that make replays quick in tests.

@@ -28,7 +28,7 @@ resources: use its outputs instead.`
 
 func setupCmd(ctx context.Context, e *env, args []string) error {
 	var (
-		a   awsFlags
+		a awsFlags
 		p awsbackend.SetupParams
 	)
 	fs := newFlagSet(e, "setup", setupSynopsis)

@@ -7,6 +7,7 @@ import (
 	"time"
 
 	"github.com/batonhq/baton"
+	"github.com/batonhq/baton/internal/effect"
 	"github.com/batonhq/baton/internal/ledger"
 	"github.com/batonhq/baton/internal/queue"
 )
@@ -37,6 +38,9 @@ type Consumer struct {
 	// queue's own redrive policy dead-letters it, without a reason).
 	MaxReceives int
 	Jobs        *baton.Catalog
+	// Effects is the store behind each task's Effects (baton.Task), on the
+	// same backend as the ledger. Required.
+	Effects effect.Store
 	// Owner identifies this process or invocation in claims; it must be
 	// unique among concurrent consumers.
 	Owner   string

@@ -11,12 +11,12 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/batonhq/baton"
-	"github.com/batonhq/baton/internal/bars"
+	"github.com/batonhq/baton/examples/fx"
 	"github.com/batonhq/baton/internal/consumer"
+	"github.com/batonhq/baton/internal/effect"
 	"github.com/batonhq/baton/internal/ledger"
 	"github.com/batonhq/baton/internal/message"
 	"github.com/batonhq/baton/internal/queue"
-	"github.com/batonhq/baton/examples/fx"
 )
 
 func TestHandleRunsTheTick(t *testing.T) {
@@ -53,9 +53,8 @@ func TestHandleRunsTheTick(t *testing.T) {
 	var r fx.Bar
 	require.NoError(t, json.Unmarshal(dxy.Result, &r))
 	require.InDelta(t, 104, r.Close, 6, "a plausible dollar index")
-	bar, err := b.bars.Get(context.Background(), fx.DXY, fx.BarMinute(tick))
-	require.NoError(t, err)
-	require.Equal(t, r.Close, bar.Close)
+	bar, _ := readBar(t, b.effects, fx.DXY, tick)
+	require.Equal(t, r, bar)
 }
 
 // Invariant 4: every message delivered three times (concurrently, in any
@@ -130,16 +129,15 @@ func TestAbandonedClaimIsTakenOver(t *testing.T) {
 	require.Error(t, err)
 	require.True(t, errors.Is(err, ledger.ErrTerminal) || errors.Is(err, ledger.ErrConflict), "got %v", err)
 	// …and so is its side effect: the bar carries attempt 2.
-	bar, err := b.bars.Get(ctx, "EURUSD", fx.BarMinute(tick))
-	require.NoError(t, err)
-	require.Equal(t, 2, bar.Attempt)
+	_, eff := readBar(t, b.effects, "EURUSD", tick)
+	require.Equal(t, 2, eff.Attempt)
 	stale := fx.NewProcessor(nil)
-	_, err = stale.Process(ctx, baton.Task{Key: key, Asset: "EURUSD", Nominal: tick, Attempt: 1, Fence: 1})
-	require.ErrorIs(t, err, bars.ErrStale)
+	_, err = stale.Process(ctx, baton.Task{Key: key, Asset: "EURUSD", Nominal: tick, Attempt: 1, Fence: 1,
+		Effects: effect.Bind(b.effects, fx.Name, key.Run.Generation, 1, nil)})
+	require.ErrorIs(t, err, baton.ErrStale)
 	require.True(t, baton.IsPermanent(err))
-	bar, err = b.bars.Get(ctx, "EURUSD", fx.BarMinute(tick))
-	require.NoError(t, err)
-	require.Equal(t, 2, bar.Attempt, "the stale write changed nothing")
+	_, eff = readBar(t, b.effects, "EURUSD", tick)
+	require.Equal(t, 2, eff.Attempt, "the stale write changed nothing")
 }
 
 // Invariant 7: malformed messages are reported (or dead-lettered) with a

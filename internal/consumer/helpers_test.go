@@ -10,13 +10,13 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/batonhq/baton"
-	"github.com/batonhq/baton/internal/bars"
+	"github.com/batonhq/baton/examples/fx"
 	"github.com/batonhq/baton/internal/clocktest"
 	"github.com/batonhq/baton/internal/consumer"
+	"github.com/batonhq/baton/internal/effect"
 	"github.com/batonhq/baton/internal/ledger"
 	"github.com/batonhq/baton/internal/message"
 	"github.com/batonhq/baton/internal/queue"
-	"github.com/batonhq/baton/examples/fx"
 )
 
 // tick is the nominal time of the runs under test; t0 a little after it.
@@ -122,7 +122,7 @@ func (p *processor) setOverride(f func(ctx context.Context, t baton.Task) ([]byt
 // fx job around a counting processor, and a run fanned out for tick.
 type bundle struct {
 	ledger   ledger.Store
-	bars     bars.Store
+	effects  effect.Store
 	work     *memQueue
 	dlq      *memQueue
 	clock    *clocktest.Clock
@@ -135,11 +135,11 @@ type bundle struct {
 
 func setup(t *testing.T) *bundle {
 	t.Helper()
-	led, barStore := newStores(t)
-	b := &bundle{ledger: led, bars: barStore, work: &memQueue{}, dlq: &memQueue{}, clock: clocktest.New(t0), def: fx.Job(nil)}
+	led, effects := newStores(t)
+	b := &bundle{ledger: led, effects: effects, work: &memQueue{}, dlq: &memQueue{}, clock: clocktest.New(t0), def: fx.Job(nil)}
 	b.proc = &processor{calls: map[string]int{}, inner: fx.NewProcessor(nil)}
 	b.consumer = &consumer.Consumer{
-		Ledger: led, Queue: b.work, Jobs: baton.MustCatalog(b.job()),
+		Ledger: led, Queue: b.work, Jobs: baton.MustCatalog(b.job()), Effects: effects,
 		Owner: "consumer-1", NowFunc: b.clock.Now,
 	}
 	ctx := context.Background()

@@ -8,6 +8,7 @@ import (
 	"time"
 
 	"github.com/batonhq/baton"
+	"github.com/batonhq/baton/internal/effect"
 	"github.com/batonhq/baton/internal/fanin"
 	"github.com/batonhq/baton/internal/ledger"
 	"github.com/batonhq/baton/internal/message"
@@ -176,6 +177,7 @@ func (c *Consumer) run(ctx context.Context, deadline time.Time, d *delivery) ver
 	task := baton.Task{
 		Key: d.key, Asset: d.key.Asset, Nominal: d.key.Run.Nominal,
 		Attempt: item.Attempt, Fence: d.msg.Fence, Inputs: inputs,
+		Effects: effect.Bind(c.Effects, d.key.Run.Job, d.key.Run.Generation, item.Attempt, c.now),
 	}
 	pctx, cancel := context.WithTimeout(ctx, leaseUntil.Sub(now))
 	started := c.now()

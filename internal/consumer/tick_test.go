@@ -10,11 +10,12 @@ import (
 
 	"github.com/stretchr/testify/require"
 
+	"github.com/batonhq/baton/examples/fx"
 	"github.com/batonhq/baton/internal/consumer"
 	"github.com/batonhq/baton/internal/coordinator"
 	"github.com/batonhq/baton/internal/ledger"
 	"github.com/batonhq/baton/internal/queue"
-	"github.com/batonhq/baton/examples/fx"
+	"github.com/batonhq/baton/internal/sqlite"
 )
 
 // pipe is a queue that hands what it is sent to the next take.
@@ -55,13 +56,13 @@ func (p *pipe) take(max int) []queue.Delivery {
 func TestOneTickEndToEnd(t *testing.T) {
 	t.Parallel()
 	synctest.Test(t, func(t *testing.T) {
-		leases, led := newLedgerStores(t)
-		store := newBars(t)
+		db := openDB(t)
+		leases, led, effects := sqlite.NewLeaseStore(db), sqlite.NewLedgerStore(db), sqlite.NewEffectStore(db)
 		q := &pipe{}
 		const latency = 1600 * time.Millisecond
 		cat := fx.Catalog(&fx.Options{Latency: latency})
 		coord := &coordinator.Coordinator{Leases: leases, Ledger: led, Queue: q, Jobs: cat, Owner: "coord"}
-		cons := &consumer.Consumer{Ledger: led, Queue: q, Jobs: cat, Owner: "worker"}
+		cons := &consumer.Consumer{Ledger: led, Queue: q, Jobs: cat, Effects: effects, Owner: "worker"}
 		ctx := context.Background()
 
 		nominal := time.Now().UTC().Truncate(time.Minute).Add(time.Minute)
@@ -115,10 +116,9 @@ func TestOneTickEndToEnd(t *testing.T) {
 		for _, it := range items {
 			require.Equal(t, ledger.ItemSucceeded, it.State, it.Key.Asset)
 			require.Equal(t, 1, it.Attempt, it.Key.Asset)
-			bar, err := store.Get(ctx, it.Key.Asset, fx.BarMinute(nominal))
-			require.NoError(t, err)
-			require.EqualValues(t, it.Key.Run.Generation, bar.Fence, "the bar is fenced by the generation")
-			require.Equal(t, it.Attempt, bar.Attempt)
+			_, eff := readBar(t, effects, it.Key.Asset, nominal)
+			require.Equal(t, it.Key.Run.Generation, eff.Generation, "the bar is fenced by the generation")
+			require.Equal(t, it.Attempt, eff.Attempt)
 		}
 	})
 }

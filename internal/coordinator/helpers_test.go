@@ -10,13 +10,13 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/batonhq/baton"
+	"github.com/batonhq/baton/examples/fx"
 	"github.com/batonhq/baton/internal/clocktest"
 	"github.com/batonhq/baton/internal/coordinator"
 	"github.com/batonhq/baton/internal/lease"
 	"github.com/batonhq/baton/internal/ledger"
 	"github.com/batonhq/baton/internal/message"
 	"github.com/batonhq/baton/internal/queue"
-	"github.com/batonhq/baton/examples/fx"
 )
 
 // t0 is a trigger time: 7 s after the 12:01 tick.

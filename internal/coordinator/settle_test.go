@@ -8,9 +8,9 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/batonhq/baton"
+	"github.com/batonhq/baton/examples/fx"
 	"github.com/batonhq/baton/internal/coordinator"
 	"github.com/batonhq/baton/internal/ledger"
-	"github.com/batonhq/baton/examples/fx"
 )
 
 // finishItem drives an item to SUCCEEDED or DEAD through the ledger, as a

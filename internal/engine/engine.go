@@ -77,7 +77,7 @@ func New(b Backend, o Options) (*Engine, error) {
 		Owner: o.Owner + "/coordinator", NowFunc: o.NowFunc, Logger: o.Logger,
 	}
 	e.Consumer = &consumer.Consumer{
-		Ledger: b.Ledger, Queue: b.Work, Jobs: o.Catalog,
+		Ledger: b.Ledger, Queue: b.Work, Jobs: o.Catalog, Effects: b.Effects,
 		Owner: o.Owner + "/consumer", NowFunc: o.NowFunc, Logger: o.Logger,
 		MaxReceives: b.MaxReceives,
 	}

@@ -9,9 +9,9 @@ import (
 
 	"github.com/stretchr/testify/require"
 
+	"github.com/batonhq/baton/examples/fx"
 	"github.com/batonhq/baton/internal/backend/sqlitebackend"
 	"github.com/batonhq/baton/internal/ledger"
-	"github.com/batonhq/baton/examples/fx"
 )
 
 func openTestEngine(t *testing.T, latency time.Duration, consumers int) *Engine {

@@ -41,6 +41,7 @@ func ParamsOnAWS(cfg Config, c awsbackend.Clients, env Env, jobs *baton.Catalog)
 		// operators (baton status); the metric alone is not visible there.
 		Leases:      contention.Counting(b.Leases, b.Contention, logger),
 		Ledger:      b.Ledger,
+		Effects:     b.Effects,
 		Queue:       b.Work,
 		MaxReceives: cfg.MaxReceives,
 		TriggerSkew: cfg.TriggerSkew,

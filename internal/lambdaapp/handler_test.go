@@ -16,6 +16,7 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/batonhq/baton"
+	"github.com/batonhq/baton/examples/fx"
 	"github.com/batonhq/baton/internal/backend/sqlitebackend"
 	"github.com/batonhq/baton/internal/coordinator"
 	"github.com/batonhq/baton/internal/engine"
@@ -24,7 +25,6 @@ import (
 	"github.com/batonhq/baton/internal/lease"
 	"github.com/batonhq/baton/internal/ledger"
 	"github.com/batonhq/baton/internal/message"
-	"github.com/batonhq/baton/examples/fx"
 )
 
 func backend(t *testing.T) engine.Backend {
@@ -37,7 +37,7 @@ func backend(t *testing.T) engine.Backend {
 
 func params(b engine.Backend, now func() time.Time) lambdaapp.HandlerParams {
 	return lambdaapp.HandlerParams{
-		Jobs: fx.Catalog(nil),
+		Jobs:   fx.Catalog(nil),
 		Leases: b.Leases, Ledger: b.Ledger, Queue: b.Work, DeadLetter: b.DeadLetter, MaxReceives: b.MaxReceives,
 		FunctionName: "baton-test", NowFunc: now,
 	}

@@ -13,6 +13,7 @@ import (
 	"github.com/aws/aws-lambda-go/lambdacontext"
 
 	"github.com/batonhq/baton"
+	"github.com/batonhq/baton/internal/effect"
 	"github.com/batonhq/baton/internal/emf"
 	"github.com/batonhq/baton/internal/lease"
 	"github.com/batonhq/baton/internal/ledger"
@@ -25,7 +26,9 @@ type HandlerParams struct {
 	Jobs   *baton.Catalog // the jobs served: every job a trigger or a message may name
 	Leases lease.Store    // (coordinator)
 	Ledger ledger.Store
-	Queue  queue.Sender // the work queue
+	// Effects is the store of the processors' fenced effects (consumer).
+	Effects effect.Store
+	Queue   queue.Sender // the work queue
 	// DeadLetter, optional, receives malformed and exhausted messages with
 	// their reason (consumer).
 	DeadLetter queue.Sender
@@ -56,6 +59,9 @@ func (p HandlerParams) validate(f Function) error {
 	}
 	if f == Coordinator && p.Leases == nil {
 		missing = append(missing, "Leases")
+	}
+	if f == Consumer && p.Effects == nil {
+		missing = append(missing, "Effects")
 	}
 	if len(missing) > 0 {
 		return fmt.Errorf("%s handler: missing %v", f, missing)

@@ -53,7 +53,7 @@ type TriggerParams struct {
 	// of them. A rule event that names no job is accepted only when there
 	// is exactly one.
 	Jobs []string
-	Now time.Time
+	Now  time.Time
 	// Skew is how far after Now a trigger time may be (clock skew between
 	// the sender and this function). A later time is rejected.
 	Skew time.Duration

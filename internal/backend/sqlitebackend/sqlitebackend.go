@@ -44,7 +44,7 @@ func Open(ctx context.Context, path string) (backend.Backend, error) {
 		Name:        "sqlite",
 		Leases:      sqlite.NewLeaseStore(db),
 		Ledger:      sqlite.NewLedgerStore(db),
-		Bars:        sqlite.NewBarsStore(db),
+		Effects:     sqlite.NewEffectStore(db),
 		Work:        work,
 		DeadLetter:  dlq,
 		MaxReceives: MaxReceives,
