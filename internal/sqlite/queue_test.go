@@ -47,11 +47,11 @@ func (h *queueHarness) NewQueue(t *testing.T, o queuetest.QueueOptions) queuetes
 	}
 	q := openTestQueue(t, h.db, name, &QueueOptions{DeadLetterQueue: name + "-dlq", MaxReceives: o.MaxReceives})
 	dlq := openTestQueue(t, h.db, name+"-dlq", nil)
-	return queuetest.Queue{Sender: q, Receiver: q, DeadLetters: dlq}
+	return queuetest.Queue{Sender: q, Receiver: q, DeadLetters: dlq, DeadLetterSender: dlq}
 }
 
 func (h *queueHarness) Capabilities() queuetest.Capabilities {
-	return queuetest.Capabilities{ExactReceiptCheck: true, HonoursNow: true}
+	return queuetest.Capabilities{ExactReceiptCheck: true, HonoursNow: true, ExactDepth: true}
 }
 
 func TestQueueConformance(t *testing.T) {
@@ -450,7 +450,7 @@ func (h *ownClockHarness) NewQueue(t *testing.T, o queuetest.QueueOptions) queue
 }
 
 func (h *ownClockHarness) Capabilities() queuetest.Capabilities {
-	return queuetest.Capabilities{ExactReceiptCheck: false, HonoursNow: false}
+	return queuetest.Capabilities{ExactReceiptCheck: false, HonoursNow: false, ExactDepth: true}
 }
 
 // The suite's path for adapters with their own clock (one case waits a
