@@ -8,18 +8,9 @@ import (
 	"github.com/aws/aws-sdk-go-v2/aws"
 	"github.com/aws/aws-sdk-go-v2/service/sqs"
 	"github.com/aws/aws-sdk-go-v2/service/sqs/types"
+
+	"github.com/batonhq/baton/internal/queue"
 )
-
-// Depth is the approximate number of messages in a queue, as SQS reports
-// it (eventually consistent, lagging up to about a minute).
-type Depth struct {
-	Visible  int // ApproximateNumberOfMessages: available for receive
-	InFlight int // ApproximateNumberOfMessagesNotVisible: received, not yet deleted or visible again
-	Delayed  int // ApproximateNumberOfMessagesDelayed: not yet available
-}
-
-// Total is all the messages the queue holds.
-func (d Depth) Total() int { return d.Visible + d.InFlight + d.Delayed }
 
 var depthAttributes = []types.QueueAttributeName{
 	types.QueueAttributeNameApproximateNumberOfMessages,
@@ -27,18 +18,20 @@ var depthAttributes = []types.QueueAttributeName{
 	types.QueueAttributeNameApproximateNumberOfMessagesDelayed,
 }
 
-// Depth reads the queue's approximate message counts with one
-// GetQueueAttributes call. It returns queue.ErrNotFound when the queue does
-// not exist.
-func (q *Queue) Depth(ctx context.Context) (Depth, error) {
+// Depth reads the queue's message counts with one GetQueueAttributes call:
+// ApproximateNumberOfMessages (Visible), ...NotVisible (InFlight) and
+// ...Delayed (Delayed). They are eventually consistent, lagging up to about
+// a minute: Approximate is always set. It returns queue.ErrNotFound when
+// the queue does not exist.
+func (q *Queue) Depth(ctx context.Context) (queue.Depth, error) {
 	out, err := q.client.GetQueueAttributes(ctx, &sqs.GetQueueAttributesInput{
 		QueueUrl:       aws.String(q.url),
 		AttributeNames: depthAttributes,
 	})
 	if err != nil {
-		return Depth{}, fmt.Errorf("depth of %s: %w", q.url, translateError(err))
+		return queue.Depth{}, fmt.Errorf("depth of %s: %w", q.url, translateError(err))
 	}
-	var d Depth
+	d := queue.Depth{Approximate: true}
 	for _, f := range []struct {
 		name types.QueueAttributeName
 		dst  *int
@@ -53,7 +46,7 @@ func (q *Queue) Depth(ctx context.Context) (Depth, error) {
 		}
 		n, err := strconv.Atoi(s)
 		if err != nil {
-			return Depth{}, fmt.Errorf("depth of %s: %s: %w", q.url, f.name, err)
+			return queue.Depth{}, fmt.Errorf("depth of %s: %s: %w", q.url, f.name, err)
 		}
 		*f.dst = n
 	}

@@ -2,8 +2,10 @@
 // queues, with aws-sdk-go-v2.
 //
 // New(client, queueURL, opts) returns a *Queue that is a queue.Sender and a
-// queue.Receiver; EnsureQueues creates a work queue and its dead-letter
-// queue; Depth reads approximate counts for operators.
+// queue.Receiver, with the optional queue.BatchDeleter, queue.Counter
+// (Depth: approximate counts), queue.Peeker (receive and release) and
+// queue.Mover (MoveAll's message-move task, or receive, send and delete);
+// EnsureQueues creates a work queue and its dead-letter queue.
 //
 // # Semantics
 //

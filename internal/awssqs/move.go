@@ -8,7 +8,35 @@ import (
 	"github.com/aws/aws-sdk-go-v2/aws"
 	"github.com/aws/aws-sdk-go-v2/service/sqs"
 	"github.com/aws/aws-sdk-go-v2/service/sqs/types"
+
+	"github.com/batonhq/baton/internal/queue"
 )
+
+var (
+	_ queue.Counter = (*Queue)(nil)
+	_ queue.Peeker  = (*Queue)(nil)
+	_ queue.Mover   = (*Queue)(nil)
+)
+
+// Peek receives and releases (queue.PeekByReceiving): SQS has no other way
+// to look. Each peek counts a receive, so a peek at a queue with a redrive
+// policy brings its messages closer to the dead-letter queue.
+func (q *Queue) Peek(ctx context.Context, max int) ([]queue.Peeked, error) {
+	return queue.PeekByReceiving(ctx, q, max)
+}
+
+// MoveTo moves everything with SQS's message-move task (MoveAll, the
+// redrive the console offers, which keeps attributes) when max <= 0 and
+// dst is an SQS queue: q must then be a dead-letter queue, as SQS
+// requires. A bounded move, or one to another kind of queue, receives,
+// sends and deletes (queue.MoveByReceiving).
+func (q *Queue) MoveTo(ctx context.Context, dst queue.Sender, max int) (int, error) {
+	if d, ok := dst.(*Queue); ok && max <= 0 {
+		n, err := q.MoveAll(ctx, d, 0, 0)
+		return int(n), err
+	}
+	return queue.MoveByReceiving(ctx, q, dst, max)
+}
 
 // MoveAll moves every message of q, a dead-letter queue, to dst with one
 // SQS message-move task (StartMessageMoveTask) and waits, polling

@@ -18,8 +18,9 @@ import (
 type harness struct{}
 
 func (harness) Capabilities() queuetest.Capabilities {
-	// SQS accepts some stale receipt handles and keeps its own clock.
-	return queuetest.Capabilities{ExactReceiptCheck: false, HonoursNow: false}
+	// SQS accepts some stale receipt handles and keeps its own clock; the
+	// test server counts in-flight messages as visible too.
+	return queuetest.Capabilities{ExactReceiptCheck: false, HonoursNow: false, ExactDepth: false}
 }
 
 func (harness) NewQueue(t *testing.T, o queuetest.QueueOptions) queuetest.Queue {
@@ -37,8 +38,8 @@ func (harness) NewQueue(t *testing.T, o queuetest.QueueOptions) queuetest.Queue 
 	require.NoError(t, err)
 	deleteOnCleanup(t, c, url)
 	deleteOnCleanup(t, c, dlqURL)
-	q := awssqs.New(c, url, nil)
-	return queuetest.Queue{Sender: q, Receiver: q, DeadLetters: awssqs.New(c, dlqURL, nil)}
+	q, dlq := awssqs.New(c, url, nil), awssqs.New(c, dlqURL, nil)
+	return queuetest.Queue{Sender: q, Receiver: q, DeadLetters: dlq, DeadLetterSender: dlq}
 }
 
 func deleteOnCleanup(t *testing.T, c *sqs.Client, url string) {

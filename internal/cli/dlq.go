@@ -8,9 +8,9 @@ import (
 	"text/tabwriter"
 	"time"
 
-	"github.com/batonhq/baton/internal/engine"
 	"github.com/batonhq/baton/internal/ledger"
 	"github.com/batonhq/baton/internal/message"
+	"github.com/batonhq/baton/internal/queue"
 )
 
 const dlqAbout = `Inspect and redrive the dead-letter queue.
@@ -80,7 +80,7 @@ func dlqListCmd(ctx context.Context, e *env, args []string) error {
 	if b.DeadLetter == nil {
 		return fmt.Errorf("the %s backend has no dead-letter queue configured", b.Name)
 	}
-	msgs, err := queueOps(b.DeadLetter).Peek(ctx, limit)
+	msgs, err := queue.OpsOf(b.DeadLetter).Peek(ctx, limit)
 	if err != nil {
 		return fmt.Errorf("list dead letters: %w", err)
 	}
@@ -122,7 +122,7 @@ func dlqListCmd(ctx context.Context, e *env, args []string) error {
 }
 
 // describeDeadLetter decodes m and looks its item up.
-func describeDeadLetter(ctx context.Context, l ledger.Store, m engine.QueuedMessage, now time.Time) (deadLetter, error) {
+func describeDeadLetter(ctx context.Context, l ledger.Store, m queue.Peeked, now time.Time) (deadLetter, error) {
 	row := deadLetter{MessageID: m.MessageID, ReceiveCount: m.ReceiveCount, SentAt: m.SentAt.UTC(),
 		AgeSeconds: now.Sub(m.SentAt).Seconds(), LastError: m.Attributes[message.AttrError]}
 	msg, err := message.Decode(m.Body)
@@ -207,14 +207,14 @@ func dlqRedriveCmd(ctx context.Context, e *env, args []string) error {
 	if b.DeadLetter == nil {
 		return fmt.Errorf("the %s backend has no dead-letter queue configured", b.Name)
 	}
-	n, err := queueOps(b.DeadLetter).MoveTo(ctx, b.Work, limit)
+	n, err := queue.OpsOf(b.DeadLetter).MoveTo(ctx, b.Work, limit)
 	if n > 0 || err == nil {
 		fmt.Fprintf(e.stdout, "moved %d message(s) from the dead-letter queue to the work queue; items already terminal are acknowledged without running\n", n)
 	}
 	if err != nil {
 		return fmt.Errorf("redrive stopped after %d message(s): %w", n, err)
 	}
-	if d, err := queueOps(b.DeadLetter).Depth(ctx); err == nil && d.Total() > 0 {
+	if d, err := queue.OpsOf(b.DeadLetter).Depth(ctx); err == nil && d.Total() > 0 {
 		approx := ""
 		if d.Approximate {
 			approx = " (approximate)"

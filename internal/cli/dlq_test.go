@@ -101,7 +101,7 @@ func testRedrive(t *testing.T, f *opsFixture) {
 
 	// Only the malformed message is back.
 	require.Eventually(t, func() bool {
-		ms, err := queueOps(f.b.DeadLetter).Peek(ctx, 0)
+		ms, err := queue.OpsOf(f.b.DeadLetter).Peek(ctx, 0)
 		return err == nil && len(ms) == 1 && string(ms[0].Body) == `{"not":"baton"}`
 	}, 10*time.Second, 20*time.Millisecond)
 }
@@ -125,7 +125,7 @@ func testRedriveMax(t *testing.T, f *opsFixture) {
 	require.Equal(t, ExitOK, code, errOut)
 	require.Contains(t, out, "moved 2 message(s)")
 	require.Contains(t, out, "3 message(s) left in the dead-letter queue")
-	work, err := queueOps(f.b.Work).Peek(ctx, 0)
+	work, err := queue.OpsOf(f.b.Work).Peek(ctx, 0)
 	require.NoError(t, err)
 	require.Len(t, work, 2)
 	if f.b.Name == "sqlite" {

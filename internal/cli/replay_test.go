@@ -10,8 +10,8 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/batonhq/baton/examples/fx"
-	"github.com/batonhq/baton/internal/engine"
 	"github.com/batonhq/baton/internal/ledger"
+	"github.com/batonhq/baton/internal/queue"
 )
 
 // fast are the flags that make replays quick in tests.
@@ -256,7 +256,7 @@ func TestReplayItemStuckAndHeld(t *testing.T) {
 	// so that only replays deliver.
 	code, out, errOut := f.main("replay", "tick", "--at", rfc(f.tick(0)), "--wait=false")
 	require.Equal(t, ExitOK, code, "%s\n%s", out, errOut)
-	moved, err := engine.OpsOf(f.b.Work).MoveTo(ctx, f.b.DeadLetter, 0)
+	moved, err := queue.OpsOf(f.b.Work).MoveTo(ctx, f.b.DeadLetter, 0)
 	require.NoError(t, err)
 	require.Equal(t, 7, moved)
 	id := f.run(0, 1)

@@ -14,6 +14,7 @@ import (
 	"github.com/batonhq/baton/internal/engine"
 	"github.com/batonhq/baton/internal/lease"
 	"github.com/batonhq/baton/internal/ledger"
+	"github.com/batonhq/baton/internal/queue"
 )
 
 const statusSynopsis = `status [--job J] [--run R] [--json] [flags]
@@ -304,7 +305,7 @@ func depthOf(ctx context.Context, role string, q engine.Queue) queueStatus {
 		s.Error = "not configured"
 		return s
 	}
-	d, err := queueOps(q).Depth(ctx)
+	d, err := queue.OpsOf(q).Depth(ctx)
 	if err != nil {
 		s.Error = err.Error()
 		return s

@@ -131,14 +131,14 @@ func testStatusJSONMatchesLedger(t *testing.T, f *opsFixture) {
 	require.Greater(t, rep.Stuck[0].OverdueSeconds, 59.0)
 
 	// Queues, as the queues count themselves.
-	work, err := queueOps(f.b.Work).Depth(ctx)
+	work, err := queue.OpsOf(f.b.Work).Depth(ctx)
 	require.NoError(t, err)
-	dlq, err := queueOps(f.b.DeadLetter).Depth(ctx)
+	dlq, err := queue.OpsOf(f.b.DeadLetter).Depth(ctx)
 	require.NoError(t, err)
 	require.Len(t, rep.Queues, 2)
 	require.Equal(t, "work", rep.Queues[0].Role)
 	require.Equal(t, "dead_letter", rep.Queues[1].Role)
-	for i, d := range []engine.QueueDepth{work, dlq} {
+	for i, d := range []queue.Depth{work, dlq} {
 		got := rep.Queues[i]
 		require.Equal(t, d.Total(), got.Visible+got.InFlight+got.Delayed, got.Role)
 		require.Equal(t, d.Approximate, got.Approximate, got.Role)

@@ -6,6 +6,13 @@
 // poller needs where no managed event source delivers the messages (the
 // embedded runtime, a long-lived worker outside Lambda).
 //
+// Operators also count, look at and move a queue's messages. These are
+// optional abilities, small interfaces an adapter implements when its
+// backend can do better than the portable way: Counter, Peeker and Mover.
+// OpsOf finds them by type assertion and falls back to PeekByReceiving and
+// MoveByReceiving, built on Receiver and Sender; counting has no fallback
+// (an error matching errors.ErrUnsupported).
+//
 // Implementations must pass the conformance suite in
 // internal/queue/queuetest.
 package queue

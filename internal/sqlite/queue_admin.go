@@ -7,22 +7,33 @@ import (
 	"path/filepath"
 	"strconv"
 	"time"
+
+	"github.com/batonhq/baton/internal/queue"
 )
 
-// Depth counts the queue's messages at the queue's clock: visible ones
-// (including any a receive would dead-letter) and hidden ones (in flight).
-func (q *Queue) Depth(ctx context.Context) (visible, inflight int, err error) {
+var (
+	_ queue.Counter = (*Queue)(nil)
+	_ queue.Peeker  = (*Queue)(nil)
+	_ queue.Mover   = (*Queue)(nil)
+)
+
+// Depth counts the queue's messages at the queue's clock, exactly: visible
+// ones (including any a receive would dead-letter) and hidden ones (in
+// flight). Nothing is ever delayed.
+func (q *Queue) Depth(ctx context.Context) (queue.Depth, error) {
 	at := q.now().UnixNano()
-	err = q.db.sql.QueryRowContext(ctx, `SELECT COALESCE(SUM(visible_at <= ?), 0), COALESCE(SUM(visible_at > ?), 0)
-		FROM messages WHERE queue = ?`, at, at, q.name).Scan(&visible, &inflight)
+	var d queue.Depth
+	err := q.db.sql.QueryRowContext(ctx, `SELECT COALESCE(SUM(visible_at <= ?), 0), COALESCE(SUM(visible_at > ?), 0)
+		FROM messages WHERE queue = ?`, at, at, q.name).Scan(&d.Visible, &d.InFlight)
 	if err != nil {
-		return 0, 0, fmt.Errorf("depth of %s: %w", q.name, err)
+		return queue.Depth{}, fmt.Errorf("depth of %s: %w", q.name, err)
 	}
-	return visible, inflight, nil
+	return d, nil
 }
 
-// QueuedMessage is a message as Peek shows it.
-type QueuedMessage struct {
+// StoredMessage is a message as Inspect shows it: what Peek shows and
+// where it stands in the queue.
+type StoredMessage struct {
 	MessageID    string
 	Body         []byte
 	Attributes   map[string]string
@@ -33,9 +44,23 @@ type QueuedMessage struct {
 	MovedAt      time.Time
 }
 
-// Peek lists up to limit of the queue's messages (all when limit <= 0),
-// visible or not, in send order, without receiving them.
-func (q *Queue) Peek(ctx context.Context, limit int) ([]QueuedMessage, error) {
+// Peek lists up to max of the queue's messages (all when max <= 0),
+// visible or not, in send order, without receiving them: it counts no
+// receive and hides nothing.
+func (q *Queue) Peek(ctx context.Context, max int) ([]queue.Peeked, error) {
+	ms, err := q.Inspect(ctx, max)
+	if err != nil {
+		return nil, err
+	}
+	out := make([]queue.Peeked, len(ms))
+	for i, m := range ms {
+		out[i] = queue.Peeked{MessageID: m.MessageID, Body: m.Body, Attributes: m.Attributes, ReceiveCount: m.ReceiveCount, SentAt: m.SentAt}
+	}
+	return out, nil
+}
+
+// Inspect is Peek with each message's visibility and last move.
+func (q *Queue) Inspect(ctx context.Context, limit int) ([]StoredMessage, error) {
 	if limit <= 0 {
 		limit = -1 // no limit
 	}
@@ -45,9 +70,9 @@ func (q *Queue) Peek(ctx context.Context, limit int) ([]QueuedMessage, error) {
 		return nil, fmt.Errorf("peek at %s: %w", q.name, err)
 	}
 	defer rows.Close()
-	var out []QueuedMessage
+	var out []StoredMessage
 	for rows.Next() {
-		var m QueuedMessage
+		var m StoredMessage
 		var id, sentAt, visibleAt, movedAt int64
 		var attrs string
 		if err := rows.Scan(&id, &m.Body, &attrs, &sentAt, &m.ReceiveCount, &visibleAt, &m.MovedFrom, &movedAt); err != nil {
@@ -66,16 +91,24 @@ func (q *Queue) Peek(ctx context.Context, limit int) ([]QueuedMessage, error) {
 	return out, nil
 }
 
-// MoveTo moves up to max of the queue's visible messages (all of them when
-// max <= 0) to dst, in delivery order, in one statement: it redrives a
-// dead-letter queue. Each moved message keeps its id, body, attributes and
-// send time, is visible at once in dst with a receive count of zero, and
-// records this queue and the move time. Messages in flight stay. dst must
-// live in the same database file. It returns how many messages moved.
-func (q *Queue) MoveTo(ctx context.Context, dst *Queue, max int) (int, error) {
-	if filepath.Clean(dst.db.path) != filepath.Clean(q.db.path) {
-		return 0, fmt.Errorf("move %s to %s: the queues are in different databases", q.name, dst.name)
+// MoveTo moves up to max of the queue's visible messages (all of them
+// when max <= 0) to dst, in delivery order, and returns how many moved: it
+// redrives a dead-letter queue. When dst is a queue of the same database
+// file the move is one statement: each moved message keeps its id, body,
+// attributes and send time, is visible at once in dst with a receive count
+// of zero, and records this queue and the move time (Inspect shows them).
+// Messages in flight stay. Any other dst gets the messages through
+// queue.MoveByReceiving (with new ids there).
+func (q *Queue) MoveTo(ctx context.Context, dst queue.Sender, max int) (int, error) {
+	d, ok := dst.(*Queue)
+	if !ok || filepath.Clean(d.db.path) != filepath.Clean(q.db.path) {
+		return queue.MoveByReceiving(ctx, q, dst, max)
 	}
+	return q.moveWithin(ctx, d, max)
+}
+
+// moveWithin is MoveTo within one database file.
+func (q *Queue) moveWithin(ctx context.Context, dst *Queue, max int) (int, error) {
 	if dst.name == q.name {
 		return 0, fmt.Errorf("move %s to itself", q.name)
 	}

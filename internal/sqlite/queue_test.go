@@ -47,11 +47,11 @@ func (h *queueHarness) NewQueue(t *testing.T, o queuetest.QueueOptions) queuetes
 	}
 	q := openTestQueue(t, h.db, name, &QueueOptions{DeadLetterQueue: name + "-dlq", MaxReceives: o.MaxReceives})
 	dlq := openTestQueue(t, h.db, name+"-dlq", nil)
-	return queuetest.Queue{Sender: q, Receiver: q, DeadLetters: dlq}
+	return queuetest.Queue{Sender: q, Receiver: q, DeadLetters: dlq, DeadLetterSender: dlq}
 }
 
 func (h *queueHarness) Capabilities() queuetest.Capabilities {
-	return queuetest.Capabilities{ExactReceiptCheck: true, HonoursNow: true}
+	return queuetest.Capabilities{ExactReceiptCheck: true, HonoursNow: true, ExactDepth: true}
 }
 
 func TestQueueConformance(t *testing.T) {
@@ -139,10 +139,10 @@ func TestQueuePolicyIsShared(t *testing.T) {
 	require.Empty(t, receive(t, q, 1, time.Minute, now), "second receive dead-letters")
 	require.ErrorIs(t, q.Delete(t.Context(), first[0].ReceiptHandle), queue.ErrInvalidReceipt, "the move voids the receipt")
 
-	dead, err := openTestQueue(t, db, "work-dlq", nil).Peek(t.Context(), 0)
+	dead, err := openTestQueue(t, db, "work-dlq", nil).Inspect(t.Context(), 0)
 	require.NoError(t, err)
 	require.Len(t, dead, 1)
-	require.Equal(t, QueuedMessage{
+	require.Equal(t, StoredMessage{
 		MessageID:  first[0].MessageID,
 		Body:       []byte("poison"),
 		Attributes: map[string]string{"k": "v"},
@@ -274,12 +274,12 @@ func TestQueueReceiveFillsMaxPastDeadLetters(t *testing.T) {
 		bodies = append(bodies, string(d.Body))
 	}
 	require.Equal(t, []string{"m4", "m5", "m6", "m7", "m8"}, bodies)
-	visible, inflight, err := q.Depth(t.Context())
+	d, err := q.Depth(t.Context())
 	require.NoError(t, err)
-	require.Equal(t, [2]int{1, 5}, [2]int{visible, inflight})
-	visible, inflight, err = openTestQueue(t, db, "fill-dlq", nil).Depth(t.Context())
+	require.Equal(t, queue.Depth{Visible: 1, InFlight: 5}, d)
+	d, err = openTestQueue(t, db, "fill-dlq", nil).Depth(t.Context())
 	require.NoError(t, err)
-	require.Equal(t, [2]int{4, 0}, [2]int{visible, inflight})
+	require.Equal(t, queue.Depth{Visible: 4}, d)
 }
 
 func TestQueueLongPoll(t *testing.T) {
@@ -353,9 +353,11 @@ func TestQueueDepthPeekMoveTo(t *testing.T) {
 	dst := openTestQueue(t, db, "work", &QueueOptions{NowFunc: clock})
 	depth := func(q *Queue) [2]int {
 		t.Helper()
-		v, f, err := q.Depth(t.Context())
+		d, err := q.Depth(t.Context())
 		require.NoError(t, err)
-		return [2]int{v, f}
+		require.False(t, d.Approximate)
+		require.Zero(t, d.Delayed)
+		return [2]int{d.Visible, d.InFlight}
 	}
 	peekBodies := func(q *Queue, limit int) []string {
 		t.Helper()
@@ -387,7 +389,7 @@ func TestQueueDepthPeekMoveTo(t *testing.T) {
 	require.Equal(t, [2]int{0, 2}, depth(src))
 	require.Equal(t, []string{"m2", "m3", "m4"}, peekBodies(dst, 0))
 
-	moved, err := dst.Peek(t.Context(), 1)
+	moved, err := dst.Inspect(t.Context(), 1)
 	require.NoError(t, err)
 	require.Equal(t, "dlq", moved[0].MovedFrom)
 	require.Equal(t, now, moved[0].MovedAt)
@@ -399,9 +401,27 @@ func TestQueueDepthPeekMoveTo(t *testing.T) {
 
 	_, err = src.MoveTo(t.Context(), src, 0)
 	require.Error(t, err)
+
+	// A queue of another file gets the messages by receive, send and
+	// delete: same bodies and attributes, new ids.
+	plain := openTestQueue(t, db, "plain", nil)
+	require.NoError(t, plain.SendBatch(t.Context(), []queue.Message{{ID: "a", Body: []byte("a"), Attributes: map[string]string{"k": "v"}}, {ID: "b", Body: []byte("b")}}))
 	elsewhere := openTestQueue(t, openQueueTestDB(t), "work", nil)
-	_, err = src.MoveTo(t.Context(), elsewhere, 0)
-	require.Error(t, err)
+	n, err = plain.MoveTo(t.Context(), elsewhere, 0)
+	require.NoError(t, err)
+	require.Equal(t, 2, n)
+	d, err := plain.Depth(t.Context())
+	require.NoError(t, err)
+	require.Zero(t, d.Total())
+	there, err := elsewhere.Peek(t.Context(), 0)
+	require.NoError(t, err)
+	require.Len(t, there, 2)
+	require.ElementsMatch(t, []string{"a", "b"}, []string{string(there[0].Body), string(there[1].Body)})
+	for _, m := range there {
+		if string(m.Body) == "a" {
+			require.Equal(t, map[string]string{"k": "v"}, m.Attributes)
+		}
+	}
 }
 
 // ownClock hides the callers' Now from the queue, so that it runs on its
@@ -430,7 +450,7 @@ func (h *ownClockHarness) NewQueue(t *testing.T, o queuetest.QueueOptions) queue
 }
 
 func (h *ownClockHarness) Capabilities() queuetest.Capabilities {
-	return queuetest.Capabilities{ExactReceiptCheck: false, HonoursNow: false}
+	return queuetest.Capabilities{ExactReceiptCheck: false, HonoursNow: false, ExactDepth: true}
 }
 
 // The suite's path for adapters with their own clock (one case waits a

@@ -1,12 +1,17 @@
 // Package queuetest is the conformance suite for queue.Sender and
-// queue.Receiver. Every adapter runs it from one test:
+// queue.Receiver, and for the optional abilities an adapter declares by
+// implementing them (queue.BatchDeleter, queue.Counter, queue.Peeker,
+// queue.Mover). Every adapter runs it from one test:
 //
 //	func TestQueue(t *testing.T) { queuetest.Run(t, harness{...}) }
 //
 // Each case asks the Harness for fresh, uniquely named queues and runs in
 // parallel with the others. What an adapter cannot do is declared in its
-// Capabilities; the cases that need it are skipped with the reason, never
-// run with weaker assertions.
+// Capabilities, or by not implementing an optional ability (found, as
+// callers find it, by type assertion on the Receiver); the cases that need
+// it are skipped with the reason, never run with weaker assertions. The
+// portable operator functions (queue.PeekByReceiving,
+// queue.MoveByReceiving) run against every adapter.
 //
 // Adapters with their own clock (HonoursNow false) run one case against a
 // real visibility timeout of one second; every other case avoids waiting by
@@ -52,8 +57,12 @@ type Queue struct {
 	Sender   queue.Sender
 	Receiver queue.Receiver
 	// DeadLetters receives from the queue's dead-letter queue; nil when
-	// QueueOptions.MaxReceives is 0.
+	// QueueOptions.MaxReceives is 0. The optional abilities are found on it
+	// as on Receiver (moving dead letters back is queue.Mover's main use).
 	DeadLetters queue.Receiver
+	// DeadLetterSender sends to the dead-letter queue directly, for the
+	// cases that fill it; nil when QueueOptions.MaxReceives is 0.
+	DeadLetterSender queue.Sender
 }
 
 // Capabilities are the abilities the suite cannot assume of every backend.
@@ -69,6 +78,12 @@ type Capabilities struct {
 	// with explicit times and no waiting. Without it the suite waits out one
 	// real visibility timeout of one second.
 	HonoursNow bool
+
+	// ExactDepth: queue.Counter's Visible leaves out the messages in
+	// flight, as it should; the SQS test server counts them as visible too.
+	// Without it the step of the Depth case that checks Visible while a
+	// message is in flight is skipped.
+	ExactDepth bool
 }
 
 // Run runs every case against h.
@@ -95,6 +110,11 @@ func Run(t *testing.T, h Harness) {
 		{"DeleteBatch", testDeleteBatch},
 		{"DeleteBatchLimits", testDeleteBatchLimits},
 		{"DeleteBatchPartial", testDeleteBatchPartial},
+		{"Depth", testDepth},
+		{"Peek", testPeek},
+		{"PeekByReceiving", testPeekByReceiving},
+		{"MoveTo", testMoveTo},
+		{"MoveByReceiving", testMoveByReceiving},
 	}
 	for _, c := range cases {
 		t.Run(c.name, func(t *testing.T) {
