@@ -31,13 +31,12 @@ func ExampleRun() {
 	code := batoncli.Run(context.Background(), catalog, []string{"run", "--once", "--store", store}, &out, &errOut)
 	fmt.Println("exit status", code)
 	for _, line := range strings.Split(out.String(), "\n") {
-		if f := strings.Fields(line); len(f) == 7 { // the item table: ITEM STATUS … RESULT
+		if f := strings.Fields(line); len(f) == 7 && f[0] != "job" { // an item's row: ITEM STATUS … RESULT
 			fmt.Println(f[0], f[1], f[6])
 		}
 	}
 	// Output:
 	// exit status 0
-	// ITEM STATUS RESULT
 	// en SUCCEEDED hello
 	// fr SUCCEEDED bonjour
 }

@@ -243,14 +243,14 @@ func TestBootstrapsThroughRuntimeAPI(t *testing.T) {
 	require.Equal(t, "req-coord-1", cr.RequestID)
 
 	// A malformed trigger is posted to the invocation's /error.
-	res = invoke(t, api, "req-coord-2", []byte(`{"job":"fx"}`), 30*time.Second)
+	res = invoke(t, api, "req-coord-2", []byte(`{"job":"fx","scheduledTime":"yesterday"}`), 30*time.Second)
 	require.Equal(t, "error", res.Kind)
 	var fnErr struct {
 		ErrorMessage string `json:"errorMessage"`
 		ErrorType    string `json:"errorType"`
 	}
 	require.NoError(t, json.Unmarshal(res.Body, &fnErr), "%s", res.Body)
-	require.Contains(t, fnErr.ErrorMessage, `field "scheduledTime" is missing`)
+	require.Contains(t, fnErr.ErrorMessage, `field "scheduledTime": "yesterday" is not an RFC 3339 time`)
 
 	// Consumer: the fanned-out messages, as the event source delivers them.
 	msgs := st.receiveAll(t)

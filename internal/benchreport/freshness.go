@@ -8,6 +8,7 @@ import (
 
 	"github.com/batonhq/baton"
 	"github.com/batonhq/baton/examples/fx"
+	"github.com/batonhq/baton/internal/effect"
 	"github.com/batonhq/baton/internal/engine"
 	"github.com/batonhq/baton/internal/ledger"
 	"github.com/batonhq/baton/internal/queue"
@@ -75,7 +76,9 @@ func (r *Runner) referenceJob(ctx context.Context, t Target) error {
 	run := ledger.RunID{Job: fx.Name, Nominal: sum.Nominal.Add(-time.Hour), Generation: 1}
 	loopStart := time.Now()
 	for _, a := range fx.Assets {
-		if _, err := p.Process(ctx, baton.Task{Key: ledger.ItemKey{Run: run, Asset: a}, Asset: a, Nominal: run.Nominal, Attempt: 1, Fence: 1}); err != nil {
+		task := baton.Task{Key: ledger.ItemKey{Run: run, Asset: a}, Asset: a, Nominal: run.Nominal, Attempt: 1, Fence: 1,
+			Effects: effect.Bind(env.Plain.Effects, run.Job, run.Generation, 1, nil)}
+		if _, err := p.Process(ctx, task); err != nil {
 			return fmt.Errorf("sequential loop: %w", err)
 		}
 	}

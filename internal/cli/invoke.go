@@ -63,9 +63,14 @@ func invokeCmd(ctx context.Context, e *env, args []string) error {
 		return err
 	}
 	defer b.Close()
+	if f.common.job != "" { // the handlers serve every job; a named one must exist
+		if _, err := lookupJob(e.catalog, f.common.job); err != nil {
+			return err
+		}
+	}
 	p := lambdaapp.HandlerParams{
 		Jobs:   e.catalog,
-		Leases: b.Leases, Ledger: b.Ledger, Queue: b.Work, MaxReceives: b.MaxReceives,
+		Leases: b.Leases, Ledger: b.Ledger, Effects: b.Effects, Queue: b.Work, MaxReceives: b.MaxReceives,
 		Logger: lambdaapp.NewLogger(e.stderr, level),
 	}
 	if level <= slog.LevelInfo {

@@ -87,7 +87,7 @@ func replayEventCmd(ctx context.Context, e *env, args []string) error {
 		return err
 	}
 	p := lambdaapp.HandlerParams{
-		Jobs: r.eng.Coordinator.Jobs, Leases: r.eng.Coordinator.Leases, Ledger: r.b.Ledger,
+		Jobs: r.eng.Coordinator.Jobs, Leases: r.eng.Coordinator.Leases, Ledger: r.b.Ledger, Effects: r.b.Effects,
 		Queue: r.b.Work, MaxReceives: r.b.MaxReceives, Logger: logger, FunctionName: "replay:" + operatorOwner(),
 	}
 	if r.b.DeadLetter != nil {

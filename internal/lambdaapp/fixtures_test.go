@@ -87,6 +87,7 @@ func setup(t *testing.T, o setupOpts) *testBundle {
 		Jobs:         fx.Catalog(nil),
 		Leases:       b.Leases,
 		Ledger:       b.Ledger,
+		Effects:      b.Effects,
 		Queue:        b.Work,
 		DeadLetter:   b.DeadLetter,
 		MaxReceives:  b.MaxReceives,

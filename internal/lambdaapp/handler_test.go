@@ -38,7 +38,7 @@ func backend(t *testing.T) engine.Backend {
 func params(b engine.Backend, now func() time.Time) lambdaapp.HandlerParams {
 	return lambdaapp.HandlerParams{
 		Jobs:   fx.Catalog(nil),
-		Leases: b.Leases, Ledger: b.Ledger, Queue: b.Work, DeadLetter: b.DeadLetter, MaxReceives: b.MaxReceives,
+		Leases: b.Leases, Ledger: b.Ledger, Effects: b.Effects, Queue: b.Work, DeadLetter: b.DeadLetter, MaxReceives: b.MaxReceives,
 		FunctionName: "baton-test", NowFunc: now,
 	}
 }
@@ -70,6 +70,13 @@ func TestNewHandlerRejectsIncompleteParams(t *testing.T) {
 	p := params(b, now)
 	p.Leases = nil
 	_, err := lambdaapp.NewConsumerHandler(p)
+	require.NoError(t, err)
+	// …but an effect store, which the coordinator does not need.
+	p.Effects = nil
+	_, err = lambdaapp.NewConsumerHandler(p)
+	require.ErrorContains(t, err, "missing [Effects]")
+	p.Leases = b.Leases
+	_, err = lambdaapp.NewCoordinatorHandler(p)
 	require.NoError(t, err)
 }
 
