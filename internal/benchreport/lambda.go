@@ -283,7 +283,6 @@ func lambdaStack(ctx context.Context, p LambdaParams, prefix string) (*lambdaEnv
 		"BATON_TABLE=" + name,
 		"BATON_QUEUE_URL=" + workURL,
 		"BATON_DLQ_URL=" + dlqURL,
-		"BATON_JOB=" + fx.Name,
 		"BATON_MAX_RECEIVES=5",
 	}
 	return &lambdaEnv{

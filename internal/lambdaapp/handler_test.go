@@ -25,6 +25,7 @@ import (
 	"github.com/batonhq/baton/internal/lease"
 	"github.com/batonhq/baton/internal/ledger"
 	"github.com/batonhq/baton/internal/message"
+	"github.com/batonhq/baton/internal/queue"
 )
 
 func backend(t *testing.T) engine.Backend {
@@ -246,10 +247,17 @@ func TestConsumerReportsUntranslatableRecords(t *testing.T) {
 	resp, err := h.Handle(context.Background(), ev)
 	require.NoError(t, err)
 	require.Equal(t, []string{"bad-count"}, failedIDs(resp))
-	var rec map[string]any
-	require.NoError(t, json.Unmarshal(bytes.TrimSpace(metrics.Bytes()), &rec))
-	require.EqualValues(t, 1, rec["ItemsSucceeded"])
-	require.EqualValues(t, 1, rec["ItemsFailed"])
+	// One record per job; an untranslated record's job is not known.
+	byJob := map[string]map[string]any{}
+	for _, line := range strings.Split(strings.TrimSpace(metrics.String()), "\n") {
+		var rec map[string]any
+		require.NoError(t, json.Unmarshal([]byte(line), &rec))
+		byJob[rec["Job"].(string)] = rec
+	}
+	require.Len(t, byJob, 2)
+	require.EqualValues(t, 1, byJob["fx"]["ItemsSucceeded"])
+	require.EqualValues(t, 0, byJob["fx"]["ItemsFailed"])
+	require.EqualValues(t, 1, byJob["unknown"]["ItemsFailed"])
 	require.True(t, strings.Contains(metrics.String(), `"Namespace":"Baton"`))
 }
 
@@ -283,4 +291,63 @@ func TestConsumerMetricsSplitPerEMFLimit(t *testing.T) {
 	require.Len(t, first["TickToDone"], 100)
 	require.Len(t, second["TickToDone"], 5)
 	require.NotContains(t, second, "ItemsSucceeded", "counts are written once")
+}
+
+// One deployment serves every job of its catalog: each trigger names its
+// job; a rule event without one is refused when there are several; the
+// consumer processes the messages of every job and reports metrics per
+// job.
+func TestSeveralJobsPerDeployment(t *testing.T) {
+	t.Parallel()
+	b := backend(t)
+	var metrics bytes.Buffer
+	p := params(b, func() time.Time { return fixedAt })
+	p.Metrics = &metrics
+	equities := baton.Job{Name: "equities", Schedule: "rate(5 minutes)", Assets: []string{"AAPL", "MSFT"},
+		Processor: baton.ProcessorFunc(func(ctx context.Context, t baton.Task) ([]byte, error) {
+			return []byte(t.Asset), t.Effects.Put(ctx, "quote/"+t.Asset, []byte("1"))
+		})}
+	p.Jobs = baton.MustCatalog(fx.Job(nil), equities)
+	coord, err := lambdaapp.NewCoordinatorHandler(p)
+	require.NoError(t, err)
+	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
+	defer cancel()
+
+	resp, err := coord.Handle(ctx, []byte(`{"job":"equities","scheduledTime":"2026-11-21T12:00:00Z"}`))
+	require.NoError(t, err)
+	require.Equal(t, "opened", resp.Outcome)
+	require.Equal(t, "equities@2026-11-21T12:00:00Z#1", resp.Run)
+	require.Equal(t, 2, resp.Enqueued)
+	resp, err = coord.Handle(ctx, []byte(`{"job":"fx","scheduledTime":"2026-11-21T12:01:00Z"}`))
+	require.NoError(t, err)
+	require.Equal(t, "fx@2026-11-21T12:01:00Z#1", resp.Run)
+
+	_, err = coord.Handle(ctx, fixture(t, "coordinator-scheduled.json")) // a rule event naming no job
+	require.ErrorContains(t, err, "rule event: it names no job and the catalog has 2 (equities, fx)")
+	_, err = coord.Handle(ctx, []byte(`{"job":"bonds","scheduledTime":"2026-11-21T12:01:00Z"}`))
+	require.ErrorContains(t, err, `job "bonds" is not in this deployment's catalog (jobs: equities, fx)`)
+
+	cons, err := lambdaapp.NewConsumerHandler(p)
+	require.NoError(t, err)
+	var records []events.SQSMessage
+	for range 3 {
+		ds, err := b.Work.Receive(ctx, queue.ReceiveParams{Max: 10, Visibility: time.Minute, Now: time.Now()})
+		require.NoError(t, err)
+		for _, d := range ds {
+			records = append(records, events.SQSMessage{MessageId: d.MessageID, Body: string(d.Body), Attributes: map[string]string{"ApproximateReceiveCount": "1"}})
+		}
+	}
+	require.Len(t, records, 2+len(fx.Assets))
+	out, err := cons.Handle(ctx, events.SQSEvent{Records: records})
+	require.NoError(t, err)
+	require.Empty(t, failedIDs(out))
+	for _, job := range []string{"equities", "fx"} {
+		require.Contains(t, metrics.String(), `"Job":"`+job+`"`)
+	}
+	items, err := b.Ledger.ListItems(ctx, baton.RunID{Job: "equities", Nominal: time.Date(2026, 11, 21, 12, 0, 0, 0, time.UTC), Generation: 1})
+	require.NoError(t, err)
+	require.Len(t, items, 2)
+	for _, it := range items {
+		require.Equal(t, ledger.ItemSucceeded, it.State, it.Key.String())
+	}
 }

@@ -4,16 +4,21 @@
 //
 // # Coordinator input
 //
-// DecodeTrigger accepts three shapes, told apart by their fields:
+// DecodeTrigger accepts four shapes, told apart by their fields; every
+// one names a job of the deployment's catalog (TriggerParams.Jobs):
 //
 //   - The EventBridge rule event ("source": "aws.events", "detail-type":
-//     "Scheduled Event"). Its "time" is the trigger time. A rule event
-//     carries no job: the job is the function's configured job, unless the
-//     event's "detail" object has a "job" field (events put on a bus by
-//     hand may carry one), which must then equal the configured job. The
-//     rule ARN in "resources" is not used to find the job: CloudFormation
-//     names rules with a random suffix, so the name says nothing reliable;
-//     it is kept in Trigger.Resources for the logs.
+//     "Scheduled Event"). Its "time" is the trigger time. A scheduled rule
+//     event carries no job: it is accepted only when the catalog has
+//     exactly one job, which it then is, unless the event's "detail"
+//     object has a "job" field (events put on a bus by hand may carry
+//     one). The rule ARN in "resources" is not used to find the job:
+//     CloudFormation names rules with a random suffix, so the name says
+//     nothing reliable; it is kept in Trigger.Resources for the logs.
+//   - A rule's constant input {"job": "fx"}: the rule's target replaces the
+//     event by it, so it carries no time; the trigger time is the
+//     invocation's own (TriggerParams.Now), mapped to the latest tick at or
+//     before it like any other.
 //   - The EventBridge Scheduler payload {"job": "fx", "scheduledTime":
 //     "<aws.scheduler.scheduled-time>"}, set as the schedule target's Input.
 //   - A manual replay {"job": "fx", "scheduledTime": "…", "force": true|false},
@@ -21,8 +26,9 @@
 //
 // Anything else is an error wrapping ErrBadTrigger that names the problem:
 // an unknown shape or field, a missing field, a time that does not parse,
-// a job that is not the configured one, or a time further in the future
-// than the skew allowance.
+// a job the catalog does not hold (the error lists those it holds), a rule
+// event without a job when the catalog has several, or a time further in
+// the future than the skew allowance.
 //
 // # Consumer input and output
 //

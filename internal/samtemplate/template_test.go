@@ -241,7 +241,7 @@ Resources:
 `))
 	require.NoError(t, err)
 	err = samtemplate.CheckSchedules(tpl, baton.MustCatalog(fx.Job(nil), equities))
-	require.ErrorContains(t, err, `Coord event Bare: rule event: it names no job and the catalog has 2 (equities, fx)`)
+	require.ErrorContains(t, err, `Coord event Bare: bad coordinator trigger: rule event: it names no job and the catalog has 2 (equities, fx)`)
 	require.NoError(t, samtemplate.CheckSchedules(tpl, baton.MustCatalog(equities)), "one job: a bare rule event is its")
 }
 
