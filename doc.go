@@ -19,7 +19,9 @@
 //     consumer AWS Lambda functions (DynamoDB + SQS);
 //   - package [github.com/batonhq/baton/batoncli]: the operator CLI and the
 //     local runtime (run, invoke, setup, status, replay, dlq, lease, cancel)
-//     as a cobra command tree, on the embedded SQLite store or on AWS.
+//     as a cobra command tree, on the embedded SQLite store or on AWS;
+//   - package [github.com/batonhq/baton/batontest]: tasks and an in-memory
+//     effect store for testing a processor without a backend.
 //
 // A user's module defines its jobs, builds a catalog and hands it to those
 // entry points; examples/fx is baton's reference job, written the same

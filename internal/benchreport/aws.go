@@ -17,7 +17,7 @@ import (
 	"github.com/batonhq/baton/internal/awscall"
 	"github.com/batonhq/baton/internal/awsdynamodb"
 	"github.com/batonhq/baton/internal/awssqs"
-	"github.com/batonhq/baton/internal/engine"
+	"github.com/batonhq/baton/internal/backend"
 	"github.com/batonhq/baton/internal/queue"
 )
 
@@ -98,8 +98,8 @@ func openAWS(ctx context.Context, name string, ddbCfg, sqsCfg aws.Config, o AWSO
 		}
 		return errors.Join(errs...)
 	}
-	backend := func(api awsdynamodb.API, c *sqs.Client) engine.Backend {
-		return engine.Backend{
+	backend := func(api awsdynamodb.API, c *sqs.Client) backend.Backend {
+		return backend.Backend{
 			Name:        "aws",
 			Leases:      awsdynamodb.NewLeaseStore(api, table, nil),
 			Ledger:      awsdynamodb.NewLedgerStore(api, table, nil),

@@ -168,7 +168,7 @@ func (c CountedLedger) ListItems(ctx context.Context, run ledger.RunID) ([]ledge
 	return c.Store.ListItems(ctx, run)
 }
 
-// Queue sends and receives; engine.Queue has the same methods.
+// Queue sends and receives; backend.Queue has the same methods.
 type Queue interface {
 	queue.Sender
 	queue.Receiver

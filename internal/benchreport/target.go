@@ -3,7 +3,7 @@ package benchreport
 import (
 	"context"
 
-	"github.com/batonhq/baton/internal/engine"
+	"github.com/batonhq/baton/internal/backend"
 	"github.com/batonhq/baton/internal/queue"
 )
 
@@ -13,10 +13,10 @@ import (
 type Env struct {
 	// Backend holds the stores and queues under test; every call they
 	// make is counted by Calls.
-	Backend engine.Backend
+	Backend backend.Backend
 	Calls   Counter
 	// Plain holds the same stores, uncounted, to prepare state.
-	Plain engine.Backend
+	Plain backend.Backend
 	// RawWrite makes one raw conditional write that creates the record
 	// named key (which must be new): the least a conditional write costs
 	// on this server.

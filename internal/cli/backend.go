@@ -11,9 +11,9 @@ import (
 	"time"
 
 	"github.com/batonhq/baton/internal/awssqs"
+	"github.com/batonhq/baton/internal/backend"
 	"github.com/batonhq/baton/internal/backend/awsbackend"
 	"github.com/batonhq/baton/internal/backend/sqlitebackend"
-	"github.com/batonhq/baton/internal/engine"
 	"github.com/batonhq/baton/internal/lambdaapp"
 )
 
@@ -46,14 +46,14 @@ func (b *backendFlags) where() string {
 	return b.backend
 }
 
-func (b *backendFlags) open(ctx context.Context) (engine.Backend, error) {
+func (b *backendFlags) open(ctx context.Context) (backend.Backend, error) {
 	switch b.backend {
 	case "sqlite":
 		return sqlitebackend.Open(ctx, b.store)
 	case "aws":
 		return b.aws.open(ctx)
 	default:
-		return engine.Backend{}, usagef("--backend: unknown backend %q (want sqlite or aws)", b.backend)
+		return backend.Backend{}, usagef("--backend: unknown backend %q (want sqlite or aws)", b.backend)
 	}
 }
 
@@ -157,30 +157,30 @@ func (a *awsFlags) clients(ctx context.Context) (awsbackend.Clients, error) {
 	return awsbackend.NewClients(cfg, e), nil
 }
 
-func (a *awsFlags) open(ctx context.Context) (engine.Backend, error) {
+func (a *awsFlags) open(ctx context.Context) (backend.Backend, error) {
 	if a.envErr != nil {
-		return engine.Backend{}, a.envErr
+		return backend.Backend{}, a.envErr
 	}
 	switch {
 	case a.table == "":
-		return engine.Backend{}, usagef("--backend aws: no table: set --table or %s", lambdaapp.EnvTable)
+		return backend.Backend{}, usagef("--backend aws: no table: set --table or %s", lambdaapp.EnvTable)
 	case a.queueURL == "":
-		return engine.Backend{}, usagef("--backend aws: no work queue: set --queue-url or %s", lambdaapp.EnvQueueURL)
+		return backend.Backend{}, usagef("--backend aws: no work queue: set --queue-url or %s", lambdaapp.EnvQueueURL)
 	case a.maxReceives < 0:
-		return engine.Backend{}, usagef("--max-receives must not be negative, got %d", a.maxReceives)
+		return backend.Backend{}, usagef("--max-receives must not be negative, got %d", a.maxReceives)
 	case a.receiveWait < 0 || a.receiveWait > awssqs.MaxWait:
-		return engine.Backend{}, usagef("--receive-wait must be within 0..%s, got %s", awssqs.MaxWait, a.receiveWait)
+		return backend.Backend{}, usagef("--receive-wait must be within 0..%s, got %s", awssqs.MaxWait, a.receiveWait)
 	}
 	c, err := a.clients(ctx)
 	if err != nil {
-		return engine.Backend{}, err
+		return backend.Backend{}, err
 	}
 	b, err := awsbackend.Open(ctx, awsbackend.Params{
 		Clients: c, Table: a.table, QueueURL: a.queueURL, DLQURL: a.dlqURL, MaxReceives: a.maxReceives,
 		ReceiveWait: a.receiveWait,
 	})
 	if err != nil {
-		return engine.Backend{}, fmt.Errorf("--backend aws: %w", err)
+		return backend.Backend{}, fmt.Errorf("--backend aws: %w", err)
 	}
 	return b, nil
 }

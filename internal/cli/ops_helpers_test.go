@@ -12,6 +12,7 @@ import (
 
 	"github.com/batonhq/baton"
 	"github.com/batonhq/baton/examples/fx"
+	"github.com/batonhq/baton/internal/backend"
 	"github.com/batonhq/baton/internal/backend/sqlitebackend"
 	"github.com/batonhq/baton/internal/consumer"
 	"github.com/batonhq/baton/internal/engine"
@@ -24,7 +25,7 @@ import (
 type opsFixture struct {
 	t     *testing.T
 	flags []string // selects the fixture's backend on the command line
-	b     engine.Backend
+	b     backend.Backend
 	calls *callCounter
 	eng   *engine.Engine // consumes with a processor that counts its calls
 	// base is a minute tick half an hour ago: the tests' ticks are after it.
@@ -40,7 +41,7 @@ func newSQLiteFixture(t *testing.T) *opsFixture {
 	return newFixture(t, b, []string{"--store", store})
 }
 
-func newFixture(t *testing.T, b engine.Backend, flags []string) *opsFixture {
+func newFixture(t *testing.T, b backend.Backend, flags []string) *opsFixture {
 	t.Helper()
 	f := &opsFixture{t: t, flags: flags, b: b, calls: &callCounter{n: map[string]int{}}}
 	catalog := fx.Catalog(nil)

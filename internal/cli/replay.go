@@ -9,6 +9,7 @@ import (
 	"time"
 
 	"github.com/batonhq/baton"
+	"github.com/batonhq/baton/internal/backend"
 	"github.com/batonhq/baton/internal/coordinator"
 	"github.com/batonhq/baton/internal/engine"
 	"github.com/batonhq/baton/internal/lease"
@@ -67,7 +68,7 @@ func (f *replayFlags) check() error {
 
 // replayer is an open backend with an engine, and consumers when asked.
 type replayer struct {
-	b    engine.Backend
+	b    backend.Backend
 	eng  *engine.Engine
 	j    baton.Job
 	stop func()

@@ -11,6 +11,7 @@ import (
 	"time"
 
 	"github.com/batonhq/baton"
+	"github.com/batonhq/baton/internal/backend"
 	"github.com/batonhq/baton/internal/engine"
 	"github.com/batonhq/baton/internal/lease"
 	"github.com/batonhq/baton/internal/ledger"
@@ -197,7 +198,7 @@ type statusParams struct {
 }
 
 // buildStatus reads everything status shows. It writes nothing.
-func buildStatus(ctx context.Context, b engine.Backend, j baton.Job, p statusParams) (statusReport, error) {
+func buildStatus(ctx context.Context, b backend.Backend, j baton.Job, p statusParams) (statusReport, error) {
 	rep := statusReport{Job: j.Name, Schedule: j.Schedule, Backend: b.Name, Now: p.Now}
 	var err error
 	if rep.Lease, err = readLease(ctx, b, j.Name, j.Limits.ClockSkew, p.Now); err != nil {
@@ -259,7 +260,7 @@ func stuck(it ledger.Item, skew time.Duration, now time.Time) bool {
 	return it.State == ledger.ItemRunning && !it.LeaseUntil.Add(skew).After(now)
 }
 
-func readLease(ctx context.Context, b engine.Backend, jobName string, skew time.Duration, now time.Time) (*leaseStatus, error) {
+func readLease(ctx context.Context, b backend.Backend, jobName string, skew time.Duration, now time.Time) (*leaseStatus, error) {
 	l, err := b.Leases.Inspect(ctx, jobName)
 	if errors.Is(err, lease.ErrNotFound) {
 		return nil, nil
@@ -291,7 +292,7 @@ func leaseState(l lease.Lease, skew time.Duration, now time.Time) string {
 	}
 }
 
-func readQueues(ctx context.Context, b engine.Backend) []queueStatus {
+func readQueues(ctx context.Context, b backend.Backend) []queueStatus {
 	out := []queueStatus{depthOf(ctx, "work", b.Work)}
 	if b.DeadLetter != nil {
 		out = append(out, depthOf(ctx, "dead_letter", b.DeadLetter))
@@ -299,7 +300,7 @@ func readQueues(ctx context.Context, b engine.Backend) []queueStatus {
 	return out
 }
 
-func depthOf(ctx context.Context, role string, q engine.Queue) queueStatus {
+func depthOf(ctx context.Context, role string, q backend.Queue) queueStatus {
 	s := queueStatus{Role: role}
 	if q == nil {
 		s.Error = "not configured"

@@ -26,13 +26,6 @@ import (
 	"github.com/batonhq/baton/internal/scheduler"
 )
 
-// Backend and Queue are package backend's: the stores and queues one
-// deployment uses.
-type (
-	Backend = backend.Backend
-	Queue   = backend.Queue
-)
-
 // Options tune an Engine.
 type Options struct {
 	Catalog *baton.Catalog
@@ -53,14 +46,14 @@ type Options struct {
 
 // Engine wires a backend to the core.
 type Engine struct {
-	backend     Backend
+	backend     backend.Backend
 	opts        Options
 	Coordinator *coordinator.Coordinator
 	Consumer    *consumer.Consumer
 }
 
 // New returns an engine on b.
-func New(b Backend, o Options) (*Engine, error) {
+func New(b backend.Backend, o Options) (*Engine, error) {
 	if o.Catalog == nil {
 		return nil, errors.New("engine: no job catalog")
 	}
@@ -87,8 +80,8 @@ func New(b Backend, o Options) (*Engine, error) {
 	return e, nil
 }
 
-// Backend returns the engine's backend.
-func (e *Engine) Backend() Backend { return e.backend }
+// backend.Backend returns the engine's backend.
+func (e *Engine) Backend() backend.Backend { return e.backend }
 
 func (e *Engine) now() time.Time {
 	if e.opts.NowFunc != nil {

@@ -10,6 +10,7 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/batonhq/baton/examples/fx"
+	"github.com/batonhq/baton/internal/backend"
 	"github.com/batonhq/baton/internal/backend/sqlitebackend"
 	"github.com/batonhq/baton/internal/ledger"
 )
@@ -105,6 +106,6 @@ func TestConsumeShutdownLeavesNothingRunning(t *testing.T) {
 
 func TestNewRejectsBadCatalog(t *testing.T) {
 	t.Parallel()
-	_, err := New(Backend{}, Options{})
+	_, err := New(backend.Backend{}, Options{})
 	require.ErrorContains(t, err, "no job catalog")
 }

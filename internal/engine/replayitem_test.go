@@ -11,6 +11,7 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/batonhq/baton"
+	"github.com/batonhq/baton/internal/backend"
 	"github.com/batonhq/baton/internal/backend/sqlitebackend"
 	"github.com/batonhq/baton/internal/clocktest"
 	"github.com/batonhq/baton/internal/lease"
@@ -77,7 +78,7 @@ func (h *hookLedger) GetItem(ctx context.Context, key ledger.ItemKey) (ledger.It
 // test moves, and the ledger hooks.
 type replayBundle struct {
 	e       *Engine
-	b       Backend // unwrapped
+	b       backend.Backend // unwrapped
 	hooks   *hookLedger
 	clock   *clocktest.Clock
 	job     baton.Job

@@ -17,8 +17,8 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/batonhq/baton/examples/fx"
+	"github.com/batonhq/baton/internal/backend"
 	"github.com/batonhq/baton/internal/backend/sqlitebackend"
-	"github.com/batonhq/baton/internal/engine"
 	"github.com/batonhq/baton/internal/lambdaapp"
 	"github.com/batonhq/baton/internal/ledger"
 	"github.com/batonhq/baton/internal/message"
@@ -64,7 +64,7 @@ func TestEveryFixtureCovered(t *testing.T) {
 
 // testBundle is one embedded backend with both handlers on it.
 type testBundle struct {
-	backend     engine.Backend
+	backend     backend.Backend
 	coordinator lambda.Handler
 	consumer    lambda.Handler
 	metrics     *bytes.Buffer

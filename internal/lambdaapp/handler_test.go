@@ -17,9 +17,9 @@ import (
 
 	"github.com/batonhq/baton"
 	"github.com/batonhq/baton/examples/fx"
+	"github.com/batonhq/baton/internal/backend"
 	"github.com/batonhq/baton/internal/backend/sqlitebackend"
 	"github.com/batonhq/baton/internal/coordinator"
-	"github.com/batonhq/baton/internal/engine"
 	"github.com/batonhq/baton/internal/lambdaapp"
 	"github.com/batonhq/baton/internal/lambdaevent"
 	"github.com/batonhq/baton/internal/lease"
@@ -28,7 +28,7 @@ import (
 	"github.com/batonhq/baton/internal/queue"
 )
 
-func backend(t *testing.T) engine.Backend {
+func newBackend(t *testing.T) backend.Backend {
 	t.Helper()
 	b, err := sqlitebackend.Open(context.Background(), filepath.Join(t.TempDir(), "baton.db"))
 	require.NoError(t, err)
@@ -36,7 +36,7 @@ func backend(t *testing.T) engine.Backend {
 	return b
 }
 
-func params(b engine.Backend, now func() time.Time) lambdaapp.HandlerParams {
+func params(b backend.Backend, now func() time.Time) lambdaapp.HandlerParams {
 	return lambdaapp.HandlerParams{
 		Jobs:   fx.Catalog(nil),
 		Leases: b.Leases, Ledger: b.Ledger, Effects: b.Effects, Queue: b.Work, DeadLetter: b.DeadLetter, MaxReceives: b.MaxReceives,
@@ -46,7 +46,7 @@ func params(b engine.Backend, now func() time.Time) lambdaapp.HandlerParams {
 
 func TestNewHandlerRejectsIncompleteParams(t *testing.T) {
 	t.Parallel()
-	b := backend(t)
+	b := newBackend(t)
 	now := func() time.Time { return fixedAt }
 	cases := []struct {
 		name   string
@@ -83,7 +83,7 @@ func TestNewHandlerRejectsIncompleteParams(t *testing.T) {
 
 func TestCoordinatorLeaseContention(t *testing.T) {
 	t.Parallel()
-	b := backend(t)
+	b := newBackend(t)
 	var metrics bytes.Buffer
 	p := params(b, func() time.Time { return fixedAt })
 	p.Metrics = &metrics
@@ -118,7 +118,7 @@ func TestCoordinatorLeaseContention(t *testing.T) {
 // with another tick: the handler fails so that the trigger is retried.
 func TestCoordinatorLeaseContentionOnPendingTickIsRetried(t *testing.T) {
 	t.Parallel()
-	b := backend(t)
+	b := newBackend(t)
 	_, err := b.Leases.Acquire(context.Background(), lease.AcquireParams{
 		Job: "fx", Owner: "baton-test/other-request", TTL: time.Minute, Now: fixedAt,
 	})
@@ -132,7 +132,7 @@ func TestCoordinatorLeaseContentionOnPendingTickIsRetried(t *testing.T) {
 
 func TestCoordinatorRejectsBadTriggers(t *testing.T) {
 	t.Parallel()
-	b := backend(t)
+	b := newBackend(t)
 	h, err := lambdaapp.NewCoordinatorHandler(params(b, func() time.Time { return fixedAt }))
 	require.NoError(t, err)
 	for _, payload := range []string{
@@ -151,7 +151,7 @@ func TestCoordinatorRejectsBadTriggers(t *testing.T) {
 
 func TestCoordinatorOwnerIsFunctionAndRequest(t *testing.T) {
 	t.Parallel()
-	b := backend(t)
+	b := newBackend(t)
 	h, err := lambdaapp.NewCoordinatorHandler(params(b, func() time.Time { return fixedAt }))
 	require.NoError(t, err)
 	ctx := lambdacontext.NewContext(context.Background(), &lambdacontext.LambdaContext{AwsRequestID: "req-42"})
@@ -177,7 +177,7 @@ func TestCoordinatorOwnerIsFunctionAndRequest(t *testing.T) {
 
 func TestCoordinatorNoTimeLeft(t *testing.T) {
 	t.Parallel()
-	b := backend(t)
+	b := newBackend(t)
 	h, err := lambdaapp.NewCoordinatorHandler(params(b, func() time.Time { return fixedAt }))
 	require.NoError(t, err)
 	// Less time left than the job's deadline margin.
@@ -204,7 +204,7 @@ func (c *steppingClock) now() time.Time {
 
 func TestCoordinatorIncompleteFanOutIsAnErrorAndResumes(t *testing.T) {
 	t.Parallel()
-	b := backend(t)
+	b := newBackend(t)
 	// A fan-out budget already spent when the fan-out starts: the clock
 	// moves at every reading.
 	clock := &steppingClock{t: fixedAt, step: time.Millisecond}
@@ -233,7 +233,7 @@ func TestCoordinatorIncompleteFanOutIsAnErrorAndResumes(t *testing.T) {
 
 func TestConsumerReportsUntranslatableRecords(t *testing.T) {
 	t.Parallel()
-	b := backend(t)
+	b := newBackend(t)
 	var metrics bytes.Buffer
 	p := params(b, func() time.Time { return fixedAt })
 	p.Metrics = &metrics
@@ -263,7 +263,7 @@ func TestConsumerReportsUntranslatableRecords(t *testing.T) {
 
 func TestConsumerMetricsSplitPerEMFLimit(t *testing.T) {
 	t.Parallel()
-	b := backend(t)
+	b := newBackend(t)
 	var metrics bytes.Buffer
 	p := params(b, func() time.Time { return fixedAt.Add(time.Hour) })
 	p.Metrics = &metrics
@@ -299,7 +299,7 @@ func TestConsumerMetricsSplitPerEMFLimit(t *testing.T) {
 // job.
 func TestSeveralJobsPerDeployment(t *testing.T) {
 	t.Parallel()
-	b := backend(t)
+	b := newBackend(t)
 	var metrics bytes.Buffer
 	p := params(b, func() time.Time { return fixedAt })
 	p.Metrics = &metrics
