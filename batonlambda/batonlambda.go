@@ -53,8 +53,8 @@ const EnvFunction = "BATON_FUNCTION"
 // Options tune the handlers. The zero value (or nil) reads the process's
 // environment and writes to its standard streams.
 type Options struct {
-	// Getenv reads a variable; nil: os.Getenv.
-	Getenv func(string) string
+	// GetenvFunc reads a variable; nil: os.Getenv.
+	GetenvFunc func(string) string
 	// Stdout receives the metrics (CloudWatch Embedded Metric Format) and
 	// Stderr the JSON logs; nil: os.Stdout and os.Stderr.
 	Stdout, Stderr io.Writer
@@ -65,8 +65,8 @@ func (o *Options) env() lambdaapp.Env {
 	if o == nil {
 		return e
 	}
-	if o.Getenv != nil {
-		e.Getenv = o.Getenv
+	if o.GetenvFunc != nil {
+		e.Getenv = o.GetenvFunc
 	}
 	if o.Stdout != nil {
 		e.Stdout = o.Stdout

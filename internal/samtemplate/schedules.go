@@ -77,7 +77,7 @@ func scheduleJob(typ string, p map[string]any, jobs []string) (string, error) {
 	case ok:
 		s, isString := input.(string)
 		if !isString {
-			return "", errors.New("Input is not a JSON string")
+			return "", errors.New("its Input is not a JSON string")
 		}
 		payload = strings.ReplaceAll(s, "<aws.scheduler.scheduled-time>", fired.Format(time.RFC3339))
 	case typ == "ScheduleV2":
