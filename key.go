@@ -1,11 +1,14 @@
 package baton
 
 import (
+	"errors"
 	"fmt"
 	"regexp"
 	"strconv"
 	"strings"
 	"time"
+
+	"github.com/batonhq/baton/internal/rfc3339"
 )
 
 // namePattern is what job and asset names may contain: they appear in keys,
@@ -17,7 +20,7 @@ var namePattern = regexp.MustCompile(`^[A-Za-z0-9][A-Za-z0-9_.-]{0,63}$`)
 // letter or digit). what says which kind of name it is ("job", "asset").
 func ValidName(what, s string) error {
 	if !namePattern.MatchString(s) {
-		return fmt.Errorf("invalid %s name %q: want 1-64 letters, digits, '_', '.', '-', starting with a letter or digit", what, s)
+		return fmt.Errorf("invalid %s name %s: want 1-64 letters, digits, '_', '.', '-', starting with a letter or digit", what, quote(s))
 	}
 	return nil
 }
@@ -25,8 +28,16 @@ func ValidName(what, s string) error {
 // RunID names one run: one generation of one tick. Generation 1 is the
 // scheduled run; a forced replay opens generation 2, 3, …
 //
-// RunID names one generation of one tick. Its string form is
-// "job@2006-01-02T15:04:05Z#generation", e.g. "fx@2026-11-21T12:01:00Z#1".
+// Its string form is "job@2006-01-02T15:04:05Z#generation", e.g.
+// "fx@2026-11-21T12:01:00Z#1": the tick's nominal time in UTC, whole
+// seconds, and the generation in decimal without leading zeros. That form
+// is canonical: ParseRunID refuses any other spelling of the same run, so
+// that one run has one key everywhere.
+//
+// The form "job+submission#generation" is reserved for the runs of
+// submissions (work submitted on demand rather than by a tick), whose
+// submission id is a name as ValidName defines it; this version refuses
+// it with an error saying so.
 type RunID struct {
 	Job        string
 	Nominal    time.Time
@@ -42,26 +53,68 @@ func (r RunID) TickKey() string {
 	return r.Job + "@" + r.Nominal.UTC().Format(time.RFC3339)
 }
 
-// ParseRunID parses the string form of a RunID.
+// maxKeyLen bounds the text of a run id or item key: a job and an asset
+// of 64 bytes, the time, the generation and the separators fit well
+// within it. Longer input is refused before it is parsed or quoted.
+const maxKeyLen = 256
+
+// maxGeneration bounds a generation's digits.
+const maxGeneration = 1_000_000_000
+
+// ParseRunID parses the canonical string form of a RunID. The error names
+// what is wrong; it quotes at most a bounded prefix of s.
 func ParseRunID(s string) (RunID, error) {
+	if len(s) > maxKeyLen {
+		return RunID{}, fmt.Errorf("invalid run id %s: longer than %d bytes", quote(s), maxKeyLen)
+	}
 	at := strings.IndexByte(s, '@')
 	hash := strings.LastIndexByte(s, '#')
+	if at < 0 {
+		if plus := strings.IndexByte(s, '+'); plus > 0 && hash > plus {
+			return RunID{}, fmt.Errorf("invalid run id %s: runs of submissions (job+submission#generation) are not supported by this version", quote(s))
+		}
+	}
 	if at <= 0 || hash < at {
-		return RunID{}, fmt.Errorf("invalid run id %q: want job@RFC3339-time#generation", s)
+		return RunID{}, fmt.Errorf("invalid run id %s: want job@RFC3339-time#generation", quote(s))
 	}
 	job := s[:at]
 	if err := ValidName("job", job); err != nil {
-		return RunID{}, fmt.Errorf("invalid run id %q: %w", s, err)
+		return RunID{}, fmt.Errorf("invalid run id %s: %w", quote(s), err)
 	}
-	nominal, err := time.Parse(time.RFC3339, s[at+1:hash])
+	nominal, err := rfc3339.Parse(s[at+1 : hash])
 	if err != nil {
-		return RunID{}, fmt.Errorf("invalid run id %q: bad time: %w", s, err)
+		return RunID{}, fmt.Errorf("invalid run id %s: bad time: %w", quote(s), err)
 	}
-	gen, err := strconv.Atoi(s[hash+1:])
-	if err != nil || gen < 1 {
-		return RunID{}, fmt.Errorf("invalid run id %q: generation must be a positive integer", s)
+	gen, err := parseGeneration(s[hash+1:])
+	if err != nil {
+		return RunID{}, fmt.Errorf("invalid run id %s: %w", quote(s), err)
 	}
-	return RunID{Job: job, Nominal: nominal.UTC(), Generation: gen}, nil
+	id := RunID{Job: job, Nominal: nominal, Generation: gen}
+	if c := id.String(); c != s {
+		return RunID{}, fmt.Errorf("invalid run id %s: not canonical, want %s (UTC, whole seconds, Z)", quote(s), c)
+	}
+	return id, nil
+}
+
+// parseGeneration parses a positive decimal without sign or leading zero.
+func parseGeneration(s string) (int, error) {
+	if s == "" || s[0] == '0' || strings.TrimLeft(s, "0123456789") != "" || len(s) > 10 {
+		return 0, errors.New("generation must be a positive integer without sign or leading zero")
+	}
+	gen, err := strconv.Atoi(s)
+	if err != nil || gen < 1 || gen > maxGeneration {
+		return 0, fmt.Errorf("generation must be within 1..%d", maxGeneration)
+	}
+	return gen, nil
+}
+
+// quote quotes s for an error message, cut to a bounded length.
+func quote(s string) string {
+	const max = 96
+	if len(s) <= max {
+		return strconv.Quote(s)
+	}
+	return strconv.Quote(s[:max]) + fmt.Sprintf("… (%d bytes)", len(s))
 }
 
 // ItemKey is an item's idempotency key: run id + asset. Its string form is
@@ -73,19 +126,24 @@ type ItemKey struct {
 
 func (k ItemKey) String() string { return k.Run.String() + "/" + k.Asset }
 
-// ParseItemKey parses the string form of an ItemKey.
+// ParseItemKey parses the canonical string form of an ItemKey (its run id
+// canonical, see RunID). The error names what is wrong; it quotes at most
+// a bounded prefix of s.
 func ParseItemKey(s string) (ItemKey, error) {
+	if len(s) > maxKeyLen {
+		return ItemKey{}, fmt.Errorf("invalid item key %s: longer than %d bytes", quote(s), maxKeyLen)
+	}
 	slash := strings.LastIndexByte(s, '/')
 	if slash < 0 {
-		return ItemKey{}, fmt.Errorf("invalid item key %q: want <run id>/<asset>", s)
+		return ItemKey{}, fmt.Errorf("invalid item key %s: want <run id>/<asset>", quote(s))
 	}
 	run, err := ParseRunID(s[:slash])
 	if err != nil {
-		return ItemKey{}, fmt.Errorf("invalid item key %q: %w", s, err)
+		return ItemKey{}, fmt.Errorf("invalid item key: %w", err)
 	}
 	asset := s[slash+1:]
 	if err := ValidName("asset", asset); err != nil {
-		return ItemKey{}, fmt.Errorf("invalid item key %q: %w", s, err)
+		return ItemKey{}, fmt.Errorf("invalid item key %s: %w", quote(s), err)
 	}
 	return ItemKey{Run: run, Asset: asset}, nil
 }

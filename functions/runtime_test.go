@@ -250,7 +250,7 @@ func TestBootstrapsThroughRuntimeAPI(t *testing.T) {
 		ErrorType    string `json:"errorType"`
 	}
 	require.NoError(t, json.Unmarshal(res.Body, &fnErr), "%s", res.Body)
-	require.Contains(t, fnErr.ErrorMessage, `field "scheduledTime": "yesterday" is not an RFC 3339 time`)
+	require.Contains(t, fnErr.ErrorMessage, `field "scheduledTime": invalid RFC 3339 time: "yesterday"`)
 
 	// Consumer: the fanned-out messages, as the event source delivers them.
 	msgs := st.receiveAll(t)

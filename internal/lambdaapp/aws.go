@@ -45,6 +45,7 @@ func ParamsOnAWS(cfg Config, c awsbackend.Clients, env Env, jobs *baton.Catalog)
 		Queue:       b.Work,
 		MaxReceives: cfg.MaxReceives,
 		TriggerSkew: cfg.TriggerSkew,
+		TriggerAge:  cfg.TriggerAge,
 		Logger:      logger,
 		Metrics:     env.Stdout,
 	}

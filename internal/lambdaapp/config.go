@@ -28,12 +28,18 @@ const (
 	EnvDLQURL      = awsbackend.EnvDLQURL      // dead-letter queue URL (consumer)
 	EnvMaxReceives = awsbackend.EnvMaxReceives // the work queue's redrive maxReceiveCount (consumer)
 	EnvTriggerSkew = "BATON_TRIGGER_SKEW"      // how far in the future a trigger time may be (coordinator)
+	EnvTriggerAge  = "BATON_TRIGGER_MAX_AGE"   // how old a scheduled trigger's time may be (coordinator)
 	EnvLogLevel    = "BATON_LOG_LEVEL"         // debug, info, warn, error
 )
 
 // DefaultTriggerSkew is the trigger-time allowance when EnvTriggerSkew is
 // empty.
 const DefaultTriggerSkew = time.Minute
+
+// DefaultTriggerAge is the age bound of scheduled triggers when
+// EnvTriggerAge is empty: Lambda keeps an asynchronous event up to six
+// hours, so no legitimate delivery is older.
+const DefaultTriggerAge = 6 * time.Hour
 
 // Variable is one environment variable a function reads.
 type Variable struct {
@@ -52,7 +58,10 @@ func Variables(f Function) []Variable {
 	}
 	switch f {
 	case Coordinator:
-		return append(common, Variable{EnvTriggerSkew, false, "how far in the future a trigger time may be, a Go duration (default 1m)"})
+		return append(common,
+			Variable{EnvTriggerSkew, false, "how far in the future a trigger time may be, a Go duration (default 1m)"},
+			Variable{EnvTriggerAge, false, "how old a scheduled trigger's time may be, a Go duration (default 6h; 0: no bound); replays are exempt"},
+		)
 	case Consumer:
 		return append(common,
 			Variable{EnvDLQURL, true, "the dead-letter queue URL"},
@@ -70,6 +79,7 @@ type Config struct {
 	DLQURL      string        // consumer
 	MaxReceives int           // consumer
 	TriggerSkew time.Duration // coordinator
+	TriggerAge  time.Duration // coordinator
 	LogLevel    slog.Level
 }
 
@@ -81,6 +91,9 @@ func LoadConfig(f Function, getenv func(string) string) (Config, error) {
 		return Config{}, fmt.Errorf("config: unknown function %q", f)
 	}
 	cfg := Config{Function: f, TriggerSkew: DefaultTriggerSkew, LogLevel: slog.LevelInfo}
+	if f == Coordinator {
+		cfg.TriggerAge = DefaultTriggerAge
+	}
 	var errs []error
 	for _, v := range vars {
 		s := strings.TrimSpace(getenv(v.Name))
@@ -126,6 +139,12 @@ func (c *Config) set(name, s string) error {
 			return errors.New("not a non-negative duration such as 1m or 30s")
 		}
 		c.TriggerSkew = d
+	case EnvTriggerAge:
+		d, err := time.ParseDuration(s)
+		if err != nil || d < 0 {
+			return errors.New("not a non-negative duration such as 6h or 30m")
+		}
+		c.TriggerAge = d
 	case EnvLogLevel:
 		if err := c.LogLevel.UnmarshalText([]byte(s)); err != nil {
 			return errors.New("not a log level: want debug, info, warn or error")

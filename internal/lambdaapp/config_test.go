@@ -46,7 +46,7 @@ func TestLoadConfig(t *testing.T) {
 		require.NoError(t, err)
 		require.Equal(t, lambdaapp.Config{
 			Function: lambdaapp.Coordinator, Table: "baton-Table-1", QueueURL: full["BATON_QUEUE_URL"],
-			TriggerSkew: 30 * time.Second, LogLevel: slog.LevelDebug,
+			TriggerSkew: 30 * time.Second, TriggerAge: lambdaapp.DefaultTriggerAge, LogLevel: slog.LevelDebug,
 		}, cfg)
 	})
 	t.Run("consumer", func(t *testing.T) {
@@ -78,6 +78,7 @@ func TestLoadConfig(t *testing.T) {
 		{"max receives word", lambdaapp.Consumer, with("BATON_MAX_RECEIVES", "five"), []string{`BATON_MAX_RECEIVES="five"`}},
 		{"skew not a duration", lambdaapp.Coordinator, with("BATON_TRIGGER_SKEW", "60"), []string{`BATON_TRIGGER_SKEW="60": not a non-negative duration`}},
 		{"negative skew", lambdaapp.Coordinator, with("BATON_TRIGGER_SKEW", "-1s"), []string{"BATON_TRIGGER_SKEW"}},
+		{"bad age", lambdaapp.Coordinator, with("BATON_TRIGGER_MAX_AGE", "a day"), []string{`BATON_TRIGGER_MAX_AGE="a day": not a non-negative duration`}},
 		{"bad log level", lambdaapp.Consumer, with("BATON_LOG_LEVEL", "loud"), []string{`BATON_LOG_LEVEL="loud": not a log level`}},
 	}
 	for _, tc := range bad {
@@ -107,7 +108,7 @@ func TestVariables(t *testing.T) {
 		}
 		return out
 	}
-	require.ElementsMatch(t, []string{"BATON_TABLE", "BATON_QUEUE_URL", "BATON_LOG_LEVEL", "BATON_TRIGGER_SKEW"}, names(lambdaapp.Coordinator))
+	require.ElementsMatch(t, []string{"BATON_TABLE", "BATON_QUEUE_URL", "BATON_LOG_LEVEL", "BATON_TRIGGER_SKEW", "BATON_TRIGGER_MAX_AGE"}, names(lambdaapp.Coordinator))
 	require.ElementsMatch(t, []string{"BATON_TABLE", "BATON_QUEUE_URL", "BATON_LOG_LEVEL", "BATON_DLQ_URL", "BATON_MAX_RECEIVES"}, names(lambdaapp.Consumer))
 	// Every variable LoadConfig reads is listed: a config read from only
 	// the listed variables equals one read from everything.

@@ -78,7 +78,7 @@ func (h *CoordinatorHandler) Handle(ctx context.Context, payload json.RawMessage
 	now := h.now()
 	inv := invocationOf(ctx, h.name, h.p.logger(), now)
 	tr, err := lambdaevent.DecodeTrigger(lambdaevent.TriggerParams{
-		Payload: payload, Jobs: h.p.Jobs.Names(), Now: now, Skew: h.p.TriggerSkew,
+		Payload: payload, Jobs: h.p.Jobs.Names(), Now: now, Skew: h.p.TriggerSkew, MaxAge: h.p.TriggerAge,
 	})
 	if err != nil {
 		inv.log.ErrorContext(ctx, "trigger rejected", slog.String("phase", "decode"), slog.Any("error", err))

@@ -38,6 +38,9 @@ type HandlerParams struct {
 	// TriggerSkew is how far in the future a trigger time may be
 	// (coordinator); 0 means DefaultTriggerSkew.
 	TriggerSkew time.Duration
+	// TriggerAge, when positive, is how old a scheduled trigger's time may
+	// be (coordinator); replays are exempt. 0: no bound.
+	TriggerAge time.Duration
 	// FunctionName prefixes owners; "" means the Lambda function's name,
 	// or the handler's kind outside Lambda.
 	FunctionName string

@@ -5,11 +5,13 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"io"
 	"slices"
 	"strings"
 	"time"
 
 	"github.com/aws/aws-lambda-go/events"
+	"github.com/batonhq/baton/internal/rfc3339"
 )
 
 // ErrBadTrigger matches every error DecodeTrigger returns.
@@ -57,7 +59,17 @@ type TriggerParams struct {
 	// Skew is how far after Now a trigger time may be (clock skew between
 	// the sender and this function). A later time is rejected.
 	Skew time.Duration
+	// MaxAge, when positive, is how far before Now the time of a scheduled
+	// trigger (rule, rule input, Scheduler) may be: an older one is a
+	// stale delivery, refused (replay the tick instead). Replays are
+	// exempt: an operator may replay any tick.
+	MaxAge time.Duration
 }
+
+// knownFields are the field names the decoder reads, in their one
+// accepted spelling: encoding/json matches names case-insensitively, so a
+// key that differs from one of these only in case is refused by name.
+var knownFields = []string{"job", "scheduledTime", "force", "source", "detail-type", "time", "detail", "id", "resources"}
 
 // directPayload is the Scheduler and replay shape. Pointers tell a missing
 // field from a zero one.
@@ -83,14 +95,11 @@ func decodeTrigger(p TriggerParams) (Trigger, error) {
 	if len(payload) == 0 {
 		return Trigger{}, errors.New("empty payload")
 	}
-	var fields map[string]json.RawMessage
-	if err := json.Unmarshal(payload, &fields); err != nil || fields == nil {
-		return Trigger{}, fmt.Errorf("payload is not a JSON object: %s", abbreviate(payload))
+	fields, err := object(payload)
+	if err != nil {
+		return Trigger{}, err
 	}
-	var (
-		t   Trigger
-		err error
-	)
+	var t Trigger
 	switch {
 	case has(fields, "detail-type") || has(fields, "source"):
 		t, err = decodeRule(payload, fields, p.Jobs)
@@ -111,7 +120,58 @@ func decodeTrigger(p TriggerParams) (Trigger, error) {
 		return Trigger{}, fmt.Errorf("%s trigger: time %s is %s in the future (allowance %s)",
 			t.Source, t.At.Format(time.RFC3339Nano), t.At.Sub(p.Now), p.Skew)
 	}
+	if p.MaxAge > 0 && t.Source != SourceReplay && t.At.Before(p.Now.Add(-p.MaxAge)) {
+		return Trigger{}, fmt.Errorf("%s trigger: time %s is %s old, beyond the bound of %s for scheduled triggers: a stale delivery; replay the tick to run it",
+			t.Source, t.At.Format(time.RFC3339Nano), p.Now.Sub(t.At).Round(time.Second), p.MaxAge)
+	}
 	return t, nil
+}
+
+// object decodes a JSON object's top level strictly: no trailing data, no
+// duplicate keys, no key that differs from a known field only in case.
+func object(payload []byte) (map[string]json.RawMessage, error) {
+	dec := json.NewDecoder(bytes.NewReader(payload))
+	tok, err := dec.Token()
+	if err != nil || tok != json.Delim('{') {
+		return nil, fmt.Errorf("payload is not a JSON object: %s", abbreviate(payload))
+	}
+	fields := map[string]json.RawMessage{}
+	for dec.More() {
+		tok, err := dec.Token()
+		if err != nil {
+			return nil, fmt.Errorf("payload is not a JSON object: %s", abbreviate(payload))
+		}
+		key := tok.(string) // object keys are strings
+		var v json.RawMessage
+		if err := dec.Decode(&v); err != nil {
+			return nil, fmt.Errorf("payload is not a JSON object: %s", abbreviate(payload))
+		}
+		if _, dup := fields[key]; dup {
+			return nil, fmt.Errorf("field %q appears twice", key)
+		}
+		if err := exactName(key); err != nil {
+			return nil, err
+		}
+		fields[key] = v
+	}
+	if _, err := dec.Token(); err != nil { // the closing brace
+		return nil, fmt.Errorf("payload is not a JSON object: %s", abbreviate(payload))
+	}
+	if _, err := dec.Token(); err != io.EOF {
+		return nil, fmt.Errorf("trailing data after the JSON object: %s", abbreviate(payload))
+	}
+	return fields, nil
+}
+
+// exactName refuses a key that matches a known field only when case is
+// ignored.
+func exactName(key string) error {
+	for _, f := range knownFields {
+		if key != f && strings.EqualFold(key, f) {
+			return fmt.Errorf("field %q: names are case-sensitive, want %q", abbreviate([]byte(key)), f)
+		}
+	}
+	return nil
 }
 
 func decodeRule(payload []byte, fields map[string]json.RawMessage, jobs []string) (Trigger, error) {
@@ -168,9 +228,9 @@ func ruleDetailJob(detail json.RawMessage) (string, error) {
 	if len(d) == 0 || string(d) == "null" {
 		return "", nil
 	}
-	var fields map[string]json.RawMessage
-	if err := json.Unmarshal(d, &fields); err != nil || fields == nil {
-		return "", fmt.Errorf(`rule event: field "detail" is not a JSON object: %s`, abbreviate(d))
+	fields, err := object(d)
+	if err != nil {
+		return "", fmt.Errorf(`rule event: field "detail": %v`, err)
 	}
 	raw, ok := fields["job"]
 	if !ok {
@@ -186,7 +246,7 @@ func ruleDetailJob(detail json.RawMessage) (string, error) {
 func decodeDirect(payload []byte, now time.Time) (Trigger, error) {
 	var d directPayload
 	dec := json.NewDecoder(bytes.NewReader(payload))
-	dec.DisallowUnknownFields()
+	dec.DisallowUnknownFields() // the keys were checked exact by object
 	if err := dec.Decode(&d); err != nil {
 		return Trigger{}, fmt.Errorf("scheduler or replay payload: %s", describeJSONError(err))
 	}
@@ -213,19 +273,10 @@ func decodeDirect(payload []byte, now time.Time) (Trigger, error) {
 	return Trigger{Job: *d.Job, At: at, Force: d.Force != nil && *d.Force, Source: src}, nil
 }
 
-// parseTime parses an RFC 3339 time (what EventBridge writes) into UTC.
+// parseTime parses an RFC 3339 time (what EventBridge writes) strictly
+// into UTC (package rfc3339).
 func parseTime(s string) (time.Time, error) {
-	if s == "" {
-		return time.Time{}, errors.New("empty time")
-	}
-	t, err := time.Parse(time.RFC3339Nano, s)
-	if err != nil {
-		return time.Time{}, fmt.Errorf("%q is not an RFC 3339 time", s)
-	}
-	if t.IsZero() || t.Year() < 1970 {
-		return time.Time{}, fmt.Errorf("%q is before 1970", s)
-	}
-	return t.UTC(), nil
+	return rfc3339.Parse(s)
 }
 
 // describeJSONError names the field of a type mismatch or an unknown field.
