@@ -105,7 +105,7 @@ func TestReplayEventRoutesAndIsIdempotent(t *testing.T) {
 	require.Equal(t, it, again)
 
 	// A future trigger is refused by the coordinator.
-	future := fixtureAt(t, "coordinator-scheduler.json", "2999-01-01T00:00:00Z")
+	future := fixtureAt(t, "coordinator-scheduler.json", "2199-01-01T00:00:00Z")
 	code, _, errOut = f.main("replay", "event", future)
 	require.Equal(t, ExitFailure, code)
 	require.Contains(t, errOut, "future")

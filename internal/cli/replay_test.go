@@ -122,7 +122,7 @@ func TestReplayRangeRefusesBadRanges(t *testing.T) {
 		{[]string{"--from", rfc(f.tick(3)), "--to", rfc(f.tick(1))}, "inverted range: --to " + rfc(f.tick(1)) + " is before --from " + rfc(f.tick(3))},
 		{[]string{"--from", rfc(f.tick(0)), "--to", future}, "--to " + future + " is in the future"},
 		{[]string{"--from", rfc(f.tick(0)), "--to", rfc(f.tick(10)), "--max-ticks", "5"}, "11 ticks in"},
-		{[]string{"--from", "yesterday", "--to", rfc(f.tick(1))}, `--from "yesterday" is not a time (RFC 3339`},
+		{[]string{"--from", "yesterday", "--to", rfc(f.tick(1))}, `--from: invalid RFC 3339 time: "yesterday"`},
 		{[]string{"--to", rfc(f.tick(1))}, "--from is required"},
 		{[]string{"--from", rfc(f.tick(0)), "--to", rfc(f.tick(1)), "--overlap", "queue"}, `--overlap "queue": want buffer, allow or skip`},
 		{[]string{"--from", rfc(f.tick(0)), "--to", rfc(f.tick(1)), "--rate", "0"}, "--rate must be in (0, 1000]"},
@@ -173,7 +173,10 @@ func TestReplayTick(t *testing.T) {
 	require.Contains(t, errOut, "is in the future")
 	code, _, errOut = f.main("replay", "tick", "--at", "12:01")
 	require.Equal(t, ExitUsage, code)
-	require.Contains(t, errOut, "is not a time")
+	require.Contains(t, errOut, `--at: invalid RFC 3339 time: "12:01"`)
+	code, _, errOut = f.main("replay", "tick", "--at", "2026-11-21T12:01:00+23:59")
+	require.Equal(t, ExitUsage, code)
+	require.Contains(t, errOut, "offset beyond ±14:00")
 	code, _, errOut = f.main("replay", "tick")
 	require.Equal(t, ExitUsage, code)
 	require.Contains(t, errOut, "--at is required")
@@ -304,7 +307,7 @@ func TestReplayBadUsage(t *testing.T) {
 		{[]string{"replay", "item", "--run", "fx@2026-01-01T00:00:00Z#1"}, "--asset is required"},
 		{[]string{"replay", "tick", "--at", rfc(f.tick(0)), "--consumers", "-3"}, "--consumers must not be negative"},
 		{[]string{"replay", "tick", "--at", rfc(f.tick(0)), "--timeout", "0s"}, "--timeout must be positive"},
-		{[]string{"replay", "tick", "--at", "0001-01-01T00:00:00Z"}, "has no tick at or before --at 0001-01-01T00:00:00Z"},
+		{[]string{"replay", "tick", "--at", "0001-01-01T00:00:00Z"}, "year 1 outside 1970–2199"},
 	} {
 		code, _, errOut := f.main(tc.args...)
 		require.Equal(t, ExitUsage, code, "%v: %s", tc.args, errOut)

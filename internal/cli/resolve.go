@@ -12,6 +12,7 @@ import (
 	"github.com/batonhq/baton"
 	"github.com/batonhq/baton/internal/engine"
 	"github.com/batonhq/baton/internal/ledger"
+	"github.com/batonhq/baton/internal/rfc3339"
 )
 
 // futureSkew is how far past this machine's clock a time given on the
@@ -28,9 +29,9 @@ func parseTime(name, v string, now time.Time) (time.Time, error) {
 	if v == "" {
 		return time.Time{}, usagef("--%s is required (%s)", name, timeExample)
 	}
-	t, err := time.Parse(time.RFC3339Nano, v)
+	t, err := rfc3339.Parse(v)
 	if err != nil {
-		return time.Time{}, usagef("--%s %q is not a time (%s): %v", name, v, timeExample, err)
+		return time.Time{}, usagef("--%s: %v (%s)", name, err, timeExample)
 	}
 	if t.After(now.Add(futureSkew)) {
 		return time.Time{}, usagef("--%s %s is in the future (now is %s): only ticks whose time has come can run",

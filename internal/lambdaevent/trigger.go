@@ -5,13 +5,13 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
-	"io"
 	"slices"
 	"strings"
 	"time"
 
 	"github.com/aws/aws-lambda-go/events"
 	"github.com/batonhq/baton/internal/rfc3339"
+	"github.com/batonhq/baton/internal/strictjson"
 )
 
 // ErrBadTrigger matches every error DecodeTrigger returns.
@@ -127,51 +127,15 @@ func decodeTrigger(p TriggerParams) (Trigger, error) {
 	return t, nil
 }
 
-// object decodes a JSON object's top level strictly: no trailing data, no
-// duplicate keys, no key that differs from a known field only in case.
+// object decodes a JSON object's top level strictly (package
+// strictjson): no trailing data, no duplicate keys, no key that differs
+// from a known field only in case.
 func object(payload []byte) (map[string]json.RawMessage, error) {
-	dec := json.NewDecoder(bytes.NewReader(payload))
-	tok, err := dec.Token()
-	if err != nil || tok != json.Delim('{') {
+	fields, err := strictjson.Object(payload, knownFields)
+	if errors.Is(err, strictjson.ErrNotObject) {
 		return nil, fmt.Errorf("payload is not a JSON object: %s", abbreviate(payload))
 	}
-	fields := map[string]json.RawMessage{}
-	for dec.More() {
-		tok, err := dec.Token()
-		if err != nil {
-			return nil, fmt.Errorf("payload is not a JSON object: %s", abbreviate(payload))
-		}
-		key := tok.(string) // object keys are strings
-		var v json.RawMessage
-		if err := dec.Decode(&v); err != nil {
-			return nil, fmt.Errorf("payload is not a JSON object: %s", abbreviate(payload))
-		}
-		if _, dup := fields[key]; dup {
-			return nil, fmt.Errorf("field %q appears twice", key)
-		}
-		if err := exactName(key); err != nil {
-			return nil, err
-		}
-		fields[key] = v
-	}
-	if _, err := dec.Token(); err != nil { // the closing brace
-		return nil, fmt.Errorf("payload is not a JSON object: %s", abbreviate(payload))
-	}
-	if _, err := dec.Token(); err != io.EOF {
-		return nil, fmt.Errorf("trailing data after the JSON object: %s", abbreviate(payload))
-	}
-	return fields, nil
-}
-
-// exactName refuses a key that matches a known field only when case is
-// ignored.
-func exactName(key string) error {
-	for _, f := range knownFields {
-		if key != f && strings.EqualFold(key, f) {
-			return fmt.Errorf("field %q: names are case-sensitive, want %q", abbreviate([]byte(key)), f)
-		}
-	}
-	return nil
+	return fields, err
 }
 
 func decodeRule(payload []byte, fields map[string]json.RawMessage, jobs []string) (Trigger, error) {

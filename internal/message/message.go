@@ -3,14 +3,15 @@
 package message
 
 import (
-	"bytes"
 	"encoding/json"
 	"errors"
 	"fmt"
+	"slices"
 	"strconv"
 
 	"github.com/batonhq/baton/internal/ledger"
 	"github.com/batonhq/baton/internal/queue"
+	"github.com/batonhq/baton/internal/strictjson"
 )
 
 // Version is the version of the message body this code writes.
@@ -59,17 +60,33 @@ func (m Message) QueueMessage() queue.Message {
 	}}
 }
 
+// messageFields are the body's field names, in their one spelling.
+var messageFields = []string{"v", "key", "fence", "derived"}
+
+// describe names the field of a type mismatch, without quoting the value.
+func describe(err error) string {
+	var te *json.UnmarshalTypeError
+	if errors.As(err, &te) && te.Field != "" {
+		return fmt.Sprintf("field %q: want a JSON %s, got %s", te.Field, te.Type.Kind(), te.Value)
+	}
+	return "invalid JSON"
+}
+
 // Decode parses and validates a message body. Every error matches
 // ErrMalformed and names what is wrong.
 func Decode(body []byte) (Message, error) {
-	var m Message
-	dec := json.NewDecoder(bytes.NewReader(body))
-	dec.DisallowUnknownFields()
-	if err := dec.Decode(&m); err != nil {
+	fields, err := strictjson.Object(body, messageFields)
+	if err != nil {
 		return Message{}, fmt.Errorf("%w: body is not a baton item message: %v", ErrMalformed, err)
 	}
-	if dec.More() {
-		return Message{}, fmt.Errorf("%w: trailing data after the JSON object", ErrMalformed)
+	for name := range fields {
+		if !slices.Contains(messageFields, name) {
+			return Message{}, fmt.Errorf("%w: unknown field %s", ErrMalformed, strictjson.Quote(name))
+		}
+	}
+	var m Message
+	if err := json.Unmarshal(body, &m); err != nil {
+		return Message{}, fmt.Errorf("%w: body is not a baton item message: %s", ErrMalformed, describe(err))
 	}
 	if m.Version != Version {
 		return Message{}, fmt.Errorf("%w: field \"v\": version %d, want %d", ErrMalformed, m.Version, Version)

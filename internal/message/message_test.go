@@ -1,0 +1,66 @@
+package message_test
+
+import (
+	"errors"
+	"strings"
+	"testing"
+
+	"github.com/stretchr/testify/require"
+
+	"github.com/batonhq/baton"
+	"github.com/batonhq/baton/internal/message"
+)
+
+func TestDecode(t *testing.T) {
+	t.Parallel()
+	key, err := baton.ParseItemKey("fx@2026-11-21T12:01:00Z#1/EURUSD")
+	require.NoError(t, err)
+	m, err := message.Decode(message.New(key, 3, false).Encode())
+	require.NoError(t, err)
+	require.Equal(t, message.Message{Version: message.Version, Key: key.String(), Fence: 3}, m)
+
+	huge := strings.Repeat("x", 200_000)
+	for body, want := range map[string]string{
+		`not json`: "body is not a baton item message: not a JSON object",
+		`{"v":1,"key":"fx@2026-11-21T12:01:00Z#1/EURUSD","fence":1} {}`:        "trailing data",
+		`{"V":1,"key":"fx@2026-11-21T12:01:00Z#1/EURUSD","fence":1}`:           `field "V": names are case-sensitive, want "v"`,
+		`{"v":1,"key":"fx@2026-11-21T12:01:00Z#1/EURUSD","key":"x","fence":1}`: `field "key" appears twice`,
+		`{"v":2,"key":"fx@2026-11-21T12:01:00Z#1/EURUSD","fence":1}`:           "version 2, want 1",
+		`{"v":1,"key":"fx@2026-11-21T13:01:00+01:00#1/EURUSD","fence":1}`:      "not canonical",
+		`{"v":1,"key":"fx@2026-11-21T12:01:00Z#1/EURUSD","fence":-1}`:          "negative",
+		`{"v":1,"key":"fx@2026-11-21T12:01:00Z#1/EURUSD","fence":"1"}`:         `field "fence": want a JSON int64, got string`,
+		`{"v":1,"key":"fx@2026-11-21T12:01:00Z#1/EURUSD","fence":1,"gen":2}`:   `unknown field "gen"`,
+		`{"v":1,"key":"` + huge + `","fence":1}`:                               "longer than 256 bytes",
+		`{"v":1,"key":"k","fence":1,"` + huge + `":1}`:                         "unknown field",
+	} {
+		_, err := message.Decode([]byte(body))
+		require.True(t, errors.Is(err, message.ErrMalformed), "%.80s: %v", body, err)
+		require.ErrorContains(t, err, want, "%.80s", body)
+		require.Less(t, len(err.Error()), 512, "the error of a huge body is bounded")
+	}
+}
+
+// Whatever the body, Decode returns a message that encodes back to an
+// equivalent body, or an error matching ErrMalformed of bounded size.
+func FuzzDecode(f *testing.F) {
+	for _, s := range []string{
+		`{"v":1,"key":"fx@2026-11-21T12:01:00Z#1/EURUSD","fence":1}`,
+		`{"v":1,"key":"fx@2026-11-21T12:01:00Z#1/DXY","fence":2,"derived":true}`,
+		`{"V":1}`, `{"v":1,"key":"x"} x`, `[]`,
+	} {
+		f.Add([]byte(s))
+	}
+	f.Fuzz(func(t *testing.T, body []byte) {
+		m, err := message.Decode(body)
+		if err != nil {
+			if !errors.Is(err, message.ErrMalformed) || len(err.Error()) > 1024 {
+				t.Fatalf("bad error (%d bytes): %.200v", len(err.Error()), err)
+			}
+			return
+		}
+		again, err := message.Decode(m.Encode())
+		if err != nil || again != m {
+			t.Fatalf("%q: re-encoded %+v → %+v, %v", body, m, again, err)
+		}
+	})
+}
