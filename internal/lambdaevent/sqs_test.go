@@ -116,3 +116,26 @@ func TestConsumerResponse(t *testing.T) {
 		})
 	}
 }
+
+// Every record of an SQS event, whatever its content, is either a
+// delivery or a reported record error: nothing is dropped, nothing panics.
+func FuzzDeliveries(f *testing.F) {
+	f.Add([]byte(`{"Records":[{"messageId":"m1","body":"{}","attributes":{"ApproximateReceiveCount":"2","SentTimestamp":"1700000000000"}}]}`))
+	f.Add([]byte(`{"Records":[{"messageId":"","body":"x"},{"messageId":"m2","attributes":{"ApproximateReceiveCount":"-3"}}]}`))
+	f.Add([]byte(`{"Records":[{"messageId":"m3","messageAttributes":{"a":{"dataType":"String","stringValue":"v"}}}]}`))
+	f.Fuzz(func(t *testing.T, raw []byte) {
+		var ev events.SQSEvent
+		if json.Unmarshal(raw, &ev) != nil {
+			return // the Lambda runtime refuses the invocation itself
+		}
+		ok, bad := lambdaevent.Deliveries(ev)
+		if len(ok)+len(bad) != len(ev.Records) {
+			t.Fatalf("%d records → %d deliveries + %d errors", len(ev.Records), len(ok), len(bad))
+		}
+		for _, d := range ok {
+			if d.MessageID == "" || d.ReceiveCount < 1 {
+				t.Fatalf("delivery %+v", d)
+			}
+		}
+	})
+}
