@@ -2,6 +2,7 @@ package schedule
 
 import (
 	"fmt"
+	"slices"
 	"strconv"
 	"strings"
 	"time"
@@ -26,7 +27,10 @@ type cron struct {
 }
 
 func parseCron(expr, body string) (engine, error) {
-	fields := strings.Fields(body)
+	fields := strings.Split(body, " ")
+	if slices.Contains(fields, "") {
+		return nil, &ParseError{Expr: expr, Msg: "separate the fields by single spaces, with none before the first or after the last"}
+	}
 	if len(fields) != len(cronFields) {
 		return nil, &ParseError{Expr: expr, Msg: fmt.Sprintf("want 6 fields (minutes hours day-of-month month day-of-week year), got %d", len(fields))}
 	}

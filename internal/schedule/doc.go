@@ -24,6 +24,10 @@
 // cron(minutes hours day-of-month month day-of-week year) is the AWS
 // dialect of Quartz cron: six fields, no seconds, a required year.
 //
+// As EventBridge does, Parse takes single spaces between the parts and no
+// other white space (no tabs, no runs of spaces, none inside the
+// parentheses' edges), and a rate's value without leading zeros.
+//
 //	field         values               special characters
 //	minutes       0-59                 , - * /
 //	hours         0-23                 , - * /

@@ -25,7 +25,14 @@ func TestParseErrors(t *testing.T) {
 		{"cron(0 10 * * ? *", 0, `"cron(0 10 * * ? *": want`, true},
 		{"cron(0 10 * * ?)", 0, "cron(0 10 * * ?): want 6 fields (minutes hours day-of-month month day-of-week year), got 5", false},
 		{"cron(0 0 10 * * ? *)", 0, "got 7", true},
-		{"cron()", 0, "got 0", true},
+		{"cron()", 0, "cron(): separate the fields by single spaces, with none before the first or after the last", false},
+		{"cron( 0 10 * * ? * )", 0, "separate the fields by single spaces, with none before the first or after the last", true},
+		{"cron(0  10 * * ? *)", 0, "separate the fields by single spaces", true},
+		{"cron(0\t10 * * ? *)", 0, `character '\t' at byte 6: only single spaces separate the parts`, true},
+		{"cron(0\u00a010 * * ? *)", 0, `character '\u00a0' at byte 6: only single spaces separate the parts`, true},
+		{"rate( 5 minutes)", 0, "want rate(value unit) with one space", true},
+		{"rate(5  minutes)", 0, "want rate(value unit) with one space", true},
+		{"rate(05 minutes)", 0, `value "05" is not a positive integer without leading zeros`, true},
 
 		// Rates.
 		{"rate(1 minutes)", 0, `rate(1 minutes): value 1 takes the singular unit "minute"`, false},
@@ -34,7 +41,7 @@ func TestParseErrors(t *testing.T) {
 		{"rate(5 minute)", 0, `rate(5 minute): value 5 takes the plural unit "minutes"`, false},
 		{"rate(2 hour)", 0, `rate(2 hour): value 2 takes the plural unit "hours"`, false},
 		{"rate(10 day)", 0, `rate(10 day): value 10 takes the plural unit "days"`, false},
-		{"rate(0 minutes)", 0, `rate(0 minutes): value "0" is not a positive integer`, false},
+		{"rate(0 minutes)", 0, `rate(0 minutes): value "0" is not a positive integer without leading zeros`, false},
 		{"rate(-5 minutes)", 0, `value "-5" is not a positive integer`, true},
 		{"rate(+5 minutes)", 0, `value "+5" is not a positive integer`, true},
 		{"rate(1.5 hours)", 0, `value "1.5" is not a positive integer`, true},
@@ -42,7 +49,7 @@ func TestParseErrors(t *testing.T) {
 		{"rate(200000000 days)", 0, "rate(200000000 days): value 200000000 is too large", false},
 		{"rate(5 weeks)", 0, `rate(5 weeks): unknown unit "weeks": want minute, minutes, hour, hours, day or days`, false},
 		{"rate(5 Minutes)", 0, `unknown unit "Minutes"`, true},
-		{"rate(5)", 0, "rate(5): want rate(value unit), as in rate(5 minutes)", false},
+		{"rate(5)", 0, "rate(5): want rate(value unit) with one space, as in rate(5 minutes)", false},
 		{"rate(5 minutes now)", 0, "want rate(value unit)", true},
 		{"rate()", 0, "want rate(value unit)", true},
 
@@ -177,7 +184,6 @@ func TestParseValid(t *testing.T) {
 		"rate(24 hours)",
 		"rate(1 day)",
 		"rate(365 days)",
-		"rate( 5   minutes )",
 	} {
 		s, err := Parse(expr)
 		require.NoError(t, err, expr)

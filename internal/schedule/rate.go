@@ -34,14 +34,14 @@ func parseRate(expr, body string) (engine, error) {
 	fail := func(format string, args ...any) error {
 		return &ParseError{Expr: expr, Msg: fmt.Sprintf(format, args...)}
 	}
-	parts := strings.Fields(body)
-	if len(parts) != 2 {
-		return nil, fail("want rate(value unit), as in rate(5 minutes)")
+	parts := strings.Split(body, " ")
+	if len(parts) != 2 || parts[0] == "" || parts[1] == "" {
+		return nil, fail("want rate(value unit) with one space, as in rate(5 minutes)")
 	}
 	value, name := parts[0], parts[1]
 	n, err := strconv.ParseInt(value, 10, 64)
-	if err != nil || n < 1 || !isDigits(value) {
-		return nil, fail("value %q is not a positive integer", value)
+	if err != nil || n < 1 || !isDigits(value) || value[0] == '0' {
+		return nil, fail("value %q is not a positive integer without leading zeros", value)
 	}
 	unit, ok := rateUnits[name]
 	switch {

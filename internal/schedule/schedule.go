@@ -4,6 +4,8 @@ import (
 	"fmt"
 	"strings"
 	"time"
+	"unicode"
+	"unicode/utf8"
 )
 
 // Schedule is a parsed schedule expression. The zero Schedule has no ticks.
@@ -29,6 +31,10 @@ type counter interface {
 // cron(minutes hours day-of-month month day-of-week year). See the package
 // documentation for the dialect.
 func Parse(expr string) (Schedule, error) {
+	if i := strings.IndexFunc(expr, func(r rune) bool { return r != ' ' && (unicode.IsSpace(r) || !unicode.IsPrint(r)) }); i >= 0 {
+		r, _ := utf8.DecodeRuneInString(expr[i:])
+		return Schedule{}, &ParseError{Expr: expr, Msg: fmt.Sprintf("character %q at byte %d: only single spaces separate the parts", r, i)}
+	}
 	var (
 		eng engine
 		err error
