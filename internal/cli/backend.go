@@ -15,6 +15,7 @@ import (
 	"github.com/batonhq/baton/internal/backend/awsbackend"
 	"github.com/batonhq/baton/internal/backend/sqlitebackend"
 	"github.com/batonhq/baton/internal/lambdaapp"
+	"github.com/batonhq/baton/internal/sqlite"
 )
 
 // envJob is the variable --job defaults to.
@@ -44,6 +45,19 @@ func (b *backendFlags) where() string {
 		return "table " + b.aws.table
 	}
 	return b.backend
+}
+
+// openReadOnly opens the backend for a command that only reads: the
+// embedded store must exist (nothing is created) and is opened read-only.
+func (b *backendFlags) openReadOnly(ctx context.Context) (backend.Backend, error) {
+	if b.backend == "sqlite" {
+		bk, err := sqlitebackend.OpenReadOnly(ctx, b.store)
+		if errors.Is(err, sqlite.ErrNoStore) {
+			return backend.Backend{}, usagef("--store %s: no store there (a command that writes, such as 'baton run', creates it)", b.store)
+		}
+		return bk, err
+	}
+	return b.open(ctx)
 }
 
 func (b *backendFlags) open(ctx context.Context) (backend.Backend, error) {

@@ -72,7 +72,7 @@ func dlqListCmd(ctx context.Context, e *env, args []string) error {
 	if limit < 1 {
 		return usagef("--max must be at least 1, got %d", limit)
 	}
-	b, err := common.open(ctx)
+	b, err := common.openReadOnly(ctx)
 	if err != nil {
 		return err
 	}

@@ -47,7 +47,7 @@ func leaseShowCmd(ctx context.Context, e *env, args []string) error {
 	if err != nil {
 		return err
 	}
-	b, err := common.open(ctx)
+	b, err := common.openReadOnly(ctx)
 	if err != nil {
 		return err
 	}

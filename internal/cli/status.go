@@ -74,7 +74,7 @@ func statusCmd(ctx context.Context, e *env, args []string) error {
 	} else if j, err = lookupJob(e.catalog, f.common.job); err != nil {
 		return err
 	}
-	b, err := f.common.open(ctx)
+	b, err := f.common.openReadOnly(ctx)
 	if err != nil {
 		return err
 	}

@@ -1,8 +1,11 @@
 package cli
 
 import (
+	"bytes"
 	"context"
 	"encoding/json"
+	"os"
+	"path/filepath"
 	"strconv"
 	"testing"
 	"time"
@@ -286,4 +289,31 @@ type listCounter struct {
 func (c *listCounter) ListItems(ctx context.Context, run ledger.RunID) ([]ledger.Item, error) {
 	c.runs[run.String()]++
 	return c.Store.ListItems(ctx, run)
+}
+
+// Reading commands open the embedded store read-only: a mistyped path is
+// bad input and creates nothing; a damaged store is refused.
+func TestReadingCommandsCreateNothing(t *testing.T) {
+	t.Parallel()
+	dir := t.TempDir()
+	missing := filepath.Join(dir, "typo", "baton.db")
+	for _, args := range [][]string{
+		{"status", "--store", missing},
+		{"lease", "show", "--store", missing},
+		{"dlq", "list", "--store", missing},
+	} {
+		code, _, errOut := runMain(t, args...)
+		require.Equal(t, ExitUsage, code, "%v: %s", args, errOut)
+		require.Contains(t, errOut, "no store there", "%v", args)
+	}
+	_, err := os.Stat(filepath.Join(dir, "typo"))
+	require.True(t, os.IsNotExist(err), "nothing created")
+
+	garbage := filepath.Join(dir, "garbage.db")
+	require.NoError(t, os.WriteFile(garbage, bytes.Repeat([]byte("not a database "), 4096), 0o644))
+	for _, args := range [][]string{{"status", "--store", garbage}, {"run", "--once", "--store", garbage}} {
+		code, _, errOut := runMain(t, args...)
+		require.Equal(t, ExitFailure, code, "%v", args)
+		require.Contains(t, errOut, "corrupt store", "%v", args)
+	}
 }

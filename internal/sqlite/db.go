@@ -29,12 +29,14 @@ import (
 	"context"
 	"database/sql"
 	"embed"
+	"errors"
 	"fmt"
 	"io/fs"
 	"net/url"
 	"os"
 	"path/filepath"
 	"sort"
+	"strings"
 	"time"
 
 	_ "modernc.org/sqlite" // registers the "sqlite" driver
@@ -45,9 +47,10 @@ var migrations embed.FS
 
 // DB is an open baton database file.
 type DB struct {
-	sql    *sql.DB
-	path   string
-	writer *writer // runs the process's writes (see writer.go)
+	sql      *sql.DB
+	path     string
+	readOnly bool
+	writer   *writer // runs the process's writes (see writer.go)
 }
 
 // maxConns bounds the connections of one DB: the writer's and the readers'.
@@ -57,26 +60,50 @@ const maxConns = 8
 type Options struct {
 	// BusyTimeout is how long a statement waits for another writer; 0 means 10s.
 	BusyTimeout time.Duration
+	// ReadOnly opens an existing store for reading: nothing is created or
+	// migrated, every write fails, and a missing store is an error
+	// matching ErrNoStore.
+	ReadOnly bool
 }
+
+// ErrNoStore matches Open's error for a read-only open of a path where no
+// store exists.
+var ErrNoStore = errors.New("no store")
+
+// ErrCorrupt matches Open's error for a file that is not a store or fails
+// SQLite's integrity check.
+var ErrCorrupt = errors.New("corrupt store")
 
 // Open opens (creating if needed) the database at path and migrates it.
 func Open(ctx context.Context, path string, o *Options) (*DB, error) {
 	busy := 10 * time.Second
-	if o != nil && o.BusyTimeout > 0 {
-		busy = o.BusyTimeout
+	readOnly := false
+	if o != nil {
+		if o.BusyTimeout > 0 {
+			busy = o.BusyTimeout
+		}
+		readOnly = o.ReadOnly
 	}
-	if dir := filepath.Dir(path); dir != "" {
+	if readOnly {
+		if _, err := os.Stat(path); err != nil {
+			return nil, fmt.Errorf("open %s: %w: %v (nothing was created; a command that writes, such as 'baton run', creates it)", path, ErrNoStore, err)
+		}
+	} else if dir := filepath.Dir(path); dir != "" {
 		if err := os.MkdirAll(dir, 0o755); err != nil {
 			return nil, fmt.Errorf("open %s: %w", path, err)
 		}
 	}
 	q := url.Values{}
 	q.Add("_pragma", fmt.Sprintf("busy_timeout(%d)", busy.Milliseconds()))
-	q.Add("_pragma", "journal_mode(WAL)")
-	q.Add("_pragma", "synchronous(NORMAL)")
+	if readOnly {
+		q.Set("mode", "ro")
+	} else {
+		q.Add("_pragma", "journal_mode(WAL)")
+		q.Add("_pragma", "synchronous(NORMAL)")
+		q.Set("_txlock", "immediate")
+	}
 	q.Add("_pragma", "foreign_keys(ON)")
-	q.Set("_txlock", "immediate")
-	db, err := sql.Open("sqlite", "file:"+path+"?"+q.Encode())
+	db, err := sql.Open("sqlite", "file:"+escapePath(path)+"?"+q.Encode())
 	if err != nil {
 		return nil, fmt.Errorf("open %s: %w", path, err)
 	}
@@ -85,13 +112,74 @@ func Open(ctx context.Context, path string, o *Options) (*DB, error) {
 	// prepares its statements anew.
 	db.SetMaxOpenConns(maxConns)
 	db.SetMaxIdleConns(maxConns)
-	d := &DB{sql: db, path: path}
-	if err := d.migrate(ctx); err != nil {
+	d := &DB{sql: db, path: path, readOnly: readOnly}
+	if err := d.check(ctx); err != nil {
+		db.Close()
+		return nil, fmt.Errorf("open %s: %w", path, err)
+	}
+	if readOnly {
+		err = d.migrated(ctx)
+	} else {
+		err = d.migrate(ctx)
+	}
+	if err != nil {
 		db.Close()
 		return nil, fmt.Errorf("open %s: %w", path, err)
 	}
 	d.writer = startWriter(db)
 	return d, nil
+}
+
+// escapePath escapes what a SQLite URI's path may not hold as itself: a
+// path with '#', '?' or '%' would otherwise open another file.
+func escapePath(path string) string {
+	return strings.NewReplacer("%", "%25", "?", "%3f", "#", "%23").Replace(path)
+}
+
+// check runs SQLite's quick integrity check: a file that is not a
+// database, or whose pages are damaged, is refused at open rather than
+// at the first query that reads the damage.
+func (d *DB) check(ctx context.Context) error {
+	rows, err := d.sql.QueryContext(ctx, `PRAGMA quick_check`)
+	if err != nil {
+		return fmt.Errorf("%w: %v", ErrCorrupt, err)
+	}
+	defer rows.Close()
+	var problems []string
+	for rows.Next() {
+		var line string
+		if err := rows.Scan(&line); err != nil {
+			return fmt.Errorf("%w: %v", ErrCorrupt, err)
+		}
+		if line != "ok" && len(problems) < 5 {
+			problems = append(problems, line)
+		}
+	}
+	if err := rows.Err(); err != nil {
+		return fmt.Errorf("%w: %v", ErrCorrupt, err)
+	}
+	if len(problems) > 0 {
+		return fmt.Errorf("%w: %s", ErrCorrupt, strings.Join(problems, "; "))
+	}
+	return nil
+}
+
+// migrated checks, for a read-only open, that the store has every
+// migration this version knows.
+func (d *DB) migrated(ctx context.Context) error {
+	names, err := fs.Glob(migrations, "migrations/*.sql")
+	if err != nil {
+		return err
+	}
+	var applied int
+	err = d.sql.QueryRowContext(ctx, `SELECT COUNT(*) FROM schema_migrations`).Scan(&applied)
+	if err != nil {
+		return fmt.Errorf("%w: not a baton store (%v)", ErrCorrupt, err)
+	}
+	if applied < len(names) {
+		return fmt.Errorf("the store has %d of this version's %d migrations: run a command that writes (such as 'baton run') to migrate it", applied, len(names))
+	}
+	return nil
 }
 
 // Close closes the database.

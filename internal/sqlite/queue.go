@@ -144,6 +144,17 @@ func OpenQueue(ctx context.Context, db *DB, name string, o *QueueOptions) (*Queu
 	case dlq == name:
 		return nil, fmt.Errorf("open queue %s: a queue cannot be its own dead-letter queue", name)
 	}
+	if db.readOnly {
+		// Nothing to create: the queue must exist.
+		var n int
+		if err := db.sql.QueryRowContext(ctx, `SELECT COUNT(*) FROM queues WHERE name = ?`, name).Scan(&n); err != nil {
+			return nil, fmt.Errorf("open queue %s: %w", name, err)
+		}
+		if n == 0 {
+			return nil, fmt.Errorf("open queue %s: %w", name, queue.ErrNotFound)
+		}
+		return q, nil
+	}
 	at := toNanos(q.now())
 	err := db.writeAtomic(ctx, func(ctx context.Context, tx *sql.Tx) error {
 		for _, n := range []string{name, dlq} {

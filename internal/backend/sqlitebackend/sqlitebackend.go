@@ -26,7 +26,18 @@ const pollInterval = 10 * time.Millisecond
 // Open opens the embedded backend on the SQLite file at path, creating
 // it and applying the store's migrations as needed.
 func Open(ctx context.Context, path string) (backend.Backend, error) {
-	db, err := sqlite.Open(ctx, path, nil)
+	return open(ctx, path, nil)
+}
+
+// OpenReadOnly opens an existing embedded store for reading: nothing is
+// created or migrated and every write fails. A path without a store is an
+// error matching sqlite.ErrNoStore.
+func OpenReadOnly(ctx context.Context, path string) (backend.Backend, error) {
+	return open(ctx, path, &sqlite.Options{ReadOnly: true})
+}
+
+func open(ctx context.Context, path string, o *sqlite.Options) (backend.Backend, error) {
+	db, err := sqlite.Open(ctx, path, o)
 	if err != nil {
 		return backend.Backend{}, err
 	}
