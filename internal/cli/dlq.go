@@ -8,6 +8,7 @@ import (
 	"text/tabwriter"
 	"time"
 
+	"github.com/batonhq/baton"
 	"github.com/batonhq/baton/internal/ledger"
 	"github.com/batonhq/baton/internal/message"
 	"github.com/batonhq/baton/internal/queue"
@@ -87,7 +88,7 @@ func dlqListCmd(ctx context.Context, e *env, args []string) error {
 	now := time.Now().UTC()
 	rows := make([]deadLetter, 0, len(msgs))
 	for _, m := range msgs {
-		row, err := describeDeadLetter(ctx, b.Ledger, m, now)
+		row, err := describeDeadLetter(ctx, e.catalog, b.Ledger, m, now)
 		if err != nil {
 			return err
 		}
@@ -121,8 +122,10 @@ func dlqListCmd(ctx context.Context, e *env, args []string) error {
 	return nil
 }
 
-// describeDeadLetter decodes m and looks its item up.
-func describeDeadLetter(ctx context.Context, l ledger.Store, m queue.Peeked, now time.Time) (deadLetter, error) {
+// describeDeadLetter decodes m, checks it as the consumer will (its job
+// and asset against the catalog, its run against the ledger) and looks its
+// item up, to predict what a redrive does with it.
+func describeDeadLetter(ctx context.Context, c *baton.Catalog, l ledger.Store, m queue.Peeked, now time.Time) (deadLetter, error) {
 	row := deadLetter{MessageID: m.MessageID, ReceiveCount: m.ReceiveCount, SentAt: m.SentAt.UTC(),
 		AgeSeconds: now.Sub(m.SentAt).Seconds(), LastError: m.Attributes[message.AttrError]}
 	msg, err := message.Decode(m.Body)
@@ -134,8 +137,35 @@ func describeDeadLetter(ctx context.Context, l ledger.Store, m queue.Peeked, now
 		row.OnRedrive = "rejected again (malformed)"
 		return row, nil
 	}
-	key, _ := msg.ItemKey() // DecodeMessage checked it
+	key, _ := msg.ItemKey() // Decode checked it
 	row.Key = key.String()
+	j, err := c.Lookup(key.Run.Job)
+	if err != nil {
+		row.OnRedrive = "rejected again (unknown job)"
+		return row, nil
+	}
+	if !j.HasItem(key.Asset) {
+		row.OnRedrive = "rejected again (unknown asset)"
+		return row, nil
+	}
+	if key.Run.Nominal.After(now) {
+		row.OnRedrive = "rejected again (future tick)"
+		return row, nil
+	}
+	run, err := l.GetRun(ctx, key.Run.Job, key.Run.Nominal)
+	switch {
+	case errors.Is(err, ledger.ErrNotFound):
+		row.OnRedrive = "rejected again (the tick has no run)"
+		return row, nil
+	case err != nil:
+		return row, fmt.Errorf("look up %s: %w", key.Run, err)
+	case key.Run.Generation > run.ID.Generation:
+		row.OnRedrive = "rejected again (generation never opened)"
+		return row, nil
+	case key.Run.Generation < run.ID.Generation:
+		row.OnRedrive = "acknowledged (superseded by " + run.ID.String() + ")"
+		return row, nil
+	}
 	it, err := l.GetItem(ctx, key)
 	switch {
 	case errors.Is(err, ledger.ErrNotFound):

@@ -2,11 +2,13 @@ package cli
 
 import (
 	"encoding/json"
+	"fmt"
 	"testing"
 	"time"
 
 	"github.com/stretchr/testify/require"
 
+	"github.com/batonhq/baton"
 	"github.com/batonhq/baton/examples/fx"
 	"github.com/batonhq/baton/internal/consumer"
 	"github.com/batonhq/baton/internal/ledger"
@@ -210,4 +212,47 @@ func testCancel(t *testing.T, f *opsFixture) {
 		require.Equal(t, ExitUsage, code, "%v: %s", tc.args, errOut)
 		require.Contains(t, errOut, tc.want, "%v", tc.args)
 	}
+}
+
+// dlq list checks each message as the consumer will: its job and asset
+// against the catalog, its run and generation against the ledger.
+func TestDLQListPredictsWhatTheConsumerDoes(t *testing.T) {
+	t.Parallel()
+	f := newSQLiteFixture(t)
+	ctx := t.Context()
+	code, out, errOut := f.main("replay", "tick", "--at", rfc(f.tick(0)))
+	require.Equal(t, ExitOK, code, "%s\n%s", out, errOut)
+	code, out, errOut = f.main("replay", "tick", "--at", rfc(f.tick(1)))
+	require.Equal(t, ExitOK, code, "%s\n%s", out, errOut)
+	code, out, errOut = f.main("replay", "tick", "--at", rfc(f.tick(1)), "--force")
+	require.Equal(t, ExitOK, code, "%s\n%s", out, errOut)
+
+	future := baton.RunID{Job: "fx", Nominal: time.Now().UTC().Truncate(time.Minute).Add(time.Hour), Generation: 1}
+	want := map[string]string{
+		"bonds@" + rfc(f.tick(0)) + "#1/EURUSD":                    "rejected again (unknown job)",
+		ledger.ItemKey{Run: f.run(0, 1), Asset: "BTCUSD"}.String(): "rejected again (unknown asset)",
+		ledger.ItemKey{Run: f.run(2, 1), Asset: "EURUSD"}.String(): "rejected again (the tick has no run)",
+		ledger.ItemKey{Run: f.run(0, 9), Asset: "EURUSD"}.String(): "rejected again (generation never opened)",
+		ledger.ItemKey{Run: f.run(1, 1), Asset: "EURUSD"}.String(): "acknowledged (superseded by " + f.run(1, 2).String() + ")",
+		ledger.ItemKey{Run: future, Asset: "EURUSD"}.String():      "rejected again (future tick)",
+		ledger.ItemKey{Run: f.run(0, 1), Asset: "EURUSD"}.String(): "acknowledged, not re-run",
+	}
+	var msgs []queue.Message
+	for key := range want {
+		msgs = append(msgs, queue.Message{Body: fmt.Appendf(nil, `{"v":1,"key":%q,"fence":1}`, key)})
+	}
+	_, err := queue.SendAll(ctx, f.b.DeadLetter, msgs, nil)
+	require.NoError(t, err)
+
+	code, out, errOut = f.main("dlq", "list", "--json")
+	require.Equal(t, ExitOK, code, errOut)
+	var listed struct {
+		Messages []deadLetter `json:"messages"`
+	}
+	require.NoError(t, json.Unmarshal([]byte(out), &listed), out)
+	got := map[string]string{}
+	for _, m := range listed.Messages {
+		got[m.Key] = m.OnRedrive
+	}
+	require.Equal(t, want, got)
 }
