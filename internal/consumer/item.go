@@ -26,7 +26,7 @@ type delivery struct {
 
 // verdict is the handling of one message.
 type verdict struct {
-	outcome      Outcome
+	outcome      MessageOutcome
 	err          error // nil: acknowledge
 	deadLettered bool  // forwarded to the dead-letter queue (and so acknowledged)
 }
@@ -67,7 +67,7 @@ var ErrUnknownAsset = errors.New("unknown asset")
 func (c *Consumer) handle(ctx context.Context, deadline time.Time, d *delivery) verdict {
 	var v verdict
 	if d.err != nil {
-		v = verdict{outcome: Outcome{MessageID: d.d.MessageID, Key: d.msg.Key, Asset: d.key.Asset, Status: StatusMalformed}, err: d.err}
+		v = verdict{outcome: MessageOutcome{MessageID: d.d.MessageID, Key: d.msg.Key, Asset: d.key.Asset, Status: StatusMalformed}, err: d.err}
 		c.logger().WarnContext(ctx, "message rejected", slog.String("phase", "decode"),
 			slog.String("message_id", d.d.MessageID), slog.Any("error", d.err))
 		if c.DeadLetter == nil {
@@ -94,7 +94,7 @@ func (c *Consumer) handle(ctx context.Context, deadline time.Time, d *delivery) 
 func (c *Consumer) run(ctx context.Context, deadline time.Time, d *delivery) verdict {
 	log := c.logger().With(slog.String("key", d.msg.Key), slog.String("message_id", d.d.MessageID))
 	lim := d.job.Limits
-	out := Outcome{MessageID: d.d.MessageID, Key: d.msg.Key, Asset: d.key.Asset}
+	out := MessageOutcome{MessageID: d.d.MessageID, Key: d.msg.Key, Asset: d.key.Asset}
 	fail := func(status string, err error) verdict {
 		out.Status = status
 		return verdict{outcome: out, err: err}

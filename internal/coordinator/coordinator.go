@@ -56,14 +56,15 @@ type Trigger struct {
 	Deadline time.Time
 }
 
-// Outcome says what Run did.
-type Outcome string
+// RunOutcome says what one Run call did with its trigger's run: opened,
+// resumed or found it fanned out, or skipped it for another lease holder.
+type RunOutcome string
 
 const (
-	OutcomeOpened           Outcome = "opened"             // a new run (or generation) was fanned out
-	OutcomeResumed          Outcome = "resumed"            // a run left fanning out was continued
-	OutcomeAlreadyFannedOut Outcome = "already_fanned_out" // the tick's run was fanned out; nothing enqueued
-	OutcomeSkipped          Outcome = "skipped"            // another owner holds the lease
+	OutcomeOpened           RunOutcome = "opened"             // a new run (or generation) was fanned out
+	OutcomeResumed          RunOutcome = "resumed"            // a run left fanning out was continued
+	OutcomeAlreadyFannedOut RunOutcome = "already_fanned_out" // the tick's run was fanned out; nothing enqueued
+	OutcomeSkipped          RunOutcome = "skipped"            // another owner holds the lease
 )
 
 // Why a fan-out stopped before its end (Summary.Stopped).
@@ -77,7 +78,7 @@ type Summary struct {
 	Job     string
 	Run     ledger.RunID // zero when skipped
 	Nominal time.Time
-	Outcome Outcome
+	Outcome RunOutcome
 	// Enqueued is the messages sent by this invocation.
 	Enqueued int
 	// Cursor is how many catalog assets the run has sent, in all; Total is
@@ -179,7 +180,7 @@ func (c *Coordinator) Run(ctx context.Context, tr Trigger) (sum Summary, err err
 	if err != nil {
 		return sum, fmt.Errorf("run %s %s: open: %w", j.Name, sum.Nominal.Format(time.RFC3339), err)
 	}
-	sum.Run, sum.Cursor, sum.Outcome = run.ID, run.Cursor, Outcome(outcome)
+	sum.Run, sum.Cursor, sum.Outcome = run.ID, run.Cursor, RunOutcome(outcome)
 	log = log.With(slog.String("run", run.ID.String()))
 	log.InfoContext(ctx, "run opened", slog.String("phase", "open"), slog.String("outcome", string(outcome)),
 		slog.Int("cursor", run.Cursor), slog.Duration("duration", c.now().Sub(openStart)))

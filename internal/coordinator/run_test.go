@@ -93,7 +93,7 @@ func TestConcurrentTriggersOpenOneRun(t *testing.T) {
 	}
 	wg.Wait()
 
-	outcomes := map[coordinator.Outcome]int{}
+	outcomes := map[coordinator.RunOutcome]int{}
 	for i := range n {
 		require.NoError(t, errs[i])
 		require.Equal(t, tick, sums[i].Nominal)
@@ -155,7 +155,7 @@ wait:
 	close(release)
 	wg.Wait()
 
-	count := map[coordinator.Outcome]int{}
+	count := map[coordinator.RunOutcome]int{}
 	for i := range n {
 		require.NoError(t, errs[i])
 		count[sums[i].Outcome]++
@@ -163,7 +163,7 @@ wait:
 			require.Contains(t, sums[i].Holder.Owner, "shared#")
 		}
 	}
-	require.Equal(t, map[coordinator.Outcome]int{coordinator.OutcomeOpened: 1, coordinator.OutcomeSkipped: n - 1}, count)
+	require.Equal(t, map[coordinator.RunOutcome]int{coordinator.OutcomeOpened: 1, coordinator.OutcomeSkipped: n - 1}, count)
 	require.Len(t, b.queue.keys(t), 7)
 }
 
