@@ -68,10 +68,10 @@ func (f *replayFlags) check() error {
 
 // replayer is an open backend with an engine, and consumers when asked.
 type replayer struct {
-	b    backend.Backend
-	eng  *engine.Engine
-	j    baton.Job
-	stop func()
+	b        backend.Backend
+	eng      *engine.Engine
+	j        baton.Job
+	stopFunc func()
 }
 
 // start opens the backend and the engine for job jobName; with consume,
@@ -101,18 +101,18 @@ func (f *replayFlags) start(ctx context.Context, e *env, jobName string, consume
 		b.Close()
 		return nil, err
 	}
-	r := &replayer{b: b, eng: eng, j: j, stop: func() {}}
+	r := &replayer{b: b, eng: eng, j: j, stopFunc: func() {}}
 	if consume && consumers > 0 {
 		cctx, cancel := context.WithCancel(context.WithoutCancel(ctx))
 		var wg sync.WaitGroup
 		wg.Go(func() { _ = eng.Consume(cctx) })
-		r.stop = func() { cancel(); wg.Wait() }
+		r.stopFunc = func() { cancel(); wg.Wait() }
 	}
 	return r, nil
 }
 
 func (r *replayer) close() {
-	r.stop()
+	r.stopFunc()
 	r.b.Close()
 }
 

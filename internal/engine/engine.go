@@ -122,7 +122,7 @@ func (e *Engine) Poller() *poller.Poller {
 		RetryDelay:  retry,
 		NowFunc:     e.opts.NowFunc,
 		Logger:      e.opts.Logger,
-		Handle: func(ctx context.Context, deadline time.Time, msgs []queue.Delivery) []string {
+		HandleFunc: func(ctx context.Context, deadline time.Time, msgs []queue.Delivery) []string {
 			res := e.Consumer.Handle(ctx, deadline, msgs)
 			failed := make([]string, len(res.Failed))
 			for i, f := range res.Failed {

@@ -49,6 +49,6 @@ func Open(ctx context.Context, path string) (backend.Backend, error) {
 		DeadLetter:  dlq,
 		MaxReceives: MaxReceives,
 		Contention:  sqlite.NewContentionStore(db),
-		Close:       db.Close,
+		CloseFunc:   db.Close,
 	}, nil
 }
