@@ -23,7 +23,6 @@ import (
 	"github.com/batonhq/baton/internal/poller"
 	"github.com/batonhq/baton/internal/queue"
 	"github.com/batonhq/baton/internal/schedule"
-	"github.com/batonhq/baton/internal/scheduler"
 )
 
 // Options tune an Engine.
@@ -147,13 +146,13 @@ func (e *Engine) Schedule(ctx context.Context, jobName string, onTick func(coord
 	if err != nil {
 		return fmt.Errorf("job %s: %w", jobName, err)
 	}
-	sch := &scheduler.Scheduler{Schedule: s, Fire: func(ctx context.Context, at time.Time) {
+	sch := &scheduler{schedule: s, fireFunc: func(ctx context.Context, at time.Time) {
 		sum, err := e.Trigger(ctx, jobName, at, false)
 		if onTick != nil {
 			onTick(sum, err)
 		}
 	}}
-	return sch.Run(ctx)
+	return sch.run(ctx)
 }
 
 // Expected returns the names of every item a run of j has: its assets and
