@@ -155,9 +155,9 @@ func (e *Engine) Schedule(ctx context.Context, jobName string, onTick func(coord
 	return sch.run(ctx)
 }
 
-// Expected returns the names of every item a run of j has: its assets and
-// derived items, sorted.
-func Expected(j baton.Job) []string {
+// SortedItemNames returns j.ItemNames sorted by name: every item a run of
+// j has, in the order operators read them (listings, carry-over).
+func SortedItemNames(j baton.Job) []string {
 	names := j.ItemNames()
 	sort.Strings(names)
 	return names

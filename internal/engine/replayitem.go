@@ -190,7 +190,7 @@ func (e *Engine) replayGeneration(ctx context.Context, j baton.Job, run ledger.R
 		return fmt.Errorf("replay %s: %w (%s is left fanning out; 'baton replay tick' of the tick resumes it)", rep.Key, err, next.ID)
 	}
 	var send []string // catalog assets and the item itself, enqueued after the carry-over
-	for _, name := range Expected(j) {
+	for _, name := range SortedItemNames(j) {
 		prev, ok := byName[name]
 		switch {
 		case slices.Contains(rerun, name):
