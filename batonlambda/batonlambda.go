@@ -61,12 +61,12 @@ type Options struct {
 }
 
 func (o *Options) env() lambdaapp.Env {
-	e := lambdaapp.Env{Getenv: os.Getenv, Stdout: os.Stdout, Stderr: os.Stderr}
+	e := lambdaapp.Env{GetenvFunc: os.Getenv, Stdout: os.Stdout, Stderr: os.Stderr}
 	if o == nil {
 		return e
 	}
 	if o.GetenvFunc != nil {
-		e.Getenv = o.GetenvFunc
+		e.GetenvFunc = o.GetenvFunc
 	}
 	if o.Stdout != nil {
 		e.Stdout = o.Stdout

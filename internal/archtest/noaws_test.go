@@ -32,7 +32,6 @@ var corePackages = []string{
 	"./internal/poller",
 	"./internal/queue",
 	"./internal/schedule",
-	"./internal/scheduler",
 	"./internal/sqlite",
 }
 

@@ -52,14 +52,14 @@ func TestCalls(t *testing.T) {
 
 	for _, tc := range []struct {
 		name string
-		// run prepares state with the plain stores and runs the measured
+		// runFunc prepares state with the plain stores and runs the measured
 		// operation with s, checking its result.
-		run                func(t *testing.T, s stores)
+		runFunc            func(t *testing.T, s stores)
 		emulator, dynamodb map[string]int
 	}{
 		{
 			name: "acquire free",
-			run: func(t *testing.T, s stores) {
+			runFunc: func(t *testing.T, s stores) {
 				_, err := s.leases.Acquire(ctx, acquire(uniqueName(t), "a", t0))
 				require.NoError(t, err)
 			},
@@ -68,7 +68,7 @@ func TestCalls(t *testing.T) {
 		},
 		{
 			name: "acquire contended",
-			run: func(t *testing.T, s stores) {
+			runFunc: func(t *testing.T, s stores) {
 				job := uniqueName(t)
 				_, err := plain.leases.Acquire(ctx, acquire(job, "a", t0))
 				require.NoError(t, err)
@@ -80,7 +80,7 @@ func TestCalls(t *testing.T) {
 		},
 		{
 			name: "acquire expired but held within skew",
-			run: func(t *testing.T, s stores) {
+			runFunc: func(t *testing.T, s stores) {
 				job := uniqueName(t)
 				_, err := plain.leases.Acquire(ctx, acquire(job, "a", t0))
 				require.NoError(t, err)
@@ -92,7 +92,7 @@ func TestCalls(t *testing.T) {
 		},
 		{
 			name: "acquire expired",
-			run: func(t *testing.T, s stores) {
+			runFunc: func(t *testing.T, s stores) {
 				job := uniqueName(t)
 				_, err := plain.leases.Acquire(ctx, acquire(job, "a", t0))
 				require.NoError(t, err)
@@ -105,7 +105,7 @@ func TestCalls(t *testing.T) {
 		},
 		{
 			name: "acquire, renew, release",
-			run: func(t *testing.T, s stores) {
+			runFunc: func(t *testing.T, s stores) {
 				job := uniqueName(t)
 				l, err := s.leases.Acquire(ctx, acquire(job, "a", t0))
 				require.NoError(t, err)
@@ -118,7 +118,7 @@ func TestCalls(t *testing.T) {
 		},
 		{
 			name: "release refused",
-			run: func(t *testing.T, s stores) {
+			runFunc: func(t *testing.T, s stores) {
 				job := uniqueName(t)
 				_, err := plain.leases.Acquire(ctx, acquire(job, "a", t0))
 				require.NoError(t, err)
@@ -129,7 +129,7 @@ func TestCalls(t *testing.T) {
 		},
 		{
 			name: "new item claim and complete",
-			run: func(t *testing.T, s stores) {
+			runFunc: func(t *testing.T, s stores) {
 				id := fanned(t)
 				it, err := s.ledger.Claim(ctx, claim(id, "w1", t0))
 				require.NoError(t, err)
@@ -141,7 +141,7 @@ func TestCalls(t *testing.T) {
 		},
 		{
 			name: "duplicate claim",
-			run: func(t *testing.T, s stores) {
+			runFunc: func(t *testing.T, s stores) {
 				id := fanned(t)
 				_, err := plain.ledger.Claim(ctx, claim(id, "w1", t0))
 				require.NoError(t, err)
@@ -153,7 +153,7 @@ func TestCalls(t *testing.T) {
 		},
 		{
 			name: "claim of a succeeded item",
-			run: func(t *testing.T, s stores) {
+			runFunc: func(t *testing.T, s stores) {
 				id := fanned(t)
 				it, err := plain.ledger.Claim(ctx, claim(id, "w1", t0))
 				require.NoError(t, err)
@@ -167,7 +167,7 @@ func TestCalls(t *testing.T) {
 		},
 		{
 			name: "claim of an expired item out of attempts",
-			run: func(t *testing.T, s stores) {
+			runFunc: func(t *testing.T, s stores) {
 				id := fanned(t)
 				_, err := plain.ledger.Claim(ctx, claim(id, "w1", t0))
 				require.NoError(t, err)
@@ -180,7 +180,7 @@ func TestCalls(t *testing.T) {
 		},
 		{
 			name: "claim of an expired item with attempts left",
-			run: func(t *testing.T, s stores) {
+			runFunc: func(t *testing.T, s stores) {
 				id := fanned(t)
 				_, err := plain.ledger.Claim(ctx, claim(id, "w1", t0))
 				require.NoError(t, err)
@@ -195,7 +195,7 @@ func TestCalls(t *testing.T) {
 		},
 		{
 			name: "open, advance, finish",
-			run: func(t *testing.T, s stores) {
+			runFunc: func(t *testing.T, s stores) {
 				run, _, err := s.ledger.OpenRun(ctx, ledger.OpenRunParams{Job: uniqueName(t), Nominal: t0, Fence: 1, Now: t0})
 				require.NoError(t, err)
 				_, err = s.ledger.AdvanceRun(ctx, ledger.AdvanceRunParams{ID: run.ID, Fence: 1, Cursor: 1, Done: true, Now: t0})
@@ -208,7 +208,7 @@ func TestCalls(t *testing.T) {
 		},
 		{
 			name: "open an already fanned out run",
-			run: func(t *testing.T, s stores) {
+			runFunc: func(t *testing.T, s stores) {
 				id := fanned(t)
 				_, outcome, err := s.ledger.OpenRun(ctx, ledger.OpenRunParams{Job: id.Job, Nominal: t0, Fence: 1, Now: t0})
 				require.NoError(t, err)
@@ -219,7 +219,7 @@ func TestCalls(t *testing.T) {
 		},
 		{
 			name: "forced open",
-			run: func(t *testing.T, s stores) {
+			runFunc: func(t *testing.T, s stores) {
 				id := fanned(t)
 				_, outcome, err := s.ledger.OpenRun(ctx, ledger.OpenRunParams{Job: id.Job, Nominal: t0, Fence: 1, Force: true, Now: t0})
 				require.NoError(t, err)
@@ -230,7 +230,7 @@ func TestCalls(t *testing.T) {
 		},
 		{
 			name: "effect put, stale put, get",
-			run: func(t *testing.T, s stores) {
+			runFunc: func(t *testing.T, s stores) {
 				job := uniqueName(t)
 				require.NoError(t, s.effects.Put(ctx, effect.Record{Job: job, Key: "k", Value: []byte("v"), Generation: 2, Attempt: 1, WrittenAt: t0}))
 				err := s.effects.Put(ctx, effect.Record{Job: job, Key: "k", Generation: 1, Attempt: 3, WrittenAt: t0})
@@ -255,7 +255,7 @@ func TestCalls(t *testing.T) {
 			t.Run(server.name+"/"+tc.name, func(t *testing.T) {
 				t.Parallel()
 				r := newRecorder(server.api)
-				tc.run(t, stores{
+				tc.runFunc(t, stores{
 					leases:  awsdynamodb.NewLeaseStore(r, table, nil),
 					ledger:  awsdynamodb.NewLedgerStore(r, table, nil),
 					effects: awsdynamodb.NewEffectStore(r, table, nil),

@@ -52,7 +52,7 @@ func TestLedgerConformance(t *testing.T) {
 
 func TestEffectConformance(t *testing.T) {
 	t.Parallel()
-	effecttest.Run(t, effecttest.Harness{NewStore: func(t *testing.T) effect.Store {
+	effecttest.Run(t, effecttest.Harness{NewStoreFunc: func(t *testing.T) effect.Store {
 		c, table := conformanceTable(t)
 		return awsdynamodb.NewEffectStore(c, table, nil)
 	}})
@@ -63,7 +63,7 @@ func TestEffectConformance(t *testing.T) {
 // instead of reading it back.
 func TestEffectConformanceAllOld(t *testing.T) {
 	t.Parallel()
-	effecttest.Run(t, effecttest.Harness{NewStore: func(t *testing.T) effect.Store {
+	effecttest.Run(t, effecttest.Harness{NewStoreFunc: func(t *testing.T) effect.Store {
 		c, table := conformanceTable(t)
 		return awsdynamodb.NewEffectStore(allOld{API: c, table: table}, table, nil)
 	}})

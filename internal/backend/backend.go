@@ -39,9 +39,18 @@ type Backend struct {
 	// ReceiveWait is how long an idle consumer's receive waits for a
 	// message (a long poll); 0 means 500ms.
 	ReceiveWait time.Duration
-	Close       func() error
+	// CloseFunc releases the backend's resources (Close calls it).
+	CloseFunc func() error
 	// Contention, optional, counts refused lease acquisitions for
 	// operators; the engine wraps Leases so that the coordinator records
 	// them.
 	Contention contention.Store
+}
+
+// Close releases the backend's resources; nil CloseFunc: nothing to release.
+func (b Backend) Close() error {
+	if b.CloseFunc == nil {
+		return nil
+	}
+	return b.CloseFunc()
 }

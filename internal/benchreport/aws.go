@@ -45,7 +45,7 @@ func AWSTarget(name string, ddb, sq aws.Config, o AWSOptions) Target {
 	if o.MaxReceives <= 0 {
 		o.MaxReceives = 5
 	}
-	return Target{Name: name, CallsOnly: o.AllOld, Open: func(ctx context.Context, name string) (*Env, error) {
+	return Target{Name: name, CallsOnly: o.AllOld, OpenFunc: func(ctx context.Context, name string) (*Env, error) {
 		return openAWS(ctx, name, ddb, sq, o)
 	}}
 }
@@ -108,7 +108,7 @@ func openAWS(ctx context.Context, name string, ddbCfg, sqsCfg aws.Config, o AWSO
 			Work:        awssqs.New(c, workURL, nil),
 			DeadLetter:  awssqs.New(c, dlqURL, nil),
 			MaxReceives: o.MaxReceives,
-			Close:       func() error { return nil },
+			CloseFunc:   func() error { return nil },
 		}
 	}
 	info := "dynalite (in memory) and local-aws-sqs, each one Node.js process on loopback"
@@ -119,7 +119,7 @@ func openAWS(ctx context.Context, name string, ddbCfg, sqsCfg aws.Config, o AWSO
 		Backend: backend(api, sq),
 		Calls:   counter,
 		Plain:   backend(ddbPlain, sqPlain),
-		RawWrite: func(ctx context.Context, key string) error {
+		RawWriteFunc: func(ctx context.Context, key string) error {
 			_, err := ddb.PutItem(ctx, &dynamodb.PutItemInput{
 				TableName: aws.String(table),
 				Item: map[string]ddbtypes.AttributeValue{
@@ -134,7 +134,7 @@ func openAWS(ctx context.Context, name string, ddbCfg, sqsCfg aws.Config, o AWSO
 			}
 			return nil
 		},
-		RawSend: func(ctx context.Context, msgs []queue.Message) error {
+		RawSendFunc: func(ctx context.Context, msgs []queue.Message) error {
 			entries := make([]sqstypes.SendMessageBatchRequestEntry, len(msgs))
 			for i, m := range msgs {
 				e := sqstypes.SendMessageBatchRequestEntry{Id: aws.String(fmt.Sprint(i)), MessageBody: aws.String(string(m.Body))}
@@ -155,8 +155,8 @@ func openAWS(ctx context.Context, name string, ddbCfg, sqsCfg aws.Config, o AWSO
 			}
 			return nil
 		},
-		Info:  info,
-		Close: closeAll,
+		Info:      info,
+		CloseFunc: closeAll,
 	}, nil
 }
 

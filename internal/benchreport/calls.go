@@ -22,10 +22,10 @@ type callCase struct {
 	figure string
 	ref    float64
 	why    string // what the reference is
-	// prepare sets state up with env.Plain; measure runs the operation on
+	// prepareFunc sets state up with env.Plain; measureFunc runs the operation on
 	// env.Backend and checks its outcome.
-	prepare func(ctx context.Context, env *Env, k callKit) error
-	measure func(ctx context.Context, env *Env, k callKit) error
+	prepareFunc func(ctx context.Context, env *Env, k callKit) error
+	measureFunc func(ctx context.Context, env *Env, k callKit) error
 }
 
 // callKit is what a call case works with: a fresh job and item each.
@@ -61,15 +61,15 @@ func callCases() []callCase {
 	return []callCase{
 		{
 			figure: "lease acquire, free", ref: 1, why: oneWrite,
-			measure: func(ctx context.Context, env *Env, k callKit) error {
+			measureFunc: func(ctx context.Context, env *Env, k callKit) error {
 				_, err := env.Backend.Leases.Acquire(ctx, acquire(k.job, "a", time.Now()))
 				return err
 			},
 		},
 		{
 			figure: "lease acquire, contended (lease port)", ref: 1, why: oneWrite + " (refused)",
-			prepare: holdLease,
-			measure: func(ctx context.Context, env *Env, k callKit) error {
+			prepareFunc: holdLease,
+			measureFunc: func(ctx context.Context, env *Env, k callKit) error {
 				_, err := env.Backend.Leases.Acquire(ctx, acquire(k.job, "b", time.Now()))
 				if !errors.Is(err, lease.ErrHeld) {
 					return fmt.Errorf("contended acquire: %v, want ErrHeld", err)
@@ -82,9 +82,9 @@ func callCases() []callCase {
 			// contention.Counting, which records each refusal for
 			// 'baton status' and 'baton lease show'.
 			figure: "lease acquire, contended, as shipped (lease port + contention record)", ref: 2,
-			why:     oneWrite + " (refused) + 1 write of the contention record",
-			prepare: holdLease,
-			measure: func(ctx context.Context, env *Env, k callKit) error {
+			why:         oneWrite + " (refused) + 1 write of the contention record",
+			prepareFunc: holdLease,
+			measureFunc: func(ctx context.Context, env *Env, k callKit) error {
 				leases := contention.Counting(env.Backend.Leases, env.Backend.Contention, nil)
 				_, err := leases.Acquire(ctx, acquire(k.job, "b", time.Now()))
 				if !errors.Is(err, lease.ErrHeld) {
@@ -99,11 +99,11 @@ func callCases() []callCase {
 		},
 		{
 			figure: "lease acquire, expired", ref: 1, why: oneWrite,
-			prepare: func(ctx context.Context, env *Env, k callKit) error {
+			prepareFunc: func(ctx context.Context, env *Env, k callKit) error {
 				_, err := env.Plain.Leases.Acquire(ctx, acquire(k.job, "a", time.Now().Add(-time.Hour)))
 				return err
 			},
-			measure: func(ctx context.Context, env *Env, k callKit) error {
+			measureFunc: func(ctx context.Context, env *Env, k callKit) error {
 				l, err := env.Backend.Leases.Acquire(ctx, acquire(k.job, "b", time.Now()))
 				if err == nil && l.Fence != 2 {
 					err = fmt.Errorf("takeover minted fence %d, want 2", l.Fence)
@@ -113,36 +113,36 @@ func callCases() []callCase {
 		},
 		{
 			figure: "lease release", ref: 1, why: oneWrite,
-			prepare: func(ctx context.Context, env *Env, k callKit) error {
+			prepareFunc: func(ctx context.Context, env *Env, k callKit) error {
 				_, err := env.Plain.Leases.Acquire(ctx, acquire(k.job, "a", time.Now()))
 				return err
 			},
-			measure: func(ctx context.Context, env *Env, k callKit) error {
+			measureFunc: func(ctx context.Context, env *Env, k callKit) error {
 				return env.Backend.Leases.Release(ctx, lease.ReleaseParams{Job: k.job, Owner: "a", Fence: 1})
 			},
 		},
 		{
 			figure: "item new (consumer: claim, process, complete)", ref: 2, why: "2 conditional writes",
-			measure: func(ctx context.Context, env *Env, k callKit) error {
+			measureFunc: func(ctx context.Context, env *Env, k callKit) error {
 				return handle(ctx, k, consumer.StatusSucceeded)
 			},
 		},
 		{
 			figure: "item duplicate (consumer: delivery of a SUCCEEDED item)", ref: 1, why: "1 call",
-			prepare: func(ctx context.Context, env *Env, k callKit) error {
+			prepareFunc: func(ctx context.Context, env *Env, k callKit) error {
 				plain := *k.consumer
 				plain.Ledger = env.Plain.Ledger
 				k.consumer = &plain
 				return handle(ctx, k, consumer.StatusSucceeded)
 			},
-			measure: func(ctx context.Context, env *Env, k callKit) error {
+			measureFunc: func(ctx context.Context, env *Env, k callKit) error {
 				return handle(ctx, k, consumer.StatusDuplicate)
 			},
 		},
 		{
 			figure: "item contended (consumer: item RUNNING under a live owner)", ref: 1, why: "1 call",
-			prepare: claimOther,
-			measure: func(ctx context.Context, env *Env, k callKit) error {
+			prepareFunc: claimOther,
+			measureFunc: func(ctx context.Context, env *Env, k callKit) error {
 				return handle(ctx, k, consumer.StatusHeld)
 			},
 		},
@@ -169,13 +169,13 @@ func (r *Runner) calls(ctx context.Context, t Target) error {
 			},
 		}
 		k.message = queue.Delivery{MessageID: "m-" + name, Body: message.New(k.key, 1, false).Encode(), ReceiveCount: 1}
-		if c.prepare != nil {
-			if err := c.prepare(ctx, env, k); err != nil {
+		if c.prepareFunc != nil {
+			if err := c.prepareFunc(ctx, env, k); err != nil {
 				return fmt.Errorf("%s: prepare: %w", c.figure, err)
 			}
 		}
 		env.Calls.Reset()
-		if err := c.measure(ctx, env, k); err != nil {
+		if err := c.measureFunc(ctx, env, k); err != nil {
 			return fmt.Errorf("%s: %w", c.figure, err)
 		}
 		got := env.Calls.Snapshot()

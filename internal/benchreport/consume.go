@@ -23,8 +23,8 @@ type consumers struct {
 	lastDone  time.Time
 	done      chan struct{} // closed once want items succeeded
 
-	stop func()
-	wg   sync.WaitGroup
+	stopFunc func()
+	wg       sync.WaitGroup
 }
 
 // consume starts e's pollers with pollers workers, each taking batches of
@@ -34,7 +34,7 @@ func consume(ctx context.Context, e *engine.Engine, pollers, batch, want int) *c
 	c := &consumers{want: want, statuses: map[string]int{}, done: make(chan struct{})}
 	p := e.Poller()
 	p.Concurrency, p.BatchSize = pollers, batch
-	p.Handle = func(ctx context.Context, deadline time.Time, msgs []queue.Delivery) []string {
+	p.HandleFunc = func(ctx context.Context, deadline time.Time, msgs []queue.Delivery) []string {
 		res := e.Consumer.Handle(ctx, deadline, msgs)
 		c.record(res)
 		failed := make([]string, len(res.Failed))
@@ -43,7 +43,7 @@ func consume(ctx context.Context, e *engine.Engine, pollers, batch, want int) *c
 		}
 		return failed
 	}
-	ctx, c.stop = context.WithCancel(ctx)
+	ctx, c.stopFunc = context.WithCancel(ctx)
 	c.wg.Go(func() { _ = p.Run(ctx) })
 	return c
 }
@@ -81,7 +81,7 @@ func (c *consumers) Wait(ctx context.Context) (time.Time, error) {
 
 // Stop stops the pollers; batches in flight finish.
 func (c *consumers) Stop() {
-	c.stop()
+	c.stopFunc()
 	c.wg.Wait()
 }
 

@@ -34,7 +34,7 @@ func (r *Runner) endToEnd(ctx context.Context, t Target) error {
 	var rawSeq atomic.Int64
 	raw := map[int][]float64{}
 	rawWrites := func(ctx context.Context, _ int) (int, error) {
-		return 1, env.RawWrite(ctx, fmt.Sprintf("e2e-%d", rawSeq.Add(1)))
+		return 1, env.RawWriteFunc(ctx, fmt.Sprintf("e2e-%d", rawSeq.Add(1)))
 	}
 	// The ledger alone: claim and complete new items, with no queue or
 	// consumer around them.

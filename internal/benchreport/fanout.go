@@ -112,7 +112,7 @@ func (r *Runner) fanOut(ctx context.Context, t Target) error {
 	return nil
 }
 
-// sendRaw sends msgs with env.RawSend, in batches of queue.MaxBatch,
+// sendRaw sends msgs with env.RawSendFunc, in batches of queue.MaxBatch,
 // parallel batches at once.
 func sendRaw(ctx context.Context, env *Env, msgs []queue.Message, parallel int) error {
 	batches := make(chan []queue.Message)
@@ -121,7 +121,7 @@ func sendRaw(ctx context.Context, env *Env, msgs []queue.Message, parallel int) 
 	for range parallel {
 		wg.Go(func() {
 			for b := range batches {
-				if err := env.RawSend(ctx, b); err != nil {
+				if err := env.RawSendFunc(ctx, b); err != nil {
 					errs <- err
 					return
 				}

@@ -91,7 +91,7 @@ func (r *Runner) Lambda(ctx context.Context, p LambdaParams) error {
 	if err != nil {
 		return err
 	}
-	defer env.close()
+	defer env.closeFunc()
 
 	nominal := time.Now().UTC().Truncate(time.Minute)
 	trigger := func(at time.Time) []byte {
@@ -244,9 +244,9 @@ func peakRSS(pid int) (int64, error) {
 // lambdaEnv is the table and queues the functions work on, and their
 // environment.
 type lambdaEnv struct {
-	vars  []string
-	work  *awssqs.Queue
-	close func()
+	vars      []string
+	work      *awssqs.Queue
+	closeFunc func()
 }
 
 // lambdaStack creates the table and queues and the functions' environment:
@@ -288,7 +288,7 @@ func lambdaStack(ctx context.Context, p LambdaParams, prefix string) (*lambdaEnv
 	return &lambdaEnv{
 		vars: vars,
 		work: awssqs.New(sq, workURL, nil),
-		close: func() {
+		closeFunc: func() {
 			ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
 			defer cancel()
 			_, _ = ddb.DeleteTable(ctx, &dynamodb.DeleteTableInput{TableName: aws.String(name)})

@@ -27,7 +27,7 @@ func (r *Runner) lease(ctx context.Context, t Target) error {
 		for round := range r.Config.Rounds {
 			l, err := RunWorkers(ctx, n, r.Config.Window, func(ctx context.Context, w int) (int, error) {
 				start := time.Now()
-				if err := env.RawWrite(ctx, fmt.Sprintf("w%d-%d", n, rawSeq.Add(1))); err != nil {
+				if err := env.RawWriteFunc(ctx, fmt.Sprintf("w%d-%d", n, rawSeq.Add(1))); err != nil {
 					return 0, err
 				}
 				raw.Add(time.Since(start))

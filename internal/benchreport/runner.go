@@ -105,7 +105,7 @@ func (r *Runner) logf(format string, args ...any) {
 func (r *Runner) open(ctx context.Context, t Target, scenario string) (*Env, error) {
 	r.seq++
 	name := fmt.Sprintf("%s%s-%d", r.Prefix, strings.ReplaceAll(scenario, " ", "-"), r.seq)
-	env, err := t.Open(ctx, name)
+	env, err := t.OpenFunc(ctx, name)
 	if err != nil {
 		return nil, fmt.Errorf("%s: open %s: %w", t.Name, scenario, err)
 	}
@@ -114,8 +114,8 @@ func (r *Runner) open(ctx context.Context, t Target, scenario string) (*Env, err
 
 // Scenario is one numbered item of the report.
 type Scenario struct {
-	Name string
-	Run  func(r *Runner, ctx context.Context, t Target) error
+	Name    string
+	RunFunc func(r *Runner, ctx context.Context, t Target) error
 }
 
 // Scenarios are the backend scenarios in report order (the Lambda
@@ -143,7 +143,7 @@ func (r *Runner) Run(ctx context.Context, targets []Target) error {
 			}
 			r.logf("%s on %s", s.Name, t.Name)
 			sctx, cancel := context.WithTimeout(ctx, r.Config.Timeout)
-			err := s.Run(r, sctx, t)
+			err := s.RunFunc(r, sctx, t)
 			cancel()
 			if err != nil {
 				r.logf("%s on %s FAILED: %v", s.Name, t.Name, err)

@@ -38,7 +38,7 @@ const rawQueue = "raw"
 
 // SQLiteTarget opens each Env on a new database file in dir.
 func SQLiteTarget(dir string) Target {
-	return Target{Name: "sqlite", Open: func(ctx context.Context, name string) (*Env, error) {
+	return Target{Name: "sqlite", OpenFunc: func(ctx context.Context, name string) (*Env, error) {
 		return openSQLite(ctx, filepath.Join(dir, name+".db"))
 	}}
 }
@@ -90,7 +90,7 @@ func openSQLite(ctx context.Context, path string) (env *Env, err error) {
 		Backend: counted,
 		Calls:   tally,
 		Plain:   plain,
-		RawWrite: func(ctx context.Context, key string) error {
+		RawWriteFunc: func(ctx context.Context, key string) error {
 			now := time.Now().UnixNano()
 			res, err := upsert.ExecContext(ctx, key, "raw", now+int64(time.Minute), now, now)
 			if err != nil {
@@ -101,7 +101,7 @@ func openSQLite(ctx context.Context, path string) (env *Env, err error) {
 			}
 			return nil
 		},
-		RawSend: func(ctx context.Context, msgs []queue.Message) error {
+		RawSendFunc: func(ctx context.Context, msgs []queue.Message) error {
 			tx, err := db.SQL().BeginTx(ctx, nil)
 			if err != nil {
 				return fmt.Errorf("raw send: %w", err)
@@ -120,7 +120,7 @@ func openSQLite(ctx context.Context, path string) (env *Env, err error) {
 			}
 			return tx.Commit()
 		},
-		Info:  "one WAL file per scenario, synchronous=NORMAL, 8 connections",
-		Close: closeAll,
+		Info:      "one WAL file per scenario, synchronous=NORMAL, 8 connections",
+		CloseFunc: closeAll,
 	}, nil
 }

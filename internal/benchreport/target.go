@@ -17,26 +17,34 @@ type Env struct {
 	Calls   Counter
 	// Plain holds the same stores, uncounted, to prepare state.
 	Plain backend.Backend
-	// RawWrite makes one raw conditional write that creates the record
+	// RawWriteFunc makes one raw conditional write that creates the record
 	// named key (which must be new): the least a conditional write costs
 	// on this server.
-	RawWrite func(ctx context.Context, key string) error
-	// RawSend sends 1..queue.MaxBatch messages in one call to a queue of
+	RawWriteFunc func(ctx context.Context, key string) error
+	// RawSendFunc sends 1..queue.MaxBatch messages in one call to a queue of
 	// the same endpoint as Backend.Work (another queue): the least a batch
 	// send costs.
-	RawSend func(ctx context.Context, msgs []queue.Message) error
+	RawSendFunc func(ctx context.Context, msgs []queue.Message) error
 	// Info describes the backend's set-up for the report.
 	Info string
-	// Close releases the Env's resources.
-	Close func() error
+	// CloseFunc releases the Env's resources (Close calls it).
+	CloseFunc func() error
+}
+
+// Close releases the Env's resources; nil CloseFunc: nothing to release.
+func (e *Env) Close() error {
+	if e.CloseFunc == nil {
+		return nil
+	}
+	return e.CloseFunc()
 }
 
 // Target opens Envs on one backend.
 type Target struct {
 	Name string
-	// Open returns a fresh Env; name is unique per call and usable in
+	// OpenFunc returns a fresh Env; name is unique per call and usable in
 	// table, queue and file names.
-	Open func(ctx context.Context, name string) (*Env, error)
+	OpenFunc func(ctx context.Context, name string) (*Env, error)
 	// CallsOnly limits the target to the call counts (scenario 1).
 	CallsOnly bool
 }

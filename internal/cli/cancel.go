@@ -66,7 +66,7 @@ func cancelCmd(ctx context.Context, e *env, args []string) error {
 	if err != nil {
 		return err
 	}
-	targets := engine.Expected(j)
+	targets := engine.SortedItemNames(j)
 	if explicitAsset {
 		targets = []string{asset}
 	}

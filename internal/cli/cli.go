@@ -43,11 +43,11 @@ var errFailed = errors.New("failed")
 type command struct {
 	name    string
 	summary string
-	run     func(ctx context.Context, env *env, args []string) error
+	runFunc func(ctx context.Context, env *env, args []string) error
 	// A group (replay, dlq, lease) has subcommands and an about text
 	// instead of run.
-	about string
-	subs  func() []subcommand
+	about    string
+	subsFunc func() []subcommand
 }
 
 // env is what a command writes to.
@@ -58,16 +58,16 @@ type env struct {
 
 func commands() []command {
 	return []command{
-		{name: "run", summary: "run the job's ticks end to end (--once: one tick, then a report)", run: runCmd},
-		{name: "status", summary: "show leases, recent runs, item states and staleness", run: statusCmd},
-		{name: "replay", summary: "run a tick, a range of ticks (backfill) or an item again", about: replayAbout, subs: replaySubcommands},
-		{name: "dlq", summary: "list and redrive the dead-letter queue", about: dlqAbout, subs: dlqSubcommands},
-		{name: "lease", summary: "show a job's lease; release one whose holder is dead", about: leaseAbout, subs: leaseSubcommands},
-		{name: "cancel", summary: "cancel a run's items (or one item) that are not terminal", run: cancelCmd},
-		{name: "invoke", summary: "run a Lambda function's handler on an event file, in-process", run: invokeCmd},
-		{name: "template", summary: "check a SAM template's schedules against the catalog", about: templateAbout, subs: templateSubcommands},
-		{name: "version", summary: "print baton's version", run: versionCmd},
-		{name: "setup", summary: "create the DynamoDB table and SQS queues (with redrive) for --backend aws", run: setupCmd},
+		{name: "run", summary: "run the job's ticks end to end (--once: one tick, then a report)", runFunc: runCmd},
+		{name: "status", summary: "show leases, recent runs, item states and staleness", runFunc: statusCmd},
+		{name: "replay", summary: "run a tick, a range of ticks (backfill) or an item again", about: replayAbout, subsFunc: replaySubcommands},
+		{name: "dlq", summary: "list and redrive the dead-letter queue", about: dlqAbout, subsFunc: dlqSubcommands},
+		{name: "lease", summary: "show a job's lease; release one whose holder is dead", about: leaseAbout, subsFunc: leaseSubcommands},
+		{name: "cancel", summary: "cancel a run's items (or one item) that are not terminal", runFunc: cancelCmd},
+		{name: "invoke", summary: "run a Lambda function's handler on an event file, in-process", runFunc: invokeCmd},
+		{name: "template", summary: "check a SAM template's schedules against the catalog", about: templateAbout, subsFunc: templateSubcommands},
+		{name: "version", summary: "print baton's version", runFunc: versionCmd},
+		{name: "setup", summary: "create the DynamoDB table and SQS queues (with redrive) for --backend aws", runFunc: setupCmd},
 	}
 }
 
@@ -142,18 +142,18 @@ func NewRootCommand(catalog *baton.Catalog) *cobra.Command {
 	}
 	for _, c := range commands() {
 		cmd := &cobra.Command{Use: c.name, Short: c.summary}
-		if c.subs == nil {
-			bind(cmd, c.run)
+		if c.subsFunc == nil {
+			bind(cmd, c.runFunc)
 			root.AddCommand(cmd)
 			continue
 		}
-		subs := c.subs()
+		subs := c.subsFunc()
 		bind(cmd, func(ctx context.Context, e *env, args []string) error {
 			return dispatch(ctx, e, c.name, c.about, subs, args)
 		})
 		for _, s := range subs {
 			sub := &cobra.Command{Use: s.name, Short: s.summary}
-			bind(sub, s.run)
+			bind(sub, s.runFunc)
 			cmd.AddCommand(sub)
 		}
 		root.AddCommand(cmd)

@@ -88,7 +88,7 @@ func testRedrive(t *testing.T, f *opsFixture) {
 	require.Contains(t, out, "moved 3 message(s)")
 
 	calls := f.calls.total()
-	f.consumeOutcomes(func(seen []consumer.Outcome) bool {
+	f.consumeOutcomes(func(seen []consumer.MessageOutcome) bool {
 		return handled(seen, done, consumer.StatusDuplicate) && handled(seen, failed, consumer.StatusSucceeded)
 	})
 	require.Equal(t, 0, f.calls.get(done), "the succeeded item was not run again")
@@ -176,7 +176,7 @@ func testCancel(t *testing.T, f *opsFixture) {
 	// The worker's late completion is refused; redeliveries run nothing.
 	_, err = f.b.Ledger.Complete(ctx, ledger.CompleteParams{Key: running, Owner: "w", Attempt: claimed.Attempt, Result: []byte(`{}`), Now: time.Now()})
 	require.ErrorIs(t, err, ledger.ErrTerminal)
-	f.consumeOutcomes(func(seen []consumer.Outcome) bool {
+	f.consumeOutcomes(func(seen []consumer.MessageOutcome) bool {
 		for _, name := range fx.Assets {
 			if !handled(seen, ledger.ItemKey{Run: id, Asset: name}, consumer.StatusDuplicate) {
 				return false

@@ -56,8 +56,8 @@ func TestInvokeEveryFixture(t *testing.T) {
 		}
 	}
 	steps := []struct {
-		file  string
-		check check
+		file      string
+		checkFunc check
 	}{
 		{"coordinator-scheduled.json", coordinator("opened", "fx@2026-11-21T12:01:00Z#1", 7)},
 		{"coordinator-scheduler.json", coordinator("already_fanned_out", "fx@2026-11-21T12:01:00Z#1", 0)},
@@ -85,7 +85,7 @@ func TestInvokeEveryFixture(t *testing.T) {
 		code, out, errOut := runMain(t, "invoke", function, "--event", eventFile(s.file), "--store", store, "--request-id", "req-"+s.file)
 		require.Equal(t, ExitOK, code, "%s\nstdout:\n%s\nstderr:\n%s", s.file, out, errOut)
 		require.Equal(t, 1, strings.Count(out, "\n"), "one JSON line on stdout")
-		s.check(t, out)
+		s.checkFunc(t, out)
 		// Logs carry the request id.
 		require.Contains(t, errOut, `"request_id":"req-`+s.file+`"`, s.file)
 	}

@@ -43,8 +43,8 @@ func TestOperatorCommandsOnAWS(t *testing.T) {
 	emulator.SQS(t)
 	awsEnv(t)
 	for _, tc := range []struct {
-		name string
-		body func(*testing.T, *opsFixture)
+		name     string
+		bodyFunc func(*testing.T, *opsFixture)
 	}{
 		{"backfill runs only ticks not done", testBackfillRunsOnlyTicksNotDone},
 		{"redrive of a succeeded item does not re-run it", testRedrive},
@@ -56,6 +56,6 @@ func TestOperatorCommandsOnAWS(t *testing.T) {
 		{"status --json matches the ledger", testStatusJSONMatchesLedger},
 		{"status finds stuck items past --runs", testStatusFindsStuckItemsPastRuns},
 	} {
-		t.Run(tc.name, func(t *testing.T) { tc.body(t, newAWSFixture(t)) })
+		t.Run(tc.name, func(t *testing.T) { tc.bodyFunc(t, newAWSFixture(t)) })
 	}
 }

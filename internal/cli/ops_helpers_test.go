@@ -88,10 +88,10 @@ func (f *opsFixture) items(id ledger.RunID) map[string]ledger.Item {
 // consumeOutcomes receives from the work queue and hands each batch to
 // the fixture's consumer, as the poller does, until done holds for the
 // outcomes seen so far (or fails the test after a while). It returns them.
-func (f *opsFixture) consumeOutcomes(done func([]consumer.Outcome) bool) []consumer.Outcome {
+func (f *opsFixture) consumeOutcomes(done func([]consumer.MessageOutcome) bool) []consumer.MessageOutcome {
 	f.t.Helper()
 	ctx := f.t.Context()
-	var seen []consumer.Outcome
+	var seen []consumer.MessageOutcome
 	deadline := time.Now().Add(30 * time.Second)
 	for !done(seen) {
 		require.True(f.t, time.Now().Before(deadline), "consumer outcomes so far: %+v", seen)
@@ -118,7 +118,7 @@ func (f *opsFixture) consumeOutcomes(done func([]consumer.Outcome) bool) []consu
 }
 
 // handled reports whether outcomes hold key with one of the statuses.
-func handled(outcomes []consumer.Outcome, key ledger.ItemKey, statuses ...string) bool {
+func handled(outcomes []consumer.MessageOutcome, key ledger.ItemKey, statuses ...string) bool {
 	for _, o := range outcomes {
 		if o.Key == key.String() && slices.Contains(statuses, o.Status) {
 			return true

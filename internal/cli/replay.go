@@ -68,10 +68,10 @@ func (f *replayFlags) check() error {
 
 // replayer is an open backend with an engine, and consumers when asked.
 type replayer struct {
-	b    backend.Backend
-	eng  *engine.Engine
-	j    baton.Job
-	stop func()
+	b        backend.Backend
+	eng      *engine.Engine
+	j        baton.Job
+	stopFunc func()
 }
 
 // start opens the backend and the engine for job jobName; with consume,
@@ -101,18 +101,18 @@ func (f *replayFlags) start(ctx context.Context, e *env, jobName string, consume
 		b.Close()
 		return nil, err
 	}
-	r := &replayer{b: b, eng: eng, j: j, stop: func() {}}
+	r := &replayer{b: b, eng: eng, j: j, stopFunc: func() {}}
 	if consume && consumers > 0 {
 		cctx, cancel := context.WithCancel(context.WithoutCancel(ctx))
 		var wg sync.WaitGroup
 		wg.Go(func() { _ = eng.Consume(cctx) })
-		r.stop = func() { cancel(); wg.Wait() }
+		r.stopFunc = func() { cancel(); wg.Wait() }
 	}
 	return r, nil
 }
 
 func (r *replayer) close() {
-	r.stop()
+	r.stopFunc()
 	r.b.Close()
 }
 
@@ -355,6 +355,17 @@ func replayItemCmd(ctx context.Context, e *env, args []string) error {
 	}
 
 	rep, err := r.eng.ReplayItem(ctx, id, asset, force)
+	if err != nil {
+		return itemReplayRefusal(err)
+	}
+	if !printItemReplay(e, ledger.ItemKey{Run: id, Asset: asset}, rep) || !f.wait {
+		return nil
+	}
+	return waitItemReplay(ctx, e, r, j, rep.Key, f.timeout)
+}
+
+// itemReplayRefusal explains why ReplayItem refused, and what to do.
+func itemReplayRefusal(err error) error {
 	var held *engine.ItemHeldError
 	var lheld *lease.HeldError
 	switch {
@@ -364,9 +375,13 @@ func replayItemCmd(ctx context.Context, e *env, args []string) error {
 		return fmt.Errorf("refused: the job's lease is held by %q (fence %d) until %s; try again once that coordinator is done", lheld.Holder.Owner, lheld.Holder.Fence, rfc(lheld.Holder.ExpiresAt))
 	case errors.Is(err, engine.ErrRunInFlight):
 		return fmt.Errorf("refused: %v", err)
-	case err != nil:
-		return err
 	}
+	return err
+}
+
+// printItemReplay says what ReplayItem did to key. It returns false when
+// there is nothing to wait for (the item was already terminal).
+func printItemReplay(e *env, key ledger.ItemKey, rep engine.ItemReplay) bool {
 	was := pending
 	if rep.Before.State != "" {
 		was = describeItem(rep.Before)
@@ -375,41 +390,30 @@ func replayItemCmd(ctx context.Context, e *env, args []string) error {
 	case engine.ItemAlreadyTerminal:
 		fmt.Fprintf(e.stdout, "%s is already %s (attempt %d); nothing to do (--force re-runs it in the tick's next generation)\n",
 			rep.Key, rep.Before.State, rep.Before.Attempt)
-		return nil
+		return false
 	case engine.ItemEnqueued:
 		fmt.Fprintf(e.stdout, "%s was %s; enqueued it again (fence %d)\n", rep.Key, was, rep.Fence)
 	case engine.ItemNewGeneration:
 		fmt.Fprintf(e.stdout, "%s was %s; opened %s (fence %d): carried over %d item(s) unchanged, re-running %v\n",
-			ledger.ItemKey{Run: id, Asset: asset}, was, rep.Key.Run, rep.Fence, len(rep.Carried), rep.Rerun)
+			key, was, rep.Key.Run, rep.Fence, len(rep.Carried), rep.Rerun)
 	}
-	if !f.wait {
-		return nil
-	}
-	w := &settleWatch{r: r, stall: f.timeout}
-	w.add(rep.Key.Run.Nominal)
-	// Wait for the item, then for the derived items that take it as input
-	// and can proceed (all their inputs terminal: the consumer enqueues or
-	// cancels them).
-	keys := []ledger.ItemKey{rep.Key}
+	return true
+}
+
+// waitItemReplay waits for the replayed item key, then for the derived
+// items that take it as input and can proceed (all their inputs terminal:
+// the consumer enqueues or cancels them), and prints them. It fails
+// (errFailed) unless the item ended SUCCEEDED.
+func waitItemReplay(ctx context.Context, e *env, r *replayer, j baton.Job, key ledger.ItemKey, timeout time.Duration) error {
+	asset := key.Asset
+	w := &settleWatch{r: r, stall: timeout}
+	w.add(key.Run.Nominal)
+	keys := []ledger.ItemKey{key}
 	for _, d := range j.DependentsOf(asset) {
-		keys = append(keys, ledger.ItemKey{Run: rep.Key.Run, Asset: d.Name})
+		keys = append(keys, ledger.ItemKey{Run: key.Run, Asset: d.Name})
 	}
-	werr := w.waitRun(ctx, rep.Key.Run.Nominal, func(items map[string]ledger.Item) bool {
-		if !items[asset].State.Terminal() {
-			return false
-		}
-		for _, d := range j.DependentsOf(asset) {
-			if items[d.Name].State.Terminal() {
-				continue
-			}
-			for _, in := range d.Inputs {
-				if !items[in].State.Terminal() {
-					return true // d waits on another input; not this replay's business
-				}
-			}
-			return false
-		}
-		return true
+	werr := w.waitRun(ctx, key.Run.Nominal, func(items map[string]ledger.Item) bool {
+		return itemReplayDone(j, asset, items)
 	})
 	ok := true
 	for i, k := range keys {
@@ -438,4 +442,26 @@ func replayItemCmd(ctx context.Context, e *env, args []string) error {
 		return errFailed
 	}
 	return nil
+}
+
+// itemReplayDone reports whether a replay of asset is over in items: the
+// asset is terminal, and so is each derived item that takes it as input,
+// unless one of that item's inputs is not terminal (it waits on another
+// input: not this replay's business).
+func itemReplayDone(j baton.Job, asset string, items map[string]ledger.Item) bool {
+	if !items[asset].State.Terminal() {
+		return false
+	}
+	for _, d := range j.DependentsOf(asset) {
+		if items[d.Name].State.Terminal() {
+			continue
+		}
+		for _, in := range d.Inputs {
+			if !items[in].State.Terminal() {
+				return true // d waits on another input; not this replay's business
+			}
+		}
+		return false
+	}
+	return true
 }

@@ -76,10 +76,10 @@ func parseRun(c *baton.Catalog, v string) (ledger.RunID, baton.Job, error) {
 // checkAsset refuses a name that is neither an asset nor a derived item of j.
 func checkAsset(j baton.Job, asset string) error {
 	if asset == "" {
-		return usagef("--asset is required (one of %s)", strings.Join(engine.Expected(j), ", "))
+		return usagef("--asset is required (one of %s)", strings.Join(engine.SortedItemNames(j), ", "))
 	}
 	if !j.HasItem(asset) {
-		return usagef("unknown asset %q: job %s has %s", asset, j.Name, strings.Join(engine.Expected(j), ", "))
+		return usagef("unknown asset %q: job %s has %s", asset, j.Name, strings.Join(engine.SortedItemNames(j), ", "))
 	}
 	return nil
 }

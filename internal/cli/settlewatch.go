@@ -6,7 +6,6 @@ import (
 	"fmt"
 	"time"
 
-	"github.com/batonhq/baton/internal/engine"
 	"github.com/batonhq/baton/internal/ledger"
 )
 
@@ -139,7 +138,7 @@ func (w *settleWatch) stallError() error {
 		counts := countItems(w.items[n], nil)
 		return fmt.Errorf("no item finished for %s (--timeout): run %s is %s with %d RUNNING, %d FAILED, %d of %d items terminal "+
 			"(are consumers running? 'baton status --run %s')", w.stall, run.ID, run.State, counts["RUNNING"], counts["FAILED"],
-			counts["SUCCEEDED"]+counts["DEAD"]+counts["CANCELLED"], len(engine.Expected(w.r.j)), run.ID)
+			counts["SUCCEEDED"]+counts["DEAD"]+counts["CANCELLED"], len(w.r.j.ItemNames()), run.ID)
 	}
 	return fmt.Errorf("no item finished for %s (--timeout)", w.stall)
 }

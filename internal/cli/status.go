@@ -214,7 +214,7 @@ func buildStatus(ctx context.Context, b backend.Backend, j baton.Job, p statusPa
 	if err != nil {
 		return rep, fmt.Errorf("list runs of %s: %w", j.Name, err)
 	}
-	expected := engine.Expected(j)
+	expected := engine.SortedItemNames(j)
 	last := map[string]ledger.Item{}
 	rep.Runs, rep.Stuck = []runStatus{}, []itemStatus{}
 	for i, run := range runs {
@@ -327,7 +327,7 @@ func readRun(ctx context.Context, l ledger.Store, j baton.Job, id ledger.RunID, 
 	if err != nil {
 		return nil, fmt.Errorf("list items of %s: %w", id, err)
 	}
-	expected := engine.Expected(j)
+	expected := engine.SortedItemNames(j)
 	d := &runDetail{Current: superseded == "", Superseded: superseded}
 	if d.Current {
 		d.runStatus = newRunStatus(run, items, expected)

@@ -74,7 +74,7 @@ func testStatusJSONMatchesLedger(t *testing.T, f *opsFixture) {
 	require.NoError(t, err)
 	require.Len(t, runs, 4)
 	require.Len(t, rep.Runs, 3)
-	expected := engine.Expected(fx.Job(nil))
+	expected := engine.SortedItemNames(fx.Job(nil))
 	for i, got := range rep.Runs {
 		want := runs[i]
 		require.Equal(t, want.ID.String(), got.ID)
@@ -174,7 +174,7 @@ func TestStatusRunMatchesLedger(t *testing.T) {
 	require.Nil(t, rep.Runs)
 	require.True(t, rep.Run.Current)
 	items := f.items(id)
-	expected := engine.Expected(fx.Job(nil))
+	expected := engine.SortedItemNames(fx.Job(nil))
 	require.Len(t, rep.Run.ItemList, len(expected))
 	for i, got := range rep.Run.ItemList {
 		require.Equal(t, expected[i], got.Asset)

@@ -11,7 +11,7 @@ import (
 type subcommand struct {
 	name    string
 	summary string
-	run     func(ctx context.Context, e *env, args []string) error
+	runFunc func(ctx context.Context, e *env, args []string) error
 }
 
 // dispatch runs the subcommand args[0] of the group name. No verb, or
@@ -31,7 +31,7 @@ func dispatch(ctx context.Context, e *env, name, about string, subs []subcommand
 	}
 	for _, s := range subs {
 		if s.name == args[0] {
-			return s.run(ctx, e, args[1:])
+			return s.runFunc(ctx, e, args[1:])
 		}
 	}
 	return usagef("unknown subcommand %q (want %s)", args[0], verbs(subs))

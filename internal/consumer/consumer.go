@@ -12,7 +12,7 @@ import (
 	"github.com/batonhq/baton/internal/queue"
 )
 
-// Item statuses reported in Outcome.Status.
+// Item statuses reported in MessageOutcome.Status.
 const (
 	StatusSucceeded  = "succeeded"   // processed and completed now
 	StatusDuplicate  = "duplicate"   // already terminal: acknowledged without processing
@@ -57,7 +57,7 @@ type Result struct {
 	// reason; they are acknowledged.
 	DeadLettered []Failure
 	// Items has one outcome per message, in the batch's order.
-	Items []Outcome
+	Items []MessageOutcome
 }
 
 // Failure is one message's failure or dead-letter reason.
@@ -66,8 +66,9 @@ type Failure struct {
 	Err       error
 }
 
-// Outcome is what happened to one message.
-type Outcome struct {
+// MessageOutcome is what happened to one message of a batch: the
+// consumer's per-message result.
+type MessageOutcome struct {
 	MessageID string
 	Key       string // the item's idempotency key ("" when malformed)
 	Asset     string

@@ -26,12 +26,12 @@ var (
 )
 
 // memQueue is a queue.Sender that keeps what it is sent until taken.
-// Before, when set, may fail a call before anything is kept.
+// BeforeFunc, when set, may fail a call before anything is kept.
 type memQueue struct {
-	mu      sync.Mutex
-	pending []queue.Message
-	sent    []queue.Message
-	Before  func(msgs []queue.Message) error
+	mu         sync.Mutex
+	pending    []queue.Message
+	sent       []queue.Message
+	BeforeFunc func(msgs []queue.Message) error
 }
 
 func (q *memQueue) SendBatch(ctx context.Context, msgs []queue.Message) error {
@@ -39,7 +39,7 @@ func (q *memQueue) SendBatch(ctx context.Context, msgs []queue.Message) error {
 		return queue.ErrBatchTooLarge
 	}
 	q.mu.Lock()
-	before := q.Before
+	before := q.BeforeFunc
 	q.mu.Unlock()
 	if before != nil {
 		if err := before(msgs); err != nil {
@@ -56,7 +56,7 @@ func (q *memQueue) SendBatch(ctx context.Context, msgs []queue.Message) error {
 func (q *memQueue) setBefore(f func([]queue.Message) error) {
 	q.mu.Lock()
 	defer q.mu.Unlock()
-	q.Before = f
+	q.BeforeFunc = f
 }
 
 // take removes and returns what was sent since the last take.
@@ -77,16 +77,16 @@ func (q *memQueue) all() []queue.Message {
 // processor counts calls per item key around the reference processor;
 // override, when it returns handled, replaces it for a task.
 type processor struct {
-	mu       sync.Mutex
-	calls    map[string]int
-	inner    baton.Processor
-	override func(ctx context.Context, t baton.Task) (result []byte, err error, handled bool)
+	mu           sync.Mutex
+	calls        map[string]int
+	inner        baton.Processor
+	overrideFunc func(ctx context.Context, t baton.Task) (result []byte, err error, handled bool)
 }
 
 func (p *processor) Process(ctx context.Context, t baton.Task) ([]byte, error) {
 	p.mu.Lock()
 	p.calls[t.Key.String()]++
-	override := p.override
+	override := p.overrideFunc
 	p.mu.Unlock()
 	if override != nil {
 		if r, err, ok := override(ctx, t); ok {
@@ -115,7 +115,7 @@ func (p *processor) total() int {
 func (p *processor) setOverride(f func(ctx context.Context, t baton.Task) ([]byte, error, bool)) {
 	p.mu.Lock()
 	defer p.mu.Unlock()
-	p.override = f
+	p.overrideFunc = f
 }
 
 // bundle is one test's world: real stores, in-memory queues, a clock, the

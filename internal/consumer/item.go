@@ -26,7 +26,7 @@ type delivery struct {
 
 // verdict is the handling of one message.
 type verdict struct {
-	outcome      Outcome
+	outcome      MessageOutcome
 	err          error // nil: acknowledge
 	deadLettered bool  // forwarded to the dead-letter queue (and so acknowledged)
 }
@@ -67,7 +67,7 @@ var ErrUnknownAsset = errors.New("unknown asset")
 func (c *Consumer) handle(ctx context.Context, deadline time.Time, d *delivery) verdict {
 	var v verdict
 	if d.err != nil {
-		v = verdict{outcome: Outcome{MessageID: d.d.MessageID, Key: d.msg.Key, Asset: d.key.Asset, Status: StatusMalformed}, err: d.err}
+		v = verdict{outcome: MessageOutcome{MessageID: d.d.MessageID, Key: d.msg.Key, Asset: d.key.Asset, Status: StatusMalformed}, err: d.err}
 		c.logger().WarnContext(ctx, "message rejected", slog.String("phase", "decode"),
 			slog.String("message_id", d.d.MessageID), slog.Any("error", d.err))
 		if c.DeadLetter == nil {
@@ -90,138 +90,223 @@ func (c *Consumer) handle(ctx context.Context, deadline time.Time, d *delivery) 
 	return v
 }
 
-// run claims, processes and settles one decoded message.
+// run acts on one decoded message: it gates, claims, processes and records
+// it, each step deciding whether the next one runs.
 func (c *Consumer) run(ctx context.Context, deadline time.Time, d *delivery) verdict {
-	log := c.logger().With(slog.String("key", d.msg.Key), slog.String("message_id", d.d.MessageID))
-	lim := d.job.Limits
-	out := Outcome{MessageID: d.d.MessageID, Key: d.msg.Key, Asset: d.key.Asset}
-	fail := func(status string, err error) verdict {
-		out.Status = status
-		return verdict{outcome: out, err: err}
+	m := &messageRun{
+		d:   d,
+		out: MessageOutcome{MessageID: d.d.MessageID, Key: d.msg.Key, Asset: d.key.Asset},
+		log: c.logger().With(slog.String("key", d.msg.Key), slog.String("message_id", d.d.MessageID)),
+		now: c.now(),
 	}
-	ack := func(status string) verdict {
-		out.Status = status
-		return verdict{outcome: out}
+	m.leaseUntil = leaseEnd(d.job.Limits, m.now, deadline)
+	if v, ok := c.gate(ctx, deadline, m); !ok {
+		return v
 	}
+	if v, ok := c.claim(ctx, m); !ok {
+		return v
+	}
+	result, done, perr := c.process(ctx, m)
+	return c.record(ctx, m, result, done, perr)
+}
 
-	now := c.now()
-	if err := ctx.Err(); err != nil {
-		return fail(StatusNotStarted, fmt.Errorf("%s not started: %w", d.key, err))
-	}
-	if !deadline.IsZero() && !now.Before(deadline.Add(-lim.DeadlineMargin)) {
-		return fail(StatusNotStarted, fmt.Errorf("%s not started: %s left before the deadline, margin %s",
-			d.key, deadline.Sub(now), lim.DeadlineMargin))
-	}
+// messageRun is one message on its way through run's steps.
+type messageRun struct {
+	d   *delivery
+	out MessageOutcome // filled in as the steps go
+	log *slog.Logger
+	now time.Time // when run started: the gate's and the claim's time
+	// leaseUntil is when the claim, and the processor's context, end.
+	leaseUntil time.Time
+	inputs     map[string][]byte // a derived item's inputs' results (gate)
+	item       ledger.Item       // the item as claimed (claim)
+}
 
-	// A derived item runs only once its inputs SUCCEEDED; their results are
-	// read before the claim, so that an early message spends no attempt.
-	var inputs map[string][]byte
-	if def, ok := d.job.DerivedItem(d.key.Asset); ok {
-		items, err := c.Ledger.ListItems(ctx, d.key.Run)
-		if err != nil {
-			return fail(StatusFailed, fmt.Errorf("%s: list inputs: %w", d.key, err))
-		}
-		states := make(map[string]ledger.ItemState, len(items))
-		results := make(map[string][]byte, len(items))
-		for _, it := range items {
-			states[it.Key.Asset], results[it.Key.Asset] = it.State, it.Result
-		}
-		if states[d.key.Asset].Terminal() {
-			return ack(StatusDuplicate)
-		}
-		switch verdict, reason := fanin.Inputs(def, states); verdict {
-		case fanin.Doomed:
-			_, err := c.Ledger.Cancel(ctx, ledger.CancelParams{Key: d.key, Reason: reason, Now: now})
-			if errors.Is(err, ledger.ErrTerminal) {
-				return ack(StatusDuplicate)
-			}
-			if err != nil {
-				return fail(StatusFailed, fmt.Errorf("%s: cancel (%s): %w", d.key, reason, err))
-			}
-			log.InfoContext(ctx, "derived item cancelled", slog.String("phase", "fan-in"), slog.String("reason", reason))
-			return ack(StatusCancelled)
-		case fanin.Waiting:
-			return fail(StatusHeld, fmt.Errorf("%s: inputs not ready: %s", d.key, waitingOn(def, states)))
-		}
-		inputs = make(map[string][]byte, len(def.Inputs))
-		for _, in := range def.Inputs {
-			inputs[in] = results[in]
-		}
-	}
+// fail ends the message's run with status, leaving it to be redelivered.
+func (m *messageRun) fail(status string, err error) verdict {
+	m.out.Status = status
+	return verdict{outcome: m.out, err: err}
+}
 
-	// The claim, and the processor's context, end before the invocation's
-	// deadline minus the margin, which leaves the margin for recording the
-	// verdict: an item is never half-run when the invocation is cut off.
+// ack ends the message's run with status, acknowledging it.
+func (m *messageRun) ack(status string) verdict {
+	m.out.Status = status
+	return verdict{outcome: m.out}
+}
+
+// leaseEnd is when a claim taken at now ends: after the job's ItemLease,
+// but no later than the invocation's deadline minus the margin, which
+// leaves the margin for recording the verdict: an item is never half-run
+// when the invocation is cut off.
+func leaseEnd(lim baton.Limits, now, deadline time.Time) time.Time {
 	leaseUntil := now.Add(lim.ItemLease)
 	if end := deadline.Add(-lim.DeadlineMargin); !deadline.IsZero() && end.Before(leaseUntil) {
 		leaseUntil = end
 	}
+	return leaseUntil
+}
+
+// gate decides whether the message may be acted on now, before any claim,
+// so that a message turned away spends no attempt: not once ctx is done or
+// the deadline minus the job's margin has come (not started), and, for a
+// derived item, only once its inputs SUCCEEDED (see gateDerived). ok is
+// false when run stops here with v.
+func (c *Consumer) gate(ctx context.Context, deadline time.Time, m *messageRun) (v verdict, ok bool) {
+	d, lim := m.d, m.d.job.Limits
+	if err := ctx.Err(); err != nil {
+		return m.fail(StatusNotStarted, fmt.Errorf("%s not started: %w", d.key, err)), false
+	}
+	if !deadline.IsZero() && !m.now.Before(deadline.Add(-lim.DeadlineMargin)) {
+		return m.fail(StatusNotStarted, fmt.Errorf("%s not started: %s left before the deadline, margin %s",
+			d.key, deadline.Sub(m.now), lim.DeadlineMargin)), false
+	}
+	if def, isDerived := d.job.DerivedItem(d.key.Asset); isDerived {
+		return c.gateDerived(ctx, m, def)
+	}
+	return verdict{}, true
+}
+
+// gateDerived decides whether the derived item def may run: it reads its
+// inputs' states and results from the ledger. An item already terminal is
+// a duplicate; one with an input that ended without success is cancelled
+// now; one with inputs still to succeed is held (redelivered later).
+// Otherwise it keeps the inputs' results in m.inputs for the task.
+func (c *Consumer) gateDerived(ctx context.Context, m *messageRun, def baton.Derived) (v verdict, ok bool) {
+	d := m.d
+	items, err := c.Ledger.ListItems(ctx, d.key.Run)
+	if err != nil {
+		return m.fail(StatusFailed, fmt.Errorf("%s: list inputs: %w", d.key, err)), false
+	}
+	states := make(map[string]ledger.ItemState, len(items))
+	results := make(map[string][]byte, len(items))
+	for _, it := range items {
+		states[it.Key.Asset], results[it.Key.Asset] = it.State, it.Result
+	}
+	if states[d.key.Asset].Terminal() {
+		return m.ack(StatusDuplicate), false
+	}
+	switch verdict, reason := fanin.Inputs(def, states); verdict {
+	case fanin.Doomed:
+		_, err := c.Ledger.Cancel(ctx, ledger.CancelParams{Key: d.key, Reason: reason, Now: m.now})
+		if errors.Is(err, ledger.ErrTerminal) {
+			return m.ack(StatusDuplicate), false
+		}
+		if err != nil {
+			return m.fail(StatusFailed, fmt.Errorf("%s: cancel (%s): %w", d.key, reason, err)), false
+		}
+		m.log.InfoContext(ctx, "derived item cancelled", slog.String("phase", "fan-in"), slog.String("reason", reason))
+		return m.ack(StatusCancelled), false
+	case fanin.Waiting:
+		return m.fail(StatusHeld, fmt.Errorf("%s: inputs not ready: %s", d.key, waitingOn(def, states))), false
+	}
+	m.inputs = make(map[string][]byte, len(def.Inputs))
+	for _, in := range def.Inputs {
+		m.inputs[in] = results[in]
+	}
+	return verdict{}, true
+}
+
+// claim decides whether this delivery owns the item: it claims it with the
+// message's fence until m.leaseUntil. An item already terminal is a
+// duplicate (acknowledged once its fan-in check has run); one held by a
+// live owner is held (redelivered later). ok is false when run stops here
+// with v; otherwise m.item is the claimed item.
+func (c *Consumer) claim(ctx context.Context, m *messageRun) (v verdict, ok bool) {
+	d, lim := m.d, m.d.job.Limits
 	item, err := c.Ledger.Claim(ctx, ledger.ClaimParams{
-		Key: d.key, Owner: c.Owner, LeaseUntil: leaseUntil, Fence: d.msg.Fence,
-		MaxAttempts: lim.MaxAttempts, Skew: lim.ClockSkew, Now: now,
+		Key: d.key, Owner: c.Owner, LeaseUntil: m.leaseUntil, Fence: d.msg.Fence,
+		MaxAttempts: lim.MaxAttempts, Skew: lim.ClockSkew, Now: m.now,
 	})
-	out.Attempt = item.Attempt
+	m.item, m.out.Attempt = item, item.Attempt
 	switch {
 	case errors.Is(err, ledger.ErrTerminal):
-		log.DebugContext(ctx, "item already terminal", slog.String("phase", "claim"), slog.String("state", string(item.State)))
+		m.log.DebugContext(ctx, "item already terminal", slog.String("phase", "claim"), slog.String("state", string(item.State)))
 		if err := c.fanIn(ctx, d, item.State); err != nil {
-			return fail(StatusDuplicate, err)
+			return m.fail(StatusDuplicate, err), false
 		}
-		return ack(StatusDuplicate)
+		return m.ack(StatusDuplicate), false
 	case errors.Is(err, ledger.ErrHeld):
-		return fail(StatusHeld, fmt.Errorf("claim %s: %w by %s until %s", d.key, err, item.Owner, item.LeaseUntil.UTC().Format(time.RFC3339Nano)))
+		return m.fail(StatusHeld, fmt.Errorf("claim %s: %w by %s until %s", d.key, err, item.Owner, item.LeaseUntil.UTC().Format(time.RFC3339Nano))), false
 	case err != nil:
-		return fail(StatusFailed, fmt.Errorf("claim %s: %w", d.key, err))
+		return m.fail(StatusFailed, fmt.Errorf("claim %s: %w", d.key, err)), false
 	}
+	return verdict{}, true
+}
 
+// process runs the job's processor on the claimed item, under a context
+// that ends with the claim. It decides nothing: it returns the processor's
+// result, when it returned, and its error (a panic is an error).
+func (c *Consumer) process(ctx context.Context, m *messageRun) (result []byte, done time.Time, perr error) {
+	d, item := m.d, m.item
 	task := baton.Task{
 		Key: d.key, Asset: d.key.Asset, Nominal: d.key.Run.Nominal,
-		Attempt: item.Attempt, Fence: d.msg.Fence, Inputs: inputs,
+		Attempt: item.Attempt, Fence: d.msg.Fence, Inputs: m.inputs,
 		Effects: effect.Bind(c.Effects, d.key.Run.Job, d.key.Run.Generation, item.Attempt, c.now),
 	}
-	pctx, cancel := context.WithTimeout(ctx, leaseUntil.Sub(now))
+	pctx, cancel := context.WithTimeout(ctx, m.leaseUntil.Sub(m.now))
 	started := c.now()
-	result, perr := safeProcess(pctx, d.job.Processor, task)
+	result, perr = safeProcess(pctx, d.job.Processor, task)
 	cancel()
-	done := c.now()
-	out.Processing = done.Sub(started)
+	done = c.now()
+	m.out.Processing = done.Sub(started)
+	return result, done, perr
+}
 
+// record writes the processor's verdict under the claim, at done, and
+// decides the message's: success completes the item (SUCCEEDED,
+// acknowledged); an error fails it, DEAD (acknowledged) when it is
+// permanent or the attempts are spent, else FAILED (redelivered). A
+// terminal item then gets its fan-in check; a write or check that fails
+// leaves the message to be redelivered.
+func (c *Consumer) record(ctx context.Context, m *messageRun, result []byte, done time.Time, perr error) verdict {
 	if perr == nil {
-		if _, err := c.Ledger.Complete(ctx, ledger.CompleteParams{
-			Key: d.key, Owner: c.Owner, Attempt: item.Attempt, Result: result, Now: done,
-		}); err != nil {
-			log.WarnContext(ctx, "completion rejected", slog.String("phase", "complete"),
-				slog.Int("attempt", item.Attempt), slog.Any("error", err))
-			return fail(StatusFailed, fmt.Errorf("complete %s attempt %d: %w", d.key, item.Attempt, err))
-		}
-		out.TickToDone = done.Sub(d.key.Run.Nominal)
-		log.InfoContext(ctx, "item succeeded", slog.String("phase", "process"), slog.Int("attempt", item.Attempt),
-			slog.Duration("processing", out.Processing), slog.Duration("tick_to_done", out.TickToDone))
-		if err := c.fanIn(ctx, d, ledger.ItemSucceeded); err != nil {
-			return fail(StatusSucceeded, err)
-		}
-		return ack(StatusSucceeded)
+		return c.recordSuccess(ctx, m, result, done)
 	}
+	return c.recordFailure(ctx, m, perr, done)
+}
 
+// recordSuccess completes the item with result; see record.
+func (c *Consumer) recordSuccess(ctx context.Context, m *messageRun, result []byte, done time.Time) verdict {
+	d, attempt := m.d, m.item.Attempt
+	if _, err := c.Ledger.Complete(ctx, ledger.CompleteParams{
+		Key: d.key, Owner: c.Owner, Attempt: attempt, Result: result, Now: done,
+	}); err != nil {
+		m.log.WarnContext(ctx, "completion rejected", slog.String("phase", "complete"),
+			slog.Int("attempt", attempt), slog.Any("error", err))
+		return m.fail(StatusFailed, fmt.Errorf("complete %s attempt %d: %w", d.key, attempt, err))
+	}
+	m.out.TickToDone = done.Sub(d.key.Run.Nominal)
+	m.log.InfoContext(ctx, "item succeeded", slog.String("phase", "process"), slog.Int("attempt", attempt),
+		slog.Duration("processing", m.out.Processing), slog.Duration("tick_to_done", m.out.TickToDone))
+	if err := c.fanIn(ctx, d, ledger.ItemSucceeded); err != nil {
+		return m.fail(StatusSucceeded, err)
+	}
+	return m.ack(StatusSucceeded)
+}
+
+// recordFailure fails the item with the processor's error perr; see
+// record.
+func (c *Consumer) recordFailure(ctx context.Context, m *messageRun, perr error, done time.Time) verdict {
+	d, attempt, lim := m.d, m.item.Attempt, m.d.job.Limits
 	failed, err := c.Ledger.Fail(ctx, ledger.FailParams{
-		Key: d.key, Owner: c.Owner, Attempt: item.Attempt, Reason: perr.Error(),
+		Key: d.key, Owner: c.Owner, Attempt: attempt, Reason: perr.Error(),
 		Permanent: baton.IsPermanent(perr), MaxAttempts: lim.MaxAttempts, Now: done,
 	})
 	if err != nil {
-		log.WarnContext(ctx, "failure not recorded", slog.String("phase", "fail"),
-			slog.Int("attempt", item.Attempt), slog.Any("processor_error", perr), slog.Any("error", err))
-		return fail(StatusFailed, fmt.Errorf("%s attempt %d: %w (and recording it failed: %v)", d.key, item.Attempt, perr, err))
+		m.log.WarnContext(ctx, "failure not recorded", slog.String("phase", "fail"),
+			slog.Int("attempt", attempt), slog.Any("processor_error", perr), slog.Any("error", err))
+		return m.fail(StatusFailed, fmt.Errorf("%s attempt %d: %w (and recording it failed: %v)", d.key, attempt, perr, err))
 	}
 	if failed.State == ledger.ItemDead {
-		log.WarnContext(ctx, "item dead", slog.String("phase", "process"), slog.Int("attempt", item.Attempt),
+		m.log.WarnContext(ctx, "item dead", slog.String("phase", "process"), slog.Int("attempt", attempt),
 			slog.Bool("permanent", baton.IsPermanent(perr)), slog.Any("error", perr))
 		if err := c.fanIn(ctx, d, ledger.ItemDead); err != nil {
-			return fail(StatusDead, err)
+			return m.fail(StatusDead, err)
 		}
-		return ack(StatusDead)
+		return m.ack(StatusDead)
 	}
-	log.InfoContext(ctx, "item failed", slog.String("phase", "process"), slog.Int("attempt", item.Attempt), slog.Any("error", perr))
-	return fail(StatusFailed, fmt.Errorf("%s attempt %d: %w", d.key, item.Attempt, perr))
+	m.log.InfoContext(ctx, "item failed", slog.String("phase", "process"), slog.Int("attempt", attempt), slog.Any("error", perr))
+	return m.fail(StatusFailed, fmt.Errorf("%s attempt %d: %w", d.key, attempt, perr))
 }
 
 // fanIn runs the fan-in check for the derived items that take d's asset,

@@ -56,14 +56,15 @@ type Trigger struct {
 	Deadline time.Time
 }
 
-// Outcome says what Run did.
-type Outcome string
+// RunOutcome says what one Run call did with its trigger's run: opened,
+// resumed or found it fanned out, or skipped it for another lease holder.
+type RunOutcome string
 
 const (
-	OutcomeOpened           Outcome = "opened"             // a new run (or generation) was fanned out
-	OutcomeResumed          Outcome = "resumed"            // a run left fanning out was continued
-	OutcomeAlreadyFannedOut Outcome = "already_fanned_out" // the tick's run was fanned out; nothing enqueued
-	OutcomeSkipped          Outcome = "skipped"            // another owner holds the lease
+	OutcomeOpened           RunOutcome = "opened"             // a new run (or generation) was fanned out
+	OutcomeResumed          RunOutcome = "resumed"            // a run left fanning out was continued
+	OutcomeAlreadyFannedOut RunOutcome = "already_fanned_out" // the tick's run was fanned out; nothing enqueued
+	OutcomeSkipped          RunOutcome = "skipped"            // another owner holds the lease
 )
 
 // Why a fan-out stopped before its end (Summary.Stopped).
@@ -77,7 +78,7 @@ type Summary struct {
 	Job     string
 	Run     ledger.RunID // zero when skipped
 	Nominal time.Time
-	Outcome Outcome
+	Outcome RunOutcome
 	// Enqueued is the messages sent by this invocation.
 	Enqueued int
 	// Cursor is how many catalog assets the run has sent, in all; Total is
@@ -107,42 +108,95 @@ var ErrNoTime = errors.New("no time left before the deadline")
 // Run handles one trigger; see the package documentation. Contention for
 // the lease is not an error (OutcomeSkipped). On error the summary says
 // how far the run got.
+//
+// Its steps: resolve the trigger's tick, acquire the job's lease, open the
+// tick's run, fan it out (or settle it when it was fanned out already),
+// settle the job's recent runs, and release the lease.
 func (c *Coordinator) Run(ctx context.Context, tr Trigger) (sum Summary, err error) {
-	start := c.now()
+	t := &tickRun{tr: tr, start: c.now(), sum: &sum}
 	sum = Summary{Job: tr.Job}
+	if err := c.resolve(t); err != nil {
+		return sum, err
+	}
+	if acquired, err := c.acquire(ctx, t); !acquired {
+		return sum, err // nil when skipped
+	}
+	defer c.finish(ctx, t)
+	run, outcome, err := c.open(ctx, t)
+	if err != nil {
+		return sum, err
+	}
+	if outcome == ledger.AlreadyFannedOut {
+		sum.Cursor, sum.Total = run.Total, run.Total
+		c.settleQuietly(ctx, t.log, t.job.Name, sum.Nominal)
+	} else if err := c.fanOut(ctx, t, run); err != nil {
+		return sum, err
+	}
+	c.settleRecent(ctx, t.log, t.job.Name, sum.Nominal)
+	return sum, nil
+}
+
+// tickRun is one Run call on its way through its steps.
+type tickRun struct {
+	tr    Trigger
+	start time.Time
+	sum   *Summary // Run's result, filled in as the steps go
+	job   baton.Job
+	owner string // the lease's owner: Owner#n
+	// log names the job, the tick and the owner (resolve), then the fence
+	// (acquire) and the run (open).
+	log  *slog.Logger
+	hold *holding // the lease, once acquired
+}
+
+// resolve decides which tick the trigger asks for, refusing a trigger
+// that cannot be run: an unknown or invalid job, no trigger time, a
+// coordinator without an owner, or a schedule with no tick at or before
+// the trigger time. It sets t.job, t.owner, t.log and the summary's
+// Nominal and Total.
+func (c *Coordinator) resolve(t *tickRun) error {
+	tr, sum := t.tr, t.sum
 	j, err := c.Jobs.Lookup(tr.Job)
 	if err != nil {
-		return sum, fmt.Errorf("run: %w", err)
+		return fmt.Errorf("run: %w", err)
 	}
 	if err := j.Validate(); err != nil {
-		return sum, fmt.Errorf("run: %w", err)
+		return fmt.Errorf("run: %w", err)
 	}
 	if tr.At.IsZero() {
-		return sum, fmt.Errorf("run %s: trigger has no time", tr.Job)
+		return fmt.Errorf("run %s: trigger has no time", tr.Job)
 	}
 	if c.Owner == "" {
-		return sum, fmt.Errorf("run %s: coordinator has no owner", tr.Job)
+		return fmt.Errorf("run %s: coordinator has no owner", tr.Job)
 	}
 	sched, err := schedule.Parse(j.Schedule)
 	if err != nil {
-		return sum, fmt.Errorf("run %s: %w", tr.Job, err)
+		return fmt.Errorf("run %s: %w", tr.Job, err)
 	}
 	sum.Nominal = sched.Prev(tr.At).UTC()
 	if sum.Nominal.IsZero() {
-		return sum, fmt.Errorf("run %s: schedule %q has no tick at or before %s", tr.Job, j.Schedule, tr.At.UTC().Format(time.RFC3339Nano))
+		return fmt.Errorf("run %s: schedule %q has no tick at or before %s", tr.Job, j.Schedule, tr.At.UTC().Format(time.RFC3339Nano))
 	}
 	sum.Total = len(j.Assets)
-	owner := fmt.Sprintf("%s#%d", c.Owner, invocations.Add(1))
-	log := c.logger().With(slog.String("job", j.Name), slog.Time("nominal", sum.Nominal), slog.String("owner", owner))
+	t.job, t.owner = j, fmt.Sprintf("%s#%d", c.Owner, invocations.Add(1))
+	t.log = c.logger().With(slog.String("job", j.Name), slog.Time("nominal", sum.Nominal), slog.String("owner", t.owner))
+	return nil
+}
 
-	// Acquire.
-	lim := j.Limits
-	ttl := c.ttl(lim, start, tr.Deadline)
+// acquire decides whether this invocation runs the tick: it takes the
+// job's lease, for the job's LeaseTTL cut to the deadline (ErrNoTime when
+// the deadline minus the margin has come). acquired is false when Run
+// stops here: on error, or when another owner holds the lease
+// (OutcomeSkipped, with Pending when the tick itself still needs a
+// coordinator).
+func (c *Coordinator) acquire(ctx context.Context, t *tickRun) (acquired bool, err error) {
+	j, sum, lim, start := t.job, t.sum, t.job.Limits, t.start
+	ttl := c.ttl(lim, start, t.tr.Deadline)
 	if ttl <= 0 {
-		return sum, fmt.Errorf("run %s %s: %w (deadline %s, margin %s)", j.Name,
-			sum.Nominal.Format(time.RFC3339), ErrNoTime, tr.Deadline.Format(time.RFC3339Nano), lim.DeadlineMargin)
+		return false, fmt.Errorf("run %s %s: %w (deadline %s, margin %s)", j.Name,
+			sum.Nominal.Format(time.RFC3339), ErrNoTime, t.tr.Deadline.Format(time.RFC3339Nano), lim.DeadlineMargin)
 	}
-	l, err := c.Leases.Acquire(ctx, lease.AcquireParams{Job: j.Name, Owner: owner, TTL: ttl, Now: start, Skew: lim.ClockSkew})
+	l, err := c.Leases.Acquire(ctx, lease.AcquireParams{Job: j.Name, Owner: t.owner, TTL: ttl, Now: start, Skew: lim.ClockSkew})
 	sum.AcquireLatency = c.now().Sub(start)
 	var held *lease.HeldError
 	if errors.As(err, &held) {
@@ -150,49 +204,50 @@ func (c *Coordinator) Run(ctx context.Context, tr Trigger) (sum Summary, err err
 		sum.Outcome, sum.Holder = OutcomeSkipped, &h
 		sum.Pending = c.tickPending(ctx, j.Name, sum.Nominal)
 		sum.Duration = c.now().Sub(start)
-		log.InfoContext(ctx, "lease held; skipped", slog.String("phase", "acquire"),
+		t.log.InfoContext(ctx, "lease held; skipped", slog.String("phase", "acquire"),
 			slog.String("holder", h.Owner), slog.Time("holder_expires", h.ExpiresAt), slog.Int64("holder_fence", h.Fence),
 			slog.Bool("tick_pending", sum.Pending), slog.Duration("latency", sum.AcquireLatency))
-		return sum, nil
+		return false, nil
 	}
 	if err != nil {
-		return sum, fmt.Errorf("run %s: acquire lease: %w", j.Name, err)
+		return false, fmt.Errorf("run %s: acquire lease: %w", j.Name, err)
 	}
 	sum.Fence = l.Fence
-	log = log.With(slog.Int64("fence", l.Fence))
-	log.InfoContext(ctx, "lease acquired", slog.String("phase", "acquire"),
+	t.hold = &holding{lease: l, ttl: ttl, renewed: start}
+	t.log = t.log.With(slog.Int64("fence", l.Fence))
+	t.log.InfoContext(ctx, "lease acquired", slog.String("phase", "acquire"),
 		slog.Time("expires", l.ExpiresAt), slog.Duration("latency", sum.AcquireLatency))
-	hold := &holding{lease: l, ttl: ttl, renewed: start}
-	defer func() {
-		c.release(ctx, log, hold)
-		sum.Duration = c.now().Sub(start)
-		log.InfoContext(ctx, "run done", slog.String("outcome", string(sum.Outcome)), slog.Int("enqueued", sum.Enqueued),
-			slog.Int("cursor", sum.Cursor), slog.Int("total", sum.Total), slog.String("stopped", sum.Stopped),
-			slog.Duration("duration", sum.Duration))
-	}()
+	return true, nil
+}
 
-	// Open.
+// open opens the tick's run under the lease's fence, or finds it: a new
+// run (or, with Force, generation), one left fanning out to resume, or one
+// already fanned out.
+func (c *Coordinator) open(ctx context.Context, t *tickRun) (ledger.Run, ledger.OpenOutcome, error) {
+	sum := t.sum
 	openStart := c.now()
 	run, outcome, err := c.Ledger.OpenRun(ctx, ledger.OpenRunParams{
-		Job: j.Name, Nominal: sum.Nominal, Fence: l.Fence, Force: tr.Force, Now: openStart,
+		Job: t.job.Name, Nominal: sum.Nominal, Fence: t.hold.lease.Fence, Force: t.tr.Force, Now: openStart,
 	})
 	if err != nil {
-		return sum, fmt.Errorf("run %s %s: open: %w", j.Name, sum.Nominal.Format(time.RFC3339), err)
+		return run, outcome, fmt.Errorf("run %s %s: open: %w", t.job.Name, sum.Nominal.Format(time.RFC3339), err)
 	}
-	sum.Run, sum.Cursor, sum.Outcome = run.ID, run.Cursor, Outcome(outcome)
-	log = log.With(slog.String("run", run.ID.String()))
-	log.InfoContext(ctx, "run opened", slog.String("phase", "open"), slog.String("outcome", string(outcome)),
+	sum.Run, sum.Cursor, sum.Outcome = run.ID, run.Cursor, RunOutcome(outcome)
+	t.log = t.log.With(slog.String("run", run.ID.String()))
+	t.log.InfoContext(ctx, "run opened", slog.String("phase", "open"), slog.String("outcome", string(outcome)),
 		slog.Int("cursor", run.Cursor), slog.Duration("duration", c.now().Sub(openStart)))
+	return run, outcome, nil
+}
 
-	// Fan out.
-	if outcome == ledger.AlreadyFannedOut {
-		sum.Cursor, sum.Total = run.Total, run.Total
-		c.settleQuietly(ctx, log, j.Name, sum.Nominal)
-	} else if err := c.fanOut(ctx, log, j, run, tr, start, hold, &sum); err != nil {
-		return sum, err
-	}
-	c.settleRecent(ctx, log, j.Name, sum.Nominal)
-	return sum, nil
+// finish ends a Run that acquired the lease, whatever its result: it
+// releases the lease and reports the run's duration.
+func (c *Coordinator) finish(ctx context.Context, t *tickRun) {
+	sum := t.sum
+	c.release(ctx, t.log, t.hold)
+	sum.Duration = c.now().Sub(t.start)
+	t.log.InfoContext(ctx, "run done", slog.String("outcome", string(sum.Outcome)), slog.Int("enqueued", sum.Enqueued),
+		slog.Int("cursor", sum.Cursor), slog.Int("total", sum.Total), slog.String("stopped", sum.Stopped),
+		slog.Duration("duration", sum.Duration))
 }
 
 // holding is the lease the invocation holds.

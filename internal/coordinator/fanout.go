@@ -23,9 +23,11 @@ const sendParallel = 10
 
 // fanOut sends the catalog from run.Cursor on, chunk by chunk, and
 // checkpoints the cursor after every chunk. It returns nil when the run is
-// fanned out or was stopped by the deadline or the budget (sum.Stopped).
-func (c *Coordinator) fanOut(ctx context.Context, log *slog.Logger, j baton.Job, run ledger.Run,
-	tr Trigger, start time.Time, h *holding, sum *Summary) error {
+// fanned out or was stopped by the deadline or the budget (Summary.Stopped).
+// Before each chunk it checks the deadline, the budget and ctx, and renews
+// the lease when due.
+func (c *Coordinator) fanOut(ctx context.Context, t *tickRun, run ledger.Run) error {
+	j, sum, log := t.job, t.sum, t.log
 	chunk := c.Checkpoint
 	if chunk <= 0 {
 		chunk = DefaultCheckpoint
@@ -37,7 +39,7 @@ func (c *Coordinator) fanOut(ctx context.Context, log *slog.Logger, j baton.Job,
 	for !done {
 		now := c.now()
 		if cursor < len(assets) {
-			if stop := stopReason(j.Limits, tr.Deadline, start, now); stop != "" {
+			if stop := stopReason(j.Limits, t.tr.Deadline, t.start, now); stop != "" {
 				sum.Stopped = stop
 				log.WarnContext(ctx, "fan-out stopped; the next invocation resumes", slog.String("phase", "fan-out"),
 					slog.String("stopped", stop), slog.Int("cursor", cursor), slog.Int("total", len(assets)),
@@ -47,45 +49,57 @@ func (c *Coordinator) fanOut(ctx context.Context, log *slog.Logger, j baton.Job,
 			if err := ctx.Err(); err != nil {
 				return fmt.Errorf("fan out %s at %d/%d: %w", run.ID, cursor, len(assets), err)
 			}
-			if err := c.renewIfDue(ctx, log, j.Limits, h, tr.Deadline, now); err != nil {
+			if err := c.renewIfDue(ctx, log, j.Limits, t.hold, t.tr.Deadline, now); err != nil {
 				return fmt.Errorf("fan out %s at %d/%d: %w", run.ID, cursor, len(assets), err)
 			}
 		}
-		end := min(cursor+chunk, len(assets))
-		var sent int
-		var sendErr error
-		if end > cursor {
-			msgs := make([]queue.Message, 0, end-cursor)
-			for _, a := range assets[cursor:end] {
-				key := ledger.ItemKey{Run: run.ID, Asset: a}
-				msgs = append(msgs, message.New(key, h.lease.Fence, false).QueueMessage())
-			}
-			sent, sendErr = queue.SendAll(ctx, c.Queue, msgs, &queue.SendAllOptions{Parallel: sendParallel})
-			sum.Enqueued += sent
-		}
-		if sent == 0 && sendErr != nil {
-			return fmt.Errorf("fan out %s at %d/%d: %w", run.ID, cursor, len(assets), sendErr)
-		}
-		next := cursor + sent
-		done = sendErr == nil && next >= len(assets)
-		if _, err := c.Ledger.AdvanceRun(ctx, ledger.AdvanceRunParams{
-			ID: run.ID, Fence: h.lease.Fence, Cursor: next, Done: done, Now: c.now(),
-		}); err != nil {
-			if sendErr != nil {
-				err = fmt.Errorf("%w (after a send error: %v)", err, sendErr)
-			}
-			return fmt.Errorf("fan out %s: checkpoint cursor %d: %w", run.ID, next, err)
-		}
-		cursor, sum.Cursor = next, next
-		log.DebugContext(ctx, "fan-out checkpoint", slog.String("phase", "fan-out"),
-			slog.Int("cursor", cursor), slog.Int("total", len(assets)), slog.Bool("done", done))
-		if sendErr != nil {
-			return fmt.Errorf("fan out %s at %d/%d: %w", run.ID, cursor, len(assets), sendErr)
+		var err error
+		if cursor, done, err = c.sendChunk(ctx, t, run.ID, cursor, min(cursor+chunk, len(assets))); err != nil {
+			return err
 		}
 	}
 	log.InfoContext(ctx, "fanned out", slog.String("phase", "fan-out"), slog.Int("enqueued", sum.Enqueued),
 		slog.Int("total", len(assets)), slog.Duration("duration", c.now().Sub(fanStart)))
 	return nil
+}
+
+// sendChunk sends the catalog assets [cursor, end) of run id and
+// checkpoints the cursor past the messages sent. It returns the new
+// cursor, and done when the catalog has been sent whole. A send that fails
+// part-way is checkpointed as far as it got, then reported.
+func (c *Coordinator) sendChunk(ctx context.Context, t *tickRun, id ledger.RunID, cursor, end int) (next int, done bool, err error) {
+	assets, fence, sum := t.job.Assets, t.hold.lease.Fence, t.sum
+	var sent int
+	var sendErr error
+	if end > cursor {
+		msgs := make([]queue.Message, 0, end-cursor)
+		for _, a := range assets[cursor:end] {
+			key := ledger.ItemKey{Run: id, Asset: a}
+			msgs = append(msgs, message.New(key, fence, false).QueueMessage())
+		}
+		sent, sendErr = queue.SendAll(ctx, c.Queue, msgs, &queue.SendAllOptions{Parallel: sendParallel})
+		sum.Enqueued += sent
+	}
+	if sent == 0 && sendErr != nil {
+		return cursor, false, fmt.Errorf("fan out %s at %d/%d: %w", id, cursor, len(assets), sendErr)
+	}
+	next = cursor + sent
+	done = sendErr == nil && next >= len(assets)
+	if _, err := c.Ledger.AdvanceRun(ctx, ledger.AdvanceRunParams{
+		ID: id, Fence: fence, Cursor: next, Done: done, Now: c.now(),
+	}); err != nil {
+		if sendErr != nil {
+			err = fmt.Errorf("%w (after a send error: %v)", err, sendErr)
+		}
+		return cursor, false, fmt.Errorf("fan out %s: checkpoint cursor %d: %w", id, next, err)
+	}
+	sum.Cursor = next
+	t.log.DebugContext(ctx, "fan-out checkpoint", slog.String("phase", "fan-out"),
+		slog.Int("cursor", next), slog.Int("total", len(assets)), slog.Bool("done", done))
+	if sendErr != nil {
+		return next, done, fmt.Errorf("fan out %s at %d/%d: %w", id, next, len(assets), sendErr)
+	}
+	return next, done, nil
 }
 
 // stopReason says whether the fan-out must stop before its next chunk.

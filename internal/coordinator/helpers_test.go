@@ -25,14 +25,14 @@ var t0 = time.Date(2026, 11, 21, 12, 1, 7, 0, time.UTC)
 // tick is t0's nominal tick.
 var tick = time.Date(2026, 11, 21, 12, 1, 0, 0, time.UTC)
 
-// sender records what it is sent. Before, when set, runs first and may
+// sender records what it is sent. BeforeFunc, when set, runs first and may
 // fail the call (an error) or some entries (a *queue.BatchError: the
 // entries it names are not recorded).
 type sender struct {
-	mu     sync.Mutex
-	msgs   []queue.Message
-	calls  int
-	Before func(msgs []queue.Message) error
+	mu         sync.Mutex
+	msgs       []queue.Message
+	calls      int
+	BeforeFunc func(msgs []queue.Message) error
 }
 
 func (s *sender) SendBatch(ctx context.Context, msgs []queue.Message) error {
@@ -40,8 +40,8 @@ func (s *sender) SendBatch(ctx context.Context, msgs []queue.Message) error {
 		return queue.ErrBatchTooLarge
 	}
 	var failed map[string]bool
-	if s.Before != nil {
-		if err := s.Before(msgs); err != nil {
+	if s.BeforeFunc != nil {
+		if err := s.BeforeFunc(msgs); err != nil {
 			be, ok := err.(*queue.BatchError)
 			if !ok {
 				return err

@@ -93,7 +93,7 @@ func TestConcurrentTriggersOpenOneRun(t *testing.T) {
 	}
 	wg.Wait()
 
-	outcomes := map[coordinator.Outcome]int{}
+	outcomes := map[coordinator.RunOutcome]int{}
 	for i := range n {
 		require.NoError(t, errs[i])
 		require.Equal(t, tick, sums[i].Nominal)
@@ -127,7 +127,7 @@ func TestConcurrentRunsOfOneCoordinatorExcludeEachOther(t *testing.T) {
 	// skipped (or, if they are not, for a while: then the test fails).
 	skipped := make(chan struct{}, n)
 	release := make(chan struct{})
-	b.queue.Before = func([]queue.Message) error { <-release; return nil }
+	b.queue.BeforeFunc = func([]queue.Message) error { <-release; return nil }
 	c := b.coordinator("shared")
 	c.NowFunc = nil // real time: the lease must stay live while the others try
 
@@ -155,7 +155,7 @@ wait:
 	close(release)
 	wg.Wait()
 
-	count := map[coordinator.Outcome]int{}
+	count := map[coordinator.RunOutcome]int{}
 	for i := range n {
 		require.NoError(t, errs[i])
 		count[sums[i].Outcome]++
@@ -163,7 +163,7 @@ wait:
 			require.Contains(t, sums[i].Holder.Owner, "shared#")
 		}
 	}
-	require.Equal(t, map[coordinator.Outcome]int{coordinator.OutcomeOpened: 1, coordinator.OutcomeSkipped: n - 1}, count)
+	require.Equal(t, map[coordinator.RunOutcome]int{coordinator.OutcomeOpened: 1, coordinator.OutcomeSkipped: n - 1}, count)
 	require.Len(t, b.queue.keys(t), 7)
 }
 
@@ -283,7 +283,7 @@ func TestDeadlineMidFanOutThenResume(t *testing.T) {
 	b := setup(t, bigJob("big", 250))
 	ctx := context.Background()
 	// Every batch takes a second.
-	b.queue.Before = func([]queue.Message) error { b.clock.Advance(time.Second); return nil }
+	b.queue.BeforeFunc = func([]queue.Message) error { b.clock.Advance(time.Second); return nil }
 	c := b.coordinator("c1")
 	c.Checkpoint = 50 // 5 batches, 5 s per chunk
 
@@ -331,7 +331,7 @@ func TestBudgetStopsFanOut(t *testing.T) {
 	d.Limits.FanOutBudget = 3 * time.Second
 	b := setup(t, d)
 	ctx := context.Background()
-	b.queue.Before = func([]queue.Message) error { b.clock.Advance(time.Second); return nil }
+	b.queue.BeforeFunc = func([]queue.Message) error { b.clock.Advance(time.Second); return nil }
 	c := b.coordinator("c1")
 	c.Checkpoint = 20 // 2 batches, 2 s per chunk: chunks start at 0 s and 2 s
 
@@ -363,7 +363,7 @@ func TestSendFailureMidFanOutThenResume(t *testing.T) {
 	ctx := context.Background()
 	var mu sync.Mutex
 	calls := 0
-	b.queue.Before = func(msgs []queue.Message) error {
+	b.queue.BeforeFunc = func(msgs []queue.Message) error {
 		mu.Lock()
 		defer mu.Unlock()
 		calls++
@@ -386,7 +386,7 @@ func TestSendFailureMidFanOutThenResume(t *testing.T) {
 	require.NoError(t, err)
 	require.Empty(t, l.Owner, "released after the failure")
 
-	b.queue.Before = nil
+	b.queue.BeforeFunc = nil
 	sum2, err := b.coordinator("c2").Run(ctx, coordinator.Trigger{Job: "big", At: t0})
 	require.NoError(t, err)
 	require.Equal(t, coordinator.OutcomeResumed, sum2.Outcome)
@@ -412,7 +412,7 @@ func TestLongFanOutRenewsLease(t *testing.T) {
 	ctx := context.Background()
 	var expiries []time.Time
 	var lapsed []time.Time
-	b.queue.Before = wrapSerial(func([]queue.Message) error {
+	b.queue.BeforeFunc = wrapSerial(func([]queue.Message) error {
 		b.clock.Advance(time.Second)
 		if l, err := b.leases.Inspect(ctx, "big"); err == nil && l.Owner != "" {
 			if !b.clock.Now().Before(l.ExpiresAt) {

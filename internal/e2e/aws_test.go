@@ -127,7 +127,7 @@ func deploy(t *testing.T, o deployOpts) *deployment {
 			t.Logf("handler logs and metrics:\n%s", logs)
 		}
 	})
-	env := lambdaapp.Env{Getenv: getenv, Stdout: logs, Stderr: logs}
+	env := lambdaapp.Env{GetenvFunc: getenv, Stdout: logs, Stderr: logs}
 
 	ccfg, err := lambdaapp.LoadConfig(lambdaapp.Coordinator, getenv)
 	require.NoError(t, err)
@@ -179,7 +179,7 @@ func (d *deployment) poller(b *batches) *poller.Poller {
 	return &poller.Poller{
 		Receiver: d.work, BatchSize: 10, Concurrency: 2, Timeout: 10 * time.Second,
 		Wait: 100 * time.Millisecond, RetryDelay: time.Second,
-		Handle: func(ctx context.Context, deadline time.Time, msgs []queue.Delivery) []string {
+		HandleFunc: func(ctx context.Context, deadline time.Time, msgs []queue.Delivery) []string {
 			failed := es.Handle(ctx, deadline, msgs)
 			rec := batch{failed: failed, bodies: map[string]string{}}
 			for _, m := range msgs {

@@ -169,7 +169,7 @@ func Bind(s Store, job string, generation, attempt int, now func() time.Time) ba
 	if now == nil {
 		now = time.Now
 	}
-	return bound{s: s, job: job, generation: generation, attempt: attempt, now: now}
+	return bound{s: s, job: job, generation: generation, attempt: attempt, nowFunc: now}
 }
 
 // bound is the task-bound view Bind returns.
@@ -177,7 +177,7 @@ type bound struct {
 	s                   Store
 	job                 string
 	generation, attempt int
-	now                 func() time.Time
+	nowFunc             func() time.Time
 }
 
 var _ baton.Effects = bound{}
@@ -189,7 +189,7 @@ func (b bound) Put(ctx context.Context, key string, value []byte) error {
 		Value:      value,
 		Generation: b.generation,
 		Attempt:    b.attempt,
-		WrittenAt:  b.now().UTC(),
+		WrittenAt:  b.nowFunc().UTC(),
 	})
 }
 

@@ -23,7 +23,6 @@ import (
 	"github.com/batonhq/baton/internal/poller"
 	"github.com/batonhq/baton/internal/queue"
 	"github.com/batonhq/baton/internal/schedule"
-	"github.com/batonhq/baton/internal/scheduler"
 )
 
 // Options tune an Engine.
@@ -122,7 +121,7 @@ func (e *Engine) Poller() *poller.Poller {
 		RetryDelay:  retry,
 		NowFunc:     e.opts.NowFunc,
 		Logger:      e.opts.Logger,
-		Handle: func(ctx context.Context, deadline time.Time, msgs []queue.Delivery) []string {
+		HandleFunc: func(ctx context.Context, deadline time.Time, msgs []queue.Delivery) []string {
 			res := e.Consumer.Handle(ctx, deadline, msgs)
 			failed := make([]string, len(res.Failed))
 			for i, f := range res.Failed {
@@ -147,18 +146,18 @@ func (e *Engine) Schedule(ctx context.Context, jobName string, onTick func(coord
 	if err != nil {
 		return fmt.Errorf("job %s: %w", jobName, err)
 	}
-	sch := &scheduler.Scheduler{Schedule: s, Fire: func(ctx context.Context, at time.Time) {
+	sch := &scheduler{schedule: s, fireFunc: func(ctx context.Context, at time.Time) {
 		sum, err := e.Trigger(ctx, jobName, at, false)
 		if onTick != nil {
 			onTick(sum, err)
 		}
 	}}
-	return sch.Run(ctx)
+	return sch.run(ctx)
 }
 
-// Expected returns the names of every item a run of j has: its assets and
-// derived items, sorted.
-func Expected(j baton.Job) []string {
+// SortedItemNames returns j.ItemNames sorted by name: every item a run of
+// j has, in the order operators read them (listings, carry-over).
+func SortedItemNames(j baton.Job) []string {
 	names := j.ItemNames()
 	sort.Strings(names)
 	return names

@@ -144,7 +144,9 @@ func (e *Engine) send(ctx context.Context, j baton.Job, key ledger.ItemKey, fenc
 	return nil
 }
 
-// replayGeneration is ReplayItem's forced path on a terminal item.
+// replayGeneration is ReplayItem's forced path on a terminal item: under
+// the job's lease it opens the tick's next generation, plans it
+// (planGeneration), copies it (copyGeneration) and marks it fanned out.
 func (e *Engine) replayGeneration(ctx context.Context, j baton.Job, run ledger.Run, asset string, rep ItemReplay) (ItemReplay, error) {
 	if !run.State.Finished() {
 		return rep, fmt.Errorf("replay %s: run %s is %s: %w (wait for it, or cancel it)", rep.Key, run.ID, run.State, ErrRunInFlight)
@@ -171,63 +173,90 @@ func (e *Engine) replayGeneration(ctx context.Context, j baton.Job, run ledger.R
 	rep.Outcome, rep.Fence = ItemNewGeneration, l.Fence
 	rep.Key = ledger.ItemKey{Run: next.ID, Asset: asset}
 
-	rerun := []string{asset}
-	for _, d := range j.DependentsOf(asset) {
-		rerun = append(rerun, d.Name)
-	}
 	old, err := e.backend.Ledger.ListItems(ctx, run.ID)
 	if err != nil {
 		return rep, fmt.Errorf("replay %s: list %s: %w", rep.Key, run.ID, err)
 	}
-	byName := make(map[string]ledger.Item, len(old))
-	for _, it := range old {
-		byName[it.Key.Asset] = it
-	}
+	plan := planGeneration(j, asset, old)
 	rep.Carried = map[string]ledger.ItemState{}
 	g := &generationGuard{e: e, job: j, owner: owner, fence: l.Fence, run: next.ID, checked: start}
-	// interrupted wraps an error that stopped the copy half-way.
-	interrupted := func(err error) error {
-		return fmt.Errorf("replay %s: %w (%s is left fanning out; 'baton replay tick' of the tick resumes it)", rep.Key, err, next.ID)
-	}
-	var send []string // catalog assets and the item itself, enqueued after the carry-over
-	for _, name := range Expected(j) {
-		prev, ok := byName[name]
-		switch {
-		case slices.Contains(rerun, name):
-			if name == asset || !j.IsDerived(name) {
-				send = append(send, name)
-			}
-			continue
-		case !ok || !prev.State.Terminal():
-			// Not settled in the old generation (cannot happen in a finished
-			// run, short of a manual edit): run it again.
-			if !j.IsDerived(name) {
-				send = append(send, name)
-			}
-			rerun = append(rerun, name)
-			continue
-		}
-		if err := g.check(ctx); err != nil {
-			return rep, interrupted(err)
-		}
-		if err := e.carry(ctx, j, l.Fence, owner, ledger.ItemKey{Run: next.ID, Asset: name}, prev); err != nil {
-			return rep, interrupted(err)
-		}
-		rep.Carried[name] = prev.State
-	}
-	rep.Rerun = rerun
-	for _, name := range send {
-		if err := g.check(ctx); err != nil {
-			return rep, interrupted(err)
-		}
-		if err := e.send(ctx, j, ledger.ItemKey{Run: next.ID, Asset: name}, l.Fence); err != nil {
-			return rep, interrupted(err)
-		}
+	if err := e.copyGeneration(ctx, g, plan, &rep); err != nil {
+		return rep, fmt.Errorf("replay %s: %w (%s is left fanning out; 'baton replay tick' of the tick resumes it)", rep.Key, err, next.ID)
 	}
 	if _, err := e.backend.Ledger.AdvanceRun(ctx, ledger.AdvanceRunParams{ID: next.ID, Fence: l.Fence, Cursor: len(j.Assets), Done: true, Now: e.now()}); err != nil {
 		return rep, fmt.Errorf("replay %s: mark %s fanned out: %w", rep.Key, next.ID, err)
 	}
 	return rep, nil
+}
+
+// generationPlan is what a forced replay does with each item of the
+// generation it replays.
+type generationPlan struct {
+	carry []ledger.Item // the terminal items whose outcome is carried over
+	send  []string      // catalog assets and the item itself, enqueued after the carry-over
+	rerun []string      // the items that run again (ItemReplay.Rerun)
+}
+
+// planGeneration decides, for each item of j in name order, whether the
+// next generation carries its outcome in old over or runs it again: the
+// replayed asset and the derived items that take it as input run again,
+// and so does an item with no terminal outcome in old (which cannot happen
+// in a finished run, short of a manual edit); every other item is carried
+// over. Of the items that run again, the catalog assets and the replayed
+// item are sent; the other derived items wait for fan-in.
+func planGeneration(j baton.Job, asset string, old []ledger.Item) generationPlan {
+	byName := make(map[string]ledger.Item, len(old))
+	for _, it := range old {
+		byName[it.Key.Asset] = it
+	}
+	p := generationPlan{rerun: []string{asset}}
+	for _, d := range j.DependentsOf(asset) {
+		p.rerun = append(p.rerun, d.Name)
+	}
+	for _, name := range SortedItemNames(j) {
+		prev, ok := byName[name]
+		switch {
+		case slices.Contains(p.rerun, name):
+			if name == asset || !j.IsDerived(name) {
+				p.send = append(p.send, name)
+			}
+		case !ok || !prev.State.Terminal():
+			if !j.IsDerived(name) {
+				p.send = append(p.send, name)
+			}
+			p.rerun = append(p.rerun, name)
+		default:
+			p.carry = append(p.carry, prev)
+		}
+	}
+	return p
+}
+
+// copyGeneration fills the generation g guards as planned: it carries
+// each outcome over (recording it in rep.Carried), sets rep.Rerun, then
+// enqueues the items to send, checking g before each item. An error stops
+// it half-way.
+func (e *Engine) copyGeneration(ctx context.Context, g *generationGuard, plan generationPlan, rep *ItemReplay) error {
+	for _, prev := range plan.carry {
+		name := prev.Key.Asset
+		if err := g.check(ctx); err != nil {
+			return err
+		}
+		if err := e.carry(ctx, g.job, g.fence, g.owner, ledger.ItemKey{Run: g.run, Asset: name}, prev); err != nil {
+			return err
+		}
+		rep.Carried[name] = prev.State
+	}
+	rep.Rerun = plan.rerun
+	for _, name := range plan.send {
+		if err := g.check(ctx); err != nil {
+			return err
+		}
+		if err := e.send(ctx, g.job, ledger.ItemKey{Run: g.run, Asset: name}, g.fence); err != nil {
+			return err
+		}
+	}
+	return nil
 }
 
 // replayCheckEvery is how many items a forced replay copies or enqueues

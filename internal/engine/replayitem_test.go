@@ -22,25 +22,25 @@ import (
 // replay's new generation (generation 2), and after OpenRun.
 type hookLedger struct {
 	ledger.Store
-	// beforeWrite runs before Claim, Complete, Fail and Cancel of a
+	// beforeWriteFunc runs before Claim, Complete, Fail and Cancel of a
 	// generation-2 item.
-	beforeWrite func(op string, key ledger.ItemKey)
-	// afterGet runs after GetItem of a generation-2 item, with its error.
-	afterGet func(key ledger.ItemKey, err error)
-	// afterOpen runs after a successful OpenRun.
-	afterOpen func(run ledger.Run)
+	beforeWriteFunc func(op string, key ledger.ItemKey)
+	// afterGetFunc runs after GetItem of a generation-2 item, with its error.
+	afterGetFunc func(key ledger.ItemKey, err error)
+	// afterOpenFunc runs after a successful OpenRun.
+	afterOpenFunc func(run ledger.Run)
 }
 
 func (h *hookLedger) write(op string, key ledger.ItemKey) {
-	if h.beforeWrite != nil && key.Run.Generation == 2 {
-		h.beforeWrite(op, key)
+	if h.beforeWriteFunc != nil && key.Run.Generation == 2 {
+		h.beforeWriteFunc(op, key)
 	}
 }
 
 func (h *hookLedger) OpenRun(ctx context.Context, p ledger.OpenRunParams) (ledger.Run, ledger.OpenOutcome, error) {
 	run, out, err := h.Store.OpenRun(ctx, p)
-	if err == nil && h.afterOpen != nil {
-		h.afterOpen(run)
+	if err == nil && h.afterOpenFunc != nil {
+		h.afterOpenFunc(run)
 	}
 	return run, out, err
 }
@@ -67,8 +67,8 @@ func (h *hookLedger) Cancel(ctx context.Context, p ledger.CancelParams) (ledger.
 
 func (h *hookLedger) GetItem(ctx context.Context, key ledger.ItemKey) (ledger.Item, error) {
 	it, err := h.Store.GetItem(ctx, key)
-	if h.afterGet != nil && key.Run.Generation == 2 {
-		h.afterGet(key, err)
+	if h.afterGetFunc != nil && key.Run.Generation == 2 {
+		h.afterGetFunc(key, err)
 	}
 	return it, err
 }
@@ -166,7 +166,7 @@ func TestReplayItemForceRenewsLease(t *testing.T) {
 	ctx := t.Context()
 	var unheld []string
 	writes := 0
-	rb.hooks.beforeWrite = func(op string, key ledger.ItemKey) {
+	rb.hooks.beforeWriteFunc = func(op string, key ledger.ItemKey) {
 		writes++
 		l, err := rb.b.Leases.Inspect(ctx, rb.job.Name)
 		if (err != nil || !strings.Contains(l.Owner, "/replay#") || !l.Held(rb.clock.Now(), 0)) && len(unheld) < 3 {
@@ -202,7 +202,7 @@ func TestReplayItemForceStopsOnLostLease(t *testing.T) {
 	rb := setupReplay(t)
 	ctx := t.Context()
 	after := -1
-	rb.hooks.beforeWrite = func(op string, key ledger.ItemKey) {
+	rb.hooks.beforeWriteFunc = func(op string, key ledger.ItemKey) {
 		if after >= 0 {
 			after++
 		}
@@ -235,7 +235,7 @@ func TestReplayItemForceStopsOnResumedRun(t *testing.T) {
 	rb := setupReplay(t)
 	ctx := t.Context()
 	after := -1
-	rb.hooks.beforeWrite = func(op string, key ledger.ItemKey) {
+	rb.hooks.beforeWriteFunc = func(op string, key ledger.ItemKey) {
 		if after >= 0 {
 			after++
 		}
@@ -262,9 +262,9 @@ func TestReplayItemForceLeavesExistingItems(t *testing.T) {
 	for _, tc := range []struct {
 		name  string
 		asset string
-		// arrange gives the asset a record in the new generation.
-		arrange func(t *testing.T, rb *replayBundle, key ledger.ItemKey)
-		want    ledger.ItemState
+		// arrangeFunc gives the asset a record in the new generation.
+		arrangeFunc func(t *testing.T, rb *replayBundle, key ledger.ItemKey)
+		want        ledger.ItemState
 	}{
 		{"live claim of a cancelled item", "a05", func(t *testing.T, rb *replayBundle, key ledger.ItemKey) {
 			now := rb.clock.Now()
@@ -282,9 +282,9 @@ func TestReplayItemForceLeavesExistingItems(t *testing.T) {
 		t.Run(tc.name, func(t *testing.T) {
 			t.Parallel()
 			rb := setupReplay(t)
-			rb.hooks.afterOpen = func(run ledger.Run) {
+			rb.hooks.afterOpenFunc = func(run ledger.Run) {
 				if run.ID.Generation == 2 {
-					tc.arrange(t, rb, ledger.ItemKey{Run: run.ID, Asset: tc.asset})
+					tc.arrangeFunc(t, rb, ledger.ItemKey{Run: run.ID, Asset: tc.asset})
 				}
 			}
 			_, err := rb.e.ReplayItem(t.Context(), rb.run, "a00", true)
@@ -307,7 +307,7 @@ func TestReplayItemForceLeavesExistingItems(t *testing.T) {
 func TestReplayItemForceReportsCancelRace(t *testing.T) {
 	t.Parallel()
 	rb := setupReplay(t)
-	rb.hooks.afterGet = func(key ledger.ItemKey, err error) {
+	rb.hooks.afterGetFunc = func(key ledger.ItemKey, err error) {
 		if key.Asset != "a05" {
 			return
 		}

@@ -17,9 +17,9 @@ import (
 // Env is the process environment a cold start reads: variables and the
 // standard streams.
 type Env struct {
-	Getenv func(string) string
-	Stdout io.Writer // EMF metrics
-	Stderr io.Writer // JSON logs
+	GetenvFunc func(string) string
+	Stdout     io.Writer // EMF metrics
+	Stderr     io.Writer // JSON logs
 }
 
 // NewLogger returns the functions' JSON logger at level.
@@ -57,7 +57,7 @@ func ParamsOnAWS(cfg Config, c awsbackend.Clients, env Env, jobs *baton.Catalog)
 
 // cold reads the configuration and the SDK's.
 func cold(ctx context.Context, f Function, env Env) (Config, aws.Config, error) {
-	cfg, err := LoadConfig(f, env.Getenv)
+	cfg, err := LoadConfig(f, env.GetenvFunc)
 	if err != nil {
 		return Config{}, aws.Config{}, err
 	}

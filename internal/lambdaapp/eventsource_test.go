@@ -78,9 +78,9 @@ func TestEventSourceBatchFailures(t *testing.T) {
 		}
 	}
 	cases := []struct {
-		name    string
-		handler fakeHandler
-		want    []string
+		name        string
+		handlerFunc fakeHandler
+		want        []string
 	}{
 		{"all processed", respond(), nil},
 		{"partial", respond("m2"), []string{"m2"}},
@@ -93,7 +93,7 @@ func TestEventSourceBatchFailures(t *testing.T) {
 	for _, tc := range cases {
 		t.Run(tc.name, func(t *testing.T) {
 			t.Parallel()
-			es := &lambdaapp.EventSource{Handler: tc.handler}
+			es := &lambdaapp.EventSource{Handler: tc.handlerFunc}
 			require.Equal(t, tc.want, es.Handle(t.Context(), time.Time{}, msgs))
 		})
 	}

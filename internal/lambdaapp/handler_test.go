@@ -49,9 +49,9 @@ func TestNewHandlerRejectsIncompleteParams(t *testing.T) {
 	b := newBackend(t)
 	now := func() time.Time { return fixedAt }
 	cases := []struct {
-		name   string
-		mutate func(*lambdaapp.HandlerParams)
-		want   string
+		name       string
+		mutateFunc func(*lambdaapp.HandlerParams)
+		want       string
 	}{
 		{"no catalog", func(p *lambdaapp.HandlerParams) { p.Jobs = nil }, "missing [Jobs]"},
 		{"no ledger", func(p *lambdaapp.HandlerParams) { p.Ledger = nil }, "missing [Ledger]"},
@@ -62,7 +62,7 @@ func TestNewHandlerRejectsIncompleteParams(t *testing.T) {
 		t.Run(tc.name, func(t *testing.T) {
 			t.Parallel()
 			p := params(b, now)
-			tc.mutate(&p)
+			tc.mutateFunc(&p)
 			_, err := lambdaapp.NewCoordinatorHandler(p)
 			require.ErrorContains(t, err, tc.want)
 		})

@@ -94,7 +94,7 @@ func TestConsumerResponse(t *testing.T) {
 		bad  []lambdaevent.RecordError
 		want []string
 	}{
-		{name: "all acknowledged", res: consumer.Result{Items: []consumer.Outcome{{MessageID: "a"}, {MessageID: "b"}}}, want: []string{}},
+		{name: "all acknowledged", res: consumer.Result{Items: []consumer.MessageOutcome{{MessageID: "a"}, {MessageID: "b"}}}, want: []string{}},
 		{name: "failed are redelivered", res: consumer.Result{Failed: []consumer.Failure{{MessageID: "a", Err: boom}}}, want: []string{"a"}},
 		{name: "dead-lettered are acknowledged", res: consumer.Result{DeadLettered: []consumer.Failure{{MessageID: "d", Err: boom}}}, want: []string{}},
 		{

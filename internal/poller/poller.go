@@ -25,10 +25,10 @@ import (
 // batch is deleted.
 type HandlerFunc func(ctx context.Context, deadline time.Time, msgs []queue.Delivery) (failed []string)
 
-// Poller receives batches and hands them to Handle.
+// Poller receives batches and hands them to HandleFunc.
 type Poller struct {
-	Receiver queue.Receiver
-	Handle   HandlerFunc
+	Receiver   queue.Receiver
+	HandleFunc HandlerFunc
 	// BatchSize is the most messages per batch (1..queue.MaxBatch); 0 means 10.
 	BatchSize int
 	// Visibility hides received messages this long; it must exceed Timeout.
@@ -83,7 +83,7 @@ func (p *Poller) settings() (batch int, timeout, visibility, wait time.Duration)
 // Run polls with Concurrency workers until ctx is done. In-flight batches
 // get to finish (their own deadline still applies); then Run returns nil.
 func (p *Poller) Run(ctx context.Context) error {
-	if p.Receiver == nil || p.Handle == nil {
+	if p.Receiver == nil || p.HandleFunc == nil {
 		return errors.New("poller: Receiver and Handle are required")
 	}
 	workers := max(p.Concurrency, 1)
@@ -126,7 +126,7 @@ func (p *Poller) Poll(ctx context.Context) (int, error) {
 	deadline := p.now().Add(timeout)
 	hctx, cancel := context.WithDeadline(context.WithoutCancel(ctx), deadline)
 	defer cancel()
-	failed := p.Handle(hctx, deadline, msgs)
+	failed := p.HandleFunc(hctx, deadline, msgs)
 	failedSet := make(map[string]bool, len(failed))
 	for _, id := range failed {
 		failedSet[id] = true

@@ -77,7 +77,7 @@ func TestPollDeletesAllButFailed(t *testing.T) {
 	now := time.Date(2026, 11, 21, 12, 0, 0, 0, time.UTC)
 	p := &Poller{Receiver: q, BatchSize: 3, Timeout: 10 * time.Second, RetryDelay: 2 * time.Second,
 		NowFunc: func() time.Time { return now },
-		Handle: func(_ context.Context, deadline time.Time, msgs []queue.Delivery) []string {
+		HandleFunc: func(_ context.Context, deadline time.Time, msgs []queue.Delivery) []string {
 			gotDeadline = deadline
 			require.Len(t, msgs, 3)
 			return []string{"m1"}
@@ -93,7 +93,7 @@ func TestPollDeletesAllButFailed(t *testing.T) {
 func TestPollEmptyQueue(t *testing.T) {
 	t.Parallel()
 	q := newFake(0)
-	p := &Poller{Receiver: q, Handle: func(context.Context, time.Time, []queue.Delivery) []string {
+	p := &Poller{Receiver: q, HandleFunc: func(context.Context, time.Time, []queue.Delivery) []string {
 		t.Fatal("handler called on an empty batch")
 		return nil
 	}}
@@ -108,7 +108,7 @@ func TestRunDrainsWithConcurrentWorkers(t *testing.T) {
 	var mu sync.Mutex
 	seen := map[string]int{}
 	ctx, cancel := context.WithCancel(t.Context())
-	p := &Poller{Receiver: q, Concurrency: 3, Handle: func(_ context.Context, _ time.Time, msgs []queue.Delivery) []string {
+	p := &Poller{Receiver: q, Concurrency: 3, HandleFunc: func(_ context.Context, _ time.Time, msgs []queue.Delivery) []string {
 		mu.Lock()
 		defer mu.Unlock()
 		for _, m := range msgs {
@@ -136,7 +136,7 @@ func TestRunRequiresParts(t *testing.T) {
 func TestPollDeletesAfterHandlerDeadline(t *testing.T) {
 	t.Parallel()
 	q := newFake(2)
-	p := &Poller{Receiver: q, Timeout: time.Millisecond, Handle: func(ctx context.Context, _ time.Time, _ []queue.Delivery) []string {
+	p := &Poller{Receiver: q, Timeout: time.Millisecond, HandleFunc: func(ctx context.Context, _ time.Time, _ []queue.Delivery) []string {
 		<-ctx.Done()
 		return nil
 	}}
@@ -183,7 +183,7 @@ var errBroken = errors.New("broken")
 func TestPollDeletesInOneBatch(t *testing.T) {
 	t.Parallel()
 	q := &batchQueue{fakeQueue: newFake(10)}
-	p := &Poller{Receiver: q, Handle: func(context.Context, time.Time, []queue.Delivery) []string {
+	p := &Poller{Receiver: q, HandleFunc: func(context.Context, time.Time, []queue.Delivery) []string {
 		return []string{"m3"}
 	}}
 	n, err := p.Poll(t.Context())
@@ -198,7 +198,7 @@ func TestPollDeletesInOneBatch(t *testing.T) {
 func TestPollBatchDeleteFailures(t *testing.T) {
 	t.Parallel()
 	q := &batchQueue{fakeQueue: newFake(3), invalid: map[string]bool{"r0": true}}
-	p := &Poller{Receiver: q, Handle: func(context.Context, time.Time, []queue.Delivery) []string { return nil }}
+	p := &Poller{Receiver: q, HandleFunc: func(context.Context, time.Time, []queue.Delivery) []string { return nil }}
 	_, err := p.Poll(t.Context())
 	require.NoError(t, err, "a stale handle is not an error")
 	require.Equal(t, []string{"r1", "r2"}, q.deleted)
@@ -219,7 +219,7 @@ func TestRunFinishesTheReceiveInFlight(t *testing.T) {
 	q.ctxCheck, q.hold, q.entered = true, make(chan struct{}), make(chan struct{})
 	ctx, cancel := context.WithCancel(t.Context())
 	var handled []string
-	p := &Poller{Receiver: q, Wait: time.Second, Handle: func(_ context.Context, _ time.Time, msgs []queue.Delivery) []string {
+	p := &Poller{Receiver: q, Wait: time.Second, HandleFunc: func(_ context.Context, _ time.Time, msgs []queue.Delivery) []string {
 		for _, m := range msgs {
 			handled = append(handled, m.MessageID)
 		}

@@ -40,8 +40,8 @@ func deadLetters(n int) []queue.Message {
 func TestOpsOf(t *testing.T) {
 	t.Parallel()
 	for _, tc := range []struct {
-		name string
-		wrap func(fullQueue) fullQueue
+		name     string
+		wrapFunc func(fullQueue) fullQueue
 	}{
 		{"own", func(q fullQueue) fullQueue { return q }},
 		{"portable", func(q fullQueue) fullQueue { return opaque{q} }},
@@ -57,7 +57,7 @@ func TestOpsOf(t *testing.T) {
 			work, err := sqlite.OpenQueue(ctx, db, "work", &sqlite.QueueOptions{DeadLetterQueue: "work-dlq", MaxReceives: 3})
 			require.NoError(t, err)
 
-			dlq, dst := queue.OpsOf(tc.wrap(dead)), tc.wrap(work)
+			dlq, dst := queue.OpsOf(tc.wrapFunc(dead)), tc.wrapFunc(work)
 			msgs := deadLetters(5)
 			_, err = queue.SendAll(ctx, dead, msgs, nil)
 			require.NoError(t, err)

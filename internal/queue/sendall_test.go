@@ -20,9 +20,9 @@ type fakeSender struct {
 	// failFunc returns the error for one entry on the call-th call that
 	// carried its body (1-based), or nil to accept it.
 	failFunc func(body string, call int) error
-	// callErr, when set, fails whole calls: it gets the call's number.
-	callErr func(call int) error
-	seen    map[string]int
+	// callErrFunc, when set, fails whole calls: it gets the call's number.
+	callErrFunc func(call int) error
+	seen        map[string]int
 }
 
 func newFakeSender() *fakeSender {
@@ -47,8 +47,8 @@ func (f *fakeSender) SendBatch(ctx context.Context, msgs []Message) error {
 	if size > MaxBatchBytes {
 		return ErrBatchTooLarge
 	}
-	if f.callErr != nil {
-		if err := f.callErr(len(f.calls)); err != nil {
+	if f.callErrFunc != nil {
+		if err := f.callErrFunc(len(f.calls)); err != nil {
 			return err
 		}
 	}
@@ -150,7 +150,7 @@ func TestSendAllReportsWhatWasSent(t *testing.T) {
 func TestSendAllRetriesFailedCalls(t *testing.T) {
 	t.Parallel()
 	f := newFakeSender()
-	f.callErr = func(call int) error {
+	f.callErrFunc = func(call int) error {
 		if call == 1 {
 			return errors.New("connection reset")
 		}

@@ -122,7 +122,7 @@ var (
 // oracle is the meaning of a generated expression.
 type oracle struct {
 	minutes, hours, months, years []int
-	days                          func(y int, m time.Month, d int) bool
+	daysFunc                      func(y int, m time.Month, d int) bool
 }
 
 func lastDay(y int, m time.Month) int { return time.Date(y, m+1, 0, 0, 0, 0, 0, time.UTC).Day() }
@@ -205,7 +205,7 @@ func TestCronMatchesOracle(t *testing.T) {
 		var fields [6]string
 		fields[fMinutes], o.minutes = genMinutes.list(t, "minutes", 3, false)
 		fields[fHours], o.hours = genHours.list(t, "hours", 4, false)
-		fields[fDayOfMonth], fields[fDayOfWeek], o.days = genDays(t)
+		fields[fDayOfMonth], fields[fDayOfWeek], o.daysFunc = genDays(t)
 		fields[fMonth], o.months = genMonth.list(t, "month", 6, true)
 		fields[fYear], o.years = genYear.list(t, "year", 3, true)
 		if fields[fYear] == "*" {
@@ -216,7 +216,7 @@ func TestCronMatchesOracle(t *testing.T) {
 		var want []time.Time
 		for day := from; !day.After(to); day = day.AddDate(0, 0, 1) {
 			y, m, d := day.Date()
-			if (o.years != nil && !slices.Contains(o.years, y)) || !slices.Contains(o.months, int(m)) || !o.days(y, m, d) {
+			if (o.years != nil && !slices.Contains(o.years, y)) || !slices.Contains(o.months, int(m)) || !o.daysFunc(y, m, d) {
 				continue
 			}
 			for _, h := range o.hours {

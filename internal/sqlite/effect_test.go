@@ -17,7 +17,7 @@ func TestEffectConformance(t *testing.T) {
 	db, err := Open(t.Context(), filepath.Join(t.TempDir(), "baton.db"), nil)
 	require.NoError(t, err)
 	t.Cleanup(func() { db.Close() })
-	effecttest.Run(t, effecttest.Harness{NewStore: func(*testing.T) effect.Store { return NewEffectStore(db) }})
+	effecttest.Run(t, effecttest.Harness{NewStoreFunc: func(*testing.T) effect.Store { return NewEffectStore(db) }})
 }
 
 // Two handles on one file, as two processes would hold: each has its own
@@ -34,7 +34,7 @@ func TestEffectConformanceTwoHandles(t *testing.T) {
 		stores = append(stores, NewEffectStore(db))
 	}
 	s := &alternating{stores: stores}
-	effecttest.Run(t, effecttest.Harness{NewStore: func(*testing.T) effect.Store { return s }})
+	effecttest.Run(t, effecttest.Harness{NewStoreFunc: func(*testing.T) effect.Store { return s }})
 }
 
 // alternating sends each call to the next of its stores.

@@ -28,10 +28,10 @@ import (
 // redriven) starts there with a receive count of zero and remembers the
 // queue it came from and when.
 type Queue struct {
-	db   *DB
-	name string
-	now  func() time.Time
-	poll time.Duration
+	db      *DB
+	name    string
+	nowFunc func() time.Time
+	poll    time.Duration
 
 	mu    sync.Mutex
 	stmts map[string]*sql.Stmt // prepared on first use, by query text
@@ -124,13 +124,13 @@ type QueueOptions struct {
 // OpenQueue opens the queue called name in db, creating it if needed (and
 // its dead-letter queue, when o names one).
 func OpenQueue(ctx context.Context, db *DB, name string, o *QueueOptions) (*Queue, error) {
-	q := &Queue{db: db, name: name, now: time.Now, poll: 100 * time.Millisecond}
+	q := &Queue{db: db, name: name, nowFunc: time.Now, poll: 100 * time.Millisecond}
 	var dlq string
 	var maxReceives int
 	if o != nil {
 		dlq, maxReceives = o.DeadLetterQueue, o.MaxReceives
 		if o.NowFunc != nil {
-			q.now = o.NowFunc
+			q.nowFunc = o.NowFunc
 		}
 		if o.PollInterval > 0 {
 			q.poll = o.PollInterval
@@ -155,7 +155,7 @@ func OpenQueue(ctx context.Context, db *DB, name string, o *QueueOptions) (*Queu
 		}
 		return q, nil
 	}
-	at := toNanos(q.now())
+	at := toNanos(q.nowFunc())
 	err := db.writeAtomic(ctx, func(ctx context.Context, tx *sql.Tx) error {
 		for _, n := range []string{name, dlq} {
 			if n == "" {
@@ -202,7 +202,7 @@ func (q *Queue) SendBatch(ctx context.Context, msgs []queue.Message) error {
 		return fmt.Errorf("send to %s: %w", q.name, err)
 	}
 	args := make([]any, 2, 2+2*len(msgs))
-	args[0], args[1] = q.name, toNanos(q.now())
+	args[0], args[1] = q.name, toNanos(q.nowFunc())
 	for _, m := range msgs {
 		attrs, err := encodeAttributes(m.Attributes)
 		if err != nil {

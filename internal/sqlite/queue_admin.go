@@ -21,7 +21,7 @@ var (
 // ones (including any a receive would dead-letter) and hidden ones (in
 // flight). Nothing is ever delayed.
 func (q *Queue) Depth(ctx context.Context) (queue.Depth, error) {
-	at := q.now().UnixNano()
+	at := q.nowFunc().UnixNano()
 	var d queue.Depth
 	err := q.db.sql.QueryRowContext(ctx, `SELECT COALESCE(SUM(visible_at <= ?), 0), COALESCE(SUM(visible_at > ?), 0)
 		FROM messages WHERE queue = ?`, at, at, q.name).Scan(&d.Visible, &d.InFlight)
@@ -115,7 +115,7 @@ func (q *Queue) moveWithin(ctx context.Context, dst *Queue, max int) (int, error
 	if max <= 0 {
 		max = -1 // no limit
 	}
-	at := q.now().UnixNano()
+	at := q.nowFunc().UnixNano()
 	var res sql.Result
 	err := q.db.write(ctx, func(ctx context.Context, tx *sql.Tx) (err error) {
 		res, err = tx.ExecContext(ctx, `UPDATE messages

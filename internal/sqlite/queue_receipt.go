@@ -128,7 +128,7 @@ func (q *Queue) ChangeVisibility(ctx context.Context, p queue.ChangeVisibilityPa
 	}
 	now := p.Now
 	if now.IsZero() {
-		now = q.now()
+		now = q.nowFunc()
 	}
 	st, err := q.prepared(ctx, sqlChangeVisibility)
 	if err != nil {

@@ -27,7 +27,7 @@ func (q *Queue) Receive(ctx context.Context, p queue.ReceiveParams) ([]queue.Del
 	now := p.Now
 	for {
 		if p.Now.IsZero() {
-			now = q.now()
+			now = q.nowFunc()
 		}
 		ds, err := q.receiveOnce(ctx, p.Max, p.Visibility, now)
 		if err != nil || len(ds) > 0 {

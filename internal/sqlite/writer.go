@@ -38,11 +38,11 @@ const maxGroup = 64
 type writeFunc func(ctx context.Context, tx *sql.Tx) error
 
 type writeJob struct {
-	ctx    context.Context
-	fn     writeFunc
-	atomic bool
-	err    error      // fn's own
-	done   chan error // takes the caller's result; one of the writer's
+	ctx       context.Context
+	writeFunc writeFunc
+	atomic    bool
+	err       error      // writeFunc's own
+	done      chan error // takes the caller's result; one of the writer's
 }
 
 // errClosed is the error of a write queued after Close.
@@ -164,7 +164,7 @@ func (w *writer) runJob(tx *sql.Tx, j *writeJob) afterWrite {
 			return last
 		}
 	}
-	j.err = safeWrite(ctx, tx, j.fn)
+	j.err = safeWrite(ctx, tx, j.writeFunc)
 	switch {
 	case !j.atomic && j.err != nil:
 		return last
@@ -219,7 +219,7 @@ func (d *DB) submit(ctx context.Context, fn writeFunc, atomic bool) error {
 		return ctx.Err()
 	}
 	defer func() { w.free <- done }()
-	j := &writeJob{ctx: ctx, fn: fn, atomic: atomic, done: done}
+	j := &writeJob{ctx: ctx, writeFunc: fn, atomic: atomic, done: done}
 	select {
 	case w.jobs <- j:
 	case <-ctx.Done():

@@ -45,7 +45,7 @@ func keys(t *testing.T, db *DB) []string {
 // pending returns a job as submit makes it, for a test that runs a group
 // by hand.
 func pending(ctx context.Context, fn writeFunc, atomic bool) *writeJob {
-	return &writeJob{ctx: ctx, fn: fn, atomic: atomic, done: make(chan error, 1)}
+	return &writeJob{ctx: ctx, writeFunc: fn, atomic: atomic, done: make(chan error, 1)}
 }
 
 // wait returns the job's result once the writer finished it.

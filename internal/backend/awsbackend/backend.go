@@ -100,7 +100,7 @@ func New(p Params) backend.Backend {
 		Work:        awssqs.New(p.Clients.SQS, p.QueueURL, nil),
 		MaxReceives: p.MaxReceives,
 		ReceiveWait: p.ReceiveWait,
-		Close:       func() error { return nil },
+		CloseFunc:   func() error { return nil },
 	}
 	if p.DLQURL != "" {
 		b.DeadLetter = awssqs.New(p.Clients.SQS, p.DLQURL, nil)

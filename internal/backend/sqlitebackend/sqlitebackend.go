@@ -60,6 +60,6 @@ func open(ctx context.Context, path string, o *sqlite.Options) (backend.Backend,
 		DeadLetter:  dlq,
 		MaxReceives: MaxReceives,
 		Contention:  sqlite.NewContentionStore(db),
-		Close:       db.Close,
+		CloseFunc:   db.Close,
 	}, nil
 }

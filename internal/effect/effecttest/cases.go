@@ -20,7 +20,7 @@ import (
 // every shape up to the limit; the store keeps its own copy of a value.
 func TestPutGet(t *testing.T, h Harness) {
 	t.Parallel()
-	s := h.NewStore(t)
+	s := h.NewStoreFunc(t)
 	job := uniqueJob()
 
 	binary := make([]byte, 256)
@@ -67,7 +67,7 @@ func TestPutGet(t *testing.T, h Harness) {
 // normalization), whatever characters it holds.
 func TestKeys(t *testing.T, h Harness) {
 	t.Parallel()
-	s := h.NewStore(t)
+	s := h.NewStoreFunc(t)
 	job := uniqueJob()
 	keys := []string{
 		"k",
@@ -100,7 +100,7 @@ func TestKeys(t *testing.T, h Harness) {
 // baton.ErrNotFound, whether the job, or the key in another job, is known.
 func TestNotFound(t *testing.T, h Harness) {
 	t.Parallel()
-	s := h.NewStore(t)
+	s := h.NewStoreFunc(t)
 	job, other := uniqueJob(), uniqueJob()
 	requireNotFound := func(job, key, msg string) {
 		t.Helper()
@@ -122,7 +122,7 @@ func TestNotFound(t *testing.T, h Harness) {
 // both pairs, and changes nothing.
 func TestFencing(t *testing.T, h Harness) {
 	t.Parallel()
-	s := h.NewStore(t)
+	s := h.NewStoreFunc(t)
 	job := uniqueJob()
 	const gen, attempt = 7005, 3003 // the stored pair
 	for i, c := range []struct {
@@ -168,7 +168,7 @@ func TestFencing(t *testing.T, h Harness) {
 // compared generation first.
 func TestSequence(t *testing.T, h Harness) {
 	t.Parallel()
-	s := h.NewStore(t)
+	s := h.NewStoreFunc(t)
 	job := uniqueJob()
 	seed := uint64(time.Now().UnixNano())
 	rnd := mathrand.New(mathrand.NewPCG(seed, 1))
@@ -202,7 +202,7 @@ func pairOf(r *effect.Record) string {
 // neither fence nor overwrite each other; so do two keys of one job.
 func TestJobsScoped(t *testing.T, h Harness) {
 	t.Parallel()
-	s := h.NewStore(t)
+	s := h.NewStoreFunc(t)
 	a, b := uniqueJob(), uniqueJob()
 	highA := rec(a, "k", 9, 9, []byte("a"))
 	put(t, s, highA)
@@ -225,7 +225,7 @@ func TestJobsScoped(t *testing.T, h Harness) {
 // is never stale, and after the race every lower pair is.
 func TestConcurrentWriters(t *testing.T, h Harness) {
 	t.Parallel()
-	s := h.NewStore(t)
+	s := h.NewStoreFunc(t)
 	job := uniqueJob()
 	type pair struct{ gen, attempt int }
 	// The highest pair has a lower attempt than others: compared attempt
@@ -277,11 +277,11 @@ func TestConcurrentWriters(t *testing.T, h Harness) {
 // written; so is a Get of an invalid address.
 func TestInvalid(t *testing.T, h Harness) {
 	t.Parallel()
-	s := h.NewStore(t)
+	s := h.NewStoreFunc(t)
 	job := uniqueJob()
 	for i, c := range []struct {
-		name   string
-		change func(r *effect.Record)
+		name       string
+		changeFunc func(r *effect.Record)
 		// mention is in the error; addressOK: (Job, Key) is valid.
 		mention   string
 		addressOK bool
@@ -305,7 +305,7 @@ func TestInvalid(t *testing.T, h Harness) {
 		stored := rec(job, key, 1, 1, []byte("stored"))
 		put(t, s, stored)
 		r := rec(job, key, 2, 1, []byte("invalid"))
-		c.change(&r)
+		c.changeFunc(&r)
 		err := s.Put(t.Context(), r)
 		require.ErrorIs(t, err, effect.ErrInvalid, c.name)
 		require.NotErrorIs(t, err, baton.ErrStale, c.name)

@@ -2,14 +2,14 @@
 // adapter runs it from one test:
 //
 //	func TestEffectStore(t *testing.T) {
-//		effecttest.Run(t, effecttest.Harness{NewStore: func(t *testing.T) effect.Store { return newStore(t) }})
+//		effecttest.Run(t, effecttest.Harness{NewStoreFunc: func(t *testing.T) effect.Store { return newStore(t) }})
 //	}
 //
 // Each case is also exported (TestPutGet, TestFencing, …), so that one
 // can be run alone: effecttest.TestFencing(t, h).
 //
 // Every case starts with t.Parallel() and works on job names no other
-// case, and no other process running the suite, uses: NewStore may hand
+// case, and no other process running the suite, uses: NewStoreFunc may hand
 // every case a fresh store or one shared backend (one table, one file).
 // WrittenAt times are UTC at millisecond precision and must come back
 // exactly.
@@ -36,10 +36,10 @@ import (
 
 // Harness is what the suite needs of an adapter.
 type Harness struct {
-	// NewStore returns the store a case runs against. It is called once
+	// NewStoreFunc returns the store a case runs against. It is called once
 	// per case; cleanup belongs in t.Cleanup. Cases never share job
 	// names, so the store may be fresh or shared.
-	NewStore func(t *testing.T) effect.Store
+	NewStoreFunc func(t *testing.T) effect.Store
 }
 
 // Case is one conformance case.

@@ -16,13 +16,13 @@ import (
 )
 
 func TestMemStore(t *testing.T) {
-	Run(t, Harness{NewStore: func(*testing.T) effect.Store { return NewMemStore() }})
+	Run(t, Harness{NewStoreFunc: func(*testing.T) effect.Store { return NewMemStore() }})
 }
 
 // The zero MemStore is ready to use; a shared one serves every case.
 func TestMemStoreShared(t *testing.T) {
 	var m MemStore
-	Run(t, Harness{NewStore: func(*testing.T) effect.Store { return &m }})
+	Run(t, Harness{NewStoreFunc: func(*testing.T) effect.Store { return &m }})
 }
 
 // brokenEnv names, in a child process of this test binary, the broken
@@ -32,8 +32,8 @@ const brokenEnv = "EFFECTTEST_BROKEN_STORE"
 // broken lists stores broken on purpose, each with the cases that must
 // catch it.
 var broken = map[string]struct {
-	newStore func() effect.Store
-	caughtBy []string
+	newStoreFunc func() effect.Store
+	caughtBy     []string
 }{
 	"UnconditionalPut":     {func() effect.Store { return unconditionalPut{NewMemStore()} }, []string{"Fencing", "Sequence", "JobsScoped", "ConcurrentWriters"}},
 	"AttemptFirst":         {func() effect.Store { return attemptFirst{NewMemStore()} }, []string{"Fencing", "ConcurrentWriters"}},
@@ -81,7 +81,7 @@ func TestBrokenStore(t *testing.T) {
 	if !ok {
 		t.Fatalf("no broken store %q", name)
 	}
-	Run(t, Harness{NewStore: func(*testing.T) effect.Store { return b.newStore() }})
+	Run(t, Harness{NewStoreFunc: func(*testing.T) effect.Store { return b.newStoreFunc() }})
 }
 
 // unconditionalPut writes whatever the stored pair.

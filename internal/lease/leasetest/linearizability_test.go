@@ -19,7 +19,7 @@ import (
 // not one conditional write; yield runs between them.
 type getThenPutStore struct {
 	*memStore
-	yield func()
+	yieldFunc func()
 }
 
 func (s *getThenPutStore) Acquire(ctx context.Context, p lease.AcquireParams) (lease.Lease, error) {
@@ -27,7 +27,7 @@ func (s *getThenPutStore) Acquire(ctx context.Context, p lease.AcquireParams) (l
 	snapshot := map[string]lease.Lease{p.Job: s.recs[p.Job]}
 	s.mu.Unlock()
 
-	s.yield()
+	s.yieldFunc()
 
 	got, err := acquireStep(snapshot, p) // decided on what was read
 	if err != nil {
@@ -67,7 +67,7 @@ func (r *rendezvous) yield() {
 // read the same free record, and both "acquire" it with the same fence.
 func TestCheckerRejectsGetThenPutLock(t *testing.T) {
 	t.Parallel()
-	store := &getThenPutStore{memStore: newMemStore(), yield: newRendezvous().yield}
+	store := &getThenPutStore{memStore: newMemStore(), yieldFunc: newRendezvous().yield}
 	h := recordHistory(t, t.Context(), store, "job", defaultWorkload())
 	require.False(t, t.Failed())
 

@@ -17,8 +17,8 @@ func InvalidParams(t *testing.T, newStore NewStoreFunc) {
 	t.Parallel()
 	now := at(time.Second)
 	calls := []struct {
-		name string
-		call func(f *fixture, fence int64) error
+		name     string
+		callFunc func(f *fixture, fence int64) error
 	}{
 		{"acquire/empty owner", func(f *fixture, _ int64) error {
 			_, err := f.store.Acquire(f.ctx, lease.AcquireParams{Job: f.job, TTL: time.Minute, Now: now})
@@ -65,8 +65,8 @@ func InvalidParams(t *testing.T, newStore NewStoreFunc) {
 	}
 	// Each call meets the job in every state it can be in.
 	states := []struct {
-		name    string
-		arrange func(f *fixture) int64 // returns the fence calls use
+		name        string
+		arrangeFunc func(f *fixture) int64 // returns the fence calls use
 	}{
 		{"absent", func(*fixture) int64 { return 1 }},
 		{"held", func(f *fixture) int64 { return f.acquire("a", time.Hour, at(0), 0).Fence }},
@@ -84,11 +84,11 @@ func InvalidParams(t *testing.T, newStore NewStoreFunc) {
 				t.Run(s.name, func(t *testing.T) {
 					t.Parallel()
 					f := setup(t, newStore)
-					fence := s.arrange(f)
+					fence := s.arrangeFunc(f)
 					before, beforeErr := f.store.Inspect(f.ctx, f.job)
 
 					var err error
-					require.NotPanics(t, func() { err = c.call(f, fence) })
+					require.NotPanics(t, func() { err = c.callFunc(f, fence) })
 					requireNoSentinel(t, err)
 
 					after, afterErr := f.store.Inspect(f.ctx, f.job)

@@ -67,8 +67,8 @@ func notHolderCases(t *testing.T, newStore NewStoreFunc, op func(f *fixture, own
 	now := at(5 * time.Second) // before every expiry below
 	cases := []struct {
 		name string
-		// arrange sets the record up and returns the owner and fence op uses.
-		arrange func(f *fixture) (owner string, fence int64)
+		// arrangeFunc sets the record up and returns the owner and fence op uses.
+		arrangeFunc func(f *fixture) (owner string, fence int64)
 	}{
 		{"wrong owner", func(f *fixture) (string, int64) {
 			return "b", f.acquire("a", ttl, at(0), 0).Fence
@@ -102,7 +102,7 @@ func notHolderCases(t *testing.T, newStore NewStoreFunc, op func(f *fixture, own
 		t.Run(c.name, func(t *testing.T) {
 			t.Parallel()
 			f := setup(t, newStore)
-			owner, fence := c.arrange(f)
+			owner, fence := c.arrangeFunc(f)
 			before, beforeErr := f.store.Inspect(f.ctx, f.job)
 
 			require.ErrorIs(t, op(f, owner, fence, now), lease.ErrNotHolder)

@@ -195,8 +195,8 @@ func testClaim(t *testing.T, newStore NewStoreFunc) {
 // holderCall is one of the calls conditioned on RUNNING(Owner, Attempt):
 // Complete, Fail and Release.
 type holderCall struct {
-	name string
-	call func(b *bundle, key ledger.ItemKey, owner string, attempt int, now time.Time) (ledger.Item, error)
+	name     string
+	callFunc func(b *bundle, key ledger.ItemKey, owner string, attempt int, now time.Time) (ledger.Item, error)
 }
 
 var holderCalls = []holderCall{
@@ -223,7 +223,7 @@ func testHolderCalls(t *testing.T, newStore NewStoreFunc) {
 				b := setup(t, newStore)
 				key := b.key("EURUSD")
 				running := b.itemIn(t, key, ledger.ItemRunning)
-				_, err := hc.call(b, key, "a", 1, running.LeaseUntil.Add(time.Hour))
+				_, err := hc.callFunc(b, key, "a", 1, running.LeaseUntil.Add(time.Hour))
 				require.NoError(t, err, "no other claim happened")
 			})
 
@@ -244,7 +244,7 @@ func testHolderCalls(t *testing.T, newStore NewStoreFunc) {
 					b := setup(t, newStore)
 					key := b.key("EURUSD")
 					before := b.itemIn(t, key, c.state)
-					it, err := hc.call(b, key, c.owner, c.attempt, at(3*time.Second))
+					it, err := hc.callFunc(b, key, c.owner, c.attempt, at(3*time.Second))
 					require.ErrorIs(t, err, ledger.ErrConflict)
 					requireItem(t, before, it, "the current record comes with ErrConflict")
 					requireItem(t, before, b.getItem(t, key), "nothing written")
@@ -257,7 +257,7 @@ func testHolderCalls(t *testing.T, newStore NewStoreFunc) {
 					b := setup(t, newStore)
 					key := b.key("EURUSD")
 					before := b.itemIn(t, key, state)
-					it, err := hc.call(b, key, "a", 1, at(3*time.Second))
+					it, err := hc.callFunc(b, key, "a", 1, at(3*time.Second))
 					require.ErrorIs(t, err, ledger.ErrTerminal)
 					requireItem(t, before, it, "the current record comes with ErrTerminal")
 					requireItem(t, before, b.getItem(t, key), "nothing written")
@@ -268,7 +268,7 @@ func testHolderCalls(t *testing.T, newStore NewStoreFunc) {
 				t.Parallel()
 				b := setup(t, newStore)
 				key := b.key("EURUSD")
-				_, err := hc.call(b, key, "a", 1, at(time.Second))
+				_, err := hc.callFunc(b, key, "a", 1, at(time.Second))
 				require.ErrorIs(t, err, ledger.ErrNotFound)
 				_, err = b.store.GetItem(b.ctx, key)
 				require.ErrorIs(t, err, ledger.ErrNotFound, "nothing written")
@@ -282,12 +282,12 @@ func testHolderCalls(t *testing.T, newStore NewStoreFunc) {
 				second := b.claim(t, key, "b", first.LeaseUntil.Add(time.Second))
 				require.Equal(t, 2, second.Attempt)
 
-				it, err := hc.call(b, key, "a", 1, second.StartedAt.Add(time.Second))
+				it, err := hc.callFunc(b, key, "a", 1, second.StartedAt.Add(time.Second))
 				require.ErrorIs(t, err, ledger.ErrConflict, "the stale owner's late call")
 				requireItem(t, second, it)
 				requireItem(t, second, b.getItem(t, key), "nothing written")
 
-				_, err = hc.call(b, key, "b", 2, second.StartedAt.Add(2*time.Second))
+				_, err = hc.callFunc(b, key, "b", 2, second.StartedAt.Add(2*time.Second))
 				require.NoError(t, err, "the current owner's call")
 			})
 
@@ -297,7 +297,7 @@ func testHolderCalls(t *testing.T, newStore NewStoreFunc) {
 				key := b.key("EURUSD")
 				first := b.itemIn(t, key, ledger.ItemRunning)
 				second := b.claim(t, key, "a", first.LeaseUntil) // the same consumer took it over
-				_, err := hc.call(b, key, "a", 1, second.StartedAt.Add(time.Second))
+				_, err := hc.callFunc(b, key, "a", 1, second.StartedAt.Add(time.Second))
 				require.ErrorIs(t, err, ledger.ErrConflict)
 				requireItem(t, second, b.getItem(t, key), "nothing written")
 			})
@@ -434,8 +434,8 @@ func testCancel(t *testing.T, newStore NewStoreFunc) {
 // most likely to succeed, on every kind of terminal record (invariant 5).
 func testTerminalIsTerminal(t *testing.T, newStore NewStoreFunc) {
 	makers := []struct {
-		name string
-		make func(t *testing.T, b *bundle, key ledger.ItemKey) ledger.Item
+		name     string
+		makeFunc func(t *testing.T, b *bundle, key ledger.ItemKey) ledger.Item
 	}{
 		{"Succeeded", func(t *testing.T, b *bundle, key ledger.ItemKey) ledger.Item {
 			return b.itemIn(t, key, ledger.ItemSucceeded)
@@ -463,7 +463,7 @@ func testTerminalIsTerminal(t *testing.T, newStore NewStoreFunc) {
 			t.Parallel()
 			b := setup(t, newStore)
 			key := b.key("EURUSD")
-			before := m.make(t, b, key)
+			before := m.makeFunc(t, b, key)
 			require.True(t, before.State.Terminal())
 			owner, attempt := before.Owner, before.Attempt
 			now := at(24 * time.Hour)

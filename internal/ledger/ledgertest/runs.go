@@ -199,9 +199,9 @@ func testAdvanceRun(t *testing.T, newStore NewStoreFunc) {
 	})
 
 	conflicts := []struct {
-		name  string
-		state ledger.RunState
-		p     func(b *bundle) ledger.AdvanceRunParams
+		name       string
+		state      ledger.RunState
+		paramsFunc func(b *bundle) ledger.AdvanceRunParams
 	}{
 		{"OtherGeneration", ledger.RunFanningOut, func(b *bundle) ledger.AdvanceRunParams {
 			return ledger.AdvanceRunParams{ID: b.runID(2), Fence: 5, Cursor: 3}
@@ -227,7 +227,7 @@ func testAdvanceRun(t *testing.T, newStore NewStoreFunc) {
 			t.Parallel()
 			b := setup(t, newStore)
 			before := b.runIn(t, c.state)
-			p := c.p(b)
+			p := c.paramsFunc(b)
 			p.Now = at(time.Hour)
 			r, err := b.store.AdvanceRun(b.ctx, p)
 			require.ErrorIs(t, err, ledger.ErrConflict)

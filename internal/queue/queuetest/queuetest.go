@@ -90,8 +90,8 @@ type Capabilities struct {
 func Run(t *testing.T, h Harness) {
 	t.Helper()
 	cases := []struct {
-		name string
-		run  func(*testing.T, Harness)
+		name    string
+		runFunc func(*testing.T, Harness)
 	}{
 		{"SendBatchSizes", testSendBatchSizes},
 		{"BatchLimits", testBatchLimits},
@@ -119,7 +119,7 @@ func Run(t *testing.T, h Harness) {
 	for _, c := range cases {
 		t.Run(c.name, func(t *testing.T) {
 			t.Parallel()
-			c.run(t, h)
+			c.runFunc(t, h)
 		})
 	}
 }

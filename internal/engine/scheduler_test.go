@@ -1,4 +1,4 @@
-package scheduler
+package engine
 
 import (
 	"context"
@@ -19,14 +19,14 @@ func TestSchedulerFiresAtEachTick(t *testing.T) {
 	synctest.Test(t, func(t *testing.T) {
 		ctx, cancel := context.WithCancel(t.Context())
 		var fired []time.Time
-		s := &Scheduler{Schedule: everyMinute{}, Fire: func(_ context.Context, at time.Time) {
+		s := &scheduler{schedule: everyMinute{}, fireFunc: func(_ context.Context, at time.Time) {
 			fired = append(fired, at)
 			if len(fired) == 3 {
 				cancel()
 			}
 		}}
 		start := time.Now()
-		require.NoError(t, s.Run(ctx))
+		require.NoError(t, s.run(ctx))
 		require.Len(t, fired, 3)
 		first := start.Truncate(time.Minute).Add(time.Minute)
 		for i, at := range fired {
@@ -40,7 +40,7 @@ func TestSchedulerSkipsTicksMissedBySlowFire(t *testing.T) {
 	synctest.Test(t, func(t *testing.T) {
 		ctx, cancel := context.WithCancel(t.Context())
 		var fired []time.Time
-		s := &Scheduler{Schedule: everyMinute{}, Fire: func(_ context.Context, at time.Time) {
+		s := &scheduler{schedule: everyMinute{}, fireFunc: func(_ context.Context, at time.Time) {
 			fired = append(fired, at)
 			if len(fired) == 1 {
 				time.Sleep(150 * time.Second) // overruns two ticks
@@ -49,7 +49,7 @@ func TestSchedulerSkipsTicksMissedBySlowFire(t *testing.T) {
 				cancel()
 			}
 		}}
-		require.NoError(t, s.Run(ctx))
+		require.NoError(t, s.run(ctx))
 		require.Len(t, fired, 2)
 		require.Equal(t, 3*time.Minute, fired[1].Sub(fired[0]), "missed ticks are not fired late")
 	})
@@ -61,7 +61,7 @@ func TestSchedulerStopsOnCancel(t *testing.T) {
 		ctx, cancel := context.WithCancel(t.Context())
 		done := make(chan error)
 		go func() {
-			done <- (&Scheduler{Schedule: everyMinute{}, Fire: func(context.Context, time.Time) { t.Error("fired") }}).Run(ctx)
+			done <- (&scheduler{schedule: everyMinute{}, fireFunc: func(context.Context, time.Time) { t.Error("fired") }}).run(ctx)
 		}()
 		time.Sleep(time.Second)
 		cancel()
@@ -71,5 +71,5 @@ func TestSchedulerStopsOnCancel(t *testing.T) {
 
 func TestSchedulerRejectsMissingParts(t *testing.T) {
 	t.Parallel()
-	require.Error(t, (&Scheduler{}).Run(t.Context()))
+	require.Error(t, (&scheduler{}).run(t.Context()))
 }
