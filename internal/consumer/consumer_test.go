@@ -5,6 +5,7 @@ import (
 	"encoding/json"
 	"errors"
 	"math/rand/v2"
+	"strings"
 	"testing"
 	"time"
 
@@ -267,6 +268,13 @@ func TestFanInCrashWindow(t *testing.T) {
 
 	b.work.setBefore(nil)
 	again := redeliver(batch, res)
+	// A redelivery coming back at once (as a storm's held copies do) does
+	// not enqueue…
+	res = b.consumer.Handle(ctx, time.Time{}, again)
+	require.Empty(t, b.work.all(), "an immediate redelivery does not re-run the enqueue")
+	// …the redelivery after the visibility timeout (past the item lease)
+	// does.
+	b.clock.Advance(b.def.Limits.ItemLease)
 	res = b.consumer.Handle(ctx, time.Time{}, again)
 	require.Empty(t, res.Failed)
 	for _, o := range res.Items {
@@ -461,4 +469,40 @@ func TestProcessingEndsBeforeDeadlineMargin(t *testing.T) {
 	})
 	res = b2.consumer.Handle(context.Background(), deadline, b2.deliveries(b2.message("EURUSD")))
 	require.Empty(t, res.Failed)
+}
+
+// Fan-in once: with every input delivered three times at once, the
+// derived item is enqueued by the completion that made it ready, not once
+// per copy (at most twice when two last inputs complete together).
+func TestFanInStormEnqueuesOnce(t *testing.T) {
+	t.Parallel()
+	for round := range 5 {
+		b := setup(t)
+		var msgs []queue.Message
+		for range 3 {
+			for _, a := range fx.Assets {
+				msgs = append(msgs, b.message(a))
+			}
+		}
+		// The inputs complete one after the other, each with its three
+		// copies at once; copies that found their item held come back at
+		// once (count 2), as a storm's do. The derived item is not consumed
+		// meanwhile.
+		for i := range fx.Assets {
+			batch := b.deliveries(msgs[i], msgs[i+len(fx.Assets)], msgs[i+2*len(fx.Assets)])
+			for j := 0; len(batch) > 0; j++ {
+				require.Less(t, j, 20, "the storm does not drain")
+				res := b.consumer.Handle(context.Background(), time.Time{}, batch)
+				batch = redeliver(batch, res)
+			}
+		}
+		enqueued := 0
+		for _, m := range b.work.all() {
+			if strings.Contains(string(m.Body), `"derived":true`) {
+				enqueued++
+			}
+		}
+		require.GreaterOrEqual(t, enqueued, 1, "round %d: DXY was enqueued", round)
+		require.LessOrEqual(t, enqueued, 2, "round %d: DXY enqueued %d times for one run", round, enqueued)
+	}
 }

@@ -221,7 +221,17 @@ func (c *Consumer) claim(ctx context.Context, m *messageRun) (v verdict, ok bool
 	switch {
 	case errors.Is(err, ledger.ErrTerminal):
 		m.log.DebugContext(ctx, "item already terminal", slog.String("phase", "claim"), slog.String("state", string(item.State)))
-		if err := c.fanIn(ctx, d, item.State); err != nil {
+		// The completion that made the item terminal ran the fan-in check.
+		// A crash between that completion and the check leaves the message
+		// to be redelivered after its visibility timeout: a redelivery
+		// (received before) that comes an item lease or more after the
+		// completion runs the whole check again. Other copies (a duplicate
+		// send, a resumed fan-out's resend, a storm's copies held and
+		// retried at once) only cancel doomed derived items, so that a
+		// delivery storm does not enqueue them once per copy; the run's
+		// settle is the last resort.
+		recheck := d.d.ReceiveCount > 1 && !m.now.Before(item.FinishedAt.Add(d.job.Limits.ItemLease))
+		if err := c.fanIn(ctx, d, item.State, recheck); err != nil {
 			return m.fail(StatusDuplicate, err), false
 		}
 		return m.ack(StatusDuplicate), false
@@ -278,7 +288,7 @@ func (c *Consumer) recordSuccess(ctx context.Context, m *messageRun, result []by
 	m.out.TickToDone = done.Sub(d.key.Run.Nominal)
 	m.log.InfoContext(ctx, "item succeeded", slog.String("phase", "process"), slog.Int("attempt", attempt),
 		slog.Duration("processing", m.out.Processing), slog.Duration("tick_to_done", m.out.TickToDone))
-	if err := c.fanIn(ctx, d, ledger.ItemSucceeded); err != nil {
+	if err := c.fanIn(ctx, d, ledger.ItemSucceeded, true); err != nil {
 		return m.fail(StatusSucceeded, err)
 	}
 	return m.ack(StatusSucceeded)
@@ -300,7 +310,7 @@ func (c *Consumer) recordFailure(ctx context.Context, m *messageRun, perr error,
 	if failed.State == ledger.ItemDead {
 		m.log.WarnContext(ctx, "item dead", slog.String("phase", "process"), slog.Int("attempt", attempt),
 			slog.Bool("permanent", baton.IsPermanent(perr)), slog.Any("error", perr))
-		if err := c.fanIn(ctx, d, ledger.ItemDead); err != nil {
+		if err := c.fanIn(ctx, d, ledger.ItemDead, true); err != nil {
 			return m.fail(StatusDead, err)
 		}
 		return m.ack(StatusDead)
@@ -310,16 +320,20 @@ func (c *Consumer) recordFailure(ctx context.Context, m *messageRun, perr error,
 }
 
 // fanIn runs the fan-in check for the derived items that take d's asset,
-// once that asset is terminal. It is a no-op for other states and for
-// assets nobody depends on.
-func (c *Consumer) fanIn(ctx context.Context, d *delivery, state ledger.ItemState) error {
+// once that asset is terminal; without enqueue it only cancels the doomed
+// ones. It is a no-op for other states and for assets nobody depends on.
+func (c *Consumer) fanIn(ctx context.Context, d *delivery, state ledger.ItemState, enqueue bool) error {
 	if !state.Terminal() || len(d.job.DependentsOf(d.key.Asset)) == 0 {
 		return nil
 	}
-	res, err := fanin.Check(ctx, fanin.Params{
-		Ledger: c.Ledger, Queue: c.Queue, Def: d.job, Run: d.key.Run,
+	p := fanin.Params{
+		Ledger: c.Ledger, Def: d.job, Run: d.key.Run,
 		Fence: d.msg.Fence, Input: d.key.Asset, Now: c.now(),
-	})
+	}
+	if enqueue {
+		p.Queue = c.Queue
+	}
+	res, err := fanin.Check(ctx, p)
 	if err != nil {
 		c.logger().WarnContext(ctx, "fan-in check failed", slog.String("phase", "fan-in"),
 			slog.String("key", d.msg.Key), slog.Any("error", err))

@@ -52,8 +52,11 @@ type Result struct {
 	Done      []string // already terminal before the check
 }
 
-// Check runs the fan-in check for p.Run. A derived item that is not
-// terminal is enqueued when all its inputs SUCCEEDED, and cancelled with
+// Check runs the fan-in check for p.Run. A derived item without a record
+// is enqueued when all its inputs SUCCEEDED (one with a record, RUNNING or
+// FAILED, was claimed from a message that is still redelivered until it
+// ends: enqueueing another copy would only add a duplicate), and a derived
+// item that is not terminal is cancelled with
 // the reason "input X is DEAD" (or CANCELLED) when one of its inputs ended
 // without success. It returns the first store or queue error, wrapped with
 // the item it concerns; what it did before the error stands.
@@ -88,6 +91,10 @@ func Check(ctx context.Context, p Params) (Result, error) {
 		verdict, reason := Inputs(d, states)
 		switch verdict {
 		case Ready:
+			if states[d.Name] != "" { // claimed already: its own message drives it
+				res.Waiting = append(res.Waiting, d.Name)
+				continue
+			}
 			key := ledger.ItemKey{Run: p.Run, Asset: d.Name}
 			ready = append(ready, message.New(key, p.Fence, true).QueueMessage())
 			readyNames = append(readyNames, d.Name)
