@@ -11,10 +11,10 @@ import (
 	"github.com/batonhq/baton/internal/lease"
 )
 
-func TestContentionStore(t *testing.T) {
+func TestLeaseStoreContentionCounter(t *testing.T) {
 	t.Parallel()
 	client, table := newTable(t)
-	s := awsdynamodb.NewContentionStore(client, table, nil)
+	s := awsdynamodb.NewLeaseStore(client, table, nil)
 	ctx := t.Context()
 	job := uniqueName(t)
 

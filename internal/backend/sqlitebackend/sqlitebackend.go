@@ -48,7 +48,6 @@ func Open(ctx context.Context, path string) (backend.Backend, error) {
 		Work:        work,
 		DeadLetter:  dlq,
 		MaxReceives: MaxReceives,
-		Contention:  sqlite.NewContentionStore(db),
 		Close:       db.Close,
 	}, nil
 }
