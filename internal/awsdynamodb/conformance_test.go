@@ -49,10 +49,10 @@ func TestLeaseConformance(t *testing.T) {
 
 func TestLedgerConformance(t *testing.T) {
 	t.Parallel()
-	ledgertest.Run(t, func(t *testing.T) ledger.Store {
+	ledgertest.Run(t, ledgertest.Harness{NewStore: func(t *testing.T) ledger.Store {
 		c, table := conformanceTable(t)
 		return awsdynamodb.NewLedgerStore(c, table, nil)
-	})
+	}})
 }
 
 func TestEffectConformance(t *testing.T) {
