@@ -467,6 +467,10 @@ func TestQueueNotFound(t *testing.T) {
 	_, err := db.SQL().ExecContext(t.Context(), `DELETE FROM queues WHERE name = 'gone'`)
 	require.NoError(t, err)
 	require.ErrorIs(t, q.SendBatch(t.Context(), testMessages(1)), queue.ErrNotFound)
+	// The idle read finds the queue missing: neither an empty queue nor a
+	// long poll that waits for nothing.
+	_, err = q.Receive(t.Context(), queue.ReceiveParams{Max: 1, Visibility: time.Minute, Wait: time.Hour})
+	require.ErrorIs(t, err, queue.ErrNotFound)
 	_, _, err = q.DeadLetterPolicy(t.Context())
 	require.ErrorIs(t, err, queue.ErrNotFound)
 }
