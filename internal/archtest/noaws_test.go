@@ -21,7 +21,6 @@ var corePackages = []string{
 	"./internal/backend",
 	"./internal/backend/sqlitebackend",
 	"./internal/consumer",
-	"./internal/contention",
 	"./internal/coordinator",
 	"./internal/effect",
 	"./internal/engine",

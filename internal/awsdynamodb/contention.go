@@ -9,7 +9,6 @@ import (
 	"github.com/aws/aws-sdk-go-v2/aws"
 	"github.com/aws/aws-sdk-go-v2/service/dynamodb"
 
-	"github.com/batonhq/baton/internal/contention"
 	"github.com/batonhq/baton/internal/lease"
 )
 
@@ -27,26 +26,18 @@ const (
 	contentionHolderUntil = "holder_until" // unix nanoseconds
 )
 
-// ContentionStore is a contention.Store: it counts refused lease
-// acquisitions per job with one
+// The lease store counts refused acquisitions per job with one
 // unconditional UpdateItem per refusal (ADD count), so counts from every
 // coordinator add up. The latest writer sets the "latest refusal"
 // attributes. It costs nothing on the uncontended path.
-type ContentionStore struct {
-	t table
-}
-
-// NewContentionStore returns the contention store on the table.
-func NewContentionStore(client API, table string, o *Options) *ContentionStore {
-	return &ContentionStore{t: newTable(client, table, o)}
-}
-
-var _ contention.Store = (*ContentionStore)(nil)
+var _ lease.ContentionCounter = (*LeaseStore)(nil)
 
 func contentionKey(job string) key { return key{prefixContention + job, skContention} }
 
-// RecordContention adds one refusal of job's lease by holder at now.
-func (s *ContentionStore) RecordContention(ctx context.Context, job string, holder lease.Lease, now time.Time) error {
+// RecordContention implements lease.ContentionCounter: it adds one
+// refusal of job's lease by holder at now. The last one written is kept
+// as Last/Holder.
+func (s *LeaseStore) RecordContention(ctx context.Context, job string, holder lease.Lease, now time.Time) error {
 	if job == "" {
 		return errors.New("record contention: empty job")
 	}
@@ -70,15 +61,15 @@ func (s *ContentionStore) RecordContention(ctx context.Context, job string, hold
 	return nil
 }
 
-// Contention returns job's record (a consistent read); Count is 0 when it
-// was never refused.
-func (s *ContentionStore) Contention(ctx context.Context, job string) (contention.Record, error) {
+// Contention implements lease.ContentionCounter: job's record (a
+// consistent read); Count is 0 when it was never refused.
+func (s *LeaseStore) Contention(ctx context.Context, job string) (lease.Contention, error) {
 	op := "contention of " + job
 	rec, err := s.t.get(ctx, op, contentionKey(job))
 	if err != nil {
-		return contention.Record{}, err
+		return lease.Contention{}, err
 	}
-	r := contention.Record{Job: job, Holder: lease.Lease{Job: job}}
+	r := lease.Contention{Job: job, Holder: lease.Lease{Job: job}}
 	if rec == nil {
 		return r, nil
 	}
@@ -89,7 +80,7 @@ func (s *ContentionStore) Contention(ctx context.Context, job string) (contentio
 	r.Holder.Fence = d.int64(contentionHolderFence)
 	r.Holder.ExpiresAt = d.time(contentionHolderUntil)
 	if d.err != nil {
-		return contention.Record{}, fmt.Errorf("%s: %w", op, d.err)
+		return lease.Contention{}, fmt.Errorf("%s: %w", op, d.err)
 	}
 	return r, nil
 }

@@ -21,7 +21,7 @@
 //	run     RUN#<job>                <nominal, RFC 3339 UTC>    OpenRun, AdvanceRun, FinishRun
 //	item    ITEMS#<run id>           <asset>                    Claim, Complete, Fail, Release, Cancel
 //	effect  EFFECT#<job>#<key>       EFFECT                     Put
-//	count   CONTENTION#<job>         CONTENTION                 ContentionStore (operators' count of refused acquisitions)
+//	count   CONTENTION#<job>         CONTENTION                 RecordContention (lease.ContentionCounter: operators' count of refused acquisitions)
 //
 // The run id is job@<nominal>#<generation> (ledger.RunID), so all items of
 // one generation share a partition and ListItems is one Query. The runs of

@@ -11,19 +11,27 @@ import (
 
 	"github.com/batonhq/baton/internal/awssqs"
 	"github.com/batonhq/baton/internal/emulator"
+	"github.com/batonhq/baton/internal/queue"
 	"github.com/batonhq/baton/internal/queue/queuetest"
 )
 
 // harness makes queues on the test binary's local-aws-sqs server.
-type harness struct{}
-
-func (harness) Capabilities() queuetest.Capabilities {
+var harness = queuetest.Harness{
+	NewQueue:            newConformanceQueue,
+	NewNonexistentQueue: newMissingQueue,
+	// Entries SQS cannot carry (refused before the call, with
+	// ErrInvalidMessage) and one the server refuses.
+	Unsendable: []queue.Message{
+		{Body: []byte("nul \x00 in the body")},
+		{Body: []byte("empty attribute"), Attributes: map[string]string{"k": ""}},
+		{Body: []byte("reserved attribute name"), Attributes: map[string]string{"AWS.k": "v"}},
+	},
 	// SQS accepts some stale receipt handles and keeps its own clock; the
 	// test server counts in-flight messages as visible too.
-	return queuetest.Capabilities{ExactReceiptCheck: false, HonoursNow: false, ExactDepth: false}
+	Capabilities: queuetest.Capabilities{ExactReceiptCheck: false, HonoursNow: false, ExactDepth: false},
 }
 
-func (harness) NewQueue(t *testing.T, o queuetest.QueueOptions) queuetest.Queue {
+func newConformanceQueue(t *testing.T, o queuetest.QueueOptions) queuetest.Queue {
 	t.Helper()
 	c := emulator.SQSClient(t)
 	name := uniqueName("qt")
@@ -42,6 +50,18 @@ func (harness) NewQueue(t *testing.T, o queuetest.QueueOptions) queuetest.Queue 
 	return queuetest.Queue{Sender: q, Receiver: q, DeadLetters: dlq, DeadLetterSender: dlq}
 }
 
+// newMissingQueue names a queue of the server that was never created.
+func newMissingQueue(t *testing.T) queuetest.Queue {
+	t.Helper()
+	q := missingQueue(t)
+	return queuetest.Queue{Sender: q, Receiver: q}
+}
+
+func missingQueue(t *testing.T) *awssqs.Queue {
+	t.Helper()
+	return awssqs.New(emulator.SQSClient(t), emulator.SQS(t).URL+"/"+emulator.AccountID+"/"+uniqueName("missing"), nil)
+}
+
 func deleteOnCleanup(t *testing.T, c *sqs.Client, url string) {
 	t.Cleanup(func() {
 		ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
@@ -53,5 +73,5 @@ func deleteOnCleanup(t *testing.T, c *sqs.Client, url string) {
 
 func TestQueueConformance(t *testing.T) {
 	t.Parallel()
-	queuetest.Run(t, harness{})
+	queuetest.Run(t, harness)
 }

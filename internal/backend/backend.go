@@ -14,7 +14,6 @@ package backend
 import (
 	"time"
 
-	"github.com/batonhq/baton/internal/contention"
 	"github.com/batonhq/baton/internal/effect"
 	"github.com/batonhq/baton/internal/lease"
 	"github.com/batonhq/baton/internal/ledger"
@@ -29,7 +28,10 @@ type Queue interface {
 
 // Backend is the set of stores and queues one deployment uses.
 type Backend struct {
-	Name        string // the engine's name: "sqlite" or "aws"
+	Name string // the engine's name: "sqlite" or "aws"
+	// Leases may also count refused acquisitions for operators (the
+	// optional lease.ContentionCounter); the engine wraps it in
+	// lease.Counting so that the coordinator records them.
 	Leases      lease.Store
 	Ledger      ledger.Store
 	Effects     effect.Store // the jobs' fenced effects (baton.Task.Effects)
@@ -41,10 +43,6 @@ type Backend struct {
 	ReceiveWait time.Duration
 	// CloseFunc releases the backend's resources (Close calls it).
 	CloseFunc func() error
-	// Contention, optional, counts refused lease acquisitions for
-	// operators; the engine wraps Leases so that the coordinator records
-	// them.
-	Contention contention.Store
 }
 
 // Close releases the backend's resources; nil CloseFunc: nothing to release.

@@ -104,7 +104,6 @@ func openAWS(ctx context.Context, name string, ddbCfg, sqsCfg aws.Config, o AWSO
 			Leases:      awsdynamodb.NewLeaseStore(api, table, nil),
 			Ledger:      awsdynamodb.NewLedgerStore(api, table, nil),
 			Effects:     awsdynamodb.NewEffectStore(api, table, nil),
-			Contention:  awsdynamodb.NewContentionStore(api, table, nil),
 			Work:        awssqs.New(c, workURL, nil),
 			DeadLetter:  awssqs.New(c, dlqURL, nil),
 			MaxReceives: o.MaxReceives,

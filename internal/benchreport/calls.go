@@ -10,7 +10,6 @@ import (
 
 	"github.com/batonhq/baton"
 	"github.com/batonhq/baton/internal/consumer"
-	"github.com/batonhq/baton/internal/contention"
 	"github.com/batonhq/baton/internal/lease"
 	"github.com/batonhq/baton/internal/ledger"
 	"github.com/batonhq/baton/internal/message"
@@ -79,18 +78,22 @@ func callCases() []callCase {
 		},
 		{
 			// What the coordinator runs: the lease store wrapped in
-			// contention.Counting, which records each refusal for
+			// lease.Counting, which records each refusal for
 			// 'baton status' and 'baton lease show'.
 			figure: "lease acquire, contended, as shipped (lease port + contention record)", ref: 2,
 			why:         oneWrite + " (refused) + 1 write of the contention record",
 			prepareFunc: holdLease,
 			measureFunc: func(ctx context.Context, env *Env, k callKit) error {
-				leases := contention.Counting(env.Backend.Leases, env.Backend.Contention, nil)
+				leases := lease.Counting(env.Backend.Leases, nil)
 				_, err := leases.Acquire(ctx, acquire(k.job, "b", time.Now()))
 				if !errors.Is(err, lease.ErrHeld) {
 					return fmt.Errorf("contended acquire: %v, want ErrHeld", err)
 				}
-				rec, err := env.Plain.Contention.Contention(ctx, k.job)
+				counter, ok := env.Plain.Leases.(lease.ContentionCounter)
+				if !ok {
+					return errors.New("the lease store counts no contention")
+				}
+				rec, err := counter.Contention(ctx, k.job)
 				if err == nil && (rec.Count != 1 || rec.Holder.Owner != "a") {
 					err = fmt.Errorf("contention record %+v, want 1 refusal by holder a", rec)
 				}

@@ -6,7 +6,6 @@ import (
 	"sync"
 	"time"
 
-	"github.com/batonhq/baton/internal/contention"
 	"github.com/batonhq/baton/internal/lease"
 	"github.com/batonhq/baton/internal/ledger"
 	"github.com/batonhq/baton/internal/queue"
@@ -86,20 +85,33 @@ func (c CountedLeases) Inspect(ctx context.Context, job string) (lease.Lease, er
 	return c.Store.Inspect(ctx, job)
 }
 
-// CountedContention counts the calls to a contention.Store.
+// CountedContention counts the calls to a lease store that counts its
+// refused acquisitions (lease.ContentionCounter), the contention calls
+// included.
 type CountedContention struct {
-	contention.Store
-	Tally *Tally
+	CountedLeases
+	Counter lease.ContentionCounter
 }
 
 func (c CountedContention) RecordContention(ctx context.Context, job string, holder lease.Lease, now time.Time) error {
 	c.Tally.add("contention.RecordContention")
-	return c.Store.RecordContention(ctx, job, holder, now)
+	return c.Counter.RecordContention(ctx, job, holder, now)
 }
 
-func (c CountedContention) Contention(ctx context.Context, job string) (contention.Record, error) {
+func (c CountedContention) Contention(ctx context.Context, job string) (lease.Contention, error) {
 	c.Tally.add("contention.Contention")
-	return c.Store.Contention(ctx, job)
+	return c.Counter.Contention(ctx, job)
+}
+
+// CountLeases returns s with its calls counted in tally: a CountedContention
+// when s is a lease.ContentionCounter, so that the ability stays visible,
+// else a CountedLeases.
+func CountLeases(s lease.Store, tally *Tally) lease.Store {
+	counted := CountedLeases{Store: s, Tally: tally}
+	if counter, ok := s.(lease.ContentionCounter); ok {
+		return CountedContention{CountedLeases: counted, Counter: counter}
+	}
+	return counted
 }
 
 // CountedLedger counts the calls to a ledger.Store.

@@ -13,7 +13,7 @@
 //     new item, 1 call per duplicate or contended delivery, one batch send
 //     per 10 items of fan-out. A refused acquisition is counted twice: on
 //     the lease port alone (1 write), and as shipped, through
-//     contention.Counting, which adds 1 write of the contention record.
+//     lease.Counting, which adds 1 write of the contention record.
 //  2. Lease acquire and release latency (p50, p99) and throughput with 1, 8
 //     and 64 contenders on one job, against raw conditional writes of new
 //     records (PutItem with attribute_not_exists; SQLite INSERT … ON

@@ -80,11 +80,10 @@ func openSQLite(ctx context.Context, path string) (env *Env, err error) {
 
 	tally := &Tally{}
 	counted := plain
-	counted.Leases = CountedLeases{Store: plain.Leases, Tally: tally}
+	counted.Leases = CountLeases(plain.Leases, tally)
 	counted.Ledger = CountedLedger{Store: plain.Ledger, Tally: tally}
 	counted.Work = CountedQueue{Queue: plain.Work, Tally: tally}
 	counted.DeadLetter = CountedQueue{Queue: plain.DeadLetter, Tally: tally}
-	counted.Contention = CountedContention{Store: plain.Contention, Tally: tally}
 
 	return &Env{
 		Backend: counted,

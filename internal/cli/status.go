@@ -269,8 +269,8 @@ func readLease(ctx context.Context, b backend.Backend, jobName string, skew time
 		return nil, fmt.Errorf("inspect lease of %s: %w", jobName, err)
 	}
 	s := &leaseStatus{Owner: l.Owner, Fence: l.Fence, State: leaseState(l, skew, now), ExpiresAt: opt(l.ExpiresAt), AcquiredAt: opt(l.AcquiredAt)}
-	if b.Contention != nil {
-		c, err := b.Contention.Contention(ctx, jobName)
+	if counter, ok := b.Leases.(lease.ContentionCounter); ok {
+		c, err := counter.Contention(ctx, jobName)
 		if err != nil {
 			return nil, fmt.Errorf("contention of %s: %w", jobName, err)
 		}

@@ -17,8 +17,8 @@ import (
 	"github.com/batonhq/baton"
 	"github.com/batonhq/baton/internal/backend"
 	"github.com/batonhq/baton/internal/consumer"
-	"github.com/batonhq/baton/internal/contention"
 	"github.com/batonhq/baton/internal/coordinator"
+	"github.com/batonhq/baton/internal/lease"
 	"github.com/batonhq/baton/internal/ledger"
 	"github.com/batonhq/baton/internal/poller"
 	"github.com/batonhq/baton/internal/queue"
@@ -65,7 +65,7 @@ func New(b backend.Backend, o Options) (*Engine, error) {
 	}
 	e := &Engine{backend: b, opts: o}
 	e.Coordinator = &coordinator.Coordinator{
-		Leases: contention.Counting(b.Leases, b.Contention, o.Logger), Ledger: b.Ledger, Queue: b.Work, Jobs: o.Catalog,
+		Leases: lease.Counting(b.Leases, o.Logger), Ledger: b.Ledger, Queue: b.Work, Jobs: o.Catalog,
 		Owner: o.Owner + "/coordinator", NowFunc: o.NowFunc, Logger: o.Logger,
 	}
 	e.Consumer = &consumer.Consumer{

@@ -11,7 +11,7 @@ import (
 
 	"github.com/batonhq/baton"
 	"github.com/batonhq/baton/internal/backend/awsbackend"
-	"github.com/batonhq/baton/internal/contention"
+	"github.com/batonhq/baton/internal/lease"
 )
 
 // Env is the process environment a cold start reads: variables and the
@@ -39,7 +39,7 @@ func ParamsOnAWS(cfg Config, c awsbackend.Clients, env Env, jobs *baton.Catalog)
 		Jobs: jobs,
 		// Refused acquisitions are also counted in the table, for
 		// operators (baton status); the metric alone is not visible there.
-		Leases:      contention.Counting(b.Leases, b.Contention, logger),
+		Leases:      lease.Counting(b.Leases, logger),
 		Ledger:      b.Ledger,
 		Effects:     b.Effects,
 		Queue:       b.Work,

@@ -7,9 +7,14 @@
 // strictly increases across acquisitions and releases, so that writes made
 // under a lease can be conditioned on it.
 //
+// A store may also count the acquisitions it refused, for operators: the
+// optional ability ContentionCounter, found by type assertion; Counting
+// records the refusals of its Acquire through it.
+//
 // Implementations live in adapter packages (internal/sqlite,
 // internal/awsdynamodb) and must pass the conformance suite in
-// internal/lease/leasetest.
+// internal/lease/leasetest, the contention cases included when they have
+// the ability.
 package lease
 
 import (

@@ -39,7 +39,9 @@ var (
 	// ErrInvalidReceipt: the receipt handle is unknown or no longer valid
 	// (the message was deleted, or received again by someone else).
 	ErrInvalidReceipt = errors.New("invalid receipt handle")
-	// ErrNotFound: the queue does not exist.
+	// ErrNotFound: the queue does not exist. SendBatch and Receive fail
+	// with it as a whole (never a *BatchError, never an empty receive; a
+	// long poll fails at once).
 	ErrNotFound = errors.New("queue not found")
 )
 

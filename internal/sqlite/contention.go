@@ -7,26 +7,18 @@ import (
 	"fmt"
 	"time"
 
-	"github.com/batonhq/baton/internal/contention"
 	"github.com/batonhq/baton/internal/lease"
 )
 
-// ContentionStore is a contention.Store: it counts refused lease
-// acquisitions per job in the
+// The lease store counts refused acquisitions per job in the
 // lease_contention table: one UPSERT per refusal, so counts from several
 // processes add up.
-type ContentionStore struct {
-	db *DB
-}
+var _ lease.ContentionCounter = (*LeaseStore)(nil)
 
-// NewContentionStore returns the contention store of db.
-func NewContentionStore(db *DB) *ContentionStore { return &ContentionStore{db: db} }
-
-var _ contention.Store = (*ContentionStore)(nil)
-
-// RecordContention adds one refusal of job's lease by holder at now. The
-// latest refusal (by now) is the one kept as Last/Holder.
-func (s *ContentionStore) RecordContention(ctx context.Context, job string, holder lease.Lease, now time.Time) error {
+// RecordContention implements lease.ContentionCounter: it adds one refusal
+// of job's lease by holder at now. The latest refusal (by now) is the one
+// kept as Last/Holder, whatever order the writes land in.
+func (s *LeaseStore) RecordContention(ctx context.Context, job string, holder lease.Lease, now time.Time) error {
 	if job == "" {
 		return errors.New("record contention: empty job")
 	}
@@ -49,18 +41,19 @@ ON CONFLICT (job) DO UPDATE SET
 	return nil
 }
 
-// Contention returns job's record; Count is 0 when it was never refused.
-func (s *ContentionStore) Contention(ctx context.Context, job string) (contention.Record, error) {
-	var r contention.Record
+// Contention implements lease.ContentionCounter: job's record; Count is 0
+// when it was never refused.
+func (s *LeaseStore) Contention(ctx context.Context, job string) (lease.Contention, error) {
+	var r lease.Contention
 	var last, until int64
 	r.Job, r.Holder.Job = job, job
 	err := s.db.sql.QueryRowContext(ctx, `SELECT count, last_at, holder, holder_fence, holder_until FROM lease_contention WHERE job = ?`, job).
 		Scan(&r.Count, &last, &r.Holder.Owner, &r.Holder.Fence, &until)
 	if errors.Is(err, sql.ErrNoRows) {
-		return contention.Record{Job: job, Holder: lease.Lease{Job: job}}, nil
+		return lease.Contention{Job: job, Holder: lease.Lease{Job: job}}, nil
 	}
 	if err != nil {
-		return contention.Record{}, fmt.Errorf("contention of %q: %w", job, err)
+		return lease.Contention{}, fmt.Errorf("contention of %q: %w", job, err)
 	}
 	r.Last, r.Holder.ExpiresAt = fromNanos(last), fromNanos(until)
 	return r, nil

@@ -24,11 +24,19 @@ func openLeaseTestDB(t testing.TB) *DB {
 	return db
 }
 
-// Every case shares one file, as the stores of several jobs do.
+// leaseHarness runs the suite with every case on one file, as the stores
+// of several jobs share it. The contention record is one conditional
+// UPSERT that keeps the latest refusal by the callers' clocks.
+func leaseHarness(store lease.Store) leasetest.Harness {
+	return leasetest.Harness{
+		NewStore:     func(*testing.T) lease.Store { return store },
+		Capabilities: leasetest.Capabilities{LatestRefusalByClock: true},
+	}
+}
+
 func TestLeaseStoreConformance(t *testing.T) {
 	t.Parallel()
-	store := NewLeaseStore(openLeaseTestDB(t))
-	leasetest.Run(t, func(*testing.T) lease.Store { return store })
+	leasetest.Run(t, leaseHarness(NewLeaseStore(openLeaseTestDB(t))))
 }
 
 // Two handles on one file stand for two processes: contenders racing on the

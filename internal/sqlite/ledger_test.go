@@ -12,7 +12,7 @@ import (
 
 func TestLedgerStore(t *testing.T) {
 	t.Parallel()
-	ledgertest.Run(t, func(t *testing.T) ledger.Store { return NewLedgerStore(openLedgerTestDB(t)) })
+	ledgertest.Run(t, ledgertest.Harness{NewStore: func(t *testing.T) ledger.Store { return NewLedgerStore(openLedgerTestDB(t)) }})
 }
 
 // TestLedgerStoreSharedDB runs the suite with every case on one database
@@ -20,7 +20,7 @@ func TestLedgerStore(t *testing.T) {
 func TestLedgerStoreSharedDB(t *testing.T) {
 	t.Parallel()
 	store := NewLedgerStore(openLedgerTestDB(t))
-	ledgertest.Run(t, func(*testing.T) ledger.Store { return store })
+	ledgertest.Run(t, ledgertest.Harness{NewStore: func(*testing.T) ledger.Store { return store }})
 }
 
 // openLedgerTestDB opens a fresh database in a temporary directory.

@@ -46,7 +46,9 @@ type Queue struct {
 // (one per receive) and the message id, so that every statement on a
 // handle finds its message by id (NOT INDEXED: by id, not by queue).
 const (
-	sqlAnyVisible = `SELECT 1 FROM messages WHERE queue = ? AND visible_at <= ? LIMIT 1`
+	// sqlAnyVisible has no row when the queue does not exist, else 1 when
+	// a message is visible and 0 when none is.
+	sqlAnyVisible = `SELECT EXISTS (SELECT 1 FROM messages WHERE queue = ?1 AND visible_at <= ?2) FROM queues WHERE name = ?1`
 	sqlPolicy     = `SELECT dead_letter, max_receives FROM queues WHERE name = ?`
 	sqlVisible    = `SELECT id, receive_count FROM messages WHERE queue = ? AND visible_at <= ? ORDER BY visible_at, id LIMIT ?`
 	sqlTake       = `UPDATE messages SET visible_at = ?1, receive_count = receive_count + 1, receipt = ?2 || id

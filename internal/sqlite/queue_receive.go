@@ -15,7 +15,8 @@ import (
 // p.Now+p.Visibility. A zero p.Now means the queue's clock. A long poll
 // (p.Wait > 0) looks again every PollInterval until a message is visible,
 // Wait has passed or ctx is done; its later looks use p.Now plus the time
-// waited. On ctx's end it returns ctx's error.
+// waited. On ctx's end it returns ctx's error. A queue that does not exist
+// fails at once with queue.ErrNotFound.
 func (q *Queue) Receive(ctx context.Context, p queue.ReceiveParams) ([]queue.Delivery, error) {
 	switch {
 	case p.Max < 1 || p.Max > queue.MaxBatch:
@@ -58,15 +59,19 @@ func (q *Queue) receiveOnce(ctx context.Context, max int, visibility time.Durati
 		return nil, fmt.Errorf("receive from %s: %w", q.name, err)
 	}
 	// A plain read first, so that idle polls take no write: unless the
-	// queue was busy a moment ago.
+	// queue was busy a moment ago. It also finds a queue that does not
+	// exist (the write would too).
 	if !q.busy.Load() {
-		var one int
-		err = st[0].QueryRowContext(ctx, q.name, at).Scan(&one)
+		var visible bool
+		err = st[0].QueryRowContext(ctx, q.name, at).Scan(&visible)
 		if errors.Is(err, sql.ErrNoRows) {
-			return nil, nil
+			err = queue.ErrNotFound
 		}
 		if err != nil {
 			return nil, fmt.Errorf("receive from %s: %w", q.name, err)
+		}
+		if !visible {
+			return nil, nil
 		}
 	}
 	taken, err := q.take(ctx, st[1:], max, at, at+int64(visibility))

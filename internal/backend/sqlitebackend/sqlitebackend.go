@@ -59,7 +59,6 @@ func open(ctx context.Context, path string, o *sqlite.Options) (backend.Backend,
 		Work:        work,
 		DeadLetter:  dlq,
 		MaxReceives: MaxReceives,
-		Contention:  sqlite.NewContentionStore(db),
 		CloseFunc:   db.Close,
 	}, nil
 }

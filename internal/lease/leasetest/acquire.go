@@ -10,23 +10,23 @@ import (
 	"github.com/batonhq/baton/internal/lease"
 )
 
-// AcquireAbsent: a job with no record is acquired; the record returned and
+// TestAcquireAbsent: a job with no record is acquired; the record returned and
 // the one stored have the owner, ExpiresAt = Now+TTL, AcquiredAt = Now and a
 // positive fence.
-func AcquireAbsent(t *testing.T, newStore NewStoreFunc) {
+func TestAcquireAbsent(t *testing.T, h Harness) {
 	t.Parallel()
-	f := setup(t, newStore)
+	f := setup(t, h)
 	// A caller's clock in another zone names the same instants.
 	now := at(0).In(time.FixedZone("UTC+05:30", 5*3600+1800))
 	got := f.acquire("a", 30*time.Second, now, 0)
 	requireSame(t, got, f.inspect())
 }
 
-// AcquireReleased: a released lease is acquired at once by another owner,
+// TestAcquireReleased: a released lease is acquired at once by another owner,
 // long before the released holder's expiry, with a greater fence.
-func AcquireReleased(t *testing.T, newStore NewStoreFunc) {
+func TestAcquireReleased(t *testing.T, h Harness) {
 	t.Parallel()
-	f := setup(t, newStore)
+	f := setup(t, h)
 	first := f.acquire("a", time.Hour, at(0), 0)
 	require.NoError(t, f.release("a", first.Fence))
 
@@ -35,12 +35,12 @@ func AcquireReleased(t *testing.T, newStore NewStoreFunc) {
 	requireSame(t, second, f.inspect())
 }
 
-// AcquireContended: on a live lease held by another owner, Acquire returns a
+// TestAcquireContended: on a live lease held by another owner, Acquire returns a
 // *HeldError matching ErrHeld whose holder is the live record (owner,
 // expiry, fence, acquisition time), and writes nothing.
-func AcquireContended(t *testing.T, newStore NewStoreFunc) {
+func TestAcquireContended(t *testing.T, h Harness) {
 	t.Parallel()
-	f := setup(t, newStore)
+	f := setup(t, h)
 	held := f.acquire("a", 30*time.Second, at(0), 0)
 
 	for _, now := range []time.Time{at(0), at(10 * time.Second), held.ExpiresAt.Add(-time.Nanosecond)} {
@@ -54,10 +54,10 @@ func AcquireContended(t *testing.T, newStore NewStoreFunc) {
 	require.ErrorContains(t, err, fmt.Sprint(held.Fence))
 }
 
-// AcquireExpiredTakeover: a lease is taken over exactly when the acquirer's
+// TestAcquireExpiredTakeover: a lease is taken over exactly when the acquirer's
 // Now reaches the holder's ExpiresAt+Skew, and not a nanosecond before. The
 // taker gets a greater fence; the old holder can neither renew nor release.
-func AcquireExpiredTakeover(t *testing.T, newStore NewStoreFunc) {
+func TestAcquireExpiredTakeover(t *testing.T, h Harness) {
 	t.Parallel()
 	const ttl = 10 * time.Second
 	cases := []struct {
@@ -78,7 +78,7 @@ func AcquireExpiredTakeover(t *testing.T, newStore NewStoreFunc) {
 	for _, c := range cases {
 		t.Run(fmt.Sprintf("skew=%s/offset=%s", c.skew, c.offset), func(t *testing.T) {
 			t.Parallel()
-			f := setup(t, newStore)
+			f := setup(t, h)
 			old := f.acquire("a", ttl, at(0), 0)
 			now := old.ExpiresAt.Add(c.skew + c.offset)
 			if !c.takeover {
@@ -98,12 +98,12 @@ func AcquireExpiredTakeover(t *testing.T, newStore NewStoreFunc) {
 	}
 }
 
-// AcquireSkewAllowance: the skew is the acquirer's allowance. The same
+// TestAcquireSkewAllowance: the skew is the acquirer's allowance. The same
 // record at the same Now is held for an acquirer allowing more skew than the
 // time since expiry, and taken over by one allowing less.
-func AcquireSkewAllowance(t *testing.T, newStore NewStoreFunc) {
+func TestAcquireSkewAllowance(t *testing.T, h Harness) {
 	t.Parallel()
-	f := setup(t, newStore)
+	f := setup(t, h)
 	old := f.acquire("a", 10*time.Second, at(0), 0)
 	now := old.ExpiresAt.Add(3 * time.Second) // expired by a's own clock
 
@@ -113,12 +113,12 @@ func AcquireSkewAllowance(t *testing.T, newStore NewStoreFunc) {
 	require.Greater(t, taken.Fence, old.Fence)
 }
 
-// AcquireReentrant: an owner acquiring its own live lease succeeds, mints a
+// TestAcquireReentrant: an owner acquiring its own live lease succeeds, mints a
 // new fence and resets ExpiresAt = Now+TTL (even when earlier than before)
 // and AcquiredAt = Now. The previous fence is stale from then on.
-func AcquireReentrant(t *testing.T, newStore NewStoreFunc) {
+func TestAcquireReentrant(t *testing.T, h Harness) {
 	t.Parallel()
-	f := setup(t, newStore)
+	f := setup(t, h)
 	first := f.acquire("a", 30*time.Second, at(0), 0)
 	second := f.acquire("a", 5*time.Second, at(10*time.Second), 0)
 	require.Greater(t, second.Fence, first.Fence)
@@ -135,11 +135,11 @@ func AcquireReentrant(t *testing.T, newStore NewStoreFunc) {
 	require.Greater(t, taken.Fence, second.Fence)
 }
 
-// AcquireJobsIndependent: one job's lease neither blocks nor changes
+// TestAcquireJobsIndependent: one job's lease neither blocks nor changes
 // another's.
-func AcquireJobsIndependent(t *testing.T, newStore NewStoreFunc) {
+func TestAcquireJobsIndependent(t *testing.T, h Harness) {
 	t.Parallel()
-	f := setup(t, newStore)
+	f := setup(t, h)
 	g := &fixture{t: t, ctx: f.ctx, store: f.store, job: uniqueJob(t)}
 
 	a := f.acquire("a", time.Minute, at(0), 0)

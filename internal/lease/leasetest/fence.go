@@ -7,13 +7,13 @@ import (
 	"github.com/stretchr/testify/require"
 )
 
-// FenceStrictlyIncreases: across acquisitions, releases, re-entrant
+// TestFenceStrictlyIncreases: across acquisitions, releases, re-entrant
 // acquisitions, takeovers and renewals, every acquisition's fence is
 // greater than every fence minted before it; renewals keep the fence,
 // releases keep it in the record, and failed acquisitions change nothing.
-func FenceStrictlyIncreases(t *testing.T, newStore NewStoreFunc) {
+func TestFenceStrictlyIncreases(t *testing.T, h Harness) {
 	t.Parallel()
-	f := setup(t, newStore)
+	f := setup(t, h)
 	const ttl = 10 * time.Second
 	var minted []int64
 	mint := func(fence int64) {

@@ -8,11 +8,11 @@ import (
 	"github.com/batonhq/baton/internal/lease"
 )
 
-// InspectAbsent: a job never acquired has no record: Inspect returns
+// TestInspectAbsent: a job never acquired has no record: Inspect returns
 // ErrNotFound (never a zero record and a nil error).
-func InspectAbsent(t *testing.T, newStore NewStoreFunc) {
+func TestInspectAbsent(t *testing.T, h Harness) {
 	t.Parallel()
-	f := setup(t, newStore)
+	f := setup(t, h)
 	got, err := f.store.Inspect(f.ctx, f.job)
 	require.ErrorIs(t, err, lease.ErrNotFound, "got %+v", got)
 }

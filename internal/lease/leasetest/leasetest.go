@@ -1,16 +1,31 @@
-// Package leasetest is the conformance suite for lease.Store.
-//
-// Every adapter runs it from one test:
+// Package leasetest is the conformance suite for lease.Store, and for its
+// optional ability lease.ContentionCounter. Every adapter runs it from one
+// test:
 //
 //	func TestLeaseStore(t *testing.T) {
-//		leasetest.Run(t, func(t *testing.T) lease.Store { return newStore(t) })
+//		leasetest.Run(t, leasetest.Harness{
+//			NewStore:     func(t *testing.T) lease.Store { return newStore(t) },
+//			Capabilities: leasetest.Capabilities{LatestRefusalByClock: true},
+//		})
 //	}
 //
-// Each case is also exported, so that one can be run alone
-// (leasetest.AcquireContended(t, newStore)). Every case starts with
-// t.Parallel() and works on its own, uniquely named job, so the factory may
-// hand every case the same backend table. Times are explicit Now values;
-// nothing sleeps.
+// Each case is also exported (TestAcquireContended, TestLinearizable, …),
+// so that one can be run alone: leasetest.TestAcquireContended(t, h).
+// Every case starts with t.Parallel() and works on its own, uniquely named
+// jobs, so NewStore may hand every case the same backend table. Times are
+// explicit Now values; nothing sleeps.
+//
+// The contention cases (TestContention…, TestCounting) need the store to
+// be a lease.ContentionCounter, found as callers find it, by type
+// assertion; on a store without the ability they are skipped with the
+// reason. What stores with the ability may do differently is declared in
+// Capabilities; a case that needs what an adapter lacks is skipped, never
+// run with weaker assertions.
+//
+// The package's own tests run the suite against an in-memory store that
+// keeps the contract, and against stores broken on purpose, which the
+// suite must fail; the linearizability checker is also shown to reject the
+// history of a lock that reads and then writes.
 package leasetest
 
 import (
@@ -27,45 +42,70 @@ import (
 	"github.com/batonhq/baton/internal/lease"
 )
 
-// NewStoreFunc returns the store a case runs against. It may return a fresh
-// store or a shared one; cases never reuse each other's jobs. Cleanup is the
-// factory's business (t.Cleanup).
-type NewStoreFunc func(t *testing.T) lease.Store
+// Harness is what the suite needs of an adapter.
+type Harness struct {
+	// NewStore returns the store a case runs against. It is called once
+	// per case and may return a fresh store or a shared one: cases never
+	// use each other's jobs. Cleanup belongs in t.Cleanup.
+	NewStore func(t *testing.T) lease.Store
+
+	// Capabilities says what the store does beyond what every store must.
+	Capabilities Capabilities
+}
+
+// Capabilities are the behaviours the suite cannot assume of every store.
+type Capabilities struct {
+	// LatestRefusalByClock: the store's ContentionCounter keeps, as Last
+	// and Holder, the refusal with the latest now, whatever order the
+	// records land in (SQLite: one conditional UPSERT). Without it the
+	// record written last is kept (DynamoDB: one unconditional UpdateItem,
+	// as cheap as a count can be), and the case that records refusals out
+	// of clock order is skipped.
+	LatestRefusalByClock bool
+}
 
 // Case is one conformance case.
 type Case struct {
 	Name string
-	Func func(t *testing.T, newStore NewStoreFunc)
+	Func func(t *testing.T, h Harness)
 }
 
 // Cases lists every conformance case, in the order Run runs them.
 func Cases() []Case {
 	return []Case{
-		{"AcquireAbsent", AcquireAbsent},
-		{"AcquireReleased", AcquireReleased},
-		{"AcquireContended", AcquireContended},
-		{"AcquireExpiredTakeover", AcquireExpiredTakeover},
-		{"AcquireSkewAllowance", AcquireSkewAllowance},
-		{"AcquireReentrant", AcquireReentrant},
-		{"AcquireJobsIndependent", AcquireJobsIndependent},
-		{"FenceStrictlyIncreases", FenceStrictlyIncreases},
-		{"RenewExtends", RenewExtends},
-		{"RenewNotHolder", RenewNotHolder},
-		{"RenewAfterExpiry", RenewAfterExpiry},
-		{"ReleaseFrees", ReleaseFrees},
-		{"ReleaseNotHolder", ReleaseNotHolder},
-		{"ReleaseExpired", ReleaseExpired},
-		{"InspectAbsent", InspectAbsent},
-		{"InvalidParams", InvalidParams},
-		{"Linearizable", Linearizable},
+		{"AcquireAbsent", TestAcquireAbsent},
+		{"AcquireReleased", TestAcquireReleased},
+		{"AcquireContended", TestAcquireContended},
+		{"AcquireExpiredTakeover", TestAcquireExpiredTakeover},
+		{"AcquireSkewAllowance", TestAcquireSkewAllowance},
+		{"AcquireReentrant", TestAcquireReentrant},
+		{"AcquireJobsIndependent", TestAcquireJobsIndependent},
+		{"FenceStrictlyIncreases", TestFenceStrictlyIncreases},
+		{"RenewExtends", TestRenewExtends},
+		{"RenewNotHolder", TestRenewNotHolder},
+		{"RenewAfterExpiry", TestRenewAfterExpiry},
+		{"ReleaseFrees", TestReleaseFrees},
+		{"ReleaseNotHolder", TestReleaseNotHolder},
+		{"ReleaseExpired", TestReleaseExpired},
+		{"ReleaseWithinSkew", TestReleaseWithinSkew},
+		{"InspectAbsent", TestInspectAbsent},
+		{"InvalidParams", TestInvalidParams},
+		{"Linearizable", TestLinearizable},
+		{"ContentionNeverRefused", TestContentionNeverRefused},
+		{"ContentionCounts", TestContentionCounts},
+		{"ContentionConcurrent", TestContentionConcurrent},
+		{"ContentionJobsIndependent", TestContentionJobsIndependent},
+		{"ContentionLatestByClock", TestContentionLatestByClock},
+		{"ContentionInvalid", TestContentionInvalid},
+		{"Counting", TestCounting},
 	}
 }
 
-// Run runs every case against stores made by newStore.
-func Run(t *testing.T, newStore NewStoreFunc) {
+// Run runs every case against the stores h makes.
+func Run(t *testing.T, h Harness) {
 	t.Helper()
 	for _, c := range Cases() {
-		t.Run(c.Name, func(t *testing.T) { c.Func(t, newStore) })
+		t.Run(c.Name, func(t *testing.T) { c.Func(t, h) })
 	}
 }
 
@@ -93,9 +133,9 @@ type fixture struct {
 	job   string
 }
 
-func setup(t *testing.T, newStore NewStoreFunc) *fixture {
+func setup(t *testing.T, h Harness) *fixture {
 	t.Helper()
-	return &fixture{t: t, ctx: t.Context(), store: newStore(t), job: uniqueJob(t)}
+	return &fixture{t: t, ctx: t.Context(), store: h.NewStore(t), job: uniqueJob(t)}
 }
 
 // acquire acquires and requires success, checking the returned record

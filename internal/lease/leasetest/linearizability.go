@@ -17,22 +17,22 @@ import (
 	"github.com/batonhq/baton/internal/lease"
 )
 
-// Linearizable: workers hammer one job with acquire, renew, release and
+// TestLinearizable: workers hammer one job with acquire, renew, release and
 // inspect calls under a shared logical clock; the recorded history must be
 // linearizable against the sequential lease model (so no two live holders,
 // and fences strictly increasing), and must have exercised contention.
-func Linearizable(t *testing.T, newStore NewStoreFunc) {
+func TestLinearizable(t *testing.T, h Harness) {
 	t.Parallel()
-	f := setup(t, newStore)
-	h := recordHistory(t, f.ctx, f.store, f.job, defaultWorkload())
+	f := setup(t, h)
+	hist := recordHistory(t, f.ctx, f.store, f.job, defaultWorkload())
 	if t.Failed() {
 		return // an unexpected error leaves the history incomplete
 	}
-	c := h.counts()
-	t.Logf("history: %d operations, %+v", len(h.ops), c)
+	c := hist.counts()
+	t.Logf("history: %d operations, %+v", len(hist.ops), c)
 	require.Greater(t, c.acquired, 1, "the workload must acquire more than once")
 	require.Positive(t, c.held, "the workload must meet a held lease")
-	requireLinearizable(t, h)
+	requireLinearizable(t, hist)
 }
 
 // workload shapes a concurrent history. Times are whole milliseconds so

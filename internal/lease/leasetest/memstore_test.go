@@ -6,21 +6,28 @@ import (
 	"fmt"
 	"sync"
 	"testing"
+	"time"
 
 	"github.com/batonhq/baton/internal/lease"
 )
 
-// memStore is a correct in-memory lease.Store: every method is one step
-// under a mutex. It shows that the suite passes a store that keeps the
-// contract.
+// memStore is a correct in-memory lease.Store and lease.ContentionCounter:
+// every method is one step under a mutex. It shows that the suite passes a
+// store that keeps the contract.
 type memStore struct {
-	mu   sync.Mutex
-	recs map[string]lease.Lease
+	mu         sync.Mutex
+	recs       map[string]lease.Lease
+	contention map[string]lease.Contention
 }
 
-var _ lease.Store = (*memStore)(nil)
+var (
+	_ lease.Store             = (*memStore)(nil)
+	_ lease.ContentionCounter = (*memStore)(nil)
+)
 
-func newMemStore() *memStore { return &memStore{recs: map[string]lease.Lease{}} }
+func newMemStore() *memStore {
+	return &memStore{recs: map[string]lease.Lease{}, contention: map[string]lease.Contention{}}
+}
 
 var errInvalid = errors.New("invalid lease parameters")
 
@@ -86,8 +93,45 @@ func (s *memStore) Inspect(_ context.Context, job string) (lease.Lease, error) {
 	return cur, nil
 }
 
+func (s *memStore) RecordContention(_ context.Context, job string, holder lease.Lease, now time.Time) error {
+	if job == "" {
+		return fmt.Errorf("record contention: %w", errInvalid)
+	}
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	c := s.contention[job]
+	c.Count++
+	if !now.Before(c.Last) {
+		c.Last = now
+		c.Holder = lease.Lease{Owner: holder.Owner, Fence: holder.Fence, ExpiresAt: holder.ExpiresAt}
+	}
+	s.contention[job] = c
+	return nil
+}
+
+func (s *memStore) Contention(_ context.Context, job string) (lease.Contention, error) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	c := s.contention[job]
+	c.Job, c.Holder.Job = job, job
+	return c, nil
+}
+
 func TestMemStore(t *testing.T) {
 	t.Parallel()
 	shared := newMemStore()
-	Run(t, func(*testing.T) lease.Store { return shared })
+	Run(t, Harness{
+		NewStore:     func(*testing.T) lease.Store { return shared },
+		Capabilities: Capabilities{LatestRefusalByClock: true},
+	})
+}
+
+// onlyLeases hides every ability of a store but lease.Store's methods.
+type onlyLeases struct{ lease.Store }
+
+// Without the ability, the contention cases are skipped and the others
+// pass.
+func TestMemStoreWithoutContention(t *testing.T) {
+	t.Parallel()
+	Run(t, Harness{NewStore: func(*testing.T) lease.Store { return onlyLeases{newMemStore()} }})
 }

@@ -9,11 +9,11 @@ import (
 	"github.com/batonhq/baton/internal/lease"
 )
 
-// InvalidParams: an empty job or owner, or a non-positive TTL, make every
+// TestInvalidParams: an empty job or owner, or a non-positive TTL, make every
 // method return an error that is none of the sentinels, without a panic and
 // without writing anything: an absent record stays absent, a held or free
 // record stays as it was.
-func InvalidParams(t *testing.T, newStore NewStoreFunc) {
+func TestInvalidParams(t *testing.T, h Harness) {
 	t.Parallel()
 	now := at(time.Second)
 	calls := []struct {
@@ -83,7 +83,7 @@ func InvalidParams(t *testing.T, newStore NewStoreFunc) {
 			for _, s := range states {
 				t.Run(s.name, func(t *testing.T) {
 					t.Parallel()
-					f := setup(t, newStore)
+					f := setup(t, h)
 					fence := s.arrangeFunc(f)
 					before, beforeErr := f.store.Inspect(f.ctx, f.job)
 

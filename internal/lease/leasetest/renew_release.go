@@ -10,12 +10,12 @@ import (
 	"github.com/batonhq/baton/internal/lease"
 )
 
-// RenewExtends: the holder renews with its owner and fence before expiry;
+// TestRenewExtends: the holder renews with its owner and fence before expiry;
 // ExpiresAt becomes Now+TTL (later or earlier than before), owner, fence and
 // AcquiredAt stay, and the renewed expiry is what others contend with.
-func RenewExtends(t *testing.T, newStore NewStoreFunc) {
+func TestRenewExtends(t *testing.T, h Harness) {
 	t.Parallel()
-	f := setup(t, newStore)
+	f := setup(t, h)
 	held := f.acquire("a", 10*time.Second, at(0), 0)
 
 	renewed, err := f.renew("a", held.Fence, 20*time.Second, at(5*time.Second))
@@ -35,13 +35,13 @@ func RenewExtends(t *testing.T, newStore NewStoreFunc) {
 	requireSame(t, shortened, f.inspect())
 }
 
-// RenewNotHolder: Renew returns ErrNotHolder when the owner or the fence is
+// TestRenewNotHolder: Renew returns ErrNotHolder when the owner or the fence is
 // not the record's (wrong owner, wrong fence, a fence made stale by a
 // re-entrant acquisition, a released lease, a lease taken over, no record),
 // and changes nothing.
-func RenewNotHolder(t *testing.T, newStore NewStoreFunc) {
+func TestRenewNotHolder(t *testing.T, h Harness) {
 	t.Parallel()
-	notHolderCases(t, newStore, func(f *fixture, owner string, fence int64, now time.Time) error {
+	notHolderCases(t, h, func(f *fixture, owner string, fence int64, now time.Time) error {
 		got, err := f.renew(owner, fence, time.Minute, now)
 		if err == nil {
 			return fmt.Errorf("renewed: %+v", got)
@@ -50,18 +50,18 @@ func RenewNotHolder(t *testing.T, newStore NewStoreFunc) {
 	})
 }
 
-// ReleaseNotHolder: Release returns ErrNotHolder in the same cases as
+// TestReleaseNotHolder: Release returns ErrNotHolder in the same cases as
 // Renew (including a lease already released), and changes nothing.
-func ReleaseNotHolder(t *testing.T, newStore NewStoreFunc) {
+func TestReleaseNotHolder(t *testing.T, h Harness) {
 	t.Parallel()
-	notHolderCases(t, newStore, func(f *fixture, owner string, fence int64, _ time.Time) error {
+	notHolderCases(t, h, func(f *fixture, owner string, fence int64, _ time.Time) error {
 		return f.release(owner, fence)
 	})
 }
 
 // notHolderCases runs op in every situation where the caller is not the
 // holder, and checks ErrNotHolder and an unchanged record.
-func notHolderCases(t *testing.T, newStore NewStoreFunc, op func(f *fixture, owner string, fence int64, now time.Time) error) {
+func notHolderCases(t *testing.T, h Harness, op func(f *fixture, owner string, fence int64, now time.Time) error) {
 	t.Helper()
 	const ttl = 30 * time.Second
 	now := at(5 * time.Second) // before every expiry below
@@ -101,7 +101,7 @@ func notHolderCases(t *testing.T, newStore NewStoreFunc, op func(f *fixture, own
 	for _, c := range cases {
 		t.Run(c.name, func(t *testing.T) {
 			t.Parallel()
-			f := setup(t, newStore)
+			f := setup(t, h)
 			owner, fence := c.arrangeFunc(f)
 			before, beforeErr := f.store.Inspect(f.ctx, f.job)
 
@@ -119,15 +119,15 @@ func notHolderCases(t *testing.T, newStore NewStoreFunc, op func(f *fixture, own
 	}
 }
 
-// RenewAfterExpiry: Renew has no skew allowance: at Now = ExpiresAt the
+// TestRenewAfterExpiry: Renew has no skew allowance: at Now = ExpiresAt the
 // lease is expired for its holder, and renewing returns ErrNotHolder and
 // leaves the record as it was (another owner takes it over at that Now).
-func RenewAfterExpiry(t *testing.T, newStore NewStoreFunc) {
+func TestRenewAfterExpiry(t *testing.T, h Harness) {
 	t.Parallel()
 	for _, offset := range []time.Duration{0, time.Nanosecond, time.Hour} {
 		t.Run(fmt.Sprintf("offset=%s", offset), func(t *testing.T) {
 			t.Parallel()
-			f := setup(t, newStore)
+			f := setup(t, h)
 			held := f.acquire("a", 10*time.Second, at(0), 0)
 			now := held.ExpiresAt.Add(offset)
 
@@ -141,11 +141,11 @@ func RenewAfterExpiry(t *testing.T, newStore NewStoreFunc) {
 	}
 }
 
-// ReleaseFrees: the holder's release frees the lease (no owner, zero
+// TestReleaseFrees: the holder's release frees the lease (no owner, zero
 // expiry) and keeps the fence; the lease is acquirable at once.
-func ReleaseFrees(t *testing.T, newStore NewStoreFunc) {
+func TestReleaseFrees(t *testing.T, h Harness) {
 	t.Parallel()
-	f := setup(t, newStore)
+	f := setup(t, h)
 	held := f.acquire("a", time.Hour, at(0), 0)
 	require.NoError(t, f.release("a", held.Fence))
 	requireFreeRecord(t, f.inspect(), f.job, held.Fence)
@@ -155,15 +155,46 @@ func ReleaseFrees(t *testing.T, newStore NewStoreFunc) {
 	require.Greater(t, again.Fence, held.Fence)
 }
 
-// ReleaseExpired: releasing an expired lease that nobody took over
+// TestReleaseExpired: releasing an expired lease that nobody took over
 // succeeds, even after a refused renewal.
-func ReleaseExpired(t *testing.T, newStore NewStoreFunc) {
+func TestReleaseExpired(t *testing.T, h Harness) {
 	t.Parallel()
-	f := setup(t, newStore)
+	f := setup(t, h)
 	held := f.acquire("a", 10*time.Second, at(0), 0)
 	_, err := f.renew("a", held.Fence, time.Minute, held.ExpiresAt.Add(time.Second))
 	require.ErrorIs(t, err, lease.ErrNotHolder)
 
 	require.NoError(t, f.release("a", held.Fence))
 	requireFreeRecord(t, f.inspect(), f.job, held.Fence)
+}
+
+// TestReleaseWithinSkew: Release takes no clock and no allowance. While
+// the lease is live for an acquirer allowing skew (before the holder's
+// expiry, at it, or past it by less than the allowance), that acquirer is
+// refused; the holder's release still succeeds, frees the lease and keeps
+// the fence, and the same acquirer, at the same Now and with the same
+// allowance, takes the lease at once with a greater fence.
+func TestReleaseWithinSkew(t *testing.T, h Harness) {
+	t.Parallel()
+	const (
+		ttl  = 10 * time.Second
+		skew = 2 * time.Second
+	)
+	for _, offset := range []time.Duration{-time.Nanosecond, 0, time.Second, skew - time.Nanosecond} {
+		t.Run(fmt.Sprintf("offset=%s", offset), func(t *testing.T) {
+			t.Parallel()
+			f := setup(t, h)
+			held := f.acquire("a", ttl, at(0), 0)
+			now := held.ExpiresAt.Add(offset) // Now - ExpiresAt
+
+			requireSame(t, held, f.acquireHeld("b", ttl, now, skew))
+			require.NoError(t, f.release("a", held.Fence), "release within the allowance of another acquirer")
+			requireFreeRecord(t, f.inspect(), f.job, held.Fence)
+			require.ErrorIs(t, f.release("a", held.Fence), lease.ErrNotHolder, "released once")
+
+			taken := f.acquire("b", ttl, now, skew)
+			require.Greater(t, taken.Fence, held.Fence)
+			requireSame(t, taken, f.inspect())
+		})
+	}
 }

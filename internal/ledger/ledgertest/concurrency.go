@@ -33,12 +33,16 @@ func race[T any](call func(i int) (T, error)) ([]T, []error) {
 	return vals, errs
 }
 
-func testConcurrent(t *testing.T, newStore NewStoreFunc) {
+// TestConcurrent races callers on one record: concurrent triggers of one
+// tick open one run (invariant 2), and one of the owners racing to claim
+// an item wins.
+func TestConcurrent(t *testing.T, h Harness) {
+	t.Parallel()
 	// Invariant 2: any number of concurrent triggers for one tick open
 	// exactly one run of generation 1.
 	t.Run("OpenRunOpensOnce", func(t *testing.T) {
 		t.Parallel()
-		b := setup(t, newStore)
+		b := setup(t, h)
 		type opened struct {
 			run ledger.Run
 			out ledger.OpenOutcome
@@ -81,7 +85,7 @@ func testConcurrent(t *testing.T, newStore NewStoreFunc) {
 
 	t.Run("OpenRunOpensOnceWithOneFence", func(t *testing.T) {
 		t.Parallel()
-		b := setup(t, newStore)
+		b := setup(t, h)
 		outs, errs := race(func(int) (ledger.OpenOutcome, error) {
 			_, out, err := b.store.OpenRun(b.ctx, ledger.OpenRunParams{Job: b.job, Nominal: nominal, Fence: 4, Now: at(time.Second)})
 			return out, err
@@ -109,7 +113,7 @@ func testConcurrent(t *testing.T, newStore NewStoreFunc) {
 		}
 		t.Run(name, func(t *testing.T) {
 			t.Parallel()
-			b := setup(t, newStore)
+			b := setup(t, h)
 			key := b.key("EURUSD")
 			now, wantAttempt := at(time.Second), 1
 			if expired {

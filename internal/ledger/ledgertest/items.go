@@ -50,10 +50,12 @@ func (b *bundle) itemIn(t *testing.T, key ledger.ItemKey, state ledger.ItemState
 
 var terminalStates = []ledger.ItemState{ledger.ItemSucceeded, ledger.ItemDead, ledger.ItemCancelled}
 
-func testClaim(t *testing.T, newStore NewStoreFunc) {
+// TestClaim: Claim's every outcome, from each state an item can be in.
+func TestClaim(t *testing.T, h Harness) {
+	t.Parallel()
 	t.Run("AbsentBecomesRunningAttempt1", func(t *testing.T) {
 		t.Parallel()
-		b := setup(t, newStore)
+		b := setup(t, h)
 		key := b.key("EURUSD")
 		now := at(1250 * time.Millisecond)
 		it, err := b.store.Claim(b.ctx, ledger.ClaimParams{
@@ -71,7 +73,7 @@ func testClaim(t *testing.T, newStore NewStoreFunc) {
 
 	t.Run("FailedIsClaimedWithNextAttempt", func(t *testing.T) {
 		t.Parallel()
-		b := setup(t, newStore)
+		b := setup(t, h)
 		key := b.key("EURUSD")
 		failed := b.itemIn(t, key, ledger.ItemFailed)
 		now := at(3 * time.Second)
@@ -86,7 +88,7 @@ func testClaim(t *testing.T, newStore NewStoreFunc) {
 
 	t.Run("FailedIsClaimedBySameOwner", func(t *testing.T) {
 		t.Parallel()
-		b := setup(t, newStore)
+		b := setup(t, h)
 		key := b.key("EURUSD")
 		b.itemIn(t, key, ledger.ItemFailed)
 		it := b.claim(t, key, "a", at(3*time.Second))
@@ -96,7 +98,7 @@ func testClaim(t *testing.T, newStore NewStoreFunc) {
 
 	t.Run("ExpiredRunningIsTakenOver", func(t *testing.T) {
 		t.Parallel()
-		b := setup(t, newStore)
+		b := setup(t, h)
 		key := b.key("EURUSD")
 		running := b.itemIn(t, key, ledger.ItemRunning)
 		now := running.LeaseUntil // LeaseUntil+0 <= now: expired
@@ -110,7 +112,7 @@ func testClaim(t *testing.T, newStore NewStoreFunc) {
 
 	t.Run("LiveRunningIsHeld", func(t *testing.T) {
 		t.Parallel()
-		b := setup(t, newStore)
+		b := setup(t, h)
 		key := b.key("EURUSD")
 		running := b.itemIn(t, key, ledger.ItemRunning)
 		for _, owner := range []string{"b", "a"} { // "a" holds it: a claim is never re-entrant
@@ -124,7 +126,7 @@ func testClaim(t *testing.T, newStore NewStoreFunc) {
 
 	t.Run("SkewExtendsTheLease", func(t *testing.T) {
 		t.Parallel()
-		b := setup(t, newStore)
+		b := setup(t, h)
 		key := b.key("EURUSD")
 		running := b.itemIn(t, key, ledger.ItemRunning)
 		skew := 5 * time.Second
@@ -141,7 +143,7 @@ func testClaim(t *testing.T, newStore NewStoreFunc) {
 
 	t.Run("BelowMaxAttemptsIsClaimed", func(t *testing.T) {
 		t.Parallel()
-		b := setup(t, newStore)
+		b := setup(t, h)
 		key := b.key("EURUSD")
 		b.itemIn(t, key, ledger.ItemFailed) // attempt 1
 		now := at(3 * time.Second)
@@ -153,7 +155,7 @@ func testClaim(t *testing.T, newStore NewStoreFunc) {
 	for _, from := range []ledger.ItemState{ledger.ItemFailed, ledger.ItemRunning} {
 		t.Run("MaxAttemptsReachedGoesDeadFrom_"+string(from), func(t *testing.T) {
 			t.Parallel()
-			b := setup(t, newStore)
+			b := setup(t, h)
 			key := b.key("EURUSD")
 			before := b.itemIn(t, key, from) // attempt 1
 			now := at(time.Hour)
@@ -169,7 +171,7 @@ func testClaim(t *testing.T, newStore NewStoreFunc) {
 	for _, state := range terminalStates {
 		t.Run("TerminalWhen_"+string(state), func(t *testing.T) {
 			t.Parallel()
-			b := setup(t, newStore)
+			b := setup(t, h)
 			key := b.key("EURUSD")
 			before := b.itemIn(t, key, state)
 			now := at(time.Hour)
@@ -182,7 +184,7 @@ func testClaim(t *testing.T, newStore NewStoreFunc) {
 
 	t.Run("GenerationsAreSeparate", func(t *testing.T) {
 		t.Parallel()
-		b := setup(t, newStore)
+		b := setup(t, h)
 		b.itemIn(t, b.key("EURUSD"), ledger.ItemSucceeded)
 		key2 := ledger.ItemKey{Run: b.runID(2), Asset: "EURUSD"}
 		it := b.claim(t, key2, "b", at(time.Minute))
@@ -211,16 +213,17 @@ var holderCalls = []holderCall{
 	}},
 }
 
-// testHolderCalls covers what Complete, Fail and Release share: only the
+// TestHolder covers what Complete, Fail and Release share: only the
 // current owner and attempt of a RUNNING item may call them.
-func testHolderCalls(t *testing.T, newStore NewStoreFunc) {
+func TestHolder(t *testing.T, h Harness) {
+	t.Parallel()
 	for _, hc := range holderCalls {
 		t.Run(hc.name, func(t *testing.T) {
 			t.Parallel()
 
 			t.Run("AcceptedPastLeaseUntil", func(t *testing.T) {
 				t.Parallel()
-				b := setup(t, newStore)
+				b := setup(t, h)
 				key := b.key("EURUSD")
 				running := b.itemIn(t, key, ledger.ItemRunning)
 				_, err := hc.callFunc(b, key, "a", 1, running.LeaseUntil.Add(time.Hour))
@@ -241,7 +244,7 @@ func testHolderCalls(t *testing.T, newStore NewStoreFunc) {
 			for _, c := range conflicts {
 				t.Run("ConflictWhen_"+c.name, func(t *testing.T) {
 					t.Parallel()
-					b := setup(t, newStore)
+					b := setup(t, h)
 					key := b.key("EURUSD")
 					before := b.itemIn(t, key, c.state)
 					it, err := hc.callFunc(b, key, c.owner, c.attempt, at(3*time.Second))
@@ -254,7 +257,7 @@ func testHolderCalls(t *testing.T, newStore NewStoreFunc) {
 			for _, state := range terminalStates {
 				t.Run("TerminalWhen_"+string(state), func(t *testing.T) {
 					t.Parallel()
-					b := setup(t, newStore)
+					b := setup(t, h)
 					key := b.key("EURUSD")
 					before := b.itemIn(t, key, state)
 					it, err := hc.callFunc(b, key, "a", 1, at(3*time.Second))
@@ -266,7 +269,7 @@ func testHolderCalls(t *testing.T, newStore NewStoreFunc) {
 
 			t.Run("NotFound", func(t *testing.T) {
 				t.Parallel()
-				b := setup(t, newStore)
+				b := setup(t, h)
 				key := b.key("EURUSD")
 				_, err := hc.callFunc(b, key, "a", 1, at(time.Second))
 				require.ErrorIs(t, err, ledger.ErrNotFound)
@@ -276,7 +279,7 @@ func testHolderCalls(t *testing.T, newStore NewStoreFunc) {
 
 			t.Run("StaleOwnerRejectedAfterTakeover", func(t *testing.T) {
 				t.Parallel()
-				b := setup(t, newStore)
+				b := setup(t, h)
 				key := b.key("EURUSD")
 				first := b.itemIn(t, key, ledger.ItemRunning)
 				second := b.claim(t, key, "b", first.LeaseUntil.Add(time.Second))
@@ -293,7 +296,7 @@ func testHolderCalls(t *testing.T, newStore NewStoreFunc) {
 
 			t.Run("SameOwnerOlderAttemptRejected", func(t *testing.T) {
 				t.Parallel()
-				b := setup(t, newStore)
+				b := setup(t, h)
 				key := b.key("EURUSD")
 				first := b.itemIn(t, key, ledger.ItemRunning)
 				second := b.claim(t, key, "a", first.LeaseUntil) // the same consumer took it over
@@ -305,10 +308,13 @@ func testHolderCalls(t *testing.T, newStore NewStoreFunc) {
 	}
 }
 
-func testComplete(t *testing.T, newStore NewStoreFunc) {
+// TestComplete: the holder's Complete makes the item SUCCEEDED with its
+// result.
+func TestComplete(t *testing.T, h Harness) {
+	t.Parallel()
 	t.Run("SucceedsWithResult", func(t *testing.T) {
 		t.Parallel()
-		b := setup(t, newStore)
+		b := setup(t, h)
 		key := b.key("EURUSD")
 		running := b.itemIn(t, key, ledger.ItemRunning)
 		now := at(2500 * time.Millisecond)
@@ -322,7 +328,10 @@ func testComplete(t *testing.T, newStore NewStoreFunc) {
 	})
 }
 
-func testFail(t *testing.T, newStore NewStoreFunc) {
+// TestFail: the holder's Fail makes the item FAILED, or DEAD when it is
+// permanent or out of attempts.
+func TestFail(t *testing.T, h Harness) {
+	t.Parallel()
 	cases := []struct {
 		name        string
 		attempt     int // attempt of the failing claim
@@ -340,7 +349,7 @@ func testFail(t *testing.T, newStore NewStoreFunc) {
 	for _, c := range cases {
 		t.Run(c.name, func(t *testing.T) {
 			t.Parallel()
-			b := setup(t, newStore)
+			b := setup(t, h)
 			key := b.key("EURUSD")
 			running := b.itemIn(t, key, ledger.ItemRunning)
 			if c.attempt == 2 {
@@ -363,10 +372,12 @@ func testFail(t *testing.T, newStore NewStoreFunc) {
 	}
 }
 
-func testRelease(t *testing.T, newStore NewStoreFunc) {
+// TestRelease: the holder's Release makes the item claimable at once.
+func TestRelease(t *testing.T, h Harness) {
+	t.Parallel()
 	t.Run("AnyOwnerMayClaimAtOnce", func(t *testing.T) {
 		t.Parallel()
-		b := setup(t, newStore)
+		b := setup(t, h)
 		key := b.key("EURUSD")
 		running := b.itemIn(t, key, ledger.ItemRunning)
 		now := at(5 * time.Second)
@@ -384,10 +395,13 @@ func testRelease(t *testing.T, newStore NewStoreFunc) {
 	})
 }
 
-func testCancel(t *testing.T, newStore NewStoreFunc) {
+// TestCancel: Cancel ends an absent or unfinished item, never a
+// terminal one.
+func TestCancel(t *testing.T, h Harness) {
+	t.Parallel()
 	t.Run("Absent", func(t *testing.T) {
 		t.Parallel()
-		b := setup(t, newStore)
+		b := setup(t, h)
 		key := b.key("EURUSD")
 		now := at(time.Second)
 		it, err := b.store.Cancel(b.ctx, ledger.CancelParams{Key: key, Reason: "asset delisted", Now: now})
@@ -403,7 +417,7 @@ func testCancel(t *testing.T, newStore NewStoreFunc) {
 	for _, state := range []ledger.ItemState{ledger.ItemRunning, ledger.ItemFailed} {
 		t.Run("From_"+string(state), func(t *testing.T) {
 			t.Parallel()
-			b := setup(t, newStore)
+			b := setup(t, h)
 			key := b.key("EURUSD")
 			before := b.itemIn(t, key, state)
 			now := at(3 * time.Second)
@@ -419,7 +433,7 @@ func testCancel(t *testing.T, newStore NewStoreFunc) {
 	for _, state := range terminalStates {
 		t.Run("TerminalWhen_"+string(state), func(t *testing.T) {
 			t.Parallel()
-			b := setup(t, newStore)
+			b := setup(t, h)
 			key := b.key("EURUSD")
 			before := b.itemIn(t, key, state)
 			it, err := b.store.Cancel(b.ctx, ledger.CancelParams{Key: key, Reason: "operator", Now: at(time.Hour)})
@@ -430,9 +444,10 @@ func testCancel(t *testing.T, newStore NewStoreFunc) {
 	}
 }
 
-// testTerminalIsTerminal tries every writing method, with the parameters
+// TestTerminalIsTerminal tries every writing method, with the parameters
 // most likely to succeed, on every kind of terminal record (invariant 5).
-func testTerminalIsTerminal(t *testing.T, newStore NewStoreFunc) {
+func TestTerminalIsTerminal(t *testing.T, h Harness) {
+	t.Parallel()
 	makers := []struct {
 		name     string
 		makeFunc func(t *testing.T, b *bundle, key ledger.ItemKey) ledger.Item
@@ -461,7 +476,7 @@ func testTerminalIsTerminal(t *testing.T, newStore NewStoreFunc) {
 	for _, m := range makers {
 		t.Run(m.name, func(t *testing.T) {
 			t.Parallel()
-			b := setup(t, newStore)
+			b := setup(t, h)
 			key := b.key("EURUSD")
 			before := m.makeFunc(t, b, key)
 			require.True(t, before.State.Terminal())
@@ -504,10 +519,12 @@ func testTerminalIsTerminal(t *testing.T, newStore NewStoreFunc) {
 	}
 }
 
-func testGetItem(t *testing.T, newStore NewStoreFunc) {
+// TestGetItem: GetItem returns the stored record, or ErrNotFound.
+func TestGetItem(t *testing.T, h Harness) {
+	t.Parallel()
 	t.Run("NotFound", func(t *testing.T) {
 		t.Parallel()
-		b := setup(t, newStore)
+		b := setup(t, h)
 		_, err := b.store.GetItem(b.ctx, b.key("EURUSD"))
 		require.ErrorIs(t, err, ledger.ErrNotFound)
 		b.claim(t, b.key("EURUSD"), "a", at(time.Second))
@@ -518,10 +535,13 @@ func testGetItem(t *testing.T, newStore NewStoreFunc) {
 	})
 }
 
-func testListItems(t *testing.T, newStore NewStoreFunc) {
+// TestListItems: ListItems returns one generation's items, ordered by
+// asset.
+func TestListItems(t *testing.T, h Harness) {
+	t.Parallel()
 	t.Run("OrderedByAssetOneGenerationOnly", func(t *testing.T) {
 		t.Parallel()
-		b := setup(t, newStore)
+		b := setup(t, h)
 		for _, asset := range []string{"USDJPY", "EURUSD", "USDCHF", "DXY", "GBPUSD"} {
 			b.claim(t, b.key(asset), "a", at(time.Second))
 		}
@@ -552,7 +572,7 @@ func testListItems(t *testing.T, newStore NewStoreFunc) {
 
 	t.Run("Empty", func(t *testing.T) {
 		t.Parallel()
-		b := setup(t, newStore)
+		b := setup(t, h)
 		items, err := b.store.ListItems(b.ctx, b.runID(1))
 		require.NoError(t, err)
 		require.Empty(t, items)

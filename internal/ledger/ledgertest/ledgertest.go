@@ -2,18 +2,25 @@
 // adapter runs it from one test:
 //
 //	func TestLedgerStore(t *testing.T) {
-//		ledgertest.Run(t, func(t *testing.T) ledger.Store { return newStore(t) })
+//		ledgertest.Run(t, ledgertest.Harness{NewStore: func(t *testing.T) ledger.Store { return newStore(t) }})
 //	}
+//
+// Each case is also exported (TestOpenRun, TestClaim, …), so that one can
+// be run alone: ledgertest.TestClaim(t, h).
 //
 // Every "must" and "returns" of the Store contract has a case here, plus
 // concurrent cases for the invariants "one tick, one run" and "one claim
 // wins", and a property-based test that drives random sequences of item
 // calls against a model of the item state machine.
 //
-// Cases run in parallel. Each names its jobs uniquely (unique across
-// processes too), so newStore may hand out one shared backend, such as one
-// table, as well as fresh state. Times are UTC at millisecond precision and
-// must come back exactly.
+// Every case starts with t.Parallel(). Each names its jobs uniquely (unique
+// across processes too), so NewStore may hand out one shared backend, such
+// as one table, as well as fresh state. Times are UTC at millisecond
+// precision and must come back exactly.
+//
+// The package's own tests run the suite against an in-memory store that
+// follows the model, and the state-machine checker against stores broken
+// on purpose, which it must falsify.
 //
 // # Reading of the contract
 //
@@ -47,28 +54,49 @@ import (
 	"github.com/batonhq/baton/internal/ledger"
 )
 
-// NewStoreFunc returns the store under test. It is called once per case;
-// cleanup belongs in t.Cleanup.
-type NewStoreFunc func(t *testing.T) ledger.Store
+// Harness is what the suite needs of an adapter. Every ledger store must
+// do all the suite asks: there are no capabilities to declare.
+type Harness struct {
+	// NewStore returns the store under test. It is called once per case
+	// (and subtest); cleanup belongs in t.Cleanup. Cases never share jobs,
+	// so the store may be fresh or shared.
+	NewStore func(t *testing.T) ledger.Store
+}
 
-// Run runs the whole suite against the stores newStore returns.
-func Run(t *testing.T, newStore NewStoreFunc) {
-	t.Run("OpenRun", func(t *testing.T) { t.Parallel(); testOpenRun(t, newStore) })
-	t.Run("AdvanceRun", func(t *testing.T) { t.Parallel(); testAdvanceRun(t, newStore) })
-	t.Run("FinishRun", func(t *testing.T) { t.Parallel(); testFinishRun(t, newStore) })
-	t.Run("GetRun", func(t *testing.T) { t.Parallel(); testGetRun(t, newStore) })
-	t.Run("ListRuns", func(t *testing.T) { t.Parallel(); testListRuns(t, newStore) })
-	t.Run("Claim", func(t *testing.T) { t.Parallel(); testClaim(t, newStore) })
-	t.Run("Holder", func(t *testing.T) { t.Parallel(); testHolderCalls(t, newStore) })
-	t.Run("Complete", func(t *testing.T) { t.Parallel(); testComplete(t, newStore) })
-	t.Run("Fail", func(t *testing.T) { t.Parallel(); testFail(t, newStore) })
-	t.Run("Release", func(t *testing.T) { t.Parallel(); testRelease(t, newStore) })
-	t.Run("Cancel", func(t *testing.T) { t.Parallel(); testCancel(t, newStore) })
-	t.Run("TerminalIsTerminal", func(t *testing.T) { t.Parallel(); testTerminalIsTerminal(t, newStore) })
-	t.Run("GetItem", func(t *testing.T) { t.Parallel(); testGetItem(t, newStore) })
-	t.Run("ListItems", func(t *testing.T) { t.Parallel(); testListItems(t, newStore) })
-	t.Run("Concurrent", func(t *testing.T) { t.Parallel(); testConcurrent(t, newStore) })
-	t.Run("StateMachine", func(t *testing.T) { t.Parallel(); testStateMachine(t, newStore) })
+// Case is one conformance case.
+type Case struct {
+	Name string
+	Func func(t *testing.T, h Harness)
+}
+
+// Cases lists every case, in the order Run runs them.
+func Cases() []Case {
+	return []Case{
+		{"OpenRun", TestOpenRun},
+		{"AdvanceRun", TestAdvanceRun},
+		{"FinishRun", TestFinishRun},
+		{"GetRun", TestGetRun},
+		{"ListRuns", TestListRuns},
+		{"Claim", TestClaim},
+		{"Holder", TestHolder},
+		{"Complete", TestComplete},
+		{"Fail", TestFail},
+		{"Release", TestRelease},
+		{"Cancel", TestCancel},
+		{"TerminalIsTerminal", TestTerminalIsTerminal},
+		{"GetItem", TestGetItem},
+		{"ListItems", TestListItems},
+		{"Concurrent", TestConcurrent},
+		{"StateMachine", TestStateMachine},
+	}
+}
+
+// Run runs every case against the stores h makes.
+func Run(t *testing.T, h Harness) {
+	t.Helper()
+	for _, c := range Cases() {
+		t.Run(c.Name, func(t *testing.T) { c.Func(t, h) })
+	}
 }
 
 // nominal is the tick every case uses; its jobs differ. Now values are
@@ -100,9 +128,9 @@ type bundle struct {
 	job   string
 }
 
-func setup(t *testing.T, newStore NewStoreFunc) *bundle {
+func setup(t *testing.T, h Harness) *bundle {
 	t.Helper()
-	return &bundle{store: newStore(t), ctx: t.Context(), job: uniqueJob()}
+	return &bundle{store: h.NewStore(t), ctx: t.Context(), job: uniqueJob()}
 }
 
 // runID is the bundle's run of the nominal tick, of generation gen.

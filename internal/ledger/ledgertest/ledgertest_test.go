@@ -14,7 +14,7 @@ import (
 )
 
 func TestRunMemStore(t *testing.T) {
-	Run(t, func(*testing.T) ledger.Store { return newMemStore() })
+	Run(t, Harness{NewStore: func(*testing.T) ledger.Store { return newMemStore() }})
 }
 
 // TestStateMachineFindsBrokenStores runs the state-machine checker against

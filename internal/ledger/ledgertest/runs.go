@@ -59,10 +59,12 @@ func (b *bundle) runIn(t *testing.T, state ledger.RunState) ledger.Run {
 
 var allRunStates = []ledger.RunState{ledger.RunFanningOut, ledger.RunFannedOut, ledger.RunComplete, ledger.RunPartial}
 
-func testOpenRun(t *testing.T, newStore NewStoreFunc) {
+// TestOpenRun: OpenRun's every outcome, from each state a run can be in.
+func TestOpenRun(t *testing.T, h Harness) {
+	t.Parallel()
 	t.Run("AbsentOpensGeneration1", func(t *testing.T) {
 		t.Parallel()
-		b := setup(t, newStore)
+		b := setup(t, h)
 		now := at(1500 * time.Millisecond)
 		r, out, err := b.store.OpenRun(b.ctx, ledger.OpenRunParams{Job: b.job, Nominal: nominal, Fence: 3, Now: now})
 		require.NoError(t, err)
@@ -74,7 +76,7 @@ func testOpenRun(t *testing.T, newStore NewStoreFunc) {
 
 	t.Run("FanningOutResumesAndTakesHigherFence", func(t *testing.T) {
 		t.Parallel()
-		b := setup(t, newStore)
+		b := setup(t, h)
 		before := b.runIn(t, ledger.RunFanningOut)
 		r, out, err := b.store.OpenRun(b.ctx, ledger.OpenRunParams{Job: b.job, Nominal: nominal, Fence: 8, Now: at(time.Minute)})
 		require.NoError(t, err)
@@ -88,7 +90,7 @@ func testOpenRun(t *testing.T, newStore NewStoreFunc) {
 
 	t.Run("FanningOutResumesWithSameFence", func(t *testing.T) {
 		t.Parallel()
-		b := setup(t, newStore)
+		b := setup(t, h)
 		before := b.runIn(t, ledger.RunFanningOut)
 		r, out, err := b.store.OpenRun(b.ctx, ledger.OpenRunParams{Job: b.job, Nominal: nominal, Fence: before.Fence, Now: at(time.Minute)})
 		require.NoError(t, err)
@@ -101,7 +103,7 @@ func testOpenRun(t *testing.T, newStore NewStoreFunc) {
 
 	t.Run("FanningOutWithHigherStoredFenceConflicts", func(t *testing.T) {
 		t.Parallel()
-		b := setup(t, newStore)
+		b := setup(t, h)
 		before := b.runIn(t, ledger.RunFanningOut)
 		r, out, err := b.store.OpenRun(b.ctx, ledger.OpenRunParams{Job: b.job, Nominal: nominal, Fence: before.Fence - 1, Now: at(time.Minute)})
 		require.ErrorIs(t, err, ledger.ErrConflict)
@@ -113,7 +115,7 @@ func testOpenRun(t *testing.T, newStore NewStoreFunc) {
 	for _, state := range []ledger.RunState{ledger.RunFannedOut, ledger.RunComplete, ledger.RunPartial} {
 		t.Run("AlreadyFannedOutWhen_"+string(state), func(t *testing.T) {
 			t.Parallel()
-			b := setup(t, newStore)
+			b := setup(t, h)
 			before := b.runIn(t, state)
 			r, out, err := b.store.OpenRun(b.ctx, ledger.OpenRunParams{Job: b.job, Nominal: nominal, Fence: before.Fence + 10, Now: at(time.Hour)})
 			require.NoError(t, err)
@@ -126,7 +128,7 @@ func testOpenRun(t *testing.T, newStore NewStoreFunc) {
 	for _, state := range allRunStates {
 		t.Run("ForceOpensNextGenerationWhen_"+string(state), func(t *testing.T) {
 			t.Parallel()
-			b := setup(t, newStore)
+			b := setup(t, h)
 			b.runIn(t, state)
 			now := at(time.Hour)
 			r, out, err := b.store.OpenRun(b.ctx, ledger.OpenRunParams{Job: b.job, Nominal: nominal, Fence: 9, Force: true, Now: now})
@@ -145,7 +147,7 @@ func testOpenRun(t *testing.T, newStore NewStoreFunc) {
 
 	t.Run("ForceOnAbsentOpensGeneration1", func(t *testing.T) {
 		t.Parallel()
-		b := setup(t, newStore)
+		b := setup(t, h)
 		now := at(time.Second)
 		r, out, err := b.store.OpenRun(b.ctx, ledger.OpenRunParams{Job: b.job, Nominal: nominal, Fence: 1, Force: true, Now: now})
 		require.NoError(t, err)
@@ -155,7 +157,7 @@ func testOpenRun(t *testing.T, newStore NewStoreFunc) {
 
 	t.Run("TicksAreSeparate", func(t *testing.T) {
 		t.Parallel()
-		b := setup(t, newStore)
+		b := setup(t, h)
 		b.runIn(t, ledger.RunComplete)
 		next := nominal.Add(time.Minute)
 		r, out, err := b.store.OpenRun(b.ctx, ledger.OpenRunParams{Job: b.job, Nominal: next, Fence: 6, Now: at(2 * time.Minute)})
@@ -165,10 +167,13 @@ func testOpenRun(t *testing.T, newStore NewStoreFunc) {
 	})
 }
 
-func testAdvanceRun(t *testing.T, newStore NewStoreFunc) {
+// TestAdvanceRun: AdvanceRun records the fan-out's cursor and fence, and
+// its errors.
+func TestAdvanceRun(t *testing.T, h Harness) {
+	t.Parallel()
 	t.Run("RecordsCursorAndFence", func(t *testing.T) {
 		t.Parallel()
-		b := setup(t, newStore)
+		b := setup(t, h)
 		opened := b.open(t, 2, at(time.Second))
 
 		r := b.advance(t, 1, 2, 3, false, at(2*time.Second))
@@ -188,7 +193,7 @@ func testAdvanceRun(t *testing.T, newStore NewStoreFunc) {
 
 	t.Run("DoneSetsFannedOutAndTotal", func(t *testing.T) {
 		t.Parallel()
-		b := setup(t, newStore)
+		b := setup(t, h)
 		opened := b.open(t, 2, at(time.Second))
 		b.advance(t, 1, 2, 4, false, at(2*time.Second))
 		r := b.advance(t, 1, 2, 6, true, at(3*time.Second))
@@ -225,7 +230,7 @@ func testAdvanceRun(t *testing.T, newStore NewStoreFunc) {
 	for _, c := range conflicts {
 		t.Run("ConflictWhen_"+c.name, func(t *testing.T) {
 			t.Parallel()
-			b := setup(t, newStore)
+			b := setup(t, h)
 			before := b.runIn(t, c.state)
 			p := c.paramsFunc(b)
 			p.Now = at(time.Hour)
@@ -238,7 +243,7 @@ func testAdvanceRun(t *testing.T, newStore NewStoreFunc) {
 
 	t.Run("NotFound", func(t *testing.T) {
 		t.Parallel()
-		b := setup(t, newStore)
+		b := setup(t, h)
 		_, err := b.store.AdvanceRun(b.ctx, ledger.AdvanceRunParams{ID: b.runID(1), Fence: 1, Cursor: 1, Now: at(time.Second)})
 		require.ErrorIs(t, err, ledger.ErrNotFound)
 		_, err = b.store.GetRun(b.ctx, b.job, nominal)
@@ -246,7 +251,9 @@ func testAdvanceRun(t *testing.T, newStore NewStoreFunc) {
 	})
 }
 
-func testFinishRun(t *testing.T, newStore NewStoreFunc) {
+// TestFinishRun: FinishRun's verdict from the item counts, and its errors.
+func TestFinishRun(t *testing.T, h Harness) {
+	t.Parallel()
 	verdicts := []struct {
 		name                       string
 		succeeded, dead, cancelled int
@@ -260,7 +267,7 @@ func testFinishRun(t *testing.T, newStore NewStoreFunc) {
 	for _, v := range verdicts {
 		t.Run(v.name, func(t *testing.T) {
 			t.Parallel()
-			b := setup(t, newStore)
+			b := setup(t, h)
 			before := b.runIn(t, ledger.RunFannedOut)
 			now := at(time.Minute)
 			r := b.finish(t, 1, v.succeeded, v.dead, v.cancelled, now)
@@ -275,7 +282,7 @@ func testFinishRun(t *testing.T, newStore NewStoreFunc) {
 	for _, state := range []ledger.RunState{ledger.RunComplete, ledger.RunPartial} {
 		t.Run("TerminalWhen_"+string(state), func(t *testing.T) {
 			t.Parallel()
-			b := setup(t, newStore)
+			b := setup(t, h)
 			before := b.runIn(t, state)
 			r, err := b.store.FinishRun(b.ctx, ledger.FinishRunParams{ID: b.runID(1), Succeeded: 3, Now: at(time.Hour)})
 			require.ErrorIs(t, err, ledger.ErrTerminal)
@@ -286,7 +293,7 @@ func testFinishRun(t *testing.T, newStore NewStoreFunc) {
 
 	t.Run("ConflictWhenFanningOut", func(t *testing.T) {
 		t.Parallel()
-		b := setup(t, newStore)
+		b := setup(t, h)
 		before := b.runIn(t, ledger.RunFanningOut)
 		_, err := b.store.FinishRun(b.ctx, ledger.FinishRunParams{ID: b.runID(1), Succeeded: 2, Now: at(time.Hour)})
 		require.ErrorIs(t, err, ledger.ErrConflict)
@@ -295,7 +302,7 @@ func testFinishRun(t *testing.T, newStore NewStoreFunc) {
 
 	t.Run("ConflictWhenOtherGeneration", func(t *testing.T) {
 		t.Parallel()
-		b := setup(t, newStore)
+		b := setup(t, h)
 		before := b.runIn(t, ledger.RunFannedOut)
 		_, err := b.store.FinishRun(b.ctx, ledger.FinishRunParams{ID: b.runID(2), Succeeded: 3, Now: at(time.Hour)})
 		require.ErrorIs(t, err, ledger.ErrConflict)
@@ -304,7 +311,7 @@ func testFinishRun(t *testing.T, newStore NewStoreFunc) {
 
 	t.Run("ConflictWhenReplacedByForcedGeneration", func(t *testing.T) {
 		t.Parallel()
-		b := setup(t, newStore)
+		b := setup(t, h)
 		b.runIn(t, ledger.RunFannedOut)
 		_, _, err := b.store.OpenRun(b.ctx, ledger.OpenRunParams{Job: b.job, Nominal: nominal, Fence: 6, Force: true, Now: at(time.Minute)})
 		require.NoError(t, err)
@@ -317,23 +324,26 @@ func testFinishRun(t *testing.T, newStore NewStoreFunc) {
 
 	t.Run("NotFound", func(t *testing.T) {
 		t.Parallel()
-		b := setup(t, newStore)
+		b := setup(t, h)
 		_, err := b.store.FinishRun(b.ctx, ledger.FinishRunParams{ID: b.runID(1), Succeeded: 1, Now: at(time.Second)})
 		require.ErrorIs(t, err, ledger.ErrNotFound)
 	})
 }
 
-func testGetRun(t *testing.T, newStore NewStoreFunc) {
+// TestGetRun: GetRun returns the latest generation of a tick, or
+// ErrNotFound.
+func TestGetRun(t *testing.T, h Harness) {
+	t.Parallel()
 	t.Run("NotFound", func(t *testing.T) {
 		t.Parallel()
-		b := setup(t, newStore)
+		b := setup(t, h)
 		_, err := b.store.GetRun(b.ctx, b.job, nominal)
 		require.ErrorIs(t, err, ledger.ErrNotFound)
 	})
 
 	t.Run("OtherTickNotFound", func(t *testing.T) {
 		t.Parallel()
-		b := setup(t, newStore)
+		b := setup(t, h)
 		b.open(t, 1, at(time.Second))
 		_, err := b.store.GetRun(b.ctx, b.job, nominal.Add(time.Minute))
 		require.ErrorIs(t, err, ledger.ErrNotFound)
@@ -343,7 +353,7 @@ func testGetRun(t *testing.T, newStore NewStoreFunc) {
 
 	t.Run("ReturnsCurrentGeneration", func(t *testing.T) {
 		t.Parallel()
-		b := setup(t, newStore)
+		b := setup(t, h)
 		b.runIn(t, ledger.RunComplete)
 		forced, _, err := b.store.OpenRun(b.ctx, ledger.OpenRunParams{Job: b.job, Nominal: nominal, Fence: 7, Force: true, Now: at(time.Hour)})
 		require.NoError(t, err)
@@ -352,7 +362,10 @@ func testGetRun(t *testing.T, newStore NewStoreFunc) {
 	})
 }
 
-func testListRuns(t *testing.T, newStore NewStoreFunc) {
+// TestListRuns: ListRuns returns the runs of one job, newest first, up to
+// its limit.
+func TestListRuns(t *testing.T, h Harness) {
+	t.Parallel()
 	// openTicks opens a run of job for each tick nominal+minutes.
 	openTicks := func(t *testing.T, b *bundle, job string, minutes ...int) {
 		t.Helper()
@@ -383,7 +396,7 @@ func testListRuns(t *testing.T, newStore NewStoreFunc) {
 
 	t.Run("NewestFirstOfJobOnly", func(t *testing.T) {
 		t.Parallel()
-		b := setup(t, newStore)
+		b := setup(t, h)
 		openTicks(t, b, b.job, 1, 3, 0, 2)
 		openTicks(t, b, uniqueJob(), 0, 1, 4)
 		runs, err := b.store.ListRuns(b.ctx, ledger.ListRunsParams{Job: b.job})
@@ -397,7 +410,7 @@ func testListRuns(t *testing.T, newStore NewStoreFunc) {
 
 	t.Run("Limit", func(t *testing.T) {
 		t.Parallel()
-		b := setup(t, newStore)
+		b := setup(t, h)
 		openTicks(t, b, b.job, 0, 1, 2, 3)
 		runs, err := b.store.ListRuns(b.ctx, ledger.ListRunsParams{Job: b.job, Limit: 2})
 		require.NoError(t, err)
@@ -406,7 +419,7 @@ func testListRuns(t *testing.T, newStore NewStoreFunc) {
 
 	t.Run("DefaultLimitIs20", func(t *testing.T) {
 		t.Parallel()
-		b := setup(t, newStore)
+		b := setup(t, h)
 		ms := make([]int, 22)
 		for i := range ms {
 			ms[i] = i
@@ -421,7 +434,7 @@ func testListRuns(t *testing.T, newStore NewStoreFunc) {
 
 	t.Run("BeforeIsExclusive", func(t *testing.T) {
 		t.Parallel()
-		b := setup(t, newStore)
+		b := setup(t, h)
 		openTicks(t, b, b.job, 0, 1, 2, 3)
 		runs, err := b.store.ListRuns(b.ctx, ledger.ListRunsParams{Job: b.job, Before: nominal.Add(2 * time.Minute)})
 		require.NoError(t, err)
@@ -434,7 +447,7 @@ func testListRuns(t *testing.T, newStore NewStoreFunc) {
 
 	t.Run("ListsCurrentGeneration", func(t *testing.T) {
 		t.Parallel()
-		b := setup(t, newStore)
+		b := setup(t, h)
 		b.runIn(t, ledger.RunComplete)
 		_, _, err := b.store.OpenRun(b.ctx, ledger.OpenRunParams{Job: b.job, Nominal: nominal, Fence: 7, Force: true, Now: at(time.Hour)})
 		require.NoError(t, err)
@@ -446,7 +459,7 @@ func testListRuns(t *testing.T, newStore NewStoreFunc) {
 
 	t.Run("Empty", func(t *testing.T) {
 		t.Parallel()
-		b := setup(t, newStore)
+		b := setup(t, h)
 		runs, err := b.store.ListRuns(b.ctx, ledger.ListRunsParams{Job: b.job})
 		require.NoError(t, err)
 		require.Empty(t, runs)

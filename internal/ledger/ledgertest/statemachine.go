@@ -33,10 +33,13 @@ var (
 	machineEdges = []time.Duration{-time.Millisecond, 0, time.Millisecond}
 )
 
-func testStateMachine(t *testing.T, newStore NewStoreFunc) {
+// TestStateMachine drives random sequences of item calls against the
+// model (checkItemMachine).
+func TestStateMachine(t *testing.T, h Harness) {
+	t.Parallel()
 	t.Run("MatchesModel", func(t *testing.T) {
 		t.Parallel()
-		store := newStore(t)
+		store := h.NewStore(t)
 		ctx := t.Context()
 		rapid.Check(t, func(rt *rapid.T) { checkItemMachine(ctx, rt, store) })
 	})

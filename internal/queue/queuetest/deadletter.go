@@ -9,10 +9,11 @@ import (
 	"github.com/batonhq/baton/internal/queue"
 )
 
-// testDeadLetter: a message received MaxReceives times without being
+// TestDeadLetter: a message received MaxReceives times without being
 // deleted is moved, intact, to the dead-letter queue on its next receive,
 // and is no longer in the source queue.
-func testDeadLetter(t *testing.T, h Harness) {
+func TestDeadLetter(t *testing.T, h Harness) {
+	t.Parallel()
 	const maxReceives = 2
 	q := h.NewQueue(t, QueueOptions{MaxReceives: maxReceives})
 	require.NotNil(t, q.DeadLetters, "harness returned no dead-letter receiver")
@@ -47,9 +48,10 @@ func testDeadLetter(t *testing.T, h Harness) {
 	expectEmpty(t, q.DeadLetters, now, "dead-letter queue emptied")
 }
 
-// testNoDeadLetterPolicy: without a policy a message is delivered however
+// TestNoDeadLetterPolicy: without a policy a message is delivered however
 // often it is received.
-func testNoDeadLetterPolicy(t *testing.T, h Harness) {
+func TestNoDeadLetterPolicy(t *testing.T, h Harness) {
+	t.Parallel()
 	q := h.NewQueue(t, QueueOptions{})
 	require.Nil(t, q.DeadLetters, "no dead-letter queue asked for")
 	now := start()

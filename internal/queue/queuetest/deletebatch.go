@@ -41,9 +41,10 @@ func handles(ds []queue.Delivery) []string {
 	return out
 }
 
-// testDeleteBatch: DeleteBatch removes exactly the messages of the handles
+// TestDeleteBatch: DeleteBatch removes exactly the messages of the handles
 // it is given, up to MaxBatch at once.
-func testDeleteBatch(t *testing.T, h Harness) {
+func TestDeleteBatch(t *testing.T, h Harness) {
+	t.Parallel()
 	q := h.NewQueue(t, QueueOptions{})
 	bd := batchDeleter(t, q)
 	now := start()
@@ -66,16 +67,17 @@ func testDeleteBatch(t *testing.T, h Harness) {
 	require.NoError(t, bd.DeleteBatch(t.Context(), handles(again)[1:]))
 	for _, d := range again {
 		err := q.Receiver.ChangeVisibility(t.Context(), queue.ChangeVisibilityParams{ReceiptHandle: d.ReceiptHandle, Now: now})
-		if h.Capabilities().ExactReceiptCheck {
+		if h.Capabilities.ExactReceiptCheck {
 			require.ErrorIs(t, err, queue.ErrInvalidReceipt, "change visibility of a deleted message")
 		}
 	}
 	expectEmpty(t, q.Receiver, now, "every message deleted")
 }
 
-// testDeleteBatchLimits: a DeleteBatch that breaks the limits fails with
+// TestDeleteBatchLimits: a DeleteBatch that breaks the limits fails with
 // ErrBatchTooLarge and deletes nothing.
-func testDeleteBatchLimits(t *testing.T, h Harness) {
+func TestDeleteBatchLimits(t *testing.T, h Harness) {
+	t.Parallel()
 	q := h.NewQueue(t, QueueOptions{})
 	bd := batchDeleter(t, q)
 	now := start()
@@ -101,17 +103,66 @@ func testDeleteBatchLimits(t *testing.T, h Harness) {
 	requireSame(t, msgs, receiveN(t, q.Receiver, len(msgs), queue.ReceiveParams{Visibility: longVisibility, Now: now}))
 }
 
-// testDeleteBatchPartial: handles that are not valid fail alone, in a
-// *queue.BatchError matching ErrInvalidReceipt; the valid ones of the same
-// batch are deleted.
-func testDeleteBatchPartial(t *testing.T, h Harness) {
-	if !h.Capabilities().ExactReceiptCheck {
+// madeUpHandle is a receipt handle no queue ever issued; every adapter
+// knows it is not one of its own.
+const madeUpHandle = "not-a-handle"
+
+// requireFailedAlone fails unless err is a *queue.BatchError listing
+// exactly the handles failed, each matching ErrInvalidReceipt.
+func requireFailedAlone(t *testing.T, err error, failed ...string) {
+	t.Helper()
+	var be *queue.BatchError
+	require.ErrorAs(t, err, &be, "a batch with invalid handles")
+	var ids []string
+	for _, f := range be.Failed {
+		ids = append(ids, f.ID)
+		require.ErrorIs(t, f.Err, queue.ErrInvalidReceipt, "handle %q", f.ID)
+	}
+	require.ElementsMatch(t, failed, ids, "the handles that failed")
+}
+
+// deleteSomeWithMadeUp deletes the first two of three messages with del,
+// given their handles and a made-up one, requires the made-up handle to
+// fail alone, and finds the third message alone in the queue afterwards.
+func deleteSomeWithMadeUp(t *testing.T, q Queue, prefix string, del func(handles []string) error) {
+	t.Helper()
+	now := start()
+	msgs := batch(prefix, 3)
+	require.NoError(t, q.Sender.SendBatch(t.Context(), msgs))
+	got := receiveN(t, q.Receiver, len(msgs), queue.ReceiveParams{Visibility: longVisibility, Now: now})
+
+	requireFailedAlone(t, del([]string{got[0].ReceiptHandle, madeUpHandle, got[1].ReceiptHandle}), madeUpHandle)
+
+	release(t, q.Receiver, got[2], now)
+	again := receiveN(t, q.Receiver, 1, queue.ReceiveParams{Visibility: longVisibility, Now: now})
+	requireSame(t, sentAs(msgs, got[2:]), again)
+	require.Equal(t, got[2].MessageID, again[0].MessageID)
+	expectEmpty(t, q.Receiver, now, "the messages of the two valid handles were deleted")
+}
+
+// TestDeleteBatchPartial: a handle no queue issued fails alone, in a
+// *queue.BatchError matching ErrInvalidReceipt; the valid handles of the
+// same batch are deleted.
+func TestDeleteBatchPartial(t *testing.T, h Harness) {
+	t.Parallel()
+	q := h.NewQueue(t, QueueOptions{})
+	bd := batchDeleter(t, q)
+	deleteSomeWithMadeUp(t, q, "delete partial", func(handles []string) error {
+		return bd.DeleteBatch(t.Context(), handles)
+	})
+}
+
+// TestDeleteBatchStale: with ExactReceiptCheck, stale handles (of an
+// earlier receive, of a message deleted already) fail alone too.
+func TestDeleteBatchStale(t *testing.T, h Harness) {
+	t.Parallel()
+	if !h.Capabilities.ExactReceiptCheck {
 		t.Skip("the adapter does not reliably report stale receipt handles (SQS accepts some)")
 	}
 	q := h.NewQueue(t, QueueOptions{})
 	bd := batchDeleter(t, q)
 	now := start()
-	msgs := batch("delete partial", 3)
+	msgs := batch("delete stale", 3)
 	require.NoError(t, q.Sender.SendBatch(t.Context(), msgs))
 	first := receiveN(t, q.Receiver, len(msgs), queue.ReceiveParams{Visibility: longVisibility, Now: now})
 	release(t, q.Receiver, first[0], now)
@@ -119,23 +170,38 @@ func testDeleteBatchPartial(t *testing.T, h Harness) {
 	require.Equal(t, first[0].MessageID, latest.MessageID)
 
 	stale := first[0].ReceiptHandle
-	err := bd.DeleteBatch(t.Context(), []string{first[1].ReceiptHandle, stale, "no-such-receipt", first[2].ReceiptHandle})
-	var be *queue.BatchError
-	require.ErrorAs(t, err, &be)
-	var failed []string
-	for _, f := range be.Failed {
-		failed = append(failed, f.ID)
-		require.ErrorIs(t, f.Err, queue.ErrInvalidReceipt, "handle %q", f.ID)
-	}
-	require.ElementsMatch(t, []string{stale, "no-such-receipt"}, failed)
-
-	err = bd.DeleteBatch(t.Context(), []string{first[1].ReceiptHandle})
-	require.ErrorAs(t, err, &be, "deleted already")
-	require.ErrorIs(t, be.Failed[0].Err, queue.ErrInvalidReceipt)
+	err := bd.DeleteBatch(t.Context(), []string{first[1].ReceiptHandle, stale, first[2].ReceiptHandle})
+	requireFailedAlone(t, err, stale)
+	requireFailedAlone(t, bd.DeleteBatch(t.Context(), []string{first[1].ReceiptHandle}), first[1].ReceiptHandle)
 
 	release(t, q.Receiver, latest, now)
 	again := receiveN(t, q.Receiver, 1, queue.ReceiveParams{Visibility: longVisibility, Now: now})
 	requireSame(t, sentAs(msgs, first[:1]), again)
 	require.Equal(t, latest.MessageID, again[0].MessageID, "the message of the stale handle stays")
 	expectEmpty(t, q.Receiver, now, "the two valid handles' messages were deleted")
+}
+
+// deleteOnly hides every ability of a Receiver but its own methods.
+type deleteOnly struct{ queue.Receiver }
+
+// TestDeleteAllPartial: the portable queue.DeleteAll reports a made-up
+// handle alone, in a *queue.BatchError matching ErrInvalidReceipt, and
+// deletes the others: with one Delete per handle, and with the adapter's
+// DeleteBatch where it has one.
+func TestDeleteAllPartial(t *testing.T, h Harness) {
+	t.Parallel()
+	t.Run("OneByOne", func(t *testing.T) {
+		t.Parallel()
+		q := h.NewQueue(t, QueueOptions{})
+		deleteSomeWithMadeUp(t, q, "delete all one by one", func(handles []string) error {
+			return queue.DeleteAll(t.Context(), deleteOnly{q.Receiver}, handles)
+		})
+	})
+	t.Run("AsTheReceiverDoes", func(t *testing.T) {
+		t.Parallel()
+		q := h.NewQueue(t, QueueOptions{})
+		deleteSomeWithMadeUp(t, q, "delete all", func(handles []string) error {
+			return queue.DeleteAll(t.Context(), q.Receiver, handles)
+		})
+	})
 }

@@ -65,9 +65,10 @@ func awaitDepth(t *testing.T, c queue.Counter, what string, ok func(queue.Depth)
 	}
 }
 
-// testDepth: Depth counts visible and in-flight messages, and Total is
+// TestDepth: Depth counts visible and in-flight messages, and Total is
 // their sum.
-func testDepth(t *testing.T, h Harness) {
+func TestDepth(t *testing.T, h Harness) {
+	t.Parallel()
 	q := h.NewQueue(t, QueueOptions{})
 	c := counter(t, q)
 	now := start()
@@ -85,7 +86,7 @@ func testDepth(t *testing.T, h Harness) {
 	got := receiveN(t, q.Receiver, 1, queue.ReceiveParams{Visibility: longVisibility, Now: now})
 	awaitDepth(t, c, "one received", func(d queue.Depth) bool { return d.InFlight == 1 && d.Delayed == 0 })
 	t.Run("VisibleLeavesOutInFlight", func(t *testing.T) {
-		if !h.Capabilities().ExactDepth {
+		if !h.Capabilities.ExactDepth {
 			t.Skip("Capabilities.ExactDepth unset: the adapter's Visible may include messages in flight")
 		}
 		awaitDepth(t, c, "one received", is(2, 1))
@@ -139,17 +140,19 @@ func peekConsumesNothing(t *testing.T, q Queue, peek func(max int) ([]queue.Peek
 	expectEmpty(t, q.Receiver, now, "nothing but the three")
 }
 
-// testPeek: the adapter's Peek returns up to max messages, intact, and
+// TestPeek: the adapter's Peek returns up to max messages, intact, and
 // consumes none: a later receive still gets each.
-func testPeek(t *testing.T, h Harness) {
+func TestPeek(t *testing.T, h Harness) {
+	t.Parallel()
 	q := h.NewQueue(t, QueueOptions{})
 	p := peeker(t, q)
 	peekConsumesNothing(t, q, func(max int) ([]queue.Peeked, error) { return p.Peek(t.Context(), max) })
 }
 
-// testPeekByReceiving: the portable peek does the same on the adapter's
+// TestPeekByReceiving: the portable peek does the same on the adapter's
 // Receiver.
-func testPeekByReceiving(t *testing.T, h Harness) {
+func TestPeekByReceiving(t *testing.T, h Harness) {
+	t.Parallel()
 	q := h.NewQueue(t, QueueOptions{})
 	peekConsumesNothing(t, q, func(max int) ([]queue.Peeked, error) {
 		return queue.PeekByReceiving(t.Context(), q.Receiver, max)
@@ -180,10 +183,11 @@ func moveBoundedThenAll(t *testing.T, src, dst queue.Receiver, fill queue.Sender
 	expectEmpty(t, src, now, "moved, not copied")
 }
 
-// testMoveTo: the adapter's MoveTo moves a dead-letter queue's messages
+// TestMoveTo: the adapter's MoveTo moves a dead-letter queue's messages
 // back to its source queue, max at a time or all, keeping body and
 // attributes.
-func testMoveTo(t *testing.T, h Harness) {
+func TestMoveTo(t *testing.T, h Harness) {
+	t.Parallel()
 	q := h.NewQueue(t, QueueOptions{MaxReceives: 5})
 	m := mover(t, q)
 	require.NotNil(t, q.DeadLetterSender, "harness returned no dead-letter sender")
@@ -192,9 +196,10 @@ func testMoveTo(t *testing.T, h Harness) {
 	})
 }
 
-// testMoveByReceiving: the portable move does the same between two of the
+// TestMoveByReceiving: the portable move does the same between two of the
 // adapter's queues.
-func testMoveByReceiving(t *testing.T, h Harness) {
+func TestMoveByReceiving(t *testing.T, h Harness) {
+	t.Parallel()
 	src, dst := h.NewQueue(t, QueueOptions{}), h.NewQueue(t, QueueOptions{})
 	moveBoundedThenAll(t, src.Receiver, dst.Receiver, src.Sender, func(max int) (int, error) {
 		return queue.MoveByReceiving(t.Context(), src.Receiver, dst.Sender, max)

@@ -3,15 +3,26 @@
 // implementing them (queue.BatchDeleter, queue.Counter, queue.Peeker,
 // queue.Mover). Every adapter runs it from one test:
 //
-//	func TestQueue(t *testing.T) { queuetest.Run(t, harness{...}) }
+//	func TestQueue(t *testing.T) {
+//		queuetest.Run(t, queuetest.Harness{
+//			NewQueue:            newQueue,
+//			NewNonexistentQueue: newMissingQueue,
+//			Capabilities:        queuetest.Capabilities{ExactReceiptCheck: true, HonoursNow: true, ExactDepth: true},
+//		})
+//	}
 //
-// Each case asks the Harness for fresh, uniquely named queues and runs in
-// parallel with the others. What an adapter cannot do is declared in its
-// Capabilities, or by not implementing an optional ability (found, as
-// callers find it, by type assertion on the Receiver); the cases that need
-// it are skipped with the reason, never run with weaker assertions. The
-// portable operator functions (queue.PeekByReceiving,
-// queue.MoveByReceiving) run against every adapter.
+// Each case is also exported (TestSendBatchSizes, TestDeadLetter, …), so
+// that one can be run alone: queuetest.TestDeadLetter(t, h). Every case
+// starts with t.Parallel() and asks the Harness for fresh, uniquely named
+// queues.
+//
+// What an adapter cannot do is declared in its Capabilities, by leaving a
+// Harness field empty, or by not implementing an optional ability (found,
+// as callers find it, by type assertion on the Receiver); the cases that
+// need it are skipped with the reason, never run with weaker assertions.
+// The portable operator functions (queue.PeekByReceiving,
+// queue.MoveByReceiving) and the portable senders and deleters
+// (queue.SendAll, queue.DeleteAll) run against every adapter.
 //
 // Adapters with their own clock (HonoursNow false) run one case against a
 // real visibility timeout of one second; every other case avoids waiting by
@@ -31,18 +42,31 @@ import (
 	"github.com/batonhq/baton/internal/queue"
 )
 
-// Harness makes the queues the suite runs against.
-type Harness interface {
+// Harness is what the suite needs of an adapter.
+type Harness struct {
 	// NewQueue creates a fresh queue with a name no other call uses, holding
 	// no messages, and removes it when t ends (t.Cleanup). With
 	// o.MaxReceives > 0 it also creates a dead-letter queue and a policy on
 	// the queue that moves a message received MaxReceives times without
 	// being deleted to it on its next receive (on SQS: a redrive policy with
 	// maxReceiveCount = MaxReceives). It fails t when it cannot.
-	NewQueue(t *testing.T, o QueueOptions) Queue
+	NewQueue func(t *testing.T, o QueueOptions) Queue
+
+	// NewNonexistentQueue returns a handle to a queue that does not exist
+	// (never created, or deleted since): its Sender and Receiver. Nil skips
+	// the case that needs it.
+	NewNonexistentQueue func(t *testing.T) Queue
+
+	// Unsendable are messages within the batch limits that the adapter
+	// refuses one by one: SendBatch lists each in a *queue.BatchError and
+	// sends the rest of the batch. Their bodies differ; their entry ids are
+	// the suite's. Empty when the adapter accepts every message within the
+	// limits (SendBatch is then all or nothing), which skips the cases that
+	// need them.
+	Unsendable []queue.Message
 
 	// Capabilities says what the adapter can do.
-	Capabilities() Capabilities
+	Capabilities Capabilities
 }
 
 // QueueOptions say what kind of queue NewQueue makes.
@@ -70,7 +94,8 @@ type Capabilities struct {
 	// ExactReceiptCheck: Delete and ChangeVisibility return
 	// queue.ErrInvalidReceipt for a handle that is not the latest of a
 	// message still in the queue (a stale handle, a deleted message, a
-	// handle of another queue, garbage). SQS does not reliably do so.
+	// handle of another queue, garbage). SQS does not reliably do so for
+	// stale handles (it always does for garbage).
 	ExactReceiptCheck bool
 
 	// HonoursNow: the adapter uses ReceiveParams.Now and
@@ -86,41 +111,50 @@ type Capabilities struct {
 	ExactDepth bool
 }
 
-// Run runs every case against h.
+// Case is one conformance case.
+type Case struct {
+	Name string
+	Func func(t *testing.T, h Harness)
+}
+
+// Cases lists every case, in the order Run runs them.
+func Cases() []Case {
+	return []Case{
+		{"SendBatchSizes", TestSendBatchSizes},
+		{"BatchLimits", TestBatchLimits},
+		{"BatchAtByteLimit", TestBatchAtByteLimit},
+		{"SendBatchPartial", TestSendBatchPartial},
+		{"VisibilityAndDelete", TestVisibilityAndDelete},
+		{"VisibilityBoundary", TestVisibilityBoundary},
+		{"ChangeVisibilityZero", TestChangeVisibilityZero},
+		{"ChangeVisibilityExtends", TestChangeVisibilityExtends},
+		{"StaleReceipt", TestStaleReceipt},
+		{"ReceiveMax", TestReceiveMax},
+		{"ConcurrentReceivers", TestConcurrentReceivers},
+		{"NonexistentQueue", TestNonexistentQueue},
+		{"DeadLetter", TestDeadLetter},
+		{"NoDeadLetterPolicy", TestNoDeadLetterPolicy},
+		{"SendAll", TestSendAll},
+		{"SendAllSplitsBySize", TestSendAllSplitsBySize},
+		{"SendAllPartial", TestSendAllPartial},
+		{"DeleteBatch", TestDeleteBatch},
+		{"DeleteBatchLimits", TestDeleteBatchLimits},
+		{"DeleteBatchPartial", TestDeleteBatchPartial},
+		{"DeleteBatchStale", TestDeleteBatchStale},
+		{"DeleteAllPartial", TestDeleteAllPartial},
+		{"Depth", TestDepth},
+		{"Peek", TestPeek},
+		{"PeekByReceiving", TestPeekByReceiving},
+		{"MoveTo", TestMoveTo},
+		{"MoveByReceiving", TestMoveByReceiving},
+	}
+}
+
+// Run runs every case against the queues h makes.
 func Run(t *testing.T, h Harness) {
 	t.Helper()
-	cases := []struct {
-		name    string
-		runFunc func(*testing.T, Harness)
-	}{
-		{"SendBatchSizes", testSendBatchSizes},
-		{"BatchLimits", testBatchLimits},
-		{"BatchAtByteLimit", testBatchAtByteLimit},
-		{"VisibilityAndDelete", testVisibilityAndDelete},
-		{"VisibilityBoundary", testVisibilityBoundary},
-		{"ChangeVisibilityZero", testChangeVisibilityZero},
-		{"ChangeVisibilityExtends", testChangeVisibilityExtends},
-		{"StaleReceipt", testStaleReceipt},
-		{"ReceiveMax", testReceiveMax},
-		{"ConcurrentReceivers", testConcurrentReceivers},
-		{"DeadLetter", testDeadLetter},
-		{"NoDeadLetterPolicy", testNoDeadLetterPolicy},
-		{"SendAll", testSendAll},
-		{"SendAllSplitsBySize", testSendAllSplitsBySize},
-		{"DeleteBatch", testDeleteBatch},
-		{"DeleteBatchLimits", testDeleteBatchLimits},
-		{"DeleteBatchPartial", testDeleteBatchPartial},
-		{"Depth", testDepth},
-		{"Peek", testPeek},
-		{"PeekByReceiving", testPeekByReceiving},
-		{"MoveTo", testMoveTo},
-		{"MoveByReceiving", testMoveByReceiving},
-	}
-	for _, c := range cases {
-		t.Run(c.name, func(t *testing.T) {
-			t.Parallel()
-			c.runFunc(t, h)
-		})
+	for _, c := range Cases() {
+		t.Run(c.Name, func(t *testing.T) { c.Func(t, h) })
 	}
 }
 
@@ -249,7 +283,7 @@ func release(t *testing.T, r queue.Receiver, d queue.Delivery, now time.Time) {
 
 func requireHonoursNow(t *testing.T, h Harness) {
 	t.Helper()
-	if !h.Capabilities().HonoursNow {
+	if !h.Capabilities.HonoursNow {
 		t.Skip("the adapter uses its own clock: this case steps ReceiveParams.Now across visibility boundaries and would otherwise wait minutes of real time")
 	}
 }

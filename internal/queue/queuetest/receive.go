@@ -11,12 +11,13 @@ import (
 	"github.com/batonhq/baton/internal/queue"
 )
 
-// testVisibilityAndDelete: a received message is hidden for Visibility and
+// TestVisibilityAndDelete: a received message is hidden for Visibility and
 // comes back after it with ReceiveCount+1 and a new receipt handle; a
 // deleted one never comes back.
-func testVisibilityAndDelete(t *testing.T, h Harness) {
+func TestVisibilityAndDelete(t *testing.T, h Harness) {
+	t.Parallel()
 	q := h.NewQueue(t, QueueOptions{})
-	honours := h.Capabilities().HonoursNow
+	honours := h.Capabilities.HonoursNow
 	vis := 30 * time.Second
 	if !honours {
 		vis = time.Second // real time: the one case that waits
@@ -52,8 +53,9 @@ func testVisibilityAndDelete(t *testing.T, h Harness) {
 	expectEmpty(t, q.Receiver, later, "a deleted message never comes back")
 }
 
-// testVisibilityBoundary: a message is hidden until exactly Now+Visibility.
-func testVisibilityBoundary(t *testing.T, h Harness) {
+// TestVisibilityBoundary: a message is hidden until exactly Now+Visibility.
+func TestVisibilityBoundary(t *testing.T, h Harness) {
+	t.Parallel()
 	requireHonoursNow(t, h)
 	q := h.NewQueue(t, QueueOptions{})
 	now := start()
@@ -67,9 +69,10 @@ func testVisibilityBoundary(t *testing.T, h Harness) {
 	require.Equal(t, 2, ds[0].ReceiveCount)
 }
 
-// testChangeVisibilityZero: ChangeVisibility with Timeout 0 makes the
+// TestChangeVisibilityZero: ChangeVisibility with Timeout 0 makes the
 // message visible at once.
-func testChangeVisibilityZero(t *testing.T, h Harness) {
+func TestChangeVisibilityZero(t *testing.T, h Harness) {
+	t.Parallel()
 	q := h.NewQueue(t, QueueOptions{})
 	now := start()
 	msgs := []queue.Message{msg("a", "released", map[string]string{"x": "y"})}
@@ -84,10 +87,11 @@ func testChangeVisibilityZero(t *testing.T, h Harness) {
 	require.NotEqual(t, first[0].ReceiptHandle, again[0].ReceiptHandle)
 }
 
-// testChangeVisibilityExtends: ChangeVisibility sets the message's
+// TestChangeVisibilityExtends: ChangeVisibility sets the message's
 // visibility to Timeout after Now, both longer and shorter than the
 // receive's.
-func testChangeVisibilityExtends(t *testing.T, h Harness) {
+func TestChangeVisibilityExtends(t *testing.T, h Harness) {
+	t.Parallel()
 	requireHonoursNow(t, h)
 	q := h.NewQueue(t, QueueOptions{})
 	now := start()
@@ -116,10 +120,11 @@ func testChangeVisibilityExtends(t *testing.T, h Harness) {
 	require.Equal(t, 3, ds[0].ReceiveCount)
 }
 
-// testStaleReceipt: only the latest receipt handle of a message still in
+// TestStaleReceipt: only the latest receipt handle of a message still in
 // the queue works, and only on its own queue.
-func testStaleReceipt(t *testing.T, h Harness) {
-	if !h.Capabilities().ExactReceiptCheck {
+func TestStaleReceipt(t *testing.T, h Harness) {
+	t.Parallel()
+	if !h.Capabilities.ExactReceiptCheck {
 		t.Skip("the adapter does not reliably report stale receipt handles (SQS accepts some)")
 	}
 	q := h.NewQueue(t, QueueOptions{})
@@ -151,9 +156,10 @@ func testStaleReceipt(t *testing.T, h Harness) {
 	invalid("change visibility after delete", cv(q.Receiver, latest.ReceiptHandle))
 }
 
-// testReceiveMax: Receive returns at most Max messages and hides only
+// TestReceiveMax: Receive returns at most Max messages and hides only
 // those.
-func testReceiveMax(t *testing.T, h Harness) {
+func TestReceiveMax(t *testing.T, h Harness) {
+	t.Parallel()
 	q := h.NewQueue(t, QueueOptions{})
 	now := start()
 	msgs := batch("max", 5)
@@ -171,9 +177,10 @@ func testReceiveMax(t *testing.T, h Harness) {
 	expectEmpty(t, q.Receiver, now, "all received")
 }
 
-// testConcurrentReceivers: receivers polling at once never get the same
+// TestConcurrentReceivers: receivers polling at once never get the same
 // message while it is hidden.
-func testConcurrentReceivers(t *testing.T, h Harness) {
+func TestConcurrentReceivers(t *testing.T, h Harness) {
+	t.Parallel()
 	const receivers, total = 4, 30
 	q := h.NewQueue(t, QueueOptions{})
 	now := start()

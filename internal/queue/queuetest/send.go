@@ -2,6 +2,7 @@ package queuetest
 
 import (
 	"fmt"
+	"slices"
 	"testing"
 
 	"github.com/stretchr/testify/require"
@@ -9,9 +10,10 @@ import (
 	"github.com/batonhq/baton/internal/queue"
 )
 
-// testSendBatchSizes: a batch of any size from 1 to MaxBatch is delivered
+// TestSendBatchSizes: a batch of any size from 1 to MaxBatch is delivered
 // whole, bodies and attributes intact, each message once.
-func testSendBatchSizes(t *testing.T, h Harness) {
+func TestSendBatchSizes(t *testing.T, h Harness) {
+	t.Parallel()
 	q := h.NewQueue(t, QueueOptions{})
 	now := start()
 	for n := 1; n <= queue.MaxBatch; n++ {
@@ -27,9 +29,10 @@ func testSendBatchSizes(t *testing.T, h Harness) {
 	expectEmpty(t, q.Receiver, now, "every message was received and deleted")
 }
 
-// testBatchLimits: a batch that breaks the limits fails with
+// TestBatchLimits: a batch that breaks the limits fails with
 // ErrBatchTooLarge and sends nothing.
-func testBatchLimits(t *testing.T, h Harness) {
+func TestBatchLimits(t *testing.T, h Harness) {
+	t.Parallel()
 	half := queue.MaxBatchBytes / 2
 	cases := []struct {
 		name string
@@ -67,8 +70,9 @@ func testBatchLimits(t *testing.T, h Harness) {
 	}
 }
 
-// testBatchAtByteLimit: a batch of exactly MaxBatchBytes is accepted.
-func testBatchAtByteLimit(t *testing.T, h Harness) {
+// TestBatchAtByteLimit: a batch of exactly MaxBatchBytes is accepted.
+func TestBatchAtByteLimit(t *testing.T, h Harness) {
+	t.Parallel()
 	q := h.NewQueue(t, QueueOptions{})
 	now := start()
 	a := map[string]string{"baton-key": "k"}
@@ -89,9 +93,10 @@ func testBatchAtByteLimit(t *testing.T, h Harness) {
 	requireSame(t, msgs, got)
 }
 
-// testSendAll: SendAll delivers more than one batch's worth, each message
+// TestSendAll: SendAll delivers more than one batch's worth, each message
 // once.
-func testSendAll(t *testing.T, h Harness) {
+func TestSendAll(t *testing.T, h Harness) {
+	t.Parallel()
 	q := h.NewQueue(t, QueueOptions{})
 	now := start()
 	msgs := batch("send all", 25)
@@ -103,9 +108,10 @@ func testSendAll(t *testing.T, h Harness) {
 	expectEmpty(t, q.Receiver, now, "each message was sent once")
 }
 
-// testSendAllSplitsBySize: SendAll cuts batches at MaxBatchBytes as well as
+// TestSendAllSplitsBySize: SendAll cuts batches at MaxBatchBytes as well as
 // at MaxBatch entries.
-func testSendAllSplitsBySize(t *testing.T, h Harness) {
+func TestSendAllSplitsBySize(t *testing.T, h Harness) {
+	t.Parallel()
 	q := h.NewQueue(t, QueueOptions{})
 	now := start()
 	msgs := make([]queue.Message, 5)
@@ -118,4 +124,87 @@ func testSendAllSplitsBySize(t *testing.T, h Harness) {
 	require.Equal(t, len(msgs), sent)
 	got := receiveN(t, q.Receiver, len(msgs), queue.ReceiveParams{Visibility: longVisibility, Now: now})
 	requireSame(t, msgs, got)
+}
+
+// unsendable returns the harness's unsendable messages with entry ids u0,
+// u1, …, skipping the case when it has none.
+func unsendable(t *testing.T, h Harness) []queue.Message {
+	t.Helper()
+	if len(h.Unsendable) == 0 {
+		t.Skip("Harness.Unsendable is empty: the adapter sends every message within the limits, so SendBatch is all or nothing")
+	}
+	require.LessOrEqual(t, len(h.Unsendable), queue.MaxBatch-3, "Harness.Unsendable: at most %d messages", queue.MaxBatch-3)
+	out := make([]queue.Message, len(h.Unsendable))
+	for i, m := range h.Unsendable {
+		m.ID = fmt.Sprint("u", i)
+		out[i] = m
+	}
+	return out
+}
+
+// requireRefused fails unless err is a *queue.BatchError listing exactly
+// the entries of refused, each with an error.
+func requireRefused(t *testing.T, err error, refused []queue.Message) {
+	t.Helper()
+	require.NotErrorIs(t, err, queue.ErrBatchTooLarge, "entries refused one by one, not a batch over the limits")
+	var be *queue.BatchError
+	require.ErrorAs(t, err, &be, "a batch with unsendable entries")
+	var want, got []string
+	for _, m := range refused {
+		want = append(want, m.ID)
+	}
+	for _, f := range be.Failed {
+		got = append(got, f.ID)
+		require.Error(t, f.Err, "entry %s", f.ID)
+	}
+	require.ElementsMatch(t, want, got, "the entries refused")
+}
+
+// TestSendBatchPartial: the entries the adapter refuses are listed in a
+// *queue.BatchError, each with its error, and are not sent; the other
+// entries of the batch are, each once and intact. A batch of refused
+// entries only sends nothing.
+func TestSendBatchPartial(t *testing.T, h Harness) {
+	t.Parallel()
+	refused := unsendable(t, h)
+	q := h.NewQueue(t, QueueOptions{})
+	now := start()
+	good := batch("partial send", 3)
+	var msgs []queue.Message
+	for i, m := range good {
+		msgs = append(msgs, m)
+		if i == 0 {
+			msgs = append(msgs, refused...)
+		}
+	}
+	requireRefused(t, q.Sender.SendBatch(t.Context(), msgs), refused)
+	got := receiveN(t, q.Receiver, len(good), queue.ReceiveParams{Visibility: longVisibility, Now: now})
+	requireSame(t, good, got)
+	expectEmpty(t, q.Receiver, now, "the refused entries were not sent")
+
+	requireRefused(t, q.Sender.SendBatch(t.Context(), refused), refused)
+	expectEmpty(t, q.Receiver, now, "a batch of refused entries sends nothing")
+}
+
+// TestSendAllPartial: queue.SendAll retries only the entries that failed:
+// with an unsendable message among many it returns an error with the
+// *queue.BatchError, counts as sent the messages before the batch that
+// failed, and every other message arrives exactly once.
+func TestSendAllPartial(t *testing.T, h Harness) {
+	t.Parallel()
+	refused := unsendable(t, h)[0]
+	q := h.NewQueue(t, QueueOptions{})
+	now := start()
+	good := batch("send all partial", 25)
+	const at = 15 // in the second batch of MaxBatch
+	msgs := slices.Concat(good[:at], []queue.Message{refused}, good[at:])
+	sent, err := queue.SendAll(t.Context(), q.Sender, msgs, nil)
+	var be *queue.BatchError
+	require.ErrorAs(t, err, &be)
+	require.Len(t, be.Failed, 1, "the unsendable message alone failed")
+	require.Equal(t, at/queue.MaxBatch*queue.MaxBatch, sent, "sent: the messages before the batch that failed")
+
+	got := receiveN(t, q.Receiver, len(good), queue.ReceiveParams{Visibility: longVisibility, Now: now})
+	requireSame(t, good, got)
+	expectEmpty(t, q.Receiver, now, "each message was sent once, the unsendable one never")
 }

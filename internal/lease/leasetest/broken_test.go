@@ -1,0 +1,200 @@
+package leasetest
+
+import (
+	"context"
+	"errors"
+	"os"
+	"os/exec"
+	"testing"
+	"time"
+
+	"github.com/stretchr/testify/require"
+
+	"github.com/batonhq/baton/internal/lease"
+)
+
+// brokenEnv names, in a child process of this test binary, the broken
+// store TestBrokenStore runs the suite against.
+const brokenEnv = "LEASETEST_BROKEN_STORE"
+
+// broken lists stores broken on purpose, each with the capabilities its
+// harness declares and the cases that must catch it.
+var broken = map[string]struct {
+	newStore func() lease.Store
+	caps     Capabilities
+	caughtBy []string
+}{
+	"ReleaseEndsLeaseAtLatestClock": {
+		func() lease.Store { return newReleaseEnds() }, Capabilities{},
+		[]string{"ReleaseWithinSkew"},
+	},
+	"RacyContentionCount": {
+		func() lease.Store { return racyCount{newMemStore()} }, Capabilities{},
+		[]string{"ContentionConcurrent"},
+	},
+	"KeepsFirstRefusal": {
+		func() lease.Store { return keepsFirstRefusal{newMemStore()} }, Capabilities{},
+		[]string{"ContentionCounts", "ContentionJobsIndependent", "Counting"},
+	},
+	"LastWrittenWins": {
+		func() lease.Store { return lastWrittenWins{newMemStore()} }, Capabilities{LatestRefusalByClock: true},
+		[]string{"ContentionLatestByClock"},
+	},
+	"AcquireRecordsRefusals": {
+		func() lease.Store { return acquireRecords{newMemStore()} }, Capabilities{LatestRefusalByClock: true},
+		[]string{"ContentionNeverRefused", "Counting"},
+	},
+}
+
+// TestSuiteFindsBrokenStores runs the suite against each broken store, in
+// a child process of this test binary (a failing case fails its whole
+// test binary), and requires the cases that should catch the breakage to
+// fail there. Together with TestMemStore, the verdict of the suite
+// depends on the store.
+func TestSuiteFindsBrokenStores(t *testing.T) {
+	if os.Getenv(brokenEnv) != "" {
+		t.Skip("in the child process")
+	}
+	for name, b := range broken {
+		t.Run(name, func(t *testing.T) {
+			t.Parallel()
+			cmd := exec.CommandContext(t.Context(), os.Args[0], "-test.run=^TestBrokenStore$", "-test.v", "-test.count=1", "-test.timeout=2m")
+			cmd.Env = append(os.Environ(), brokenEnv+"="+name)
+			out, err := cmd.CombinedOutput()
+			var exit *exec.ExitError
+			require.ErrorAs(t, err, &exit, "the suite passed a broken store:\n%s", out)
+			for _, c := range b.caughtBy {
+				require.Contains(t, string(out), "--- FAIL: TestBrokenStore/"+c+" (", "case %s did not catch it:\n%s", c, out)
+			}
+			require.NotContains(t, string(out), "panic:", "a failed case, not a crash")
+		})
+	}
+}
+
+// TestBrokenStore runs the suite against the broken store named by
+// brokenEnv; only TestSuiteFindsBrokenStores runs it.
+func TestBrokenStore(t *testing.T) {
+	name := os.Getenv(brokenEnv)
+	if name == "" {
+		t.Skip("run by TestSuiteFindsBrokenStores")
+	}
+	b, ok := broken[name]
+	if !ok {
+		t.Fatalf("no broken store %q", name)
+	}
+	shared := b.newStore()
+	Run(t, Harness{NewStore: func(*testing.T) lease.Store { return shared }, Capabilities: b.caps})
+}
+
+// releaseEnds releases by ending the lease at the latest time it was
+// told rather than by freeing it: the record reads free, and an acquirer
+// allowing no skew finds it so, but one allowing skew still finds it live
+// until that time plus its allowance.
+type releaseEnds struct {
+	*memStore
+	latest map[string]time.Time // the latest Now of each job's calls
+	ended  map[string]time.Time // when each job's lease was released
+}
+
+func newReleaseEnds() *releaseEnds {
+	return &releaseEnds{memStore: newMemStore(), latest: map[string]time.Time{}, ended: map[string]time.Time{}}
+}
+
+func (s *releaseEnds) seen(job string, now time.Time) {
+	if now.After(s.latest[job]) {
+		s.latest[job] = now
+	}
+}
+
+func (s *releaseEnds) Acquire(ctx context.Context, p lease.AcquireParams) (lease.Lease, error) {
+	s.mu.Lock()
+	s.seen(p.Job, p.Now)
+	cur, ended := s.recs[p.Job], s.ended[p.Job]
+	s.mu.Unlock()
+	if cur.Owner == "" && !ended.IsZero() && p.Now.Before(ended.Add(p.Skew)) {
+		return lease.Lease{}, &lease.HeldError{Holder: cur}
+	}
+	return s.memStore.Acquire(ctx, p)
+}
+
+func (s *releaseEnds) Renew(ctx context.Context, p lease.RenewParams) (lease.Lease, error) {
+	s.mu.Lock()
+	s.seen(p.Job, p.Now)
+	s.mu.Unlock()
+	return s.memStore.Renew(ctx, p)
+}
+
+func (s *releaseEnds) Release(ctx context.Context, p lease.ReleaseParams) error {
+	if err := s.memStore.Release(ctx, p); err != nil {
+		return err
+	}
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	s.ended[p.Job] = s.latest[p.Job]
+	return nil
+}
+
+// racyCount reads the count, then writes it back plus one: concurrent
+// refusals are lost.
+type racyCount struct{ *memStore }
+
+func (s racyCount) RecordContention(ctx context.Context, job string, holder lease.Lease, now time.Time) error {
+	c, err := s.Contention(ctx, job)
+	if err != nil || job == "" {
+		return s.memStore.RecordContention(ctx, job, holder, now)
+	}
+	time.Sleep(2 * time.Millisecond) // the window between the two steps
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	c.Count++
+	c.Last, c.Holder = now, holder
+	s.contention[job] = c
+	return nil
+}
+
+// keepsFirstRefusal counts every refusal but keeps the first as the
+// latest.
+type keepsFirstRefusal struct{ *memStore }
+
+func (s keepsFirstRefusal) RecordContention(ctx context.Context, job string, holder lease.Lease, now time.Time) error {
+	s.mu.Lock()
+	c, ok := s.contention[job]
+	s.mu.Unlock()
+	if err := s.memStore.RecordContention(ctx, job, holder, now); err != nil || !ok {
+		return err
+	}
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	c.Count = s.contention[job].Count
+	s.contention[job] = c
+	return nil
+}
+
+// lastWrittenWins keeps the refusal recorded last, whatever its time,
+// while its harness claims Capabilities.LatestRefusalByClock.
+type lastWrittenWins struct{ *memStore }
+
+func (s lastWrittenWins) RecordContention(ctx context.Context, job string, holder lease.Lease, now time.Time) error {
+	if err := s.memStore.RecordContention(ctx, job, holder, now); err != nil {
+		return err
+	}
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	c := s.contention[job]
+	c.Last, c.Holder = now, lease.Lease{Owner: holder.Owner, Fence: holder.Fence, ExpiresAt: holder.ExpiresAt}
+	s.contention[job] = c
+	return nil
+}
+
+// acquireRecords records its own refusals, as well as counting those it
+// is told of: behind lease.Counting each refusal counts twice.
+type acquireRecords struct{ *memStore }
+
+func (s acquireRecords) Acquire(ctx context.Context, p lease.AcquireParams) (lease.Lease, error) {
+	l, err := s.memStore.Acquire(ctx, p)
+	var held *lease.HeldError
+	if errors.As(err, &held) {
+		_ = s.RecordContention(ctx, p.Job, held.Holder, p.Now)
+	}
+	return l, err
+}
