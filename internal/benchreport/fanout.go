@@ -4,8 +4,9 @@ import (
 	"context"
 	"fmt"
 	"math"
-	"sync"
 	"time"
+
+	"golang.org/x/sync/errgroup"
 
 	"github.com/batonhq/baton"
 	"github.com/batonhq/baton/internal/coordinator"
@@ -113,37 +114,18 @@ func (r *Runner) fanOut(ctx context.Context, t Target) error {
 }
 
 // sendRaw sends msgs with env.RawSend, in batches of queue.MaxBatch,
-// parallel batches at once.
+// parallel batches at once. The first error stops sending further batches
+// (those in flight finish) and is returned.
 func sendRaw(ctx context.Context, env *Env, msgs []queue.Message, parallel int) error {
-	batches := make(chan []queue.Message)
-	errs := make(chan error, parallel)
-	var wg sync.WaitGroup
-	for range parallel {
-		wg.Go(func() {
-			for b := range batches {
-				if err := env.RawSend(ctx, b); err != nil {
-					errs <- err
-					return
-				}
-			}
-		})
+	g, stop := errgroup.WithContext(ctx) // stop ends at the first error or with ctx; the sends keep ctx
+	g.SetLimit(parallel)
+	lo := 0
+	for ; lo < len(msgs) && stop.Err() == nil; lo += queue.MaxBatch {
+		b := msgs[lo:min(lo+queue.MaxBatch, len(msgs))]
+		g.Go(func() error { return env.RawSend(ctx, b) })
 	}
-	var err error
-feed:
-	for lo := 0; lo < len(msgs); lo += queue.MaxBatch {
-		select {
-		case batches <- msgs[lo:min(lo+queue.MaxBatch, len(msgs))]:
-		case err = <-errs:
-			break feed
-		}
+	if err := g.Wait(); err != nil || lo >= len(msgs) {
+		return err
 	}
-	close(batches)
-	wg.Wait()
-	if err == nil {
-		select {
-		case err = <-errs:
-		default:
-		}
-	}
-	return err
+	return ctx.Err() // ctx ended before the last batches were sent
 }

@@ -5,7 +5,8 @@ import (
 	"errors"
 	"fmt"
 	"strconv"
-	"sync"
+
+	"golang.org/x/sync/errgroup"
 )
 
 // SendAllOptions tune SendAll. The zero value is usable.
@@ -32,21 +33,21 @@ func SendAll(ctx context.Context, s Sender, msgs []Message, o *SendAllOptions) (
 	}
 	batches := split(msgs)
 	errs := make([]error, len(batches))
-	sem := make(chan struct{}, parallel)
-	var wg sync.WaitGroup
+	// A failed batch does not stop the others: each one's error is kept,
+	// and the first in order decides what was sent.
+	var g errgroup.Group
+	g.SetLimit(parallel)
 	for i, b := range batches {
 		if ctx.Err() != nil {
 			errs[i] = ctx.Err()
 			continue
 		}
-		sem <- struct{}{}
-		wg.Add(1)
-		go func() {
-			defer func() { <-sem; wg.Done() }()
+		g.Go(func() error {
 			errs[i] = sendBatch(ctx, s, msgs[b.lo:b.hi], retries)
-		}()
+			return nil
+		})
 	}
-	wg.Wait()
+	_ = g.Wait()
 	for i, b := range batches {
 		if errs[i] != nil {
 			return b.lo, fmt.Errorf("send messages %d..%d: %w", b.lo, b.hi-1, errs[i])
