@@ -61,5 +61,7 @@
 //
 // Other errors (throttling, network, credentials) pass through wrapped with
 // the operation and queue URL; the SDK has already retried the retryable
-// ones.
+// ones. The adapter adds no retries of its own: the entries a
+// SendMessageBatch call accepted but SQS refused come back in a
+// *queue.BatchError, and queue.SendAll retries those (and only those).
 package awssqs
