@@ -12,7 +12,6 @@ import (
 	"runtime"
 	"strconv"
 	"strings"
-	"sync"
 	"time"
 
 	"github.com/aws/aws-lambda-go/events"
@@ -25,6 +24,7 @@ import (
 	"github.com/batonhq/baton/internal/awssqs"
 	"github.com/batonhq/baton/internal/lambdaruntime"
 	"github.com/batonhq/baton/internal/queue"
+	"github.com/batonhq/baton/internal/tailbuf"
 )
 
 // LambdaParams are the inputs of the Lambda artifact scenario.
@@ -178,7 +178,7 @@ func coldInvoke(ctx context.Context, bin string, env []string, payload []byte) (
 	const timeout = time.Minute
 	api.Next <- lambdaruntime.Invocation{ID: "bench-1", Payload: payload, Deadline: time.Now().Add(timeout)}
 
-	out := &tail{max: 16 << 10}
+	out := tailbuf.New(16 << 10)
 	cmd := exec.Command(bin)
 	cmd.Env = append(append([]string(nil), env...), "AWS_LAMBDA_RUNTIME_API="+api.Addr)
 	cmd.Stdout, cmd.Stderr = out, out
@@ -328,27 +328,4 @@ func (e *lambdaEnv) batch(ctx context.Context, n int) ([]byte, error) {
 		return nil, fmt.Errorf("the work queue holds %d messages, want %d", len(ev.Records), n)
 	}
 	return json.Marshal(ev)
-}
-
-// tail keeps the last max bytes written to it.
-type tail struct {
-	mu  sync.Mutex
-	max int
-	buf bytes.Buffer
-}
-
-func (w *tail) Write(p []byte) (int, error) {
-	w.mu.Lock()
-	defer w.mu.Unlock()
-	w.buf.Write(p)
-	if over := w.buf.Len() - w.max; over > 0 {
-		w.buf.Next(over)
-	}
-	return len(p), nil
-}
-
-func (w *tail) String() string {
-	w.mu.Lock()
-	defer w.mu.Unlock()
-	return w.buf.String()
 }

@@ -13,9 +13,9 @@ import (
 	"github.com/batonhq/baton/internal/sqlite"
 )
 
-// rawLeasesDDL is a table of the lease table's shape for the raw
-// conditional write.
-const rawLeasesDDL = `CREATE TABLE IF NOT EXISTS raw_leases (
+// RawLeasesDDL creates raw_leases, a table of the SQLite lease table's
+// shape, for the raw reference of a lease write.
+const RawLeasesDDL = `CREATE TABLE IF NOT EXISTS raw_leases (
     job         TEXT PRIMARY KEY,
     owner       TEXT    NOT NULL DEFAULT '',
     fence       INTEGER NOT NULL,
@@ -23,9 +23,11 @@ const rawLeasesDDL = `CREATE TABLE IF NOT EXISTS raw_leases (
     acquired_at INTEGER NOT NULL DEFAULT 0
 ) STRICT`
 
-// rawUpsert is the conditional write a lease acquisition makes, with none
-// of the store's code around it.
-const rawUpsert = `
+// RawLeaseUpsert is the conditional write a lease acquisition makes, on
+// raw_leases and with none of the store's code around it. Its parameters:
+// job, owner, expires_at, acquired_at (unix nanoseconds), and the time at
+// or after which a held lease counts as expired.
+const RawLeaseUpsert = `
 INSERT INTO raw_leases (job, owner, fence, expires_at, acquired_at)
 VALUES (?1, ?2, 1, ?3, ?4)
 ON CONFLICT (job) DO UPDATE SET
@@ -66,10 +68,10 @@ func openSQLite(ctx context.Context, path string) (env *Env, err error) {
 	if _, err := sqlite.OpenQueue(ctx, db, rawQueue, nil); err != nil {
 		return nil, err
 	}
-	if _, err := db.SQL().ExecContext(ctx, rawLeasesDDL); err != nil {
+	if _, err := db.SQL().ExecContext(ctx, RawLeasesDDL); err != nil {
 		return nil, fmt.Errorf("create raw_leases: %w", err)
 	}
-	upsert, err := db.SQL().PrepareContext(ctx, rawUpsert)
+	upsert, err := db.SQL().PrepareContext(ctx, RawLeaseUpsert)
 	if err != nil {
 		return nil, fmt.Errorf("prepare raw upsert: %w", err)
 	}

@@ -2,7 +2,6 @@ package emulator
 
 import (
 	"bufio"
-	"bytes"
 	"context"
 	"errors"
 	"fmt"
@@ -18,6 +17,8 @@ import (
 
 	"github.com/aws/aws-sdk-go-v2/aws"
 	"github.com/aws/aws-sdk-go-v2/credentials"
+
+	"github.com/batonhq/baton/internal/tailbuf"
 )
 
 // Region is the region every emulator endpoint reports; ARNs the servers
@@ -156,7 +157,7 @@ func (s *server) start(dir string) (Endpoint, error) {
 	if err != nil {
 		return Endpoint{}, err
 	}
-	stderr := &tail{max: 8 << 10}
+	stderr := tailbuf.New(8 << 10)
 	cmd.Stderr = stderr
 	if err := cmd.Start(); err != nil {
 		return Endpoint{}, fmt.Errorf("run node start.js %s: %w", s.service, err)
@@ -249,27 +250,4 @@ func (s *server) stop() {
 	s.stopped = true
 	kill(s.cmd)
 	_ = s.stdin.Close()
-}
-
-// tail keeps the last max bytes written to it.
-type tail struct {
-	mu  sync.Mutex
-	max int
-	buf bytes.Buffer
-}
-
-func (w *tail) Write(p []byte) (int, error) {
-	w.mu.Lock()
-	defer w.mu.Unlock()
-	w.buf.Write(p)
-	if over := w.buf.Len() - w.max; over > 0 {
-		w.buf.Next(over)
-	}
-	return len(p), nil
-}
-
-func (w *tail) String() string {
-	w.mu.Lock()
-	defer w.mu.Unlock()
-	return w.buf.String()
 }
