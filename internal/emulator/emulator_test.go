@@ -190,7 +190,8 @@ func TestSQSSendReceiveDelete(t *testing.T) {
 		QueueUrl:              aws.String(url),
 		MaxNumberOfMessages:   10,
 		MessageAttributeNames: []string{"All"},
-		AttributeNames:        []sqstypes.QueueAttributeName{"ApproximateReceiveCount", "SentTimestamp"}, //nolint:staticcheck // the emulator reads only this
+		//lint:ignore SA1019 the emulator reads only this list
+		AttributeNames: []sqstypes.QueueAttributeName{"ApproximateReceiveCount", "SentTimestamp"},
 	})
 	require.NoError(t, err)
 	require.Len(t, out.Messages, 1)
@@ -243,7 +244,8 @@ func receive(t *testing.T, c *sqs.Client, url string, visibility int32) []sqstyp
 		QueueUrl:            aws.String(url),
 		MaxNumberOfMessages: 10,
 		VisibilityTimeout:   visibility,
-		AttributeNames:      []sqstypes.QueueAttributeName{"All"}, //nolint:staticcheck // the emulator reads only this
+		//lint:ignore SA1019 the emulator reads only this list
+		AttributeNames: []sqstypes.QueueAttributeName{"All"},
 	})
 	require.NoError(t, err)
 	return out.Messages
@@ -396,7 +398,8 @@ func TestSQSRedriveToDLQ(t *testing.T) {
 	require.Eventually(t, func() bool {
 		out, err = c.ReceiveMessage(t.Context(), &sqs.ReceiveMessageInput{
 			QueueUrl: aws.String(dlq), MessageAttributeNames: []string{"All"},
-			AttributeNames: []sqstypes.QueueAttributeName{"All"}, //nolint:staticcheck // the emulator reads only this
+			//lint:ignore SA1019 the emulator reads only this list
+			AttributeNames: []sqstypes.QueueAttributeName{"All"},
 		})
 		require.NoError(t, err)
 		return len(out.Messages) == 1
