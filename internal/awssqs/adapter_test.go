@@ -14,7 +14,7 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/batonhq/baton/internal/awssqs"
-	"github.com/batonhq/baton/internal/emulator"
+	"github.com/batonhq/baton/internal/localaws"
 	"github.com/batonhq/baton/internal/queue"
 )
 
@@ -32,7 +32,7 @@ type bundle struct {
 // setup makes a fresh queue on the emulator.
 func setup(t *testing.T) bundle {
 	t.Helper()
-	c := emulator.SQSClient(t)
+	c := localaws.SQSClient(t)
 	out, err := c.CreateQueue(t.Context(), &sqs.CreateQueueInput{QueueName: aws.String(uniqueName("q"))})
 	require.NoError(t, err)
 	return bundle{client: c, q: awssqs.New(c, *out.QueueUrl, nil)}
@@ -242,8 +242,8 @@ func TestDeleteAndChangeVisibility(t *testing.T) {
 
 func TestMissingQueue(t *testing.T) {
 	t.Parallel()
-	c := emulator.SQSClient(t)
-	q := awssqs.New(c, emulator.SQS(t).URL+"/"+emulator.AccountID+"/"+uniqueName("missing"), nil)
+	c := localaws.SQSClient(t)
+	q := awssqs.New(c, localaws.SQS(t).URL+"/"+localaws.AccountID+"/"+uniqueName("missing"), nil)
 	require.ErrorIs(t, q.SendBatch(t.Context(), []queue.Message{{ID: "a", Body: []byte("x")}}), queue.ErrNotFound)
 	_, err := q.Receive(t.Context(), queue.ReceiveParams{Max: 1})
 	require.ErrorIs(t, err, queue.ErrNotFound)

@@ -36,7 +36,7 @@
 //     comes only for handles SQS cannot use. ChangeVisibility returns
 //     ErrInvalidReceipt also when the message is no longer in flight.
 //
-// What the test server (local-aws-sqs, see internal/emulator) differs in:
+// What the test server (local-aws-sqs, see internal/localaws) differs in:
 // a redrive happens when the last allowed receive's visibility ends, not at
 // the next receive; stale receipt
 // handles of messages still in the queue act on the message; a long poll

@@ -10,7 +10,7 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/batonhq/baton/internal/awssqs"
-	"github.com/batonhq/baton/internal/emulator"
+	"github.com/batonhq/baton/internal/localaws"
 	"github.com/batonhq/baton/internal/queue/queuetest"
 )
 
@@ -25,7 +25,7 @@ func (harness) Capabilities() queuetest.Capabilities {
 
 func (harness) NewQueue(t *testing.T, o queuetest.QueueOptions) queuetest.Queue {
 	t.Helper()
-	c := emulator.SQSClient(t)
+	c := localaws.SQSClient(t)
 	name := uniqueName("qt")
 	if o.MaxReceives == 0 {
 		out, err := c.CreateQueue(t.Context(), &sqs.CreateQueueInput{QueueName: aws.String(name)})

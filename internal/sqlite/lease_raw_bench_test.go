@@ -6,7 +6,7 @@ import (
 	"testing"
 	"time"
 
-	"github.com/batonhq/baton/internal/benchreport"
+	"github.com/batonhq/baton/internal/bench"
 	"github.com/batonhq/baton/internal/sqlite"
 )
 
@@ -23,7 +23,7 @@ func BenchmarkRawConditionalInsert(b *testing.B) {
 	}
 	b.Cleanup(func() { _ = h.Close() })
 	db := h.SQL()
-	if _, err := db.ExecContext(b.Context(), benchreport.RawLeasesDDL); err != nil {
+	if _, err := db.ExecContext(b.Context(), bench.RawLeasesDDL); err != nil {
 		b.Fatal(err)
 	}
 	now := time.Date(2026, 5, 1, 12, 0, 0, 0, time.UTC).UnixNano()
@@ -40,11 +40,11 @@ func BenchmarkRawConditionalInsert(b *testing.B) {
 	}
 	b.Run("exec", func(b *testing.B) {
 		run(b, func(args ...any) (sql.Result, error) {
-			return db.ExecContext(b.Context(), benchreport.RawLeaseUpsert, args...)
+			return db.ExecContext(b.Context(), bench.RawLeaseUpsert, args...)
 		})
 	})
 	b.Run("prepared", func(b *testing.B) {
-		st, err := db.PrepareContext(b.Context(), benchreport.RawLeaseUpsert)
+		st, err := db.PrepareContext(b.Context(), bench.RawLeaseUpsert)
 		if err != nil {
 			b.Fatal(err)
 		}

@@ -1,4 +1,4 @@
-package emulator_test
+package localaws_test
 
 import (
 	"context"
@@ -18,7 +18,7 @@ import (
 	"github.com/aws/smithy-go"
 	"github.com/stretchr/testify/require"
 
-	"github.com/batonhq/baton/internal/emulator"
+	"github.com/batonhq/baton/internal/localaws"
 )
 
 var seq atomic.Int64
@@ -30,11 +30,11 @@ func uniqueName(prefix string) string {
 
 func TestEndpointsAreSharedAndLoopback(t *testing.T) {
 	t.Parallel()
-	a, b := emulator.DynamoDB(t), emulator.DynamoDB(t)
+	a, b := localaws.DynamoDB(t), localaws.DynamoDB(t)
 	require.Equal(t, a.URL, b.URL)
 	require.Regexp(t, `^http://127\.0\.0\.1:\d+$`, a.URL)
 	require.Equal(t, "us-east-1", a.Region)
-	s := emulator.SQS(t)
+	s := localaws.SQS(t)
 	require.Regexp(t, `^http://127\.0\.0\.1:\d+$`, s.URL)
 	require.NotEqual(t, a.URL, s.URL)
 	creds, err := s.Credentials.Retrieve(context.Background())
@@ -62,7 +62,7 @@ func createTable(t *testing.T, c *dynamodb.Client) string {
 
 func TestDynamoDBPutGet(t *testing.T) {
 	t.Parallel()
-	c := emulator.DynamoDBClient(t)
+	c := localaws.DynamoDBClient(t)
 	table := createTable(t, c)
 	_, err := c.PutItem(t.Context(), &dynamodb.PutItemInput{
 		TableName: aws.String(table),
@@ -87,7 +87,7 @@ func TestDynamoDBPutGet(t *testing.T) {
 // test fails, dynalite learned the feature: update the docs.
 func TestDynamoDBConditionFailureReturnsNoItem(t *testing.T) {
 	t.Parallel()
-	c := emulator.DynamoDBClient(t)
+	c := localaws.DynamoDBClient(t)
 	table := createTable(t, c)
 	item := map[string]ddbtypes.AttributeValue{
 		"pk":    &ddbtypes.AttributeValueMemberS{Value: "k"},
@@ -109,7 +109,7 @@ func TestDynamoDBConditionFailureReturnsNoItem(t *testing.T) {
 
 func TestDynamoDBConditionalUpdateReturnsAllNew(t *testing.T) {
 	t.Parallel()
-	c := emulator.DynamoDBClient(t)
+	c := localaws.DynamoDBClient(t)
 	table := createTable(t, c)
 	key := map[string]ddbtypes.AttributeValue{"pk": &ddbtypes.AttributeValueMemberS{Value: "lease#job"}}
 	update := func(fence string) (*dynamodb.UpdateItemOutput, error) {
@@ -142,7 +142,7 @@ func TestDynamoDBConditionalUpdateReturnsAllNew(t *testing.T) {
 // transactions and UpdateTimeToLive.
 func TestDynamoDBUnsupportedOperations(t *testing.T) {
 	t.Parallel()
-	c := emulator.DynamoDBClient(t)
+	c := localaws.DynamoDBClient(t)
 	table := createTable(t, c)
 	_, err := c.TransactWriteItems(t.Context(), &dynamodb.TransactWriteItemsInput{
 		TransactItems: []ddbtypes.TransactWriteItem{{Put: &ddbtypes.Put{
@@ -175,7 +175,7 @@ func createQueue(t *testing.T, c *sqs.Client, attrs map[string]string) string {
 
 func TestSQSSendReceiveDelete(t *testing.T) {
 	t.Parallel()
-	c := emulator.SQSClient(t)
+	c := localaws.SQSClient(t)
 	url := createQueue(t, c, nil)
 	_, err := c.SendMessage(t.Context(), &sqs.SendMessageInput{
 		QueueUrl:    aws.String(url),
@@ -214,7 +214,7 @@ func TestSQSSendReceiveDelete(t *testing.T) {
 // both the emulator and SQS send both lists.
 func TestSQSSystemAttributeNamesIgnored(t *testing.T) {
 	t.Parallel()
-	c := emulator.SQSClient(t)
+	c := localaws.SQSClient(t)
 	url := createQueue(t, c, nil)
 	sendN(t, c, url, 1)
 	out, err := c.ReceiveMessage(t.Context(), &sqs.ReceiveMessageInput{
@@ -264,7 +264,7 @@ func requireDepth(t *testing.T, c *sqs.Client, url string, visible, inFlight int
 
 func TestSQSBatchEntryFailure(t *testing.T) {
 	t.Parallel()
-	c := emulator.SQSClient(t)
+	c := localaws.SQSClient(t)
 	url := createQueue(t, c, nil)
 	out, err := c.SendMessageBatch(t.Context(), &sqs.SendMessageBatchInput{
 		QueueUrl: aws.String(url),
@@ -297,7 +297,7 @@ func make11() []sqstypes.SendMessageBatchRequestEntry {
 
 func TestSQSVisibilityAndReceiveCount(t *testing.T) {
 	t.Parallel()
-	c := emulator.SQSClient(t)
+	c := localaws.SQSClient(t)
 	url := createQueue(t, c, nil)
 	sendN(t, c, url, 1)
 
@@ -347,7 +347,7 @@ func TestSQSVisibilityAndReceiveCount(t *testing.T) {
 // policy's maxReceiveCount). On SQS, and with the fix, only receives count.
 func TestSQSChangeVisibilityDoesNotCount(t *testing.T) {
 	t.Parallel()
-	c := emulator.SQSClient(t)
+	c := localaws.SQSClient(t)
 	url := createQueue(t, c, nil)
 	sendN(t, c, url, 1)
 	got := receive(t, c, url, 60)
@@ -366,7 +366,7 @@ func TestSQSChangeVisibilityDoesNotCount(t *testing.T) {
 
 func TestSQSRedriveToDLQ(t *testing.T) {
 	t.Parallel()
-	c := emulator.SQSClient(t)
+	c := localaws.SQSClient(t)
 	dlq := createQueue(t, c, nil)
 	attrs, err := c.GetQueueAttributes(t.Context(), &sqs.GetQueueAttributesInput{
 		QueueUrl: aws.String(dlq), AttributeNames: []sqstypes.QueueAttributeName{sqstypes.QueueAttributeNameQueueArn},
@@ -417,8 +417,8 @@ func lastSegment(url string) string { return url[strings.LastIndex(url, "/")+1:]
 
 func TestSQSQueueDoesNotExist(t *testing.T) {
 	t.Parallel()
-	c := emulator.SQSClient(t)
-	ep := emulator.SQS(t)
+	c := localaws.SQSClient(t)
+	ep := localaws.SQS(t)
 	_, err := c.SendMessage(t.Context(), &sqs.SendMessageInput{
 		QueueUrl: aws.String(ep.URL + "/123456789012/" + uniqueName("missing")), MessageBody: aws.String("x"),
 	})
@@ -434,7 +434,7 @@ func TestSQSQueueDoesNotExist(t *testing.T) {
 // receive for 10 with 1 message queued lasts the whole WaitTimeSeconds.
 func TestSQSLongPollWaitsFullWait(t *testing.T) {
 	t.Parallel()
-	c := emulator.SQSClient(t)
+	c := localaws.SQSClient(t)
 	url := createQueue(t, c, nil)
 	sendN(t, c, url, 1)
 	start := time.Now()

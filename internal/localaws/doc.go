@@ -1,4 +1,4 @@
-// Package emulator runs local servers that speak the DynamoDB and SQS wire
+// Package localaws runs local servers that speak the DynamoDB and SQS wire
 // protocols, for tests of the AWS adapters. It is test support: only _test
 // files import it.
 //
@@ -69,4 +69,4 @@
 //   - SendMessageBatch rejects more than 10 entries
 //     (TooManyEntriesInBatchRequest) and reports invalid entries (reserved
 //     or empty attribute names and values) per entry in Failed.
-package emulator
+package localaws

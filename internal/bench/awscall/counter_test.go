@@ -14,7 +14,7 @@ import (
 	"github.com/aws/aws-sdk-go-v2/service/sqs"
 	"github.com/stretchr/testify/require"
 
-	"github.com/batonhq/baton/internal/awscall"
+	"github.com/batonhq/baton/internal/bench/awscall"
 )
 
 // fakeSQS answers every request with 200 and body, except that the first

@@ -1,4 +1,4 @@
-package emulator
+package localaws
 
 import (
 	"bufio"
@@ -70,7 +70,7 @@ func SQS(t testing.TB) Endpoint {
 // test process anyway (a parent-death signal on Linux, end of file on their
 // stdin elsewhere); Stop is for a TestMain that wants them gone earlier:
 //
-//	func TestMain(m *testing.M) { code := m.Run(); emulator.Stop(); os.Exit(code) }
+//	func TestMain(m *testing.M) { code := m.Run(); localaws.Stop(); os.Exit(code) }
 //
 // Endpoints returned before Stop stop answering; later calls to DynamoDB or
 // SQS fail the test.

@@ -1,4 +1,4 @@
-package benchreport
+package bench
 
 import (
 	"context"

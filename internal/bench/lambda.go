@@ -1,4 +1,4 @@
-package benchreport
+package bench
 
 import (
 	"bytes"
@@ -34,7 +34,7 @@ type LambdaParams struct {
 	// WorkDir receives the builds.
 	WorkDir string
 	// DynamoDB and SQS are the endpoints the functions use (BaseEndpoint
-	// set, as from emulator.Endpoint.Config).
+	// set, as from localaws.Endpoint.Config).
 	DynamoDB, SQS aws.Config
 	// Arm64 also builds for linux/arm64, the deployed architecture, for
 	// the sizes.
@@ -43,7 +43,7 @@ type LambdaParams struct {
 
 // minimalPkg is the reference function: an SQS handler that acknowledges
 // every batch and does nothing else.
-const minimalPkg = "./internal/benchreport/testdata/minimal"
+const minimalPkg = "./internal/bench/testdata/minimal"
 
 // batchSize is the SQS batch the consumer handles for the RSS figure.
 const batchSize = 10

@@ -1,4 +1,4 @@
-package benchreport
+package bench
 
 import (
 	"context"
@@ -14,10 +14,10 @@ import (
 	"github.com/aws/aws-sdk-go-v2/service/sqs"
 	sqstypes "github.com/aws/aws-sdk-go-v2/service/sqs/types"
 
-	"github.com/batonhq/baton/internal/awscall"
 	"github.com/batonhq/baton/internal/awsdynamodb"
 	"github.com/batonhq/baton/internal/awssqs"
 	"github.com/batonhq/baton/internal/backend"
+	"github.com/batonhq/baton/internal/bench/awscall"
 	"github.com/batonhq/baton/internal/queue"
 )
 

@@ -1,14 +1,14 @@
-// Package benchreport measures baton against the machinery under it and
+// Package bench measures baton against the machinery under it and
 // prints one markdown table: every figure beside a reference measured in
 // the same run on the same server, and their ratio.
 //
 // `make bench` runs it on both backends: the embedded SQLite store, and
 // DynamoDB + SQS as served by the local emulators (dynalite and
-// local-aws-sqs, started by internal/emulator). The scenarios:
+// local-aws-sqs, started by internal/localaws). The scenarios:
 //
 //  1. Calls per operation, counted by store instrumentation (SQLite: a
 //     counting wrapper of the ports, one port call being one transaction)
-//     and SDK middleware (AWS: internal/awscall), against the minimum
+//     and SDK middleware (AWS: internal/bench/awscall), against the minimum
 //     possible: 1 conditional write per lease acquisition, 2 writes per
 //     new item, 1 call per duplicate or contended delivery, one batch send
 //     per 10 items of fan-out. A refused acquisition is counted twice: on
@@ -44,9 +44,9 @@
 //
 // The report runs as a test binary (the emulators are test support):
 //
-//	go test -c -o bin/benchreport.test ./internal/benchreport
-//	bin/benchreport.test -test.run '^TestReport$' -report [-report.only REGEXP]
+//	go test -c -o bin/bench.test ./internal/bench
+//	bin/bench.test -test.run '^TestReport$' -report [-report.only REGEXP]
 //
 // In report mode standard output holds the table alone. Without -report
 // the package's tests run every scenario at a tiny size instead.
-package benchreport
+package bench

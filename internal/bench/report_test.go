@@ -1,4 +1,4 @@
-package benchreport
+package bench
 
 import (
 	"bytes"
@@ -15,7 +15,7 @@ import (
 
 	"github.com/stretchr/testify/require"
 
-	"github.com/batonhq/baton/internal/emulator"
+	"github.com/batonhq/baton/internal/localaws"
 )
 
 var (
@@ -35,7 +35,7 @@ func TestMain(m *testing.M) {
 		os.Stdout = os.Stderr
 	}
 	code := m.Run()
-	emulator.Stop()
+	localaws.Stop()
 	os.Exit(code)
 }
 
@@ -47,7 +47,7 @@ func TestReport(t *testing.T) {
 	}
 	progress := os.Stderr
 	fmt.Fprintf(progress, "machine: %s\n", Machine())
-	ddb, sq := emulator.DynamoDB(t), emulator.SQS(t)
+	ddb, sq := localaws.DynamoDB(t), localaws.SQS(t)
 	r := &Runner{Config: FullConfig(), Progress: progress, Prefix: fmt.Sprintf("r%d-", time.Now().Unix()%100000)}
 	if *only != "" {
 		re := regexp.MustCompile(*only)
@@ -84,7 +84,7 @@ func lambdaParams(t *testing.T, arm64 bool) LambdaParams {
 	require.NoError(t, err)
 	return LambdaParams{
 		ModuleDir: root, WorkDir: t.TempDir(),
-		DynamoDB: emulator.DynamoDB(t).Config(), SQS: emulator.SQS(t).Config(), Arm64: arm64,
+		DynamoDB: localaws.DynamoDB(t).Config(), SQS: localaws.SQS(t).Config(), Arm64: arm64,
 	}
 }
 
@@ -98,7 +98,7 @@ func TestSmoke(t *testing.T) {
 	t.Parallel()
 	targets := []Target{SQLiteTarget(t.TempDir())}
 	if !testing.Short() {
-		ddb, sq := emulator.DynamoDB(t), emulator.SQS(t)
+		ddb, sq := localaws.DynamoDB(t), localaws.SQS(t)
 		targets = append(targets,
 			AWSTarget("aws", ddb.Config(), sq.Config(), AWSOptions{}),
 			AWSTarget("aws all-old", ddb.Config(), sq.Config(), AWSOptions{AllOld: true}))
