@@ -33,8 +33,8 @@ lint: ## go vet and the check that the core imports no AWS package
 	$(GO) test -count=1 -run 'TestCoreImportsNoAWS' ./internal/archtest
 
 bench: emulators ## benchmarks on both backends, each figure beside its reference (a few minutes)
-	$(GO) test -c -o $(BIN)/benchreport.test ./internal/benchreport
-	./$(BIN)/benchreport.test -test.run '^TestReport$$' -test.timeout 60m -report -report.out $(BIN)/bench.md
+	$(GO) test -c -o $(BIN)/bench.test ./internal/bench
+	./$(BIN)/bench.test -test.run '^TestReport$$' -test.timeout 60m -report -report.out $(BIN)/bench.md
 
 clean: ## remove build output and the local store
 	rm -rf $(BIN) var .aws-sam

@@ -25,10 +25,10 @@ import (
 	"github.com/batonhq/baton/examples/fx"
 	"github.com/batonhq/baton/internal/awsdynamodb"
 	"github.com/batonhq/baton/internal/awssqs"
-	"github.com/batonhq/baton/internal/emulator"
 	"github.com/batonhq/baton/internal/lambdaapp"
 	"github.com/batonhq/baton/internal/lambdaruntime"
 	"github.com/batonhq/baton/internal/ledger"
+	"github.com/batonhq/baton/internal/localaws"
 )
 
 // binDir holds the bootstraps this test binary builds; builds runs each
@@ -128,7 +128,7 @@ func start(t *testing.T, bin string, api *lambdaruntime.Server, env map[string]s
 		"AWS_LAMBDA_RUNTIME_API":          api.Addr,
 		"AWS_LAMBDA_FUNCTION_NAME":        "baton-test",
 		"AWS_LAMBDA_FUNCTION_MEMORY_SIZE": "256",
-		"AWS_REGION":                      emulator.Region,
+		"AWS_REGION":                      localaws.Region,
 		"AWS_ACCESS_KEY_ID":               "test",
 		"AWS_SECRET_ACCESS_KEY":           "test",
 		"AWS_CONFIG_FILE":                 filepath.Join(dir, "none"),
@@ -169,8 +169,8 @@ type stack struct {
 func newStack(t *testing.T) stack {
 	t.Helper()
 	ctx := context.Background()
-	ddbEP, sqsEP := emulator.DynamoDB(t), emulator.SQS(t)
-	ddb, sq := emulator.DynamoDBClient(t), emulator.SQSClient(t)
+	ddbEP, sqsEP := localaws.DynamoDB(t), localaws.SQS(t)
+	ddb, sq := localaws.DynamoDBClient(t), localaws.SQSClient(t)
 	name := fmt.Sprintf("baton-rt-%d", time.Now().UnixNano())
 	require.NoError(t, awsdynamodb.CreateTable(ctx, ddb, name))
 
@@ -263,7 +263,7 @@ func TestBootstrapsThroughRuntimeAPI(t *testing.T) {
 	require.Equal(t, "response", res.Kind, "%s", res.Body)
 	require.JSONEq(t, `{"batchItemFailures":[]}`, string(res.Body))
 
-	ledgerStore := awsdynamodb.NewLedgerStore(emulator.DynamoDBClient(t), st.table, nil)
+	ledgerStore := awsdynamodb.NewLedgerStore(localaws.DynamoDBClient(t), st.table, nil)
 	items, err := ledgerStore.ListItems(context.Background(), run)
 	require.NoError(t, err)
 	require.Len(t, items, len(fx.Assets))

@@ -4,11 +4,11 @@ import (
 	"os"
 	"testing"
 
-	"github.com/batonhq/baton/internal/emulator"
+	"github.com/batonhq/baton/internal/localaws"
 )
 
 func TestMain(m *testing.M) {
 	code := m.Run()
-	emulator.Stop()
+	localaws.Stop()
 	os.Exit(code)
 }

@@ -14,14 +14,14 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/batonhq/baton/internal/awsdynamodb"
-	"github.com/batonhq/baton/internal/emulator"
+	"github.com/batonhq/baton/internal/localaws"
 )
 
 // serverClient returns a client of the test binary's DynamoDB emulator
 // (skipping the test when it is not installed, outside CI).
 func serverClient(t testing.TB) *dynamodb.Client {
 	t.Helper()
-	return emulator.DynamoDBClient(t)
+	return localaws.DynamoDBClient(t)
 }
 
 var seq atomic.Int64

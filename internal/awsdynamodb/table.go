@@ -243,21 +243,23 @@ func newToken() string {
 }
 
 // query runs in to the end (or until limit records, when limit > 0) and
-// returns the records.
+// returns the records. With a limit, pages ask for at most min(limit, 1000)
+// records each, and records past limit on the last page are dropped.
 func (t table) query(ctx context.Context, op string, in *dynamodb.QueryInput, limit int) ([]record, error) {
+	if limit > 0 {
+		in.Limit = aws.Int32(int32(min(limit, 1000)))
+	}
 	var out []record
-	for {
-		if limit > 0 {
-			in.Limit = aws.Int32(int32(min(limit-len(out), 1000)))
-		}
-		page, err := t.client.Query(ctx, in)
+	pages := dynamodb.NewQueryPaginator(t.client, in)
+	for pages.HasMorePages() && (limit <= 0 || len(out) < limit) {
+		page, err := pages.NextPage(ctx)
 		if err != nil {
 			return nil, translateError(t.name, op, err)
 		}
 		out = append(out, page.Items...)
-		if len(page.LastEvaluatedKey) == 0 || (limit > 0 && len(out) >= limit) {
-			return out, nil
-		}
-		in.ExclusiveStartKey = page.LastEvaluatedKey
 	}
+	if limit > 0 && len(out) > limit {
+		out = out[:limit]
+	}
+	return out, nil
 }

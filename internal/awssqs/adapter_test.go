@@ -14,7 +14,7 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/batonhq/baton/internal/awssqs"
-	"github.com/batonhq/baton/internal/emulator"
+	"github.com/batonhq/baton/internal/localaws"
 	"github.com/batonhq/baton/internal/queue"
 )
 
@@ -32,7 +32,7 @@ type bundle struct {
 // setup makes a fresh queue on the emulator.
 func setup(t *testing.T) bundle {
 	t.Helper()
-	c := emulator.SQSClient(t)
+	c := localaws.SQSClient(t)
 	out, err := c.CreateQueue(t.Context(), &sqs.CreateQueueInput{QueueName: aws.String(uniqueName("q"))})
 	require.NoError(t, err)
 	return bundle{client: c, q: awssqs.New(c, *out.QueueUrl, nil)}

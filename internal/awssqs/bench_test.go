@@ -9,9 +9,9 @@ import (
 	"github.com/aws/aws-sdk-go-v2/service/sqs"
 	"github.com/stretchr/testify/require"
 
-	"github.com/batonhq/baton/internal/awscall"
 	"github.com/batonhq/baton/internal/awssqs"
-	"github.com/batonhq/baton/internal/emulator"
+	"github.com/batonhq/baton/internal/bench/awscall"
+	"github.com/batonhq/baton/internal/localaws"
 	"github.com/batonhq/baton/internal/queue"
 )
 
@@ -20,7 +20,7 @@ import (
 // messages (the figure that carries over to SQS; the time does not).
 func BenchmarkFanOut100(b *testing.B) {
 	var n awscall.Counter
-	c := emulator.SQSClient(b, func(o *sqs.Options) { o.APIOptions = append(o.APIOptions, n.Middleware()) })
+	c := localaws.SQSClient(b, func(o *sqs.Options) { o.APIOptions = append(o.APIOptions, n.Middleware()) })
 	out, err := c.CreateQueue(b.Context(), &sqs.CreateQueueInput{QueueName: aws.String(uniqueName("bench"))})
 	require.NoError(b, err)
 	q := awssqs.New(c, *out.QueueUrl, nil)

@@ -9,9 +9,9 @@ import (
 	"github.com/aws/aws-sdk-go-v2/service/sqs"
 	"github.com/stretchr/testify/require"
 
-	"github.com/batonhq/baton/internal/awscall"
 	"github.com/batonhq/baton/internal/awssqs"
-	"github.com/batonhq/baton/internal/emulator"
+	"github.com/batonhq/baton/internal/bench/awscall"
+	"github.com/batonhq/baton/internal/localaws"
 	"github.com/batonhq/baton/internal/queue"
 )
 
@@ -22,7 +22,7 @@ import (
 func TestCallsPerOperation(t *testing.T) {
 	t.Parallel()
 	var n awscall.Counter
-	c := emulator.SQSClient(t, func(o *sqs.Options) { o.APIOptions = append(o.APIOptions, n.Middleware()) })
+	c := localaws.SQSClient(t, func(o *sqs.Options) { o.APIOptions = append(o.APIOptions, n.Middleware()) })
 	out, err := c.CreateQueue(t.Context(), &sqs.CreateQueueInput{QueueName: aws.String(uniqueName("calls"))})
 	require.NoError(t, err)
 	q := awssqs.New(c, *out.QueueUrl, nil)

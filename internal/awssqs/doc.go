@@ -36,7 +36,7 @@
 //     comes only for handles SQS cannot use. ChangeVisibility returns
 //     ErrInvalidReceipt also when the message is no longer in flight.
 //
-// What the test server (local-aws-sqs, see internal/emulator) differs in:
+// What the test server (local-aws-sqs, see internal/localaws) differs in:
 // a redrive happens when the last allowed receive's visibility ends, not at
 // the next receive; stale receipt
 // handles of messages still in the queue act on the message; a long poll
@@ -61,5 +61,7 @@
 //
 // Other errors (throttling, network, credentials) pass through wrapped with
 // the operation and queue URL; the SDK has already retried the retryable
-// ones.
+// ones. The adapter adds no retries of its own: the entries a
+// SendMessageBatch call accepted but SQS refused come back in a
+// *queue.BatchError, and queue.SendAll retries those (and only those).
 package awssqs

@@ -15,7 +15,7 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/batonhq/baton/internal/awssqs"
-	"github.com/batonhq/baton/internal/emulator"
+	"github.com/batonhq/baton/internal/localaws"
 	"github.com/batonhq/baton/internal/queue"
 )
 
@@ -104,7 +104,7 @@ func (l *laggingList) lagged(req *http.Request, since int64) (*http.Response, er
 func TestMoveAllWaitsForItsOwnTask(t *testing.T) {
 	t.Parallel()
 	lag := &laggingList{inner: awshttp.NewBuildableClient()}
-	c := emulator.SQSClient(t, func(o *sqs.Options) { o.HTTPClient = lag })
+	c := localaws.SQSClient(t, func(o *sqs.Options) { o.HTTPClient = lag })
 	name := uniqueName("mv")
 	url, dlqURL, err := awssqs.EnsureQueues(t.Context(), c, name, 3, time.Minute)
 	require.NoError(t, err)

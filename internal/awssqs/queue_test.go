@@ -10,7 +10,7 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/batonhq/baton/internal/awssqs"
-	"github.com/batonhq/baton/internal/emulator"
+	"github.com/batonhq/baton/internal/localaws"
 	"github.com/batonhq/baton/internal/queue"
 	"github.com/batonhq/baton/internal/queue/queuetest"
 )
@@ -33,7 +33,7 @@ var harness = queuetest.Harness{
 
 func newConformanceQueue(t *testing.T, o queuetest.QueueOptions) queuetest.Queue {
 	t.Helper()
-	c := emulator.SQSClient(t)
+	c := localaws.SQSClient(t)
 	name := uniqueName("qt")
 	if o.MaxReceives == 0 {
 		out, err := c.CreateQueue(t.Context(), &sqs.CreateQueueInput{QueueName: aws.String(name)})
@@ -59,7 +59,7 @@ func newMissingQueue(t *testing.T) queuetest.Queue {
 
 func missingQueue(t *testing.T) *awssqs.Queue {
 	t.Helper()
-	return awssqs.New(emulator.SQSClient(t), emulator.SQS(t).URL+"/"+emulator.AccountID+"/"+uniqueName("missing"), nil)
+	return awssqs.New(localaws.SQSClient(t), localaws.SQS(t).URL+"/"+localaws.AccountID+"/"+uniqueName("missing"), nil)
 }
 
 func deleteOnCleanup(t *testing.T, c *sqs.Client, url string) {

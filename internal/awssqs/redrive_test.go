@@ -9,13 +9,13 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/batonhq/baton/internal/awssqs"
-	"github.com/batonhq/baton/internal/emulator"
+	"github.com/batonhq/baton/internal/localaws"
 	"github.com/batonhq/baton/internal/queue"
 )
 
 func TestRedriveAndURLForARN(t *testing.T) {
 	t.Parallel()
-	c := emulator.SQSClient(t)
+	c := localaws.SQSClient(t)
 	name := uniqueName("rd")
 	url, dlqURL, err := awssqs.EnsureQueues(t.Context(), c, name, 4, time.Minute)
 	require.NoError(t, err)
@@ -40,7 +40,7 @@ func TestRedriveAndURLForARN(t *testing.T) {
 
 func TestRedriveErrors(t *testing.T) {
 	t.Parallel()
-	c := emulator.SQSClient(t)
+	c := localaws.SQSClient(t)
 	out, err := c.CreateQueue(t.Context(), &sqs.CreateQueueInput{QueueName: aws.String(uniqueName("rd-bad"))})
 	require.NoError(t, err)
 	deleteOnCleanup(t, c, *out.QueueUrl)

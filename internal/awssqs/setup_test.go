@@ -12,7 +12,7 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/batonhq/baton/internal/awssqs"
-	"github.com/batonhq/baton/internal/emulator"
+	"github.com/batonhq/baton/internal/localaws"
 	"github.com/batonhq/baton/internal/queue"
 )
 
@@ -40,7 +40,7 @@ func requireRedrive(t *testing.T, attrs map[string]string, dlqARN string, max in
 
 func TestEnsureQueuesCreatesAndConverges(t *testing.T) {
 	t.Parallel()
-	c := emulator.SQSClient(t)
+	c := localaws.SQSClient(t)
 	name := uniqueName("work")
 	url, dlq, err := awssqs.EnsureQueues(t.Context(), c, name, 5, 90*time.Second)
 	require.NoError(t, err)
@@ -70,7 +70,7 @@ func TestEnsureQueuesCreatesAndConverges(t *testing.T) {
 
 func TestEnsureQueuesRejectsBadInput(t *testing.T) {
 	t.Parallel()
-	c := emulator.SQSClient(t)
+	c := localaws.SQSClient(t)
 	for name, args := range map[string]struct {
 		name string
 		max  int
@@ -92,7 +92,7 @@ func TestEnsureQueuesRejectsBadInput(t *testing.T) {
 
 func TestEnsureQueuesRedrivesToDLQ(t *testing.T) {
 	t.Parallel()
-	c := emulator.SQSClient(t)
+	c := localaws.SQSClient(t)
 	url, dlqURL, err := awssqs.EnsureQueues(t.Context(), c, uniqueName("work"), 1, time.Second)
 	require.NoError(t, err)
 	q, dlq := awssqs.New(c, url, nil), awssqs.New(c, dlqURL, nil)

@@ -11,7 +11,7 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/batonhq/baton/examples/fx"
-	"github.com/batonhq/baton/internal/emulator"
+	"github.com/batonhq/baton/internal/localaws"
 )
 
 // awsEnv points the SDK's configuration chain at nothing but the process
@@ -22,7 +22,7 @@ func awsEnv(t *testing.T) {
 	t.Helper()
 	none := filepath.Join(t.TempDir(), "none")
 	for k, v := range map[string]string{
-		"AWS_REGION": emulator.Region, "AWS_DEFAULT_REGION": "", "AWS_PROFILE": "",
+		"AWS_REGION": localaws.Region, "AWS_DEFAULT_REGION": "", "AWS_PROFILE": "",
 		"AWS_ACCESS_KEY_ID": "local", "AWS_SECRET_ACCESS_KEY": "local", "AWS_SESSION_TOKEN": "",
 		"AWS_CONFIG_FILE": none, "AWS_SHARED_CREDENTIALS_FILE": none, "AWS_EC2_METADATA_DISABLED": "true",
 		"AWS_ENDPOINT_URL": "", "AWS_ENDPOINT_URL_DYNAMODB": "", "AWS_ENDPOINT_URL_SQS": "",
@@ -38,7 +38,7 @@ var exportLine = regexp.MustCompile(`(?m)^export ([A-Z_]+)=(.*)$`)
 // prints the environment, then invoke and run --once work from that
 // environment alone (the SDK's chain resolves the endpoints).
 func TestAWSPathOnEmulators(t *testing.T) {
-	ddb, sqs := emulator.DynamoDB(t), emulator.SQS(t)
+	ddb, sqs := localaws.DynamoDB(t), localaws.SQS(t)
 	awsEnv(t)
 	unique := fmt.Sprintf("cli-%d", time.Now().UnixNano()%1e9)
 
@@ -51,8 +51,8 @@ func TestAWSPathOnEmulators(t *testing.T) {
 	}
 	require.Equal(t, map[string]string{
 		"BATON_TABLE":               unique,
-		"BATON_QUEUE_URL":           sqs.URL + "/" + emulator.AccountID + "/" + unique,
-		"BATON_DLQ_URL":             sqs.URL + "/" + emulator.AccountID + "/" + unique + "-dlq",
+		"BATON_QUEUE_URL":           sqs.URL + "/" + localaws.AccountID + "/" + unique,
+		"BATON_DLQ_URL":             sqs.URL + "/" + localaws.AccountID + "/" + unique + "-dlq",
 		"BATON_MAX_RECEIVES":        "3",
 		"AWS_ENDPOINT_URL_DYNAMODB": ddb.URL,
 		"AWS_ENDPOINT_URL_SQS":      sqs.URL,

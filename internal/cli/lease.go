@@ -11,6 +11,8 @@ import (
 	"strings"
 	"time"
 
+	"golang.org/x/term"
+
 	"github.com/batonhq/baton/internal/lease"
 )
 
@@ -224,5 +226,5 @@ func confirmOwner(e *env, l lease.Lease) error {
 // character device: /dev/null is one too).
 func isTerminal(f any) bool {
 	file, ok := f.(*os.File)
-	return ok && file != nil && isTerminalFd(file.Fd())
+	return ok && file != nil && term.IsTerminal(int(file.Fd()))
 }

@@ -11,7 +11,7 @@ import (
 	"github.com/batonhq/baton/internal/awsdynamodb"
 	"github.com/batonhq/baton/internal/awssqs"
 	"github.com/batonhq/baton/internal/backend/awsbackend"
-	"github.com/batonhq/baton/internal/emulator"
+	"github.com/batonhq/baton/internal/localaws"
 )
 
 // newAWSFixture makes a table and a work queue with its dead-letter queue
@@ -19,8 +19,8 @@ import (
 // --backend aws on them. The caller must have called awsEnv.
 func newAWSFixture(t *testing.T) *opsFixture {
 	t.Helper()
-	ddb, sqsEP := emulator.DynamoDB(t), emulator.SQS(t)
-	clients := awsbackend.Clients{DynamoDB: emulator.DynamoDBClient(t), SQS: emulator.SQSClient(t)}
+	ddb, sqsEP := localaws.DynamoDB(t), localaws.SQS(t)
+	clients := awsbackend.Clients{DynamoDB: localaws.DynamoDBClient(t), SQS: localaws.SQSClient(t)}
 	ctx := context.Background()
 	name := fmt.Sprintf("ops-%d", time.Now().UnixNano()%1e12)
 	require.NoError(t, awsdynamodb.CreateTable(ctx, clients.DynamoDB, name))
@@ -39,8 +39,8 @@ func newAWSFixture(t *testing.T) *opsFixture {
 // the process environment (the SDK's configuration chain), so they run
 // one after the other, each on its own table and queues.
 func TestOperatorCommandsOnAWS(t *testing.T) {
-	emulator.DynamoDB(t)
-	emulator.SQS(t)
+	localaws.DynamoDB(t)
+	localaws.SQS(t)
 	awsEnv(t)
 	for _, tc := range []struct {
 		name     string

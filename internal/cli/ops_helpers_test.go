@@ -127,14 +127,6 @@ func handled(outcomes []consumer.MessageOutcome, key ledger.ItemKey, statuses ..
 	return false
 }
 
-// settle runs the coordinator's settle on the tick.
-func (f *opsFixture) settle(i int) ledger.Run {
-	f.t.Helper()
-	run, err := f.eng.Coordinator.Settle(f.t.Context(), fx.Name, f.tick(i))
-	require.NoError(f.t, err)
-	return run
-}
-
 type callCounter struct {
 	mu sync.Mutex
 	n  map[string]int // by item key

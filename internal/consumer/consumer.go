@@ -3,8 +3,9 @@ package consumer
 import (
 	"context"
 	"log/slog"
-	"sync"
 	"time"
+
+	"golang.org/x/sync/errgroup"
 
 	"github.com/batonhq/baton"
 	"github.com/batonhq/baton/internal/effect"
@@ -99,16 +100,15 @@ func (c *Consumer) Handle(ctx context.Context, deadline time.Time, msgs []queue.
 	}
 
 	verdicts := make([]verdict, len(ds))
-	sem := make(chan struct{}, parallel)
-	var wg sync.WaitGroup
+	var g errgroup.Group // a message's failure is its verdict: none stops the others
+	g.SetLimit(parallel)
 	for i, d := range ds {
-		sem <- struct{}{}
-		wg.Go(func() {
-			defer func() { <-sem }()
+		g.Go(func() error {
 			verdicts[i] = c.handle(ctx, deadline, d)
+			return nil
 		})
 	}
-	wg.Wait()
+	_ = g.Wait()
 
 	var res Result
 	counts := map[string]int{}

@@ -26,9 +26,9 @@ import (
 	"github.com/batonhq/baton/internal/awssqs"
 	"github.com/batonhq/baton/internal/backend/awsbackend"
 	"github.com/batonhq/baton/internal/coordinator"
-	"github.com/batonhq/baton/internal/emulator"
 	"github.com/batonhq/baton/internal/lambdaapp"
 	"github.com/batonhq/baton/internal/ledger"
+	"github.com/batonhq/baton/internal/localaws"
 	"github.com/batonhq/baton/internal/message"
 	"github.com/batonhq/baton/internal/poller"
 	"github.com/batonhq/baton/internal/queue"
@@ -36,7 +36,7 @@ import (
 
 func TestMain(m *testing.M) {
 	code := m.Run()
-	emulator.Stop()
+	localaws.Stop()
 	os.Exit(code)
 }
 
@@ -99,7 +99,7 @@ type deployOpts struct {
 
 func deploy(t *testing.T, o deployOpts) *deployment {
 	t.Helper()
-	ddb, q := emulator.DynamoDB(t), emulator.SQS(t)
+	ddb, q := localaws.DynamoDB(t), localaws.SQS(t)
 	c := awsbackend.NewClients(aws.Config{Region: ddb.Region, Credentials: ddb.Credentials},
 		awsbackend.Endpoints{DynamoDB: ddb.URL, SQS: q.URL})
 	res, err := awsbackend.Setup(t.Context(), c, awsbackend.SetupParams{
@@ -175,7 +175,7 @@ type batch struct {
 // responses, failed messages visible again after 1 s) feeding the consumer
 // handler through an EventSource, and records the batches in b.
 func (d *deployment) poller(b *batches) *poller.Poller {
-	es := &lambdaapp.EventSource{Handler: d.consumer, QueueARN: d.workARN, Region: emulator.Region}
+	es := &lambdaapp.EventSource{Handler: d.consumer, QueueARN: d.workARN, Region: localaws.Region}
 	return &poller.Poller{
 		Receiver: d.work, BatchSize: 10, Concurrency: 2, Timeout: 10 * time.Second,
 		Wait: 100 * time.Millisecond, RetryDelay: time.Second,

@@ -4,17 +4,35 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"math/rand/v2"
 	"strconv"
-	"sync"
+	"time"
+
+	"golang.org/x/sync/errgroup"
 )
 
 // SendAllOptions tune SendAll. The zero value is usable.
 type SendAllOptions struct {
 	// Parallel is the number of batches in flight at once; 0 means 4.
 	Parallel int
-	// Retries is how many times entries that failed are sent again; 0 means 3.
+	// Retries is how many times the entries a partial batch refused are
+	// sent again; 0 means 3.
 	Retries int
+
+	// sleepFunc waits d or until ctx ends (then it returns ctx's error),
+	// and randFunc returns a number uniform in [0, n): they stand in for
+	// the clock and the jitter in tests. nil means the real ones.
+	sleepFunc func(ctx context.Context, d time.Duration) error
+	randFunc  func(n int64) int64
 }
+
+// The backoff before a retry grows from retryBase, doubling each time, to
+// at most retryCap; the wait is uniform between 0 and that bound ("full
+// jitter"), so that senders refused together do not come back together.
+const (
+	retryBase = 50 * time.Millisecond
+	retryCap  = time.Second
+)
 
 // SendAll sends msgs in batches of at most MaxBatch entries and
 // MaxBatchBytes, up to Parallel batches at once, retrying only the entries
@@ -22,31 +40,53 @@ type SendAllOptions struct {
 // ignored. It returns the number of messages sent, in order from the front
 // of msgs: on error, msgs[:sent] were all accepted (later ones may have been
 // too).
+//
+// Retries. A Sender's call is already retried where that is worth it:
+// the SQS adapter's client retries a call that fails as a whole
+// (throttling, 5xx, network errors) with the SDK's standard retryer (by
+// default 3 attempts with jittered exponential backoff; awsbackend builds
+// the client with sqs.NewFromConfig and leaves the retry settings to the
+// configuration chain), and the SQLite adapter writes a batch all or
+// nothing, waiting out a busy database. So SendAll never sends again a
+// call that failed as a whole, which would multiply those retries: it
+// returns that error. It retries only what nothing below it does, the
+// entries that a call which succeeded refused (a *BatchError): at most
+// Retries times, the n-th after a wait drawn uniformly from
+// [0, min(1s, 50ms·2ⁿ⁻¹)), and none once ctx ends.
 func SendAll(ctx context.Context, s Sender, msgs []Message, o *SendAllOptions) (sent int, err error) {
-	parallel, retries := 4, 3
-	if o != nil && o.Parallel > 0 {
-		parallel = o.Parallel
-	}
-	if o != nil && o.Retries > 0 {
-		retries = o.Retries
+	r := retrier{retries: 3, sleep: sleepCtx, rand: rand.Int64N}
+	parallel := 4
+	if o != nil {
+		if o.Parallel > 0 {
+			parallel = o.Parallel
+		}
+		if o.Retries > 0 {
+			r.retries = o.Retries
+		}
+		if o.sleepFunc != nil {
+			r.sleep = o.sleepFunc
+		}
+		if o.randFunc != nil {
+			r.rand = o.randFunc
+		}
 	}
 	batches := split(msgs)
 	errs := make([]error, len(batches))
-	sem := make(chan struct{}, parallel)
-	var wg sync.WaitGroup
+	// A failed batch does not stop the others: each one's error is kept,
+	// and the first in order decides what was sent.
+	var g errgroup.Group
+	g.SetLimit(parallel)
 	for i, b := range batches {
 		if ctx.Err() != nil {
 			errs[i] = ctx.Err()
 			continue
 		}
-		sem <- struct{}{}
-		wg.Add(1)
-		go func() {
-			defer func() { <-sem; wg.Done() }()
-			errs[i] = sendBatch(ctx, s, msgs[b.lo:b.hi], retries)
-		}()
+		g.Go(func() error {
+			errs[i] = r.sendBatch(ctx, s, msgs[b.lo:b.hi])
+			return nil
+		})
 	}
-	wg.Wait()
+	_ = g.Wait()
 	for i, b := range batches {
 		if errs[i] != nil {
 			return b.lo, fmt.Errorf("send messages %d..%d: %w", b.lo, b.hi-1, errs[i])
@@ -74,24 +114,24 @@ func split(msgs []Message) []span {
 	return out
 }
 
-func sendBatch(ctx context.Context, s Sender, msgs []Message, retries int) error {
+// retrier sends one batch, retrying the entries it refuses.
+type retrier struct {
+	retries int
+	sleep   func(ctx context.Context, d time.Duration) error
+	rand    func(n int64) int64
+}
+
+func (r retrier) sendBatch(ctx context.Context, s Sender, msgs []Message) error {
 	pending := make([]Message, len(msgs))
 	for i, m := range msgs {
 		m.ID = strconv.Itoa(i)
 		pending[i] = m
 	}
-	var err error
-	for try := 0; try <= retries && len(pending) > 0; try++ {
-		err = s.SendBatch(ctx, pending)
-		if err == nil {
-			return nil
-		}
+	for try := 0; ; try++ {
+		err := s.SendBatch(ctx, pending)
 		var be *BatchError
-		if !errors.As(err, &be) {
-			if errors.Is(err, ErrBatchTooLarge) || ctx.Err() != nil {
-				return err
-			}
-			continue // the whole call failed; resend everything
+		if err == nil || !errors.As(err, &be) {
+			return err // sent, or failed as a whole (already retried below the Sender)
 		}
 		failed := make(map[string]bool, len(be.Failed))
 		for _, f := range be.Failed {
@@ -103,10 +143,40 @@ func sendBatch(ctx context.Context, s Sender, msgs []Message, retries int) error
 				next = append(next, m)
 			}
 		}
+		switch {
+		case len(next) == 0:
+			return nil // a BatchError that names no entry of the batch
+		case try == r.retries:
+			return err
+		}
+		if serr := r.sleep(ctx, r.backoff(try)); serr != nil {
+			return fmt.Errorf("%w (not retried: %w)", err, serr)
+		}
 		pending = next
 	}
-	if len(pending) == 0 {
-		return nil
+}
+
+// backoff returns the wait before retry try+1: uniform in [0, bound), the
+// bound doubling from retryBase with each try up to retryCap.
+func (r retrier) backoff(try int) time.Duration {
+	bound := retryCap
+	if try < 16 && retryBase<<try < retryCap {
+		bound = retryBase << try
 	}
-	return err
+	return time.Duration(r.rand(int64(bound)))
+}
+
+// sleepCtx waits d, or until ctx ends: then it returns ctx's error.
+func sleepCtx(ctx context.Context, d time.Duration) error {
+	if err := ctx.Err(); err != nil {
+		return err
+	}
+	t := time.NewTimer(d)
+	defer t.Stop()
+	select {
+	case <-t.C:
+		return nil
+	case <-ctx.Done():
+		return ctx.Err()
+	}
 }

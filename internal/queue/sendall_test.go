@@ -7,6 +7,7 @@ import (
 	"strings"
 	"sync"
 	"testing"
+	"time"
 
 	"github.com/stretchr/testify/require"
 )
@@ -95,8 +96,10 @@ func TestSendAllRetriesOnlyFailedEntries(t *testing.T) {
 		return nil
 	}
 	msgs := messages(15, 0)
-	sent, err := SendAll(t.Context(), f, msgs, &SendAllOptions{Parallel: 1})
+	sleeps := &sleepRecorder{}
+	sent, err := SendAll(t.Context(), f, msgs, sleeps.options(&SendAllOptions{Parallel: 1}))
 	require.NoError(t, err)
+	require.Len(t, sleeps.waits, 3, "a wait before each retry")
 	require.Equal(t, 15, sent)
 	for _, m := range msgs {
 		require.Equal(t, 1, f.accepted[string(m.Body)], "accepted count of %s", m.Body)
@@ -137,7 +140,7 @@ func TestSendAllReportsWhatWasSent(t *testing.T) {
 		}
 		return nil
 	}
-	sent, err := SendAll(t.Context(), f, messages(25, 0), &SendAllOptions{Parallel: 1, Retries: 2})
+	sent, err := SendAll(t.Context(), f, messages(25, 0), (&sleepRecorder{}).options(&SendAllOptions{Parallel: 1, Retries: 2}))
 	var be *BatchError
 	require.ErrorAs(t, err, &be)
 	require.Len(t, be.Failed, 1)
@@ -147,20 +150,116 @@ func TestSendAllReportsWhatWasSent(t *testing.T) {
 	require.Equal(t, 1, f.accepted["m24"], "later batches are still sent")
 }
 
-func TestSendAllRetriesFailedCalls(t *testing.T) {
+func TestSendAllDoesNotResendFailedCalls(t *testing.T) {
 	t.Parallel()
 	f := newFakeSender()
+	reset := errors.New("connection reset")
 	f.callErrFunc = func(call int) error {
 		if call == 1 {
-			return errors.New("connection reset")
+			return reset
 		}
 		return nil
 	}
-	sent, err := SendAll(t.Context(), f, messages(4, 0), nil)
+	sleeps := &sleepRecorder{}
+	sent, err := SendAll(t.Context(), f, messages(4, 0), sleeps.options(nil))
+	require.ErrorIs(t, err, reset, "the Sender's client has retried the call already")
+	require.Equal(t, 0, sent)
+	require.Len(t, f.calls, 1)
+	require.Empty(t, sleeps.waits)
+}
+
+// sleepRecorder stands in for the clock and the jitter: it records each
+// wait without waiting, and draws the largest value (n-1) unless rand is
+// set.
+type sleepRecorder struct {
+	mu    sync.Mutex
+	waits []time.Duration
+	rand  func(n int64) int64
+	// before, when set, runs at each wait and may end it with an error.
+	before func(ctx context.Context) error
+}
+
+func (r *sleepRecorder) options(o *SendAllOptions) *SendAllOptions {
+	if o == nil {
+		o = &SendAllOptions{}
+	}
+	o.sleepFunc = func(ctx context.Context, d time.Duration) error {
+		r.mu.Lock()
+		r.waits = append(r.waits, d)
+		r.mu.Unlock()
+		if r.before != nil {
+			return r.before(ctx)
+		}
+		return nil
+	}
+	o.randFunc = func(n int64) int64 {
+		if r.rand != nil {
+			return r.rand(n)
+		}
+		return n - 1
+	}
+	return o
+}
+
+func TestSendAllBacksOffBeforeRetries(t *testing.T) {
+	t.Parallel()
+	f := newFakeSender()
+	f.failFunc = func(body string, call int) error {
+		if body == "m1" && call <= 7 {
+			return errors.New("throttled")
+		}
+		return nil
+	}
+	sleeps := &sleepRecorder{}
+	sent, err := SendAll(t.Context(), f, messages(3, 0), sleeps.options(&SendAllOptions{Retries: 7}))
 	require.NoError(t, err)
-	require.Equal(t, 4, sent)
-	require.Len(t, f.calls, 2)
-	require.Len(t, f.calls[1], 4, "a failed call is resent whole")
+	require.Equal(t, 3, sent)
+	require.Len(t, f.calls, 8)
+	ms := time.Millisecond
+	require.Equal(t, []time.Duration{50*ms - 1, 100*ms - 1, 200*ms - 1, 400*ms - 1, 800*ms - 1, time.Second - 1, time.Second - 1},
+		sleeps.waits, "the bound doubles from 50ms up to 1s; the wait is drawn below it")
+}
+
+func TestSendAllJitter(t *testing.T) {
+	t.Parallel()
+	f := newFakeSender()
+	f.failFunc = func(body string, call int) error {
+		if call <= 3 {
+			return errors.New("throttled")
+		}
+		return nil
+	}
+	var bounds []int64
+	sleeps := &sleepRecorder{rand: func(n int64) int64 { bounds = append(bounds, n); return n / 4 }}
+	_, err := SendAll(t.Context(), f, messages(1, 0), sleeps.options(nil))
+	require.NoError(t, err)
+	ms := int64(time.Millisecond)
+	require.Equal(t, []int64{50 * ms, 100 * ms, 200 * ms}, bounds, "one draw per retry, below the bound")
+	require.Equal(t, []time.Duration{12500 * time.Microsecond, 25 * time.Millisecond, 50 * time.Millisecond}, sleeps.waits)
+}
+
+func TestSendAllStopsRetryingWhenCtxEnds(t *testing.T) {
+	t.Parallel()
+	f := newFakeSender()
+	throttled := errors.New("throttled")
+	f.failFunc = func(body string, call int) error { return throttled }
+	ctx, cancel := context.WithCancel(t.Context())
+	sleeps := &sleepRecorder{before: func(ctx context.Context) error { cancel(); return ctx.Err() }}
+	sent, err := SendAll(ctx, f, messages(2, 0), sleeps.options(nil))
+	require.ErrorIs(t, err, context.Canceled)
+	var be *BatchError
+	require.ErrorAs(t, err, &be, "the entries' failure is kept")
+	require.Equal(t, 0, sent)
+	require.Len(t, f.calls, 1, "no call after ctx ended")
+	require.Len(t, sleeps.waits, 1)
+}
+
+func TestSleepCtx(t *testing.T) {
+	t.Parallel()
+	ctx, cancel := context.WithCancel(t.Context())
+	cancel()
+	require.ErrorIs(t, sleepCtx(ctx, time.Hour), context.Canceled, "an ended ctx ends the wait at once")
+	require.NoError(t, sleepCtx(t.Context(), 0))
 }
 
 func TestSendAllDoesNotRetryOversizedBatches(t *testing.T) {

@@ -16,12 +16,12 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/batonhq/baton/examples/fx"
-	"github.com/batonhq/baton/internal/awscall"
 	"github.com/batonhq/baton/internal/awsdynamodb"
 	"github.com/batonhq/baton/internal/awssqs"
 	"github.com/batonhq/baton/internal/backend/awsbackend"
-	"github.com/batonhq/baton/internal/emulator"
+	"github.com/batonhq/baton/internal/bench/awscall"
 	"github.com/batonhq/baton/internal/lambdaapp"
+	"github.com/batonhq/baton/internal/localaws"
 )
 
 // iamAction is the IAM action that authorises an SDK operation: batch
@@ -45,10 +45,10 @@ func TestCallsAreGranted(t *testing.T) {
 	t.Parallel()
 	b := setup(t)
 	ctx := context.Background()
-	ddbEP, sqsEP := emulator.DynamoDB(t), emulator.SQS(t)
+	ddbEP, sqsEP := localaws.DynamoDB(t), localaws.SQS(t)
 	name := fmt.Sprintf("baton-iam-%d", time.Now().UnixNano())
-	require.NoError(t, awsdynamodb.CreateTable(ctx, emulator.DynamoDBClient(t), name))
-	plainSQS := emulator.SQSClient(t)
+	require.NoError(t, awsdynamodb.CreateTable(ctx, localaws.DynamoDBClient(t), name))
+	plainSQS := localaws.SQSClient(t)
 	workURL, dlqURL, err := awssqs.EnsureQueues(ctx, plainSQS, name, 5, 180*time.Second)
 	require.NoError(t, err)
 	cfg := lambdaapp.Config{Table: name, QueueURL: workURL, DLQURL: dlqURL, MaxReceives: 5, TriggerSkew: time.Minute}

@@ -42,7 +42,7 @@ type Params struct {
 // ends empty is a billed call, so that longer waits are cheaper on an idle
 // queue. One second keeps an idle consumer at one call per second while
 // staying responsive on servers that answer a long poll only at its end
-// (the local SQS server, see package emulator).
+// (the local SQS server, see package localaws).
 const DefaultReceiveWait = time.Second
 
 // ErrNotSetUp matches Open's error when the table or the work queue does

@@ -16,16 +16,16 @@ import (
 
 	"github.com/batonhq/baton/examples/fx"
 	"github.com/batonhq/baton/internal/backend/awsbackend"
-	"github.com/batonhq/baton/internal/emulator"
 	"github.com/batonhq/baton/internal/engine"
 	"github.com/batonhq/baton/internal/ledger"
+	"github.com/batonhq/baton/internal/localaws"
 	"github.com/batonhq/baton/internal/message"
 	"github.com/batonhq/baton/internal/queue"
 )
 
 func TestMain(m *testing.M) {
 	code := m.Run()
-	emulator.Stop()
+	localaws.Stop()
 	os.Exit(code)
 }
 
@@ -39,7 +39,7 @@ func uniqueName(prefix string) string {
 // NewClients would: a region, credentials, one endpoint per service.
 func clients(t *testing.T) awsbackend.Clients {
 	t.Helper()
-	ddb, q := emulator.DynamoDB(t), emulator.SQS(t)
+	ddb, q := localaws.DynamoDB(t), localaws.SQS(t)
 	cfg := aws.Config{Region: ddb.Region, Credentials: ddb.Credentials}
 	return awsbackend.NewClients(cfg, awsbackend.Endpoints{DynamoDB: ddb.URL, SQS: q.URL})
 }

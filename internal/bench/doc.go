@@ -1,0 +1,52 @@
+// Package bench measures baton against the machinery under it and
+// prints one markdown table: every figure beside a reference measured in
+// the same run on the same server, and their ratio.
+//
+// `make bench` runs it on both backends: the embedded SQLite store, and
+// DynamoDB + SQS as served by the local emulators (dynalite and
+// local-aws-sqs, started by internal/localaws). The scenarios:
+//
+//  1. Calls per operation, counted by store instrumentation (SQLite: a
+//     counting wrapper of the ports, one port call being one transaction)
+//     and SDK middleware (AWS: internal/bench/awscall), against the minimum
+//     possible: 1 conditional write per lease acquisition, 2 writes per
+//     new item, 1 call per duplicate or contended delivery, one batch send
+//     per 10 items of fan-out. A refused acquisition is counted twice: on
+//     the lease port alone (1 write), and as shipped, through
+//     lease.Counting, which adds 1 write of the contention record.
+//  2. Lease acquire and release latency (p50, p99) and throughput with 1, 8
+//     and 64 contenders on one job, against raw conditional writes of new
+//     records (PutItem with attribute_not_exists; SQLite INSERT … ON
+//     CONFLICT DO UPDATE … WHERE) by as many writers.
+//  3. Fan-out of 10,000 items by the coordinator, against raw batch sends
+//     (SendMessageBatch; a 10-row insert transaction on SQLite) of the same
+//     messages to the same endpoint, 4 and 16 in flight. Five rounds
+//     alternate the two; each side is the median of its rounds.
+//  4. End to end: 10,000 zero-work items through coordinator, queue and
+//     consumers, against the raw conditional write rate (measured before
+//     and after, at 8 and 64 writers, after an unmeasured warm-up of raw
+//     writes and ledger writes) divided by the 2 writes an item needs; and
+//     the ledger alone (claim and complete, no queue) against the same
+//     reference, to split the gap.
+//  5. Freshness: the reference job (7 assets and DXY) with 1.6 s simulated
+//     provider latency, tick to all done, against the sequential loop it
+//     replaces; and 1,000 assets at 200 ms with 100 consumers against the
+//     ideal ⌈1000/100⌉ × 200 ms.
+//  6. Lambda artifacts: bootstrap sizes, time from process start to the
+//     first invocation served through the Runtime API, and peak RSS while
+//     handling a 10-message batch, against a minimal aws-lambda-go handler
+//     built the same way.
+//
+// Figures are wall times on a shared machine: they move with its load. The
+// references move with it too, which is why every figure is read as a
+// ratio to a reference measured seconds apart, interleaved with it where
+// the scenario allows.
+//
+// The report runs as a test binary (the emulators are test support):
+//
+//	go test -c -o bin/bench.test ./internal/bench
+//	bin/bench.test -test.run '^TestReport$' -report [-report.only REGEXP]
+//
+// In report mode standard output holds the table alone. Without -report
+// the package's tests run every scenario at a tiny size instead.
+package bench

@@ -1,0 +1,168 @@
+package bench
+
+import (
+	"bytes"
+	"errors"
+	"flag"
+	"fmt"
+	"math"
+	"os"
+	"regexp"
+	"slices"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/stretchr/testify/require"
+
+	"github.com/batonhq/baton/internal/localaws"
+)
+
+var (
+	report    = flag.Bool("report", false, "run the full benchmark report (make bench): progress on stderr, the table on stdout")
+	reportOut = flag.String("report.out", "", "with -report: also write the table to this file")
+	only      = flag.String("report.only", "", "with -report: run only the scenarios whose \"<scenario> on <backend>\" matches this regular expression")
+)
+
+// tableOut is where the report's table goes: the process's standard
+// output. In report mode the test framework's own lines go to standard
+// error instead, so that standard output holds the table alone.
+var tableOut = os.Stdout
+
+func TestMain(m *testing.M) {
+	flag.Parse()
+	if *report {
+		os.Stdout = os.Stderr
+	}
+	code := m.Run()
+	localaws.Stop()
+	os.Exit(code)
+}
+
+// TestReport is `make bench`: every scenario on both backends at the
+// issue's sizes.
+func TestReport(t *testing.T) {
+	if !*report {
+		t.Skip("the full report runs with -report (make bench)")
+	}
+	progress := os.Stderr
+	fmt.Fprintf(progress, "machine: %s\n", Machine())
+	ddb, sq := localaws.DynamoDB(t), localaws.SQS(t)
+	r := &Runner{Config: FullConfig(), Progress: progress, Prefix: fmt.Sprintf("r%d-", time.Now().Unix()%100000)}
+	if *only != "" {
+		re := regexp.MustCompile(*only)
+		r.SkipFunc = func(scenario, target string) bool { return !re.MatchString(scenario + " on " + target) }
+	}
+	targets := []Target{
+		SQLiteTarget(t.TempDir()),
+		AWSTarget("aws (dynalite + local-aws-sqs)", ddb.Config(), sq.Config(), AWSOptions{}),
+		AWSTarget("aws, old record on failed condition", ddb.Config(), sq.Config(), AWSOptions{AllOld: true}),
+	}
+	err := r.Run(t.Context(), targets)
+	r.logf("6 lambda")
+	if lerr := r.Lambda(t.Context(), lambdaParams(t, true)); lerr != nil {
+		r.logf("6 lambda FAILED: %v", lerr)
+		r.add(Row{Scenario: "6 lambda", Backend: "lambda", Figure: "scenario failed", Note: lerr.Error()})
+		err = errors.Join(err, lerr)
+	}
+	rows := r.Rows()
+	fmt.Fprintf(progress, "load after: %s\n", LoadAverage())
+	var buf bytes.Buffer
+	require.NoError(t, Markdown(&buf, SortRows(rows)))
+	_, werr := tableOut.Write(buf.Bytes())
+	require.NoError(t, werr)
+	if *reportOut != "" {
+		require.NoError(t, os.WriteFile(*reportOut, buf.Bytes(), 0o644))
+	}
+	require.NoError(t, err)
+}
+
+// lambdaParams builds in a temporary directory, against the emulators.
+func lambdaParams(t *testing.T, arm64 bool) LambdaParams {
+	t.Helper()
+	root, err := ModuleRoot()
+	require.NoError(t, err)
+	return LambdaParams{
+		ModuleDir: root, WorkDir: t.TempDir(),
+		DynamoDB: localaws.DynamoDB(t).Config(), SQS: localaws.SQS(t).Config(), Arm64: arm64,
+	}
+}
+
+// TestSmoke runs every scenario at a tiny size: on SQLite always, on the
+// emulators unless -short. It checks that the report is complete, not how
+// fast anything is.
+func TestSmoke(t *testing.T) {
+	if *report {
+		t.Skip("report mode")
+	}
+	t.Parallel()
+	targets := []Target{SQLiteTarget(t.TempDir())}
+	if !testing.Short() {
+		ddb, sq := localaws.DynamoDB(t), localaws.SQS(t)
+		targets = append(targets,
+			AWSTarget("aws", ddb.Config(), sq.Config(), AWSOptions{}),
+			AWSTarget("aws all-old", ddb.Config(), sq.Config(), AWSOptions{AllOld: true}))
+	}
+	r := &Runner{Config: SmokeConfig(), Prefix: fmt.Sprintf("s%d-", time.Now().UnixNano()%1e6)}
+	require.NoError(t, r.Run(t.Context(), targets))
+	if !testing.Short() {
+		require.NoError(t, r.Lambda(t.Context(), lambdaParams(t, false)))
+	}
+	rows := r.Rows()
+
+	for _, tg := range targets {
+		var figures []string
+		for _, row := range rows {
+			if row.Backend != tg.Name {
+				continue
+			}
+			figures = append(figures, row.Scenario)
+			require.False(t, math.IsNaN(row.Value) || math.IsNaN(row.Reference), "%s: %+v", tg.Name, row)
+			require.Positive(t, row.Reference, "%s: %+v", tg.Name, row)
+		}
+		if tg.CallsOnly {
+			require.Equal(t, []string{"1 calls"}, slices.Compact(figures))
+			continue
+		}
+		slices.Sort(figures)
+		require.Equal(t, []string{"1 calls", "2 lease", "3 fan-out", "4 end to end", "5 freshness"}, slices.Compact(figures), tg.Name)
+	}
+	if !testing.Short() {
+		n := 0
+		for _, row := range rows {
+			if row.Scenario == "6 lambda" {
+				n++
+				require.Positive(t, row.Value, "%+v", row)
+				require.Positive(t, row.Reference, "%+v", row)
+			}
+		}
+		require.Equal(t, 2+6, n, "host sizes of both functions and six start-up figures")
+	}
+	// The call counts are exact whatever the machine: check the SQLite
+	// ones, and the contended acquire where the server returns the old
+	// record.
+	calls := map[string]map[string]float64{}
+	for _, row := range rows {
+		if row.Scenario == "1 calls" {
+			if calls[row.Backend] == nil {
+				calls[row.Backend] = map[string]float64{}
+			}
+			calls[row.Backend][row.Figure] = row.Value
+		}
+	}
+	sq := calls["sqlite"]
+	require.Equal(t, 1.0, sq["lease acquire, free"])
+	require.Equal(t, 1.0, sq["lease acquire, contended (lease port)"])
+	require.Equal(t, 2.0, sq["lease acquire, contended, as shipped (lease port + contention record)"])
+	require.Equal(t, 2.0, sq["item new (consumer: claim, process, complete)"])
+	require.Equal(t, 1.0, sq["item duplicate (consumer: delivery of a SUCCEEDED item)"])
+	if !testing.Short() {
+		all := calls["aws all-old"]
+		require.Equal(t, 1.0, all["lease acquire, contended (lease port)"])
+		require.Equal(t, 2.0, all["lease acquire, contended, as shipped (lease port + contention record)"])
+	}
+
+	var buf bytes.Buffer
+	require.NoError(t, Markdown(&buf, SortRows(rows)))
+	require.Equal(t, len(rows)+2, strings.Count(buf.String(), "\n"))
+}

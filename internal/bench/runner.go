@@ -1,0 +1,159 @@
+package bench
+
+import (
+	"context"
+	"fmt"
+	"io"
+	"strings"
+	"time"
+)
+
+// Config sizes the scenarios.
+type Config struct {
+	// Contenders are the lease contender counts (scenario 2).
+	Contenders []int
+	// Window is how long each lease measurement runs, per round; Rounds
+	// alternate the baton and raw measurements so that a change of load
+	// on the machine affects both.
+	Window time.Duration
+	Rounds int
+	// FanOutItems is the size of the fan-out (scenario 3), FanOutRounds
+	// how many times raw sends and the coordinator alternate (the best of
+	// each is kept).
+	FanOutItems  int
+	FanOutRounds int
+	// EndToEndItems and EndToEndConsumers size scenario 4.
+	EndToEndItems     int
+	EndToEndConsumers int
+	// Latency is the reference job's simulated provider latency
+	// (scenario 5).
+	Latency time.Duration
+	// WideAssets, WideLatency and WideConsumers size the second freshness
+	// scenario: that many assets, each taking WideLatency, with
+	// WideConsumers items processed at once.
+	WideAssets    int
+	WideLatency   time.Duration
+	WideConsumers int
+	// Timeout bounds each scenario.
+	Timeout time.Duration
+}
+
+// FullConfig is what `make bench` runs: the sizes of the issue.
+func FullConfig() Config {
+	return Config{
+		Contenders:        []int{1, 8, 64},
+		Window:            time.Second,
+		Rounds:            3,
+		FanOutItems:       10_000,
+		FanOutRounds:      5,
+		EndToEndItems:     10_000,
+		EndToEndConsumers: 8,
+		Latency:           1600 * time.Millisecond,
+		WideAssets:        1000,
+		WideLatency:       200 * time.Millisecond,
+		WideConsumers:     100,
+		Timeout:           10 * time.Minute,
+	}
+}
+
+// SmokeConfig runs every scenario at a tiny size, to test the code.
+func SmokeConfig() Config {
+	return Config{
+		Contenders:        []int{1, 4},
+		Window:            50 * time.Millisecond,
+		Rounds:            1,
+		FanOutItems:       120,
+		FanOutRounds:      2,
+		EndToEndItems:     60,
+		EndToEndConsumers: 2,
+		Latency:           20 * time.Millisecond,
+		WideAssets:        40,
+		WideLatency:       10 * time.Millisecond,
+		WideConsumers:     10,
+		Timeout:           time.Minute,
+	}
+}
+
+// Runner runs the scenarios on targets and collects the rows.
+type Runner struct {
+	Config Config
+	// Progress receives one line per step; nil discards them.
+	Progress io.Writer
+	// Prefix makes the Envs' names unique across runs on one server.
+	Prefix string
+	// SkipFunc, if set, is asked before each scenario on each target; true
+	// skips it (to profile one scenario, for instance).
+	SkipFunc func(scenario, target string) bool
+
+	seq  int
+	rows []Row
+}
+
+// Rows returns the rows collected so far.
+func (r *Runner) Rows() []Row { return r.rows }
+
+func (r *Runner) add(rows ...Row) { r.rows = append(r.rows, rows...) }
+
+func (r *Runner) logf(format string, args ...any) {
+	if r.Progress == nil {
+		return
+	}
+	fmt.Fprintf(r.Progress, "%s  %s\n", time.Now().Format("15:04:05"), fmt.Sprintf(format, args...))
+}
+
+// open returns a fresh Env of t for the scenario.
+func (r *Runner) open(ctx context.Context, t Target, scenario string) (*Env, error) {
+	r.seq++
+	name := fmt.Sprintf("%s%s-%d", r.Prefix, strings.ReplaceAll(scenario, " ", "-"), r.seq)
+	env, err := t.OpenFunc(ctx, name)
+	if err != nil {
+		return nil, fmt.Errorf("%s: open %s: %w", t.Name, scenario, err)
+	}
+	return env, nil
+}
+
+// Scenario is one numbered item of the report.
+type Scenario struct {
+	Name    string
+	RunFunc func(r *Runner, ctx context.Context, t Target) error
+}
+
+// Scenarios are the backend scenarios in report order (the Lambda
+// artifacts are measured apart: see Lambda).
+func Scenarios() []Scenario {
+	return []Scenario{
+		{"1 calls", (*Runner).calls},
+		{"2 lease", (*Runner).lease},
+		{"3 fan-out", (*Runner).fanOut},
+		{"4 end to end", (*Runner).endToEnd},
+		{"5 freshness", (*Runner).freshness},
+	}
+}
+
+// Run runs every scenario on every target, scenario by scenario. Targets
+// marked CallsOnly run only the first. A failing scenario is reported as a
+// row with its error and the others still run; Run returns the errors
+// joined.
+func (r *Runner) Run(ctx context.Context, targets []Target) error {
+	var errs []string
+	for _, s := range Scenarios() {
+		for _, t := range targets {
+			if t.CallsOnly && s.Name != "1 calls" || r.SkipFunc != nil && r.SkipFunc(s.Name, t.Name) {
+				continue
+			}
+			r.logf("%s on %s", s.Name, t.Name)
+			sctx, cancel := context.WithTimeout(ctx, r.Config.Timeout)
+			err := s.RunFunc(r, sctx, t)
+			cancel()
+			if err != nil {
+				r.logf("%s on %s FAILED: %v", s.Name, t.Name, err)
+				errs = append(errs, fmt.Sprintf("%s on %s: %v", s.Name, t.Name, err))
+				r.add(Row{Scenario: s.Name, Backend: t.Name, Figure: "scenario failed", Note: err.Error()})
+			}
+		}
+	}
+	if len(errs) > 0 {
+		return fmt.Errorf("%d scenarios failed: %s", len(errs), strings.Join(errs, "; "))
+	}
+	return nil
+}
