@@ -16,7 +16,9 @@ import (
 	"github.com/aws/aws-lambda-go/lambdacontext"
 	"github.com/stretchr/testify/require"
 
+	"github.com/batonhq/baton/internal/backend/sqlitebackend"
 	"github.com/batonhq/baton/internal/lambdaapp"
+	"github.com/batonhq/baton/internal/lease"
 )
 
 const eventsDir = "../../events"
@@ -210,4 +212,24 @@ func TestInvokeLikeTheRuntime(t *testing.T) {
 		require.Equal(t, timeoutErrorType, ierr.Type)
 		require.Regexp(t, regexp.MustCompile(`^RequestId: id-2 Error: Task timed out after 0\.02 seconds$`), ierr.Message)
 	})
+}
+
+// baton invoke coordinator records a refused acquisition, as the Lambda
+// and run paths do.
+func TestInvokeRecordsContention(t *testing.T) {
+	t.Parallel()
+	store := filepath.Join(t.TempDir(), "baton.db")
+	b, err := sqlitebackend.Open(t.Context(), store)
+	require.NoError(t, err)
+	defer b.Close()
+	_, err = b.Leases.Acquire(t.Context(), lease.AcquireParams{Job: "fx", Owner: "rival", TTL: time.Hour, Now: time.Now()})
+	require.NoError(t, err)
+
+	code, out, errOut := runMain(t, "invoke", "coordinator", "--event", "../../events/coordinator-scheduler.json", "--store", store, "--log", "error")
+	require.Equal(t, ExitFailure, code, "%s\n%s", out, errOut)
+	require.Contains(t, out, "lease held by rival", "the tick is not run: Lambda's retry would run it")
+	c, err := b.Leases.(lease.ContentionCounter).Contention(t.Context(), "fx")
+	require.NoError(t, err)
+	require.EqualValues(t, 1, c.Count)
+	require.Equal(t, "rival", c.Holder.Owner)
 }

@@ -11,6 +11,7 @@ import (
 	"github.com/batonhq/baton/internal/coordinator"
 	"github.com/batonhq/baton/internal/emf"
 	"github.com/batonhq/baton/internal/lambdaevent"
+	"github.com/batonhq/baton/internal/lease"
 )
 
 // ErrIncomplete is matched by the coordinator handler's error when the
@@ -38,7 +39,9 @@ func NewCoordinatorHandler(p HandlerParams) (*CoordinatorHandler, error) {
 	return &CoordinatorHandler{
 		p: p,
 		core: coordinator.Coordinator{
-			Leases: p.Leases, Ledger: p.Ledger, Queue: p.Queue, Jobs: p.Jobs, NowFunc: p.NowFunc,
+			// Every path to the coordinator (Lambda, baton invoke, replay
+			// event) records refused acquisitions for operators.
+			Leases: lease.Counting(p.Leases, p.logger()), Ledger: p.Ledger, Queue: p.Queue, Jobs: p.Jobs, NowFunc: p.NowFunc,
 		},
 		name: p.functionName(Coordinator),
 		emf:  p.metrics(),
