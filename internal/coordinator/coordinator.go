@@ -111,7 +111,8 @@ var ErrNoTime = errors.New("no time left before the deadline")
 //
 // Its steps: resolve the trigger's tick, acquire the job's lease, open the
 // tick's run, fan it out (or settle it when it was fanned out already),
-// settle the job's recent runs, and release the lease.
+// resume or settle the job's earlier runs left unfinished, and release the
+// lease.
 func (c *Coordinator) Run(ctx context.Context, tr Trigger) (sum Summary, err error) {
 	t := &tickRun{tr: tr, start: c.now(), sum: &sum}
 	sum = Summary{Job: tr.Job}
@@ -132,7 +133,9 @@ func (c *Coordinator) Run(ctx context.Context, tr Trigger) (sum Summary, err err
 	} else if err := c.fanOut(ctx, t, run); err != nil {
 		return sum, err
 	}
-	c.settleRecent(ctx, t.log, t.job.Name, sum.Nominal)
+	if sum.Stopped == "" {
+		c.tendRecent(ctx, t, sum.Nominal)
+	}
 	return sum, nil
 }
 

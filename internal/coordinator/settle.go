@@ -121,21 +121,65 @@ func (c *Coordinator) settleQuietly(ctx context.Context, log *slog.Logger, job s
 	}
 }
 
-// settleWindow is how many recent runs each coordinator invocation looks
-// at: a run whose last items were retried after a long visibility timeout
-// still settles on a later tick.
-const settleWindow = 10
+// tendPage is how many runs each page of tendRecent reads; tendMax bounds
+// the runs one invocation looks at.
+const (
+	tendPage = 20
+	tendMax  = 200
+)
 
-// settleRecent settles the job's most recent runs still fanned out.
-func (c *Coordinator) settleRecent(ctx context.Context, log *slog.Logger, job string, before time.Time) {
-	runs, err := c.Ledger.ListRuns(ctx, ledger.ListRunsParams{Job: job, Before: before, Limit: settleWindow})
-	if err != nil {
-		log.WarnContext(ctx, "list runs to settle failed", slog.String("phase", "settle"), slog.Any("error", err))
-		return
-	}
-	for _, r := range runs {
-		if r.State == ledger.RunFannedOut {
-			c.settleQuietly(ctx, log, job, r.ID.Nominal)
+// tendRecent looks after the job's runs before the current tick, newest
+// first, under the lease the invocation holds: a run left fanning out (a
+// coordinator stopped mid fan-out, or a local runtime killed) is resumed
+// from its cursor, and a run fanned out whose items have all ended is
+// settled (a run whose last items were retried after a long visibility
+// timeout settles on a later tick). It pages back until a whole page holds
+// no unfinished run, or tendMax runs were read, or the fan-out of a
+// resumed run stopped (deadline, budget): the next invocation goes on.
+func (c *Coordinator) tendRecent(ctx context.Context, t *tickRun, before time.Time) {
+	job := t.job.Name
+	for read := 0; read < tendMax; {
+		runs, err := c.Ledger.ListRuns(ctx, ledger.ListRunsParams{Job: job, Before: before, Limit: tendPage})
+		if err != nil {
+			t.log.WarnContext(ctx, "list runs to settle failed", slog.String("phase", "settle"), slog.Any("error", err))
+			return
 		}
+		unfinished := 0
+		for _, r := range runs {
+			switch r.State {
+			case ledger.RunFannedOut:
+				unfinished++
+				c.settleQuietly(ctx, t.log, job, r.ID.Nominal)
+			case ledger.RunFanningOut:
+				unfinished++
+				if !c.resumeQuietly(ctx, t, r.ID.Nominal) {
+					return
+				}
+			}
+		}
+		read += len(runs)
+		if len(runs) < tendPage || unfinished == 0 {
+			return
+		}
+		before = runs[len(runs)-1].ID.Nominal
 	}
+}
+
+// resumeQuietly resumes the fan-out of an earlier tick's run left fanning
+// out, under t's lease; failures are logged only. It reports whether the
+// fan-out got to its end (false: stopped or failed; stop tending).
+func (c *Coordinator) resumeQuietly(ctx context.Context, t *tickRun, nominal time.Time) bool {
+	sum := Summary{Job: t.job.Name, Nominal: nominal, Fence: t.hold.lease.Fence, Total: len(t.job.Assets)}
+	r := &tickRun{tr: Trigger{Job: t.job.Name, At: nominal, Deadline: t.tr.Deadline}, start: t.start, sum: &sum,
+		job: t.job, owner: t.owner, log: t.log.With(slog.Time("resumed_tick", nominal)), hold: t.hold}
+	run, outcome, err := c.open(ctx, r)
+	if err == nil && outcome == ledger.Resumed {
+		r.log.InfoContext(ctx, "resuming a run left fanning out", slog.String("phase", "resume"), slog.Int("cursor", run.Cursor))
+		err = c.fanOut(ctx, r, run)
+	}
+	if err != nil {
+		t.log.WarnContext(ctx, "resume failed", slog.String("phase", "resume"), slog.Time("tick", nominal), slog.Any("error", err))
+		return false
+	}
+	return sum.Stopped == ""
 }

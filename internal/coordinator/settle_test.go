@@ -10,6 +10,7 @@ import (
 	"github.com/batonhq/baton"
 	"github.com/batonhq/baton/examples/fx"
 	"github.com/batonhq/baton/internal/coordinator"
+	"github.com/batonhq/baton/internal/lease"
 	"github.com/batonhq/baton/internal/ledger"
 )
 
@@ -185,4 +186,64 @@ func TestRunSettlesRecentRuns(t *testing.T) {
 	got, err = b.ledger.GetRun(ctx, "fx", tick)
 	require.NoError(t, err)
 	require.Equal(t, ledger.RunComplete, got.State, "settled four ticks later")
+}
+
+// A run fanned out 30 ticks ago, whose items all ended, settles at the
+// next trigger: the coordinator pages back past any fixed window while it
+// finds unfinished runs.
+func TestRunSettlesOldRuns(t *testing.T) {
+	t.Parallel()
+	b := setup(t)
+	ctx := context.Background()
+	c := b.coordinator("c1")
+	var runs []ledger.RunID
+	for i := range 30 {
+		b.clock.Set(t0.Add(time.Duration(i) * time.Minute))
+		sum, err := c.Run(ctx, coordinator.Trigger{Job: "fx", At: b.clock.Now()})
+		require.NoError(t, err)
+		runs = append(runs, sum.Run)
+	}
+	for _, run := range runs {
+		for _, a := range append(append([]string{}, fx.Assets...), fx.DXY) {
+			finishItem(t, b, run, a, ledger.ItemSucceeded)
+		}
+	}
+	b.clock.Set(t0.Add(30 * time.Minute))
+	_, err := c.Run(ctx, coordinator.Trigger{Job: "fx", At: b.clock.Now()})
+	require.NoError(t, err)
+	for _, run := range runs {
+		got, err := b.ledger.GetRun(ctx, "fx", run.Nominal)
+		require.NoError(t, err)
+		require.Equal(t, ledger.RunComplete, got.State, run.String())
+	}
+}
+
+// A run left fanning out (its coordinator stopped after opening it) is
+// resumed by the next trigger of the job, whatever its tick.
+func TestRunResumesEarlierRunsLeftFanningOut(t *testing.T) {
+	t.Parallel()
+	b := setup(t)
+	ctx := context.Background()
+	l, err := b.leases.Acquire(ctx, lease.AcquireParams{Job: "fx", Owner: "crashed", TTL: time.Second, Now: t0})
+	require.NoError(t, err)
+	run, _, err := b.ledger.OpenRun(ctx, ledger.OpenRunParams{Job: "fx", Nominal: tick, Fence: l.Fence, Now: t0})
+	require.NoError(t, err)
+	require.Equal(t, ledger.RunFanningOut, run.State)
+
+	b.clock.Set(t0.Add(3 * time.Minute))
+	sum, err := b.coordinator("c1").Run(ctx, coordinator.Trigger{Job: "fx", At: b.clock.Now()})
+	require.NoError(t, err)
+	require.Equal(t, coordinator.OutcomeOpened, sum.Outcome)
+	got, err := b.ledger.GetRun(ctx, "fx", tick)
+	require.NoError(t, err)
+	require.Equal(t, ledger.RunFannedOut, got.State, "the earlier run was resumed")
+	require.Equal(t, len(fx.Assets), got.Total)
+	sent := map[ledger.ItemKey]bool{}
+	for _, k := range b.queue.keys(t) {
+		sent[k] = true
+	}
+	for _, a := range fx.Assets {
+		key := ledger.ItemKey{Run: run.ID, Asset: a}
+		require.True(t, sent[key], "%s was enqueued", key)
+	}
 }
