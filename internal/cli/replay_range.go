@@ -22,7 +22,8 @@ same coordinator as a scheduled trigger, at most --rate ticks per second.
 Resumable: a tick whose run already finished is never run again, so after
 an interruption (Ctrl-C, a crash, --timeout) the same command picks up
 where it stopped. A tick whose fan-out was interrupted is resumed from its
-cursor (except with --overlap skip).
+cursor (with --overlap skip too: every coordinator invocation of a job
+resumes its earlier runs left fanning out).
 
 --overlap says what to do about runs that overlap in time:
   buffer  (default) fire a tick only once the previous tick's run has
@@ -31,10 +32,10 @@ cursor (except with --overlap skip).
   allow   fire every tick at --rate without waiting for earlier ones to
           settle; many ticks' items are in flight at once. Waits for all
           of them at the end (unless --wait=false).
-  skip    like allow, but leave alone every tick that already has a run in
-          any state (in flight or interrupted included): only ticks with no
-          run at all are fired. For filling holes beside a live schedule
-          without touching the runs it drives.
+  skip    like allow, but fire only ticks with no run at all: a tick that
+          already has a run in any state is not fired again. For filling
+          holes beside a live schedule. (A run left fanning out is still
+          resumed: any coordinator invocation of the job resumes those.)
 
 --dry-run lists the ticks, their runs' states and what would happen, and
 changes nothing. A range holding more than --max-ticks ticks is refused

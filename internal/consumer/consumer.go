@@ -22,6 +22,8 @@ const (
 	StatusDead       = "dead"        // DEAD now (permanent error or attempts exhausted)
 	StatusCancelled  = "cancelled"   // cancelled now (a derived item whose input ended without success)
 	StatusMalformed  = "malformed"   // undecodable, unknown job or asset
+	StatusUnvouched  = "unvouched"   // the ledger does not vouch for it: no run, a generation never opened, a future tick, a fence the run cannot account for
+	StatusSuperseded = "superseded"  // of a generation a forced replay superseded: acknowledged, nothing done
 	StatusNotStarted = "not_started" // too close to the deadline to start
 )
 
@@ -47,6 +49,9 @@ type Consumer struct {
 	Owner   string
 	NowFunc func() time.Time // nil: time.Now
 	Logger  *slog.Logger     // nil: discard
+	// Runs, optional, keeps the runs read to vouch for messages across
+	// batches (share one per process); nil: every message reads its run.
+	Runs *RunCache
 }
 
 // Result is the verdict on a batch. Every message not in Failed may be

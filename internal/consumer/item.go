@@ -29,6 +29,7 @@ type verdict struct {
 	outcome      MessageOutcome
 	err          error // nil: acknowledge
 	deadLettered bool  // forwarded to the dead-letter queue (and so acknowledged)
+	poison       bool  // err says why no receive will ever succeed: dead-letter it now
 }
 
 // decode parses the message and resolves its job and asset.
@@ -75,7 +76,8 @@ func (c *Consumer) handle(ctx context.Context, deadline time.Time, d *delivery) 
 		}
 	} else {
 		v = c.run(ctx, deadline, d)
-		if v.err == nil || c.DeadLetter == nil || c.MaxReceives <= 0 || d.d.ReceiveCount < c.MaxReceives {
+		exhausted := c.MaxReceives > 0 && d.d.ReceiveCount >= c.MaxReceives
+		if v.err == nil || c.DeadLetter == nil || !(v.poison || exhausted) {
 			return v
 		}
 	}
@@ -148,9 +150,10 @@ func leaseEnd(lim baton.Limits, now, deadline time.Time) time.Time {
 
 // gate decides whether the message may be acted on now, before any claim,
 // so that a message turned away spends no attempt: not once ctx is done or
-// the deadline minus the job's margin has come (not started), and, for a
-// derived item, only once its inputs SUCCEEDED (see gateDerived). ok is
-// false when run stops here with v.
+// the deadline minus the job's margin has come (not started), only when
+// the ledger vouches for it (see vouch), and, for a derived item, only once
+// its inputs SUCCEEDED (see gateDerived). ok is false when run stops here
+// with v.
 func (c *Consumer) gate(ctx context.Context, deadline time.Time, m *messageRun) (v verdict, ok bool) {
 	d, lim := m.d, m.d.job.Limits
 	if err := ctx.Err(); err != nil {
@@ -159,6 +162,9 @@ func (c *Consumer) gate(ctx context.Context, deadline time.Time, m *messageRun) 
 	if !deadline.IsZero() && !m.now.Before(deadline.Add(-lim.DeadlineMargin)) {
 		return m.fail(StatusNotStarted, fmt.Errorf("%s not started: %s left before the deadline, margin %s",
 			d.key, deadline.Sub(m.now), lim.DeadlineMargin)), false
+	}
+	if v, ok := c.vouch(ctx, m); !ok {
+		return v, false
 	}
 	if def, isDerived := d.job.DerivedItem(d.key.Asset); isDerived {
 		return c.gateDerived(ctx, m, def)

@@ -247,6 +247,7 @@ func failedIDs(r events.SQSEventResponse) []string {
 func TestConsumerFixtures(t *testing.T) {
 	t.Parallel()
 	tb := setup(t, setupOpts{})
+	openTick(t, tb.backend)
 
 	resp, err := invoke[events.SQSEventResponse](t, tb.consumer, fixture(t, "consumer-batch.json"))
 	require.NoError(t, err)
@@ -288,6 +289,7 @@ func TestConsumerFixtures(t *testing.T) {
 func TestConsumerDuplicatesAlone(t *testing.T) {
 	t.Parallel()
 	tb := setup(t, setupOpts{})
+	openTick(t, tb.backend)
 	payload := fixture(t, "consumer-batch-duplicates.json")
 	var ev events.SQSEvent
 	require.NoError(t, json.Unmarshal(payload, &ev))
@@ -346,4 +348,16 @@ func TestConsumerMalformedFixture(t *testing.T) {
 		}
 		require.ElementsMatch(t, all, failedIDs(resp))
 	})
+}
+
+// openTick opens and fans out the fixtures' run (fx, tick, generation 1,
+// fence 1), as a coordinator would have, so that the ledger vouches for
+// the consumer fixtures' messages.
+func openTick(t *testing.T, b backend.Backend) {
+	t.Helper()
+	ctx := context.Background()
+	run, _, err := b.Ledger.OpenRun(ctx, ledger.OpenRunParams{Job: fx.Name, Nominal: tick, Fence: 1, Now: tick})
+	require.NoError(t, err)
+	_, err = b.Ledger.AdvanceRun(ctx, ledger.AdvanceRunParams{ID: run.ID, Fence: 1, Cursor: len(fx.Assets), Done: true, Now: tick})
+	require.NoError(t, err)
 }

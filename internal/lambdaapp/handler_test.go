@@ -234,6 +234,7 @@ func TestCoordinatorIncompleteFanOutIsAnErrorAndResumes(t *testing.T) {
 func TestConsumerReportsUntranslatableRecords(t *testing.T) {
 	t.Parallel()
 	b := newBackend(t)
+	openTick(t, b)
 	var metrics bytes.Buffer
 	p := params(b, func() time.Time { return fixedAt })
 	p.Metrics = &metrics
@@ -264,6 +265,13 @@ func TestConsumerReportsUntranslatableRecords(t *testing.T) {
 func TestConsumerMetricsSplitPerEMFLimit(t *testing.T) {
 	t.Parallel()
 	b := newBackend(t)
+	for i := range 15 { // the runs the coordinator would have opened
+		nominal := tick.Add(time.Duration(i) * time.Minute)
+		run, _, err := b.Ledger.OpenRun(context.Background(), ledger.OpenRunParams{Job: fx.Name, Nominal: nominal, Fence: 1, Now: nominal})
+		require.NoError(t, err)
+		_, err = b.Ledger.AdvanceRun(context.Background(), ledger.AdvanceRunParams{ID: run.ID, Fence: 1, Cursor: len(fx.Assets), Done: true, Now: nominal})
+		require.NoError(t, err)
+	}
 	var metrics bytes.Buffer
 	p := params(b, func() time.Time { return fixedAt.Add(time.Hour) })
 	p.Metrics = &metrics

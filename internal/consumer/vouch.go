@@ -1,0 +1,125 @@
+package consumer
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"log/slog"
+	"sync"
+	"time"
+
+	"github.com/batonhq/baton/internal/ledger"
+)
+
+// ErrUnvouched matches the reason of a message the ledger does not vouch
+// for: it is dead-lettered at once and nothing is written.
+var ErrUnvouched = errors.New("not vouched for by the ledger")
+
+// vouch decides whether the ledger vouches for the message (invariant 10):
+// its tick is not in the future (beyond the job's clock-skew allowance),
+// its run exists with that generation, and its fence is one the run's
+// record accounts for (at most the latest coordinator fence the run
+// recorded; every coordinator records its fence before it sends). A
+// message of an older generation is superseded: acknowledged, nothing
+// done. Anything else unvouched is poison: dead-lettered at once with its
+// reason, writing nothing.
+//
+// The run is read through a per-process cache (RunCache): a run read less
+// than runCacheTTL ago answers what it can, and a message it cannot vouch
+// for (a newer generation or a higher fence than the cached record) makes
+// the consumer read the run again before turning the message away, so a
+// newer generation is never mistaken for an unvouched one.
+func (c *Consumer) vouch(ctx context.Context, m *messageRun) (verdict, bool) {
+	d := m.d
+	id, skew := d.key.Run, d.job.Limits.ClockSkew
+	if id.Nominal.After(m.now.Add(skew)) {
+		return c.unvouched(ctx, m, fmt.Errorf("%w: %s: tick %s is in the future (now %s, allowance %s)",
+			ErrUnvouched, d.key, id.Nominal.Format(time.RFC3339), m.now.UTC().Format(time.RFC3339), skew))
+	}
+	run, cached, err := c.Runs.get(ctx, c.Ledger, id, m.now)
+	for {
+		switch {
+		case errors.Is(err, ledger.ErrNotFound):
+			return c.unvouched(ctx, m, fmt.Errorf("%w: %s: the tick has no run", ErrUnvouched, d.key))
+		case err != nil:
+			return m.fail(StatusFailed, fmt.Errorf("%s: read run: %w", d.key, err)), false
+		}
+		answers := id.Generation < run.ID.Generation ||
+			(id.Generation == run.ID.Generation && d.msg.Fence <= run.Fence)
+		if answers || !cached {
+			break
+		}
+		run, cached, err = c.Runs.read(ctx, c.Ledger, id, m.now)
+	}
+	switch {
+	case id.Generation < run.ID.Generation:
+		m.log.InfoContext(ctx, "superseded message acknowledged", slog.String("phase", "vouch"),
+			slog.String("current_run", run.ID.String()))
+		return m.ack(StatusSuperseded), false
+	case id.Generation > run.ID.Generation:
+		return c.unvouched(ctx, m, fmt.Errorf("%w: %s: generation %d was never opened (the tick's latest is %s)",
+			ErrUnvouched, d.key, id.Generation, run.ID))
+	case d.msg.Fence > run.Fence:
+		return c.unvouched(ctx, m, fmt.Errorf("%w: %s: fence %d is above any fence the run recorded (latest %d)",
+			ErrUnvouched, d.key, d.msg.Fence, run.Fence))
+	}
+	return verdict{}, true
+}
+
+// unvouched ends the message's run as poison with reason.
+func (c *Consumer) unvouched(ctx context.Context, m *messageRun, reason error) (verdict, bool) {
+	m.log.WarnContext(ctx, "message not vouched for", slog.String("phase", "vouch"), slog.Any("error", reason))
+	v := m.fail(StatusUnvouched, reason)
+	v.poison = true
+	return v, false
+}
+
+// runCacheTTL is how long a run read to vouch for messages answers for
+// later messages of its tick.
+const runCacheTTL = time.Second
+
+// runCacheMax bounds the runs a consumer keeps.
+const runCacheMax = 1024
+
+// RunCache keeps the runs a consumer read to vouch for messages, by tick,
+// each for runCacheTTL. Safe for concurrent use; the zero value is empty.
+type RunCache struct {
+	mu   sync.Mutex
+	runs map[string]cachedRun
+}
+
+type cachedRun struct {
+	run    ledger.Run
+	readAt time.Time
+}
+
+// get returns the tick's run: the cached record when it was read less than
+// runCacheTTL before now (cached true), else a fresh read. A nil cache
+// always reads.
+func (rc *RunCache) get(ctx context.Context, l ledger.Store, id ledger.RunID, now time.Time) (ledger.Run, bool, error) {
+	if rc == nil {
+		return rc.read(ctx, l, id, now)
+	}
+	rc.mu.Lock()
+	e, ok := rc.runs[id.TickKey()]
+	rc.mu.Unlock()
+	if ok && now.Sub(e.readAt) < runCacheTTL && !now.Before(e.readAt) {
+		return e.run, true, nil
+	}
+	return rc.read(ctx, l, id, now)
+}
+
+// read reads the tick's run and caches it.
+func (rc *RunCache) read(ctx context.Context, l ledger.Store, id ledger.RunID, now time.Time) (ledger.Run, bool, error) {
+	run, err := l.GetRun(ctx, id.Job, id.Nominal)
+	if err != nil || rc == nil {
+		return run, false, err
+	}
+	rc.mu.Lock()
+	defer rc.mu.Unlock()
+	if rc.runs == nil || len(rc.runs) >= runCacheMax {
+		rc.runs = make(map[string]cachedRun)
+	}
+	rc.runs[id.TickKey()] = cachedRun{run: run, readAt: now}
+	return run, false, nil
+}

@@ -1,0 +1,107 @@
+package consumer_test
+
+import (
+	"context"
+	"sync/atomic"
+	"testing"
+	"time"
+
+	"github.com/stretchr/testify/require"
+
+	"github.com/batonhq/baton/examples/fx"
+	"github.com/batonhq/baton/internal/consumer"
+	"github.com/batonhq/baton/internal/ledger"
+	"github.com/batonhq/baton/internal/message"
+	"github.com/batonhq/baton/internal/queue"
+)
+
+// Invariant 10: a message the ledger does not vouch for (no run for its
+// tick, a generation never opened, a future tick, a fence the run never
+// recorded) is dead-lettered at once with its reason and writes nothing;
+// one of a superseded generation is acknowledged as superseded.
+func TestActsOnlyOnVouchedWork(t *testing.T) {
+	t.Parallel()
+	b := setup(t)
+	b.consumer.DeadLetter = b.dlq
+	ctx := context.Background()
+	b.clock.Set(tick.Add(5 * time.Second))
+
+	noRun := ledger.RunID{Job: "fx", Nominal: tick.Add(-time.Hour), Generation: 1}
+	future := ledger.RunID{Job: "fx", Nominal: tick.Add(45 * time.Minute), Generation: 1}
+	never := ledger.RunID{Job: "fx", Nominal: tick, Generation: 9}
+	cases := map[string]struct {
+		msg  queue.Message
+		want string
+	}{
+		"no run":     {message.New(ledger.ItemKey{Run: noRun, Asset: "EURUSD"}, 1, false).QueueMessage(), "the tick has no run"},
+		"future":     {message.New(ledger.ItemKey{Run: future, Asset: "EURUSD"}, 1, false).QueueMessage(), "is in the future"},
+		"never":      {message.New(ledger.ItemKey{Run: never, Asset: "EURUSD"}, 9, false).QueueMessage(), "generation 9 was never opened"},
+		"high fence": {message.New(b.key("EURUSD"), 7, false).QueueMessage(), "fence 7 is above any fence the run recorded (latest 1)"},
+	}
+	for name, tc := range cases {
+		res := b.consumer.Handle(ctx, time.Time{}, b.deliveries(tc.msg))
+		require.Len(t, res.Items, 1, name)
+		require.Equal(t, consumer.StatusUnvouched, res.Items[0].Status, name)
+		require.Len(t, res.DeadLettered, 1, "%s: dead-lettered at the first receive", name)
+		require.ErrorIs(t, res.DeadLettered[0].Err, consumer.ErrUnvouched, name)
+		require.ErrorContains(t, res.DeadLettered[0].Err, tc.want, name)
+		require.Empty(t, res.Failed, name)
+	}
+	require.Len(t, b.dlq.all(), len(cases))
+	for _, m := range b.dlq.all() {
+		require.Contains(t, m.Attributes[message.AttrError], "not vouched for by the ledger")
+	}
+	for _, id := range []ledger.RunID{noRun, future, never} {
+		_, err := b.ledger.GetItem(ctx, ledger.ItemKey{Run: id, Asset: "EURUSD"})
+		require.ErrorIs(t, err, ledger.ErrNotFound, "nothing written for %s", id)
+	}
+	_, err := b.ledger.GetItem(ctx, b.key("EURUSD"))
+	require.ErrorIs(t, err, ledger.ErrNotFound, "nothing written for the unvouched fence")
+	require.Zero(t, b.proc.count(b.key("EURUSD")))
+
+	// A forced replay opens generation 2: generation 1's messages are
+	// superseded, acknowledged without a write.
+	_, out, err := b.ledger.OpenRun(ctx, ledger.OpenRunParams{Job: "fx", Nominal: tick, Fence: 2, Force: true, Now: b.clock.Now()})
+	require.NoError(t, err)
+	require.Equal(t, ledger.Opened, out)
+	b.clock.Advance(2 * time.Second) // past the run cache
+	res := b.consumer.Handle(ctx, time.Time{}, b.deliveries(b.message("GBPUSD")))
+	require.Empty(t, res.Failed)
+	require.Empty(t, res.DeadLettered)
+	require.Equal(t, consumer.StatusSuperseded, res.Items[0].Status)
+	_, err = b.ledger.GetItem(ctx, b.key("GBPUSD"))
+	require.ErrorIs(t, err, ledger.ErrNotFound)
+}
+
+// countingLedger counts GetRun calls.
+type countingLedger struct {
+	ledger.Store
+	getRuns atomic.Int64
+}
+
+func (c *countingLedger) GetRun(ctx context.Context, job string, nominal time.Time) (ledger.Run, error) {
+	c.getRuns.Add(1)
+	return c.Store.GetRun(ctx, job, nominal)
+}
+
+// With a run cache, vouching costs few reads per item: one run read
+// answers for the run's messages for a second.
+func TestVouchReadsPerItem(t *testing.T) {
+	t.Parallel()
+	b := setup(t)
+	counting := &countingLedger{Store: b.ledger}
+	b.consumer.Ledger, b.consumer.Runs = counting, &consumer.RunCache{}
+	var msgs []queue.Message
+	for range 15 {
+		for _, a := range fx.Assets {
+			msgs = append(msgs, b.message(a))
+		}
+	}
+	for lo := 0; lo < len(msgs); lo += 10 {
+		res := b.consumer.Handle(context.Background(), time.Time{}, b.deliveries(msgs[lo:min(lo+10, len(msgs))]...))
+		require.Empty(t, res.DeadLettered)
+	}
+	perItem := float64(counting.getRuns.Load()) / float64(len(msgs))
+	t.Logf("run reads per message: %.3f (%d reads, %d messages)", perItem, counting.getRuns.Load(), len(msgs))
+	require.LessOrEqual(t, perItem, 0.05)
+}
