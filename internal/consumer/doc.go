@@ -17,27 +17,42 @@
 //
 //  1. Decode. A malformed body, an unknown job or an asset that is neither
 //     in the job's catalog nor one of its derived items is forwarded to
-//     DeadLetter with the reason in the job.AttrError attribute and
+//     DeadLetter with the reason in the baton-error attribute and
 //     acknowledged; without DeadLetter it is reported failed with an error
 //     naming the problem. One bad message never affects the rest.
 //  2. Deadline. A message whose processing would start at or after the
 //     invocation deadline minus the job's DeadlineMargin is not started
 //     (status not_started, failed): an item is never half-run.
-//  3. Claim, with LeaseUntil = min(now+ItemLease, deadline). An item
+//  3. Vouch (invariant 10). The ledger must vouch for the message before
+//     anything is written: its tick is not in the future (beyond the job's
+//     ClockSkew), the tick has a run, the message's generation is the
+//     run's current one, and its fence is at most the latest fence the run
+//     recorded (every coordinator records its fence on the run before it
+//     sends). A message of an older generation is acknowledged as
+//     superseded; anything else unvouched is forwarded to DeadLetter at
+//     once (status unvouched, ErrUnvouched) and writes nothing. The run is
+//     read through a RunCache (one read answers for a tick's messages for
+//     a second; a message the cached record cannot vouch for reads it
+//     again).
+//  4. Claim, with LeaseUntil = min(now+ItemLease, deadline). An item
 //     already terminal is acknowledged without calling the processor
 //     (status duplicate); an item held by a live owner is failed (held) and
 //     comes back later.
-//  4. Process, with a context that ends with the claim's lease. Success →
+//  5. Process, with a context that ends with the claim's lease. Success →
 //     Complete (only the current owner and attempt may complete: a late
 //     completion by a stale owner is rejected and reported failed). Error →
-//     Fail: DEAD when the error is job.Permanent or the attempts are
+//     Fail: DEAD when the error is baton.Permanent or the attempts are
 //     exhausted (acknowledged), FAILED otherwise (failed, retried).
-//  5. Fan-in. When an input of a derived item SUCCEEDED, or is found
-//     SUCCEEDED by a redelivery, or ended DEAD, the fan-in check runs
-//     (package fanin): the derived item is enqueued once all its inputs
-//     SUCCEEDED, cancelled once one of them is DEAD or CANCELLED. If the
-//     check fails, the input's message is reported failed, so its
-//     redelivery runs the check again (invariant 6).
+//  6. Fan-in. The completion that makes an input of a derived item
+//     SUCCEEDED (or DEAD) runs the fan-in check (package fanin): the derived
+//     item is enqueued once all its inputs SUCCEEDED and it has no record
+//     yet, cancelled once one of them is DEAD or CANCELLED. If the check
+//     fails, the input's message is reported failed; its redelivery (after
+//     the visibility timeout, an item lease or more after the completion)
+//     runs the check again (invariant 6). Other copies of a terminal
+//     input's message only cancel doomed derived items, so a delivery storm
+//     enqueues a derived item once, twice when two last inputs complete
+//     together.
 //
 // A derived item is processed only when all its inputs SUCCEEDED; its task
 // carries their results in Task.Inputs. A derived message that arrives
