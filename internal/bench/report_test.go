@@ -154,8 +154,8 @@ func TestSmoke(t *testing.T) {
 	require.Equal(t, 1.0, sq["lease acquire, free"])
 	require.Equal(t, 1.0, sq["lease acquire, contended (lease port)"])
 	require.Equal(t, 2.0, sq["lease acquire, contended, as shipped (lease port + contention record)"])
-	require.Equal(t, 2.0, sq["item new (consumer: claim, process, complete)"])
-	require.Equal(t, 1.0, sq["item duplicate (consumer: delivery of a SUCCEEDED item)"])
+	require.Equal(t, 3.0, sq["item new (consumer: vouch, claim, process, complete)"])
+	require.Equal(t, 2.0, sq["item duplicate (consumer: delivery of a SUCCEEDED item)"])
 	if !testing.Short() {
 		all := calls["aws all-old"]
 		require.Equal(t, 1.0, all["lease acquire, contended (lease port)"])

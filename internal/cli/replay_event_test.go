@@ -89,7 +89,13 @@ func TestReplayEventRoutesAndIsIdempotent(t *testing.T) {
 	require.Equal(t, ExitOK, code, "%s\n%s", out, errOut)
 	require.Contains(t, out, `"run":"`+f.run(1, 2).String()+`"`)
 
-	// The consumer fixture's items are processed once; its duplicates are not.
+	// The consumer fixture's items are processed once; its duplicates are
+	// not. Its run is the one a coordinator opened for its tick.
+	fixtureTick := mustTime(t, "2026-11-21T12:01:00Z")
+	opened, _, err := f.b.Ledger.OpenRun(ctx, ledger.OpenRunParams{Job: "fx", Nominal: fixtureTick, Fence: 1, Now: time.Now()})
+	require.NoError(t, err)
+	_, err = f.b.Ledger.AdvanceRun(ctx, ledger.AdvanceRunParams{ID: opened.ID, Fence: 1, Cursor: len(fx.Assets), Done: true, Now: time.Now()})
+	require.NoError(t, err)
 	batch := filepath.Join("..", "..", "events", "consumer-batch.json")
 	code, out, errOut = f.main("replay", "event", batch)
 	require.Equal(t, ExitOK, code, "%s\n%s", out, errOut)

@@ -8,7 +8,6 @@ import (
 	"fmt"
 	"os"
 	"path/filepath"
-	"slices"
 	"sync"
 	"sync/atomic"
 	"testing"
@@ -257,11 +256,10 @@ func TestAWSEndToEnd(t *testing.T) {
 	p := d.poller(&rec)
 	runID := ledger.RunID{Job: fx.Name, Nominal: tick, Generation: 1}
 
-	// First batch: a derived message ahead of its inputs (as a redelivery
-	// could be) and a message that is not baton's. The handler's response
-	// is partial: the derived message is a batch-item failure (it spends no
-	// attempt and comes back after the retry delay); the malformed one is
-	// forwarded to the dead-letter queue with its reason and acknowledged.
+	// First batch: a derived message of a run no coordinator opened yet
+	// (the ledger does not vouch for it) and a message that is not
+	// baton's. Both are forwarded to the dead-letter queue with their
+	// reasons and acknowledged: neither is retried, nothing is written.
 	early := message.New(ledger.ItemKey{Run: runID, Asset: fx.DXY}, 1, true).QueueMessage()
 	const malformed = "this is not a baton message"
 	_, err := queue.SendAll(t.Context(), d.work, []queue.Message{early, {Body: []byte(malformed)}}, nil)
@@ -273,9 +271,9 @@ func TestAWSEndToEnd(t *testing.T) {
 	require.Len(t, rec.all, 1)
 	first := rec.all[0]
 	require.Len(t, first.ids, 2, "both messages in one batch")
-	require.Len(t, first.failed, 1)
-	earlyID := first.failed[0]
-	require.Equal(t, string(early.Body), first.bodies[earlyID], "the early derived message is the failure")
+	require.Empty(t, first.failed, "both dead-lettered at once")
+	_, err = d.ledger.GetItem(t.Context(), ledger.ItemKey{Run: runID, Asset: fx.DXY})
+	require.ErrorIs(t, err, ledger.ErrNotFound, "the unvouched message wrote nothing")
 
 	// The scheduled rule event and 5 duplicates, all at once. A duplicate
 	// that finds the lease held before the run is fanned out fails (the
@@ -370,23 +368,17 @@ func TestAWSEndToEnd(t *testing.T) {
 	require.Equal(t, ledger.RunComplete, run.State)
 	require.Equal(t, len(names), run.Succeeded)
 
-	// The malformed message is in the dead-letter queue, with its reason.
-	dead := receiveAll(t, d.dlq, 1)
-	require.Len(t, dead, 1)
-	require.Equal(t, malformed, string(dead[0].Body))
-	require.Contains(t, dead[0].Attributes[message.AttrError], "malformed")
-
-	// The early derived message, reported failed in the first batch, was
-	// received again (after the retry delay) and then acknowledged.
-	rec.mu.Lock()
-	defer rec.mu.Unlock()
-	redelivered := 0
-	for _, b := range rec.all[1:] {
-		if slices.Contains(b.ids, earlyID) {
-			redelivered++
-		}
+	// The malformed and the unvouched messages are in the dead-letter
+	// queue, with their reasons.
+	dead := receiveAll(t, d.dlq, 2)
+	require.Len(t, dead, 2)
+	reasons := map[string]string{}
+	for _, m := range dead {
+		reasons[string(m.Body)] = m.Attributes[message.AttrError]
 	}
-	require.GreaterOrEqual(t, redelivered, 1, "the early derived message came back")
+	require.Contains(t, reasons[malformed], "malformed")
+	require.Contains(t, reasons[string(early.Body)], "not vouched for by the ledger")
+	require.Contains(t, reasons[string(early.Body)], "the tick has no run")
 }
 
 // TestAWSRedriveToDeadLetterQueue: a consumer that does not forward
