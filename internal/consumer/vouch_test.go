@@ -2,6 +2,8 @@ package consumer_test
 
 import (
 	"context"
+	"strconv"
+	"strings"
 	"sync/atomic"
 	"testing"
 	"time"
@@ -13,6 +15,7 @@ import (
 	"github.com/batonhq/baton/internal/ledger"
 	"github.com/batonhq/baton/internal/message"
 	"github.com/batonhq/baton/internal/queue"
+	"github.com/batonhq/baton/internal/sqlite"
 )
 
 // Invariant 10: a message the ledger does not vouch for (no run for its
@@ -104,4 +107,33 @@ func TestVouchReadsPerItem(t *testing.T) {
 	perItem := float64(counting.getRuns.Load()) / float64(len(msgs))
 	t.Logf("run reads per message: %.3f (%d reads, %d messages)", perItem, counting.getRuns.Load(), len(msgs))
 	require.LessOrEqual(t, perItem, 0.05)
+}
+
+// Poison of any size the queue accepts reaches the dead-letter queue with
+// its reason: a body that would not fit with the reason is cut to fit,
+// with its original id and size in attributes.
+func TestHugePoisonIsDeadLetteredWithItsReason(t *testing.T) {
+	t.Parallel()
+	b := setup(t)
+	db := openDB(t)
+	dlq, err := sqlite.OpenQueue(t.Context(), db, "dlq", nil)
+	require.NoError(t, err)
+	b.consumer.DeadLetter = dlq
+	huge := `{"v":1,"key":"` + strings.Repeat("k", 900<<10) + `","fence":1}` // 900 KiB: SQS takes up to 1 MiB
+	d := queue.Delivery{MessageID: "poison-1", Body: []byte(huge), ReceiveCount: 1,
+		Attributes: map[string]string{"trace": strings.Repeat("t", 10<<10)}}
+	res := b.consumer.Handle(t.Context(), time.Time{}, []queue.Delivery{d})
+	require.Empty(t, res.Failed)
+	require.Len(t, res.DeadLettered, 1)
+	require.Less(t, len(res.DeadLettered[0].Err.Error()), 1024, "the reason is bounded")
+
+	got, err := dlq.Receive(t.Context(), queue.ReceiveParams{Max: 10, Visibility: time.Minute, Now: time.Now()})
+	require.NoError(t, err)
+	require.Len(t, got, 1)
+	m := got[0]
+	require.Contains(t, m.Attributes[message.AttrError], "longer than 256 bytes")
+	require.Equal(t, "poison-1", m.Attributes[message.AttrOriginalID])
+	require.Equal(t, strconv.Itoa(len(huge)), m.Attributes[message.AttrOriginalBytes])
+	require.True(t, strings.HasPrefix(huge, string(m.Body)), "the body is the original's start")
+	require.LessOrEqual(t, queue.Message{Body: m.Body, Attributes: m.Attributes}.Size(), queue.MaxBatchBytes)
 }

@@ -141,6 +141,7 @@ func (h *ConsumerHandler) metrics(ctx context.Context, inv invocation, res consu
 			metric("ItemsDuplicate", t.status[consumer.StatusDuplicate]),
 			metric("ItemsDead", t.status[consumer.StatusDead]),
 			metric("ItemsDeadLettered", t.deadLettered),
+			metric("ItemsSuperseded", t.status[consumer.StatusSuperseded]),
 		}
 		tickToDone := t.tickToDone
 		// At most emf.MaxValues samples per record.

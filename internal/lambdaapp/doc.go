@@ -48,5 +48,6 @@
 // records (package emf) in the Baton namespace with the Job dimension:
 // LeaseContention, AcquireLatency, ItemsEnqueued (coordinator);
 // ItemsSucceeded, ItemsFailed, ItemsDuplicate, ItemsDead, ItemsDeadLettered,
-// TickToDone (consumer).
+// ItemsSuperseded (messages of a generation a forced replay superseded,
+// acknowledged without effect), TickToDone (consumer).
 package lambdaapp

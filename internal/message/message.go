@@ -23,6 +23,11 @@ const (
 	AttrKey   = "baton-key"
 	AttrFence = "baton-fence"
 	AttrError = "baton-error" // set on messages forwarded to the dead-letter queue
+	// AttrOriginalID and AttrOriginalBytes are set on a dead letter whose
+	// body was cut to fit the queue: the id the message had and its
+	// body's size before the cut.
+	AttrOriginalID    = "baton-original-id"
+	AttrOriginalBytes = "baton-original-bytes"
 )
 
 // ErrMalformed matches every error Decode returns.
