@@ -31,10 +31,32 @@ type Job struct {
 	// Limits are the timing and retry limits; zero fields take the
 	// defaults of DefaultLimits.
 	Limits Limits
+	// CatchUp says what becomes of ticks that have no run because nothing
+	// triggered them (the schedule or the local runtime was down). The
+	// zero value catches nothing up.
+	CatchUp CatchUp
 	// Processor processes one item. Required.
 	Processor Processor
 
 	items map[string]struct{} // every item's name; set by NewCatalog
+}
+
+// CatchUp is a job's policy for missed ticks, modelled on Temporal's
+// catch-up window: when a coordinator runs a tick, it looks back Window
+// for the ticks without a run (missed while nothing ran) and runs them
+// (oldest first, at most MaxPerTrigger per trigger, within the
+// invocation's deadline), or, with Skip, leaves them to show as skipped in
+// `baton status`. Ticks before the job's first run were never due: a
+// job's first run catches nothing up.
+type CatchUp struct {
+	// Window is how far before the triggered tick missed ticks are caught
+	// up; 0: none (missed ticks show as missed in status).
+	Window time.Duration
+	// Skip leaves the missed ticks within Window unrun, on purpose: status
+	// shows them as skipped, not missed.
+	Skip bool
+	// MaxPerTrigger bounds the ticks one trigger catches up; 0 means 10.
+	MaxPerTrigger int
 }
 
 // Derived is an item computed from other items of the same run (fan-in).
@@ -146,6 +168,8 @@ func (j Job) Validate() error {
 		return fmt.Errorf("job %s: limits: MaxAttempts must not be negative", j.Name)
 	case l.Concurrency < 0:
 		return fmt.Errorf("job %s: limits: Concurrency must not be negative", j.Name)
+	case j.CatchUp.Window < 0 || j.CatchUp.MaxPerTrigger < 0:
+		return fmt.Errorf("job %s: catch-up: Window and MaxPerTrigger must not be negative", j.Name)
 	}
 	if j.Processor == nil {
 		return fmt.Errorf("job %s: no processor", j.Name)

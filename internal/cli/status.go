@@ -16,6 +16,7 @@ import (
 	"github.com/batonhq/baton/internal/lease"
 	"github.com/batonhq/baton/internal/ledger"
 	"github.com/batonhq/baton/internal/queue"
+	"github.com/batonhq/baton/internal/schedule"
 )
 
 const statusSynopsis = `status [--job J] [--run R] [--json] [flags]
@@ -96,17 +97,58 @@ func statusCmd(ctx context.Context, e *env, args []string) error {
 
 // statusReport is what status prints; its JSON form is the --json output.
 type statusReport struct {
-	Job      string        `json:"job"`
-	Schedule string        `json:"schedule"`
-	Backend  string        `json:"backend"`
-	Store    string        `json:"store"`
-	Now      time.Time     `json:"now"`
-	Lease    *leaseStatus  `json:"lease"` // null: the job never took its lease
-	Runs     []runStatus   `json:"runs,omitempty"`
-	Assets   []assetStatus `json:"assets,omitempty"`
-	Stuck    []itemStatus  `json:"stuck,omitempty"`
-	Run      *runDetail    `json:"run,omitempty"` // with --run
-	Queues   []queueStatus `json:"queues"`
+	Job      string       `json:"job"`
+	Schedule string       `json:"schedule"`
+	Backend  string       `json:"backend"`
+	Store    string       `json:"store"`
+	Now      time.Time    `json:"now"`
+	Lease    *leaseStatus `json:"lease"` // null: the job never took its lease
+	Runs     []runStatus  `json:"runs,omitempty"`
+	// Gaps are the schedule's ticks, among the listed runs' span, that have
+	// no run: skipped by the job's catch-up policy, waiting to be caught
+	// up, or missed.
+	Gaps   []tickGap     `json:"ticks_without_run,omitempty"`
+	Assets []assetStatus `json:"assets,omitempty"`
+	Stuck  []itemStatus  `json:"stuck,omitempty"`
+	Run    *runDetail    `json:"run,omitempty"` // with --run
+	Queues []queueStatus `json:"queues"`
+}
+
+type tickGap struct {
+	Tick   time.Time `json:"tick"`
+	Reason string    `json:"reason"` // skipped, catch-up pending or missed
+}
+
+// maxGaps bounds the ticks without a run status lists.
+const maxGaps = 100
+
+// tickGaps returns the schedule's ticks from the oldest run listed to the
+// latest tick at or before now that have no run, newest first, with why.
+func tickGaps(j baton.Job, runs []ledger.Run, now time.Time) []tickGap {
+	sched, err := schedule.Parse(j.Schedule)
+	if err != nil || len(runs) == 0 {
+		return nil
+	}
+	has := make(map[int64]bool, len(runs))
+	for _, r := range runs {
+		has[r.ID.Nominal.Unix()] = true
+	}
+	oldest, latest := runs[len(runs)-1].ID.Nominal, sched.Prev(now)
+	var gaps []tickGap
+	for at := latest; !at.IsZero() && at.After(oldest) && len(gaps) < maxGaps; at = sched.Prev(at.Add(-time.Nanosecond)) {
+		if has[at.Unix()] {
+			continue
+		}
+		reason := "missed"
+		if cu := j.CatchUp; cu.Window > 0 && !at.Before(latest.Add(-cu.Window)) {
+			reason = "catch-up pending"
+			if cu.Skip {
+				reason = "skipped (catch-up policy)"
+			}
+		}
+		gaps = append(gaps, tickGap{Tick: at, Reason: reason})
+	}
+	return gaps
 }
 
 type leaseStatus struct {
@@ -214,6 +256,8 @@ func buildStatus(ctx context.Context, b backend.Backend, j baton.Job, p statusPa
 	if err != nil {
 		return rep, fmt.Errorf("list runs of %s: %w", j.Name, err)
 	}
+	listed := runs[:min(len(runs), p.Runs)]
+	rep.Gaps = tickGaps(j, listed, p.Now)
 	expected := engine.SortedItemNames(j)
 	last := map[string]ledger.Item{}
 	rep.Runs, rep.Stuck = []runStatus{}, []itemStatus{}
@@ -413,6 +457,7 @@ func printStatus(w io.Writer, r statusReport) {
 		printRunDetail(w, r.Run)
 	} else {
 		printRuns(w, r.Runs)
+		printGaps(w, r.Gaps)
 		fmt.Fprintln(w)
 		printAssets(w, r.Assets, r.Now)
 		fmt.Fprintln(w)
@@ -551,5 +596,29 @@ func printQueues(w io.Writer, qs []queueStatus) {
 	}
 	if len(qs) == 1 {
 		fmt.Fprintln(w, "dead-letter queue: none configured")
+	}
+}
+
+func printGaps(w io.Writer, gaps []tickGap) {
+	if len(gaps) == 0 {
+		return
+	}
+	byReason := map[string][]string{}
+	var reasons []string
+	for _, g := range gaps {
+		if byReason[g.Reason] == nil {
+			reasons = append(reasons, g.Reason)
+		}
+		byReason[g.Reason] = append(byReason[g.Reason], g.Tick.UTC().Format(time.RFC3339))
+	}
+	fmt.Fprintln(w, "ticks without a run:")
+	for _, r := range reasons {
+		ticks := byReason[r]
+		shown := ticks[:min(len(ticks), 5)]
+		more := ""
+		if len(ticks) > len(shown) {
+			more = fmt.Sprintf(" and %d more", len(ticks)-len(shown))
+		}
+		fmt.Fprintf(w, "  %s: %d (%s%s)\n", r, len(ticks), strings.Join(shown, ", "), more)
 	}
 }

@@ -12,6 +12,7 @@ import (
 
 	"github.com/stretchr/testify/require"
 
+	"github.com/batonhq/baton"
 	"github.com/batonhq/baton/examples/fx"
 	"github.com/batonhq/baton/internal/engine"
 	"github.com/batonhq/baton/internal/lease"
@@ -316,4 +317,32 @@ func TestReadingCommandsCreateNothing(t *testing.T) {
 		require.Equal(t, ExitFailure, code, "%v", args)
 		require.Contains(t, errOut, "corrupt store", "%v", args)
 	}
+}
+
+// status names the ticks without a run among the runs it lists, and why.
+func TestTickGaps(t *testing.T) {
+	t.Parallel()
+	t0 := time.Date(2026, 11, 21, 12, 0, 0, 0, time.UTC)
+	run := func(m int) ledger.Run {
+		return ledger.Run{ID: ledger.RunID{Job: "fx", Nominal: t0.Add(time.Duration(m) * time.Minute), Generation: 1}}
+	}
+	runs := []ledger.Run{run(3), run(0)} // newest first
+	now := t0.Add(5*time.Minute + 10*time.Second)
+	j := fx.Job(nil)
+	reasons := func(gaps []tickGap) map[int]string {
+		out := map[int]string{}
+		for _, g := range gaps {
+			out[int(g.Tick.Sub(t0)/time.Minute)] = g.Reason
+		}
+		return out
+	}
+	require.Equal(t, map[int]string{1: "missed", 2: "missed", 4: "missed", 5: "missed"}, reasons(tickGaps(j, runs, now)))
+	j.CatchUp = baton.CatchUp{Window: 2 * time.Minute, Skip: true}
+	require.Equal(t, map[int]string{1: "missed", 2: "missed", 4: "skipped (catch-up policy)", 5: "skipped (catch-up policy)"}, reasons(tickGaps(j, runs, now)))
+	j.CatchUp.Skip = false
+	require.Equal(t, "catch-up pending", reasons(tickGaps(j, runs, now))[4])
+
+	var out bytes.Buffer
+	printGaps(&out, tickGaps(j, runs, now))
+	require.Contains(t, out.String(), "missed: 2 (2026-11-21T12:02:00Z, 2026-11-21T12:01:00Z)")
 }

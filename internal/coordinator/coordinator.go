@@ -135,6 +135,7 @@ func (c *Coordinator) Run(ctx context.Context, tr Trigger) (sum Summary, err err
 	}
 	if sum.Stopped == "" {
 		c.tendRecent(ctx, t, sum.Nominal)
+		c.catchUp(ctx, t, sum.Nominal)
 	}
 	return sum, nil
 }

@@ -11,6 +11,7 @@ import (
 	"github.com/batonhq/baton"
 	"github.com/batonhq/baton/internal/fanin"
 	"github.com/batonhq/baton/internal/ledger"
+	"github.com/batonhq/baton/internal/schedule"
 )
 
 // Settle finishes the tick's run when it can; derived items found ready but
@@ -152,7 +153,7 @@ func (c *Coordinator) tendRecent(ctx context.Context, t *tickRun, before time.Ti
 				c.settleQuietly(ctx, t.log, job, r.ID.Nominal)
 			case ledger.RunFanningOut:
 				unfinished++
-				if !c.resumeQuietly(ctx, t, r.ID.Nominal) {
+				if !c.runEarlier(ctx, t, r.ID.Nominal, "resuming a run left fanning out") {
 					return
 				}
 			}
@@ -165,21 +166,81 @@ func (c *Coordinator) tendRecent(ctx context.Context, t *tickRun, before time.Ti
 	}
 }
 
-// resumeQuietly resumes the fan-out of an earlier tick's run left fanning
-// out, under t's lease; failures are logged only. It reports whether the
-// fan-out got to its end (false: stopped or failed; stop tending).
-func (c *Coordinator) resumeQuietly(ctx context.Context, t *tickRun, nominal time.Time) bool {
+// runEarlier opens (or finds) the run of an earlier tick and fans it out
+// from its cursor, under t's lease: a run left fanning out is resumed, a
+// tick without a run is run (catch-up). Failures are logged only. It
+// reports whether the fan-out got to its end (false: stopped or failed;
+// stop going back).
+func (c *Coordinator) runEarlier(ctx context.Context, t *tickRun, nominal time.Time, why string) bool {
 	sum := Summary{Job: t.job.Name, Nominal: nominal, Fence: t.hold.lease.Fence, Total: len(t.job.Assets)}
 	r := &tickRun{tr: Trigger{Job: t.job.Name, At: nominal, Deadline: t.tr.Deadline}, start: t.start, sum: &sum,
-		job: t.job, owner: t.owner, log: t.log.With(slog.Time("resumed_tick", nominal)), hold: t.hold}
+		job: t.job, owner: t.owner, log: t.log.With(slog.Time("earlier_tick", nominal)), hold: t.hold}
 	run, outcome, err := c.open(ctx, r)
-	if err == nil && outcome == ledger.Resumed {
-		r.log.InfoContext(ctx, "resuming a run left fanning out", slog.String("phase", "resume"), slog.Int("cursor", run.Cursor))
+	if err == nil && outcome != ledger.AlreadyFannedOut {
+		r.log.InfoContext(ctx, why, slog.String("phase", "earlier"), slog.String("outcome", string(outcome)), slog.Int("cursor", run.Cursor))
 		err = c.fanOut(ctx, r, run)
 	}
 	if err != nil {
-		t.log.WarnContext(ctx, "resume failed", slog.String("phase", "resume"), slog.Time("tick", nominal), slog.Any("error", err))
+		t.log.WarnContext(ctx, why+" failed", slog.String("phase", "earlier"), slog.Time("tick", nominal), slog.Any("error", err))
 		return false
 	}
 	return sum.Stopped == ""
+}
+
+// maxCatchUpTicks bounds the ticks of a catch-up window looked at.
+const maxCatchUpTicks = 1000
+
+// catchUp runs the job's missed ticks within its catch-up window (see
+// baton.CatchUp): the ticks before nominal, within Window, without a run
+// and after the job's first run (a job's first run catches nothing up),
+// oldest first, at most MaxPerTrigger, under t's lease. With Skip, or no
+// window, it does nothing (status shows the ticks skipped or missed).
+func (c *Coordinator) catchUp(ctx context.Context, t *tickRun, nominal time.Time) {
+	cu := t.job.CatchUp
+	if cu.Window <= 0 || cu.Skip {
+		return
+	}
+	limit := cu.MaxPerTrigger
+	if limit <= 0 {
+		limit = 10
+	}
+	sched, err := schedule.Parse(t.job.Schedule)
+	if err != nil {
+		return // resolve parsed it already
+	}
+	var ticks []time.Time // newest first
+	for at := sched.Prev(nominal.Add(-time.Nanosecond)); !at.IsZero() && !at.Before(nominal.Add(-cu.Window)) && len(ticks) < maxCatchUpTicks; at = sched.Prev(at.Add(-time.Nanosecond)) {
+		ticks = append(ticks, at)
+	}
+	if len(ticks) == 0 {
+		return
+	}
+	// The window's runs and, past them, the newest run before the window.
+	runs, err := c.Ledger.ListRuns(ctx, ledger.ListRunsParams{Job: t.job.Name, Before: nominal, Limit: len(ticks) + 1})
+	if err != nil {
+		t.log.WarnContext(ctx, "list runs to catch up failed", slog.String("phase", "catch-up"), slog.Any("error", err))
+		return
+	}
+	if len(runs) == 0 {
+		return // the job's first run: nothing was missed, nothing to catch up
+	}
+	// Missed: the window's ticks without a run after the oldest run listed
+	// (runs are newest first): ticks before a job's first run were never
+	// due.
+	first := runs[len(runs)-1].ID.Nominal
+	has := make(map[int64]bool, len(runs))
+	for _, r := range runs {
+		has[r.ID.Nominal.Unix()] = true
+	}
+	var missed []time.Time
+	for i := len(ticks) - 1; i >= 0 && len(missed) < limit; i-- { // oldest first
+		if ticks[i].After(first) && !has[ticks[i].Unix()] {
+			missed = append(missed, ticks[i])
+		}
+	}
+	for _, at := range missed {
+		if !c.runEarlier(ctx, t, at, "catching up a missed tick") {
+			return
+		}
+	}
 }

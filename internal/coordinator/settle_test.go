@@ -247,3 +247,54 @@ func TestRunResumesEarlierRunsLeftFanningOut(t *testing.T) {
 		require.True(t, sent[key], "%s was enqueued", key)
 	}
 }
+
+// Catch-up: a trigger after a gap runs the job's missed ticks within its
+// window, oldest first and bounded per trigger; with Skip it runs none.
+func TestCatchUpRunsMissedTicks(t *testing.T) {
+	t.Parallel()
+	job := fx.Job(nil)
+	job.CatchUp = baton.CatchUp{Window: 10 * time.Minute, MaxPerTrigger: 4}
+	skipping := fx.Job(nil)
+	skipping.Name = "fxskip"
+	skipping.CatchUp = baton.CatchUp{Window: 10 * time.Minute, Skip: true}
+	b := setup(t, job, skipping)
+	ctx := context.Background()
+	c := b.coordinator("c1")
+	// The first runs catch nothing up.
+	for _, job := range []string{"fx", "fxskip"} {
+		_, err := c.Run(ctx, coordinator.Trigger{Job: job, At: t0})
+		require.NoError(t, err)
+	}
+	b.clock.Set(t0.Add(30 * time.Minute))
+	now := b.clock.Now()
+	nominal := now.Truncate(time.Minute)
+
+	_, err := c.Run(ctx, coordinator.Trigger{Job: "fx", At: now})
+	require.NoError(t, err)
+	runs, err := b.ledger.ListRuns(ctx, ledger.ListRunsParams{Job: "fx", Limit: 100})
+	require.NoError(t, err)
+	var got []time.Time
+	for _, r := range runs {
+		got = append(got, r.ID.Nominal)
+		require.Equal(t, ledger.RunFannedOut, r.State, r.ID.String())
+	}
+	want := []time.Time{t0.Truncate(time.Minute), nominal}
+	for i := 10; i > 6; i-- { // the four oldest ticks of the window
+		want = append(want, nominal.Add(-time.Duration(i)*time.Minute))
+	}
+	require.ElementsMatch(t, want, got)
+
+	// The next trigger catches up the next four.
+	b.clock.Set(now.Add(time.Minute))
+	_, err = c.Run(ctx, coordinator.Trigger{Job: "fx", At: b.clock.Now()})
+	require.NoError(t, err)
+	runs, err = b.ledger.ListRuns(ctx, ledger.ListRunsParams{Job: "fx", Limit: 100})
+	require.NoError(t, err)
+	require.Len(t, runs, 3+8)
+
+	_, err = c.Run(ctx, coordinator.Trigger{Job: "fxskip", At: now})
+	require.NoError(t, err)
+	runs, err = b.ledger.ListRuns(ctx, ledger.ListRunsParams{Job: "fxskip", Limit: 100})
+	require.NoError(t, err)
+	require.Len(t, runs, 2, "skip runs no missed tick")
+}
