@@ -5,6 +5,7 @@ import (
 	"errors"
 	"flag"
 	"fmt"
+	"math/rand/v2"
 	"sync"
 	"time"
 
@@ -143,11 +144,20 @@ func (r *replayer) trigger(ctx context.Context, nominal time.Time, force bool, l
 		default:
 			return sum, nil
 		}
-		if err := sleep(ctx, backoff); err != nil {
+		if err := sleep(ctx, jitter(backoff)); err != nil {
 			return sum, err
 		}
 		backoff = min(max(2*backoff, 100*time.Millisecond), 5*time.Second)
 	}
+}
+
+// jitter returns a wait in [d/2, d]: contenders retrying the same lease
+// spread out instead of colliding again in lockstep.
+func jitter(d time.Duration) time.Duration {
+	if d <= 0 {
+		return 0
+	}
+	return d/2 + rand.N(d/2+1)
 }
 
 // sleep waits d or until ctx is done.

@@ -358,3 +358,16 @@ func TestReplayRangeInterruptedThenResumed(t *testing.T) {
 		require.Equal(t, 1, run.ID.Generation)
 	}
 }
+
+func TestJitterSpreadsWaits(t *testing.T) {
+	t.Parallel()
+	require.Zero(t, jitter(0))
+	seen := map[time.Duration]bool{}
+	for range 200 {
+		d := jitter(time.Second)
+		require.GreaterOrEqual(t, d, 500*time.Millisecond)
+		require.LessOrEqual(t, d, time.Second)
+		seen[d] = true
+	}
+	require.Greater(t, len(seen), 100, "waits are spread, not in lockstep")
+}
