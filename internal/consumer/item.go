@@ -121,6 +121,7 @@ type messageRun struct {
 	// leaseUntil is when the claim, and the processor's context, end.
 	leaseUntil time.Time
 	inputs     map[string][]byte // a derived item's inputs' results (gate)
+	run        ledger.Run        // the run as the vouch read it (gate)
 	item       ledger.Item       // the item as claimed (claim)
 }
 
@@ -201,6 +202,7 @@ func (c *Consumer) gateDerived(ctx context.Context, m *messageRun, def baton.Der
 			return m.fail(StatusFailed, fmt.Errorf("%s: cancel (%s): %w", d.key, reason, err)), false
 		}
 		m.log.InfoContext(ctx, "derived item cancelled", slog.String("phase", "fan-in"), slog.String("reason", reason))
+		c.settle(ctx, m)
 		return m.ack(StatusCancelled), false
 	case fanin.Waiting:
 		return m.fail(StatusHeld, fmt.Errorf("%s: inputs not ready: %s", d.key, waitingOn(def, states))), false
@@ -297,6 +299,7 @@ func (c *Consumer) recordSuccess(ctx context.Context, m *messageRun, result []by
 	if err := c.fanIn(ctx, d, ledger.ItemSucceeded, true); err != nil {
 		return m.fail(StatusSucceeded, err)
 	}
+	c.settle(ctx, m)
 	return m.ack(StatusSucceeded)
 }
 
@@ -319,6 +322,7 @@ func (c *Consumer) recordFailure(ctx context.Context, m *messageRun, perr error,
 		if err := c.fanIn(ctx, d, ledger.ItemDead, true); err != nil {
 			return m.fail(StatusDead, err)
 		}
+		c.settle(ctx, m)
 		return m.ack(StatusDead)
 	}
 	m.log.InfoContext(ctx, "item failed", slog.String("phase", "process"), slog.Int("attempt", attempt), slog.Any("error", perr))

@@ -8,6 +8,7 @@ import (
 	"sync"
 	"time"
 
+	"github.com/batonhq/baton/internal/fanin"
 	"github.com/batonhq/baton/internal/ledger"
 )
 
@@ -51,6 +52,7 @@ func (c *Consumer) vouch(ctx context.Context, m *messageRun) (verdict, bool) {
 		}
 		run, cached, err = c.Runs.read(ctx, c.Ledger, id, m.now)
 	}
+	m.run = run
 	switch {
 	case id.Generation < run.ID.Generation:
 		m.log.InfoContext(ctx, "superseded message acknowledged", slog.String("phase", "vouch"),
@@ -122,4 +124,36 @@ func (rc *RunCache) read(ctx context.Context, l ledger.Store, id ledger.RunID, n
 	}
 	rc.runs[id.TickKey()] = cachedRun{run: run, readAt: now}
 	return run, false, nil
+}
+
+// settleMaxItems is the largest run the consumer settles itself: a run of
+// at most this many items settles when its last item ends, by the
+// consumer that ends it (one item list per item that ends). Larger runs settle at the job's next coordinator invocation,
+// which pages through its unfinished runs.
+const settleMaxItems = 64
+
+// settle finishes the message's run when the item that just ended was its
+// last one (see settleMaxItems), the run as the vouch read it: one item
+// list per item that ends. The last item's consumer sees every
+// earlier item terminal (its list follows its own write), so a run settles
+// when its last item ends, whoever ends it. Failures are logged only: the
+// coordinator settles the run later.
+func (c *Consumer) settle(ctx context.Context, m *messageRun) {
+	d := m.d
+	if len(d.job.Assets)+len(d.job.Derived) > settleMaxItems {
+		return
+	}
+	// The run as the vouch read it: a run fanned out then is still one
+	// (or finished since, which the finish's condition finds).
+	if m.run.ID != d.key.Run || m.run.State != ledger.RunFannedOut {
+		return
+	}
+	run, err := fanin.Settle(ctx, fanin.SettleParams{Ledger: c.Ledger, Def: d.job, Run: m.run, Now: c.now()})
+	if err != nil {
+		m.log.WarnContext(ctx, "settle failed; the coordinator settles the run later", slog.String("phase", "settle"), slog.Any("error", err))
+		return
+	}
+	if run.State.Finished() && run.ID == d.key.Run {
+		m.log.DebugContext(ctx, "run settled", slog.String("phase", "settle"), slog.String("state", string(run.State)))
+	}
 }

@@ -137,3 +137,15 @@ func TestHugePoisonIsDeadLetteredWithItsReason(t *testing.T) {
 	require.True(t, strings.HasPrefix(huge, string(m.Body)), "the body is the original's start")
 	require.LessOrEqual(t, queue.Message{Body: m.Body, Attributes: m.Attributes}.Size(), queue.MaxBatchBytes)
 }
+
+// Invariant 11: a run settles when its last item ends, by the consumer
+// that ends it, with no coordinator involved.
+func TestRunSettlesWhenItsLastItemEnds(t *testing.T) {
+	t.Parallel()
+	b := setup(t)
+	b.drain(t, b.deliveries(b.fanOut()...))
+	run, err := b.ledger.GetRun(context.Background(), "fx", tick)
+	require.NoError(t, err)
+	require.Equal(t, ledger.RunComplete, run.State)
+	require.Equal(t, len(fx.Assets)+1, run.Succeeded)
+}

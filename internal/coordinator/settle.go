@@ -5,10 +5,8 @@ import (
 	"errors"
 	"fmt"
 	"log/slog"
-	"slices"
 	"time"
 
-	"github.com/batonhq/baton"
 	"github.com/batonhq/baton/internal/fanin"
 	"github.com/batonhq/baton/internal/ledger"
 	"github.com/batonhq/baton/internal/schedule"
@@ -37,75 +35,7 @@ func (c *Coordinator) Settle(ctx context.Context, jobName string, nominal time.T
 	if run.State != ledger.RunFannedOut {
 		return run, nil
 	}
-	now := c.now()
-	items, err := c.settleDerived(ctx, j, run, now)
-	if err != nil {
-		return run, fmt.Errorf("settle %s: %w", run.ID, err)
-	}
-	p, settled := finishCounts(j, run, items)
-	if !settled {
-		return run, nil // in flight
-	}
-	p.Now = now
-	fin, err := c.Ledger.FinishRun(ctx, p)
-	if errors.Is(err, ledger.ErrTerminal) {
-		return fin, nil // settled by someone else meanwhile
-	}
-	if err != nil {
-		return run, fmt.Errorf("settle %s: finish: %w", run.ID, err)
-	}
-	return fin, nil
-}
-
-// settleDerived decides the derived items of run that can be decided: it
-// runs the fan-in check over the run's items, which cancels those whose
-// inputs ended DEAD or CANCELLED and enqueues again those whose inputs all
-// SUCCEEDED but which never ran (the last resort if every input's own check
-// failed and their messages went to the dead-letter queue). It returns the
-// run's items as they are after the check.
-func (c *Coordinator) settleDerived(ctx context.Context, j baton.Job, run ledger.Run, now time.Time) ([]ledger.Item, error) {
-	items, err := c.Ledger.ListItems(ctx, run.ID)
-	if err != nil {
-		return nil, err
-	}
-	if items == nil {
-		items = []ledger.Item{}
-	}
-	res, err := fanin.Check(ctx, fanin.Params{Ledger: c.Ledger, Queue: c.Queue, Def: j, Run: run.ID, Fence: run.Fence, Items: items, Now: now})
-	if err != nil {
-		return nil, err
-	}
-	if len(res.Cancelled) > 0 {
-		return c.Ledger.ListItems(ctx, run.ID)
-	}
-	return items, nil
-}
-
-// finishCounts decides whether run can finish: it can when every item of
-// the run (the first run.Total assets of the catalog, then the derived
-// items) is terminal in items. It then returns the FinishRun parameters
-// with the counts, Now unset.
-func finishCounts(j baton.Job, run ledger.Run, items []ledger.Item) (ledger.FinishRunParams, bool) {
-	states := make(map[string]ledger.ItemState, len(items))
-	for _, it := range items {
-		states[it.Key.Asset] = it.State
-	}
-	// A run counts the assets the catalog had when it was fanned out.
-	names := slices.Delete(j.ItemNames(), min(run.Total, len(j.Assets)), len(j.Assets))
-	p := ledger.FinishRunParams{ID: run.ID}
-	for _, n := range names {
-		switch states[n] {
-		case ledger.ItemSucceeded:
-			p.Succeeded++
-		case ledger.ItemDead:
-			p.Dead++
-		case ledger.ItemCancelled:
-			p.Cancelled++
-		default:
-			return p, false
-		}
-	}
-	return p, true
+	return fanin.Settle(ctx, fanin.SettleParams{Ledger: c.Ledger, Queue: c.Queue, Def: j, Run: run, Now: c.now()})
 }
 
 // settleQuietly settles a tick in passing; failures are logged only.
