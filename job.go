@@ -31,6 +31,10 @@ type Job struct {
 	// Limits are the timing and retry limits; zero fields take the
 	// defaults of DefaultLimits.
 	Limits Limits
+	// StalenessBudget, optional, is how long after its tick a run's items
+	// may finish before operators are told: the stack's alarm on
+	// tick-to-done uses it. 0: no budget.
+	StalenessBudget time.Duration
 	// CatchUp says what becomes of ticks that have no run because nothing
 	// triggered them (the schedule or the local runtime was down). The
 	// zero value catches nothing up.
@@ -168,6 +172,8 @@ func (j Job) Validate() error {
 		return fmt.Errorf("job %s: limits: MaxAttempts must not be negative", j.Name)
 	case l.Concurrency < 0:
 		return fmt.Errorf("job %s: limits: Concurrency must not be negative", j.Name)
+	case j.StalenessBudget < 0:
+		return fmt.Errorf("job %s: StalenessBudget must not be negative", j.Name)
 	case j.CatchUp.Window < 0 || j.CatchUp.MaxPerTrigger < 0:
 		return fmt.Errorf("job %s: catch-up: Window and MaxPerTrigger must not be negative", j.Name)
 	}

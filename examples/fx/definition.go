@@ -48,7 +48,9 @@ func Job(o *Options) baton.Job {
 			Concurrency:    16,
 			DeadlineMargin: 2 * time.Second,
 		},
-		Processor: NewProcessor(o),
+		// A minute's bar is stale once the next minute's is due.
+		StalenessBudget: time.Minute,
+		Processor:       NewProcessor(o),
 	}
 }
 
