@@ -164,7 +164,9 @@ func (r *Runner) calls(ctx context.Context, t Target) error {
 	for i, c := range callCases() {
 		name := fmt.Sprintf("calls%d", i)
 		proc := &sleeper{}
-		j := syntheticJob(name, 1, 1, proc)
+		// More items than a consumer settles itself (65 > 64): the figures
+		// are the per-item path of a large run.
+		j := syntheticJob(name, 65, 1, proc)
 		k := callKit{
 			job: name,
 			key: ledger.ItemKey{Run: ledger.RunID{Job: name, Nominal: time.Now().UTC().Truncate(time.Minute), Generation: 1}, Asset: j.Assets[0]},
