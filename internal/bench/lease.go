@@ -22,8 +22,8 @@ func (r *Runner) lease(ctx context.Context, t Target) error {
 	for _, n := range r.Config.Contenders {
 		job := fmt.Sprintf("contended-%d", n)
 		var acq, rel, raw Samples
-		var leaseLoad, rawLoad Load
-		var won atomic.Int64
+		var leaseLoad, rawLoad, backoffLoad Load
+		var won, backoffCalls, backoffWon atomic.Int64
 		for round := range r.Config.Rounds {
 			l, err := RunWorkers(ctx, n, r.Config.Window, func(ctx context.Context, w int) (int, error) {
 				start := time.Now()
@@ -64,6 +64,27 @@ func (r *Runner) lease(ctx context.Context, t Target) error {
 			}
 			leaseLoad = leaseLoad.Add(l)
 			r.logf("  %d contenders, round %d: %.0f lease calls/s, %.0f raw writes/s", n, round+1, l.PerSecond(), rawRound.PerSecond())
+
+			// The same contenders as a caller that wants the lease does
+			// it: retrying with jittered exponential backoff.
+			wctx, cancel := context.WithTimeout(ctx, r.Config.Window)
+			l, err = RunWorkers(wctx, n, r.Config.Window, func(ctx context.Context, w int) (int, error) {
+				owner := fmt.Sprintf("backoff-%d", w)
+				got, calls, err := lease.AcquireWithBackoff(ctx, env.Backend.Leases,
+					lease.AcquireParams{Job: job + "-backoff", Owner: owner, TTL: time.Minute, Skew: time.Second}, lease.Backoff{})
+				backoffCalls.Add(int64(calls))
+				if err != nil {
+					return calls, err
+				}
+				backoffWon.Add(1)
+				err = env.Backend.Leases.Release(ctx, lease.ReleaseParams{Job: job + "-backoff", Owner: owner, Fence: got.Fence})
+				return calls + 1, err
+			})
+			cancel()
+			if err != nil {
+				return fmt.Errorf("lease with backoff, %d contenders: %w", n, err)
+			}
+			backoffLoad = backoffLoad.Add(l)
 		}
 		who := fmt.Sprintf("%d contender", n)
 		writers := fmt.Sprintf("raw conditional write, %d writer", n)
@@ -83,6 +104,11 @@ func (r *Runner) lease(ctx context.Context, t Target) error {
 		tp := row("throughput, acquire + release calls", leaseLoad.PerSecond(), rawLoad.PerSecond(), writers+", writes", Rate)
 		tp.Note = fmt.Sprintf("%.0f acquisitions/s", float64(won.Load())/leaseLoad.Elapsed.Seconds())
 		r.add(tp)
+		perWin := float64(backoffCalls.Load()) / float64(max(backoffWon.Load(), 1))
+		cw := row("acquire calls per acquisition, retrying with jittered backoff", perWin, 1, "an uncontended acquire", Count)
+		cw.Goal = AtMost(5, Count)
+		cw.Note = fmt.Sprintf("%.0f acquisitions/s", float64(backoffWon.Load())/backoffLoad.Elapsed.Seconds())
+		r.add(cw)
 	}
 	return nil
 }
