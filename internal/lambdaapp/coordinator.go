@@ -133,9 +133,12 @@ func (h *CoordinatorHandler) Handle(ctx context.Context, payload json.RawMessage
 }
 
 func (h *CoordinatorHandler) metrics(ctx context.Context, inv invocation, tr lambdaevent.Trigger, sum coordinator.Summary, runErr error) {
-	contention := 0.0
-	if sum.Outcome == coordinator.OutcomeSkipped {
+	contention, opened := 0.0, 0.0
+	switch sum.Outcome {
+	case coordinator.OutcomeSkipped:
 		contention = 1
+	case coordinator.OutcomeOpened:
+		opened = 1
 	}
 	props := map[string]any{"source": string(tr.Source), "outcome": string(sum.Outcome)}
 	if sum.Run.Job != "" {
@@ -143,6 +146,10 @@ func (h *CoordinatorHandler) metrics(ctx context.Context, inv invocation, tr lam
 	}
 	metrics := []emf.Metric{
 		{Name: "LeaseContention", Unit: emf.Count, Values: []float64{contention}},
+		// One per run (or generation) opened, 0 on every other outcome: the
+		// stack's alarm on ticks that stop coming counts them, treating
+		// missing data as breaching.
+		{Name: "RunsOpened", Unit: emf.Count, Values: []float64{opened}},
 		{Name: "ItemsEnqueued", Unit: emf.Count, Values: []float64{float64(sum.Enqueued)}},
 		{Name: "CoordinatorDuration", Unit: emf.Milliseconds, Values: []float64{ms(sum.Duration)}},
 	}

@@ -46,7 +46,8 @@
 // Logs are JSON lines (log/slog) carrying the function, request id, phase
 // and per-item timings. Metrics are CloudWatch Embedded Metric Format
 // records (package emf) in the Baton namespace with the Job dimension:
-// LeaseContention, AcquireLatency, ItemsEnqueued (coordinator);
+// LeaseContention, AcquireLatency, ItemsEnqueued, RunsOpened (1 when the
+// outcome is opened, else 0) (coordinator);
 // ItemsSucceeded, ItemsFailed, ItemsDuplicate, ItemsDead, ItemsDeadLettered,
 // ItemsSuperseded (messages of a generation a forced replay superseded,
 // acknowledged without effect), TickToDone (consumer).

@@ -359,3 +359,64 @@ func TestSeveralJobsPerDeployment(t *testing.T) {
 		require.Equal(t, ledger.ItemSucceeded, it.State, it.Key.String())
 	}
 }
+
+// RunsOpened is 1 on the trigger that opens the tick's run and 0 on every
+// other outcome, so that the stack's alarm sees ticks stop.
+func TestCoordinatorRunsOpenedMetric(t *testing.T) {
+	t.Parallel()
+	b := newBackend(t)
+	var metrics bytes.Buffer
+	p := params(b, func() time.Time { return fixedAt })
+	p.Metrics = &metrics
+	h, err := lambdaapp.NewCoordinatorHandler(p)
+	require.NoError(t, err)
+	record := func() map[string]any {
+		t.Helper()
+		var rec map[string]any
+		require.NoError(t, json.Unmarshal(metrics.Bytes(), &rec))
+		metrics.Reset()
+		return rec
+	}
+
+	resp, err := h.Handle(context.Background(), fixture(t, "coordinator-scheduler.json"))
+	require.NoError(t, err)
+	require.Equal(t, "opened", resp.Outcome)
+	rec := record()
+	require.EqualValues(t, 1, rec["RunsOpened"])
+	require.Equal(t, "fx", rec["Job"])
+	require.Contains(t, metricNames(t, rec), "RunsOpened")
+
+	resp, err = h.Handle(context.Background(), fixture(t, "coordinator-scheduler.json"))
+	require.NoError(t, err)
+	require.Equal(t, "already_fanned_out", resp.Outcome)
+	require.EqualValues(t, 0, record()["RunsOpened"])
+
+	_, err = b.Leases.Acquire(context.Background(), lease.AcquireParams{
+		Job: "fx", Owner: "baton-test/other-request", TTL: time.Minute, Now: fixedAt,
+	})
+	require.NoError(t, err)
+	resp, err = h.Handle(context.Background(), fixture(t, "coordinator-scheduler.json"))
+	require.NoError(t, err)
+	require.Equal(t, "skipped", resp.Outcome)
+	require.EqualValues(t, 0, record()["RunsOpened"])
+}
+
+// metricNames are the metrics an EMF record declares (not its properties).
+func metricNames(t *testing.T, rec map[string]any) []string {
+	t.Helper()
+	var aws struct {
+		CloudWatchMetrics []struct {
+			Metrics []struct{ Name string }
+		}
+	}
+	raw, err := json.Marshal(rec["_aws"])
+	require.NoError(t, err)
+	require.NoError(t, json.Unmarshal(raw, &aws))
+	var names []string
+	for _, d := range aws.CloudWatchMetrics {
+		for _, m := range d.Metrics {
+			names = append(names, m.Name)
+		}
+	}
+	return names
+}
