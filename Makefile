@@ -6,7 +6,7 @@ NODE_DIR := infra/local
 BIN      := bin
 
 .DEFAULT_GOAL := help
-.PHONY: help build run test lint bench emulators clean
+.PHONY: help build run test lint bench chaos emulators clean
 
 help: ## list the targets
 	@awk 'BEGIN {FS = ":.*## "} /^[a-zA-Z_-]+:.*## / {printf "  %-10s %s\n", $$1, $$2}' $(MAKEFILE_LIST)
@@ -35,6 +35,9 @@ lint: ## go vet and the check that the core imports no AWS package
 bench: emulators ## benchmarks on both backends, each figure beside its reference (a few minutes)
 	$(GO) test -c -o $(BIN)/bench.test ./internal/bench
 	./$(BIN)/bench.test -test.run '^TestReport$$' -test.timeout 60m -report -report.out $(BIN)/bench.md
+
+chaos: emulators ## the long chaos suite on both backends, printing its table (a few minutes)
+	$(GO) test -count=1 -timeout 30m -v -run '^TestChaos$$' ./internal/chaos -chaos.long
 
 clean: ## remove build output and the local store
 	rm -rf $(BIN) var .aws-sam

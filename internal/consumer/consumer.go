@@ -25,20 +25,24 @@ const (
 	StatusUnvouched  = "unvouched"   // the ledger does not vouch for it: no run, a generation never opened, a future tick, a fence the run cannot account for
 	StatusSuperseded = "superseded"  // of a generation a forced replay superseded: acknowledged, nothing done
 	StatusNotStarted = "not_started" // too close to the deadline to start
+	StatusRequeued   = "requeued"    // held by a live claim at its last receive: sent again as a new message, acknowledged
 )
 
 // Consumer processes item messages. Its fields are set once; Handle may be
 // called concurrently.
 type Consumer struct {
 	Ledger ledger.Store
-	// Queue is where derived items are enqueued (the work queue).
+	// Queue is where derived items are enqueued, and held messages sent
+	// again at their last receive (the work queue).
 	Queue queue.Sender
 	// DeadLetter, optional, receives malformed messages and messages that
 	// reached MaxReceives, with the reason in the baton-error attribute.
 	DeadLetter queue.Sender
 	// MaxReceives: a message still failing at this receive count is
-	// forwarded to DeadLetter (if set) and acknowledged. 0: never (the
-	// queue's own redrive policy dead-letters it, without a reason).
+	// forwarded to DeadLetter (if set) and acknowledged; one whose item is
+	// held by a live claim is sent again to Queue instead (see the package
+	// documentation). 0: never (the queue's own redrive policy
+	// dead-letters it, without a reason).
 	MaxReceives int
 	Jobs        *baton.Catalog
 	// Effects is the store behind each task's Effects (baton.Task), on the

@@ -506,3 +506,49 @@ func TestFanInStormEnqueuesOnce(t *testing.T) {
 		require.LessOrEqual(t, enqueued, 2, "round %d: DXY enqueued %d times for one run", round, enqueued)
 	}
 }
+
+// A message whose item is held by a live claim at its last receive is sent
+// again as a new message and acknowledged, not dead-lettered: the claim
+// may be a dead consumer's, taken from this very message (received twice,
+// as SQS may deliver it), and then no other message would ever finish the
+// item.
+func TestHeldAtMaxReceivesIsRequeued(t *testing.T) {
+	t.Parallel()
+	b := setup(t)
+	b.consumer.DeadLetter, b.consumer.MaxReceives = b.dlq, 3
+	ctx := context.Background()
+	lim := b.def.Limits
+	key := b.key("EURUSD")
+	_, err := b.ledger.Claim(ctx, ledger.ClaimParams{Key: key, Owner: "crashed", LeaseUntil: t0.Add(lim.ItemLease), Fence: 1, Now: t0})
+	require.NoError(t, err)
+
+	batch := b.deliveries(b.message("EURUSD"))
+	batch[0].Attributes["other"] = "kept"
+	batch[0].ReceiveCount = 3
+	res := b.consumer.Handle(ctx, time.Time{}, batch)
+	require.Empty(t, res.Failed, "acknowledged")
+	require.Empty(t, res.DeadLettered)
+	require.Empty(t, b.dlq.all())
+	require.Equal(t, consumer.StatusRequeued, res.Items[0].Status)
+	again := b.work.take()
+	require.Len(t, again, 1, "sent again")
+	require.Equal(t, string(batch[0].Body), string(again[0].Body))
+	require.Equal(t, batch[0].Attributes, again[0].Attributes)
+
+	// The new message, received once the dead owner's claim has lapsed,
+	// finishes the item.
+	b.clock.Set(t0.Add(lim.ItemLease + lim.ClockSkew))
+	res = b.consumer.Handle(ctx, time.Time{}, b.deliveries(again...))
+	require.Empty(t, res.Failed)
+	require.Equal(t, consumer.StatusSucceeded, res.Items[0].Status)
+	require.Equal(t, ledger.ItemSucceeded, b.item(t, "EURUSD").State)
+
+	// A message failing for another reason at its last receive is still
+	// dead-lettered: a derived item whose inputs are not ready.
+	derived := b.deliveries(b.message(fx.DXY))
+	derived[0].ReceiveCount = 3
+	res = b.consumer.Handle(ctx, time.Time{}, derived)
+	require.Len(t, res.DeadLettered, 1)
+	require.Equal(t, consumer.StatusHeld, res.Items[0].Status)
+	require.Empty(t, b.work.take())
+}

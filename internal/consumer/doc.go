@@ -9,9 +9,10 @@
 // Handle returns the messages to acknowledge implicitly: every message not
 // listed in Result.Failed may be deleted from the queue. A message is
 // acknowledged only when its item is terminal (SUCCEEDED, DEAD or
-// CANCELLED), was already terminal, or was forwarded to the dead-letter
-// queue with its reason (invariant 7). Everything else is a batch-item
-// failure that the queue redelivers.
+// CANCELLED), was already terminal, was forwarded to the dead-letter queue
+// with its reason (invariant 7), or was sent again as a new message (held
+// at its last receive, see below). Everything else is a batch-item failure
+// that the queue redelivers.
 //
 // For each message, in order:
 //
@@ -60,5 +61,13 @@
 //
 // With MaxReceives set, a message still failing at that receive count is
 // forwarded to DeadLetter with its reason and acknowledged, instead of
-// being left to the queue's own redrive (which carries no reason).
+// being left to the queue's own redrive (which carries no reason). One
+// failure is not forwarded: a message whose item is held by a live claim
+// (status held from the claim) is sent again as a new message and
+// acknowledged (status requeued). The claim may be a dead consumer's,
+// taken from this very message, delivered twice at once (SQS may) and
+// retried sooner than the claim lasts (a poller's retry delay); forwarding
+// it would leave the item RUNNING with no message to finish it. The claim
+// ends within the job's ItemLease, so the new message finds the item
+// claimable or terminal.
 package consumer

@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"log/slog"
+	"maps"
 	"time"
 
 	"github.com/batonhq/baton"
@@ -77,6 +78,11 @@ func (c *Consumer) handle(ctx context.Context, deadline time.Time, d *delivery) 
 	} else {
 		v = c.run(ctx, deadline, d)
 		exhausted := c.MaxReceives > 0 && d.d.ReceiveCount >= c.MaxReceives
+		if v.err != nil && exhausted && errors.Is(v.err, ledger.ErrHeld) {
+			if rv, ok := c.requeue(ctx, d, v); ok {
+				return rv
+			}
+		}
 		if v.err == nil || c.DeadLetter == nil || !(v.poison || exhausted) {
 			return v
 		}
@@ -90,6 +96,33 @@ func (c *Consumer) handle(ctx context.Context, deadline time.Time, d *delivery) 
 		slog.String("message_id", d.d.MessageID), slog.String("key", d.msg.Key),
 		slog.Int("receive_count", d.d.ReceiveCount), slog.Any("error", v.err))
 	return v
+}
+
+// requeue sends d again as a new message (receive count 1) and
+// acknowledges it, for a message whose item is held by a live claim at its
+// last receive. Dead-lettering it could lose the item: the claim may be a
+// dead consumer's, taken from this very message (a queue may deliver one
+// message twice at once, and a poller that retries a held message sooner
+// than its visibility timeout spends its receives while the claim lasts),
+// and then no other message would finish the item. The claim ends within
+// the job's ItemLease, so the new message finds the item claimable or
+// terminal. ok is false when the send failed: v stands, with that error.
+func (c *Consumer) requeue(ctx context.Context, d *delivery, v verdict) (verdict, bool) {
+	if c.Queue == nil {
+		return v, false
+	}
+	msg := queue.Message{Body: d.d.Body, Attributes: maps.Clone(d.d.Attributes)}
+	if _, err := queue.SendAll(ctx, c.Queue, []queue.Message{msg}, nil); err != nil {
+		c.logger().WarnContext(ctx, "sending a held message again failed", slog.String("phase", "requeue"),
+			slog.String("message_id", d.d.MessageID), slog.String("key", d.msg.Key), slog.Any("error", err))
+		v.err = fmt.Errorf("%w (and sending it again failed: %v)", v.err, err)
+		return v, false
+	}
+	c.logger().InfoContext(ctx, "held at its last receive; sent again", slog.String("phase", "requeue"),
+		slog.String("message_id", d.d.MessageID), slog.String("key", d.msg.Key),
+		slog.Int("receive_count", d.d.ReceiveCount), slog.Any("held", v.err))
+	v.outcome.Status, v.err = StatusRequeued, nil
+	return v, true
 }
 
 // run acts on one decoded message: it gates, claims, processes and records
