@@ -225,10 +225,12 @@ func testReplayItem(t *testing.T, f *opsFixture) {
 	require.Contains(t, out, "opened "+f.run(0, 2).String())
 	require.Contains(t, out, "carried over 6 item(s) unchanged, re-running [EURUSD DXY]")
 	require.Contains(t, out, f.run(0, 2).String()+"/DXY: SUCCEEDED")
-	run, err := f.b.Ledger.GetRun(ctx, fx.Name, f.tick(0))
-	require.NoError(t, err)
-	require.Equal(t, f.run(0, 2), run.ID)
-	require.Equal(t, ledger.RunComplete, run.State)
+	// The command returns once the replayed items ended; the run settles
+	// with its last item, by the consumer that ended it, a moment later.
+	require.Eventually(t, func() bool {
+		run, err := f.b.Ledger.GetRun(ctx, fx.Name, f.tick(0))
+		return err == nil && run.ID == f.run(0, 2) && run.State == ledger.RunComplete
+	}, 10*time.Second, 10*time.Millisecond)
 	gen2 := f.items(f.run(0, 2))
 	require.Len(t, gen2, 8)
 	for name, it := range gen2 {
