@@ -3,16 +3,13 @@ package effecttest
 import (
 	"context"
 	"errors"
-	"os"
-	"os/exec"
 	"strings"
 	"testing"
 	"time"
 
-	"github.com/stretchr/testify/require"
-
 	"github.com/batonhq/baton"
 	"github.com/batonhq/baton/internal/effect"
+	"github.com/batonhq/baton/internal/suitecheck"
 )
 
 func TestMemStore(t *testing.T) {
@@ -24,10 +21,6 @@ func TestMemStoreShared(t *testing.T) {
 	var m MemStore
 	Run(t, Harness{NewStoreFunc: func(*testing.T) effect.Store { return &m }})
 }
-
-// brokenEnv names, in a child process of this test binary, the broken
-// store TestBrokenStore runs the suite against.
-const brokenEnv = "EFFECTTEST_BROKEN_STORE"
 
 // broken lists stores broken on purpose, each with the cases that must
 // catch it.
@@ -45,38 +38,22 @@ var broken = map[string]struct {
 	"StaleErrorSaysNoMore": {func() effect.Store { return terseStale{NewMemStore()} }, []string{"Fencing"}},
 }
 
-// TestSuiteFindsBrokenStores runs the suite against each broken store, in
-// a child process of this test binary (a failing case fails its whole
-// test binary), and requires the cases that should catch the breakage to
-// fail there. Together with TestMemStore, the verdict of the suite
+// TestSuiteFindsBrokenStores runs the suite against each broken store
+// (package suitecheck) and requires the cases that should catch the
+// breakage to fail. Together with TestMemStore, the verdict of the suite
 // depends on the store.
 func TestSuiteFindsBrokenStores(t *testing.T) {
-	if os.Getenv(brokenEnv) != "" {
-		t.Skip("in the child process")
-	}
+	caughtBy := map[string][]string{}
 	for name, b := range broken {
-		t.Run(name, func(t *testing.T) {
-			t.Parallel()
-			cmd := exec.CommandContext(t.Context(), os.Args[0], "-test.run=^TestBrokenStore$", "-test.v", "-test.count=1", "-test.timeout=2m")
-			cmd.Env = append(os.Environ(), brokenEnv+"="+name)
-			out, err := cmd.CombinedOutput()
-			var exit *exec.ExitError
-			require.ErrorAs(t, err, &exit, "the suite passed a broken store:\n%s", out)
-			for _, c := range b.caughtBy {
-				require.Contains(t, string(out), "--- FAIL: TestBrokenStore/"+c+" (", "case %s did not catch it:\n%s", c, out)
-			}
-			require.NotContains(t, string(out), "panic:", "a failed case, not a crash")
-		})
+		caughtBy[name] = b.caughtBy
 	}
+	suitecheck.RequireCaught(t, "TestBrokenStore", caughtBy)
 }
 
 // TestBrokenStore runs the suite against the broken store named by
-// brokenEnv; only TestSuiteFindsBrokenStores runs it.
+// suitecheck.Broken; only TestSuiteFindsBrokenStores runs it.
 func TestBrokenStore(t *testing.T) {
-	name := os.Getenv(brokenEnv)
-	if name == "" {
-		t.Skip("run by TestSuiteFindsBrokenStores")
-	}
+	name := suitecheck.Broken(t)
 	b, ok := broken[name]
 	if !ok {
 		t.Fatalf("no broken store %q", name)
