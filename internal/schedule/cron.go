@@ -10,12 +10,16 @@ import (
 	"github.com/hashicorp/cronexpr"
 )
 
-// The span of time cron ticks are computed in: the engine's years stop at
-// 2099.
+// The span of time cron ticks are computed in: the years of EventBridge's
+// grammar, 1970–2199. The engine's own years stop at 2099 (engineEnd);
+// the ticks of 2100–2199 are those of a calendar-identical year the
+// engine knows (proxyYear).
 var (
 	cronStart = time.Date(1970, 1, 1, 0, 0, 0, 0, time.UTC)
-	cronEnd   = time.Date(2100, 1, 1, 0, 0, 0, 0, time.UTC) // exclusive
+	cronEnd   = time.Date(2200, 1, 1, 0, 0, 0, 0, time.UTC) // exclusive
+	engineEnd = time.Date(2100, 1, 1, 0, 0, 0, 0, time.UTC) // exclusive
 	lastYear  = cronEnd.Year() - 1
+	engineTop = engineEnd.Year() - 1
 )
 
 // cron is a parsed cron expression. The fields are kept for reference; the
@@ -23,7 +27,8 @@ var (
 type cron struct {
 	minutes, hours, months, years []int
 	dom, dow                      dayRule
-	expr                          *cronexpr.Expression
+	expr                          *cronexpr.Expression // the years up to 2099; nil when there are none
+	anyYear                       *cronexpr.Expression // every year: the proxies' ticks
 }
 
 func parseCron(expr, body string) (engine, error) {
@@ -38,11 +43,18 @@ func parseCron(expr, body string) (engine, error) {
 	if ferr != nil {
 		return nil, &ParseError{Expr: expr, Field: ferr.field + 1, Msg: fmt.Sprintf("%q: %s", ferr.item, ferr.msg)}
 	}
-	e, err := cronexpr.Parse(c.engineExpr())
+	if years := engineYears(c.years); len(years) > 0 {
+		e, err := cronexpr.Parse(c.engineExpr(list(years, fYear)))
+		if err != nil {
+			return nil, &ParseError{Expr: expr, Msg: fmt.Sprintf("cannot be evaluated: %v", err)}
+		}
+		c.expr = e
+	}
+	e, err := cronexpr.Parse(c.engineExpr("*"))
 	if err != nil {
 		return nil, &ParseError{Expr: expr, Msg: fmt.Sprintf("cannot be evaluated: %v", err)}
 	}
-	c.expr = e
+	c.anyYear = e
 	if c.next(cronStart.Add(-time.Second)).IsZero() {
 		return nil, &ParseError{Expr: expr, Msg: fmt.Sprintf("never fires between %d and %d", cronStart.Year(), lastYear)}
 	}
@@ -77,9 +89,6 @@ func parseCronFields(fields []string) (*cron, *fieldError) {
 	case !domAny && !dowAny:
 		return nil, errItem(fDayOfWeek, fields[fDayOfWeek], `one of day-of-month and day-of-week must be "?" (day-of-month is %q)`, fields[fDayOfMonth])
 	}
-	if c.years[0] > lastYear {
-		return nil, errItem(fYear, fields[fYear], "years after %d are not supported", lastYear)
-	}
 	return c, nil
 }
 
@@ -89,11 +98,7 @@ func parseCronFields(fields []string) (*cron, *fieldError) {
 // reads some of them differently from AWS: it drops a range whose start is
 // after its end instead of wrapping it, and takes 7 as Sunday. L alone in
 // day-of-week, which the engine does not know, has become Saturday.
-func (c *cron) engineExpr() string {
-	years := c.years
-	for len(years) > 0 && years[len(years)-1] > lastYear {
-		years = years[:len(years)-1]
-	}
+func (c *cron) engineExpr(years string) string {
 	return strings.Join([]string{
 		"0",
 		list(c.minutes, fMinutes),
@@ -101,9 +106,33 @@ func (c *cron) engineExpr() string {
 		c.dom.engineField(0),
 		list(c.months, fMonth),
 		c.dow.engineField(-1),
-		list(years, fYear),
+		years,
 	}, " ")
 }
+
+// engineYears returns the years of ys the engine knows (up to 2099).
+func engineYears(ys []int) []int {
+	n := 0
+	for n < len(ys) && ys[n] <= engineTop {
+		n++
+	}
+	return ys[:n]
+}
+
+// proxyYear returns a year of 1970–2099 whose calendar is y's: the same
+// weekday on January 1st and the same leap day, so that every cron field
+// matches the same dates in both.
+func proxyYear(y int) int {
+	jan1 := time.Date(y, 1, 1, 0, 0, 0, 0, time.UTC).Weekday()
+	leap := isLeap(y)
+	for p := engineTop; ; p-- {
+		if time.Date(p, 1, 1, 0, 0, 0, 0, time.UTC).Weekday() == jan1 && isLeap(p) == leap {
+			return p
+		}
+	}
+}
+
+func isLeap(y int) bool { return y%4 == 0 && (y%100 != 0 || y%400 == 0) }
 
 // list writes the values vs of field f, or "*" when they are all the
 // values the engine knows.
@@ -111,7 +140,7 @@ func list(vs []int, f int) string {
 	spec := cronFields[f]
 	max := spec.max
 	if f == fYear {
-		max = lastYear
+		max = engineTop
 	}
 	if len(vs) == max-spec.min+1 {
 		return "*"
@@ -160,10 +189,30 @@ func (c *cron) next(t time.Time) time.Time {
 	if !t.Before(cronEnd) {
 		return time.Time{}
 	}
-	// Next keeps scratch state in the Expression: a copy per call keeps c
-	// safe for concurrent use.
-	e := *c.expr
-	return e.Next(t)
+	if c.expr != nil && t.Before(engineEnd) {
+		// Next keeps scratch state in the Expression: a copy per call
+		// keeps c safe for concurrent use.
+		e := *c.expr
+		if n := e.Next(t); !n.IsZero() {
+			return n
+		}
+	}
+	for _, y := range c.years {
+		if y <= engineTop || y < t.Year() {
+			continue
+		}
+		// The year's ticks are its proxy's, moved to it.
+		p := proxyYear(y)
+		from := time.Date(p, 1, 1, 0, 0, 0, 0, time.UTC).Add(-time.Second)
+		if y == t.Year() {
+			from = time.Date(p, t.Month(), t.Day(), t.Hour(), t.Minute(), t.Second(), t.Nanosecond(), time.UTC)
+		}
+		e := *c.anyYear
+		if n := e.Next(from); !n.IsZero() && n.Year() == p {
+			return time.Date(y, n.Month(), n.Day(), n.Hour(), n.Minute(), n.Second(), 0, time.UTC)
+		}
+	}
+	return time.Time{}
 }
 
 // prev finds the latest tick at or before t with next alone: it widens a

@@ -59,9 +59,10 @@
 //	                     first Monday); no tick in a month without one
 //
 // Not supported: L-n (offsets from the month's end), steps in day-of-week
-// (the AWS reference lists none), special forms inside lists, and ticks
-// after 2099: the years 2100-2199 are accepted but never reached, so Next
-// returns the zero Time past the last tick of 2099.
+// (the AWS reference lists none), and special forms inside lists. Years
+// run from 1970 to 2199, as in EventBridge; the cron engine itself stops at
+// 2099, so a year of 2100–2199 takes its ticks from a calendar-identical
+// year it knows (the same weekday on January 1st, the same leap day).
 //
 // Next returns the first tick strictly after t, Prev the latest tick at or
 // before t, and both return the zero Time when there is none (a cron
@@ -79,7 +80,7 @@
 //	rate(1 minutes): value 1 takes the singular unit "minute"
 //
 // Parse also rejects a cron expression that never fires between 1970 and
-// 2099, such as February 30th. Ticks returns an error wrapping
+// 2199, such as February 30th. Ticks returns an error wrapping
 // ErrTooManyTicks, which states the number of ticks, when the range holds
 // more than its limit.
 package schedule

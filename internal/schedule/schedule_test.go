@@ -171,17 +171,28 @@ func TestNextAfterLastTick(t *testing.T) {
 	require.True(t, s.Prev(at(t, "2026-12-31T23:59")).IsZero())
 	require.Equal(t, at(t, "2028-01-01T00:00"), s.Prev(at(t, "2095-01-01T00:00")))
 
-	// The engine stops at 2099, though AWS accepts years to 2199.
+	// Years go to 2199, as AWS's do.
 	every := mustParse(t, "cron(0 0 1 1 ? *)")
 	require.Equal(t, at(t, "2099-01-01T00:00"), every.Next(at(t, "2098-06-01T00:00")))
-	require.True(t, every.Next(at(t, "2099-01-01T00:00")).IsZero())
-	require.Equal(t, at(t, "2099-01-01T00:00"), every.Prev(at(t, "2150-01-01T00:00")))
+	require.Equal(t, at(t, "2100-01-01T00:00"), every.Next(at(t, "2099-01-01T00:00")))
+	require.Equal(t, at(t, "2199-01-01T00:00"), every.Next(at(t, "2198-06-01T00:00")))
+	require.True(t, every.Next(at(t, "2199-01-01T00:00")).IsZero())
+	require.Equal(t, at(t, "2150-01-01T00:00"), every.Prev(at(t, "2150-01-01T00:00")))
 	require.True(t, every.Prev(at(t, "1969-12-31T23:59")).IsZero())
 	require.Equal(t, at(t, "1970-01-01T00:00"), every.Next(time.Time{}))
 	require.Equal(t, at(t, "1970-01-01T00:00"), every.Prev(at(t, "1970-01-01T00:00")))
 
 	late := mustParse(t, "cron(0 0 1 1 ? 2090-2199)")
-	require.Equal(t, at(t, "2099-01-01T00:00"), late.Prev(at(t, "2199-06-01T00:00")))
+	require.Equal(t, at(t, "2199-01-01T00:00"), late.Prev(at(t, "2199-06-01T00:00")))
+
+	// The ticks of 2100–2199 follow those years' own calendars.
+	mondays := mustParse(t, "cron(0 0 ? * MON 2100)")
+	require.Equal(t, at(t, "2100-01-04T00:00"), mondays.Next(at(t, "2026-01-01T00:00")), "2100 begins on a Friday")
+	feb := mustParse(t, "cron(0 0 L 2 ? 2100,2104)")
+	require.Equal(t, at(t, "2100-02-28T00:00"), feb.Next(at(t, "2026-01-01T00:00")), "2100 is not a leap year")
+	require.Equal(t, at(t, "2104-02-29T00:00"), feb.Next(at(t, "2100-03-01T00:00")), "2104 is")
+	lastFri := mustParse(t, "cron(30 8 ? 12 6L 2150)")
+	require.Equal(t, at(t, "2150-12-25T08:30"), lastFri.Next(at(t, "2150-12-01T00:00")), "the last Friday of December 2150")
 }
 
 func TestLocationIgnored(t *testing.T) {
@@ -229,8 +240,8 @@ func TestTicks(t *testing.T) {
 			[]string{"2026-05-15T12:00", "2026-05-15T12:15", "2026-05-15T12:30", "2026-05-15T12:45", "2026-05-15T13:00"}},
 		{"weekdays across a weekend", "cron(0 18 ? * MON-FRI *)", "2026-05-15T00:00", "2026-05-19T00:00", 10,
 			[]string{"2026-05-15T18:00", "2026-05-18T18:00"}},
-		{"stops at 2099", "cron(0 0 1 1 ? *)", "2098-01-01T00:00", "2105-01-01T00:00", 10,
-			[]string{"2098-01-01T00:00", "2099-01-01T00:00"}},
+		{"past 2099", "cron(0 0 1 1 ? *)", "2098-01-01T00:00", "2101-01-01T00:00", 10,
+			[]string{"2098-01-01T00:00", "2099-01-01T00:00", "2100-01-01T00:00", "2101-01-01T00:00"}},
 		{"none", "cron(0 0 1 1 ? 2027)", "2028-01-01T00:00", "2030-01-01T00:00", 10, nil},
 	}
 	for _, tt := range tests {
