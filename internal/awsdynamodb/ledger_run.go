@@ -18,6 +18,13 @@ const (
 	runCursor     = "cursor"
 	runTotal      = "total"
 	runFence      = "fence"
+	// runOpenFence is the fence of the write that opened the current
+	// generation, valid only when runOpenFenceTok equals runOpenToken: a
+	// record of an earlier version resumed by this one gets both attributes
+	// from the resuming write, whose token is not the opening one, and so
+	// reads as 0 (no lower bound known).
+	runOpenFence    = "open_fence"
+	runOpenFenceTok = "open_fence_tok"
 	runOpenedAt   = "opened_at"
 	runUpdatedAt  = "updated_at"
 	runFinishedAt = "finished_at"
@@ -53,6 +60,8 @@ func (s *LedgerStore) OpenRun(ctx context.Context, p ledger.OpenRunParams) (ledg
 			"#opened_at = if_not_exists(#opened_at, :now)",
 			"#updated_at = :now",
 			"#open_tok = if_not_exists(#open_tok, :tok)",
+			"#open_fence = if_not_exists(#open_fence, :fence)",
+			"#open_fence_tok = if_not_exists(#open_fence_tok, :tok)",
 		},
 		cond: "attribute_not_exists(#pk) OR #state = :fanning AND #fence <= :fence", // AND binds tighter
 		values: record{
@@ -113,6 +122,8 @@ func (s *LedgerStore) forceRun(ctx context.Context, op string, k key, p ledger.O
 				"#dead = :zero",
 				"#cancelled = :zero",
 				"#open_tok = :tok",
+				"#open_fence = :fence",
+				"#open_fence_tok = :tok",
 			},
 			remove: []string{"#" + attrTTL},
 			cond:   "attribute_not_exists(#pk)",
@@ -323,6 +334,7 @@ func decodeRun(rec record) (ledger.Run, error) {
 		Cursor:     d.int(runCursor),
 		Total:      d.int(runTotal),
 		Fence:      d.int64(runFence),
+		OpenFence:  d.int64(runOpenFence),
 		OpenedAt:   d.time(runOpenedAt),
 		UpdatedAt:  d.time(runUpdatedAt),
 		FinishedAt: d.time(runFinishedAt),
@@ -332,6 +344,9 @@ func decodeRun(rec record) (ledger.Run, error) {
 	}
 	if d.err != nil {
 		return ledger.Run{}, fmt.Errorf("decode run record %s: %w", k, d.err)
+	}
+	if strAttr(rec, runOpenFenceTok) != strAttr(rec, runOpenToken) {
+		run.OpenFence = 0
 	}
 	return run, nil
 }

@@ -8,6 +8,7 @@ import (
 	"time"
 
 	"github.com/aws/aws-sdk-go-v2/aws"
+	"github.com/aws/aws-sdk-go-v2/service/dynamodb"
 	"github.com/aws/aws-sdk-go-v2/service/dynamodb/types"
 	"github.com/stretchr/testify/require"
 
@@ -39,7 +40,7 @@ func TestRunRecord(t *testing.T) {
 	require.Equal(t, ledger.Opened, outcome)
 	require.Equal(t, ledger.Run{
 		ID:    ledger.RunID{Job: job, Nominal: nominal, Generation: 1},
-		State: ledger.RunFanningOut, Fence: 3, OpenedAt: t0, UpdatedAt: t0,
+		State: ledger.RunFanningOut, Fence: 3, OpenFence: 3, OpenedAt: t0, UpdatedAt: t0,
 	}, run)
 	require.Equal(t, 1, b.rec.Counts()["UpdateItem"])
 
@@ -69,9 +70,38 @@ func TestRunRecord(t *testing.T) {
 	require.Equal(t, ledger.Opened, outcome)
 	require.Equal(t, ledger.Run{
 		ID:    ledger.RunID{Job: job, Nominal: nominal, Generation: 2},
-		State: ledger.RunFanningOut, Fence: 4, OpenedAt: done, UpdatedAt: done,
+		State: ledger.RunFanningOut, Fence: 4, OpenFence: 4, OpenedAt: done, UpdatedAt: done,
 	}, run)
 	require.NotContains(t, b.raw(t, "RUN#"+job, "2026-11-21T12:01:00Z"), "ttl")
+}
+
+// A run record of an earlier version has no open fence: resuming it must
+// not take the resumer's fence for the opener's (messages the first
+// coordinator sent would read as unvouched), so it keeps reading 0.
+func TestRunRecordOfEarlierVersionHasNoOpenFence(t *testing.T) {
+	t.Parallel()
+	b := setup(t, nil)
+	ctx := context.Background()
+	job := uniqueName(t)
+	nominal := t0.Add(time.Minute)
+	_, _, err := b.ledger.OpenRun(ctx, ledger.OpenRunParams{Job: job, Nominal: nominal, Fence: 3, Now: t0})
+	require.NoError(t, err)
+	_, err = b.client.UpdateItem(ctx, &dynamodb.UpdateItemInput{
+		TableName:        aws.String(b.table),
+		Key:              map[string]types.AttributeValue{"pk": &types.AttributeValueMemberS{Value: "RUN#" + job}, "sk": &types.AttributeValueMemberS{Value: "2026-11-21T12:01:00Z"}},
+		UpdateExpression: aws.String("REMOVE open_fence, open_fence_tok"),
+	})
+	require.NoError(t, err)
+	got, err := b.ledger.GetRun(ctx, job, nominal)
+	require.NoError(t, err)
+	require.Zero(t, got.OpenFence)
+
+	run, outcome, err := b.ledger.OpenRun(ctx, ledger.OpenRunParams{Job: job, Nominal: nominal, Fence: 5, Now: t0.Add(time.Second)})
+	require.NoError(t, err)
+	require.Equal(t, ledger.Resumed, outcome)
+	require.Equal(t, int64(5), run.Fence)
+	require.Zero(t, run.OpenFence, "the resumer's fence is not the opener's")
+	require.Equal(t, "5", attrN(b.raw(t, "RUN#"+job, "2026-11-21T12:01:00Z"), "open_fence"), "written, but not read as the opener's")
 }
 
 func TestOpenRunOutcomes(t *testing.T) {

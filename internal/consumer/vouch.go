@@ -19,8 +19,9 @@ var ErrUnvouched = errors.New("not vouched for by the ledger")
 // vouch decides whether the ledger vouches for the message (invariant 10):
 // its tick is not in the future (beyond the job's clock-skew allowance),
 // its run exists with that generation, and its fence is one the run's
-// record accounts for (at most the latest coordinator fence the run
-// recorded; every coordinator records its fence before it sends). A
+// record accounts for: at least the fence that opened the generation and
+// at most the latest coordinator fence the run recorded (every coordinator
+// records its fence before it sends). A
 // message of an older generation is superseded: acknowledged, nothing
 // done. Anything else unvouched is poison: dead-lettered at once with its
 // reason, writing nothing.
@@ -64,6 +65,9 @@ func (c *Consumer) vouch(ctx context.Context, m *messageRun) (verdict, bool) {
 	case d.msg.Fence > run.Fence:
 		return c.unvouched(ctx, m, fmt.Errorf("%w: %s: fence %d is above any fence the run recorded (latest %d)",
 			ErrUnvouched, d.key, d.msg.Fence, run.Fence))
+	case d.msg.Fence < run.OpenFence:
+		return c.unvouched(ctx, m, fmt.Errorf("%w: %s: fence %d is below the fence %d that opened generation %d",
+			ErrUnvouched, d.key, d.msg.Fence, run.OpenFence, run.ID.Generation))
 	}
 	return verdict{}, true
 }

@@ -74,6 +74,16 @@ func TestActsOnlyOnVouchedWork(t *testing.T) {
 	require.Equal(t, consumer.StatusSuperseded, res.Items[0].Status)
 	_, err = b.ledger.GetItem(ctx, b.key("GBPUSD"))
 	require.ErrorIs(t, err, ledger.ErrNotFound)
+
+	// Generation 2 was opened by fence 2: a message of it carrying fence 1
+	// was sent by no coordinator of the generation.
+	gen2 := ledger.ItemKey{Run: ledger.RunID{Job: "fx", Nominal: tick, Generation: 2}, Asset: "EURUSD"}
+	res = b.consumer.Handle(ctx, time.Time{}, b.deliveries(message.New(gen2, 1, false).QueueMessage()))
+	require.Equal(t, consumer.StatusUnvouched, res.Items[0].Status)
+	require.Len(t, res.DeadLettered, 1)
+	require.ErrorContains(t, res.DeadLettered[0].Err, "fence 1 is below the fence 2 that opened generation 2")
+	_, err = b.ledger.GetItem(ctx, gen2)
+	require.ErrorIs(t, err, ledger.ErrNotFound, "nothing written for the low fence")
 }
 
 // countingLedger counts GetRun calls.

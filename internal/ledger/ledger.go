@@ -74,6 +74,11 @@ type Run struct {
 	Cursor     int   // catalog entries enqueued so far (fanning_out)
 	Total      int   // catalog entries enqueued in all (set by fanned_out)
 	Fence      int64 // fence of the latest coordinator that opened or advanced it
+	// OpenFence is the fence of the coordinator that opened this
+	// generation: every message of the generation carries a fence in
+	// [OpenFence, Fence]. 0 for records written before it was kept (no
+	// lower bound is known for them).
+	OpenFence int64
 	OpenedAt   time.Time
 	UpdatedAt  time.Time
 	FinishedAt time.Time // zero until complete or partial
@@ -199,6 +204,8 @@ type CancelParams struct {
 type Store interface {
 	// OpenRun opens or resumes the run of the tick (Job, Nominal).
 	//  - No record: writes generation 1, fanning_out, Cursor 0 → Opened.
+	//    Whenever a generation is opened its OpenFence is the caller's
+	//    Fence; resuming leaves OpenFence as it is.
 	//  - fanning_out and not Force: sets Fence if the caller's is higher
 	//    → Resumed (ErrConflict if the stored fence is higher: a newer
 	//    coordinator owns it).

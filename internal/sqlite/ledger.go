@@ -481,7 +481,7 @@ func scanLedgerRun(scan func(dest ...any) error) (ledger.Run, error) {
 		state                                    string
 		nominal, openedAt, updatedAt, finishedAt int64
 	)
-	err := scan(&r.ID.Job, &nominal, &r.ID.Generation, &state, &r.Cursor, &r.Total, &r.Fence,
+	err := scan(&r.ID.Job, &nominal, &r.ID.Generation, &state, &r.Cursor, &r.Total, &r.Fence, &r.OpenFence,
 		&openedAt, &updatedAt, &finishedAt, &r.Succeeded, &r.Dead, &r.Cancelled)
 	if err != nil {
 		return ledger.Run{}, err
@@ -531,7 +531,7 @@ const (
 	numLedgerStmts
 )
 
-const ledgerRunColumns = `job, nominal, generation, state, cursor, total, fence,
+const ledgerRunColumns = `job, nominal, generation, state, cursor, total, fence, open_fence,
 	opened_at, updated_at, finished_at, succeeded, dead, cancelled`
 
 const ledgerItemColumns = `asset, state, owner, attempt, lease_until, fence, error, result,
@@ -547,8 +547,8 @@ const ledgerClaimExhausted = `(:max_attempts > 0 AND attempt >= :max_attempts)`
 var ledgerQueries = [numLedgerStmts]string{
 	// Opened: the tick has no record.
 	ledgerInsertRun: `
-		INSERT INTO runs (job, nominal, generation, state, fence, opened_at, updated_at)
-		VALUES (:job, :nominal, 1, 'fanning_out', :fence, :now, :now)
+		INSERT INTO runs (job, nominal, generation, state, fence, open_fence, opened_at, updated_at)
+		VALUES (:job, :nominal, 1, 'fanning_out', :fence, :fence, :now, :now)
 		ON CONFLICT (job, nominal) DO NOTHING
 		RETURNING ` + ledgerRunColumns,
 
@@ -560,11 +560,11 @@ var ledgerQueries = [numLedgerStmts]string{
 
 	// Opened, forced: generation 1, or the next one from scratch.
 	ledgerForceRun: `
-		INSERT INTO runs (job, nominal, generation, state, fence, opened_at, updated_at)
-		VALUES (:job, :nominal, 1, 'fanning_out', :fence, :now, :now)
+		INSERT INTO runs (job, nominal, generation, state, fence, open_fence, opened_at, updated_at)
+		VALUES (:job, :nominal, 1, 'fanning_out', :fence, :fence, :now, :now)
 		ON CONFLICT (job, nominal) DO UPDATE SET
 			generation = generation + 1, state = 'fanning_out', cursor = 0, total = 0,
-			fence = :fence, opened_at = :now, updated_at = :now, finished_at = 0,
+			fence = :fence, open_fence = :fence, opened_at = :now, updated_at = :now, finished_at = 0,
 			succeeded = 0, dead = 0, cancelled = 0
 		RETURNING ` + ledgerRunColumns,
 

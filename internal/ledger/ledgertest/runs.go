@@ -69,7 +69,7 @@ func TestOpenRun(t *testing.T, h Harness) {
 		r, out, err := b.store.OpenRun(b.ctx, ledger.OpenRunParams{Job: b.job, Nominal: nominal, Fence: 3, Now: now})
 		require.NoError(t, err)
 		require.Equal(t, ledger.Opened, out)
-		want := ledger.Run{ID: b.runID(1), State: ledger.RunFanningOut, Fence: 3, OpenedAt: now, UpdatedAt: now}
+		want := ledger.Run{ID: b.runID(1), State: ledger.RunFanningOut, Fence: 3, OpenFence: 3, OpenedAt: now, UpdatedAt: now}
 		requireRun(t, want, r)
 		requireRun(t, want, b.getRun(t))
 	})
@@ -86,6 +86,27 @@ func TestOpenRun(t *testing.T, h Harness) {
 		want.UpdatedAt = r.UpdatedAt // a resume may or may not touch UpdatedAt
 		requireRun(t, want, r)
 		requireRun(t, r, b.getRun(t))
+		require.Equal(t, before.OpenFence, r.OpenFence, "a resume keeps the fence that opened the generation")
+		require.NotZero(t, r.OpenFence)
+	})
+
+	t.Run("OpenFenceIsTheOpenersAcrossGenerations", func(t *testing.T) {
+		t.Parallel()
+		b := setup(t, h)
+		_, _, err := b.store.OpenRun(b.ctx, ledger.OpenRunParams{Job: b.job, Nominal: nominal, Fence: 4, Now: at(time.Second)})
+		require.NoError(t, err)
+		r, out, err := b.store.OpenRun(b.ctx, ledger.OpenRunParams{Job: b.job, Nominal: nominal, Fence: 6, Now: at(2 * time.Second)})
+		require.NoError(t, err)
+		require.Equal(t, ledger.Resumed, out)
+		require.Equal(t, int64(4), r.OpenFence, "resumed by fence 6")
+		r, err = b.store.AdvanceRun(b.ctx, ledger.AdvanceRunParams{ID: r.ID, Fence: 7, Cursor: 1, Done: true, Now: at(3 * time.Second)})
+		require.NoError(t, err)
+		require.Equal(t, int64(4), r.OpenFence, "advanced by fence 7")
+		r, out, err = b.store.OpenRun(b.ctx, ledger.OpenRunParams{Job: b.job, Nominal: nominal, Fence: 11, Force: true, Now: at(4 * time.Second)})
+		require.NoError(t, err)
+		require.Equal(t, ledger.Opened, out)
+		require.Equal(t, int64(11), r.OpenFence, "generation 2 opened by fence 11")
+		require.Equal(t, int64(11), b.getRun(t).OpenFence)
 	})
 
 	t.Run("FanningOutResumesWithSameFence", func(t *testing.T) {
@@ -134,7 +155,7 @@ func TestOpenRun(t *testing.T, h Harness) {
 			r, out, err := b.store.OpenRun(b.ctx, ledger.OpenRunParams{Job: b.job, Nominal: nominal, Fence: 9, Force: true, Now: now})
 			require.NoError(t, err)
 			require.Equal(t, ledger.Opened, out)
-			want := ledger.Run{ID: b.runID(2), State: ledger.RunFanningOut, Fence: 9, OpenedAt: now, UpdatedAt: now}
+			want := ledger.Run{ID: b.runID(2), State: ledger.RunFanningOut, Fence: 9, OpenFence: 9, OpenedAt: now, UpdatedAt: now}
 			requireRun(t, want, r, "a new generation starts from scratch")
 			requireRun(t, want, b.getRun(t))
 
@@ -152,7 +173,7 @@ func TestOpenRun(t *testing.T, h Harness) {
 		r, out, err := b.store.OpenRun(b.ctx, ledger.OpenRunParams{Job: b.job, Nominal: nominal, Fence: 1, Force: true, Now: now})
 		require.NoError(t, err)
 		require.Equal(t, ledger.Opened, out)
-		requireRun(t, ledger.Run{ID: b.runID(1), State: ledger.RunFanningOut, Fence: 1, OpenedAt: now, UpdatedAt: now}, r)
+		requireRun(t, ledger.Run{ID: b.runID(1), State: ledger.RunFanningOut, Fence: 1, OpenFence: 1, OpenedAt: now, UpdatedAt: now}, r)
 	})
 
 	t.Run("TicksAreSeparate", func(t *testing.T) {
