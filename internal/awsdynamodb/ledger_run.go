@@ -13,11 +13,11 @@ import (
 
 // Run record attributes (pk RUN#<job>, sk <nominal>).
 const (
-	runGen        = "gen"
-	runState      = "state"
-	runCursor     = "cursor"
-	runTotal      = "total"
-	runFence      = "fence"
+	runGen    = "gen"
+	runState  = "state"
+	runCursor = "cursor"
+	runTotal  = "total"
+	runFence  = "fence"
 	// runOpenFence is the fence of the write that opened the current
 	// generation, valid only when runOpenFenceTok equals runOpenToken: a
 	// record of an earlier version resumed by this one gets both attributes
@@ -25,12 +25,12 @@ const (
 	// reads as 0 (no lower bound known).
 	runOpenFence    = "open_fence"
 	runOpenFenceTok = "open_fence_tok"
-	runOpenedAt   = "opened_at"
-	runUpdatedAt  = "updated_at"
-	runFinishedAt = "finished_at"
-	runSucceeded  = "succeeded"
-	runDead       = "dead"
-	runCancelled  = "cancelled"
+	runOpenedAt     = "opened_at"
+	runUpdatedAt    = "updated_at"
+	runFinishedAt   = "finished_at"
+	runSucceeded    = "succeeded"
+	runDead         = "dead"
+	runCancelled    = "cancelled"
 	// runOpenToken is the write token of the write that opened the current
 	// generation: OpenRun tells Opened from Resumed by it.
 	runOpenToken = "open_tok"

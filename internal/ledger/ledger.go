@@ -69,16 +69,16 @@ func (s ItemState) Terminal() bool {
 
 // Run is the record of one tick's current generation.
 type Run struct {
-	ID         RunID
-	State      RunState
-	Cursor     int   // catalog entries enqueued so far (fanning_out)
-	Total      int   // catalog entries enqueued in all (set by fanned_out)
-	Fence      int64 // fence of the latest coordinator that opened or advanced it
+	ID     RunID
+	State  RunState
+	Cursor int   // catalog entries enqueued so far (fanning_out)
+	Total  int   // catalog entries enqueued in all (set by fanned_out)
+	Fence  int64 // fence of the latest coordinator that opened or advanced it
 	// OpenFence is the fence of the coordinator that opened this
 	// generation: every message of the generation carries a fence in
 	// [OpenFence, Fence]. 0 for records written before it was kept (no
 	// lower bound is known for them).
-	OpenFence int64
+	OpenFence  int64
 	OpenedAt   time.Time
 	UpdatedAt  time.Time
 	FinishedAt time.Time // zero until complete or partial
