@@ -12,6 +12,7 @@ import (
 
 	"github.com/batonhq/baton"
 	"github.com/batonhq/baton/internal/backend"
+	"github.com/batonhq/baton/internal/consumer"
 	"github.com/batonhq/baton/internal/engine"
 	"github.com/batonhq/baton/internal/lease"
 	"github.com/batonhq/baton/internal/ledger"
@@ -183,6 +184,10 @@ type runStatus struct {
 	// Items counts the run's items per state (RUNNING, FAILED, SUCCEEDED,
 	// DEAD, CANCELLED) and PENDING: expected items without a record.
 	Items map[string]int `json:"items"`
+	// Superseded counts the items of the tick's earlier generations that a
+	// forced replay cut short: a message of theirs arrived after the replay
+	// and was acknowledged as superseded (see internal/consumer).
+	Superseded int `json:"superseded"`
 }
 
 type assetStatus struct {
@@ -212,9 +217,9 @@ type itemStatus struct {
 
 type runDetail struct {
 	runStatus
-	Current    bool         `json:"current"` // false: an older generation of the tick
-	ItemList   []itemStatus `json:"item_list"`
-	Superseded string       `json:"superseded_by,omitempty"`
+	Current      bool         `json:"current"` // false: an older generation of the tick
+	ItemList     []itemStatus `json:"item_list"`
+	SupersededBy string       `json:"superseded_by,omitempty"`
 }
 
 type queueStatus struct {
@@ -273,7 +278,11 @@ func buildStatus(ctx context.Context, b backend.Backend, j baton.Job, p statusPa
 			return rep, fmt.Errorf("list items of %s: %w", run.ID, err)
 		}
 		if i < p.Runs {
-			rep.Runs = append(rep.Runs, newRunStatus(run, items, expected))
+			rs := newRunStatus(run, items, expected)
+			if rs.Superseded, err = countSuperseded(ctx, b.Ledger, run.ID); err != nil {
+				return rep, err
+			}
+			rep.Runs = append(rep.Runs, rs)
 		}
 		for _, it := range items {
 			if _, seen := last[it.Key.Asset]; !seen && it.State == ledger.ItemSucceeded {
@@ -372,9 +381,12 @@ func readRun(ctx context.Context, l ledger.Store, j baton.Job, id ledger.RunID, 
 		return nil, fmt.Errorf("list items of %s: %w", id, err)
 	}
 	expected := engine.SortedItemNames(j)
-	d := &runDetail{Current: superseded == "", Superseded: superseded}
+	d := &runDetail{Current: superseded == "", SupersededBy: superseded}
 	if d.Current {
 		d.runStatus = newRunStatus(run, items, expected)
+		if d.runStatus.Superseded, err = countSuperseded(ctx, l, run.ID); err != nil {
+			return nil, err
+		}
 	} else {
 		// Only the current generation has a run record; an older one is
 		// described by its items.
@@ -397,6 +409,27 @@ func readRun(ctx context.Context, l ledger.Store, j baton.Job, id ledger.RunID, 
 		d.ItemList = append(d.ItemList, s)
 	}
 	return d, nil
+}
+
+// countSuperseded counts the items of the generations before id's that
+// were cancelled as superseded: one item listing per earlier generation,
+// none for a generation-1 run.
+func countSuperseded(ctx context.Context, l ledger.Store, id ledger.RunID) (int, error) {
+	n := 0
+	for g := 1; g < id.Generation; g++ {
+		old := id
+		old.Generation = g
+		items, err := l.ListItems(ctx, old)
+		if err != nil {
+			return 0, fmt.Errorf("list items of %s: %w", old, err)
+		}
+		for _, it := range items {
+			if it.State == ledger.ItemCancelled && strings.HasPrefix(it.Error, consumer.SupersededPrefix) {
+				n++
+			}
+		}
+	}
+	return n, nil
 }
 
 func newRunStatus(run ledger.Run, items []ledger.Item, expected []string) runStatus {
@@ -506,7 +539,7 @@ func printRuns(w io.Writer, runs []runStatus) {
 	}
 	fmt.Fprintf(w, "recent runs (newest first):\n")
 	tw := tabwriter.NewWriter(w, 0, 0, 2, ' ', 0)
-	fmt.Fprintf(tw, "RUN\tSTATE\t%s\tSETTLED AFTER\n", strings.Join(itemStates, "\t"))
+	fmt.Fprintf(tw, "RUN\tSTATE\t%s\tSUPERSEDED\tSETTLED AFTER\n", strings.Join(itemStates, "\t"))
 	for _, r := range runs {
 		settled := "-"
 		if r.FinishedAt != nil {
@@ -516,7 +549,7 @@ func printRuns(w io.Writer, runs []runStatus) {
 		for i, s := range itemStates {
 			cols[i] = fmt.Sprint(r.Items[s])
 		}
-		fmt.Fprintf(tw, "%s\t%s\t%s\t%s\n", r.ID, r.State, strings.Join(cols, "\t"), settled)
+		fmt.Fprintf(tw, "%s\t%s\t%s\t%d\t%s\n", r.ID, r.State, strings.Join(cols, "\t"), r.Superseded, settled)
 	}
 	tw.Flush()
 }
@@ -553,7 +586,7 @@ func printRunDetail(w io.Writer, d *runDetail) {
 	if d.Current {
 		fmt.Fprintf(w, "run %s: %s, fan-out %d/%d, fence %d, opened %s\n", d.ID, d.State, d.Cursor, d.Total, d.Fence, rfc(d.OpenedAt))
 	} else {
-		fmt.Fprintf(w, "run %s: superseded by %s\n", d.ID, d.Superseded)
+		fmt.Fprintf(w, "run %s: superseded by %s\n", d.ID, d.SupersededBy)
 	}
 	tw := tabwriter.NewWriter(w, 0, 0, 2, ' ', 0)
 	fmt.Fprintln(tw, "ITEM\tSTATE\tATTEMPT\tOWNER\tLEASE UNTIL\tFINISHED\tERROR")
@@ -576,6 +609,9 @@ func printRunDetail(w io.Writer, d *runDetail) {
 		}
 	}
 	fmt.Fprintf(w, "items: %s\n", strings.Join(counts, ", "))
+	if d.runStatus.Superseded > 0 {
+		fmt.Fprintf(w, "superseded: %d items of earlier generations acknowledged as superseded\n", d.runStatus.Superseded)
+	}
 }
 
 func printQueues(w io.Writer, qs []queueStatus) {

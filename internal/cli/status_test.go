@@ -14,6 +14,7 @@ import (
 
 	"github.com/batonhq/baton"
 	"github.com/batonhq/baton/examples/fx"
+	"github.com/batonhq/baton/internal/consumer"
 	"github.com/batonhq/baton/internal/engine"
 	"github.com/batonhq/baton/internal/lease"
 	"github.com/batonhq/baton/internal/ledger"
@@ -345,4 +346,41 @@ func TestTickGaps(t *testing.T) {
 	var out bytes.Buffer
 	printGaps(&out, tickGaps(j, runs, now))
 	require.Contains(t, out.String(), "missed: 2 (2026-11-21T12:02:00Z, 2026-11-21T12:01:00Z)")
+}
+
+// A forced replay supersedes the tick's generation 1: its messages still
+// in the queue are acknowledged as superseded, and status counts them
+// beside generation 2 (invariant 10).
+func TestStatusCountsSuperseded(t *testing.T) {
+	t.Parallel()
+	f := newSQLiteFixture(t)
+	code, out, errOut := f.main("replay", "tick", "--at", rfc(f.tick(0)), "--wait=false")
+	require.Equal(t, ExitOK, code, "%s\n%s", out, errOut)
+	code, out, errOut = f.main("replay", "tick", "--at", rfc(f.tick(0)), "--force", "--wait=false")
+	require.Equal(t, ExitOK, code, "%s\n%s", out, errOut)
+
+	gen1 := f.run(0, 1)
+	f.consumeOutcomes(func(seen []consumer.MessageOutcome) bool {
+		for _, a := range fx.Assets {
+			if !handled(seen, ledger.ItemKey{Run: gen1, Asset: a}, consumer.StatusSuperseded) {
+				return false
+			}
+		}
+		return true
+	})
+
+	code, out, errOut = f.main("status", "--json", "--runs", "1")
+	require.Equal(t, ExitOK, code, errOut)
+	var rep statusReport
+	require.NoError(t, json.Unmarshal([]byte(out), &rep), out)
+	require.Len(t, rep.Runs, 1)
+	require.Equal(t, f.run(0, 2).String(), rep.Runs[0].ID)
+	require.Equal(t, len(fx.Assets), rep.Runs[0].Superseded, out)
+
+	code, out, errOut = f.main("status", "--run", f.run(0, 2).String())
+	require.Equal(t, ExitOK, code, errOut)
+	require.Contains(t, out, "superseded: "+strconv.Itoa(len(fx.Assets))+" items of earlier generations")
+	code, out, errOut = f.main("status")
+	require.Equal(t, ExitOK, code, errOut)
+	require.Contains(t, out, "SUPERSEDED")
 }

@@ -56,8 +56,7 @@ func (c *Consumer) vouch(ctx context.Context, m *messageRun) (verdict, bool) {
 	m.run = run
 	switch {
 	case id.Generation < run.ID.Generation:
-		m.log.InfoContext(ctx, "superseded message acknowledged", slog.String("phase", "vouch"),
-			slog.String("current_run", run.ID.String()))
+		c.supersede(ctx, m, run.ID)
 		return m.ack(StatusSuperseded), false
 	case id.Generation > run.ID.Generation:
 		return c.unvouched(ctx, m, fmt.Errorf("%w: %s: generation %d was never opened (the tick's latest is %s)",
@@ -70,6 +69,33 @@ func (c *Consumer) vouch(ctx context.Context, m *messageRun) (verdict, bool) {
 			ErrUnvouched, d.key, d.msg.Fence, run.OpenFence, run.ID.Generation))
 	}
 	return verdict{}, true
+}
+
+// SupersededPrefix begins the reason of an item of an older generation
+// ended by a message that arrived after a forced replay superseded it:
+// status counts such items per run.
+const SupersededPrefix = "superseded by "
+
+// supersede records that the message's item, of a generation a forced
+// replay superseded, will not run: the item of the older generation, when
+// absent, RUNNING or FAILED, is CANCELLED with a reason naming the current
+// run, so that status can count what the replay cut short. The write is on
+// the item's own record (no record is shared by a run's items). It is
+// bookkeeping: the message is acknowledged whatever the write's outcome.
+func (c *Consumer) supersede(ctx context.Context, m *messageRun, current ledger.RunID) {
+	key := m.d.key
+	_, err := c.Ledger.Cancel(ctx, ledger.CancelParams{Key: key, Reason: SupersededPrefix + current.String(), Now: m.now})
+	switch {
+	case err == nil:
+		m.log.InfoContext(ctx, "superseded message acknowledged; its item cancelled", slog.String("phase", "vouch"),
+			slog.String("current_run", current.String()))
+	case errors.Is(err, ledger.ErrTerminal):
+		m.log.InfoContext(ctx, "superseded message acknowledged", slog.String("phase", "vouch"),
+			slog.String("current_run", current.String()))
+	default:
+		m.log.WarnContext(ctx, "superseded message acknowledged; recording it failed", slog.String("phase", "vouch"),
+			slog.String("current_run", current.String()), slog.Any("error", err))
+	}
 }
 
 // unvouched ends the message's run as poison with reason.

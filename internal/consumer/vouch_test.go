@@ -72,8 +72,11 @@ func TestActsOnlyOnVouchedWork(t *testing.T) {
 	require.Empty(t, res.Failed)
 	require.Empty(t, res.DeadLettered)
 	require.Equal(t, consumer.StatusSuperseded, res.Items[0].Status)
-	_, err = b.ledger.GetItem(ctx, b.key("GBPUSD"))
-	require.ErrorIs(t, err, ledger.ErrNotFound)
+	it, err := b.ledger.GetItem(ctx, b.key("GBPUSD"))
+	require.NoError(t, err, "the superseded item is recorded as such")
+	require.Equal(t, ledger.ItemCancelled, it.State)
+	require.Equal(t, consumer.SupersededPrefix+"fx@"+tick.Format(time.RFC3339)+"#2", it.Error)
+	require.Zero(t, b.proc.count(b.key("GBPUSD")), "nothing processed")
 
 	// Generation 2 was opened by fence 2: a message of it carrying fence 1
 	// was sent by no coordinator of the generation.
