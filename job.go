@@ -66,10 +66,14 @@ type CatchUp struct {
 // Derived is an item computed from other items of the same run (fan-in).
 // It is enqueued once all its Inputs have SUCCEEDED and receives their
 // results in Task.Inputs; it is CANCELLED when an input ends DEAD or
-// CANCELLED.
+// CANCELLED, and so are the derived items that depend on it in turn.
+//
+// Inputs may be assets or other derived items: derived items form a
+// directed acyclic graph of any depth (Validate refuses a cycle and names
+// it), listed in any order.
 type Derived struct {
 	Name   string
-	Inputs []string // assets of the job
+	Inputs []string // assets or derived items of the job
 }
 
 // Limits are the timing and retry limits the runtime applies to a job.
@@ -122,7 +126,9 @@ func (l Limits) withDefaults() Limits {
 // Validate reports the first problem with j, naming the job and what is
 // wrong: a bad name, a schedule that does not parse, no assets, a
 // duplicate or clashing item name, a derived item whose input is not an
-// asset, a negative limit, no processor. Zero limits are valid (they take
+// item of the job or is itself, derived items that form a cycle (named:
+// `derived "A" → "B" → "A" forms a cycle`), a negative limit, no
+// processor. Zero limits are valid (they take
 // their defaults).
 func (j Job) Validate() error {
 	if err := ValidName("job", j.Name); err != nil {
@@ -147,22 +153,8 @@ func (j Job) Validate() error {
 		}
 		seen[a] = true
 	}
-	for _, x := range j.Derived {
-		if err := ValidName("derived item", x.Name); err != nil {
-			return fmt.Errorf("job %s: %w", j.Name, err)
-		}
-		if seen[x.Name] {
-			return fmt.Errorf("job %s: derived item %s clashes with another name", j.Name, x.Name)
-		}
-		if len(x.Inputs) == 0 {
-			return fmt.Errorf("job %s: derived item %s has no inputs", j.Name, x.Name)
-		}
-		for _, in := range x.Inputs {
-			if !seen[in] || j.IsDerived(in) {
-				return fmt.Errorf("job %s: derived item %s: input %q is not an asset of the job", j.Name, x.Name, in)
-			}
-		}
-		seen[x.Name] = true
+	if err := j.checkDerived(seen); err != nil {
+		return fmt.Errorf("job %s: %w", j.Name, err)
 	}
 	l := j.Limits
 	switch {

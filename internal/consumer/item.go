@@ -222,19 +222,33 @@ func (c *Consumer) gateDerived(ctx context.Context, m *messageRun, def baton.Der
 	for _, it := range items {
 		states[it.Key.Asset], results[it.Key.Asset] = it.State, it.Result
 	}
-	if states[d.key.Asset].Terminal() {
+	if st := states[d.key.Asset]; st.Terminal() {
+		// Its dependents are cancelled once it ended without success; a
+		// crash before that left this message to do it.
+		if st != ledger.ItemSucceeded {
+			if err := c.fanIn(ctx, d, st, false); err != nil {
+				return m.fail(StatusDuplicate, err), false
+			}
+		}
 		return m.ack(StatusDuplicate), false
 	}
 	switch verdict, reason := fanin.Inputs(def, states); verdict {
 	case fanin.Doomed:
-		_, err := c.Ledger.Cancel(ctx, ledger.CancelParams{Key: d.key, Reason: reason, Now: m.now})
+		it, err := c.Ledger.Cancel(ctx, ledger.CancelParams{Key: d.key, Reason: reason, Now: m.now})
 		if errors.Is(err, ledger.ErrTerminal) {
+			if err := c.fanIn(ctx, d, it.State, false); err != nil {
+				return m.fail(StatusDuplicate, err), false
+			}
 			return m.ack(StatusDuplicate), false
 		}
 		if err != nil {
 			return m.fail(StatusFailed, fmt.Errorf("%s: cancel (%s): %w", d.key, reason, err)), false
 		}
 		m.log.InfoContext(ctx, "derived item cancelled", slog.String("phase", "fan-in"), slog.String("reason", reason))
+		// Down the graph: the items that take this one as input.
+		if err := c.fanIn(ctx, d, ledger.ItemCancelled, false); err != nil {
+			return m.fail(StatusCancelled, err), false
+		}
 		c.settle(ctx, m)
 		return m.ack(StatusCancelled), false
 	case fanin.Waiting:
@@ -362,9 +376,9 @@ func (c *Consumer) recordFailure(ctx context.Context, m *messageRun, perr error,
 	return m.fail(StatusFailed, fmt.Errorf("%s attempt %d: %w", d.key, attempt, perr))
 }
 
-// fanIn runs the fan-in check for the derived items that take d's asset,
-// once that asset is terminal; without enqueue it only cancels the doomed
-// ones. It is a no-op for other states and for assets nobody depends on.
+// fanIn runs the fan-in check for the derived items downstream of d's
+// item (which may itself be derived), once that item is terminal; without
+// enqueue it only cancels the doomed ones. It is a no-op for other states and for assets nobody depends on.
 func (c *Consumer) fanIn(ctx context.Context, d *delivery, state ledger.ItemState, enqueue bool) error {
 	if !state.Terminal() || len(d.job.DependentsOf(d.key.Asset)) == 0 {
 		return nil
