@@ -23,6 +23,9 @@ func (j Job) checkDerived(assets map[string]bool) error {
 		derived[x.Name] = x
 	}
 	for _, x := range j.Derived {
+		if x.Lease < 0 {
+			return fmt.Errorf("derived item %s: Lease must not be negative", x.Name)
+		}
 		if len(x.Inputs) == 0 {
 			return fmt.Errorf("derived item %s has no inputs", x.Name)
 		}

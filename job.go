@@ -35,6 +35,13 @@ type Job struct {
 	// may finish before operators are told: the stack's alarm on
 	// tick-to-done uses it. 0: no budget.
 	StalenessBudget time.Duration
+	// RunBudget, optional, is how long after its run opened an item may
+	// start: a message handled later than that does not start its item,
+	// which is CANCELLED with the reason "run budget … exceeded" (counted
+	// as cancelled in status and metrics, and its run settles partial)
+	// rather than run late. It bounds starts, not runs: an item started in
+	// time runs on. 0: no budget.
+	RunBudget time.Duration
 	// CatchUp says what becomes of ticks that have no run because nothing
 	// triggered them (the schedule or the local runtime was down). The
 	// zero value catches nothing up.
@@ -74,6 +81,10 @@ type CatchUp struct {
 type Derived struct {
 	Name   string
 	Inputs []string // assets or derived items of the job
+	// Lease, optional, is this item's lease in place of the job's
+	// Limits.ItemLease: for a derived item that takes longer than the
+	// assets (a heartbeat renews it by as much). 0: the job's.
+	Lease time.Duration
 }
 
 // Limits are the timing and retry limits the runtime applies to a job.
@@ -166,6 +177,8 @@ func (j Job) Validate() error {
 		return fmt.Errorf("job %s: limits: Concurrency must not be negative", j.Name)
 	case j.StalenessBudget < 0:
 		return fmt.Errorf("job %s: StalenessBudget must not be negative", j.Name)
+	case j.RunBudget < 0:
+		return fmt.Errorf("job %s: RunBudget must not be negative", j.Name)
 	case j.CatchUp.Window < 0 || j.CatchUp.MaxPerTrigger < 0:
 		return fmt.Errorf("job %s: catch-up: Window and MaxPerTrigger must not be negative", j.Name)
 	}
@@ -184,6 +197,26 @@ func (j Job) ItemNames() []string {
 		names = append(names, x.Name)
 	}
 	return names
+}
+
+// ItemLease returns the lease of the item called name: its Derived.Lease
+// when it is a derived item that sets one, else the job's
+// Limits.ItemLease (DefaultLimits' when zero).
+func (j Job) ItemLease(name string) time.Duration {
+	if x, ok := j.DerivedItem(name); ok && x.Lease > 0 {
+		return x.Lease
+	}
+	return j.Limits.withDefaults().ItemLease
+}
+
+// MaxItemLease returns the longest lease of any item of j (see
+// ItemLease): what a consumer function's timeout must cover.
+func (j Job) MaxItemLease() time.Duration {
+	longest := j.Limits.withDefaults().ItemLease
+	for _, x := range j.Derived {
+		longest = max(longest, x.Lease)
+	}
+	return longest
 }
 
 // IsDerived reports whether name is one of j's derived items.

@@ -134,7 +134,10 @@ func (c *Consumer) run(ctx context.Context, deadline time.Time, d *delivery) ver
 		log: c.logger().With(slog.String("key", d.msg.Key), slog.String("message_id", d.d.MessageID)),
 		now: c.now(),
 	}
-	m.leaseUntil = leaseEnd(d.job.Limits, m.now, deadline)
+	if !deadline.IsZero() {
+		m.hardEnd = deadline.Add(-d.job.Limits.DeadlineMargin)
+	}
+	m.leaseUntil = leaseEnd(d.job.ItemLease(d.key.Asset), m.now, m.hardEnd)
 	if v, ok := c.gate(ctx, deadline, m); !ok {
 		return v
 	}
@@ -151,11 +154,15 @@ type messageRun struct {
 	out MessageOutcome // filled in as the steps go
 	log *slog.Logger
 	now time.Time // when run started: the gate's and the claim's time
-	// leaseUntil is when the claim, and the processor's context, end.
+	// leaseUntil is when the claim ends unless renewed by a heartbeat.
 	leaseUntil time.Time
+	// hardEnd is the invocation's deadline less the job's margin, which no
+	// heartbeat extends a claim past; zero: no deadline.
+	hardEnd time.Time
 	inputs     map[string][]byte // a derived item's inputs' results (gate)
 	run        ledger.Run        // the run as the vouch read it (gate)
 	item       ledger.Item       // the item as claimed (claim)
+	ended      error             // why the claim ended the processor's context (process); nil: it did not
 }
 
 // fail ends the message's run with status, leaving it to be redelivered.
@@ -170,14 +177,14 @@ func (m *messageRun) ack(status string) verdict {
 	return verdict{outcome: m.out}
 }
 
-// leaseEnd is when a claim taken at now ends: after the job's ItemLease,
-// but no later than the invocation's deadline minus the margin, which
-// leaves the margin for recording the verdict: an item is never half-run
-// when the invocation is cut off.
-func leaseEnd(lim baton.Limits, now, deadline time.Time) time.Time {
-	leaseUntil := now.Add(lim.ItemLease)
-	if end := deadline.Add(-lim.DeadlineMargin); !deadline.IsZero() && end.Before(leaseUntil) {
-		leaseUntil = end
+// leaseEnd is when a claim taken at now ends: after the item's lease, but
+// no later than hardEnd (the invocation's deadline minus the margin, zero
+// for none), which leaves the margin for recording the verdict: an item is
+// never half-run when the invocation is cut off.
+func leaseEnd(lease time.Duration, now, hardEnd time.Time) time.Time {
+	leaseUntil := now.Add(lease)
+	if !hardEnd.IsZero() && hardEnd.Before(leaseUntil) {
+		leaseUntil = hardEnd
 	}
 	return leaseUntil
 }
@@ -299,19 +306,24 @@ func (c *Consumer) claim(ctx context.Context, m *messageRun) (v verdict, ok bool
 }
 
 // process runs the job's processor on the claimed item, under a context
-// that ends with the claim. It decides nothing: it returns the processor's
-// result, when it returned, and its error (a panic is an error).
+// that ends with the claim (see taskClaim: its lease running out without
+// a heartbeat, the item cancelled, the claim lost). It decides nothing: it
+// returns the processor's result, when it returned, and its error (a
+// panic is an error); m.ended is the claim's cause when the claim ended
+// the context.
 func (c *Consumer) process(ctx context.Context, m *messageRun) (result []byte, done time.Time, perr error) {
 	d, item := m.d, m.item
+	cl, pctx, stop := c.startClaim(ctx, m)
 	task := baton.Task{
 		Key: d.key, Asset: d.key.Asset, Nominal: d.key.Run.Nominal,
 		Attempt: item.Attempt, Fence: d.msg.Fence, Inputs: m.inputs,
 		Effects: effect.Bind(c.Effects, d.key.Run.Job, d.key.Run.Generation, item.Attempt, c.now),
+		Claim:   cl,
 	}
-	pctx, cancel := context.WithTimeout(ctx, m.leaseUntil.Sub(m.now))
 	started := c.now()
 	result, perr = safeProcess(pctx, d.job.Processor, task)
-	cancel()
+	stop()
+	m.ended = cl.cause()
 	done = c.now()
 	m.out.Processing = done.Sub(started)
 	return result, done, perr
@@ -324,6 +336,9 @@ func (c *Consumer) process(ctx context.Context, m *messageRun) (result []byte, d
 // terminal item then gets its fan-in check; a write or check that fails
 // leaves the message to be redelivered.
 func (c *Consumer) record(ctx context.Context, m *messageRun, result []byte, done time.Time, perr error) verdict {
+	if errors.Is(m.ended, baton.ErrCancelled) {
+		return c.recordCancelled(ctx, m)
+	}
 	if perr == nil {
 		return c.recordSuccess(ctx, m, result, done)
 	}
@@ -348,6 +363,21 @@ func (c *Consumer) recordSuccess(ctx context.Context, m *messageRun, result []by
 	}
 	c.settle(ctx, m)
 	return m.ack(StatusSucceeded)
+}
+
+// recordCancelled acknowledges a message whose item was cancelled while
+// the processor ran (the claim saw it and ended the processor's
+// context): the item is terminal, whatever the processor returned, and
+// its result would be refused. The derived items downstream of it are
+// cancelled, and the run settles if it was the last.
+func (c *Consumer) recordCancelled(ctx context.Context, m *messageRun) verdict {
+	m.log.InfoContext(ctx, "item cancelled while it ran; processor stopped", slog.String("phase", "process"),
+		slog.Int("attempt", m.item.Attempt), slog.Any("cause", m.ended))
+	if err := c.fanIn(ctx, m.d, ledger.ItemCancelled, false); err != nil {
+		return m.fail(StatusCancelled, err)
+	}
+	c.settle(ctx, m)
+	return m.ack(StatusCancelled)
 }
 
 // recordFailure fails the item with the processor's error perr; see
