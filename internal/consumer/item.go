@@ -159,10 +159,10 @@ type messageRun struct {
 	// hardEnd is the invocation's deadline less the job's margin, which no
 	// heartbeat extends a claim past; zero: no deadline.
 	hardEnd time.Time
-	inputs     map[string][]byte // a derived item's inputs' results (gate)
-	run        ledger.Run        // the run as the vouch read it (gate)
-	item       ledger.Item       // the item as claimed (claim)
-	ended      error             // why the claim ended the processor's context (process); nil: it did not
+	inputs  map[string][]byte // a derived item's inputs' results (gate)
+	run     ledger.Run        // the run as the vouch read it (gate)
+	item    ledger.Item       // the item as claimed (claim)
+	ended   error             // why the claim ended the processor's context (process); nil: it did not
 }
 
 // fail ends the message's run with status, leaving it to be redelivered.
