@@ -26,6 +26,7 @@ const (
 	StatusSuperseded = "superseded"  // of a generation a forced replay superseded: acknowledged, nothing done
 	StatusNotStarted = "not_started" // too close to the deadline to start
 	StatusRequeued   = "requeued"    // held by a live claim at its last receive: sent again as a new message, acknowledged
+	StatusOverBudget = "over_budget" // not started: its run's RunBudget had passed; CANCELLED with the reason, acknowledged
 )
 
 // Consumer processes item messages. Its fields are set once; Handle may be

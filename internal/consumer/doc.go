@@ -35,17 +35,22 @@
 //     read through a RunCache (one read answers for a tick's messages for
 //     a second; a message the cached record cannot vouch for reads it
 //     again).
-//  4. Claim, with LeaseUntil = min(now+ItemLease, deadline). An item
+//  4. Run budget. Past the job's RunBudget since its run opened, an item
+//     not started (no record, FAILED, or abandoned by an expired claim) is
+//     CANCELLED with the reason "run budget … exceeded", and so are the
+//     derived items downstream of it; the message is acknowledged (status
+//     over_budget). A live claim or a terminal item goes on to the claim.
+//  5. Claim, with LeaseUntil = min(now+the item's lease, deadline-margin). An item
 //     already terminal is acknowledged without calling the processor
 //     (status duplicate); an item held by a live owner is failed (held) and
 //     comes back later.
-//  5. Process, with a context that ends with the claim (see Claim below).
+//  6. Process, with a context that ends with the claim (see Claim below).
 //     Success →
 //     Complete (only the current owner and attempt may complete: a late
 //     completion by a stale owner is rejected and reported failed). Error →
 //     Fail: DEAD when the error is baton.Permanent or the attempts are
 //     exhausted (acknowledged), FAILED otherwise (failed, retried).
-//  6. Fan-in. The completion that makes an input of a derived item
+//  7. Fan-in. The completion that makes an input of a derived item
 //     SUCCEEDED (or DEAD) runs the fan-in check (package fanin): the derived
 //     item is enqueued once all its inputs SUCCEEDED and it has no record
 //     yet, cancelled once one of them is DEAD or CANCELLED, and so, down

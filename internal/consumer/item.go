@@ -207,10 +207,50 @@ func (c *Consumer) gate(ctx context.Context, deadline time.Time, m *messageRun) 
 	if v, ok := c.vouch(ctx, m); !ok {
 		return v, false
 	}
+	if b := d.job.RunBudget; b > 0 && !m.now.Before(m.run.OpenedAt.Add(b)) {
+		if v, ok := c.overBudget(ctx, m); !ok {
+			return v, false
+		}
+	}
 	if def, isDerived := d.job.DerivedItem(d.key.Asset); isDerived {
 		return c.gateDerived(ctx, m, def)
 	}
 	return verdict{}, true
+}
+
+// overBudget handles a message of a run whose RunBudget has passed: its
+// item does not start. An item not started yet (no record), waiting for a
+// retry (FAILED) or abandoned by its holder (RUNNING with a lease expired)
+// is CANCELLED with the reason, and so are the derived items downstream of
+// it; the message is acknowledged (status over_budget). An item held by a
+// live claim or already terminal is left to the claim, which says so (ok
+// is true: run goes on).
+func (c *Consumer) overBudget(ctx context.Context, m *messageRun) (v verdict, ok bool) {
+	d, lim := m.d, m.d.job.Limits
+	it, err := c.Ledger.GetItem(ctx, d.key)
+	switch {
+	case errors.Is(err, ledger.ErrNotFound):
+	case err != nil:
+		return m.fail(StatusFailed, fmt.Errorf("%s: read item (run budget passed): %w", d.key, err)), false
+	case it.State.Terminal(), it.State == ledger.ItemRunning && m.now.Before(it.LeaseUntil.Add(lim.ClockSkew)):
+		return verdict{}, true
+	}
+	opened := m.run.OpenedAt
+	reason := fmt.Sprintf("run budget %s exceeded: not started by %s (run opened %s)", d.job.RunBudget,
+		opened.Add(d.job.RunBudget).UTC().Format(time.RFC3339Nano), opened.UTC().Format(time.RFC3339Nano))
+	_, err = c.Ledger.Cancel(ctx, ledger.CancelParams{Key: d.key, Reason: reason, Now: m.now})
+	if errors.Is(err, ledger.ErrTerminal) {
+		return verdict{}, true // ended meanwhile: the claim acknowledges it
+	}
+	if err != nil {
+		return m.fail(StatusFailed, fmt.Errorf("%s: cancel (%s): %w", d.key, reason, err)), false
+	}
+	m.log.WarnContext(ctx, "item over its run's budget: cancelled, not started", slog.String("phase", "budget"), slog.String("reason", reason))
+	if err := c.fanIn(ctx, d, ledger.ItemCancelled, false); err != nil {
+		return m.fail(StatusOverBudget, err), false
+	}
+	c.settle(ctx, m)
+	return m.ack(StatusOverBudget), false
 }
 
 // gateDerived decides whether the derived item def may run: it reads its
