@@ -7,6 +7,7 @@ import (
 
 	"github.com/batonhq/baton/internal/backend/awsbackend"
 	"github.com/batonhq/baton/internal/dagtest"
+	"github.com/batonhq/baton/internal/heartbeattest"
 )
 
 func TestDerivedGraphOnAWS(t *testing.T) {
@@ -16,4 +17,13 @@ func TestDerivedGraphOnAWS(t *testing.T) {
 	b, err := awsbackend.Open(t.Context(), awsbackend.Params{Clients: c, Table: res.Table, QueueURL: res.QueueURL})
 	require.NoError(t, err)
 	dagtest.Run(t, b)
+}
+
+func TestLongItemsOnAWS(t *testing.T) {
+	t.Parallel()
+	c := clients(t)
+	res := setUp(t, c, 5)
+	b, err := awsbackend.Open(t.Context(), awsbackend.Params{Clients: c, Table: res.Table, QueueURL: res.QueueURL})
+	require.NoError(t, err)
+	heartbeattest.Run(t, b)
 }
