@@ -65,7 +65,7 @@ func cloneDerived(ds []Derived) []Derived {
 	}
 	out := make([]Derived, len(ds))
 	for i, d := range ds {
-		out[i] = Derived{Name: d.Name, Inputs: append([]string(nil), d.Inputs...)}
+		out[i] = Derived{Name: d.Name, Inputs: append([]string(nil), d.Inputs...), Lease: d.Lease}
 	}
 	return out
 }

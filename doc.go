@@ -7,7 +7,10 @@
 // job, opens the tick's run (one per tick, however many triggers arrive)
 // and enqueues one message per asset; consumers claim each item with its
 // idempotency key ([ItemKey]) and call the processor with a [Task]; a
-// derived item runs once all its inputs have succeeded. Duplicate
+// derived item runs once all its inputs have succeeded (derived items may
+// take derived items as inputs: a graph of any depth). A long item renews
+// its claim with [Task.Heartbeat]; cancelling an item stops the processor
+// working on it (its context ends with [ErrCancelled]). Duplicate
 // triggers, crashes, redeliveries and replays never lose an item and never
 // commit an item's result twice. [Task.Effects] carries those guarantees
 // into the processor's own writes.

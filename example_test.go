@@ -98,3 +98,67 @@ func ExampleParseItemKey() {
 	// fx 12:01PM 2 EURUSD <nil>
 	// fx@2026-11-21T12:01:00Z#2 fx@2026-11-21T12:01:00Z#2/EURUSD
 }
+
+// Derived items may take derived items as inputs: a graph of any depth,
+// listed in any order. Fan-in runs each once its inputs succeeded, with
+// their results; an input that ends DEAD or CANCELLED cancels everything
+// downstream of it. A cycle is refused, and named.
+func ExampleDerived() {
+	report := baton.Job{
+		Name: "report", Schedule: "cron(0 6 * * ? *)", Assets: []string{"sales", "costs", "fx"},
+		Derived: []baton.Derived{
+			{Name: "pdf", Inputs: []string{"margin_usd"}, Lease: 5 * time.Minute}, // slower: its own lease
+			{Name: "margin_usd", Inputs: []string{"margin", "fx"}},
+			{Name: "margin", Inputs: []string{"sales", "costs"}},
+		},
+		Processor: noop,
+	}
+	fmt.Println(report.Validate())
+	names := func(ds []baton.Derived) (out []string) {
+		for _, d := range ds {
+			out = append(out, d.Name)
+		}
+		return out
+	}
+	fmt.Println(names(report.DerivedOrder()), names(report.Downstream("fx")))
+	fmt.Println(report.ItemLease("pdf"), report.ItemLease("margin"), report.MaxItemLease())
+
+	report.Derived[2].Inputs = []string{"sales", "pdf"}
+	fmt.Println(report.Validate())
+	// Output:
+	// <nil>
+	// [margin margin_usd pdf] [margin_usd pdf]
+	// 5m0s 30s 5m0s
+	// job report: derived "pdf" → "margin" → "margin_usd" → "pdf" forms a cycle
+}
+
+// A processor that runs longer than its item's lease renews its claim
+// with Heartbeat; once the item is cancelled (or another attempt took it
+// over) Heartbeat fails and the processor stops. batontest.Claim stands in
+// for the runtime's claim in a test.
+func ExampleTask_Heartbeat() {
+	render := baton.ProcessorFunc(func(ctx context.Context, t baton.Task) ([]byte, error) {
+		pages := 0
+		for range 10 {
+			pages++ // render a page: each takes a while
+			if err := t.Heartbeat(ctx); err != nil {
+				return nil, fmt.Errorf("after %d pages: %w", pages, err)
+			}
+		}
+		return fmt.Appendf(nil, "%d pages", pages), nil
+	})
+	effects := batontest.NewEffects()
+	tick := time.Date(2026, 11, 21, 6, 0, 0, 0, time.UTC)
+
+	claim := batontest.NewClaim(time.Minute, nil)
+	out, err := render.Process(context.Background(), effects.NewTask(batontest.TaskParams{Job: "report", Asset: "pdf", Nominal: tick, Claim: claim}))
+	fmt.Println(string(out), err, claim.Heartbeats())
+
+	claim = batontest.NewClaim(time.Minute, nil)
+	claim.Cancel("cancelled by ops")
+	_, err = render.Process(context.Background(), effects.NewTask(batontest.TaskParams{Job: "report", Asset: "pdf", Nominal: tick, Claim: claim}))
+	fmt.Println(errors.Is(err, baton.ErrCancelled), err)
+	// Output:
+	// 10 pages <nil> 10
+	// true after 1 pages: item cancelled (cancelled by ops)
+}

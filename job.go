@@ -35,6 +35,13 @@ type Job struct {
 	// may finish before operators are told: the stack's alarm on
 	// tick-to-done uses it. 0: no budget.
 	StalenessBudget time.Duration
+	// RunBudget, optional, is how long after its run opened an item may
+	// start: a message handled later than that does not start its item,
+	// which is CANCELLED with the reason "run budget … exceeded" (counted
+	// as cancelled in status and metrics, and its run settles partial)
+	// rather than run late. It bounds starts, not runs: an item started in
+	// time runs on. 0: no budget.
+	RunBudget time.Duration
 	// CatchUp says what becomes of ticks that have no run because nothing
 	// triggered them (the schedule or the local runtime was down). The
 	// zero value catches nothing up.
@@ -66,10 +73,18 @@ type CatchUp struct {
 // Derived is an item computed from other items of the same run (fan-in).
 // It is enqueued once all its Inputs have SUCCEEDED and receives their
 // results in Task.Inputs; it is CANCELLED when an input ends DEAD or
-// CANCELLED.
+// CANCELLED, and so are the derived items that depend on it in turn.
+//
+// Inputs may be assets or other derived items: derived items form a
+// directed acyclic graph of any depth (Validate refuses a cycle and names
+// it), listed in any order.
 type Derived struct {
 	Name   string
-	Inputs []string // assets of the job
+	Inputs []string // assets or derived items of the job
+	// Lease, optional, is this item's lease in place of the job's
+	// Limits.ItemLease: for a derived item that takes longer than the
+	// assets (a heartbeat renews it by as much). 0: the job's.
+	Lease time.Duration
 }
 
 // Limits are the timing and retry limits the runtime applies to a job.
@@ -122,7 +137,9 @@ func (l Limits) withDefaults() Limits {
 // Validate reports the first problem with j, naming the job and what is
 // wrong: a bad name, a schedule that does not parse, no assets, a
 // duplicate or clashing item name, a derived item whose input is not an
-// asset, a negative limit, no processor. Zero limits are valid (they take
+// item of the job or is itself, derived items that form a cycle (named:
+// `derived "A" → "B" → "A" forms a cycle`), a negative limit, no
+// processor. Zero limits are valid (they take
 // their defaults).
 func (j Job) Validate() error {
 	if err := ValidName("job", j.Name); err != nil {
@@ -147,22 +164,8 @@ func (j Job) Validate() error {
 		}
 		seen[a] = true
 	}
-	for _, x := range j.Derived {
-		if err := ValidName("derived item", x.Name); err != nil {
-			return fmt.Errorf("job %s: %w", j.Name, err)
-		}
-		if seen[x.Name] {
-			return fmt.Errorf("job %s: derived item %s clashes with another name", j.Name, x.Name)
-		}
-		if len(x.Inputs) == 0 {
-			return fmt.Errorf("job %s: derived item %s has no inputs", j.Name, x.Name)
-		}
-		for _, in := range x.Inputs {
-			if !seen[in] || j.IsDerived(in) {
-				return fmt.Errorf("job %s: derived item %s: input %q is not an asset of the job", j.Name, x.Name, in)
-			}
-		}
-		seen[x.Name] = true
+	if err := j.checkDerived(seen); err != nil {
+		return fmt.Errorf("job %s: %w", j.Name, err)
 	}
 	l := j.Limits
 	switch {
@@ -174,6 +177,8 @@ func (j Job) Validate() error {
 		return fmt.Errorf("job %s: limits: Concurrency must not be negative", j.Name)
 	case j.StalenessBudget < 0:
 		return fmt.Errorf("job %s: StalenessBudget must not be negative", j.Name)
+	case j.RunBudget < 0:
+		return fmt.Errorf("job %s: RunBudget must not be negative", j.Name)
 	case j.CatchUp.Window < 0 || j.CatchUp.MaxPerTrigger < 0:
 		return fmt.Errorf("job %s: catch-up: Window and MaxPerTrigger must not be negative", j.Name)
 	}
@@ -192,6 +197,26 @@ func (j Job) ItemNames() []string {
 		names = append(names, x.Name)
 	}
 	return names
+}
+
+// ItemLease returns the lease of the item called name: its Derived.Lease
+// when it is a derived item that sets one, else the job's
+// Limits.ItemLease (DefaultLimits' when zero).
+func (j Job) ItemLease(name string) time.Duration {
+	if x, ok := j.DerivedItem(name); ok && x.Lease > 0 {
+		return x.Lease
+	}
+	return j.Limits.withDefaults().ItemLease
+}
+
+// MaxItemLease returns the longest lease of any item of j (see
+// ItemLease): what a consumer function's timeout must cover.
+func (j Job) MaxItemLease() time.Duration {
+	longest := j.Limits.withDefaults().ItemLease
+	for _, x := range j.Derived {
+		longest = max(longest, x.Lease)
+	}
+	return longest
 }
 
 // IsDerived reports whether name is one of j's derived items.

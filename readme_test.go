@@ -23,7 +23,9 @@ func readmeFiles(t *testing.T) map[string]string {
 	for _, m := range re.FindAllStringSubmatch(string(b), -1) {
 		files[m[1]] = m[2]
 	}
-	require.Len(t, files, 3, "the README's module: quotes.go, cmd/quotes/main.go, lambda/main.go")
+	for _, path := range []string{"quotes.go", "cmd/quotes/main.go", "lambda/main.go"} {
+		require.Contains(t, files, path, "the README's module")
+	}
 	return files
 }
 

@@ -28,9 +28,26 @@ type Task struct {
 	// item has written the same key. Never nil when the runtime calls
 	// the processor.
 	Effects Effects
+	// Claim is the task's hold on its item, which a long processor renews
+	// with Heartbeat. Never nil when the runtime calls the processor; nil
+	// in a Task built by hand, where Heartbeat does nothing.
+	Claim Claim
 }
 
-// Processor is the code of one job. Process must honour ctx's deadline.
+// Heartbeat renews the task's claim on its item: see Claim.Heartbeat. With
+// no Claim (a Task built by hand) it does nothing and returns nil.
+func (t Task) Heartbeat(ctx context.Context) error {
+	if t.Claim == nil {
+		return nil
+	}
+	return t.Claim.Heartbeat(ctx)
+}
+
+// Processor is the code of one job. Process must honour ctx: it ends when
+// the claim on the item ends (its lease runs out without a heartbeat, the
+// invocation's deadline comes) or when the item is cancelled, and
+// context.Cause(ctx) says which (ErrCancelled, ErrClaimLost, or an error
+// matching context.DeadlineExceeded).
 // A nil error commits result (at most once per item: a completion is
 // accepted only from the current attempt). An error wrapped with
 // Permanent sends the item straight to DEAD; any other error is retried

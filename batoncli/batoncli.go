@@ -32,6 +32,7 @@ package batoncli
 
 import (
 	"context"
+	"errors"
 	"io"
 	"os"
 	"os/signal"
@@ -61,15 +62,18 @@ func NewRootCommand(catalog *baton.Catalog) *cobra.Command {
 // CheckTemplate checks the SAM template at path against catalog, as
 // `template check` does: every job has exactly one schedule with the
 // job's expression and an input naming the job, and no schedule names a
-// job the catalog lacks. The error names each job that is wrong. Call it
-// from a test of your module so that the template and the catalog cannot
-// drift apart.
+// job the catalog lacks; every consumer function (one with an SQS event)
+// has a Timeout of at least every job's longest item lease (a claim, and
+// so a heartbeat, cannot outlive the invocation), and the queue it reads
+// hides a message at least as long. The error names each job or function
+// that is wrong. Call it from a test of your module so that the template
+// and the catalog cannot drift apart.
 func CheckTemplate(path string, catalog *baton.Catalog) error {
 	tpl, err := samtemplate.Load(path)
 	if err != nil {
 		return err
 	}
-	return samtemplate.CheckSchedules(tpl, catalog)
+	return errors.Join(samtemplate.CheckSchedules(tpl, catalog), samtemplate.CheckTimeouts(tpl, catalog))
 }
 
 // Run runs the command line args (without the program name) for catalog,

@@ -1,6 +1,7 @@
 // Package batontest helps test processors without a backend: an
-// in-memory effect store that fences writes as every engine does, and
-// tasks bound to it, as the runtime hands them to a processor.
+// in-memory effect store that fences writes as every engine does, tasks
+// bound to it, as the runtime hands them to a processor, and a claim
+// whose heartbeats a test counts and cancels.
 //
 //	effects := batontest.NewEffects()
 //	task := effects.NewTask(batontest.TaskParams{Job: "quotes", Asset: "AAPL", Nominal: tick})
@@ -10,6 +11,7 @@ package batontest
 
 import (
 	"context"
+	"fmt"
 	"sync"
 	"time"
 
@@ -55,6 +57,9 @@ type TaskParams struct {
 	Attempt    int
 	Fence      int64
 	Inputs     map[string][]byte // a derived item's inputs' results
+	// Claim is the task's claim; nil: the task has none, and its
+	// Heartbeat does nothing (see NewClaim for one a test controls).
+	Claim baton.Claim
 }
 
 // NewTask returns the task p describes, its Effects bound to e with the
@@ -75,7 +80,74 @@ func (e *Effects) NewTask(p TaskParams) baton.Task {
 		Fence:   p.Fence,
 		Inputs:  p.Inputs,
 		Effects: effect.Bind(e.store, p.Job, p.Generation, p.Attempt, e.clock),
+		Claim:   p.Claim,
 	}
+}
+
+// Claim is a baton.Claim a test controls: it counts heartbeats, and once
+// Cancel or Lose is called its Heartbeat returns the error the runtime's
+// would (matching baton.ErrCancelled or baton.ErrClaimLost), so that a
+// processor's way of stopping can be tested. Safe for concurrent use. It
+// does not end the processor's context: cancel the context you pass to
+// Process to test that path.
+type Claim struct {
+	mu         sync.Mutex
+	lease      time.Duration
+	now        func() time.Time
+	until      time.Time
+	heartbeats int
+	err        error
+}
+
+// NewClaim returns a live claim renewed by lease from now() at each
+// heartbeat; nil now: time.Now.
+func NewClaim(lease time.Duration, now func() time.Time) *Claim {
+	if now == nil {
+		now = time.Now
+	}
+	return &Claim{lease: lease, now: now, until: now().Add(lease)}
+}
+
+// Heartbeat implements baton.Claim.
+func (c *Claim) Heartbeat(context.Context) error {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	if c.err != nil {
+		return c.err
+	}
+	c.heartbeats++
+	c.until = c.now().Add(c.lease)
+	return nil
+}
+
+// Until implements baton.Claim.
+func (c *Claim) Until() time.Time {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	return c.until
+}
+
+// Heartbeats returns how many heartbeats renewed the claim.
+func (c *Claim) Heartbeats() int {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	return c.heartbeats
+}
+
+// Cancel makes every later Heartbeat fail as for an item cancelled with
+// reason.
+func (c *Claim) Cancel(reason string) {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	c.err = fmt.Errorf("%w (%s)", baton.ErrCancelled, reason)
+}
+
+// Lose makes every later Heartbeat fail as for a claim another attempt
+// took over.
+func (c *Claim) Lose() {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	c.err = fmt.Errorf("%w: taken over by another attempt", baton.ErrClaimLost)
 }
 
 // Get returns job's effect stored under key, or an error matching

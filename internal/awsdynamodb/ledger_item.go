@@ -236,6 +236,16 @@ func (s *LedgerStore) Release(ctx context.Context, p ledger.ReleaseParams) (ledg
 	return s.finishAttempt(ctx, "release", p.Key, p.Owner, p.Attempt, u)
 }
 
+// Extend implements ledger.Store with one UpdateItem conditioned on
+// RUNNING, owner and attempt: the item lease ends at LeaseUntil.
+func (s *LedgerStore) Extend(ctx context.Context, p ledger.ExtendParams) (ledger.Item, error) {
+	u := update{
+		set:    []string{"#lease_until = :lease_until", "#updated_at = :now"},
+		values: record{":now": nanos(p.Now), ":lease_until": nanos(p.LeaseUntil)},
+	}
+	return s.finishAttempt(ctx, "extend", p.Key, p.Owner, p.Attempt, u)
+}
+
 // finishAttempt applies u to the item when it is RUNNING(owner, attempt),
 // and maps a failed condition to the ledger's errors.
 func (s *LedgerStore) finishAttempt(ctx context.Context, verb string, key ledger.ItemKey, owner string, attempt int, u update) (ledger.Item, error) {

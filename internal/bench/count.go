@@ -165,6 +165,11 @@ func (c CountedLedger) Release(ctx context.Context, p ledger.ReleaseParams) (led
 	return c.Store.Release(ctx, p)
 }
 
+func (c CountedLedger) Extend(ctx context.Context, p ledger.ExtendParams) (ledger.Item, error) {
+	c.Tally.add("ledger.Extend")
+	return c.Store.Extend(ctx, p)
+}
+
 func (c CountedLedger) Cancel(ctx context.Context, p ledger.CancelParams) (ledger.Item, error) {
 	c.Tally.add("ledger.Cancel")
 	return c.Store.Cancel(ctx, p)

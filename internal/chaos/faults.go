@@ -34,6 +34,7 @@ const (
 	opComplete         = "ledger.Complete"
 	opFail             = "ledger.Fail"
 	opReleaseItem      = "ledger.Release"
+	opExtend           = "ledger.Extend"
 	opCancel           = "ledger.Cancel"
 	opGetItem          = "ledger.GetItem"
 	opListItems        = "ledger.ListItems"
@@ -192,6 +193,10 @@ func (f faultyLedger) Fail(ctx context.Context, p ledger.FailParams) (ledger.Ite
 
 func (f faultyLedger) Release(ctx context.Context, p ledger.ReleaseParams) (ledger.Item, error) {
 	return call(ctx, opReleaseItem, p.Key.String(), func() (ledger.Item, error) { return f.s.Release(ctx, p) })
+}
+
+func (f faultyLedger) Extend(ctx context.Context, p ledger.ExtendParams) (ledger.Item, error) {
+	return call(ctx, opExtend, p.Key.String(), func() (ledger.Item, error) { return f.s.Extend(ctx, p) })
 }
 
 func (f faultyLedger) Cancel(ctx context.Context, p ledger.CancelParams) (ledger.Item, error) {

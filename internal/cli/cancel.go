@@ -18,11 +18,14 @@ yet: pending (no record), RUNNING or FAILED items become CANCELLED, one
 conditional write each. CANCELLED is terminal: no later claim, completion,
 retry or redelivery overwrites it, and the item's messages are acknowledged
 without running. Items already SUCCEEDED or DEAD are left as they are.
-A derived item whose input is cancelled is cancelled too; once every item
-is terminal the run settles as partial.
+A derived item whose input is cancelled is cancelled too, and so on down
+the graph of derived items; once every item is terminal the run settles
+as partial.
 
-A worker running a cancelled item may finish its work, but its completion
-is refused. To run the tick again later: baton replay tick --force.
+A processor running a cancelled item has its context cancelled (cause
+baton.ErrCancelled) at its next heartbeat or at the runtime's own check
+of its claim, within a third of the item's lease; whatever it returns
+then is refused. To run the tick again later: baton replay tick --force.
 
 With --asset only that item is cancelled; exit status 1 if it had already
 SUCCEEDED or ended DEAD (nothing changed).`

@@ -411,7 +411,7 @@ func printItemReplay(e *env, key ledger.ItemKey, rep engine.ItemReplay) bool {
 }
 
 // waitItemReplay waits for the replayed item key, then for the derived
-// items that take it as input and can proceed (all their inputs terminal:
+// items downstream of it that can proceed (all their inputs terminal:
 // the consumer enqueues or cancels them), and prints them. It fails
 // (errFailed) unless the item ended SUCCEEDED.
 func waitItemReplay(ctx context.Context, e *env, r *replayer, j baton.Job, key ledger.ItemKey, timeout time.Duration) error {
@@ -419,7 +419,7 @@ func waitItemReplay(ctx context.Context, e *env, r *replayer, j baton.Job, key l
 	w := &settleWatch{r: r, stall: timeout}
 	w.add(key.Run.Nominal)
 	keys := []ledger.ItemKey{key}
-	for _, d := range j.DependentsOf(asset) {
+	for _, d := range j.Downstream(asset) {
 		keys = append(keys, ledger.ItemKey{Run: key.Run, Asset: d.Name})
 	}
 	werr := w.waitRun(ctx, key.Run.Nominal, func(items map[string]ledger.Item) bool {
@@ -455,23 +455,33 @@ func waitItemReplay(ctx context.Context, e *env, r *replayer, j baton.Job, key l
 }
 
 // itemReplayDone reports whether a replay of asset is over in items: the
-// asset is terminal, and so is each derived item that takes it as input,
-// unless one of that item's inputs is not terminal (it waits on another
-// input: not this replay's business).
+// asset is terminal, and so is each derived item downstream of it, unless
+// that item waits on an input outside the replay (one that is neither the
+// asset nor downstream of it and is not terminal: not this replay's
+// business).
 func itemReplayDone(j baton.Job, asset string, items map[string]ledger.Item) bool {
 	if !items[asset].State.Terminal() {
 		return false
 	}
-	for _, d := range j.DependentsOf(asset) {
+	down := j.Downstream(asset)
+	wave, blocked := map[string]bool{asset: true}, map[string]bool{}
+	for _, d := range down {
+		wave[d.Name] = true
+	}
+	for _, d := range down {
 		if items[d.Name].State.Terminal() {
 			continue
 		}
+		outside := false
 		for _, in := range d.Inputs {
-			if !items[in].State.Terminal() {
-				return true // d waits on another input; not this replay's business
+			if blocked[in] || !wave[in] && !items[in].State.Terminal() {
+				outside = true // d waits on another input; not this replay's business
 			}
 		}
-		return false
+		if !outside {
+			return false
+		}
+		blocked[d.Name] = true // and so do the items downstream of d
 	}
 	return true
 }

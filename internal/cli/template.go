@@ -2,6 +2,7 @@ package cli
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"text/tabwriter"
 
@@ -22,8 +23,11 @@ Reads a SAM template (default template.yaml) and checks its schedules
 against the catalog: every job has exactly one schedule event (ScheduleV2
 or Schedule) on a function, with the job's expression, whose input names
 the job the way the coordinator decodes it; no schedule names a job the
-catalog does not hold. Prints the schedules, or each problem naming its
-job and exits with status 1. Run it in CI, or call
+catalog does not hold. Every consumer function (one with an SQS event)
+has a Timeout of at least each job's longest item lease (a claim, and so
+a heartbeat, cannot outlive the invocation), and the queue it reads a
+VisibilityTimeout of at least that Timeout. Prints the schedules, or each
+problem naming its job or function and exits with status 1. Run it in CI, or call
 batoncli.CheckTemplate from a test.`
 
 func templateCheckCmd(_ context.Context, e *env, args []string) error {
@@ -36,7 +40,7 @@ func templateCheckCmd(_ context.Context, e *env, args []string) error {
 	if err != nil {
 		return usageError{err}
 	}
-	if err := samtemplate.CheckSchedules(tpl, e.catalog); err != nil {
+	if err := errors.Join(samtemplate.CheckSchedules(tpl, e.catalog), samtemplate.CheckTimeouts(tpl, e.catalog)); err != nil {
 		fmt.Fprintf(e.stderr, "%s does not match the catalog:\n%v\n", *path, err)
 		return errFailed
 	}
@@ -47,6 +51,6 @@ func templateCheckCmd(_ context.Context, e *env, args []string) error {
 		fmt.Fprintf(tw, "%s\t%s\t%s.%s (%s)\n", s.Job, s.Expression, s.Function, s.Event, s.Type)
 	}
 	tw.Flush()
-	fmt.Fprintf(e.stdout, "%s: every job of the catalog is scheduled as it is defined\n", *path)
+	fmt.Fprintf(e.stdout, "%s: every job of the catalog is scheduled as it is defined, and its consumers' timeouts cover its item leases\n", *path)
 	return nil
 }

@@ -20,12 +20,13 @@ const (
 	StatusHeld       = "held"        // held by a live owner, or a derived item's inputs are not ready
 	StatusFailed     = "failed"      // FAILED (retried), or a store error
 	StatusDead       = "dead"        // DEAD now (permanent error or attempts exhausted)
-	StatusCancelled  = "cancelled"   // cancelled now (a derived item whose input ended without success)
+	StatusCancelled  = "cancelled"   // cancelled now (a derived item whose input ended without success), or while its processor ran
 	StatusMalformed  = "malformed"   // undecodable, unknown job or asset
 	StatusUnvouched  = "unvouched"   // the ledger does not vouch for it: no run, a generation never opened, a future tick, a fence the run cannot account for
 	StatusSuperseded = "superseded"  // of a generation a forced replay superseded: acknowledged, nothing done
 	StatusNotStarted = "not_started" // too close to the deadline to start
 	StatusRequeued   = "requeued"    // held by a live claim at its last receive: sent again as a new message, acknowledged
+	StatusOverBudget = "over_budget" // not started: its run's RunBudget had passed; CANCELLED with the reason, acknowledged
 )
 
 // Consumer processes item messages. Its fields are set once; Handle may be

@@ -35,25 +35,53 @@
 //     read through a RunCache (one read answers for a tick's messages for
 //     a second; a message the cached record cannot vouch for reads it
 //     again).
-//  4. Claim, with LeaseUntil = min(now+ItemLease, deadline). An item
+//  4. Run budget. Past the job's RunBudget since its run opened, an item
+//     not started (no record, FAILED, or abandoned by an expired claim) is
+//     CANCELLED with the reason "run budget … exceeded", and so are the
+//     derived items downstream of it; the message is acknowledged (status
+//     over_budget). A live claim or a terminal item goes on to the claim.
+//  5. Claim, with LeaseUntil = min(now+the item's lease, deadline-margin). An item
 //     already terminal is acknowledged without calling the processor
 //     (status duplicate); an item held by a live owner is failed (held) and
 //     comes back later.
-//  5. Process, with a context that ends with the claim's lease. Success →
+//  6. Process, with a context that ends with the claim (see Claim below).
+//     Success →
 //     Complete (only the current owner and attempt may complete: a late
 //     completion by a stale owner is rejected and reported failed). Error →
 //     Fail: DEAD when the error is baton.Permanent or the attempts are
 //     exhausted (acknowledged), FAILED otherwise (failed, retried).
-//  6. Fan-in. The completion that makes an input of a derived item
+//  7. Fan-in. The completion that makes an input of a derived item
 //     SUCCEEDED (or DEAD) runs the fan-in check (package fanin): the derived
 //     item is enqueued once all its inputs SUCCEEDED and it has no record
-//     yet, cancelled once one of them is DEAD or CANCELLED. If the check
+//     yet, cancelled once one of them is DEAD or CANCELLED, and so, down
+//     the graph, are the derived items that depend on a cancelled one. If the check
 //     fails, the input's message is reported failed; its redelivery (after
 //     the visibility timeout, an item lease or more after the completion)
 //     runs the check again (invariant 6). Other copies of a terminal
 //     input's message only cancel doomed derived items, so a delivery storm
 //     enqueues a derived item once, twice when two last inputs complete
 //     together.
+//
+// # Claim
+//
+// The task's Claim (baton.Claim) holds the item for the item's lease
+// (baton.Job.ItemLease: the job's, or the derived item's own) from the
+// claim, capped at the invocation's deadline less the job's margin. A
+// heartbeat (Task.Heartbeat) extends it to one lease from then (one
+// conditional write, ledger.Store.Extend), never past that cap, and, when
+// the work queue is a queue.VisibilityChanger, hides the message as long
+// (plus the clock-skew allowance). While the processor runs, the claim
+// also checks itself every third of the lease with one read of the item,
+// unless a heartbeat wrote it meanwhile. The processor's context ends,
+// with a cause (context.Cause), when the lease runs out without a
+// heartbeat (matching context.DeadlineExceeded), when a heartbeat or a
+// check finds the item CANCELLED (baton.ErrCancelled: `baton cancel`
+// reaches running code within a third of a lease), or when the claim was
+// lost to another attempt (baton.ErrClaimLost). An item cancelled while
+// it ran is acknowledged as cancelled whatever the processor returned: its
+// result is refused, the item stays CANCELLED.
+//
+// # Derived items
 //
 // A derived item is processed only when all its inputs SUCCEEDED; its task
 // carries their results in Task.Inputs. A derived message that arrives

@@ -134,7 +134,10 @@ func (c *Consumer) run(ctx context.Context, deadline time.Time, d *delivery) ver
 		log: c.logger().With(slog.String("key", d.msg.Key), slog.String("message_id", d.d.MessageID)),
 		now: c.now(),
 	}
-	m.leaseUntil = leaseEnd(d.job.Limits, m.now, deadline)
+	if !deadline.IsZero() {
+		m.hardEnd = deadline.Add(-d.job.Limits.DeadlineMargin)
+	}
+	m.leaseUntil = leaseEnd(d.job.ItemLease(d.key.Asset), m.now, m.hardEnd)
 	if v, ok := c.gate(ctx, deadline, m); !ok {
 		return v
 	}
@@ -151,11 +154,15 @@ type messageRun struct {
 	out MessageOutcome // filled in as the steps go
 	log *slog.Logger
 	now time.Time // when run started: the gate's and the claim's time
-	// leaseUntil is when the claim, and the processor's context, end.
+	// leaseUntil is when the claim ends unless renewed by a heartbeat.
 	leaseUntil time.Time
-	inputs     map[string][]byte // a derived item's inputs' results (gate)
-	run        ledger.Run        // the run as the vouch read it (gate)
-	item       ledger.Item       // the item as claimed (claim)
+	// hardEnd is the invocation's deadline less the job's margin, which no
+	// heartbeat extends a claim past; zero: no deadline.
+	hardEnd time.Time
+	inputs  map[string][]byte // a derived item's inputs' results (gate)
+	run     ledger.Run        // the run as the vouch read it (gate)
+	item    ledger.Item       // the item as claimed (claim)
+	ended   error             // why the claim ended the processor's context (process); nil: it did not
 }
 
 // fail ends the message's run with status, leaving it to be redelivered.
@@ -170,14 +177,14 @@ func (m *messageRun) ack(status string) verdict {
 	return verdict{outcome: m.out}
 }
 
-// leaseEnd is when a claim taken at now ends: after the job's ItemLease,
-// but no later than the invocation's deadline minus the margin, which
-// leaves the margin for recording the verdict: an item is never half-run
-// when the invocation is cut off.
-func leaseEnd(lim baton.Limits, now, deadline time.Time) time.Time {
-	leaseUntil := now.Add(lim.ItemLease)
-	if end := deadline.Add(-lim.DeadlineMargin); !deadline.IsZero() && end.Before(leaseUntil) {
-		leaseUntil = end
+// leaseEnd is when a claim taken at now ends: after the item's lease, but
+// no later than hardEnd (the invocation's deadline minus the margin, zero
+// for none), which leaves the margin for recording the verdict: an item is
+// never half-run when the invocation is cut off.
+func leaseEnd(lease time.Duration, now, hardEnd time.Time) time.Time {
+	leaseUntil := now.Add(lease)
+	if !hardEnd.IsZero() && hardEnd.Before(leaseUntil) {
+		leaseUntil = hardEnd
 	}
 	return leaseUntil
 }
@@ -200,10 +207,50 @@ func (c *Consumer) gate(ctx context.Context, deadline time.Time, m *messageRun) 
 	if v, ok := c.vouch(ctx, m); !ok {
 		return v, false
 	}
+	if b := d.job.RunBudget; b > 0 && !m.now.Before(m.run.OpenedAt.Add(b)) {
+		if v, ok := c.overBudget(ctx, m); !ok {
+			return v, false
+		}
+	}
 	if def, isDerived := d.job.DerivedItem(d.key.Asset); isDerived {
 		return c.gateDerived(ctx, m, def)
 	}
 	return verdict{}, true
+}
+
+// overBudget handles a message of a run whose RunBudget has passed: its
+// item does not start. An item not started yet (no record), waiting for a
+// retry (FAILED) or abandoned by its holder (RUNNING with a lease expired)
+// is CANCELLED with the reason, and so are the derived items downstream of
+// it; the message is acknowledged (status over_budget). An item held by a
+// live claim or already terminal is left to the claim, which says so (ok
+// is true: run goes on).
+func (c *Consumer) overBudget(ctx context.Context, m *messageRun) (v verdict, ok bool) {
+	d, lim := m.d, m.d.job.Limits
+	it, err := c.Ledger.GetItem(ctx, d.key)
+	switch {
+	case errors.Is(err, ledger.ErrNotFound):
+	case err != nil:
+		return m.fail(StatusFailed, fmt.Errorf("%s: read item (run budget passed): %w", d.key, err)), false
+	case it.State.Terminal(), it.State == ledger.ItemRunning && m.now.Before(it.LeaseUntil.Add(lim.ClockSkew)):
+		return verdict{}, true
+	}
+	opened := m.run.OpenedAt
+	reason := fmt.Sprintf("run budget %s exceeded: not started by %s (run opened %s)", d.job.RunBudget,
+		opened.Add(d.job.RunBudget).UTC().Format(time.RFC3339Nano), opened.UTC().Format(time.RFC3339Nano))
+	_, err = c.Ledger.Cancel(ctx, ledger.CancelParams{Key: d.key, Reason: reason, Now: m.now})
+	if errors.Is(err, ledger.ErrTerminal) {
+		return verdict{}, true // ended meanwhile: the claim acknowledges it
+	}
+	if err != nil {
+		return m.fail(StatusFailed, fmt.Errorf("%s: cancel (%s): %w", d.key, reason, err)), false
+	}
+	m.log.WarnContext(ctx, "item over its run's budget: cancelled, not started", slog.String("phase", "budget"), slog.String("reason", reason))
+	if err := c.fanIn(ctx, d, ledger.ItemCancelled, false); err != nil {
+		return m.fail(StatusOverBudget, err), false
+	}
+	c.settle(ctx, m)
+	return m.ack(StatusOverBudget), false
 }
 
 // gateDerived decides whether the derived item def may run: it reads its
@@ -222,19 +269,33 @@ func (c *Consumer) gateDerived(ctx context.Context, m *messageRun, def baton.Der
 	for _, it := range items {
 		states[it.Key.Asset], results[it.Key.Asset] = it.State, it.Result
 	}
-	if states[d.key.Asset].Terminal() {
+	if st := states[d.key.Asset]; st.Terminal() {
+		// Its dependents are cancelled once it ended without success; a
+		// crash before that left this message to do it.
+		if st != ledger.ItemSucceeded {
+			if err := c.fanIn(ctx, d, st, false); err != nil {
+				return m.fail(StatusDuplicate, err), false
+			}
+		}
 		return m.ack(StatusDuplicate), false
 	}
 	switch verdict, reason := fanin.Inputs(def, states); verdict {
 	case fanin.Doomed:
-		_, err := c.Ledger.Cancel(ctx, ledger.CancelParams{Key: d.key, Reason: reason, Now: m.now})
+		it, err := c.Ledger.Cancel(ctx, ledger.CancelParams{Key: d.key, Reason: reason, Now: m.now})
 		if errors.Is(err, ledger.ErrTerminal) {
+			if err := c.fanIn(ctx, d, it.State, false); err != nil {
+				return m.fail(StatusDuplicate, err), false
+			}
 			return m.ack(StatusDuplicate), false
 		}
 		if err != nil {
 			return m.fail(StatusFailed, fmt.Errorf("%s: cancel (%s): %w", d.key, reason, err)), false
 		}
 		m.log.InfoContext(ctx, "derived item cancelled", slog.String("phase", "fan-in"), slog.String("reason", reason))
+		// Down the graph: the items that take this one as input.
+		if err := c.fanIn(ctx, d, ledger.ItemCancelled, false); err != nil {
+			return m.fail(StatusCancelled, err), false
+		}
 		c.settle(ctx, m)
 		return m.ack(StatusCancelled), false
 	case fanin.Waiting:
@@ -285,19 +346,24 @@ func (c *Consumer) claim(ctx context.Context, m *messageRun) (v verdict, ok bool
 }
 
 // process runs the job's processor on the claimed item, under a context
-// that ends with the claim. It decides nothing: it returns the processor's
-// result, when it returned, and its error (a panic is an error).
+// that ends with the claim (see taskClaim: its lease running out without
+// a heartbeat, the item cancelled, the claim lost). It decides nothing: it
+// returns the processor's result, when it returned, and its error (a
+// panic is an error); m.ended is the claim's cause when the claim ended
+// the context.
 func (c *Consumer) process(ctx context.Context, m *messageRun) (result []byte, done time.Time, perr error) {
 	d, item := m.d, m.item
+	cl, pctx, stop := c.startClaim(ctx, m)
 	task := baton.Task{
 		Key: d.key, Asset: d.key.Asset, Nominal: d.key.Run.Nominal,
 		Attempt: item.Attempt, Fence: d.msg.Fence, Inputs: m.inputs,
 		Effects: effect.Bind(c.Effects, d.key.Run.Job, d.key.Run.Generation, item.Attempt, c.now),
+		Claim:   cl,
 	}
-	pctx, cancel := context.WithTimeout(ctx, m.leaseUntil.Sub(m.now))
 	started := c.now()
 	result, perr = safeProcess(pctx, d.job.Processor, task)
-	cancel()
+	stop()
+	m.ended = cl.cause()
 	done = c.now()
 	m.out.Processing = done.Sub(started)
 	return result, done, perr
@@ -310,6 +376,9 @@ func (c *Consumer) process(ctx context.Context, m *messageRun) (result []byte, d
 // terminal item then gets its fan-in check; a write or check that fails
 // leaves the message to be redelivered.
 func (c *Consumer) record(ctx context.Context, m *messageRun, result []byte, done time.Time, perr error) verdict {
+	if errors.Is(m.ended, baton.ErrCancelled) {
+		return c.recordCancelled(ctx, m)
+	}
 	if perr == nil {
 		return c.recordSuccess(ctx, m, result, done)
 	}
@@ -334,6 +403,21 @@ func (c *Consumer) recordSuccess(ctx context.Context, m *messageRun, result []by
 	}
 	c.settle(ctx, m)
 	return m.ack(StatusSucceeded)
+}
+
+// recordCancelled acknowledges a message whose item was cancelled while
+// the processor ran (the claim saw it and ended the processor's
+// context): the item is terminal, whatever the processor returned, and
+// its result would be refused. The derived items downstream of it are
+// cancelled, and the run settles if it was the last.
+func (c *Consumer) recordCancelled(ctx context.Context, m *messageRun) verdict {
+	m.log.InfoContext(ctx, "item cancelled while it ran; processor stopped", slog.String("phase", "process"),
+		slog.Int("attempt", m.item.Attempt), slog.Any("cause", m.ended))
+	if err := c.fanIn(ctx, m.d, ledger.ItemCancelled, false); err != nil {
+		return m.fail(StatusCancelled, err)
+	}
+	c.settle(ctx, m)
+	return m.ack(StatusCancelled)
 }
 
 // recordFailure fails the item with the processor's error perr; see
@@ -362,9 +446,9 @@ func (c *Consumer) recordFailure(ctx context.Context, m *messageRun, perr error,
 	return m.fail(StatusFailed, fmt.Errorf("%s attempt %d: %w", d.key, attempt, perr))
 }
 
-// fanIn runs the fan-in check for the derived items that take d's asset,
-// once that asset is terminal; without enqueue it only cancels the doomed
-// ones. It is a no-op for other states and for assets nobody depends on.
+// fanIn runs the fan-in check for the derived items downstream of d's
+// item (which may itself be derived), once that item is terminal; without
+// enqueue it only cancels the doomed ones. It is a no-op for other states and for assets nobody depends on.
 func (c *Consumer) fanIn(ctx context.Context, d *delivery, state ledger.ItemState, enqueue bool) error {
 	if !state.Terminal() || len(d.job.DependentsOf(d.key.Asset)) == 0 {
 		return nil

@@ -174,11 +174,24 @@ func (c *Consumer) settle(ctx context.Context, m *messageRun) {
 		return
 	}
 	// The run as the vouch read it: a run fanned out then is still one
-	// (or finished since, which the finish's condition finds).
-	if m.run.ID != d.key.Run || m.run.State != ledger.RunFannedOut {
+	// (or finished since, which the finish's condition finds). One still
+	// fanning out then may be a cached record from before the coordinator
+	// marked it fanned out (a run whose items all end within the cache's
+	// second, as a graph of derived items can): read it again, which
+	// refreshes the cache too.
+	run := m.run
+	if run.ID == d.key.Run && run.State == ledger.RunFanningOut {
+		fresh, _, err := c.Runs.read(ctx, c.Ledger, d.key.Run, c.now())
+		if err != nil {
+			m.log.WarnContext(ctx, "settle: read run failed; the coordinator settles the run later", slog.String("phase", "settle"), slog.Any("error", err))
+			return
+		}
+		run = fresh
+	}
+	if run.ID != d.key.Run || run.State != ledger.RunFannedOut {
 		return
 	}
-	run, err := fanin.Settle(ctx, fanin.SettleParams{Ledger: c.Ledger, Def: d.job, Run: m.run, Now: c.now()})
+	run, err := fanin.Settle(ctx, fanin.SettleParams{Ledger: c.Ledger, Def: d.job, Run: run, Now: c.now()})
 	if err != nil {
 		m.log.WarnContext(ctx, "settle failed; the coordinator settles the run later", slog.String("phase", "settle"), slog.Any("error", err))
 		return

@@ -199,7 +199,7 @@ type generationPlan struct {
 
 // planGeneration decides, for each item of j in name order, whether the
 // next generation carries its outcome in old over or runs it again: the
-// replayed asset and the derived items that take it as input run again,
+// replayed asset and the derived items downstream of it (Job.Downstream) run again,
 // and so does an item with no terminal outcome in old (which cannot happen
 // in a finished run, short of a manual edit); every other item is carried
 // over. Of the items that run again, the catalog assets and the replayed
@@ -210,7 +210,7 @@ func planGeneration(j baton.Job, asset string, old []ledger.Item) generationPlan
 		byName[it.Key.Asset] = it
 	}
 	p := generationPlan{rerun: []string{asset}}
-	for _, d := range j.DependentsOf(asset) {
+	for _, d := range j.Downstream(asset) {
 		p.rerun = append(p.rerun, d.Name)
 	}
 	for _, name := range SortedItemNames(j) {

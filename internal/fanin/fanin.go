@@ -35,8 +35,9 @@ type Params struct {
 	// Fence goes into the derived items' messages: the fence carried by the
 	// input message that triggered the check.
 	Fence int64
-	// Input restricts the check to the derived items taking this asset;
-	// "": every derived item of Def.
+	// Input restricts the check to the derived items downstream of this
+	// item (an asset or a derived item: Job.Downstream); "": every derived
+	// item of Def.
 	Input string
 	// Items are the run's items when the caller has just listed them; nil:
 	// Check lists them.
@@ -52,19 +53,23 @@ type Result struct {
 	Done      []string // already terminal before the check
 }
 
-// Check runs the fan-in check for p.Run. A derived item without a record
+// Check runs the fan-in check for p.Run, over the derived items in
+// dependency order (Job.DerivedOrder). A derived item without a record
 // is enqueued when all its inputs SUCCEEDED (one with a record, RUNNING or
 // FAILED, was claimed from a message that is still redelivered until it
 // ends: enqueueing another copy would only add a duplicate), and a derived
 // item that is not terminal is cancelled with
 // the reason "input X is DEAD" (or CANCELLED) when one of its inputs ended
-// without success. It returns the first store or queue error, wrapped with
+// without success; the items downstream of it are then cancelled in the
+// same pass (their input is now CANCELLED), to any depth. It returns the first store or queue error, wrapped with
 // the item it concerns; what it did before the error stands.
 func Check(ctx context.Context, p Params) (Result, error) {
 	var res Result
-	derived := p.Def.Derived
+	// Dependency order: an item cancelled here dooms its own dependents
+	// further down the list, in the same pass.
+	derived := p.Def.DerivedOrder()
 	if p.Input != "" {
-		derived = p.Def.DependentsOf(p.Input)
+		derived = p.Def.Downstream(p.Input)
 	}
 	if len(derived) == 0 {
 		return res, nil
@@ -100,9 +105,15 @@ func Check(ctx context.Context, p Params) (Result, error) {
 			readyNames = append(readyNames, d.Name)
 		case Doomed:
 			key := ledger.ItemKey{Run: p.Run, Asset: d.Name}
-			_, err := p.Ledger.Cancel(ctx, ledger.CancelParams{Key: key, Reason: reason, Now: p.Now})
+			it, err := p.Ledger.Cancel(ctx, ledger.CancelParams{Key: key, Reason: reason, Now: p.Now})
 			if err != nil && !errors.Is(err, ledger.ErrTerminal) {
 				return res, fmt.Errorf("fan-in: cancel %s: %w", key, err)
+			}
+			// What it is now (CANCELLED, or what someone else ended it
+			// as) decides its dependents below.
+			states[d.Name] = it.State
+			if it.State == "" {
+				states[d.Name] = ledger.ItemCancelled
 			}
 			res.Cancelled = append(res.Cancelled, d.Name)
 		default:

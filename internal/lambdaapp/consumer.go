@@ -142,6 +142,8 @@ func (h *ConsumerHandler) metrics(ctx context.Context, inv invocation, res consu
 			metric("ItemsDead", t.status[consumer.StatusDead]),
 			metric("ItemsDeadLettered", t.deadLettered),
 			metric("ItemsSuperseded", t.status[consumer.StatusSuperseded]),
+			metric("ItemsCancelled", t.status[consumer.StatusCancelled]),
+			metric("ItemsOverBudget", t.status[consumer.StatusOverBudget]),
 		}
 		tickToDone := t.tickToDone
 		// At most emf.MaxValues samples per record.

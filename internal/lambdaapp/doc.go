@@ -50,5 +50,8 @@
 // outcome is opened, else 0) (coordinator);
 // ItemsSucceeded, ItemsFailed, ItemsDuplicate, ItemsDead, ItemsDeadLettered,
 // ItemsSuperseded (messages of a generation a forced replay superseded,
-// acknowledged without effect), TickToDone (consumer).
+// acknowledged without effect), ItemsCancelled (cancelled by this
+// invocation: a derived item whose input ended without success, or an item
+// cancelled while its processor ran), ItemsOverBudget (not started: the
+// job's RunBudget had passed; CANCELLED), TickToDone (consumer).
 package lambdaapp

@@ -192,6 +192,15 @@ type ReleaseParams struct {
 	Now     time.Time
 }
 
+// ExtendParams are the inputs of Store.Extend.
+type ExtendParams struct {
+	Key        ItemKey
+	Owner      string
+	Attempt    int
+	LeaseUntil time.Time // the claim's new absolute expiry
+	Now        time.Time
+}
+
 // CancelParams are the inputs of Store.Cancel.
 type CancelParams struct {
 	Key    ItemKey
@@ -264,6 +273,17 @@ type Store interface {
 	// claimer's skew allowance has passed (at once with no allowance); the
 	// next claim counts as an attempt. Errors as Complete.
 	Release(ctx context.Context, p ReleaseParams) (Item, error)
+
+	// Extend is a heartbeat: it sets the LeaseUntil of RUNNING(Owner,
+	// Attempt) to LeaseUntil, so that a long item is not taken over while
+	// its holder still works on it, and returns the record. Like Complete
+	// it needs no live lease, only that no other claim happened. Errors as
+	// Complete: ErrTerminal when the item is terminal (a CANCELLED item
+	// tells its holder to stop), ErrConflict when the owner or attempt
+	// differ (a stale attempt: someone else took the item over) or it is
+	// not RUNNING, ErrNotFound when absent; each with the current record
+	// where there is one.
+	Extend(ctx context.Context, p ExtendParams) (Item, error)
 
 	// Cancel moves an absent, RUNNING or FAILED item to CANCELLED(Reason).
 	// It returns ErrTerminal with the record when the item is terminal.

@@ -132,7 +132,17 @@ type Receiver interface {
 	// still in the queue, where the backend can tell.
 	Delete(ctx context.Context, receiptHandle string) error
 
+	VisibilityChanger
+}
+
+// VisibilityChanger hides a received message for longer (or shows it
+// sooner). Every Receiver is one; a Sender may be one too, an optional
+// ability found by type assertion: the consumer extends a long item's
+// message with its claim (a heartbeat) when its queue can.
+type VisibilityChanger interface {
 	// ChangeVisibility makes the message received with the handle visible
-	// again Timeout after Now. Errors as Delete.
+	// again Timeout after Now. It returns ErrInvalidReceipt when the
+	// handle is not the latest for a message still in the queue, where the
+	// backend can tell.
 	ChangeVisibility(ctx context.Context, p ChangeVisibilityParams) error
 }

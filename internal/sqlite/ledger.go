@@ -18,7 +18,7 @@ import (
 // its condition fails no row comes back, and a read in the same
 // all-or-nothing write finds the record that made it fail, which picks the
 // sentinel and is returned with it. The item transitions of the consumer's
-// path (Claim, Complete, Fail, Release) first run their statement alone,
+// path (Claim, Complete, Fail, Release, Extend) first run their statement alone,
 // which is one write when it applies; only a refusal goes on to a read,
 // and, unless that read finds a terminal record (which never changes), to
 // the all-or-nothing write.
@@ -259,8 +259,15 @@ func (s *LedgerStore) Release(ctx context.Context, p ledger.ReleaseParams) (ledg
 		sql.Named("now", toNanos(p.Now)))
 }
 
-// holderWrite runs stmt, whose condition is the one Complete, Fail and
-// Release share: the item is RUNNING under owner and attempt.
+// Extend implements ledger.Store: the Release statement's condition, with
+// the new expiry.
+func (s *LedgerStore) Extend(ctx context.Context, p ledger.ExtendParams) (ledger.Item, error) {
+	return s.holderWrite(ctx, "extend", ledgerExtend, p.Key, p.Owner, p.Attempt,
+		sql.Named("lease_until", toNanos(p.LeaseUntil)), sql.Named("now", toNanos(p.Now)))
+}
+
+// holderWrite runs stmt, whose condition is the one Complete, Fail,
+// Release and Extend share: the item is RUNNING under owner and attempt.
 func (s *LedgerStore) holderWrite(ctx context.Context, op string, stmt ledgerStmt, key ledger.ItemKey, owner string, attempt int, args ...any) (ledger.Item, error) {
 	args = append(args,
 		sql.Named("run", key.Run.String()), sql.Named("asset", key.Asset),
@@ -528,6 +535,7 @@ const (
 	ledgerRelease
 	ledgerCancel
 	ledgerGetItem
+	ledgerExtend
 	numLedgerStmts
 )
 
@@ -629,4 +637,9 @@ var ledgerQueries = [numLedgerStmts]string{
 		RETURNING ` + ledgerItemColumns,
 
 	ledgerGetItem: `SELECT ` + ledgerItemColumns + ` FROM items WHERE run = :run AND asset = :asset`,
+
+	ledgerExtend: `
+		UPDATE items SET lease_until = :lease_until, updated_at = :now
+		WHERE run = :run AND asset = :asset AND state = 'RUNNING' AND owner = :owner AND attempt = :attempt
+		RETURNING ` + ledgerItemColumns,
 }

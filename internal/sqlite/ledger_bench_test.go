@@ -60,6 +60,26 @@ func BenchmarkItemClaimDuplicate(b *testing.B) {
 	}
 }
 
+// BenchmarkItemHeartbeat extends the claim of one RUNNING item per
+// iteration: the cost of a long item's heartbeat.
+func BenchmarkItemHeartbeat(b *testing.B) {
+	store := NewLedgerStore(openLedgerTestDB(b))
+	ctx := b.Context()
+	now := ledgerBenchRun.Nominal
+	key := ledger.ItemKey{Run: ledgerBenchRun, Asset: "EURUSD"}
+	it, err := store.Claim(ctx, ledger.ClaimParams{Key: key, Owner: "bench", LeaseUntil: now.Add(time.Minute), Fence: 1, Now: now})
+	if err != nil {
+		b.Fatal(err)
+	}
+	b.ReportAllocs()
+	for b.Loop() {
+		now = now.Add(time.Millisecond)
+		if _, err := store.Extend(ctx, ledger.ExtendParams{Key: key, Owner: "bench", Attempt: it.Attempt, LeaseUntil: now.Add(time.Minute), Now: now}); err != nil {
+			b.Fatal(err)
+		}
+	}
+}
+
 // BenchmarkRawConditionalInsertItem inserts a new row per iteration into a
 // copy of the items table, with INSERT … ON CONFLICT DO NOTHING and no
 // ledger code: the reference for the two benchmarks above. exec prepares

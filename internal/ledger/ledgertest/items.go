@@ -211,9 +211,12 @@ var holderCalls = []holderCall{
 	{"Release", func(b *bundle, key ledger.ItemKey, owner string, attempt int, now time.Time) (ledger.Item, error) {
 		return b.store.Release(b.ctx, ledger.ReleaseParams{Key: key, Owner: owner, Attempt: attempt, Now: now})
 	}},
+	{"Extend", func(b *bundle, key ledger.ItemKey, owner string, attempt int, now time.Time) (ledger.Item, error) {
+		return b.store.Extend(b.ctx, ledger.ExtendParams{Key: key, Owner: owner, Attempt: attempt, LeaseUntil: now.Add(itemLease), Now: now})
+	}},
 }
 
-// TestHolder covers what Complete, Fail and Release share: only the
+// TestHolder covers what Complete, Fail, Release and Extend share: only the
 // current owner and attempt of a RUNNING item may call them.
 func TestHolder(t *testing.T, h Harness) {
 	t.Parallel()
@@ -395,6 +398,59 @@ func TestRelease(t *testing.T, h Harness) {
 	})
 }
 
+// TestExtend: the holder's Extend moves the claim's expiry, so that no
+// other owner takes the item over before it; a stale attempt's heartbeat
+// is refused and changes nothing; a cancelled item refuses it with
+// ErrTerminal (the holder's cue to stop).
+func TestExtend(t *testing.T, h Harness) {
+	t.Parallel()
+	t.Run("HoldsOffTakeOver", func(t *testing.T) {
+		t.Parallel()
+		b := setup(t, h)
+		key := b.key("EURUSD")
+		running := b.itemIn(t, key, ledger.ItemRunning)
+		now := running.LeaseUntil.Add(-time.Second)
+		until := running.LeaseUntil.Add(time.Minute)
+		it, err := b.store.Extend(b.ctx, ledger.ExtendParams{Key: key, Owner: "a", Attempt: 1, LeaseUntil: until, Now: now})
+		require.NoError(t, err)
+		want := running
+		want.LeaseUntil, want.UpdatedAt = until, now
+		requireItem(t, want, it, "still RUNNING under the same claim, with the new expiry")
+		requireItem(t, want, b.getItem(t, key))
+
+		// Past the old expiry, the claim holds.
+		_, err = b.store.Claim(b.ctx, ledger.ClaimParams{Key: key, Owner: "b", LeaseUntil: until.Add(time.Minute), Now: running.LeaseUntil.Add(time.Second)})
+		require.ErrorIs(t, err, ledger.ErrHeld)
+		// Past the new one, another owner takes it over, and the first
+		// holder's heartbeat is refused from then on.
+		next := b.claim(t, key, "b", until)
+		require.Equal(t, 2, next.Attempt)
+		it, err = b.store.Extend(b.ctx, ledger.ExtendParams{Key: key, Owner: "a", Attempt: 1, LeaseUntil: until.Add(time.Hour), Now: until})
+		require.ErrorIs(t, err, ledger.ErrConflict, "a stale attempt's heartbeat")
+		requireItem(t, next, it, "the current record comes with ErrConflict")
+		requireItem(t, next, b.getItem(t, key), "nothing written")
+	})
+	t.Run("RefusedOnceCancelled", func(t *testing.T) {
+		t.Parallel()
+		b := setup(t, h)
+		key := b.key("EURUSD")
+		b.itemIn(t, key, ledger.ItemRunning)
+		cancelled, err := b.store.Cancel(b.ctx, ledger.CancelParams{Key: key, Reason: "operator", Now: at(2 * time.Second)})
+		require.NoError(t, err)
+		it, err := b.store.Extend(b.ctx, ledger.ExtendParams{Key: key, Owner: "a", Attempt: 1, LeaseUntil: at(time.Hour), Now: at(3 * time.Second)})
+		require.ErrorIs(t, err, ledger.ErrTerminal)
+		require.Equal(t, ledger.ItemCancelled, it.State)
+		require.Equal(t, "operator", it.Error, "the holder learns why")
+		requireItem(t, cancelled, b.getItem(t, key), "nothing written")
+	})
+	t.Run("NotFound", func(t *testing.T) {
+		t.Parallel()
+		b := setup(t, h)
+		_, err := b.store.Extend(b.ctx, ledger.ExtendParams{Key: b.key("EURUSD"), Owner: "a", Attempt: 1, LeaseUntil: at(time.Hour), Now: at(time.Second)})
+		require.ErrorIs(t, err, ledger.ErrNotFound)
+	})
+}
+
 // TestCancel: Cancel ends an absent or unfinished item, never a
 // terminal one.
 func TestCancel(t *testing.T, h Harness) {
@@ -504,6 +560,9 @@ func TestTerminalIsTerminal(t *testing.T, h Harness) {
 				},
 				"Release": func() (ledger.Item, error) {
 					return b.store.Release(b.ctx, ledger.ReleaseParams{Key: key, Owner: owner, Attempt: attempt, Now: now})
+				},
+				"Extend": func() (ledger.Item, error) {
+					return b.store.Extend(b.ctx, ledger.ExtendParams{Key: key, Owner: owner, Attempt: attempt, LeaseUntil: now.Add(itemLease), Now: now})
 				},
 				"Cancel": func() (ledger.Item, error) {
 					return b.store.Cancel(b.ctx, ledger.CancelParams{Key: key, Reason: "again", Now: now})

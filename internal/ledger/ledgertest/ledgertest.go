@@ -31,8 +31,8 @@
 //     ErrNotFound.
 //   - Claim's DEAD ("attempts exhausted") keeps Owner, Attempt, Fence and
 //     StartedAt of the last successful claim; it sets FinishedAt.
-//   - Complete, Fail and Release need no live lease, only that no other
-//     claim happened; Release keeps Owner and Attempt.
+//   - Complete, Fail, Release and Extend need no live lease, only that no
+//     other claim happened; Release and Extend keep Owner and Attempt.
 //   - Cancel of an absent item stores Owner "" and Attempt 0.
 //   - Open: UpdatedAt after Resumed; Error while RUNNING (a reclaimed item
 //     may keep its last failure reason); LeaseUntil once not RUNNING;
@@ -82,6 +82,7 @@ func Cases() []Case {
 		{"Complete", TestComplete},
 		{"Fail", TestFail},
 		{"Release", TestRelease},
+		{"Extend", TestExtend},
 		{"Cancel", TestCancel},
 		{"TerminalIsTerminal", TestTerminalIsTerminal},
 		{"GetItem", TestGetItem},

@@ -33,6 +33,7 @@ func TestStateMachineFindsBrokenStores(t *testing.T) {
 		{"CompleteIgnoresAttempt", completeIgnoresAttempt{newMemStore()}},
 		{"CancelOverwritesTerminal", cancelOverwritesTerminal{newMemStore()}},
 		{"ClaimIgnoresSkew", claimIgnoresSkew{newMemStore()}},
+		{"ExtendIgnoresAttempt", extendIgnoresAttempt{newMemStore()}},
 	}
 	for _, c := range broken {
 		t.Run(c.name, func(t *testing.T) {
@@ -63,6 +64,18 @@ func (s completeIgnoresAttempt) Complete(ctx context.Context, p ledger.CompleteP
 		p.Attempt = cur.Attempt
 	}
 	return s.memStore.Complete(ctx, p)
+}
+
+// extendIgnoresAttempt extends the lease of the current owner whatever
+// attempt it names: a stale attempt's heartbeat keeps the item from its
+// new holder's successor.
+type extendIgnoresAttempt struct{ *memStore }
+
+func (s extendIgnoresAttempt) Extend(ctx context.Context, p ledger.ExtendParams) (ledger.Item, error) {
+	if cur, err := s.GetItem(ctx, p.Key); err == nil && cur.Owner == p.Owner {
+		p.Attempt = cur.Attempt
+	}
+	return s.memStore.Extend(ctx, p)
 }
 
 // cancelOverwritesTerminal cancels whatever the state.

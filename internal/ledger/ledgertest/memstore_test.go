@@ -147,6 +147,10 @@ func (m *memStore) Fail(_ context.Context, p ledger.FailParams) (ledger.Item, er
 	return m.item(p.Key, func(cur *ledger.Item) (*ledger.Item, error) { return modelFail(cur, p) })
 }
 
+func (m *memStore) Extend(_ context.Context, p ledger.ExtendParams) (ledger.Item, error) {
+	return m.item(p.Key, func(cur *ledger.Item) (*ledger.Item, error) { return modelExtend(cur, p) })
+}
+
 func (m *memStore) Release(_ context.Context, p ledger.ReleaseParams) (ledger.Item, error) {
 	return m.item(p.Key, func(cur *ledger.Item) (*ledger.Item, error) { return modelRelease(cur, p) })
 }

@@ -119,6 +119,17 @@ func modelRelease(cur *ledger.Item, p ledger.ReleaseParams) (*ledger.Item, error
 	return next, nil
 }
 
+// modelExtend is Store.Extend.
+func modelExtend(cur *ledger.Item, p ledger.ExtendParams) (*ledger.Item, error) {
+	next, err := modelHolder(cur, p.Owner, p.Attempt)
+	if err != nil {
+		return next, err
+	}
+	next.LeaseUntil = p.LeaseUntil
+	next.UpdatedAt = p.Now
+	return next, nil
+}
+
 // modelCancel is Store.Cancel.
 func modelCancel(cur *ledger.Item, p ledger.CancelParams) (*ledger.Item, error) {
 	if cur == nil {

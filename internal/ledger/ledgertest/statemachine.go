@@ -21,7 +21,7 @@ const machineSteps = 30
 var (
 	// machineOps are the calls drawn; Claim, the one with most branches,
 	// twice as often as the others.
-	machineOps    = []string{"claim", "claim", "complete", "fail", "release", "cancel"}
+	machineOps    = []string{"claim", "claim", "complete", "fail", "release", "extend", "cancel"}
 	machineOwners = []string{"a", "b", "c"}
 	machineAssets = []string{"EURUSD", "GBPUSD"}
 	// machineTicks are how far the clock may move between two calls.
@@ -46,7 +46,7 @@ func TestStateMachine(t *testing.T, h Harness) {
 }
 
 // checkItemMachine drives a random sequence of Claim, Complete, Fail,
-// Release and Cancel calls by several owners, with a clock that only moves
+// Release, Extend and Cancel calls by several owners, with a clock that only moves
 // forward, against two items of a fresh run of store. After every call
 // the error, the returned record and both stored records must be those of
 // the model (model.go), and a record once terminal must never change.
@@ -105,6 +105,12 @@ func checkItemMachine(ctx context.Context, rt *rapid.T, store ledger.Store) {
 			call = fmt.Sprintf("Release(%s by %s#%d)", asset, owner, attempt)
 			next, wantErr = modelRelease(cur, p)
 			got, err = store.Release(ctx, p)
+		case "extend":
+			owner, attempt := drawHolder(rt, cur)
+			p := ledger.ExtendParams{Key: key, Owner: owner, Attempt: attempt, LeaseUntil: now.Add(rapid.SampledFrom(machineLeases).Draw(rt, "lease")), Now: now}
+			call = fmt.Sprintf("Extend(%s by %s#%d, lease until %s)", asset, owner, attempt, p.LeaseUntil.Sub(nominal))
+			next, wantErr = modelExtend(cur, p)
+			got, err = store.Extend(ctx, p)
 		case "cancel":
 			p := ledger.CancelParams{Key: key, Reason: fmt.Sprintf("cancel-%d", step), Now: now}
 			call = fmt.Sprintf("Cancel(%s)", asset)

@@ -1,0 +1,167 @@
+// Package dagtest runs a job whose derived items form a three-level graph
+// end to end on a backend (coordinator, poller, consumers), the same way
+// on every engine: every level runs once its inputs succeeded, with their
+// results, and an input that ends DEAD cancels every item downstream of it.
+package dagtest
+
+import (
+	"context"
+	"errors"
+	"slices"
+	"strings"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/stretchr/testify/require"
+
+	"github.com/batonhq/baton"
+	"github.com/batonhq/baton/internal/backend"
+	"github.com/batonhq/baton/internal/engine"
+	"github.com/batonhq/baton/internal/ledger"
+)
+
+// Derived is the graph: x and y on assets, z on x and y, top on z and an
+// asset. Listed top first: the order of the list does not matter.
+var Derived = []baton.Derived{
+	{Name: "top", Inputs: []string{"z", "a1"}},
+	{Name: "z", Inputs: []string{"x", "y"}},
+	{Name: "x", Inputs: []string{"a1", "a2"}},
+	{Name: "y", Inputs: []string{"a3"}},
+}
+
+// counter counts processor calls per item key.
+type counter struct {
+	mu    sync.Mutex
+	calls map[string]int
+}
+
+func (c *counter) add(key string) {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	c.calls[key]++
+}
+
+func (c *counter) get(key string) int {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	return c.calls[key]
+}
+
+// processor returns an asset's name as its result, and a derived item's
+// name with its inputs' results: "z(x(a1+a2)+y(a3))". It fails the asset
+// named failAsset permanently.
+func processor(c *counter, failAsset string) baton.Processor {
+	return baton.ProcessorFunc(func(ctx context.Context, t baton.Task) ([]byte, error) {
+		c.add(t.Key.String())
+		if t.Asset == failAsset {
+			return nil, baton.Permanent(errors.New("refused on purpose"))
+		}
+		if len(t.Inputs) == 0 {
+			return []byte(t.Asset), nil
+		}
+		names := make([]string, 0, len(t.Inputs))
+		for n := range t.Inputs {
+			names = append(names, n)
+		}
+		slices.Sort(names)
+		parts := make([]string, len(names))
+		for i, n := range names {
+			parts[i] = string(t.Inputs[n])
+		}
+		return []byte(t.Asset + "(" + strings.Join(parts, "+") + ")"), nil
+	})
+}
+
+func job(name, failAsset string, c *counter) baton.Job {
+	return baton.Job{
+		Name: name, Schedule: "rate(1 minute)", Assets: []string{"a1", "a2", "a3"},
+		Derived: Derived, Processor: processor(c, failAsset),
+		Limits: baton.Limits{ItemLease: 5 * time.Second, ClockSkew: 100 * time.Millisecond},
+	}
+}
+
+// Run triggers a tick of two jobs with the graph on b and waits for both
+// runs to settle by themselves (no settle from the test): "dag", where
+// everything succeeds, and "dagdead", whose asset a3 ends DEAD. It checks
+// every item's state, result or reason, and that each item ran once.
+func Run(t *testing.T, b backend.Backend) {
+	t.Helper()
+	c := &counter{calls: map[string]int{}}
+	cat, err := baton.NewCatalog(job("dag", "", c), job("dagdead", "a3", c))
+	require.NoError(t, err)
+	eng, err := engine.New(b, engine.Options{Catalog: cat, Consumers: 2, BatchSize: 4, BatchTimeout: 10 * time.Second, RetryDelay: 100 * time.Millisecond})
+	require.NoError(t, err)
+	ctx, cancel := context.WithCancel(t.Context())
+	var wg sync.WaitGroup
+	wg.Go(func() { _ = eng.Consume(ctx) })
+	defer func() { cancel(); wg.Wait() }()
+
+	at := time.Now()
+	okRun := trigger(t, eng, "dag", at)
+	deadRun := trigger(t, eng, "dagdead", at)
+
+	run, items := waitFinished(t, b.Ledger, okRun)
+	require.Equal(t, ledger.RunComplete, run.State)
+	require.Equal(t, 7, run.Succeeded)
+	want := map[string]string{
+		"a1": "a1", "a2": "a2", "a3": "a3", "x": "x(a1+a2)", "y": "y(a3)",
+		"z": "z(x(a1+a2)+y(a3))", "top": "top(a1+z(x(a1+a2)+y(a3)))",
+	}
+	require.Len(t, items, len(want))
+	for _, it := range items {
+		require.Equal(t, ledger.ItemSucceeded, it.State, it.Key.Asset)
+		require.Equal(t, want[it.Key.Asset], string(it.Result), it.Key.Asset)
+		require.Equal(t, 1, c.get(it.Key.String()), "%s processed once", it.Key)
+	}
+
+	run, items = waitFinished(t, b.Ledger, deadRun)
+	require.Equal(t, ledger.RunPartial, run.State)
+	require.Equal(t, [3]int{3, 1, 3}, [3]int{run.Succeeded, run.Dead, run.Cancelled}, "succeeded, dead, cancelled")
+	wantState := map[string]ledger.ItemState{
+		"a1": ledger.ItemSucceeded, "a2": ledger.ItemSucceeded, "x": ledger.ItemSucceeded, "a3": ledger.ItemDead,
+		"y": ledger.ItemCancelled, "z": ledger.ItemCancelled, "top": ledger.ItemCancelled,
+	}
+	wantReason := map[string]string{"y": "input a3 is DEAD", "z": "input y is CANCELLED", "top": "input z is CANCELLED"}
+	require.Len(t, items, len(wantState))
+	for _, it := range items {
+		require.Equal(t, wantState[it.Key.Asset], it.State, it.Key.Asset)
+		if r, ok := wantReason[it.Key.Asset]; ok {
+			require.Equal(t, r, it.Error, it.Key.Asset)
+			require.Zero(t, c.get(it.Key.String()), "%s never processed", it.Key)
+		}
+	}
+}
+
+func trigger(t *testing.T, eng *engine.Engine, job string, at time.Time) ledger.RunID {
+	t.Helper()
+	sum, err := eng.Trigger(t.Context(), job, at, false)
+	require.NoError(t, err)
+	require.Equal(t, 3, sum.Enqueued, "the assets are sent; derived items wait for fan-in")
+	return ledger.RunID{Job: job, Nominal: sum.Nominal, Generation: 1}
+}
+
+// waitFinished polls the run until it is complete or partial, with a
+// bound; it never settles the run itself (the consumers must).
+func waitFinished(t *testing.T, l ledger.Store, id ledger.RunID) (ledger.Run, []ledger.Item) {
+	t.Helper()
+	ctx, stop := context.WithTimeout(t.Context(), 30*time.Second)
+	defer stop()
+	var run ledger.Run
+	for {
+		r, err := l.GetRun(ctx, id.Job, id.Nominal)
+		if err == nil && r.State.Finished() {
+			run = r
+			break
+		}
+		select {
+		case <-ctx.Done():
+			items, _ := l.ListItems(context.WithoutCancel(ctx), id)
+			t.Fatalf("run %s not finished: %+v (%v); items %+v", id, r, err, items)
+		case <-time.After(20 * time.Millisecond):
+		}
+	}
+	items, err := l.ListItems(t.Context(), id)
+	require.NoError(t, err)
+	return run, items
+}

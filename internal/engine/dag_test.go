@@ -1,0 +1,28 @@
+package engine_test
+
+import (
+	"path/filepath"
+	"testing"
+
+	"github.com/stretchr/testify/require"
+
+	"github.com/batonhq/baton/internal/backend/sqlitebackend"
+	"github.com/batonhq/baton/internal/dagtest"
+	"github.com/batonhq/baton/internal/heartbeattest"
+)
+
+func TestDerivedGraphOnSQLite(t *testing.T) {
+	t.Parallel()
+	b, err := sqlitebackend.Open(t.Context(), filepath.Join(t.TempDir(), "baton.db"))
+	require.NoError(t, err)
+	t.Cleanup(func() { require.NoError(t, b.Close()) })
+	dagtest.Run(t, b)
+}
+
+func TestLongItemsOnSQLite(t *testing.T) {
+	t.Parallel()
+	b, err := sqlitebackend.Open(t.Context(), filepath.Join(t.TempDir(), "baton.db"))
+	require.NoError(t, err)
+	t.Cleanup(func() { require.NoError(t, b.Close()) })
+	heartbeattest.Run(t, b)
+}
