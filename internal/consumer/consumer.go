@@ -27,6 +27,7 @@ const (
 	StatusNotStarted = "not_started" // too close to the deadline to start
 	StatusRequeued   = "requeued"    // held by a live claim at its last receive: sent again as a new message, acknowledged
 	StatusOverBudget = "over_budget" // not started: its run's RunBudget had passed; CANCELLED with the reason, acknowledged
+	StatusReleased   = "released"    // given back at a graceful stop (Consumer.Stop): not started, or its claim released; redelivered
 )
 
 // Consumer processes item messages. Its fields are set once; Handle may be
@@ -57,6 +58,17 @@ type Consumer struct {
 	// Runs, optional, keeps the runs read to vouch for messages across
 	// batches (share one per process); nil: every message reads its run.
 	Runs *RunCache
+	// Stop, optional, ends a graceful shutdown's grace period: once it is
+	// closed, no message is started any more and a processor still running
+	// has its context cancelled. A message not started, and one whose
+	// processor then returns an error, is given back without a verdict:
+	// its claim is released (ledger Release: any consumer may claim the
+	// item once the skew allowance has passed) and it is reported failed
+	// with status released, never dead-lettered, so that the queue
+	// delivers it again.
+	// A processor that returns a result despite the stop completes as
+	// usual. The ledger writes still run under Handle's ctx.
+	Stop <-chan struct{}
 }
 
 // Result is the verdict on a batch. Every message not in Failed may be

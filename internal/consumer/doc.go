@@ -98,4 +98,14 @@
 // it would leave the item RUNNING with no message to finish it. The claim
 // ends within the job's ItemLease, so the new message finds the item
 // claimable or terminal.
+//
+// # Stopping
+//
+// Consumer.Stop ends a graceful shutdown's grace period (an HTTP worker's
+// SIGTERM): once it is closed no message is started, and a processor still
+// running sees its context cancelled. What is cut short is given back: the
+// claim is released (ledger Release: no verdict recorded, claimable by
+// another consumer once the job's clock-skew allowance has passed) and the
+// message reported failed with status released, never dead-lettered, so
+// that the queue delivers it again.
 package consumer

@@ -77,6 +77,11 @@ func (c *Consumer) handle(ctx context.Context, deadline time.Time, d *delivery) 
 		}
 	} else {
 		v = c.run(ctx, deadline, d)
+		if v.outcome.Status == StatusReleased {
+			// Given back at a stop: the item is claimable, and only a
+			// redelivery can finish it.
+			return v
+		}
 		exhausted := c.MaxReceives > 0 && d.d.ReceiveCount >= c.MaxReceives
 		if v.err != nil && exhausted && errors.Is(v.err, ledger.ErrHeld) {
 			if rv, ok := c.requeue(ctx, d, v); ok {
@@ -199,6 +204,9 @@ func (c *Consumer) gate(ctx context.Context, deadline time.Time, m *messageRun) 
 	d, lim := m.d, m.d.job.Limits
 	if err := ctx.Err(); err != nil {
 		return m.fail(StatusNotStarted, fmt.Errorf("%s not started: %w", d.key, err)), false
+	}
+	if c.stopped() {
+		return m.fail(StatusReleased, fmt.Errorf("%s not started: %w", d.key, ErrStopped)), false
 	}
 	if !deadline.IsZero() && !m.now.Before(deadline.Add(-lim.DeadlineMargin)) {
 		return m.fail(StatusNotStarted, fmt.Errorf("%s not started: %s left before the deadline, margin %s",
@@ -360,6 +368,19 @@ func (c *Consumer) process(ctx context.Context, m *messageRun) (result []byte, d
 		Effects: effect.Bind(c.Effects, d.key.Run.Job, d.key.Run.Generation, item.Attempt, c.now),
 		Claim:   cl,
 	}
+	if c.Stop != nil {
+		// A stop ends the processor's context with ErrStopped as its
+		// cause; record then gives the item back.
+		watched := make(chan struct{})
+		defer close(watched)
+		go func() {
+			select {
+			case <-c.Stop:
+				cl.end(fmt.Errorf("%s attempt %d: %w", d.key, item.Attempt, ErrStopped))
+			case <-watched:
+			}
+		}()
+	}
 	started := c.now()
 	result, perr = safeProcess(pctx, d.job.Processor, task)
 	stop()
@@ -382,7 +403,42 @@ func (c *Consumer) record(ctx context.Context, m *messageRun, result []byte, don
 	if perr == nil {
 		return c.recordSuccess(ctx, m, result, done)
 	}
+	if c.stopped() {
+		return c.release(ctx, m, perr, done)
+	}
 	return c.recordFailure(ctx, m, perr, done)
+}
+
+// ErrStopped matches the reason of a message given back at a stop
+// (Consumer.Stop).
+var ErrStopped = errors.New("consumer stopping")
+
+func (c *Consumer) stopped() bool {
+	if c.Stop == nil {
+		return false
+	}
+	select {
+	case <-c.Stop:
+		return true
+	default:
+		return false
+	}
+}
+
+// release gives the claimed item back without a verdict after the stop
+// cut its processor short (perr): the next delivery claims it once the
+// job's clock-skew allowance has passed.
+// The message is redelivered either way; a release that fails leaves the
+// claim to expire with its lease.
+func (c *Consumer) release(ctx context.Context, m *messageRun, perr error, done time.Time) verdict {
+	d, attempt := m.d, m.item.Attempt
+	if _, err := c.Ledger.Release(ctx, ledger.ReleaseParams{Key: d.key, Owner: c.Owner, Attempt: attempt, Now: done}); err != nil {
+		m.log.WarnContext(ctx, "release at stop failed; the claim ends with its lease", slog.String("phase", "release"),
+			slog.Int("attempt", attempt), slog.Any("processor_error", perr), slog.Any("error", err))
+		return m.fail(StatusReleased, fmt.Errorf("%s attempt %d: %w: %v (and releasing it failed: %v)", d.key, attempt, ErrStopped, perr, err))
+	}
+	m.log.InfoContext(ctx, "item released at stop", slog.String("phase", "release"), slog.Int("attempt", attempt), slog.Any("error", perr))
+	return m.fail(StatusReleased, fmt.Errorf("%s attempt %d released: %w: %v", d.key, attempt, ErrStopped, perr))
 }
 
 // recordSuccess completes the item with result; see record.
