@@ -1,0 +1,40 @@
+// Package httpapp serves baton's coordinator and consumer over HTTP, for
+// container platforms (Cloud Run, Knative, Azure Container Apps, a plain
+// Kubernetes Deployment): the machinery behind package batonhttp and
+// `baton serve`. It works on any engine's backend.Backend.
+//
+// # Endpoints
+//
+//   - POST / (and /trigger): the coordinator. A CloudEvent in binary or
+//     structured mode (a Knative PingSource tick, an Eventarc event) or a
+//     plain JSON trigger (the Lambda coordinator's shapes, such as a Cloud
+//     Scheduler HTTP job's body {"job"}), decoded strictly
+//     (DecodeTriggerRequest).
+//   - POST /push: one work message pushed as a CloudEvent
+//     (DecodePushRequest), processed by the same consumer as pulled ones.
+//   - GET /healthz: liveness. GET /readyz: the backend's ledger answers.
+//
+// Work endpoints verify their caller (Auth: an OIDC token checked against
+// the issuer's keys, audience and optionally the caller's email, or a
+// shared secret compared in constant time); with nothing configured they
+// serve loopback callers only. Refusals are JSON {"error": "..."}, with a
+// status that tells a retrying sender what to do: 400 and 401 are final,
+// 503 and 500 are to be retried.
+//
+// # Pull workers and stopping
+//
+// RunWorkers polls the backend's work queue with the engine's poller, as
+// `baton run` does. Serve runs the endpoints and the workers; when its
+// context ends (SIGTERM) it stops taking work, lets what is in flight
+// finish for a grace period, then gives back what is left: the consumer's
+// Stop releases the claims (ledger Release) and the messages become
+// visible again (pulled) or are answered 503 (pushed).
+//
+// # Heartbeats
+//
+// The ledger has no claim renewal: an item's claim lasts the job's
+// ItemLease, bounded by the batch's or request's deadline, and the
+// processor's context ends with it. A pushed message's claim is bounded
+// by Params.Timeout, which must stay below the push system's
+// acknowledgement deadline.
+package httpapp
