@@ -1,0 +1,73 @@
+package httpapp_test
+
+import (
+	"bytes"
+	"net/http"
+	"net/http/httptest"
+	"testing"
+	"time"
+
+	"github.com/batonhq/baton/internal/httpapp"
+	"github.com/batonhq/baton/internal/lambdaevent"
+)
+
+// fuzzRequest builds a request from fuzzed parts: mode 0 plain, 1 binary
+// (the ce- headers from attrs), 2 structured.
+func fuzzRequest(mode uint8, contentType, id, at string, body []byte) *http.Request {
+	r := httptest.NewRequest(http.MethodPost, "/", bytes.NewReader(body))
+	if contentType != "" {
+		r.Header.Set("Content-Type", contentType)
+	}
+	switch mode % 3 {
+	case 1:
+		r.Header.Set("Ce-Specversion", "1.0")
+		r.Header.Set("Ce-Id", id)
+		r.Header.Set("Ce-Source", "/s")
+		r.Header.Set("Ce-Type", "t")
+		r.Header.Set("Ce-Time", at)
+		r.Header.Set("Ce-Deliveryattempt", id)
+	case 2:
+		r.Header.Set("Content-Type", "application/cloudevents+json")
+	}
+	return r
+}
+
+func addSeeds(f *testing.F) {
+	f.Add(uint8(0), "application/json", "", "", []byte(`{"job":"fx","scheduledTime":"2026-11-21T12:01:00Z"}`))
+	f.Add(uint8(1), "application/json", "e1", "2026-11-21T12:01:00Z", []byte(`{"job":"fx"}`))
+	f.Add(uint8(1), "", "e1", "2026-11-21T12:01:00Z", []byte(``))
+	f.Add(uint8(2), "", "", "", []byte(`{"specversion":"1.0","id":"e","source":"/s","type":"t","time":"2026-11-21T12:01:00Z","data":{"job":"fx"}}`))
+	f.Add(uint8(2), "", "", "", []byte(`{"specversion":"1.0","id":"e","source":"/s","type":"google.cloud.pubsub.topic.v1.messagePublished","data":{"message":{"data":"e30="}}}`))
+	f.Add(uint8(1), "text/plain", "2", "yesterday", []byte(`{"v":1}`))
+}
+
+func FuzzDecodeTriggerRequest(f *testing.F) {
+	addSeeds(f)
+	p := httpapp.TriggerRequestParams{Jobs: []string{"fx"}, Now: now, Skew: time.Minute, MaxAge: time.Hour}
+	f.Fuzz(func(t *testing.T, mode uint8, contentType, id, at string, body []byte) {
+		got, err := httpapp.DecodeTriggerRequest(fuzzRequest(mode, contentType, id, at, body), p)
+		if err != nil {
+			if !bytes.Contains([]byte(err.Error()), []byte(httpapp.ErrBadRequest.Error())) {
+				t.Fatalf("error does not say bad request: %v", err)
+			}
+			return
+		}
+		// What is accepted is a trigger the coordinator takes.
+		if _, err := lambdaevent.DecodeTrigger(lambdaevent.TriggerParams{Payload: got.Payload, Jobs: p.Jobs, Now: now, Skew: time.Minute, MaxAge: time.Hour}); err != nil {
+			t.Fatalf("accepted %q, but the coordinator refuses it: %v", got.Payload, err)
+		}
+	})
+}
+
+func FuzzDecodePushRequest(f *testing.F) {
+	addSeeds(f)
+	f.Fuzz(func(t *testing.T, mode uint8, contentType, id, at string, body []byte) {
+		d, err := httpapp.DecodePushRequest(fuzzRequest(mode, contentType, id, at, body))
+		if err != nil {
+			return
+		}
+		if d.MessageID == "" || d.ReceiveCount < 1 {
+			t.Fatalf("accepted a delivery without an id or with receive count %d", d.ReceiveCount)
+		}
+	})
+}
