@@ -1,0 +1,365 @@
+package httpapp_test
+
+import (
+	"context"
+	"encoding/json"
+	"fmt"
+	"io"
+	"log/slog"
+	"net"
+	"net/http"
+	"path/filepath"
+	"strings"
+	"sync"
+	"sync/atomic"
+	"testing"
+	"time"
+
+	"github.com/stretchr/testify/require"
+
+	"github.com/batonhq/baton"
+	"github.com/batonhq/baton/examples/fx"
+	"github.com/batonhq/baton/internal/backend"
+	"github.com/batonhq/baton/internal/backend/sqlitebackend"
+	"github.com/batonhq/baton/internal/httpapp"
+	"github.com/batonhq/baton/internal/ledger"
+	"github.com/batonhq/baton/internal/queue"
+)
+
+// engines are the backends the end-to-end tests run on; an engine is one
+// entry (a constructor of a fresh, empty backend).
+var engines = []struct {
+	name string
+	open func(t *testing.T) backend.Backend
+}{
+	{"sqlite", func(t *testing.T) backend.Backend {
+		b, err := sqlitebackend.Open(context.Background(), filepath.Join(t.TempDir(), "baton.db"))
+		require.NoError(t, err)
+		t.Cleanup(func() { _ = b.Close() })
+		return b
+	}},
+}
+
+const testSecret = "e2e-secret-0123456789"
+
+// server is a running Serve on a loopback port.
+type server struct {
+	url     string
+	backend backend.Backend
+	cancel  context.CancelFunc
+	done    chan error
+}
+
+func serve(t *testing.T, b backend.Backend, catalog *baton.Catalog, pull bool, w httpapp.WorkerParams) *server {
+	t.Helper()
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	require.NoError(t, err)
+	ctx, cancel := context.WithCancel(context.Background())
+	s := &server{url: "http://" + ln.Addr().String(), backend: b, cancel: cancel, done: make(chan error, 1)}
+	go func() {
+		s.done <- httpapp.Serve(ctx, httpapp.ServeParams{
+			Params:     httpapp.Params{Catalog: catalog, Backend: b, Logger: slog.New(slog.DiscardHandler), Timeout: 20 * time.Second},
+			Listener:   ln,
+			AuthConfig: httpapp.Auth{Secret: testSecret},
+			Workers:    w,
+			Pull:       pull,
+		})
+	}()
+	t.Cleanup(func() { s.stop(t) })
+	return s
+}
+
+func (s *server) stop(t *testing.T) {
+	s.cancel()
+	select {
+	case err, ok := <-s.done:
+		if ok {
+			require.NoError(t, err)
+			close(s.done)
+		}
+	case <-time.After(30 * time.Second):
+		t.Fatal("Serve did not return after its context ended")
+	}
+}
+
+type reply struct {
+	code int
+	body map[string]any
+}
+
+func (s *server) post(t *testing.T, path string, header http.Header, body string) reply {
+	t.Helper()
+	req, err := http.NewRequest(http.MethodPost, s.url+path, strings.NewReader(body))
+	require.NoError(t, err)
+	for k, v := range header {
+		req.Header[k] = v
+	}
+	if req.Header.Get("Authorization") == "" {
+		req.Header.Set("Authorization", "Bearer "+testSecret)
+	}
+	return do(t, req)
+}
+
+func (s *server) get(t *testing.T, path string) reply {
+	t.Helper()
+	req, err := http.NewRequest(http.MethodGet, s.url+path, nil)
+	require.NoError(t, err)
+	return do(t, req)
+}
+
+func do(t *testing.T, req *http.Request) reply {
+	t.Helper()
+	resp, err := http.DefaultClient.Do(req)
+	require.NoError(t, err)
+	defer resp.Body.Close()
+	raw, err := io.ReadAll(resp.Body)
+	require.NoError(t, err)
+	out := reply{code: resp.StatusCode}
+	require.NoError(t, json.Unmarshal(raw, &out.body), "body %s", raw)
+	return out
+}
+
+// ceBinary and ceStructured are the headers and body of a tick.
+func ceBinary(id string, at time.Time, data string) (http.Header, string) {
+	h := http.Header{}
+	h.Set("Ce-Specversion", "1.0")
+	h.Set("Ce-Id", id)
+	h.Set("Ce-Source", "/apis/v1/namespaces/default/pingsources/fx")
+	h.Set("Ce-Type", "dev.knative.sources.ping")
+	h.Set("Ce-Time", at.UTC().Format(time.RFC3339))
+	h.Set("Content-Type", "application/json")
+	return h, data
+}
+
+func ceStructured(id, typ string, at time.Time, data string) (http.Header, string) {
+	ev, _ := json.Marshal(map[string]any{"specversion": "1.0", "id": id, "source": "//cloudscheduler.googleapis.com/jobs/fx",
+		"type": typ, "time": at.UTC().Format(time.RFC3339), "datacontenttype": "application/json", "data": json.RawMessage(data)})
+	h := http.Header{}
+	h.Set("Content-Type", "application/cloudevents+json")
+	return h, string(ev)
+}
+
+// waitSettled polls the ledger until the tick's run is finished.
+func waitSettled(t *testing.T, b backend.Backend, job string, nominal time.Time) (ledger.Run, []ledger.Item) {
+	t.Helper()
+	ctx := context.Background()
+	var run ledger.Run
+	require.Eventually(t, func() bool {
+		r, err := b.Ledger.GetRun(ctx, job, nominal)
+		run = r
+		return err == nil && r.State.Finished()
+	}, 30*time.Second, 20*time.Millisecond, "run %s@%s not settled", job, nominal)
+	items, err := b.Ledger.ListItems(ctx, run.ID)
+	require.NoError(t, err)
+	return run, items
+}
+
+func TestEndToEnd(t *testing.T) {
+	t.Parallel()
+	for _, eng := range engines {
+		t.Run(eng.name, func(t *testing.T) {
+			t.Parallel()
+			b := eng.open(t)
+			s := serve(t, b, fx.Catalog(nil), true, httpapp.WorkerParams{Consumers: 2, RetryDelay: 50 * time.Millisecond})
+
+			require.Equal(t, http.StatusOK, s.get(t, httpapp.PathHealth).code)
+			ready := s.get(t, httpapp.PathReady)
+			require.Equal(t, http.StatusOK, ready.code)
+			require.Equal(t, eng.name, ready.body["backend"])
+
+			// Two ticks: the previous minute's in binary mode, the one
+			// before in structured mode; each opens its run, the pull
+			// workers process every item and the run settles.
+			minute := time.Now().UTC().Truncate(time.Minute)
+			for i, mode := range []string{"binary", "structured"} {
+				nominal := minute.Add(-time.Duration(i+1) * time.Minute)
+				var h http.Header
+				var body string
+				if mode == "binary" {
+					h, body = ceBinary("tick-"+mode, nominal, `{"job":"fx"}`)
+				} else {
+					h, body = ceStructured("tick-"+mode, "dev.knative.sources.ping", nominal, `{"job":"fx"}`)
+				}
+				r := s.post(t, "/", h, body)
+				require.Equal(t, http.StatusOK, r.code, "%v", r.body)
+				require.Equal(t, "opened", r.body["outcome"])
+				require.Equal(t, "cloudevent", r.body["source"])
+				require.Equal(t, mode, r.body["event_mode"])
+				require.Equal(t, nominal.Format(time.RFC3339), r.body["nominal"])
+				require.EqualValues(t, len(fx.Assets), r.body["enqueued"])
+
+				run, items := waitSettled(t, b, "fx", nominal)
+				require.Equal(t, ledger.RunComplete, run.State)
+				require.Len(t, items, len(fx.Assets)+1, "the assets and DXY")
+				for _, it := range items {
+					require.Equal(t, ledger.ItemSucceeded, it.State, it.Key.String())
+				}
+
+				// The same tick again: one tick, one run.
+				r = s.post(t, "/trigger", h, body)
+				require.Equal(t, http.StatusOK, r.code, "%v", r.body)
+				require.Equal(t, "already_fanned_out", r.body["outcome"])
+			}
+
+			// A plain JSON trigger, as a Cloud Scheduler HTTP job sends it.
+			nominal := minute.Add(-3 * time.Minute)
+			r := s.post(t, "/", http.Header{"Content-Type": {"application/octet-stream"}},
+				fmt.Sprintf(`{"job":"fx","scheduledTime":%q}`, nominal.Format(time.RFC3339)))
+			require.Equal(t, http.StatusOK, r.code, "%v", r.body)
+			require.Equal(t, "scheduler", r.body["source"])
+			run, _ := waitSettled(t, b, "fx", nominal)
+			require.Equal(t, ledger.RunComplete, run.State)
+
+			// Refusals, each with its reason.
+			for name, tc := range map[string]struct {
+				header  http.Header
+				body    string
+				code    int
+				wantErr string
+			}{
+				"unknown field": {http.Header{"Content-Type": {"application/json"}}, `{"job":"fx","when":"now"}`, http.StatusBadRequest, `"when"`},
+				"unknown job":   {func() http.Header { h, _ := ceBinary("x", minute, ""); return h }(), `{"job":"eod"}`, http.StatusBadRequest, `job "eod" is not in this deployment's catalog`},
+				"bad event":     {http.Header{"Content-Type": {"application/cloudevents+json"}}, `{"specversion":"1.0","type":"t"}`, http.StatusBadRequest, "not a valid CloudEvent (structured mode)"},
+				"no secret":     {http.Header{"Authorization": {"Basic eDp5"}}, `{"job":"fx"}`, http.StatusUnauthorized, "no secret in the Authorization header"},
+				"wrong secret":  {http.Header{"Authorization": {"Bearer not-the-secret"}}, `{"job":"fx"}`, http.StatusUnauthorized, "wrong secret"},
+			} {
+				r := s.post(t, "/", tc.header, tc.body)
+				require.Equal(t, tc.code, r.code, "%s: %v", name, r.body)
+				require.Contains(t, r.body["error"], tc.wantErr, name)
+			}
+			r = s.get(t, "/")
+			require.Equal(t, http.StatusMethodNotAllowed, r.code)
+		})
+	}
+}
+
+func TestPushEndToEnd(t *testing.T) {
+	t.Parallel()
+	for _, eng := range engines {
+		t.Run(eng.name, func(t *testing.T) {
+			t.Parallel()
+			b := eng.open(t)
+			s := serve(t, b, fx.Catalog(nil), false, httpapp.WorkerParams{})
+			nominal := time.Now().UTC().Truncate(time.Minute).Add(-time.Minute)
+			h, body := ceBinary("tick", nominal, `{"job":"fx"}`)
+			r := s.post(t, "/", h, body)
+			require.Equal(t, http.StatusOK, r.code, "%v", r.body)
+
+			// A malformed message is dead-lettered with its reason and
+			// acknowledged: a push system must not retry it.
+			h, body = ceStructured("bad-1", "dev.baton.work", nominal, `{"v":1,"key":"fx@nonsense"}`)
+			r = s.post(t, httpapp.PathPush, h, body)
+			require.Equal(t, http.StatusOK, r.code, "%v", r.body)
+			require.Equal(t, "malformed", r.body["status"])
+			require.NotEmpty(t, r.body["dead_lettered"])
+			dead := receiveAll(t, b.DeadLetter)
+			require.Len(t, dead, 1)
+			require.Contains(t, string(dead[0].Body), "nonsense")
+
+			// The push system delivers what the queue holds, one message a
+			// request, as the push subscription would, until the run
+			// settles (DXY comes once its inputs are done).
+			pushed := map[string]int{}
+			require.Eventually(t, func() bool {
+				for _, d := range receiveAll(t, b.Work) {
+					h, body := ceBinary(d.MessageID, nominal, string(d.Body))
+					h.Set("Ce-Type", "dev.baton.work")
+					h.Set("Ce-Deliveryattempt", fmt.Sprint(d.ReceiveCount))
+					r := s.post(t, httpapp.PathPush, h, body)
+					pushed[fmt.Sprint(r.code, " ", r.body["status"])]++
+					if r.code == http.StatusOK {
+						require.NoError(t, b.Work.Delete(context.Background(), d.ReceiptHandle))
+					}
+				}
+				run, err := b.Ledger.GetRun(context.Background(), "fx", nominal)
+				return err == nil && run.State.Finished()
+			}, 30*time.Second, 20*time.Millisecond)
+			require.Equal(t, len(fx.Assets)+1, pushed["200 succeeded"], "%v", pushed)
+			run, items := waitSettled(t, b, "fx", nominal)
+			require.Equal(t, ledger.RunComplete, run.State)
+			require.Len(t, items, len(fx.Assets)+1)
+
+			// Not a CloudEvent at all: nothing to dead-letter, 400.
+			r = s.post(t, httpapp.PathPush, http.Header{"Content-Type": {"application/json"}}, `{"v":1}`)
+			require.Equal(t, http.StatusBadRequest, r.code)
+			require.Contains(t, r.body["error"], "not a CloudEvent")
+		})
+	}
+}
+
+// receiveAll receives what q holds now.
+func receiveAll(t *testing.T, q backend.Queue) []queue.Delivery {
+	t.Helper()
+	var out []queue.Delivery
+	for {
+		ds, err := q.Receive(context.Background(), queue.ReceiveParams{Max: queue.MaxBatch, Visibility: time.Minute, Wait: 10 * time.Millisecond, Now: time.Now()})
+		require.NoError(t, err)
+		if len(ds) == 0 {
+			return out
+		}
+		out = append(out, ds...)
+	}
+}
+
+func TestGracefulStopReleases(t *testing.T) {
+	t.Parallel()
+	for _, eng := range engines {
+		t.Run(eng.name, func(t *testing.T) {
+			t.Parallel()
+			b := eng.open(t)
+			var block atomic.Bool
+			block.Store(true)
+			started := make(chan string, 16)
+			var mu sync.Mutex
+			job := baton.Job{
+				Name: "slow", Schedule: "rate(1 minute)", Assets: []string{"a", "b"},
+				Limits: baton.Limits{ClockSkew: time.Millisecond, ItemLease: time.Minute, MaxAttempts: 5, Concurrency: 2, DeadlineMargin: time.Millisecond},
+				Processor: baton.ProcessorFunc(func(ctx context.Context, task baton.Task) ([]byte, error) {
+					mu.Lock()
+					blocking := block.Load()
+					mu.Unlock()
+					if !blocking {
+						return []byte(`"done"`), nil
+					}
+					started <- task.Asset
+					<-ctx.Done() // a long item: only the stop ends it
+					return nil, ctx.Err()
+				}),
+			}
+			catalog := baton.MustCatalog(job)
+			w := httpapp.WorkerParams{Consumers: 2, BatchSize: 1, Grace: 100 * time.Millisecond, RetryDelay: 50 * time.Millisecond}
+			s := serve(t, b, catalog, true, w)
+			nominal := time.Now().UTC().Truncate(time.Minute).Add(-time.Minute)
+			h, body := ceBinary("tick", nominal, `{"job":"slow"}`)
+			r := s.post(t, "/", h, body)
+			require.Equal(t, http.StatusOK, r.code, "%v", r.body)
+			<-started
+			<-started // both items are being processed
+
+			s.stop(t) // SIGTERM: the grace period passes, both are given back
+			run, err := b.Ledger.GetRun(context.Background(), "slow", nominal)
+			require.NoError(t, err)
+			items, err := b.Ledger.ListItems(context.Background(), run.ID)
+			require.NoError(t, err)
+			require.Len(t, items, 2)
+			for _, it := range items {
+				require.Equal(t, ledger.ItemRunning, it.State, "released, no verdict")
+				require.Equal(t, 1, it.Attempt)
+				require.False(t, it.LeaseUntil.After(time.Now()), "claim released")
+			}
+
+			// A new instance takes the messages again and finishes them.
+			mu.Lock()
+			block.Store(false)
+			mu.Unlock()
+			serve(t, b, catalog, true, w)
+			run, items = waitSettled(t, b, "slow", nominal)
+			require.Equal(t, ledger.RunComplete, run.State)
+			for _, it := range items {
+				require.Equal(t, ledger.ItemSucceeded, it.State)
+				require.Equal(t, 2, it.Attempt)
+			}
+		})
+	}
+}
+
