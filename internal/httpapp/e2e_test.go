@@ -362,4 +362,3 @@ func TestGracefulStopReleases(t *testing.T) {
 		})
 	}
 }
-

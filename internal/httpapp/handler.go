@@ -2,6 +2,8 @@ package httpapp
 
 import (
 	"context"
+	"crypto/rand"
+	"encoding/hex"
 	"encoding/json"
 	"errors"
 	"fmt"
@@ -13,8 +15,9 @@ import (
 	"github.com/batonhq/baton"
 	"github.com/batonhq/baton/internal/backend"
 	"github.com/batonhq/baton/internal/consumer"
-	"github.com/batonhq/baton/internal/lambdaapp"
+	"github.com/batonhq/baton/internal/coordinator"
 	"github.com/batonhq/baton/internal/lambdaevent"
+	"github.com/batonhq/baton/internal/lease"
 	"github.com/batonhq/baton/internal/ledger"
 )
 
@@ -25,7 +28,7 @@ type Params struct {
 	// Auth verifies callers; nil: loopback callers only.
 	Auth *Authenticator
 	// TriggerSkew is how far in the future a trigger time may be; 0 means
-	// lambdaapp.DefaultTriggerSkew. TriggerAge, when positive, bounds how
+	// DefaultTriggerSkew. TriggerAge, when positive, bounds how
 	// old a scheduled trigger may be (replays are exempt).
 	TriggerSkew, TriggerAge time.Duration
 	// Timeout bounds one request's work (a fan-out, a pushed message); 0
@@ -130,25 +133,55 @@ func (p Params) admit(w http.ResponseWriter, r *http.Request) (ok bool) {
 	return true
 }
 
-// CoordinatorResponse is the coordinator endpoint's answer to a trigger
-// it ran: the Lambda coordinator's response, with the event's identity
-// when it came as a CloudEvent.
+// DefaultTriggerSkew is how far in the future a trigger's time may be
+// when Params.TriggerSkew is 0 (the Lambda coordinator's default).
+const DefaultTriggerSkew = time.Minute
+
+// ErrIncomplete matches the coordinator endpoint's error when the tick is
+// not fully fanned out yet: the fan-out stopped before its end, or the
+// tick waits behind another holder's lease. A retry resumes it (503).
+var ErrIncomplete = errors.New("fan-out incomplete")
+
+// CoordinatorResponse is the coordinator endpoint's answer to a trigger it
+// ran; its fields are those of the Lambda coordinator's response, with
+// the event's identity when the trigger came as a CloudEvent.
 type CoordinatorResponse struct {
-	lambdaapp.CoordinatorResponse
-	EventID   string `json:"event_id,omitempty"`
-	EventMode string `json:"event_mode,omitempty"` // binary or structured
+	Job    string `json:"job"`
+	Source string `json:"source"` // cloudevent, scheduler, replay, rule or rule_input
+	Force  bool   `json:"force,omitempty"`
+	Run    string `json:"run,omitempty"` // empty when skipped
+	// Nominal is the tick.
+	Nominal time.Time `json:"nominal"`
+	// Outcome is opened, resumed, already_fanned_out or skipped.
+	Outcome  string `json:"outcome"`
+	Enqueued int    `json:"enqueued"`
+	Cursor   int    `json:"cursor"`
+	Total    int    `json:"total"`
+	Fence    int64  `json:"fence,omitempty"`
+	// Holder is the live lease holder when skipped.
+	Holder     *Holder `json:"holder,omitempty"`
+	DurationMS float64 `json:"duration_ms"`
+	EventID    string  `json:"event_id,omitempty"`
+	EventMode  string  `json:"event_mode,omitempty"` // binary or structured
+}
+
+// Holder is a lease holder as reported in a response.
+type Holder struct {
+	Owner     string    `json:"owner"`
+	ExpiresAt time.Time `json:"expires_at"`
+	Fence     int64     `json:"fence"`
 }
 
 type coordinatorHandler struct {
-	p Params
-	h *lambdaapp.CoordinatorHandler
+	p    Params
+	core coordinator.Coordinator // Owner set per request
 }
 
 // NewCoordinator returns the coordinator endpoint: a POST carrying a
 // CloudEvent or a plain JSON trigger (DecodeTriggerRequest) runs the
 // coordinator for its tick. Answers: 200 with the run's summary; 400 with
 // the reason for a request no retry can fix; 401 for an unverified
-// caller; 503 (retry) when the fan-out stopped before its end or the tick
+// caller; 503 (retry) when the fan-out stopped before its end, the tick
 // waits behind another holder's lease, or the server is stopping; 500
 // (retry) for a store error.
 func NewCoordinator(p Params) (http.Handler, error) {
@@ -159,53 +192,80 @@ func NewCoordinator(p Params) (http.Handler, error) {
 		return nil, errors.New("http coordinator: the backend has no lease store")
 	}
 	if p.TriggerSkew == 0 {
-		p.TriggerSkew = lambdaapp.DefaultTriggerSkew
+		p.TriggerSkew = DefaultTriggerSkew
 	}
 	b := p.Backend
-	h, err := lambdaapp.NewCoordinatorHandler(lambdaapp.HandlerParams{
-		Jobs: p.Catalog, Leases: b.Leases, Ledger: b.Ledger, Queue: b.Work,
-		TriggerSkew: p.TriggerSkew, TriggerAge: p.TriggerAge,
-		FunctionName: p.owner() + "/coordinator", Logger: p.Logger, NowFunc: p.NowFunc,
-	})
-	if err != nil {
-		return nil, err
-	}
-	return &coordinatorHandler{p: p, h: h}, nil
+	return &coordinatorHandler{p: p, core: coordinator.Coordinator{
+		Leases: lease.Counting(b.Leases, p.logger()), Ledger: b.Ledger, Queue: b.Work, Jobs: p.Catalog,
+		NowFunc: p.NowFunc, Logger: p.logger(),
+	}}, nil
 }
 
 func (c *coordinatorHandler) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	if !c.p.admit(w, r) {
 		return
 	}
-	tr, err := DecodeTriggerRequest(r, TriggerRequestParams{
-		Jobs: c.p.Catalog.Names(), Now: c.p.now(), Skew: c.p.TriggerSkew, MaxAge: c.p.TriggerAge,
-	})
+	log := c.p.logger()
+	now := c.p.now()
+	params := TriggerRequestParams{Jobs: c.p.Catalog.Names(), Now: now, Skew: c.p.TriggerSkew, MaxAge: c.p.TriggerAge}
+	req, err := DecodeTriggerRequest(r, params)
+	var tr lambdaevent.Trigger
+	if err == nil {
+		tr, err = lambdaevent.DecodeTrigger(params.lambda(req.Payload))
+	}
 	if err != nil {
-		c.p.logger().WarnContext(r.Context(), "trigger refused", slog.Any("error", err))
+		log.WarnContext(r.Context(), "trigger refused", slog.Any("error", err))
 		writeError(w, http.StatusBadRequest, err)
 		return
 	}
+	source := string(tr.Source)
+	if req.Mode != "" {
+		source = SourceCloudEvent
+	}
+	log = log.With(slog.String("job", tr.Job), slog.String("source", source), slog.String("event_id", req.EventID))
 	// A client that goes away does not cut the fan-out short: it ends
 	// with its deadline, resumable either way.
 	ctx, cancel := context.WithTimeout(context.WithoutCancel(r.Context()), c.p.timeout())
 	defer cancel()
-	resp, err := c.h.Handle(ctx, tr.Payload)
+	core := c.core
+	core.Owner = fmt.Sprintf("%s/coordinator/%s", c.p.owner(), requestID())
+	sum, err := core.Run(ctx, coordinator.Trigger{Job: tr.Job, At: tr.At, Force: tr.Force, Deadline: now.Add(c.p.timeout())})
+	if err != nil {
+		log.ErrorContext(ctx, "coordinator failed", slog.Any("error", err))
+		writeError(w, http.StatusInternalServerError, fmt.Errorf("job %s: %w", tr.Job, err))
+		return
+	}
 	switch {
-	case errors.Is(err, lambdaevent.ErrBadTrigger):
-		writeError(w, http.StatusBadRequest, err)
+	case sum.Outcome == coordinator.OutcomeSkipped && sum.Pending:
+		// The holder is busy with another tick: a retry runs this one.
+		writeError(w, http.StatusServiceUnavailable, fmt.Errorf("%w: tick %s of job %s not run yet: lease held by %s until %s; a retry runs it",
+			ErrIncomplete, sum.Nominal.Format(time.RFC3339), tr.Job, sum.Holder.Owner, sum.Holder.ExpiresAt.Format(time.RFC3339Nano)))
 		return
-	case errors.Is(err, lambdaapp.ErrIncomplete):
-		writeError(w, http.StatusServiceUnavailable, err)
-		return
-	case err != nil:
-		writeError(w, http.StatusInternalServerError, err)
+	case sum.Stopped != "":
+		writeError(w, http.StatusServiceUnavailable, fmt.Errorf("%w: run %s stopped (%s) at %d of %d assets; a retry resumes it",
+			ErrIncomplete, sum.Run, sum.Stopped, sum.Cursor, sum.Total))
 		return
 	}
-	out := CoordinatorResponse{CoordinatorResponse: resp, EventID: tr.EventID, EventMode: tr.Mode}
-	if tr.Mode != "" {
-		out.Source = SourceCloudEvent
+	out := CoordinatorResponse{
+		Job: tr.Job, Source: source, Force: tr.Force, Nominal: sum.Nominal, Outcome: string(sum.Outcome),
+		Enqueued: sum.Enqueued, Cursor: sum.Cursor, Total: sum.Total, Fence: sum.Fence,
+		DurationMS: float64(sum.Duration) / float64(time.Millisecond), EventID: req.EventID, EventMode: req.Mode,
 	}
+	if sum.Run.Job != "" {
+		out.Run = sum.Run.String()
+	}
+	if sum.Holder != nil {
+		out.Holder = &Holder{Owner: sum.Holder.Owner, ExpiresAt: sum.Holder.ExpiresAt, Fence: sum.Holder.Fence}
+	}
+	log.InfoContext(ctx, "trigger run", slog.String("outcome", out.Outcome), slog.String("run", out.Run), slog.Int("enqueued", out.Enqueued))
 	writeJSON(w, http.StatusOK, out)
+}
+
+// requestID returns a random id for a request's lease owner.
+func requestID() string {
+	var b [8]byte
+	_, _ = rand.Read(b[:]) // never fails
+	return hex.EncodeToString(b[:])
 }
 
 // newConsumer returns the core consumer the push endpoint and the pull

@@ -159,8 +159,12 @@ func TestDecodePushRequest(t *testing.T) {
 		req     *http.Request
 		wantErr string
 	}{
-		"not an event":    {plain(msg), "not a CloudEvent"},
-		"bad attempt":     {func() *http.Request { r := binaryEvent("m2", "t", tick, msg); r.Header.Set("Ce-Deliveryattempt", "zero"); return r }(), "extension deliveryattempt"},
+		"not an event": {plain(msg), "not a CloudEvent"},
+		"bad attempt": {func() *http.Request {
+			r := binaryEvent("m2", "t", tick, msg)
+			r.Header.Set("Ce-Deliveryattempt", "zero")
+			return r
+		}(), "extension deliveryattempt"},
 		"pubsub unknown":  {structuredEvent("ce-2", httpapp.PubSubMessagePublished, tick, `{"message":{"data":""},"extra":1}`), `unknown field "extra"`},
 		"pubsub no msg":   {structuredEvent("ce-3", httpapp.PubSubMessagePublished, tick, `{"subscription":"s"}`), `field "message" is missing`},
 		"pubsub bad data": {structuredEvent("ce-4", httpapp.PubSubMessagePublished, tick, `{"message":{"data":"%%%"}}`), "Pub/Sub envelope"},
