@@ -7,6 +7,7 @@ import (
 	"log/slog"
 	"net"
 	"net/http"
+	"os"
 	"sync"
 	"sync/atomic"
 	"time"
@@ -225,4 +226,19 @@ func NewMux(p Params) (*http.ServeMux, error) {
 	mux.Handle(PathHealth, NewHealth())
 	mux.Handle(PathReady, NewReady(p))
 	return mux, nil
+}
+
+// ListenAddr returns addr, or when it is empty ":"+$PORT (as Cloud Run
+// and Knative set it; getenv nil: os.Getenv) or ":8080".
+func ListenAddr(addr string, getenv func(string) string) string {
+	if addr != "" {
+		return addr
+	}
+	if getenv == nil {
+		getenv = os.Getenv
+	}
+	if port := getenv("PORT"); port != "" {
+		return ":" + port
+	}
+	return ":8080"
 }
