@@ -10,6 +10,7 @@
 //	run      the jobs' ticks end to end (--once: one tick, then a report)
 //	invoke   a Lambda function's handler on an event file, in-process
 //	setup    the DynamoDB table and SQS queues (with redrive) for --backend aws
+//	serve    the coordinator over HTTP (CloudEvents, JSON) and the pull consumers
 //	status   leases, recent runs, item states and staleness
 //	replay   a tick, a range of ticks (backfill), an item or an event again
 //	dlq      list and redrive the dead-letter queue

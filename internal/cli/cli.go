@@ -68,6 +68,7 @@ func commands() []command {
 		{name: "template", summary: "check a SAM template's schedules against the catalog", about: templateAbout, subsFunc: templateSubcommands},
 		{name: "version", summary: "print baton's version", runFunc: versionCmd},
 		{name: "setup", summary: "create the DynamoDB table and SQS queues (with redrive) for --backend aws", runFunc: setupCmd},
+		{name: "serve", summary: "serve the coordinator over HTTP (CloudEvents, JSON) and run the pull consumers", runFunc: serveCmd},
 	}
 }
 

@@ -232,3 +232,7 @@ func CheckExposure(addr string, a Auth) error {
 	return fmt.Errorf("%w: listening on %s, which is not loopback, needs caller verification: set an OIDC issuer and audience, a shared secret, or none when the platform verifies callers itself",
 		ErrNoAuth, addr)
 }
+
+// CheckAuth reports a configuration of a that mixes or half-sets the ways
+// of verifying callers, as NewAuthenticator would.
+func CheckAuth(a Auth) error { return a.check() }
