@@ -179,4 +179,3 @@ func owner() string {
 	host, _ := os.Hostname()
 	return fmt.Sprintf("%s/%d", host, os.Getpid())
 }
-
