@@ -11,14 +11,19 @@ import (
 	"github.com/batonhq/baton/internal/lambdaevent"
 )
 
-// fuzzRequest builds a request from fuzzed parts: mode 0 plain, 1 binary
-// (the ce- headers from attrs), 2 structured.
+// fuzzRequest builds a request from fuzzed parts: mode 0 plain (at in
+// Cloud Scheduler's schedule-time header), 1 binary (id and at in the ce-
+// headers), 2 structured.
 func fuzzRequest(mode uint8, contentType, id, at string, body []byte) *http.Request {
 	r := httptest.NewRequest(http.MethodPost, "/", bytes.NewReader(body))
 	if contentType != "" {
 		r.Header.Set("Content-Type", contentType)
 	}
 	switch mode % 3 {
+	case 0:
+		if at != "" {
+			r.Header.Set(httpapp.ScheduleTimeHeader, at)
+		}
 	case 1:
 		r.Header.Set("Ce-Specversion", "1.0")
 		r.Header.Set("Ce-Id", id)

@@ -33,6 +33,10 @@ func badRequestf(format string, args ...any) error {
 	return fmt.Errorf("%w: %s", ErrBadRequest, fmt.Sprintf(format, args...))
 }
 
+// ScheduleTimeHeader is the header in which Cloud Scheduler sends the
+// job's schedule time: a plain {"job"} trigger takes its tick from it.
+const ScheduleTimeHeader = "X-CloudScheduler-ScheduleTime"
+
 // RequestTrigger is a trigger request turned into the coordinator's input.
 type RequestTrigger struct {
 	// Payload is the trigger in a shape lambdaevent.DecodeTrigger takes.
@@ -63,7 +67,9 @@ func IsCloudEvent(h http.Header) bool {
 
 // DecodeTriggerRequest reads the coordinator's input from r: a CloudEvent
 // in binary or structured mode, or a plain JSON trigger (the body the
-// Lambda coordinator accepts, package lambdaevent). The trigger is checked
+// Lambda coordinator accepts, package lambdaevent; a {"job"} takes its
+// tick from the X-CloudScheduler-ScheduleTime header when there is one,
+// else from the time it arrives). The trigger is checked
 // in full (strict decoding: unknown or misspelt fields, a job not in the
 // catalog, a bad, future or stale time are refused). Every error matches
 // ErrBadRequest and names what is wrong.
@@ -85,10 +91,22 @@ func DecodeTriggerRequest(r *http.Request, p TriggerRequestParams) (RequestTrigg
 		return RequestTrigger{}, badRequestf("body larger than %d bytes", MaxBody)
 	}
 	if !IsCloudEvent(r.Header) {
-		if _, err := lambdaevent.DecodeTrigger(p.lambda(body)); err != nil {
+		t, err := lambdaevent.DecodeTrigger(p.lambda(body))
+		if err != nil {
 			return RequestTrigger{}, fmt.Errorf("%w: %v", ErrBadRequest, err)
 		}
-		return RequestTrigger{Payload: body}, nil
+		at := r.Header.Get(ScheduleTimeHeader)
+		if t.Source != lambdaevent.SourceRuleInput || at == "" {
+			return RequestTrigger{Payload: body}, nil
+		}
+		// {"job"} from Cloud Scheduler: the tick is the schedule time it
+		// sends, the same on every retry.
+		payload, _ := json.Marshal(map[string]string{"job": t.Job, "scheduledTime": at})
+		if _, err := lambdaevent.DecodeTrigger(p.lambda(payload)); err != nil {
+			return RequestTrigger{}, fmt.Errorf("%w: header %s: %v", ErrBadRequest, ScheduleTimeHeader,
+				strings.TrimPrefix(err.Error(), lambdaevent.ErrBadTrigger.Error()+": "))
+		}
+		return RequestTrigger{Payload: payload}, nil
 	}
 	ev, mode, err := decodeCloudEvent(r, body)
 	if err != nil {

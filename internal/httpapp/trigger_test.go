@@ -78,6 +78,16 @@ func TestDecodeTriggerRequest(t *testing.T) {
 	}{
 		{name: "plain scheduler payload", req: plain(`{"job":"fx","scheduledTime":"2026-11-21T12:01:00Z"}`), wantAt: tick},
 		{name: "plain job only takes now", req: plain(`{"job":"fx"}`), wantAt: now},
+		{name: "plain with Cloud Scheduler's schedule time", req: func() *http.Request {
+			r := plain(`{"job":"fx"}`)
+			r.Header.Set(httpapp.ScheduleTimeHeader, "2026-11-21T12:01:00Z")
+			return r
+		}(), wantAt: tick},
+		{name: "plain with a bad schedule time", req: func() *http.Request {
+			r := plain(`{"job":"fx"}`)
+			r.Header.Set(httpapp.ScheduleTimeHeader, "yesterday")
+			return r
+		}(), wantErr: `header X-CloudScheduler-ScheduleTime: scheduler payload: field "scheduledTime"`},
 		{name: "plain unknown field", req: plain(`{"job":"fx","scheduledtime":"2026-11-21T12:01:00Z"}`), wantErr: `"scheduledtime"`},
 		{name: "plain unknown job", req: plain(`{"job":"eod"}`), wantErr: `job "eod" is not in this deployment's catalog`},
 		{name: "plain not JSON", req: plain(`job=fx`), wantErr: "not a JSON object"},
