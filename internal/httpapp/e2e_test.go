@@ -23,6 +23,7 @@ import (
 	"github.com/batonhq/baton/internal/backend/sqlitebackend"
 	"github.com/batonhq/baton/internal/httpapp"
 	"github.com/batonhq/baton/internal/ledger"
+	"github.com/batonhq/baton/internal/message"
 	"github.com/batonhq/baton/internal/queue"
 )
 
@@ -278,6 +279,15 @@ func TestPushEndToEnd(t *testing.T) {
 			run, items := waitSettled(t, b, "fx", nominal)
 			require.Equal(t, ledger.RunComplete, run.State)
 			require.Len(t, items, len(fx.Assets)+1)
+
+			// A message pushed again after its item succeeded: a duplicate,
+			// acknowledged without processing.
+			again := message.New(ledger.ItemKey{Run: run.ID, Asset: "EURUSD"}, run.OpenFence, false).QueueMessage()
+			h, body = ceBinary("again", nominal, string(again.Body))
+			h.Set("Ce-Type", "dev.baton.work")
+			r = s.post(t, httpapp.PathPush, h, body)
+			require.Equal(t, http.StatusOK, r.code, "%v", r.body)
+			require.Equal(t, "duplicate", r.body["status"])
 
 			// Not a CloudEvent at all: nothing to dead-letter, 400.
 			r = s.post(t, httpapp.PathPush, http.Header{"Content-Type": {"application/json"}}, `{"v":1}`)
