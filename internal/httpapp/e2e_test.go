@@ -372,3 +372,55 @@ func TestGracefulStopReleases(t *testing.T) {
 		})
 	}
 }
+
+// slowJob is a job whose processor, while block is set, runs until its
+// context ends (announcing each item on started).
+func slowJob(block *atomic.Bool, started chan<- string) *baton.Catalog {
+	return baton.MustCatalog(baton.Job{
+		Name: "slow", Schedule: "rate(1 minute)", Assets: []string{"a", "b"},
+		Limits: baton.Limits{ClockSkew: time.Millisecond, ItemLease: time.Minute, MaxAttempts: 5, Concurrency: 2, DeadlineMargin: time.Millisecond},
+		Processor: baton.ProcessorFunc(func(ctx context.Context, task baton.Task) ([]byte, error) {
+			if !block.Load() {
+				return []byte(`"done"`), nil
+			}
+			started <- task.Asset
+			<-ctx.Done()
+			return nil, ctx.Err()
+		}),
+	})
+}
+
+// A pushed message still being processed when the grace period ends is
+// given back and answered 503, so that the push system delivers it again.
+func TestGracefulStopAnswersPushed503(t *testing.T) {
+	t.Parallel()
+	for _, eng := range engines {
+		t.Run(eng.name, func(t *testing.T) {
+			t.Parallel()
+			b := eng.open(t)
+			var block atomic.Bool
+			block.Store(true)
+			started := make(chan string, 4)
+			catalog := slowJob(&block, started)
+			s := serve(t, b, catalog, false, httpapp.WorkerParams{Grace: 100 * time.Millisecond})
+			nominal := time.Now().UTC().Truncate(time.Minute).Add(-time.Minute)
+			h, body := ceBinary("tick", nominal, `{"job":"slow"}`)
+			require.Equal(t, http.StatusOK, s.post(t, "/", h, body).code)
+			msgs := receiveAll(t, b.Work)
+			require.Len(t, msgs, 2)
+
+			answer := make(chan reply, 1)
+			go func() {
+				h, body := ceBinary(msgs[0].MessageID, nominal, string(msgs[0].Body))
+				answer <- s.post(t, httpapp.PathPush, h, body)
+			}()
+			<-started
+			s.stop(t)
+			r := <-answer
+			require.Equal(t, http.StatusServiceUnavailable, r.code, "%v", r.body)
+			require.Equal(t, "released", r.body["status"])
+			require.Contains(t, r.body["error"], "consumer stopping")
+			require.Empty(t, receiveAll(t, b.DeadLetter), "nothing dead-lettered")
+		})
+	}
+}

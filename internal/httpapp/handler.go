@@ -9,6 +9,7 @@ import (
 	"fmt"
 	"log/slog"
 	"net/http"
+	"os"
 	"sync/atomic"
 	"time"
 
@@ -34,7 +35,8 @@ type Params struct {
 	// Timeout bounds one request's work (a fan-out, a pushed message); 0
 	// means 60s.
 	Timeout time.Duration
-	// Owner prefixes lease and claim owners; "" means "http".
+	// Owner prefixes lease and claim owners, unique per process; "" means
+	// host/pid.
 	Owner   string
 	Logger  *slog.Logger
 	NowFunc func() time.Time
@@ -71,7 +73,8 @@ func (p Params) owner() string {
 	if p.Owner != "" {
 		return p.Owner
 	}
-	return "http"
+	host, _ := os.Hostname()
+	return fmt.Sprintf("%s/%d", host, os.Getpid())
 }
 
 func (p Params) draining() bool { return p.Draining != nil && p.Draining.Load() }

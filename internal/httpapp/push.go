@@ -176,7 +176,9 @@ func (h *pushHandler) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	deadline := h.p.now().Add(h.p.timeout())
 	ctx, cancel := context.WithTimeout(context.WithoutCancel(r.Context()), h.p.timeout())
 	defer cancel()
-	res := h.c.Handle(ctx, deadline, []queue.Delivery{d})
+	c := *h.c // the settings; the owner is this request's
+	c.Owner = fmt.Sprintf("%s/push/%s", h.p.owner(), requestID())
+	res := c.Handle(ctx, deadline, []queue.Delivery{d})
 	out := PushResponse{MessageID: d.MessageID, Status: consumer.StatusMalformed}
 	if len(res.Items) == 1 {
 		it := res.Items[0]
