@@ -67,12 +67,14 @@ func (f *serveFlags) register(fs *flag.FlagSet) {
 	if port := os.Getenv("PORT"); port != "" {
 		defAddr = ":" + port
 	}
-	fs.StringVar(&f.addr, "addr", defAddr, "address to listen on (default :$PORT when PORT is set, as on Cloud Run and Knative)")
+	fs.StringVar(&f.addr, "addr", defAddr, "address to listen on; :$PORT when PORT is set (Cloud Run, Knative)")
 	fs.StringVar(&f.auth.OIDCIssuer, "auth-oidc-issuer", os.Getenv(envAuthOIDCIssuer), "OIDC issuer of callers' tokens, such as https://accounts.google.com ($"+envAuthOIDCIssuer+")")
 	fs.StringVar(&f.auth.OIDCAudience, "auth-oidc-audience", os.Getenv(envAuthOIDCAudience), "audience callers' tokens must carry: the service's URL ($"+envAuthOIDCAudience+")")
 	fs.StringVar(&f.auth.OIDCJWKSURL, "auth-oidc-jwks-url", os.Getenv(envAuthOIDCJWKSURL), "the issuer's signing keys (default: discovered from the issuer) ($"+envAuthOIDCJWKSURL+")")
 	fs.StringVar(&f.emails, "auth-oidc-email", os.Getenv(envAuthOIDCEmails), "comma-separated caller emails accepted, such as the scheduler's service account ($"+envAuthOIDCEmails+")")
-	fs.StringVar(&f.auth.Secret, "auth-secret", os.Getenv(envAuthSecret), "shared secret callers send (prefer $"+envAuthSecret+": a flag shows in the process list)")
+	// The secret's variable is read after parsing, so that --help never
+	// prints it as the flag's default.
+	fs.StringVar(&f.auth.Secret, "auth-secret", "", "shared secret callers send (prefer $"+envAuthSecret+": a flag shows in the process list)")
 	fs.StringVar(&f.auth.SecretHeader, "auth-secret-header", os.Getenv(envAuthSecretHeader), "header carrying the shared secret (default: Authorization: Bearer) ($"+envAuthSecretHeader+")")
 	fs.BoolVar(&f.auth.None, "auth-none", false, "verify no caller: the platform does (Cloud Run without unauthenticated access)")
 	fs.IntVar(&f.consumers, "consumers", 4, "pull consumers: batches processed at once")
@@ -103,6 +105,9 @@ func serveCmd(ctx context.Context, e *env, args []string) error {
 	f.register(fs)
 	if err := parseFlags(fs, args); err != nil {
 		return err
+	}
+	if f.auth.Secret == "" {
+		f.auth.Secret = os.Getenv(envAuthSecret)
 	}
 	for _, em := range strings.Split(f.emails, ",") {
 		if em = strings.TrimSpace(em); em != "" {

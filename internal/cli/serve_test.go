@@ -92,6 +92,14 @@ func TestServeEndToEnd(t *testing.T) {
 	require.Contains(t, lines[1], `"event":"stopped"`)
 }
 
+func TestServeHelpHidesTheSecret(t *testing.T) {
+	t.Setenv(envAuthSecret, "do-not-print-this-secret")
+	code, out, errOut := runMain(t, "serve", "--help")
+	require.Equal(t, ExitOK, code)
+	require.Contains(t, out+errOut, "--auth-secret")
+	require.NotContains(t, out+errOut, "do-not-print-this-secret")
+}
+
 func TestServeRefusals(t *testing.T) {
 	t.Parallel()
 	store := filepath.Join(t.TempDir(), "baton.db")
