@@ -15,6 +15,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/go-jose/go-jose/v4/jwt"
 	"github.com/stretchr/testify/require"
 
 	"github.com/batonhq/baton"
@@ -53,6 +54,11 @@ type server struct {
 
 func serve(t *testing.T, b backend.Backend, catalog *baton.Catalog, pull bool, w httpapp.WorkerParams) *server {
 	t.Helper()
+	return serveWith(t, b, catalog, pull, w, httpapp.Auth{Secret: testSecret})
+}
+
+func serveWith(t *testing.T, b backend.Backend, catalog *baton.Catalog, pull bool, w httpapp.WorkerParams, auth httpapp.Auth) *server {
+	t.Helper()
 	ln, err := net.Listen("tcp", "127.0.0.1:0")
 	require.NoError(t, err)
 	ctx, cancel := context.WithCancel(context.Background())
@@ -61,7 +67,7 @@ func serve(t *testing.T, b backend.Backend, catalog *baton.Catalog, pull bool, w
 		s.done <- httpapp.Serve(ctx, httpapp.ServeParams{
 			Params:     httpapp.Params{Catalog: catalog, Backend: b, Logger: slog.New(slog.DiscardHandler), Timeout: 20 * time.Second},
 			Listener:   ln,
-			AuthConfig: httpapp.Auth{Secret: testSecret},
+			AuthConfig: auth,
 			Workers:    w,
 			Pull:       pull,
 		})
@@ -421,6 +427,48 @@ func TestGracefulStopAnswersPushed503(t *testing.T) {
 			require.Equal(t, "released", r.body["status"])
 			require.Contains(t, r.body["error"], "consumer stopping")
 			require.Empty(t, receiveAll(t, b.DeadLetter), "nothing dead-lettered")
+		})
+	}
+}
+
+// Over HTTP with OIDC: a token from the local issuer for the service's
+// audience runs the tick; others are refused with the reason.
+func TestEndToEndOIDC(t *testing.T) {
+	t.Parallel()
+	iss := newIssuer(t)
+	for _, eng := range engines {
+		t.Run(eng.name, func(t *testing.T) {
+			t.Parallel()
+			b := eng.open(t)
+			const aud = "https://baton.example"
+			s := serveWith(t, b, fx.Catalog(nil), true, httpapp.WorkerParams{Consumers: 2, RetryDelay: 50 * time.Millisecond},
+				httpapp.Auth{OIDCIssuer: iss.url, OIDCAudience: aud, OIDCEmails: []string{"scheduler@p.iam.gserviceaccount.com"}})
+			now := time.Now()
+			tok := func(audience, email string) string {
+				return iss.token(t, claims{Claims: jwt.Claims{Issuer: iss.url, Audience: jwt.Audience{audience}, Subject: "1",
+					IssuedAt: jwt.NewNumericDate(now.Add(-time.Minute)), Expiry: jwt.NewNumericDate(now.Add(time.Hour))},
+					Email: email, EmailVerified: true}, nil)
+			}
+			nominal := now.UTC().Truncate(time.Minute).Add(-time.Minute)
+			for _, tc := range []struct {
+				token   string
+				code    int
+				wantErr string
+			}{
+				{tok("https://other.example", "scheduler@p.iam.gserviceaccount.com"), http.StatusUnauthorized, "audience"},
+				{tok(aud, "intruder@q.iam.gserviceaccount.com"), http.StatusUnauthorized, "not one of the accepted callers"},
+				{tok(aud, "scheduler@p.iam.gserviceaccount.com"), http.StatusOK, ""},
+			} {
+				h, body := ceStructured("tick", "google.cloud.scheduler.job.v1.executed", nominal, `{"job":"fx"}`)
+				h.Set("Authorization", "Bearer "+tc.token)
+				r := s.post(t, "/", h, body)
+				require.Equal(t, tc.code, r.code, "%v", r.body)
+				if tc.wantErr != "" {
+					require.Contains(t, r.body["error"], tc.wantErr)
+				}
+			}
+			run, _ := waitSettled(t, b, "fx", nominal)
+			require.Equal(t, ledger.RunComplete, run.State)
 		})
 	}
 }
