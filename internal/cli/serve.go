@@ -56,6 +56,8 @@ type serveFlags struct {
 	batchTimeout time.Duration
 	timeout      time.Duration
 	grace        time.Duration
+	triggerSkew  time.Duration
+	triggerAge   time.Duration
 	pull         bool
 	json         bool
 	logLevel     string
@@ -82,6 +84,8 @@ func (f *serveFlags) register(fs *flag.FlagSet) {
 	fs.DurationVar(&f.batchTimeout, "batch-timeout", 30*time.Second, "deadline of each pulled batch")
 	fs.DurationVar(&f.timeout, "timeout", time.Minute, "deadline of each request's work (a fan-out, a pushed message)")
 	fs.DurationVar(&f.grace, "grace", httpapp.DefaultGrace, "on SIGTERM, how long work in flight may finish before it is given back")
+	fs.DurationVar(&f.triggerSkew, "trigger-skew", httpapp.DefaultTriggerSkew, "how far in the future a trigger's time may be (the sender's clock skew)")
+	fs.DurationVar(&f.triggerAge, "trigger-age", 0, "refuse scheduled triggers older than this as stale deliveries (0: no bound; replays are exempt)")
 	fs.BoolVar(&f.pull, "pull", true, "run the pull consumers (--pull=false: coordinator and push only)")
 	fs.BoolVar(&f.json, "json", false, "report start and stop as JSON lines on stdout")
 	fs.StringVar(&f.logLevel, "log", "info", "log level on stderr: debug, info, warn, error")
@@ -121,6 +125,8 @@ func serveCmd(ctx context.Context, e *env, args []string) error {
 		return usagef("--batch-size must be within 1..10, got %d", f.batchSize)
 	case f.grace <= 0 || f.timeout <= 0 || f.batchTimeout <= 0:
 		return usagef("--grace, --timeout and --batch-timeout must be positive")
+	case f.triggerSkew <= 0 || f.triggerAge < 0:
+		return usagef("--trigger-skew must be positive and --trigger-age not negative")
 	}
 	if err := httpapp.CheckAuth(f.auth); err != nil {
 		return usageError{err}
@@ -144,6 +150,7 @@ func serveCmd(ctx context.Context, e *env, args []string) error {
 	err = httpapp.Serve(ctx, httpapp.ServeParams{
 		Params: httpapp.Params{
 			Catalog: e.catalog, Backend: b, Timeout: f.timeout, Logger: logger, Owner: owner(),
+			TriggerSkew: f.triggerSkew, TriggerAge: f.triggerAge,
 		},
 		Addr: f.addr, AuthConfig: f.auth, Pull: f.pull,
 		Workers: httpapp.WorkerParams{Consumers: f.consumers, BatchSize: f.batchSize, BatchTimeout: f.batchTimeout, Grace: f.grace},

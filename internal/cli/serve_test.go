@@ -111,6 +111,7 @@ func TestServeRefusals(t *testing.T) {
 		{[]string{"--addr", "127.0.0.1:0", "--auth-oidc-audience", "https://x"}, "OIDC needs an issuer"},
 		{[]string{"--addr", "127.0.0.1:0", "--auth-secret", "short"}, "shorter than 16 bytes"},
 		{[]string{"--consumers", "0"}, "--consumers must be at least 1"},
+		{[]string{"--trigger-age", "-1m"}, "--trigger-age not negative"},
 		{[]string{"--backend", "oracle", "--addr", "127.0.0.1:0"}, `unknown backend "oracle"`},
 	} {
 		code, _, errOut := runMain(t, append([]string{"serve", "--store", store}, tc.args...)...)
