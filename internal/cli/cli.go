@@ -59,6 +59,7 @@ type env struct {
 func commands() []command {
 	return []command{
 		{name: "run", summary: "run the job's ticks end to end (--once: one tick, then a report)", runFunc: runCmd},
+		{name: "serve", summary: "serve the coordinator over HTTP (CloudEvents, JSON) and run the pull consumers", runFunc: serveCmd},
 		{name: "status", summary: "show leases, recent runs, item states and staleness", runFunc: statusCmd},
 		{name: "replay", summary: "run a tick, a range of ticks (backfill) or an item again", about: replayAbout, subsFunc: replaySubcommands},
 		{name: "dlq", summary: "list and redrive the dead-letter queue", about: dlqAbout, subsFunc: dlqSubcommands},
@@ -68,7 +69,6 @@ func commands() []command {
 		{name: "template", summary: "check a SAM template's schedules against the catalog", about: templateAbout, subsFunc: templateSubcommands},
 		{name: "version", summary: "print baton's version", runFunc: versionCmd},
 		{name: "setup", summary: "create the DynamoDB table and SQS queues (with redrive) for --backend aws", runFunc: setupCmd},
-		{name: "serve", summary: "serve the coordinator over HTTP (CloudEvents, JSON) and run the pull consumers", runFunc: serveCmd},
 	}
 }
 
