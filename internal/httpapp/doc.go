@@ -32,9 +32,9 @@
 //
 // # Heartbeats
 //
-// The ledger has no claim renewal: an item's claim lasts the job's
-// ItemLease, bounded by the batch's or request's deadline, and the
-// processor's context ends with it. A pushed message's claim is bounded
-// by Params.Timeout, which must stay below the push system's
-// acknowledgement deadline.
+// A processor's heartbeats (baton.Task.Claim) extend its item's claim in
+// the ledger whichever way the message came. A pulled message's
+// visibility is extended with it; a pushed one is not in the engine's
+// queue, so the push system's acknowledgement deadline must exceed
+// Params.Timeout, which bounds the request (and so the claim).
 package httpapp

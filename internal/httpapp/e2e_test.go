@@ -472,3 +472,56 @@ func TestEndToEndOIDC(t *testing.T) {
 		})
 	}
 }
+
+// A pushed message whose processor outlives its item lease keeps its
+// claim by heartbeats, written to the ledger: it succeeds on its first
+// attempt.
+func TestPushHeartbeats(t *testing.T) {
+	t.Parallel()
+	for _, eng := range engines {
+		t.Run(eng.name, func(t *testing.T) {
+			t.Parallel()
+			b := eng.open(t)
+			const lease = time.Second
+			var beats atomic.Int64
+			catalog := baton.MustCatalog(baton.Job{
+				Name: "long", Schedule: "rate(1 minute)", Assets: []string{"a"},
+				Limits: baton.Limits{ClockSkew: time.Millisecond, ItemLease: lease, MaxAttempts: 1, DeadlineMargin: time.Millisecond},
+				Processor: baton.ProcessorFunc(func(ctx context.Context, task baton.Task) ([]byte, error) {
+					until := task.Claim.Until()
+					for range 3 { // three leases' worth of work
+						for time.Until(until) > lease/2 {
+							select {
+							case <-ctx.Done():
+								return nil, context.Cause(ctx)
+							case <-time.After(lease / 10):
+							}
+						}
+						if err := task.Heartbeat(ctx); err != nil {
+							return nil, err
+						}
+						beats.Add(1)
+						until = task.Claim.Until()
+					}
+					return []byte(`"done"`), nil
+				}),
+			})
+			s := serve(t, b, catalog, false, httpapp.WorkerParams{})
+			nominal := time.Now().UTC().Truncate(time.Minute).Add(-time.Minute)
+			h, body := ceBinary("tick", nominal, `{"job":"long"}`)
+			require.Equal(t, http.StatusOK, s.post(t, "/", h, body).code)
+			msgs := receiveAll(t, b.Work)
+			require.Len(t, msgs, 1)
+			h, body = ceBinary(msgs[0].MessageID, nominal, string(msgs[0].Body))
+			r := s.post(t, httpapp.PathPush, h, body)
+			require.Equal(t, http.StatusOK, r.code, "%v", r.body)
+			require.Equal(t, "succeeded", r.body["status"])
+			require.EqualValues(t, 1, r.body["attempt"])
+			require.EqualValues(t, 3, beats.Load())
+			run, items := waitSettled(t, b, "long", nominal)
+			require.Equal(t, ledger.RunComplete, run.State)
+			require.Len(t, items, 1)
+			require.Equal(t, 1, items[0].Attempt)
+		})
+	}
+}

@@ -51,7 +51,10 @@ func DecodePushRequest(r *http.Request) (queue.Delivery, error) {
 	if err != nil {
 		return queue.Delivery{}, err
 	}
-	d := queue.Delivery{MessageID: ev.ID(), ReceiptHandle: ev.ID(), Body: ev.Data(), ReceiveCount: 1, SentAt: ev.Time().UTC()}
+	// No receipt handle: the message is not in the engine's queue, so a
+	// heartbeat extends the claim in the ledger only (the push system's
+	// acknowledgement deadline is the message's visibility).
+	d := queue.Delivery{MessageID: ev.ID(), Body: ev.Data(), ReceiveCount: 1, SentAt: ev.Time().UTC()}
 	if d.ReceiveCount, err = deliveryAttempt(ev); err != nil {
 		return queue.Delivery{}, err
 	}
@@ -115,7 +118,7 @@ func unwrapPubSub(d *queue.Delivery) error {
 	}
 	d.Body, d.Attributes = env.Message.Data, env.Message.Attributes
 	if id := env.Message.MessageID; id != "" {
-		d.MessageID, d.ReceiptHandle = id, id
+		d.MessageID = id
 	}
 	if env.DeliveryAttempt != nil {
 		if *env.DeliveryAttempt < 1 {
