@@ -220,8 +220,11 @@ func NewCoordinatorHandler(catalog *baton.Catalog, o *Options) (http.Handler, er
 // as a CloudEvent is vouched for by the ledger, claimed, processed and
 // recorded by the same consumer as pulled messages; a malformed or
 // unvouched one is dead-lettered with its reason to the engine's
-// dead-letter queue. It answers 200 when the message is done with, 503
-// when it is to be delivered again.
+// dead-letter queue. A processor's heartbeats (baton.Task.Heartbeat)
+// extend its claim in the ledger; Options.Timeout bounds the request, so
+// keep it below the push subscription's acknowledgement deadline. It
+// answers 200 when the message is done with, 503 when it is to be
+// delivered again.
 func NewPushHandler(catalog *baton.Catalog, o *Options) (http.Handler, error) {
 	p, err := o.params(catalog)
 	if err != nil {
