@@ -8,9 +8,9 @@
 // gives that binary baton's commands with the user's jobs:
 //
 //	run      the jobs' ticks end to end (--once: one tick, then a report)
+//	serve    the coordinator over HTTP (CloudEvents, JSON) and the pull consumers
 //	invoke   a Lambda function's handler on an event file, in-process
 //	setup    the DynamoDB table and SQS queues (with redrive) for --backend aws
-//	serve    the coordinator over HTTP (CloudEvents, JSON) and the pull consumers
 //	status   leases, recent runs, item states and staleness
 //	replay   a tick, a range of ticks (backfill), an item or an event again
 //	dlq      list and redrive the dead-letter queue
