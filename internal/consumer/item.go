@@ -344,6 +344,12 @@ func (c *Consumer) claim(ctx context.Context, m *messageRun) (v verdict, ok bool
 		if err := c.fanIn(ctx, d, item.State, recheck); err != nil {
 			return m.fail(StatusDuplicate, err), false
 		}
+		if recheck {
+			// The same redelivery settles the item's shard again: a crash
+			// after the completion, before its settle (or between a
+			// shard's mark and the run's finish), is recovered here.
+			c.settle(ctx, m)
+		}
 		return m.ack(StatusDuplicate), false
 	case errors.Is(err, ledger.ErrHeld):
 		return m.fail(StatusHeld, fmt.Errorf("claim %s: %w by %s until %s", d.key, err, item.Owner, item.LeaseUntil.UTC().Format(time.RFC3339Nano))), false
