@@ -268,9 +268,9 @@ func (c *Consumer) overBudget(ctx context.Context, m *messageRun) (v verdict, ok
 // Otherwise it keeps the inputs' results in m.inputs for the task.
 func (c *Consumer) gateDerived(ctx context.Context, m *messageRun, def baton.Derived) (v verdict, ok bool) {
 	d := m.d
-	items, err := c.Ledger.ListItems(ctx, d.key.Run)
+	items, err := fanin.ReadItems(ctx, c.Ledger, d.job, d.key.Run, append([]string{d.key.Asset}, def.Inputs...))
 	if err != nil {
-		return m.fail(StatusFailed, fmt.Errorf("%s: list inputs: %w", d.key, err)), false
+		return m.fail(StatusFailed, fmt.Errorf("%s: read inputs: %w", d.key, err)), false
 	}
 	states := make(map[string]ledger.ItemState, len(items))
 	results := make(map[string][]byte, len(items))

@@ -244,3 +244,24 @@ func TestSettleClimbsTwoLevels(t *testing.T) {
 		require.Len(t, marks, want, "level 0 group %d", g)
 	}
 }
+
+// The fan-in check of a large run reads the items it judges, not the run.
+func TestCheckOfALargeRunReadsItsItemsOnly(t *testing.T) {
+	t.Parallel()
+	b := setupBig(t, 300, []baton.Derived{
+		{Name: "SUM", Inputs: []string{"A00001", "A00299"}},
+		{Name: "WIDE", Inputs: []string{"A00010", "A00011", "A00012", "A00013", "A00014", "A00015", "A00016", "A00017", "A00018", "A00019", "A00020", "A00021", "A00022", "A00023", "A00024", "A00025", "A00026"}},
+	})
+	b.end(t, "A00001", false)
+	b.end(t, "A00299", true)
+	for i := 10; i <= 26; i++ {
+		b.end(t, fmt.Sprintf("A%05d", i), false)
+	}
+	q := &sent{}
+	res, err := fanin.Check(t.Context(), fanin.Params{Ledger: b.l, Queue: q, Def: b.job, Run: b.run.ID, Fence: 1, Now: b.now})
+	require.NoError(t, err)
+	require.Equal(t, []string{"SUM"}, res.Cancelled)
+	require.Equal(t, []string{"WIDE"}, res.Enqueued)
+	require.Zero(t, b.l.wholeRuns, "the run is not listed whole")
+	require.LessOrEqual(t, b.l.listed, fanin.ShardItems, "no read returns more than a shard")
+}
