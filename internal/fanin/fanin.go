@@ -2,14 +2,32 @@
 // enqueue one once every input SUCCEEDED, cancel one once an input is DEAD
 // or CANCELLED, leave it otherwise.
 //
-// The check reads the run's items (one strongly consistent list) and acts
-// on what it finds; it holds no state and may run any number of times, from
+// The check reads the items it judges (one strongly consistent list of a
+// small run, or chunks of at most a shard's names of a large one:
+// ReadItems) and acts on what it finds; it holds no state and may run any number of times, from
 // any process: enqueueing a derived item twice is harmless (its claim
 // dedupes), and cancelling an item already terminal changes nothing
 // (terminal is terminal). That is what closes the crash window between an
 // input's completion and the derived enqueue (invariant 6): whoever next
 // sees the input SUCCEEDED, a redelivered input message or a settle, runs
 // the check again.
+//
+// # Settling
+//
+// A run settles when its last item ends, whoever ends it, at any size
+// (invariant 11), with work and memory bounded per call (invariant 12).
+// Its items fall into Run.Shards shards fixed when it opens (Shards:
+// ShardItems items each): consecutive ranges of the run's item names in
+// byte-wise order, so a shard is one ledger.Store.ListItemRange. The
+// consumer that ends an item settles its shard (SettleShard); a shard
+// whose items are all terminal gets a write-once settle mark with its
+// counts (ledger.Store.MarkDone), and ledger.MarkGroup marks of one level
+// make one mark of the level above, up to a level of one group, whose
+// completion finishes the run with the counts summed up the tree. Every
+// step is idempotent and is retaken by whoever comes next (a mark found
+// written is climbed from), so a crash anywhere is recovered by a
+// redelivered message or by the coordinator's Settle, which settles every
+// shard, one at a time. A run of one shard finishes without a mark.
 package fanin
 
 import (
