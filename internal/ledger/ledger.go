@@ -29,6 +29,18 @@
 // Compatibility: runs opened by earlier versions read Shards 0; they have
 // no marks and settle as one shard.
 //
+// # Item pages
+//
+// A run whose items are computed when it opens (baton.Job.Items) keeps
+// its item list with the run, in pages: page i of a run holds at most
+// PageItems items, in strictly ascending byte-wise order of their names,
+// and every name of page i sorts before every name of page i+1. A page
+// is written once (Store.PutPage) and never changes, so a resumed fan-out sends
+// the same items and a consumer may cache a page for as long as it likes.
+// Because the names are ordered, a page is a contiguous range of the
+// run's item records (ListItemRange from its first to its last name): the
+// pages are the run's shards.
+//
 // Implementations must pass the conformance suite in
 // internal/ledger/ledgertest.
 package ledger
@@ -364,4 +376,16 @@ type Store interface {
 	// group (Index/MarkGroup == group), ordered by Index: at most
 	// MarkGroup records. Reads are strongly consistent.
 	ListMarks(ctx context.Context, run RunID, level, group int) ([]Mark, error)
+
+	// PutPage writes page (Run, Index) of a run's item list (see "Item
+	// pages" in page.go) when there is none, in one conditional write, and
+	// returns it. A page is written once: when it exists already PutPage
+	// returns ErrTerminal with the page as first written. A page CheckPage
+	// refuses is refused with its error (matching ErrBadPage) and nothing
+	// is written.
+	PutPage(ctx context.Context, p PutPageParams) (Page, error)
+
+	// GetPage returns page index of the run's item list, or ErrNotFound.
+	// Reads are strongly consistent.
+	GetPage(ctx context.Context, run RunID, index int) (Page, error)
 }

@@ -91,6 +91,7 @@ func Cases() []Case {
 		{"ListItemRange", TestListItemRange},
 		{"MarkDone", TestMarkDone},
 		{"ListMarks", TestListMarks},
+		{"PutPage", TestPutPage},
 		{"Concurrent", TestConcurrent},
 		{"StateMachine", TestStateMachine},
 	}

@@ -19,6 +19,7 @@ type memStore struct {
 	runs  map[string]ledger.Run  // by RunID.TickKey
 	items map[string]ledger.Item // by ItemKey.String
 	marks map[markKey]ledger.Mark
+	pages map[markKey]ledger.Page // level unused
 }
 
 type markKey struct {
@@ -29,7 +30,7 @@ type markKey struct {
 var _ ledger.Store = (*memStore)(nil)
 
 func newMemStore() *memStore {
-	return &memStore{runs: map[string]ledger.Run{}, items: map[string]ledger.Item{}, marks: map[markKey]ledger.Mark{}}
+	return &memStore{runs: map[string]ledger.Run{}, items: map[string]ledger.Item{}, marks: map[markKey]ledger.Mark{}, pages: map[markKey]ledger.Page{}}
 }
 
 func (m *memStore) OpenRun(_ context.Context, p ledger.OpenRunParams) (ledger.Run, ledger.OpenOutcome, error) {
@@ -230,4 +231,33 @@ func (m *memStore) ListMarks(_ context.Context, run ledger.RunID, level, group i
 	}
 	slices.SortFunc(out, func(a, b ledger.Mark) int { return a.Index - b.Index })
 	return out, nil
+}
+
+func (m *memStore) PutPage(_ context.Context, p ledger.PutPageParams) (ledger.Page, error) {
+	if err := ledger.CheckPage(p); err != nil {
+		return ledger.Page{}, err
+	}
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	k := markKey{run: p.Run.String(), index: p.Index}
+	if cur, ok := m.pages[k]; ok {
+		return cur, fmt.Errorf("page %d of %s: %w", p.Index, p.Run, ledger.ErrTerminal)
+	}
+	items, err := ledger.DecodePageItems(ledger.EncodePageItems(p.Items))
+	if err != nil {
+		return ledger.Page{}, err
+	}
+	pg := ledger.Page{Run: p.Run, Index: p.Index, Items: items, Final: p.Final, Resume: p.Resume, At: p.Now}
+	m.pages[k] = pg
+	return pg, nil
+}
+
+func (m *memStore) GetPage(_ context.Context, run ledger.RunID, index int) (ledger.Page, error) {
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	pg, ok := m.pages[markKey{run: run.String(), index: index}]
+	if !ok {
+		return ledger.Page{}, fmt.Errorf("page %d of %s: %w", index, run, ledger.ErrNotFound)
+	}
+	return pg, nil
 }
