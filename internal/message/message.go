@@ -1,5 +1,18 @@
 // Package message is the body of an item's queue message: its version, its
 // encoding and its strict decoder.
+//
+// # Versions
+//
+// Version 1 is {"v":1,"key":…,"fence":…,"derived":…}: the message of an
+// item of a job whose items are constants (Job.Assets, Job.Derived).
+// Version 2 adds "page" (required): the index of the stored page of the
+// run's item list that holds the item, for a job whose items are computed
+// when its run opens (Job.Items); the consumer checks membership and reads
+// the payload from that page. Compatibility rule: a writer writes version
+// 1 whenever the item has no page, so a message of a constant item is
+// read by consumers of either version, and messages in flight across an
+// upgrade keep working; Decode reads both. Only items of run-time lists,
+// which earlier versions cannot process anyway, travel as version 2.
 package message
 
 import (
@@ -14,8 +27,12 @@ import (
 	"github.com/batonhq/baton/internal/strictjson"
 )
 
-// Version is the version of the message body this code writes.
-const Version = 1
+// Version is the latest version of the message body this code writes
+// (see the package doc): 1 for an item without a page, 2 with one.
+const (
+	Version  = 2
+	Version1 = 1
+)
 
 // Message attribute names, set alongside the body so operators can filter
 // and inspect without decoding it.
@@ -41,11 +58,31 @@ type Message struct {
 	Key     string `json:"key"`
 	Fence   int64  `json:"fence"`
 	Derived bool   `json:"derived,omitempty"`
+	// Page is the index of the stored page that holds the item (version 2
+	// only; 0 in version 1, where it is not encoded).
+	Page int `json:"page"`
 }
 
-// New builds the message for key.
+// New builds the version 1 message for key, an item without a page.
 func New(key ledger.ItemKey, fence int64, derived bool) Message {
-	return Message{Version: Version, Key: key.String(), Fence: fence, Derived: derived}
+	return Message{Version: Version1, Key: key.String(), Fence: fence, Derived: derived}
+}
+
+// NewPaged builds the version 2 message for key, an item of a run-time
+// list held by stored page page.
+func NewPaged(key ledger.ItemKey, fence int64, page int) Message {
+	return Message{Version: Version, Key: key.String(), Fence: fence, Page: page}
+}
+
+// Paged reports whether m names the stored page of its item (version 2).
+func (m Message) Paged() bool { return m.Version >= 2 }
+
+// v1 is the body of version 1: no page.
+type v1 struct {
+	Version int    `json:"v"`
+	Key     string `json:"key"`
+	Fence   int64  `json:"fence"`
+	Derived bool   `json:"derived,omitempty"`
 }
 
 // ItemKey parses m.Key.
@@ -53,6 +90,10 @@ func (m Message) ItemKey() (ledger.ItemKey, error) { return ledger.ParseItemKey(
 
 // Encode returns the queue message for m.
 func (m Message) Encode() []byte {
+	if !m.Paged() {
+		b, _ := json.Marshal(v1{Version: m.Version, Key: m.Key, Fence: m.Fence, Derived: m.Derived}) // cannot fail: plain fields
+		return b
+	}
 	b, _ := json.Marshal(m) // cannot fail: plain fields
 	return b
 }
@@ -66,7 +107,7 @@ func (m Message) QueueMessage() queue.Message {
 }
 
 // messageFields are the body's field names, in their one spelling.
-var messageFields = []string{"v", "key", "fence", "derived"}
+var messageFields = []string{"v", "key", "fence", "derived", "page"}
 
 // describe names the field of a type mismatch, without quoting the value.
 func describe(err error) string {
@@ -93,8 +134,21 @@ func Decode(body []byte) (Message, error) {
 	if err := json.Unmarshal(body, &m); err != nil {
 		return Message{}, fmt.Errorf("%w: body is not a baton item message: %s", ErrMalformed, describe(err))
 	}
-	if m.Version != Version {
-		return Message{}, fmt.Errorf("%w: field \"v\": version %d, want %d", ErrMalformed, m.Version, Version)
+	rawPage, hasPage := fields["page"]
+	if hasPage && string(rawPage) == "null" {
+		return Message{}, fmt.Errorf("%w: field \"page\": want a JSON int, got null", ErrMalformed)
+	}
+	switch {
+	case m.Version != Version1 && m.Version != Version:
+		return Message{}, fmt.Errorf("%w: field \"v\": version %d, want %d or %d", ErrMalformed, m.Version, Version1, Version)
+	case m.Version == Version1 && hasPage:
+		return Message{}, fmt.Errorf("%w: field \"page\" is not part of version 1", ErrMalformed)
+	case m.Version == Version && !hasPage:
+		return Message{}, fmt.Errorf("%w: field \"page\" is missing (required in version 2)", ErrMalformed)
+	case m.Page < 0:
+		return Message{}, fmt.Errorf("%w: field \"page\" is negative", ErrMalformed)
+	case m.Version == Version && m.Derived:
+		return Message{}, fmt.Errorf("%w: field \"derived\": an item of a stored page is never derived", ErrMalformed)
 	}
 	if m.Key == "" {
 		return Message{}, fmt.Errorf("%w: field \"key\" is missing", ErrMalformed)

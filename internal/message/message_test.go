@@ -17,21 +17,35 @@ func TestDecode(t *testing.T) {
 	require.NoError(t, err)
 	m, err := message.Decode(message.New(key, 3, false).Encode())
 	require.NoError(t, err)
-	require.Equal(t, message.Message{Version: message.Version, Key: key.String(), Fence: 3}, m)
+	require.Equal(t, message.Message{Version: message.Version1, Key: key.String(), Fence: 3}, m)
+	require.JSONEq(t, `{"v":1,"key":"fx@2026-11-21T12:01:00Z#1/EURUSD","fence":3}`, string(m.Encode()), "an item without a page is still written as version 1")
+
+	paged := message.NewPaged(key, 4, 0)
+	require.JSONEq(t, `{"v":2,"key":"fx@2026-11-21T12:01:00Z#1/EURUSD","fence":4,"page":0}`, string(paged.Encode()))
+	m, err = message.Decode(paged.Encode())
+	require.NoError(t, err)
+	require.Equal(t, paged, m)
+	require.True(t, m.Paged())
 
 	huge := strings.Repeat("x", 200_000)
 	for body, want := range map[string]string{
 		`not json`: "body is not a baton item message: not a JSON object",
-		`{"v":1,"key":"fx@2026-11-21T12:01:00Z#1/EURUSD","fence":1} {}`:        "trailing data",
-		`{"V":1,"key":"fx@2026-11-21T12:01:00Z#1/EURUSD","fence":1}`:           `field "V": names are case-sensitive, want "v"`,
-		`{"v":1,"key":"fx@2026-11-21T12:01:00Z#1/EURUSD","key":"x","fence":1}`: `field "key" appears twice`,
-		`{"v":2,"key":"fx@2026-11-21T12:01:00Z#1/EURUSD","fence":1}`:           "version 2, want 1",
-		`{"v":1,"key":"fx@2026-11-21T13:01:00+01:00#1/EURUSD","fence":1}`:      "not canonical",
-		`{"v":1,"key":"fx@2026-11-21T12:01:00Z#1/EURUSD","fence":-1}`:          "negative",
-		`{"v":1,"key":"fx@2026-11-21T12:01:00Z#1/EURUSD","fence":"1"}`:         `field "fence": want a JSON int64, got string`,
-		`{"v":1,"key":"fx@2026-11-21T12:01:00Z#1/EURUSD","fence":1,"gen":2}`:   `unknown field "gen"`,
-		`{"v":1,"key":"` + huge + `","fence":1}`:                               "longer than 256 bytes",
-		`{"v":1,"key":"k","fence":1,"` + huge + `":1}`:                         "unknown field",
+		`{"v":1,"key":"fx@2026-11-21T12:01:00Z#1/EURUSD","fence":1} {}`:                 "trailing data",
+		`{"V":1,"key":"fx@2026-11-21T12:01:00Z#1/EURUSD","fence":1}`:                    `field "V": names are case-sensitive, want "v"`,
+		`{"v":1,"key":"fx@2026-11-21T12:01:00Z#1/EURUSD","key":"x","fence":1}`:          `field "key" appears twice`,
+		`{"v":3,"key":"fx@2026-11-21T12:01:00Z#1/EURUSD","fence":1}`:                    "version 3, want 1 or 2",
+		`{"v":2,"key":"fx@2026-11-21T12:01:00Z#1/EURUSD","fence":1}`:                    `field "page" is missing`,
+		`{"v":1,"key":"fx@2026-11-21T12:01:00Z#1/EURUSD","fence":1,"page":0}`:           `"page" is not part of version 1`,
+		`{"v":2,"key":"fx@2026-11-21T12:01:00Z#1/EURUSD","fence":1,"page":-1}`:          `"page" is negative`,
+		`{"v":2,"key":"fx@2026-11-21T12:01:00Z#1/a","fence":1,"page":null}`:             `"page": want a JSON int, got null`,
+		`{"v":2,"key":"fx@2026-11-21T12:01:00Z#1/a","fence":1,"page":1.5}`:              `field "page": want a JSON int`,
+		`{"v":2,"key":"fx@2026-11-21T12:01:00Z#1/a","fence":1,"page":1,"derived":true}`: `never derived`,
+		`{"v":1,"key":"fx@2026-11-21T13:01:00+01:00#1/EURUSD","fence":1}`:               "not canonical",
+		`{"v":1,"key":"fx@2026-11-21T12:01:00Z#1/EURUSD","fence":-1}`:                   "negative",
+		`{"v":1,"key":"fx@2026-11-21T12:01:00Z#1/EURUSD","fence":"1"}`:                  `field "fence": want a JSON int64, got string`,
+		`{"v":1,"key":"fx@2026-11-21T12:01:00Z#1/EURUSD","fence":1,"gen":2}`:            `unknown field "gen"`,
+		`{"v":1,"key":"` + huge + `","fence":1}`:                                        "longer than 256 bytes",
+		`{"v":1,"key":"k","fence":1,"` + huge + `":1}`:                                  "unknown field",
 	} {
 		_, err := message.Decode([]byte(body))
 		require.True(t, errors.Is(err, message.ErrMalformed), "%.80s: %v", body, err)
@@ -46,6 +60,7 @@ func FuzzDecode(f *testing.F) {
 	for _, s := range []string{
 		`{"v":1,"key":"fx@2026-11-21T12:01:00Z#1/EURUSD","fence":1}`,
 		`{"v":1,"key":"fx@2026-11-21T12:01:00Z#1/DXY","fence":2,"derived":true}`,
+		`{"v":2,"key":"fx@2026-11-21T12:01:00Z#1/item-00042","fence":2,"page":7}`,
 		`{"V":1}`, `{"v":1,"key":"x"} x`, `[]`,
 	} {
 		f.Add([]byte(s))
