@@ -23,8 +23,14 @@ type Job struct {
 	// are the schedule's own instants (UTC); a trigger is mapped to the
 	// latest tick at or before it.
 	Schedule string
-	// Assets are the items of every run, in fan-out order.
+	// Assets are the items of every run, in fan-out order, when they are
+	// the same for every run. A job has Assets or Items, not both.
 	Assets []string
+	// Items, optional, computes each run's items when it opens, in place
+	// of Assets: see ItemsFunc. The list is stored with the run, in pages,
+	// and its items may carry payloads. A job with Items has no Derived
+	// items in this version.
+	Items ItemsFunc
 	// Derived are the items computed from other items of the same run
 	// (fan-in), in the order they are listed.
 	Derived []Derived
@@ -135,7 +141,8 @@ func (l Limits) withDefaults() Limits {
 }
 
 // Validate reports the first problem with j, naming the job and what is
-// wrong: a bad name, a schedule that does not parse, no assets, a
+// wrong: a bad name, a schedule that does not parse, no assets (and no
+// Items), both Assets and Items, Items with derived items, a
 // duplicate or clashing item name, a derived item whose input is not an
 // item of the job or is itself, derived items that form a cycle (named:
 // `derived "A" → "B" → "A" forms a cycle`), a negative limit, no
@@ -151,8 +158,13 @@ func (j Job) Validate() error {
 	if _, err := schedule.Parse(j.Schedule); err != nil {
 		return fmt.Errorf("job %s: schedule: %w", j.Name, err)
 	}
-	if len(j.Assets) == 0 {
-		return fmt.Errorf("job %s: no assets", j.Name)
+	switch {
+	case j.Items != nil && len(j.Assets) > 0:
+		return fmt.Errorf("job %s: both Assets and Items: a job's items are constant (Assets) or computed when its run opens (Items), not both", j.Name)
+	case j.Items != nil && len(j.Derived) > 0:
+		return fmt.Errorf("job %s: derived items with Items: a job whose items are computed when its run opens has no derived items in this version", j.Name)
+	case j.Items == nil && len(j.Assets) == 0:
+		return fmt.Errorf("job %s: no assets (and no Items function)", j.Name)
 	}
 	seen := map[string]bool{}
 	for _, a := range j.Assets {
@@ -235,8 +247,13 @@ func (j Job) DerivedItem(name string) (Derived, bool) {
 	return Derived{}, false
 }
 
+// RunTime reports whether j's items are computed when its run opens
+// (Items is set).
+func (j Job) RunTime() bool { return j.Items != nil }
+
 // HasItem reports whether name is an asset or a derived item of j. For a
-// job of a Catalog it is one map lookup.
+// job of a Catalog it is one map lookup. A job with Items has no constant
+// items: its runs' items are checked against their stored lists.
 func (j Job) HasItem(name string) bool {
 	if j.items != nil {
 		_, ok := j.items[name]

@@ -23,6 +23,9 @@ type Task struct {
 	Fence int64
 	// Inputs holds, for a derived item, each input's result by asset.
 	Inputs map[string][]byte
+	// Payload is the item's payload (Item.Payload of a run-time list),
+	// nil when it has none. It is never logged.
+	Payload []byte
 	// Effects is the job's fenced effect store, bound to this task: a Put
 	// is refused with ErrStale once a later generation or attempt of the
 	// item has written the same key. Never nil when the runtime calls

@@ -58,6 +58,10 @@ type Consumer struct {
 	// Runs, optional, keeps the runs read to vouch for messages across
 	// batches (share one per process); nil: every message reads its run.
 	Runs *RunCache
+	// Pages, optional, keeps the stored pages of run-time item lists read
+	// to check items against (share one per process); nil: every message
+	// of such a job reads its page.
+	Pages *PageCache
 	// Stop, optional, ends a graceful shutdown's grace period: once it is
 	// closed, no message is started any more and a processor still running
 	// has its context cancelled. A message not started, and one whose

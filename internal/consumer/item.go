@@ -52,7 +52,16 @@ func (c *Consumer) decode(d queue.Delivery) *delivery {
 		out.err = fmt.Errorf("message %s (key %s): %w", d.MessageID, msg.Key, err)
 		return out
 	}
-	if !j.HasItem(key.Asset) {
+	switch {
+	case j.RunTime() && !msg.Paged():
+		out.err = fmt.Errorf("message %s (key %s): %w: job %s computes its items when its run opens, and the message names no page of the run's item list (version %d)",
+			d.MessageID, msg.Key, message.ErrMalformed, j.Name, msg.Version)
+		return out
+	case !j.RunTime() && msg.Paged():
+		out.err = fmt.Errorf("message %s (key %s): %w: job %s has constant items, and the message names a page of a run-time item list",
+			d.MessageID, msg.Key, message.ErrMalformed, j.Name)
+		return out
+	case !j.RunTime() && !j.HasItem(key.Asset):
 		out.err = fmt.Errorf("message %s (key %s): %w: job %s has no asset or derived item %q",
 			d.MessageID, msg.Key, ErrUnknownAsset, j.Name, key.Asset)
 		return out
@@ -165,6 +174,8 @@ type messageRun struct {
 	// heartbeat extends a claim past; zero: no deadline.
 	hardEnd time.Time
 	inputs  map[string][]byte // a derived item's inputs' results (gate)
+	page    *ledger.Page      // the stored page that holds the item, for a run-time list (gate)
+	payload []byte            // the item's payload, from its page (gate)
 	run     ledger.Run        // the run as the vouch read it (gate)
 	item    ledger.Item       // the item as claimed (claim)
 	ended   error             // why the claim ended the processor's context (process); nil: it did not
@@ -214,6 +225,11 @@ func (c *Consumer) gate(ctx context.Context, deadline time.Time, m *messageRun) 
 	}
 	if v, ok := c.vouch(ctx, m); !ok {
 		return v, false
+	}
+	if d.job.RunTime() {
+		if v, ok := c.member(ctx, m); !ok {
+			return v, false
+		}
 	}
 	if b := d.job.RunBudget; b > 0 && !m.now.Before(m.run.OpenedAt.Add(b)) {
 		if v, ok := c.overBudget(ctx, m); !ok {
@@ -370,7 +386,7 @@ func (c *Consumer) process(ctx context.Context, m *messageRun) (result []byte, d
 	cl, pctx, stop := c.startClaim(ctx, m)
 	task := baton.Task{
 		Key: d.key, Asset: d.key.Asset, Nominal: d.key.Run.Nominal,
-		Attempt: item.Attempt, Fence: d.msg.Fence, Inputs: m.inputs,
+		Attempt: item.Attempt, Fence: d.msg.Fence, Inputs: m.inputs, Payload: m.payload,
 		Effects: effect.Bind(c.Effects, d.key.Run.Job, d.key.Run.Generation, item.Attempt, c.now),
 		Claim:   cl,
 	}

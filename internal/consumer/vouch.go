@@ -185,7 +185,7 @@ func (c *Consumer) settle(ctx context.Context, m *messageRun) {
 	if run.ID != d.key.Run || run.State != ledger.RunFannedOut {
 		return
 	}
-	run, err := fanin.SettleShard(ctx, fanin.ShardParams{Ledger: c.Ledger, Def: d.job, Run: run, Item: d.key.Asset, Now: c.now()})
+	run, err := fanin.SettleShard(ctx, fanin.ShardParams{Ledger: c.Ledger, Def: d.job, Run: run, Item: d.key.Asset, Page: m.page, Now: c.now()})
 	if err != nil {
 		m.log.WarnContext(ctx, "settle failed; a redelivery or the coordinator settles the run later", slog.String("phase", "settle"), slog.Any("error", err))
 		return

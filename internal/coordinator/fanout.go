@@ -27,6 +27,9 @@ const sendParallel = 10
 // Before each chunk it checks the deadline, the budget and ctx, and renews
 // the lease when due.
 func (c *Coordinator) fanOut(ctx context.Context, t *tickRun, run ledger.Run) error {
+	if t.job.RunTime() {
+		return c.fanOutPages(ctx, t, run)
+	}
 	j, sum, log := t.job, t.sum, t.log
 	chunk := c.Checkpoint
 	if chunk <= 0 {

@@ -65,7 +65,7 @@ func Settle(ctx context.Context, p SettleParams) (ledger.Run, error) {
 	}
 	for s := range l.shards {
 		var err error
-		if run, err = l.settleShard(ctx, p.Ledger, run, s, p.Now); err != nil || run.State.Finished() {
+		if run, err = l.settleShard(ctx, p.Ledger, run, s, nil, p.Now); err != nil || run.State.Finished() {
 			return run, err
 		}
 	}
@@ -79,6 +79,11 @@ type ShardParams struct {
 	Run    ledger.Run // as read: SettleShard acts only on a run fanned out
 	// Item is the item that just ended: SettleShard settles its shard.
 	Item string
+	// Page is the stored page that holds Item, for a job whose items are
+	// computed when its run opens (baton.Job.Items): the page is the
+	// shard. nil for other jobs; with such a job, nil settles nothing
+	// (the coordinator's Settle does).
+	Page *ledger.Page
 	Now  time.Time
 }
 
@@ -108,6 +113,15 @@ func SettleShard(ctx context.Context, p ShardParams) (ledger.Run, error) {
 		return run, nil
 	}
 	l := newLayout(p.Def, run)
+	if l.pages {
+		if p.Page == nil || p.Page.Run != run.ID || p.Page.Index >= l.shards {
+			return run, nil
+		}
+		if _, ok := p.Page.Find(p.Item); !ok {
+			return run, nil // not an item of the page
+		}
+		return l.settleShard(ctx, p.Ledger, run, p.Page.Index, p.Page, p.Now)
+	}
 	if run.Shards == 0 && len(l.names) > LegacySettleMax {
 		return run, nil
 	}
@@ -115,7 +129,7 @@ func SettleShard(ctx context.Context, p ShardParams) (ledger.Run, error) {
 	if !ok {
 		return run, nil // not an item of the run
 	}
-	return l.settleShard(ctx, p.Ledger, run, s, p.Now)
+	return l.settleShard(ctx, p.Ledger, run, s, nil, p.Now)
 }
 
 // layout is how a run's items fall into shards: the run's item names (the
@@ -123,13 +137,23 @@ func SettleShard(ctx context.Context, p ShardParams) (ledger.Run, error) {
 // order, cut into shards consecutive ranges of size names each (the last
 // may be shorter or empty). The order is the ledger's asset order, so a
 // shard is one ListItemRange.
+//
+// For a job whose items are computed when its run opens (pages), the
+// shards are the run's stored pages (ledger.Page): Total is the fan-out's
+// final position, page×ledger.PageItems + offset, so the run has
+// (Total-1)/ledger.PageItems + 1 pages (one, empty, for an empty list);
+// a shard's names are its page's, read when needed, never all at once.
 type layout struct {
 	names  []string
 	shards int
 	size   int
+	pages  bool
 }
 
 func newLayout(j baton.Job, run ledger.Run) layout {
+	if j.RunTime() {
+		return layout{pages: true, shards: max(1, (run.Total+ledger.PageItems-1)/ledger.PageItems)}
+	}
 	names := runNames(j, run)
 	slices.Sort(names)
 	shards := max(run.Shards, 1)
@@ -196,9 +220,25 @@ func (c *counts) add(o counts) {
 	c.cancelled += o.cancelled
 }
 
-// settleShard settles shard s of run (see SettleShard).
-func (l layout) settleShard(ctx context.Context, store ledger.Store, run ledger.Run, s int, now time.Time) (ledger.Run, error) {
-	names := l.shard(s)
+// settleShard settles shard s of run (see SettleShard); page is shard s's
+// page when the caller has it (pages only).
+func (l layout) settleShard(ctx context.Context, store ledger.Store, run ledger.Run, s int, page *ledger.Page, now time.Time) (ledger.Run, error) {
+	var names []string
+	if l.pages {
+		if page == nil {
+			pg, err := store.GetPage(ctx, run.ID, s)
+			if err != nil {
+				return run, fmt.Errorf("settle %s shard %d: %w", run.ID, s, err)
+			}
+			page = &pg
+		}
+		names = make([]string, len(page.Items))
+		for i, it := range page.Items {
+			names[i] = it.Name
+		}
+	} else {
+		names = l.shard(s)
+	}
 	var items []ledger.Item
 	if len(names) > 0 {
 		var err error

@@ -277,7 +277,7 @@ func newConsumer(p Params, stop <-chan struct{}) *consumer.Consumer {
 	b := p.Backend
 	c := &consumer.Consumer{
 		Ledger: b.Ledger, Queue: b.Work, MaxReceives: b.MaxReceives, Jobs: p.Catalog, Effects: b.Effects,
-		Owner: p.owner() + "/push", NowFunc: p.NowFunc, Logger: p.Logger, Runs: &consumer.RunCache{}, Stop: stop,
+		Owner: p.owner() + "/push", NowFunc: p.NowFunc, Logger: p.Logger, Runs: &consumer.RunCache{}, Pages: &consumer.PageCache{}, Stop: stop,
 	}
 	if b.DeadLetter != nil {
 		c.DeadLetter = b.DeadLetter

@@ -34,7 +34,7 @@ func NewConsumerHandler(p HandlerParams) (*ConsumerHandler, error) {
 		p: p,
 		core: consumer.Consumer{
 			Ledger: p.Ledger, Queue: p.Queue, MaxReceives: p.MaxReceives,
-			Jobs: p.Jobs, Effects: p.Effects, NowFunc: p.NowFunc, Runs: &consumer.RunCache{},
+			Jobs: p.Jobs, Effects: p.Effects, NowFunc: p.NowFunc, Runs: &consumer.RunCache{}, Pages: &consumer.PageCache{},
 		},
 		name: p.functionName(Consumer),
 		emf:  p.metrics(),

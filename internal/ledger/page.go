@@ -7,6 +7,8 @@ import (
 	"strconv"
 	"time"
 	"unicode/utf8"
+
+	"github.com/batonhq/baton"
 )
 
 // PageItems is the most items a page holds. It equals the shard size of
@@ -18,8 +20,9 @@ const PageItems = 64
 // item limit.
 const MaxPageBytes = 350_000
 
-// MaxPayload is the largest payload an item may carry inline: 200 KiB.
-const MaxPayload = 200 << 10
+// MaxPayload is the largest payload an item may carry inline: 200 KiB
+// (baton.MaxPayload).
+const MaxPayload = baton.MaxPayload
 
 // PageItem is one item of a page: its name (an asset name, see
 // baton.ValidName) and its payload, nil when it has none.

@@ -1,0 +1,187 @@
+// Package itemstest runs jobs whose items are computed when their run
+// opens (baton.Job.Items) end to end on a backend (coordinator, poller,
+// consumers), the same way on every engine: the list is stored with the
+// run in pages, a fan-out stopped by a failing items function resumes
+// from the stored pages without asking again for what they hold, every
+// item runs once with its payload, consumers check membership with one
+// page read per page rather than one per item, and the run settles by
+// its consumers.
+package itemstest
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"strconv"
+	"sync"
+	"sync/atomic"
+	"testing"
+	"time"
+
+	"github.com/stretchr/testify/require"
+
+	"github.com/batonhq/baton"
+	"github.com/batonhq/baton/internal/backend"
+	"github.com/batonhq/baton/internal/coordinator"
+	"github.com/batonhq/baton/internal/engine"
+	"github.com/batonhq/baton/internal/ledger"
+)
+
+// Source is a list of n items named it-0000000, it-0000001, … with the
+// payload {"i":<n>}, served in pages of PageSize by Func. FailAt, when
+// above 0, makes the first call whose cursor reaches it fail once.
+type Source struct {
+	N, PageSize, FailAt int
+	calls               atomic.Int64
+	failed              atomic.Bool
+}
+
+// Name is item i's name.
+func Name(i int) string { return fmt.Sprintf("it-%07d", i) }
+
+// Payload is item i's payload.
+func Payload(i int) []byte { return []byte(`{"i":` + strconv.Itoa(i) + `}`) }
+
+// Calls is the number of calls of Func so far.
+func (s *Source) Calls() int { return int(s.calls.Load()) }
+
+// Func is the items function.
+func (s *Source) Func(_ context.Context, req baton.ItemsRequest) (baton.ItemsPage, error) {
+	s.calls.Add(1)
+	from := 0
+	if req.Cursor != "" {
+		var err error
+		if from, err = strconv.Atoi(req.Cursor); err != nil {
+			return baton.ItemsPage{}, fmt.Errorf("bad cursor %q", req.Cursor)
+		}
+	}
+	if s.FailAt > 0 && from >= s.FailAt && !s.failed.Swap(true) {
+		return baton.ItemsPage{}, errors.New("source unavailable (on purpose)")
+	}
+	to := min(from+s.PageSize, s.N)
+	page := baton.ItemsPage{Items: make([]baton.Item, 0, to-from)}
+	for i := from; i < to; i++ {
+		page.Items = append(page.Items, baton.Item{Name: Name(i), Payload: Payload(i)})
+	}
+	if to < s.N {
+		page.Next = strconv.Itoa(to)
+	}
+	return page, nil
+}
+
+// processor returns the task's payload as its result and counts calls.
+type processor struct {
+	mu    sync.Mutex
+	calls map[string]int
+}
+
+func (p *processor) Process(_ context.Context, t baton.Task) ([]byte, error) {
+	p.mu.Lock()
+	p.calls[t.Key.String()]++
+	p.mu.Unlock()
+	return append([]byte(nil), t.Payload...), nil
+}
+
+// Run runs one tick of a job of n run-time items on b, whose items
+// function fails once half-way: the first trigger stops there with an
+// error naming the function, the second resumes from the stored pages.
+// It waits for the run to settle by its consumers and checks every item
+// ran once with its payload, the items function was not asked again for
+// the pages stored before the failure, and the consumers read each page
+// at most a few times (it logs the extra reads per item).
+func Run(t *testing.T, b backend.Backend, n int) {
+	t.Helper()
+	src := &Source{N: n, PageSize: 97, FailAt: n / 2}
+	proc := &processor{calls: map[string]int{}}
+	job := baton.Job{
+		Name: "runtime", Schedule: "rate(1 minute)", Items: src.Func, Processor: proc,
+		Limits: baton.Limits{ItemLease: 10 * time.Second, ClockSkew: 100 * time.Millisecond},
+	}
+	cat, err := baton.NewCatalog(job)
+	require.NoError(t, err)
+	eng, err := engine.New(b, engine.Options{Catalog: cat, Consumers: 4, BatchSize: 10, BatchTimeout: 30 * time.Second, RetryDelay: 100 * time.Millisecond})
+	require.NoError(t, err)
+	eng.Coordinator.Checkpoint = 200
+
+	at := time.Now()
+	sum, err := eng.Trigger(t.Context(), "runtime", at, false)
+	require.ErrorIs(t, err, coordinator.ErrItems, "the items function's failure stops the fan-out")
+	require.ErrorContains(t, err, "source unavailable (on purpose)")
+	require.Positive(t, sum.Enqueued, "the pages before the failure were sent")
+	require.Less(t, sum.Enqueued, n)
+	id := sum.Run
+	run, err := b.Ledger.GetRun(t.Context(), "runtime", sum.Nominal)
+	require.NoError(t, err)
+	require.Equal(t, ledger.RunFanningOut, run.State, "the run stays open to resume")
+	stored := run.Cursor / ledger.PageItems // pages sent whole before the failure
+	callsBefore := src.Calls()
+
+	ctx, cancel := context.WithCancel(t.Context())
+	var wg sync.WaitGroup
+	wg.Go(func() { _ = eng.Consume(ctx) })
+	defer func() { cancel(); wg.Wait() }()
+
+	sum, err = eng.Trigger(t.Context(), "runtime", at, false)
+	require.NoError(t, err)
+	require.Equal(t, coordinator.OutcomeResumed, sum.Outcome)
+	require.Equal(t, id, sum.Run)
+	// The resumed fan-out asks the function again only from the cursor of
+	// the last stored page: at most the pages of the list after it.
+	maxCalls := (n-stored*ledger.PageItems)/src.PageSize + 3
+	require.LessOrEqual(t, src.Calls()-callsBefore, maxCalls, "the resumed fan-out does not read the stored pages' items again")
+
+	run = waitFinished(t, b.Ledger, id)
+	require.Equal(t, ledger.RunComplete, run.State)
+	require.Equal(t, n, run.Succeeded)
+
+	// Every item ran once, with its payload; page by page, memory flat.
+	pages := (n + ledger.PageItems - 1) / ledger.PageItems
+	seen := 0
+	for p := 0; ; p++ {
+		pg, err := b.Ledger.GetPage(t.Context(), id, p)
+		require.NoError(t, err, "page %d", p)
+		require.NotEmpty(t, pg.Items)
+		items, err := b.Ledger.ListItemRange(t.Context(), id, pg.Items[0].Name, pg.Items[len(pg.Items)-1].Name)
+		require.NoError(t, err)
+		require.Len(t, items, len(pg.Items), "page %d is one shard of the run's records", p)
+		for k, it := range items {
+			i := seen + k
+			require.Equal(t, Name(i), it.Key.Asset)
+			require.Equal(t, ledger.ItemSucceeded, it.State, it.Key.Asset)
+			require.Equal(t, Payload(i), it.Result, "%s got its payload", it.Key.Asset)
+			proc.mu.Lock()
+			calls := proc.calls[it.Key.String()]
+			proc.mu.Unlock()
+			require.Equal(t, 1, calls, "%s processed once", it.Key)
+		}
+		seen += len(items)
+		if pg.Final {
+			require.Equal(t, pages-1, p, "full pages of %d items", ledger.PageItems)
+			break
+		}
+	}
+	require.Equal(t, n, seen)
+
+	reads := eng.Consumer.Pages.Reads()
+	t.Logf("%d items, %d pages: %d page reads by the consumers, %.4f extra reads per item", n, pages, reads, float64(reads)/float64(n))
+	require.LessOrEqual(t, reads, int64(4*pages), "consumers read a page once per consumer at most, not once per item")
+}
+
+// waitFinished polls the run until it is finished, with a bound; it never
+// settles the run itself (the consumers must).
+func waitFinished(t *testing.T, l ledger.Store, id ledger.RunID) ledger.Run {
+	t.Helper()
+	ctx, stop := context.WithTimeout(t.Context(), 90*time.Second)
+	defer stop()
+	for {
+		r, err := l.GetRun(ctx, id.Job, id.Nominal)
+		if err == nil && r.State.Finished() {
+			return r
+		}
+		select {
+		case <-ctx.Done():
+			t.Fatalf("run %s not finished: %+v (%v)", id, r, err)
+		case <-time.After(20 * time.Millisecond):
+		}
+	}
+}
