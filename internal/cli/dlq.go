@@ -144,7 +144,7 @@ func describeDeadLetter(ctx context.Context, c *baton.Catalog, l ledger.Store, m
 		row.OnRedrive = "rejected again (unknown job)"
 		return row, nil
 	}
-	if !j.HasItem(key.Asset) {
+	if !j.RunTime() && !j.HasItem(key.Asset) {
 		row.OnRedrive = "rejected again (unknown asset)"
 		return row, nil
 	}

@@ -75,6 +75,9 @@ func parseRun(c *baton.Catalog, v string) (ledger.RunID, baton.Job, error) {
 
 // checkAsset refuses a name that is neither an asset nor a derived item of j.
 func checkAsset(j baton.Job, asset string) error {
+	if j.RunTime() {
+		return usagef("job %s computes its items when its run opens: an item of it cannot be named here; replay the tick instead", j.Name)
+	}
 	if asset == "" {
 		return usagef("--asset is required (one of %s)", strings.Join(engine.SortedItemNames(j), ", "))
 	}

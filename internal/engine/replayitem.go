@@ -103,6 +103,9 @@ func (e *Engine) ReplayItem(ctx context.Context, id ledger.RunID, asset string, 
 	if err != nil {
 		return ItemReplay{}, err
 	}
+	if j.RunTime() {
+		return ItemReplay{}, fmt.Errorf("job %s computes its items when its run opens: replay the tick instead (a forced replay opens a generation with a list of its own)", j.Name)
+	}
 	if !j.HasItem(asset) {
 		return ItemReplay{}, fmt.Errorf("job %s has no asset or derived item %q", j.Name, asset)
 	}
