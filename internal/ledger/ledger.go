@@ -155,6 +155,10 @@ type OpenRunParams struct {
 	Job     string
 	Nominal time.Time // the tick's nominal time (UTC)
 	Fence   int64     // fence of the caller's lease
+	// Submission, when set, opens the run of the submission with that
+	// dedupe key instead of a tick's: its record is kept under TickOf's
+	// (job+"+"+Submission, SubmissionNominal), and Nominal is ignored.
+	Submission string
 	// Force opens the next generation whatever the current run's state.
 	Force bool
 	// Shards is the shard count of a generation this call opens (0 means

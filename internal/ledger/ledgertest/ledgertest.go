@@ -92,6 +92,7 @@ func Cases() []Case {
 		{"MarkDone", TestMarkDone},
 		{"ListMarks", TestListMarks},
 		{"PutPage", TestPutPage},
+		{"SubmissionRuns", TestSubmissionRuns},
 		{"Concurrent", TestConcurrent},
 		{"StateMachine", TestStateMachine},
 	}

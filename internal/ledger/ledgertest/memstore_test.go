@@ -37,6 +37,9 @@ func (m *memStore) OpenRun(_ context.Context, p ledger.OpenRunParams) (ledger.Ru
 	m.mu.Lock()
 	defer m.mu.Unlock()
 	id := ledger.RunID{Job: p.Job, Nominal: p.Nominal.UTC(), Generation: 1}
+	if p.Submission != "" {
+		id = ledger.RunID{Job: p.Job, Submission: p.Submission, Generation: 1}
+	}
 	r, ok := m.runs[id.TickKey()]
 	switch {
 	case !ok || p.Force:
@@ -101,7 +104,7 @@ func (m *memStore) FinishRun(_ context.Context, p ledger.FinishRunParams) (ledge
 func (m *memStore) GetRun(_ context.Context, job string, nominal time.Time) (ledger.Run, error) {
 	m.mu.Lock()
 	defer m.mu.Unlock()
-	id := ledger.RunID{Job: job, Nominal: nominal}
+	id := ledger.RunIDOf(job, nominal, 0)
 	r, ok := m.runs[id.TickKey()]
 	if !ok {
 		return ledger.Run{}, fmt.Errorf("get run %s: %w", id.TickKey(), ledger.ErrNotFound)
@@ -114,7 +117,7 @@ func (m *memStore) ListRuns(_ context.Context, p ledger.ListRunsParams) ([]ledge
 	defer m.mu.Unlock()
 	var out []ledger.Run
 	for _, r := range m.runs {
-		if r.ID.Job == p.Job && (p.Before.IsZero() || r.ID.Nominal.Before(p.Before)) {
+		if r.ID.Job == p.Job && !r.ID.Submitted() && (p.Before.IsZero() || r.ID.Nominal.Before(p.Before)) {
 			out = append(out, r)
 		}
 	}
