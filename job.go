@@ -48,6 +48,11 @@ type Job struct {
 	// rather than run late. It bounds starts, not runs: an item started in
 	// time runs on. 0: no budget.
 	RunBudget time.Duration
+	// Retention, optional, is how long a finished run is kept and counts
+	// for the dedupe of submissions: the same dedupe key submitted within
+	// Retention of its run's finish returns that run; later, it opens the
+	// key's next generation. 0 means DefaultRetention.
+	Retention time.Duration
 	// CatchUp says what becomes of ticks that have no run because nothing
 	// triggered them (the schedule or the local runtime was down). The
 	// zero value catches nothing up.
@@ -104,6 +109,18 @@ type Limits struct {
 	FanOutBudget   time.Duration // cap on one coordinator invocation's fan-out; 0: none (no default)
 	DeadlineMargin time.Duration // the coordinator stops fanning out this long before its deadline
 	Concurrency    int           // items processed at once per consumer batch
+}
+
+// DefaultRetention is a job's Retention when it sets none: 30 days, the
+// DynamoDB store's default time to live of finished runs.
+const DefaultRetention = 30 * 24 * time.Hour
+
+// RetentionOrDefault returns j.Retention, or DefaultRetention when it is 0.
+func (j Job) RetentionOrDefault() time.Duration {
+	if j.Retention > 0 {
+		return j.Retention
+	}
+	return DefaultRetention
 }
 
 // DefaultLimits are the limits a zero Limits field takes.
@@ -191,6 +208,8 @@ func (j Job) Validate() error {
 		return fmt.Errorf("job %s: StalenessBudget must not be negative", j.Name)
 	case j.RunBudget < 0:
 		return fmt.Errorf("job %s: RunBudget must not be negative", j.Name)
+	case j.Retention < 0:
+		return fmt.Errorf("job %s: Retention must not be negative", j.Name)
 	case j.CatchUp.Window < 0 || j.CatchUp.MaxPerTrigger < 0:
 		return fmt.Errorf("job %s: catch-up: Window and MaxPerTrigger must not be negative", j.Name)
 	}

@@ -152,7 +152,7 @@ func describeDeadLetter(ctx context.Context, c *baton.Catalog, l ledger.Store, m
 		row.OnRedrive = "rejected again (future tick)"
 		return row, nil
 	}
-	run, err := l.GetRun(ctx, key.Run.Job, key.Run.Nominal)
+	run, err := ledger.GetRunOf(ctx, l, key.Run)
 	switch {
 	case errors.Is(err, ledger.ErrNotFound):
 		row.OnRedrive = "rejected again (the tick has no run)"

@@ -95,7 +95,7 @@ var errSuperseded = errors.New("superseded")
 // is bad input; an older generation is an error matching errSuperseded
 // (with the current record).
 func currentRun(ctx context.Context, l ledger.Store, id ledger.RunID) (ledger.Run, error) {
-	run, err := l.GetRun(ctx, id.Job, id.Nominal)
+	run, err := ledger.GetRunOf(ctx, l, id)
 	if errors.Is(err, ledger.ErrNotFound) {
 		return ledger.Run{}, usagef("unknown run %s: tick %s has no run ('baton status --job %s' lists the runs)", id, id.TickKey(), id.Job)
 	}

@@ -52,16 +52,17 @@ func (c *Consumer) decode(d queue.Delivery) *delivery {
 		out.err = fmt.Errorf("message %s (key %s): %w", d.MessageID, msg.Key, err)
 		return out
 	}
+	paged := j.RunTime() || key.Run.Submitted() // the run's items are its stored pages
 	switch {
-	case j.RunTime() && !msg.Paged():
-		out.err = fmt.Errorf("message %s (key %s): %w: job %s computes its items when its run opens, and the message names no page of the run's item list (version %d)",
-			d.MessageID, msg.Key, message.ErrMalformed, j.Name, msg.Version)
+	case paged && !msg.Paged():
+		out.err = fmt.Errorf("message %s (key %s): %w: the run's items are a stored list (a run-time list or a submission), and the message names no page of it (version %d)",
+			d.MessageID, msg.Key, message.ErrMalformed, msg.Version)
 		return out
-	case !j.RunTime() && msg.Paged():
-		out.err = fmt.Errorf("message %s (key %s): %w: job %s has constant items, and the message names a page of a run-time item list",
+	case !paged && msg.Paged():
+		out.err = fmt.Errorf("message %s (key %s): %w: job %s has constant items, and the message names a page of a stored item list",
 			d.MessageID, msg.Key, message.ErrMalformed, j.Name)
 		return out
-	case !j.RunTime() && !j.HasItem(key.Asset):
+	case !paged && !j.HasItem(key.Asset):
 		out.err = fmt.Errorf("message %s (key %s): %w: job %s has no asset or derived item %q",
 			d.MessageID, msg.Key, ErrUnknownAsset, j.Name, key.Asset)
 		return out
@@ -226,7 +227,7 @@ func (c *Consumer) gate(ctx context.Context, deadline time.Time, m *messageRun) 
 	if v, ok := c.vouch(ctx, m); !ok {
 		return v, false
 	}
-	if d.job.RunTime() {
+	if d.msg.Paged() {
 		if v, ok := c.member(ctx, m); !ok {
 			return v, false
 		}
@@ -528,8 +529,8 @@ func (c *Consumer) recordFailure(ctx context.Context, m *messageRun, perr error,
 // item (which may itself be derived), once that item is terminal; without
 // enqueue it only cancels the doomed ones. It is a no-op for other states and for assets nobody depends on.
 func (c *Consumer) fanIn(ctx context.Context, d *delivery, state ledger.ItemState, enqueue bool) error {
-	if !state.Terminal() || len(d.job.DependentsOf(d.key.Asset)) == 0 {
-		return nil
+	if !state.Terminal() || d.msg.Paged() || len(d.job.DependentsOf(d.key.Asset)) == 0 {
+		return nil // the items of a stored list have no derived items
 	}
 	p := fanin.Params{
 		Ledger: c.Ledger, Def: d.job, Run: d.key.Run,

@@ -67,7 +67,7 @@ func TestRunTimeItemsCheckedAgainstTheirPage(t *testing.T) {
 	}{
 		"not on page": {message.NewPaged(key("c"), 1, 0).QueueMessage(), `the run's item list holds no item "c" on page 0`},
 		"no page":     {message.NewPaged(key("a"), 1, 5).QueueMessage(), "page 5 of the run's item list is not stored"},
-		"version 1":   {message.New(key("a"), 1, false).QueueMessage(), "names no page of the run's item list (version 1)"},
+		"version 1":   {message.New(key("a"), 1, false).QueueMessage(), "names no page of it (version 1)"},
 	} {
 		before := len(dlq.all())
 		res := deliver(tc.msg)

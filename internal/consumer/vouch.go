@@ -143,7 +143,7 @@ func (rc *RunCache) get(ctx context.Context, l ledger.Store, id ledger.RunID, no
 
 // read reads the tick's run and caches it.
 func (rc *RunCache) read(ctx context.Context, l ledger.Store, id ledger.RunID, now time.Time) (ledger.Run, bool, error) {
-	run, err := l.GetRun(ctx, id.Job, id.Nominal)
+	run, err := ledger.GetRunOf(ctx, l, id)
 	if err != nil || rc == nil {
 		return run, false, err
 	}

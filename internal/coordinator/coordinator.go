@@ -90,6 +90,10 @@ type Summary struct {
 	// Stopped is why the fan-out stopped early (StoppedDeadline,
 	// StoppedBudget); "" when it ran to the end.
 	Stopped string
+	// Deduped is set by Submit when the submission's dedupe key found the
+	// run of an earlier submission within the job's retention: nothing new
+	// was opened, and Run is that run.
+	Deduped bool
 	// Pending is set with OutcomeSkipped when the tick itself has not been
 	// fanned out (no run yet, or its run still fanning out): the holder is
 	// busy with another tick, and this trigger must be retried or the tick
@@ -152,6 +156,9 @@ type tickRun struct {
 	// (acquire) and the run (open).
 	log  *slog.Logger
 	hold *holding // the lease, once acquired
+	// items, when set, are the run's items in place of the job's (a
+	// submission's, see Submit).
+	items baton.ItemsFunc
 }
 
 // resolve decides which tick the trigger asks for, refusing a trigger

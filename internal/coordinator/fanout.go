@@ -27,7 +27,7 @@ const sendParallel = 10
 // Before each chunk it checks the deadline, the budget and ctx, and renews
 // the lease when due.
 func (c *Coordinator) fanOut(ctx context.Context, t *tickRun, run ledger.Run) error {
-	if t.job.RunTime() {
+	if t.job.RunTime() || run.ID.Submitted() {
 		return c.fanOutPages(ctx, t, run)
 	}
 	j, sum, log := t.job, t.sum, t.log

@@ -29,13 +29,20 @@ var ErrItems = errors.New("items function")
 // one page of the function's and one chunk of messages, whatever the
 // run's size.
 func (c *Coordinator) fanOutPages(ctx context.Context, t *tickRun, run ledger.Run) error {
+	items := t.job.Items
+	if t.items != nil {
+		items = t.items
+	}
+	if items == nil {
+		return fmt.Errorf("fan out %s: no items to store: the run's list was not stored when it opened", run.ID)
+	}
 	j, sum, log := t.job, t.sum, t.log
 	chunk := c.Checkpoint
 	if chunk <= 0 {
 		chunk = DefaultCheckpoint
 	}
 	fanStart := c.now()
-	src := &pageSource{ledger: c.Ledger, items: j.Items, run: run.ID, now: c.now}
+	src := &pageSource{ledger: c.Ledger, items: items, run: run.ID, now: c.now}
 	cursor := run.Cursor
 	for {
 		now := c.now()

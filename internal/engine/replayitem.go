@@ -109,7 +109,7 @@ func (e *Engine) ReplayItem(ctx context.Context, id ledger.RunID, asset string, 
 	if !j.HasItem(asset) {
 		return ItemReplay{}, fmt.Errorf("job %s has no asset or derived item %q", j.Name, asset)
 	}
-	run, err := e.backend.Ledger.GetRun(ctx, id.Job, id.Nominal)
+	run, err := ledger.GetRunOf(ctx, e.backend.Ledger, id)
 	if err != nil {
 		return ItemReplay{}, fmt.Errorf("replay %s/%s: %w", id, asset, err)
 	}

@@ -54,7 +54,7 @@ func Settle(ctx context.Context, p SettleParams) (ledger.Run, error) {
 		return run, nil
 	}
 	l := newLayout(p.Def, run)
-	if len(p.Def.Derived) > 0 {
+	if len(p.Def.Derived) > 0 && !l.pages {
 		items, err := l.fanInItems(ctx, p.Ledger, run.ID, p.Def)
 		if err != nil {
 			return run, fmt.Errorf("settle %s: %w", run.ID, err)
@@ -151,7 +151,7 @@ type layout struct {
 }
 
 func newLayout(j baton.Job, run ledger.Run) layout {
-	if j.RunTime() {
+	if j.RunTime() || run.ID.Submitted() {
 		return layout{pages: true, shards: max(1, (run.Total+ledger.PageItems-1)/ledger.PageItems)}
 	}
 	names := runNames(j, run)
