@@ -43,3 +43,11 @@ func TestRunTimeItemsOnSQLite(t *testing.T) {
 	t.Cleanup(func() { require.NoError(t, b.Close()) })
 	itemstest.Run(t, b, 1000)
 }
+
+func TestSubmissionOnSQLite(t *testing.T) {
+	t.Parallel()
+	b, err := sqlitebackend.Open(t.Context(), filepath.Join(t.TempDir(), "baton.db"))
+	require.NoError(t, err)
+	t.Cleanup(func() { require.NoError(t, b.Close()) })
+	itemstest.RunSubmission(t, b, 200)
+}

@@ -185,3 +185,69 @@ func waitFinished(t *testing.T, l ledger.Store, id ledger.RunID) ledger.Run {
 		}
 	}
 }
+
+// RunSubmission submits n items with payloads for a job of constant
+// assets on b under a dedupe key, submits the same key again (deduped:
+// the same run, nothing sent), and waits for the submitted run to settle
+// by its consumers: every submitted item ran once with its payload, and
+// no asset of the job ran for it.
+func RunSubmission(t *testing.T, b backend.Backend, n int) {
+	t.Helper()
+	proc := &processor{calls: map[string]int{}}
+	job := baton.Job{
+		Name: "orders", Schedule: "rate(1 hour)", Assets: []string{"nightly"}, Processor: proc,
+		Limits: baton.Limits{ItemLease: 10 * time.Second, ClockSkew: 100 * time.Millisecond},
+	}
+	cat, err := baton.NewCatalog(job)
+	require.NoError(t, err)
+	eng, err := engine.New(b, engine.Options{Catalog: cat, Consumers: 4, BatchSize: 10, BatchTimeout: 30 * time.Second, RetryDelay: 100 * time.Millisecond})
+	require.NoError(t, err)
+	ctx, cancel := context.WithCancel(t.Context())
+	var wg sync.WaitGroup
+	wg.Go(func() { _ = eng.Consume(ctx) })
+	defer func() { cancel(); wg.Wait() }()
+
+	items := make([]baton.Item, n)
+	for i := range items {
+		items[n-1-i] = baton.Item{Name: Name(i), Payload: Payload(i)} // any order
+	}
+	sum, err := eng.Coordinator.Submit(t.Context(), coordinator.Submission{Job: "orders", Key: "req-7", Items: items})
+	require.NoError(t, err)
+	require.False(t, sum.Deduped)
+	require.Equal(t, n, sum.Enqueued)
+	id := sum.Run
+	require.Equal(t, "orders+req-7#1", id.String())
+
+	again, err := eng.Coordinator.Submit(t.Context(), coordinator.Submission{Job: "orders", Key: "req-7", Items: items[:1]})
+	require.NoError(t, err)
+	require.True(t, again.Deduped, "the same key opens nothing new")
+	require.Equal(t, id, again.Run)
+	require.Zero(t, again.Enqueued)
+
+	run := waitFinished(t, b.Ledger, id)
+	require.Equal(t, ledger.RunComplete, run.State)
+	require.Equal(t, n, run.Succeeded)
+	seen := 0
+	for p := 0; ; p++ {
+		pg, err := b.Ledger.GetPage(t.Context(), id, p)
+		require.NoError(t, err)
+		recs, err := b.Ledger.ListItemRange(t.Context(), id, pg.Items[0].Name, pg.Items[len(pg.Items)-1].Name)
+		require.NoError(t, err)
+		require.Len(t, recs, len(pg.Items))
+		for k, it := range recs {
+			require.Equal(t, Name(seen+k), it.Key.Asset)
+			require.Equal(t, Payload(seen+k), it.Result)
+		}
+		seen += len(recs)
+		if pg.Final {
+			break
+		}
+	}
+	require.Equal(t, n, seen)
+	proc.mu.Lock()
+	defer proc.mu.Unlock()
+	require.Len(t, proc.calls, n, "each submitted item ran, and nothing else")
+	for k, c := range proc.calls {
+		require.Equal(t, 1, c, k)
+	}
+}

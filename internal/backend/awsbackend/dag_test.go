@@ -46,3 +46,12 @@ func TestRunTimeItemsOnAWS(t *testing.T) {
 	require.NoError(t, err)
 	itemstest.Run(t, b, 1000)
 }
+
+func TestSubmissionOnAWS(t *testing.T) {
+	t.Parallel()
+	c := clients(t)
+	res := setUp(t, c, 5)
+	b, err := awsbackend.Open(t.Context(), awsbackend.Params{Clients: c, Table: res.Table, QueueURL: res.QueueURL})
+	require.NoError(t, err)
+	itemstest.RunSubmission(t, b, 200)
+}
