@@ -32,7 +32,9 @@ var funcs = template.FuncMap{
 	"dur":   short,
 	"since": func(from, to time.Time) string { return short(to.Sub(from)) },
 	"state": stateClass,
-	"query": func(a Action) string { return a.Values().Encode() },
+	// confirmURL is the confirmation page of a: its values are encoded by
+	// url.Values, so the URL is safe as it is.
+	"confirmURL": func(a Action) template.URL { return template.URL("/confirm?" + a.Values().Encode()) },
 	"f1":    func(f float64) string { return fmt.Sprintf("%.1f", f) },
 	"add":   func(a, b float64) float64 { return a + b },
 	"dict": func(kv ...any) (map[string]any, error) {
