@@ -35,8 +35,8 @@ var funcs = template.FuncMap{
 	// confirmURL is the confirmation page of a: its values are encoded by
 	// url.Values, so the URL is safe as it is.
 	"confirmURL": func(a Action) template.URL { return template.URL("/confirm?" + a.Values().Encode()) },
-	"f1":    func(f float64) string { return fmt.Sprintf("%.1f", f) },
-	"add":   func(a, b float64) float64 { return a + b },
+	"f1":         func(f float64) string { return fmt.Sprintf("%.1f", f) },
+	"add":        func(a, b float64) float64 { return a + b },
 	"dict": func(kv ...any) (map[string]any, error) {
 		if len(kv)%2 != 0 {
 			return nil, errors.New("dict: odd arguments")
