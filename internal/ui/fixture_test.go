@@ -45,8 +45,8 @@ type store struct {
 	running  ledger.Item // the in-flight run's RUNNING item
 }
 
-// scripted fails EURUSD's first attempt in the complete run and USDJPY for
-// good in the partial one; everything else is the reference processor.
+// scripted fails EURUSD's first attempt in the complete and the partial
+// runs, and USDJPY for good in the partial one; everything else is the reference processor.
 type scripted struct {
 	inner             baton.Processor
 	complete, partial time.Time
@@ -54,7 +54,7 @@ type scripted struct {
 
 func (p scripted) Process(ctx context.Context, t baton.Task) ([]byte, error) {
 	switch {
-	case t.Nominal.Equal(p.complete) && t.Asset == "EURUSD" && t.Attempt == 1:
+	case t.Asset == "EURUSD" && t.Attempt == 1 && (t.Nominal.Equal(p.complete) || t.Nominal.Equal(p.partial)):
 		return nil, errors.New("provider timeout (HTTP 503)")
 	case t.Nominal.Equal(p.partial) && t.Asset == "USDJPY":
 		return nil, baton.Permanent(errors.New("bad quote " + hostile))
