@@ -82,7 +82,7 @@ func TestBrowser(t *testing.T) {
 
 	shot := func(name string) chromedp.Action[chromedp.Void] {
 		return chromedp.Func(func(ctx context.Context, t *chromedp.Target) error {
-			buf, err := chromedp.FullScreenshot(90)(ctx, t)
+			buf, err := chromedp.FullScreenshot(100)(ctx, t) // 100: PNG
 			if err != nil {
 				return err
 			}
@@ -135,6 +135,11 @@ func TestBrowser(t *testing.T) {
 			require.Equal(t, 8, count("#timeline g.row:has(rect.seg)"), "%s: every item has a bar", tc.name)
 			require.NoError(t, chromedp.Do(ctx, shot(tc.name)))
 		}
+		if tc.id == s.complete && *readmeShot != "" {
+			buf, err := chromedp.Run(ctx, chromedp.Screenshot(chromedp.CSS("#main")))
+			require.NoError(t, err)
+			require.NoError(t, os.WriteFile(*readmeShot, buf, 0o644))
+		}
 	}
 	// In flight: the page refreshes in place when the item ends.
 	require.NoError(t, chromedp.Do(ctx, chromedp.Func(func(ctx context.Context, t *chromedp.Target) error {
@@ -150,11 +155,6 @@ func TestBrowser(t *testing.T) {
 	require.NoError(t, chromedp.Do(ctx, chromedp.Navigate(runURL(s.partial)), chromedp.WaitVisible(chromedp.CSS("#items"))))
 	require.Contains(t, text(`#items tr[data-asset="USDJPY"] td.error`), "<script>window.__pwned=1</script>")
 	require.False(t, pwned())
-	if *readmeShot != "" {
-		buf, err := chromedp.Run(ctx, chromedp.Screenshot(chromedp.CSS("#main")))
-		require.NoError(t, err)
-		require.NoError(t, os.WriteFile(*readmeShot, buf, 0o644))
-	}
 
 	// Dead letters: the reason and the redrive prediction.
 	require.NoError(t, chromedp.Do(ctx, chromedp.Navigate(base+"/dlq"), chromedp.WaitVisible(chromedp.CSS("#dead-letters")), shot("dlq")))
@@ -178,8 +178,9 @@ func TestBrowser(t *testing.T) {
 	require.Zero(t, dialogs.Load())
 
 	for _, name := range []string{"jobs", "job", "run-complete", "run-partial", "run-in-flight", "dlq", "lease", "confirm", "outcome"} {
-		fi, err := os.Stat(filepath.Join(*screensDir, name+".png"))
+		b, err := os.ReadFile(filepath.Join(*screensDir, name+".png"))
 		require.NoError(t, err)
-		require.Greater(t, fi.Size(), int64(1000), name)
+		require.True(t, strings.HasPrefix(string(b), "\x89PNG\r\n\x1a\n"), "%s is not a PNG", name)
+		require.Greater(t, len(b), 1000, name)
 	}
 }

@@ -187,7 +187,7 @@ func buildTimeline(j baton.Job, run ledger.Run, items []ledger.Item, now time.Ti
 func (tl timeline) x(t time.Time) float64 {
 	span := tl.End.Sub(tl.Start).Seconds()
 	f := t.Sub(tl.Start).Seconds() / span
-	return tlLabel + math.Max(0, math.Min(1, f))*(tl.Width-tlLabel-10)
+	return tlLabel + math.Max(0, math.Min(1, f))*(tl.Width-tlLabel-40)
 }
 
 // axisTicks are about six round offsets from the start.
