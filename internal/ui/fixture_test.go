@@ -121,13 +121,20 @@ func newStore(t *testing.T) *store {
 // command stops at the end of the test.
 func (s *store) serve(t *testing.T, args ...string) string {
 	t.Helper()
+	return serveUI(t, s.catalog, append([]string{"--store", s.path}, args...)...)
+}
+
+// serveUI runs `baton ui` for catalog with args on a free loopback port
+// and returns its base URL; the command stops at the end of the test.
+func serveUI(t *testing.T, catalog *baton.Catalog, args ...string) string {
+	t.Helper()
 	ctx, cancel := context.WithCancel(context.WithoutCancel(t.Context()))
 	pr, pw := io.Pipe()
 	var errOut strings.Builder
 	done := make(chan int, 1)
-	all := append([]string{"ui", "--store", s.path, "--listen", "127.0.0.1:0", "--log", "error"}, args...)
+	all := append([]string{"ui", "--listen", "127.0.0.1:0", "--log", "error"}, args...)
 	go func() {
-		code := cli.Main(ctx, s.catalog, all, pw, &lockedWriter{w: &errOut})
+		code := cli.Main(ctx, catalog, all, pw, &lockedWriter{w: &errOut})
 		pw.Close()
 		done <- code
 	}()
