@@ -37,26 +37,6 @@ func (b *backendFlags) register(fs *flag.FlagSet) {
 	b.aws.registerResources(fs)
 }
 
-// args are the flags that select the same backend on another command's
-// command line (the dashboard runs commands with them).
-func (b *backendFlags) args() []string {
-	out := []string{"--backend=" + b.backend}
-	if b.backend == "sqlite" {
-		return append(out, "--store="+b.store)
-	}
-	a := b.aws
-	for _, f := range [][2]string{{"endpoint", a.endpoint}, {"dynamodb-endpoint", a.dynamoDBEndpoint}, {"sqs-endpoint", a.sqsEndpoint},
-		{"table", a.table}, {"queue-url", a.queueURL}, {"dlq-url", a.dlqURL}} {
-		if f[1] != "" {
-			out = append(out, "--"+f[0]+"="+f[1])
-		}
-	}
-	if a.maxReceives > 0 {
-		out = append(out, "--max-receives="+strconv.Itoa(a.maxReceives))
-	}
-	return append(out, "--receive-wait="+a.receiveWait.String())
-}
-
 func (b *backendFlags) where() string {
 	if b.backend == "sqlite" {
 		return b.store

@@ -3,6 +3,7 @@ package cli
 import (
 	"bytes"
 	"context"
+	"flag"
 	"fmt"
 	"net"
 	"net/http"
@@ -102,7 +103,7 @@ func uiCmd(ctx context.Context, e *env, args []string) error {
 		return err
 	}
 	defer b.Close()
-	op := &uiOperator{catalog: e.catalog, common: f.common, b: b, timeout: f.actionTimeout}
+	op := &uiOperator{catalog: e.catalog, backendArgs: backendArgs(fs), b: b, timeout: f.actionTimeout}
 	srv, err := ui.New(ui.Options{
 		Catalog: e.catalog, Backend: b, Operator: op, ReadOnly: f.readOnly, AccessToken: token,
 		Runs: f.runs, Refresh: f.refresh, Logger: logger,
@@ -156,9 +157,28 @@ func loopbackAddr(addr string) (bool, error) {
 // what they did in its words.
 type uiOperator struct {
 	catalog *baton.Catalog
-	common  backendFlags
-	b       backend.Backend
-	timeout time.Duration
+	// backendArgs select the dashboard's backend on the commands' command
+	// lines.
+	backendArgs []string
+	b           backend.Backend
+	timeout     time.Duration
+}
+
+// backendArgs are the backend flags given on fs's command line, as
+// --name=value: the commands an action runs select the same backend
+// (what was not given comes from the same defaults and environment).
+// --job is left out: every action names its job or run.
+func backendArgs(fs *flag.FlagSet) []string {
+	probe := flag.NewFlagSet("probe", flag.ContinueOnError)
+	var scratch backendFlags
+	scratch.register(probe)
+	var out []string
+	fs.Visit(func(f *flag.Flag) {
+		if probe.Lookup(f.Name) != nil && f.Name != "job" {
+			out = append(out, "--"+f.Name+"="+f.Value.String())
+		}
+	})
+	return out
 }
 
 var _ ui.Operator = (*uiOperator)(nil)
@@ -191,8 +211,11 @@ func (o *uiOperator) Do(ctx context.Context, a ui.Action) ui.Outcome {
 	default:
 		return ui.Outcome{ExitStatus: ExitUsage, Output: fmt.Sprintf("unknown action %q", a.Kind)}
 	}
+	// A confirmed action runs to its end even if the browser goes away.
+	ctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), o.timeout+time.Minute)
+	defer cancel()
 	var out bytes.Buffer
-	code := Main(ctx, o.catalog, append(args, o.common.args()...), &out, &out)
+	code := Main(ctx, o.catalog, append(args, o.backendArgs...), &out, &out)
 	return ui.Outcome{ExitStatus: code, Output: out.String()}
 }
 
