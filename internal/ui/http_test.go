@@ -14,6 +14,7 @@ import (
 
 	"github.com/batonhq/baton/examples/fx"
 	"github.com/batonhq/baton/internal/cli"
+	"github.com/batonhq/baton/internal/ledger"
 )
 
 func get(t *testing.T, c *http.Client, u string, header ...string) (int, string) {
@@ -302,4 +303,46 @@ func TestListenGuards(t *testing.T) {
 	code, _ = get(t, c, base+"/jobs/fx")
 	require.Equal(t, http.StatusOK, code, "the cookie carries the token")
 	_ = time.Second
+}
+
+// TestReplayItemFromTheDashboard re-runs an item of a finished run: the
+// confirmation says a new generation opens and which derived items run
+// again; the command runs it to the end with consumers in process.
+func TestReplayItemFromTheDashboard(t *testing.T) {
+	t.Parallel()
+	s := newStore(t)
+	base := s.serve(t)
+	c := withJar(t)
+	q := url.Values{"kind": {"replay-item"}, "run": {s.complete.String()}, "asset": {"EURUSD"}}
+	code, body := get(t, c, base+"/confirm?"+q.Encode())
+	require.Equal(t, http.StatusOK, code, body)
+	require.Contains(t, body, "Nothing to do", "a SUCCEEDED item is not re-run without force")
+	q.Set("force", "true")
+	code, body = get(t, c, base+"/confirm?"+q.Encode())
+	require.Equal(t, http.StatusOK, code, body)
+	next := s.complete
+	next.Generation++
+	require.Contains(t, body, "opens generation 2 ("+next.String()+")")
+	require.Contains(t, body, "Derived items that take it as input run again too: DXY.")
+	q.Set("token", tokenField.FindStringSubmatch(body)[1])
+	code, body = post(t, c, base+"/act", q)
+	require.Equal(t, http.StatusOK, code, body)
+	require.Contains(t, body, "opened "+next.String())
+	items, err := s.b.Ledger.ListItems(t.Context(), next)
+	require.NoError(t, err)
+	byAsset := map[string]ledger.Item{}
+	for _, it := range items {
+		byAsset[it.Key.Asset] = it
+	}
+	require.Equal(t, ledger.ItemSucceeded, byAsset["EURUSD"].State)
+	require.Equal(t, 2, byAsset["EURUSD"].Attempt, "its first attempt fails again, then it succeeds")
+	require.Equal(t, ledger.ItemSucceeded, byAsset["DXY"].State)
+
+	code, body = get(t, c, runURL(base, next.String()))
+	require.Equal(t, http.StatusOK, code, body)
+	require.Equal(t, 8, strings.Count(body, `<g class="row"`))
+	code, body = get(t, c, runURL(base, s.complete.String()))
+	require.Equal(t, http.StatusOK, code, body)
+	require.Contains(t, body, `id="run-state">superseded`)
+	require.NotContains(t, body, "/confirm?", "no action on a superseded generation")
 }
