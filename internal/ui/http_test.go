@@ -8,7 +8,6 @@ import (
 	"regexp"
 	"strings"
 	"testing"
-	"time"
 
 	"github.com/stretchr/testify/require"
 
@@ -302,7 +301,6 @@ func TestListenGuards(t *testing.T) {
 	require.Equal(t, "/jobs/fx", resp.Header.Get("Location"), "the token leaves the address")
 	code, _ = get(t, c, base+"/jobs/fx")
 	require.Equal(t, http.StatusOK, code, "the cookie carries the token")
-	_ = time.Second
 }
 
 // TestReplayItemFromTheDashboard re-runs an item of a finished run: the
