@@ -115,7 +115,7 @@ func uiCmd(ctx context.Context, e *env, args []string) error {
 	if err != nil {
 		return fmt.Errorf("--listen %s: %w", f.listen, err)
 	}
-	hs := &http.Server{Handler: srv, ReadHeaderTimeout: 10 * time.Second, ErrorLog: nil}
+	hs := &http.Server{Handler: srv, ReadHeaderTimeout: 10 * time.Second}
 	mode := "actions behind a confirmation"
 	if f.readOnly {
 		mode = "read-only"

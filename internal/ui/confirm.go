@@ -286,6 +286,7 @@ func (s *Server) act(w http.ResponseWriter, r *http.Request) {
 	}
 	s.o.Logger.InfoContext(r.Context(), "ui action", "action", a.Kind, "values", a.Values().Encode(), "remote", r.RemoteAddr)
 	out := s.o.Operator.Do(r.Context(), a)
+	s.o.Logger.InfoContext(r.Context(), "ui action done", "action", a.Kind, "exit_status", out.ExitStatus)
 	status := http.StatusOK
 	if out.ExitStatus != 0 {
 		status = http.StatusConflict
