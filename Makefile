@@ -31,7 +31,7 @@ browser: ## install Debian's chromium for the dashboard's browser test when miss
 		:; \
 	elif [ "$$(id -u)" = 0 ] && command -v apt-get >/dev/null 2>&1; then \
 		echo "installing chromium (Debian's package) for the browser test"; \
-		apt-get update -qq && DEBIAN_FRONTEND=noninteractive apt-get install -y -qq --no-install-recommends chromium >/dev/null; \
+		apt-get update -qq && DEBIAN_FRONTEND=noninteractive apt-get install -y -qq chromium >/dev/null; \
 	else \
 		echo "no chromium: the browser test of internal/ui skips (fails under CI=true); install it with 'sudo apt-get install chromium' or point BATON_CHROMIUM at a Chromium"; \
 	fi
