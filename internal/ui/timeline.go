@@ -164,10 +164,18 @@ func buildTimeline(j baton.Job, run ledger.Run, items []ledger.Item, now time.Ti
 			add("retried", r.FirstClaim, r.LastClaim, fmt.Sprintf("attempts 1–%d", r.Attempt-1))
 		}
 		last := r.Finished
+		if last.IsZero() && r.State == string(ledger.ItemFailed) {
+			// FAILED is not terminal: its attempt ended when it was
+			// recorded, and it waits for its retry since.
+			last = it.UpdatedAt
+		}
 		if last.IsZero() {
 			last = open
 		}
 		add(stateClass(r.State), r.LastClaim, last, fmt.Sprintf("attempt %d, %s", r.Attempt, short(last.Sub(r.LastClaim))))
+		if r.State == string(ledger.ItemFailed) && tl.Live {
+			add("waiting", last, open, "waiting for its retry")
+		}
 		r.Title = rowTitle(*r)
 	}
 	for i := range rows {

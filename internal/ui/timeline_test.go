@@ -13,7 +13,7 @@ import (
 func TestTimeline(t *testing.T) {
 	t.Parallel()
 	j := baton.Job{
-		Name: "report", Schedule: "rate(1 minute)", Assets: []string{"sales", "costs", "fx"},
+		Name: "report", Schedule: "rate(1 minute)", Assets: []string{"sales", "costs", "fx", "sales2"},
 		// Listed out of order: the timeline puts margin before margin_usd.
 		Derived: []baton.Derived{{Name: "margin_usd", Inputs: []string{"margin", "fx"}}, {Name: "margin", Inputs: []string{"sales", "costs"}}},
 	}
@@ -33,6 +33,7 @@ func TestTimeline(t *testing.T) {
 		item("costs", ledger.ItemSucceeded, 3, 120, 700, 900), // two attempts before the last
 		item("fx", ledger.ItemRunning, 1, 130, 130, -1),
 		item("margin", ledger.ItemSucceeded, 1, 950, 950, 1000),
+		{Key: ledger.ItemKey{Run: id, Asset: "sales2"}, State: ledger.ItemFailed, Attempt: 1, CreatedAt: at(150), StartedAt: at(150), UpdatedAt: at(250), Error: "503"},
 	}
 	tl := buildTimeline(j, run, items, at(1100))
 	require.True(t, tl.Live)
@@ -43,7 +44,7 @@ func TestTimeline(t *testing.T) {
 	for i, r := range tl.Rows {
 		names[i] = r.Asset
 	}
-	require.Equal(t, []string{"sales", "costs", "fx", "margin", "margin_usd"}, names)
+	require.Equal(t, []string{"sales", "costs", "fx", "sales2", "margin", "margin_usd"}, names)
 
 	rows := map[string]timelineRow{}
 	for _, r := range tl.Rows {
@@ -60,6 +61,8 @@ func TestTimeline(t *testing.T) {
 	require.Equal(t, []string{"waiting", "retried", "succeeded"}, classes(rows["costs"]))
 	require.Equal(t, "attempts 1–2", rows["costs"].Segments[1].Label)
 	require.Equal(t, []string{"waiting", "running"}, classes(rows["fx"]))
+	require.Equal(t, []string{"waiting", "failed", "waiting"}, classes(rows["sales2"]), "a FAILED item's attempt ends when it failed; it waits for its retry since")
+	require.InDelta(t, tl.x(at(250)), rows["sales2"].Segments[1].X+rows["sales2"].Segments[1].W, 0.01)
 	require.InDelta(t, tl.x(at(1100)), rows["fx"].Segments[1].X+rows["fx"].Segments[1].W, 0.01, "a running item's bar ends at now")
 	// A derived item is enqueued when its last input ended.
 	require.Equal(t, at(900), rows["margin"].Enqueued)
