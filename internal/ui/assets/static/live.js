@@ -27,5 +27,15 @@
       })
       .catch(function () { timer = window.setTimeout(refresh, 5000); });
   }
-  document.addEventListener("DOMContentLoaded", schedule);
+  // A confirmation is sent once: its button says the command runs (a
+  // replay waits for its run to settle) and takes no second click.
+  function guardConfirm() {
+    var form = document.getElementById("confirm-form");
+    if (!form) { return; }
+    form.addEventListener("submit", function () {
+      var button = document.getElementById("confirm");
+      if (button) { button.disabled = true; button.textContent = "Running…"; }
+    });
+  }
+  document.addEventListener("DOMContentLoaded", function () { schedule(); guardConfirm(); });
 })();
