@@ -192,3 +192,6 @@ func (e *Engine) WaitSettled(ctx context.Context, jobName string, nominal time.T
 		}
 	}
 }
+
+// Catalog returns the engine's catalog.
+func (e *Engine) Catalog() *baton.Catalog { return e.opts.Catalog }
