@@ -65,6 +65,7 @@ func commands() []command {
 		{name: "replay", summary: "run a tick, a range of ticks (backfill) or an item again", about: replayAbout, subsFunc: replaySubcommands},
 		{name: "dlq", summary: "list and redrive the dead-letter queue", about: dlqAbout, subsFunc: dlqSubcommands},
 		{name: "lease", summary: "show a job's lease; release one whose holder is dead", about: leaseAbout, subsFunc: leaseSubcommands},
+		{name: "submit", summary: "submit work on demand: items with payloads under a dedupe key", runFunc: submitCmd},
 		{name: "cancel", summary: "cancel a run's items (or one item) that are not terminal", runFunc: cancelCmd},
 		{name: "invoke", summary: "run a Lambda function's handler on an event file, in-process", runFunc: invokeCmd},
 		{name: "template", summary: "check a SAM template's schedules against the catalog", about: templateAbout, subsFunc: templateSubcommands},

@@ -252,7 +252,7 @@ func buildStatus(ctx context.Context, b backend.Backend, j baton.Job, p statusPa
 		return rep, err
 	}
 	rep.Queues = readQueues(ctx, b)
-	if !p.Run.Nominal.IsZero() {
+	if !p.Run.Nominal.IsZero() || p.Run.Submitted() {
 		rep.Run, err = readRun(ctx, b.Ledger, j, p.Run, p.Now)
 		return rep, err
 	}
@@ -381,6 +381,11 @@ func readRun(ctx context.Context, l ledger.Store, j baton.Job, id ledger.RunID, 
 		return nil, fmt.Errorf("list items of %s: %w", id, err)
 	}
 	expected := engine.SortedItemNames(j)
+	if id.Submitted() || j.RunTime() {
+		if expected, err = storedNames(ctx, l, id); err != nil {
+			return nil, err
+		}
+	}
 	d := &runDetail{Current: superseded == "", SupersededBy: superseded}
 	if d.Current {
 		d.runStatus = newRunStatus(run, items, expected)
@@ -656,5 +661,26 @@ func printGaps(w io.Writer, gaps []tickGap) {
 			more = fmt.Sprintf(" and %d more", len(ticks)-len(shown))
 		}
 		fmt.Fprintf(w, "  %s: %d (%s%s)\n", r, len(ticks), strings.Join(shown, ", "), more)
+	}
+}
+
+// storedNames returns the names of the run's stored item list (a
+// submission's, or a run-time list's), page by page, in order.
+func storedNames(ctx context.Context, l ledger.Store, id ledger.RunID) ([]string, error) {
+	var names []string
+	for p := 0; ; p++ {
+		pg, err := l.GetPage(ctx, id, p)
+		if errors.Is(err, ledger.ErrNotFound) {
+			return names, nil // not stored whole yet
+		}
+		if err != nil {
+			return nil, fmt.Errorf("read the item list of %s: %w", id, err)
+		}
+		for _, it := range pg.Items {
+			names = append(names, it.Name)
+		}
+		if pg.Final {
+			return names, nil
+		}
 	}
 }
