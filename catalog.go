@@ -36,6 +36,7 @@ func NewCatalog(jobs ...Job) (*Catalog, error) {
 		}
 		j.Assets = append([]string(nil), j.Assets...)
 		j.Derived = cloneDerived(j.Derived)
+		j.Chains = append([]Chain(nil), j.Chains...)
 		j.Limits = j.Limits.withDefaults()
 		j.items = make(map[string]struct{}, len(j.Assets)+len(j.Derived))
 		for _, name := range j.ItemNames() {
@@ -45,6 +46,9 @@ func NewCatalog(jobs ...Job) (*Catalog, error) {
 		c.names = append(c.names, j.Name)
 	}
 	sort.Strings(c.names)
+	if err := c.checkChains(); err != nil {
+		return nil, err
+	}
 	return c, nil
 }
 

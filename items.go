@@ -31,6 +31,9 @@ type ItemsRequest struct {
 	Run RunID
 	// Cursor is "" for the first page, else the Next of the page before.
 	Cursor string
+	// Parent is the run whose finish started this one through a Chain;
+	// the zero RunID otherwise.
+	Parent RunID
 }
 
 // ItemsPage is one page of a run's items, as an ItemsFunc returns it.

@@ -57,6 +57,9 @@ type Job struct {
 	// triggered them (the schedule or the local runtime was down). The
 	// zero value catches nothing up.
 	CatchUp CatchUp
+	// Chains start runs of other jobs when a run of this job finishes
+	// (see Chain).
+	Chains []Chain
 	// Processor processes one item. Required.
 	Processor Processor
 

@@ -23,6 +23,9 @@ type Task struct {
 	Fence int64
 	// Inputs holds, for a derived item, each input's result by asset.
 	Inputs map[string][]byte
+	// Parent is the id of the run whose finish started this task's run
+	// through a Chain; the zero RunID otherwise.
+	Parent RunID
 	// Payload is the item's payload (Item.Payload of a run-time list),
 	// nil when it has none. It is never logged.
 	Payload []byte

@@ -15,6 +15,7 @@ const (
 	pageItems  = "items"  // Binary: ledger.EncodePageItems
 	pageFinal  = "final"  // Number: 0 or 1
 	pageResume = "resume" // String, absent when empty
+	pageParent = "parent" // String, absent when empty
 	pageAt     = "at"
 	skPage     = "PAGE"
 )
@@ -52,6 +53,9 @@ func (s *LedgerStore) PutPage(ctx context.Context, p ledger.PutPageParams) (ledg
 	}
 	if p.Resume != "" {
 		rec[pageResume] = str(p.Resume)
+	}
+	if p.Parent != "" {
+		rec[pageParent] = str(p.Parent)
 	}
 	if ttl, ok := s.t.expiry(p.Now); ok {
 		rec[attrTTL] = ttl
@@ -100,7 +104,7 @@ func (s *LedgerStore) GetPage(ctx context.Context, run ledger.RunID, index int) 
 func decodePage(run ledger.RunID, index int, rec record) (ledger.Page, error) {
 	d := decoder{rec: rec}
 	raw := d.bytes(pageItems)
-	pg := ledger.Page{Run: run, Index: index, Final: d.int(pageFinal) == 1, At: d.time(pageAt), Resume: strAttr(rec, pageResume)}
+	pg := ledger.Page{Run: run, Index: index, Final: d.int(pageFinal) == 1, At: d.time(pageAt), Resume: strAttr(rec, pageResume), Parent: strAttr(rec, pageParent)}
 	if d.err != nil {
 		return ledger.Page{}, fmt.Errorf("decode page record: %w", d.err)
 	}

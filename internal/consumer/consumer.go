@@ -62,6 +62,11 @@ type Consumer struct {
 	// to check items against (share one per process); nil: every message
 	// of such a job reads its page.
 	Pages *PageCache
+	// ChainsFunc, optional, starts the chained runs of a run this
+	// consumer saw finished (baton.Chain; coordinator.StartChains): called
+	// for a job with chains each time the settling of an item finds its
+	// run finished. nil: the job's next trigger starts them.
+	ChainsFunc func(ctx context.Context, run ledger.Run) error
 	// Stop, optional, ends a graceful shutdown's grace period: once it is
 	// closed, no message is started any more and a processor still running
 	// has its context cancelled. A message not started, and one whose

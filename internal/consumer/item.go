@@ -177,6 +177,7 @@ type messageRun struct {
 	inputs  map[string][]byte // a derived item's inputs' results (gate)
 	page    *ledger.Page      // the stored page that holds the item, for a run-time list (gate)
 	payload []byte            // the item's payload, from its page (gate)
+	parent  ledger.RunID      // the run whose finish started this one (a chain), from its page (gate)
 	run     ledger.Run        // the run as the vouch read it (gate)
 	item    ledger.Item       // the item as claimed (claim)
 	ended   error             // why the claim ended the processor's context (process); nil: it did not
@@ -387,7 +388,7 @@ func (c *Consumer) process(ctx context.Context, m *messageRun) (result []byte, d
 	cl, pctx, stop := c.startClaim(ctx, m)
 	task := baton.Task{
 		Key: d.key, Asset: d.key.Asset, Nominal: d.key.Run.Nominal,
-		Attempt: item.Attempt, Fence: d.msg.Fence, Inputs: m.inputs, Payload: m.payload,
+		Attempt: item.Attempt, Fence: d.msg.Fence, Inputs: m.inputs, Payload: m.payload, Parent: m.parent,
 		Effects: effect.Bind(c.Effects, d.key.Run.Job, d.key.Run.Generation, item.Attempt, c.now),
 		Claim:   cl,
 	}

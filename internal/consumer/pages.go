@@ -95,5 +95,12 @@ func (c *Consumer) member(ctx context.Context, m *messageRun) (verdict, bool) {
 		return c.unvouched(ctx, m, fmt.Errorf("%w: %s: the run's item list holds no item %q on page %d", ErrUnvouched, d.key, d.key.Asset, d.msg.Page))
 	}
 	m.page, m.payload = &pg, it.Payload
+	if pg.Parent != "" {
+		parent, err := ledger.ParseRunID(pg.Parent)
+		if err != nil {
+			return m.fail(StatusFailed, fmt.Errorf("%s: page %d: parent run: %w", d.key, d.msg.Page, err)), false
+		}
+		m.parent = parent
+	}
 	return verdict{}, true
 }

@@ -192,5 +192,10 @@ func (c *Consumer) settle(ctx context.Context, m *messageRun) {
 	}
 	if run.State.Finished() && run.ID == d.key.Run {
 		m.log.DebugContext(ctx, "run settled", slog.String("phase", "settle"), slog.String("state", string(run.State)))
+		if c.ChainsFunc != nil && len(d.job.Chains) > 0 {
+			if err := c.ChainsFunc(ctx, run); err != nil {
+				m.log.WarnContext(ctx, "starting chained runs failed; the job's next trigger starts them", slog.String("phase", "chain"), slog.Any("error", err))
+			}
+		}
 	}
 }

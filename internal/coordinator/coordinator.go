@@ -159,6 +159,8 @@ type tickRun struct {
 	// items, when set, are the run's items in place of the job's (a
 	// submission's, see Submit).
 	items baton.ItemsFunc
+	// parent is the run whose finish started this one (a chain).
+	parent ledger.RunID
 }
 
 // resolve decides which tick the trigger asks for, refusing a trigger
@@ -268,6 +270,9 @@ type holding struct {
 	lease   lease.Lease
 	ttl     time.Duration
 	renewed time.Time
+	// unleased: no lease is held (a chain started by a consumer, fence
+	// 0): nothing to renew or release.
+	unleased bool
 }
 
 // ttl is the lease length: the job's LeaseTTL, cut to the deadline.

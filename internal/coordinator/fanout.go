@@ -120,7 +120,7 @@ func stopReason(lim baton.Limits, deadline, start, now time.Time) string {
 // deadline. Losing the lease is an error: another coordinator may own the
 // run now (it resumes from the checkpointed cursor).
 func (c *Coordinator) renewIfDue(ctx context.Context, log *slog.Logger, lim baton.Limits, h *holding, deadline, now time.Time) error {
-	if now.Sub(h.renewed) < h.ttl/2 {
+	if h.unleased || now.Sub(h.renewed) < h.ttl/2 {
 		return nil
 	}
 	ttl := c.ttl(lim, now, deadline)

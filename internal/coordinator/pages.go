@@ -42,7 +42,7 @@ func (c *Coordinator) fanOutPages(ctx context.Context, t *tickRun, run ledger.Ru
 		chunk = DefaultCheckpoint
 	}
 	fanStart := c.now()
-	src := &pageSource{ledger: c.Ledger, items: items, run: run.ID, now: c.now}
+	src := &pageSource{ledger: c.Ledger, items: items, run: run.ID, parent: t.parent, now: c.now}
 	cursor := run.Cursor
 	for {
 		now := c.now()
@@ -137,6 +137,7 @@ type pageSource struct {
 	ledger ledger.Store
 	items  baton.ItemsFunc
 	run    ledger.RunID
+	parent ledger.RunID // the run whose finish started this one (a chain); zero: none
 	now    func() time.Time
 
 	prev       *ledger.Page // the page before the one asked for next, when known
@@ -242,7 +243,7 @@ func (s *pageSource) position(ctx context.Context, p int) error {
 // fetch asks the items function for the page at cursor.
 func (s *pageSource) fetch(ctx context.Context, cursor string) error {
 	s.calls++
-	page, err := s.items(ctx, baton.ItemsRequest{Run: s.run, Cursor: cursor})
+	page, err := s.items(ctx, baton.ItemsRequest{Run: s.run, Cursor: cursor, Parent: s.parent})
 	if err != nil {
 		return fmt.Errorf("%w: cursor %q: %w", ErrItems, cut(cursor), err)
 	}
@@ -271,6 +272,9 @@ func (s *pageSource) more(ctx context.Context) error {
 // the function has no item after them.
 func (s *pageSource) fill(ctx context.Context, p int) (ledger.PutPageParams, error) {
 	params := ledger.PutPageParams{Run: s.run, Index: p, Now: s.now()}
+	if s.parent.Job != "" {
+		params.Parent = s.parent.String()
+	}
 	size := 1
 	for len(params.Items) < ledger.PageItems {
 		if err := s.more(ctx); err != nil {

@@ -51,24 +51,46 @@ type Submission struct {
 // the same key is OutcomeSkipped with Pending, to be retried. A fan-out
 // stopped part-way (deadline, crash) is resumed by the next Submit of the
 // same key, from the stored pages.
-func (c *Coordinator) Submit(ctx context.Context, s Submission) (sum Summary, err error) {
-	start := c.now()
-	sum = Summary{Job: s.Job}
+func (c *Coordinator) Submit(ctx context.Context, s Submission) (Summary, error) {
 	j, items, err := c.checkSubmission(s)
 	if err != nil {
-		return sum, err
+		return Summary{Job: s.Job}, err
 	}
+	return c.submitRun(ctx, submitParams{job: j, key: s.Key, items: baton.ItemList(ledger.PageItems*16, items...), deadline: s.Deadline})
+}
+
+// submitParams are the inputs of submitRun.
+type submitParams struct {
+	job      baton.Job
+	key      string
+	items    baton.ItemsFunc
+	parent   ledger.RunID // a chain's finished run; zero: none
+	deadline time.Time
+	// once opens the key's run at most once, whatever the retention (a
+	// chain: once per finished run).
+	once bool
+}
+
+// submitRun opens (or finds, or resumes) the run of job+key and fans its
+// items out. Without a lease store (Leases nil: a consumer starting a
+// chain, which holds no lease) it opens and sends under fence 0: two
+// callers may then both send, which claims absorb, and the stored pages,
+// written once, keep one list.
+func (c *Coordinator) submitRun(ctx context.Context, p submitParams) (sum Summary, err error) {
+	start := c.now()
+	j := p.job
+	sum = Summary{Job: j.Name}
 	if c.Owner == "" {
-		return sum, fmt.Errorf("submit %s+%s: coordinator has no owner", s.Job, s.Key)
+		return sum, fmt.Errorf("submit %s+%s: coordinator has no owner", j.Name, p.key)
 	}
-	id := ledger.RunID{Job: j.Name, Submission: s.Key, Generation: 1}
-	t := &tickRun{tr: Trigger{Job: j.Name, Deadline: s.Deadline}, start: start, sum: &sum, job: j,
-		owner: fmt.Sprintf("%s#%d", c.Owner, invocations.Add(1)), items: baton.ItemList(ledger.PageItems*16, items...)}
-	t.log = c.logger().With(slog.String("job", j.Name), slog.String("submission", s.Key), slog.String("owner", t.owner))
+	id := ledger.RunID{Job: j.Name, Submission: p.key, Generation: 1}
+	t := &tickRun{tr: Trigger{Job: j.Name, Deadline: p.deadline}, start: start, sum: &sum, job: j,
+		owner: fmt.Sprintf("%s#%d", c.Owner, invocations.Add(1)), items: p.items, parent: p.parent}
+	t.log = c.logger().With(slog.String("job", j.Name), slog.String("submission", p.key), slog.String("owner", t.owner))
 
 	force := false
 	if run, err := ledger.GetRunOf(ctx, c.Ledger, id); err == nil {
-		if !run.State.Finished() || start.Before(run.FinishedAt.Add(j.RetentionOrDefault())) {
+		if p.once || !run.State.Finished() || start.Before(run.FinishedAt.Add(j.RetentionOrDefault())) {
 			if run.State != ledger.RunFanningOut {
 				sum.Run, sum.Outcome, sum.Deduped = run.ID, OutcomeAlreadyFannedOut, true
 				sum.Cursor, sum.Total = run.Total, run.Total
@@ -82,26 +104,32 @@ func (c *Coordinator) Submit(ctx context.Context, s Submission) (sum Summary, er
 		return sum, fmt.Errorf("submit %s: read run: %w", id.TickKey(), err)
 	}
 
-	ttl := c.ttl(j.Limits, start, s.Deadline)
+	ttl := c.ttl(j.Limits, start, p.deadline)
 	if ttl <= 0 {
 		return sum, fmt.Errorf("submit %s: %w", id.TickKey(), ErrNoTime)
 	}
-	l, err := c.Leases.Acquire(ctx, lease.AcquireParams{Job: id.TickKey(), Owner: t.owner, TTL: ttl, Now: start, Skew: j.Limits.ClockSkew})
-	var held *lease.HeldError
-	if errors.As(err, &held) {
-		h := held.Holder
-		sum.Outcome, sum.Holder, sum.Pending = OutcomeSkipped, &h, true
-		return sum, nil
+	var fence int64
+	if c.Leases != nil {
+		l, err := c.Leases.Acquire(ctx, lease.AcquireParams{Job: id.TickKey(), Owner: t.owner, TTL: ttl, Now: start, Skew: j.Limits.ClockSkew})
+		var held *lease.HeldError
+		if errors.As(err, &held) {
+			h := held.Holder
+			sum.Outcome, sum.Holder, sum.Pending = OutcomeSkipped, &h, true
+			return sum, nil
+		}
+		if err != nil {
+			return sum, fmt.Errorf("submit %s: acquire lease: %w", id.TickKey(), err)
+		}
+		fence = l.Fence
+		t.hold = &holding{lease: l, ttl: ttl, renewed: start}
+		t.log = t.log.With(slog.Int64("fence", l.Fence))
+		defer c.finish(ctx, t)
+	} else {
+		t.hold = &holding{lease: lease.Lease{Job: id.TickKey(), Owner: t.owner}, ttl: ttl, renewed: start, unleased: true}
 	}
-	if err != nil {
-		return sum, fmt.Errorf("submit %s: acquire lease: %w", id.TickKey(), err)
-	}
-	sum.Fence = l.Fence
-	t.hold = &holding{lease: l, ttl: ttl, renewed: start}
-	t.log = t.log.With(slog.Int64("fence", l.Fence))
-	defer c.finish(ctx, t)
+	sum.Fence = fence
 
-	run, outcome, err := c.Ledger.OpenRun(ctx, ledger.OpenRunParams{Job: j.Name, Submission: s.Key, Fence: l.Fence, Force: force, Now: c.now(), Shards: 1})
+	run, outcome, err := c.Ledger.OpenRun(ctx, ledger.OpenRunParams{Job: j.Name, Submission: p.key, Fence: fence, Force: force, Now: c.now(), Shards: 1})
 	if err != nil {
 		return sum, fmt.Errorf("submit %s: open: %w", id.TickKey(), err)
 	}
@@ -111,8 +139,7 @@ func (c *Coordinator) Submit(ctx context.Context, s Submission) (sum Summary, er
 		sum.Deduped, sum.Total = true, run.Total
 		return sum, nil
 	}
-	t.log.InfoContext(ctx, "submission opened", slog.String("phase", "open"), slog.String("outcome", string(outcome)),
-		slog.Int("items", len(items)))
+	t.log.InfoContext(ctx, "submission opened", slog.String("phase", "open"), slog.String("outcome", string(outcome)))
 	return sum, c.fanOutPages(ctx, t, run)
 }
 

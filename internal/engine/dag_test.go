@@ -51,3 +51,11 @@ func TestSubmissionOnSQLite(t *testing.T) {
 	t.Cleanup(func() { require.NoError(t, b.Close()) })
 	itemstest.RunSubmission(t, b, 200)
 }
+
+func TestChainsOnSQLite(t *testing.T) {
+	t.Parallel()
+	b, err := sqlitebackend.Open(t.Context(), filepath.Join(t.TempDir(), "baton.db"))
+	require.NoError(t, err)
+	t.Cleanup(func() { require.NoError(t, b.Close()) })
+	itemstest.RunChain(t, b)
+}

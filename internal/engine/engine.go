@@ -73,6 +73,7 @@ func New(b backend.Backend, o Options) (*Engine, error) {
 		Owner: o.Owner + "/consumer", NowFunc: o.NowFunc, Logger: o.Logger,
 		MaxReceives: b.MaxReceives,
 	}
+	e.Consumer.ChainsFunc = e.Coordinator.StartChains
 	if b.DeadLetter != nil {
 		e.Consumer.DeadLetter = b.DeadLetter
 	}

@@ -13,6 +13,7 @@ import (
 	"errors"
 	"fmt"
 	"strconv"
+	"strings"
 	"sync"
 	"sync/atomic"
 	"testing"
@@ -250,4 +251,90 @@ func RunSubmission(t *testing.T, b backend.Backend, n int) {
 	for k, c := range proc.calls {
 		require.Equal(t, 1, c, k)
 	}
+}
+
+// parentRecorder records each task's Parent by item key.
+type parentRecorder struct {
+	mu      sync.Mutex
+	parents map[string]baton.RunID
+	fail    string // an asset failed permanently
+}
+
+func (p *parentRecorder) Process(_ context.Context, t baton.Task) ([]byte, error) {
+	p.mu.Lock()
+	p.parents[t.Key.String()] = t.Parent
+	p.mu.Unlock()
+	if t.Asset == p.fail {
+		return nil, baton.Permanent(errors.New("failed on purpose"))
+	}
+	return []byte("ok"), nil
+}
+
+// RunChain runs a tick of "up" on b, whose finish starts a run of
+// "down" (baton.Chain), and of "upfail", which ends partial: its chain to
+// "downcomplete" (complete only) starts nothing, its chain to
+// "downpartial" (OnPartial) starts a run. The chained runs carry their
+// parent's id in Task.Parent, and settling the parents again (twice)
+// starts nothing more: one chained run per parent run.
+func RunChain(t *testing.T, b backend.Backend) {
+	t.Helper()
+	rec := &parentRecorder{parents: map[string]baton.RunID{}, fail: "f2"}
+	lim := baton.Limits{ItemLease: 10 * time.Second, ClockSkew: 100 * time.Millisecond}
+	job := func(name string, assets []string, chains ...baton.Chain) baton.Job {
+		return baton.Job{Name: name, Schedule: "rate(1 hour)", Assets: assets, Processor: rec, Limits: lim, Chains: chains}
+	}
+	cat, err := baton.NewCatalog(
+		job("up", []string{"u1", "u2"}, baton.Chain{Job: "down"}),
+		job("down", []string{"d1", "d2", "d3"}),
+		job("upfail", []string{"f1", "f2"}, baton.Chain{Job: "downcomplete"}, baton.Chain{Job: "downpartial", OnPartial: true}),
+		job("downcomplete", []string{"c1"}),
+		job("downpartial", []string{"p1"}),
+	)
+	require.NoError(t, err)
+	eng, err := engine.New(b, engine.Options{Catalog: cat, Consumers: 2, BatchSize: 10, BatchTimeout: 30 * time.Second, RetryDelay: 100 * time.Millisecond})
+	require.NoError(t, err)
+	ctx, cancel := context.WithCancel(t.Context())
+	var wg sync.WaitGroup
+	wg.Go(func() { _ = eng.Consume(ctx) })
+	defer func() { cancel(); wg.Wait() }()
+
+	at := time.Now()
+	up, err := eng.Trigger(t.Context(), "up", at, false)
+	require.NoError(t, err)
+	upfail, err := eng.Trigger(t.Context(), "upfail", at, false)
+	require.NoError(t, err)
+	upRun := waitFinished(t, b.Ledger, up.Run)
+	require.Equal(t, ledger.RunComplete, upRun.State)
+	failRun := waitFinished(t, b.Ledger, upfail.Run)
+	require.Equal(t, ledger.RunPartial, failRun.State)
+
+	down := ledger.RunID{Job: "down", Submission: baton.ChainKey(up.Run), Generation: 1}
+	downRun := waitFinished(t, b.Ledger, down)
+	require.Equal(t, ledger.RunComplete, downRun.State)
+	require.Equal(t, 3, downRun.Succeeded)
+	partial := ledger.RunID{Job: "downpartial", Submission: baton.ChainKey(upfail.Run), Generation: 1}
+	require.Equal(t, ledger.RunComplete, waitFinished(t, b.Ledger, partial).State)
+	_, err = ledger.GetRunOf(t.Context(), b.Ledger, ledger.RunID{Job: "downcomplete", Submission: baton.ChainKey(upfail.Run), Generation: 1})
+	require.ErrorIs(t, err, ledger.ErrNotFound, "a partial run starts no complete-only chain")
+
+	// Settling the parents again starts nothing more.
+	for range 2 {
+		for _, r := range []ledger.Run{upRun, failRun} {
+			require.NoError(t, eng.Coordinator.StartChains(t.Context(), r))
+		}
+	}
+	rec.mu.Lock()
+	defer rec.mu.Unlock()
+	for _, a := range []string{"d1", "d2", "d3"} {
+		require.Equal(t, up.Run, rec.parents[ledger.ItemKey{Run: down, Asset: a}.String()], "%s carries its parent", a)
+	}
+	require.Equal(t, upfail.Run, rec.parents[ledger.ItemKey{Run: partial, Asset: "p1"}.String()])
+	require.Equal(t, baton.RunID{}, rec.parents[ledger.ItemKey{Run: up.Run, Asset: "u1"}.String()], "a tick's run has no parent")
+	chained := 0
+	for k := range rec.parents {
+		if strings.Contains(k, "+after-") {
+			chained++
+		}
+	}
+	require.Equal(t, 4, chained, "each chained item ran once: one run per chain and parent")
 }

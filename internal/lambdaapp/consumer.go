@@ -11,6 +11,7 @@ import (
 	"github.com/aws/aws-lambda-go/events"
 
 	"github.com/batonhq/baton/internal/consumer"
+	"github.com/batonhq/baton/internal/coordinator"
 	"github.com/batonhq/baton/internal/emf"
 	"github.com/batonhq/baton/internal/lambdaevent"
 )
@@ -58,6 +59,10 @@ func (h *ConsumerHandler) Handle(ctx context.Context, ev events.SQSEvent) (event
 
 	c := h.core
 	c.Owner, c.Logger = inv.owner, log
+	// Chained runs start under fence 0: the consumer function holds no
+	// lease (and its role may not write LEASE# records).
+	chains := &coordinator.Coordinator{Ledger: h.p.Ledger, Queue: h.p.Queue, Jobs: h.p.Jobs, Owner: inv.owner, NowFunc: h.p.NowFunc, Logger: log}
+	c.ChainsFunc = chains.StartChains
 	res := c.Handle(ctx, inv.deadline, msgs)
 
 	reasons := map[string]error{}

@@ -42,6 +42,10 @@ type Page struct {
 	// after this page (an items function's page cursor); the store keeps
 	// it as it is.
 	Resume string
+	// Parent is the id of the run whose finish started this page's run
+	// (baton.Chain), in its string form; "" for none. Every page of a
+	// run carries it, so that any page read tells it.
+	Parent string
 	At     time.Time // when it was written
 }
 
@@ -52,6 +56,7 @@ type PutPageParams struct {
 	Items  []PageItem
 	Final  bool
 	Resume string
+	Parent string
 	Now    time.Time
 }
 
@@ -75,6 +80,8 @@ func CheckPage(p PutPageParams) error {
 		return fmt.Errorf("%w: %s: no items (only an empty list's final page 0 may be empty)", ErrBadPage, subject)
 	case len(p.Resume) > 1024:
 		return fmt.Errorf("%w: %s: resume note of %d bytes, at most 1024", ErrBadPage, subject, len(p.Resume))
+	case len(p.Parent) > 256:
+		return fmt.Errorf("%w: %s: parent of %d bytes, at most 256", ErrBadPage, subject, len(p.Parent))
 	}
 	size := 0
 	for i, it := range p.Items {

@@ -9,7 +9,7 @@ import (
 	"github.com/batonhq/baton/internal/ledger"
 )
 
-const pageColumns = `idx, items, final, resume, at`
+const pageColumns = `idx, items, final, resume, parent, at`
 
 // PutPage implements ledger.Store: one INSERT that does nothing when the
 // page exists, and then a read of the page in the same write.
@@ -27,11 +27,11 @@ func (s *LedgerStore) PutPage(ctx context.Context, p ledger.PutPageParams) (ledg
 		}
 		var err error
 		pg, err = scanPage(tx.QueryRowContext(ctx, `
-			INSERT INTO item_pages (run, idx, items, final, resume, at)
-			VALUES (:run, :idx, :items, :final, :resume, :at)
+			INSERT INTO item_pages (run, idx, items, final, resume, parent, at)
+			VALUES (:run, :idx, :items, :final, :resume, :parent, :at)
 			ON CONFLICT (run, idx) DO NOTHING
 			RETURNING `+pageColumns, append(args, sql.Named("items", ledger.EncodePageItems(p.Items)),
-			sql.Named("final", final), sql.Named("resume", p.Resume), sql.Named("at", toNanos(p.Now)))...).Scan, p.Run)
+			sql.Named("final", final), sql.Named("resume", p.Resume), sql.Named("parent", p.Parent), sql.Named("at", toNanos(p.Now)))...).Scan, p.Run)
 		if !errors.Is(err, sql.ErrNoRows) {
 			return err
 		}
@@ -68,7 +68,7 @@ func scanPage(scan func(dest ...any) error, run ledger.RunID) (ledger.Page, erro
 	var items []byte
 	var final int
 	var at int64
-	if err := scan(&pg.Index, &items, &final, &pg.Resume, &at); err != nil {
+	if err := scan(&pg.Index, &items, &final, &pg.Resume, &pg.Parent, &at); err != nil {
 		return ledger.Page{}, err
 	}
 	var err error

@@ -55,3 +55,12 @@ func TestSubmissionOnAWS(t *testing.T) {
 	require.NoError(t, err)
 	itemstest.RunSubmission(t, b, 200)
 }
+
+func TestChainsOnAWS(t *testing.T) {
+	t.Parallel()
+	c := clients(t)
+	res := setUp(t, c, 5)
+	b, err := awsbackend.Open(t.Context(), awsbackend.Params{Clients: c, Table: res.Table, QueueURL: res.QueueURL})
+	require.NoError(t, err)
+	itemstest.RunChain(t, b)
+}

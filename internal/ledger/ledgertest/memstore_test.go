@@ -250,7 +250,7 @@ func (m *memStore) PutPage(_ context.Context, p ledger.PutPageParams) (ledger.Pa
 	if err != nil {
 		return ledger.Page{}, err
 	}
-	pg := ledger.Page{Run: p.Run, Index: p.Index, Items: items, Final: p.Final, Resume: p.Resume, At: p.Now}
+	pg := ledger.Page{Run: p.Run, Index: p.Index, Items: items, Final: p.Final, Resume: p.Resume, Parent: p.Parent, At: p.Now}
 	m.pages[k] = pg
 	return pg, nil
 }

@@ -21,14 +21,14 @@ func TestPutPage(t *testing.T, h Harness) {
 		t.Parallel()
 		b := setup(t, h)
 		now := at(2 * time.Second)
-		p := ledger.PutPageParams{Run: b.runID(1), Index: 3, Final: true, Resume: "cursor-7", Now: now, Items: []ledger.PageItem{
+		p := ledger.PutPageParams{Run: b.runID(1), Index: 3, Final: true, Resume: "cursor-7", Parent: "up@2026-11-21T12:00:00Z#2", Now: now, Items: []ledger.PageItem{
 			{Name: "a-001", Payload: []byte(`{"n":1}`)},
 			{Name: "a-002"},
 			{Name: "b", Payload: []byte{0, 1, 2, 255}},
 		}}
 		pg, err := b.store.PutPage(b.ctx, p)
 		require.NoError(t, err)
-		want := ledger.Page{Run: b.runID(1), Index: 3, Items: p.Items, Final: true, Resume: "cursor-7", At: now}
+		want := ledger.Page{Run: b.runID(1), Index: 3, Items: p.Items, Final: true, Resume: "cursor-7", Parent: "up@2026-11-21T12:00:00Z#2", At: now}
 		require.Equal(t, want, pg)
 
 		got, err := b.store.GetPage(b.ctx, b.runID(1), 3)
@@ -36,7 +36,7 @@ func TestPutPage(t *testing.T, h Harness) {
 		require.Equal(t, want, got)
 
 		again := p
-		again.Items, again.Final, again.Resume, again.Now = []ledger.PageItem{{Name: "z"}}, false, "", at(time.Minute)
+		again.Items, again.Final, again.Resume, again.Parent, again.Now = []ledger.PageItem{{Name: "z"}}, false, "", "", at(time.Minute)
 		pg, err = b.store.PutPage(b.ctx, again)
 		require.ErrorIs(t, err, ledger.ErrTerminal)
 		require.Equal(t, want, pg, "the page as first written")

@@ -7,6 +7,7 @@ CREATE TABLE item_pages (
     items  BLOB    NOT NULL,
     final  INTEGER NOT NULL, -- 0 or 1
     resume TEXT    NOT NULL,
+    parent TEXT    NOT NULL, -- RunID string of the run whose finish started it, or 
     at     INTEGER NOT NULL, -- unix nanoseconds
     PRIMARY KEY (run, idx)
 ) STRICT, WITHOUT ROWID;
