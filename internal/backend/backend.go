@@ -41,6 +41,11 @@ type Backend struct {
 	// ReceiveWait is how long an idle consumer's receive waits for a
 	// message (a long poll); 0 means 500ms.
 	ReceiveWait time.Duration
+	// Pruner, when set, prunes finished runs past a job's retention; nil
+	// when the backend removes them itself (DynamoDB's time to live).
+	Pruner ledger.Pruner
+	// Retention says how the backend keeps finished runs, for status.
+	Retention string
 	// CloseFunc releases the backend's resources (Close calls it).
 	CloseFunc func() error
 }

@@ -113,6 +113,19 @@ type statusReport struct {
 	Stuck  []itemStatus  `json:"stuck,omitempty"`
 	Run    *runDetail    `json:"run,omitempty"` // with --run
 	Queues []queueStatus `json:"queues"`
+	// Retention says what is kept of the job's finished runs and for how
+	// long.
+	Retention retentionStatus `json:"retention"`
+}
+
+// retentionStatus is what status says of retention.
+type retentionStatus struct {
+	// Seconds is the job's Retention: finished runs are kept at least
+	// this long after they finish, and a submission's dedupe key holds
+	// for as long.
+	Seconds float64 `json:"seconds"`
+	// How says how the backend removes them after it.
+	How string `json:"how"`
 }
 
 type tickGap struct {
@@ -246,7 +259,8 @@ type statusParams struct {
 
 // buildStatus reads everything status shows. It writes nothing.
 func buildStatus(ctx context.Context, b backend.Backend, j baton.Job, p statusParams) (statusReport, error) {
-	rep := statusReport{Job: j.Name, Schedule: j.Schedule, Backend: b.Name, Now: p.Now}
+	rep := statusReport{Job: j.Name, Schedule: j.Schedule, Backend: b.Name, Now: p.Now,
+		Retention: retentionStatus{Seconds: j.RetentionOrDefault().Seconds(), How: b.Retention}}
 	var err error
 	if rep.Lease, err = readLease(ctx, b, j.Name, j.Limits.ClockSkew, p.Now); err != nil {
 		return rep, err
@@ -503,6 +517,7 @@ func printStatus(w io.Writer, r statusReport) {
 	}
 	fmt.Fprintln(w)
 	printQueues(w, r.Queues)
+	fmt.Fprintf(w, "\nretention: finished runs kept %s after they finish; %s\n", time.Duration(r.Retention.Seconds*float64(time.Second)), r.Retention.How)
 }
 
 func printLease(w io.Writer, l *leaseStatus, now time.Time) {

@@ -51,10 +51,13 @@ func open(ctx context.Context, path string, o *sqlite.Options) (backend.Backend,
 		db.Close()
 		return backend.Backend{}, fmt.Errorf("open queue %s: %w", WorkQueue, err)
 	}
+	led := sqlite.NewLedgerStore(db)
 	return backend.Backend{
 		Name:        "sqlite",
 		Leases:      sqlite.NewLeaseStore(db),
-		Ledger:      sqlite.NewLedgerStore(db),
+		Ledger:      led,
+		Pruner:      led,
+		Retention:   "finished runs, their items (results included), settle marks and item pages are pruned past each job's Retention by the local runtime (baton run, baton serve), a bounded pass every few minutes",
 		Effects:     sqlite.NewEffectStore(db),
 		Work:        work,
 		DeadLetter:  dlq,
