@@ -37,6 +37,7 @@ func NewCatalog(jobs ...Job) (*Catalog, error) {
 		j.Assets = append([]string(nil), j.Assets...)
 		j.Derived = cloneDerived(j.Derived)
 		j.Chains = append([]Chain(nil), j.Chains...)
+		j.RateLimits = append([]RateLimit(nil), j.RateLimits...)
 		j.Limits = j.Limits.withDefaults()
 		j.items = make(map[string]struct{}, len(j.Assets)+len(j.Derived))
 		for _, name := range j.ItemNames() {
@@ -47,6 +48,9 @@ func NewCatalog(jobs ...Job) (*Catalog, error) {
 	}
 	sort.Strings(c.names)
 	if err := c.checkChains(); err != nil {
+		return nil, err
+	}
+	if err := c.checkRateLimits(); err != nil {
 		return nil, err
 	}
 	return c, nil

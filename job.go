@@ -57,6 +57,9 @@ type Job struct {
 	// triggered them (the schedule or the local runtime was down). The
 	// zero value catches nothing up.
 	CatchUp CatchUp
+	// RateLimits are the shared rate limits the job's processors use
+	// (see RateLimit).
+	RateLimits []RateLimit
 	// Chains start runs of other jobs when a run of this job finishes
 	// (see Chain).
 	Chains []Chain
@@ -215,6 +218,16 @@ func (j Job) Validate() error {
 		return fmt.Errorf("job %s: Retention must not be negative", j.Name)
 	case j.CatchUp.Window < 0 || j.CatchUp.MaxPerTrigger < 0:
 		return fmt.Errorf("job %s: catch-up: Window and MaxPerTrigger must not be negative", j.Name)
+	}
+	seenLimits := map[string]bool{}
+	for _, r := range j.RateLimits {
+		if err := r.check(); err != nil {
+			return fmt.Errorf("job %s: %w", j.Name, err)
+		}
+		if seenLimits[r.Name] {
+			return fmt.Errorf("job %s: rate limit %s listed twice", j.Name, r.Name)
+		}
+		seenLimits[r.Name] = true
 	}
 	if j.Processor == nil {
 		return fmt.Errorf("job %s: no processor", j.Name)

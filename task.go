@@ -34,6 +34,10 @@ type Task struct {
 	// item has written the same key. Never nil when the runtime calls
 	// the processor.
 	Effects Effects
+	// Limiter takes starts of the job's rate limits (see Task.Wait). Never
+	// nil when the runtime calls the processor; nil in a Task built by
+	// hand, where Wait does nothing.
+	Limiter Limiter
 	// Claim is the task's hold on its item, which a long processor renews
 	// with Heartbeat. Never nil when the runtime calls the processor; nil
 	// in a Task built by hand, where Heartbeat does nothing.

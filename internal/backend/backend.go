@@ -18,6 +18,7 @@ import (
 	"github.com/batonhq/baton/internal/lease"
 	"github.com/batonhq/baton/internal/ledger"
 	"github.com/batonhq/baton/internal/queue"
+	"github.com/batonhq/baton/internal/ratelimit"
 )
 
 // Queue is a queue the engine both sends to and receives from.
@@ -35,6 +36,8 @@ type Backend struct {
 	Leases      lease.Store
 	Ledger      ledger.Store
 	Effects     effect.Store // the jobs' fenced effects (baton.Task.Effects)
+	// RateLimits keeps the counters of shared rate limits (baton.RateLimit).
+	RateLimits ratelimit.Store
 	Work        Queue
 	DeadLetter  Queue // may be nil
 	MaxReceives int   // the work queue's redrive limit

@@ -59,6 +59,15 @@ func TestReport(t *testing.T) {
 		AWSTarget("aws, old record on failed condition", ddb.Config(), sq.Config(), AWSOptions{AllOld: true}),
 	}
 	err := r.Run(t.Context(), targets)
+	for _, tg := range targets[:2] {
+		if r.SkipFunc != nil && r.SkipFunc("7 rate limit", tg.Name) {
+			continue
+		}
+		r.logf("7 rate limit on %s", tg.Name)
+		rows, rerr := RateLimit(t.Context(), tg, 60*time.Second)
+		r.add(rows...)
+		err = errors.Join(err, rerr)
+	}
 	r.logf("6 lambda")
 	if lerr := r.Lambda(t.Context(), lambdaParams(t, true)); lerr != nil {
 		r.logf("6 lambda FAILED: %v", lerr)

@@ -70,7 +70,7 @@ func invokeCmd(ctx context.Context, e *env, args []string) error {
 	}
 	p := lambdaapp.HandlerParams{
 		Jobs:   e.catalog,
-		Leases: b.Leases, Ledger: b.Ledger, Effects: b.Effects, Queue: b.Work, MaxReceives: b.MaxReceives,
+		Leases: b.Leases, Ledger: b.Ledger, Effects: b.Effects, RateLimits: b.RateLimits, Queue: b.Work, MaxReceives: b.MaxReceives,
 		Logger: lambdaapp.NewLogger(e.stderr, level),
 	}
 	if level <= slog.LevelInfo {

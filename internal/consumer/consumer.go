@@ -11,6 +11,7 @@ import (
 	"github.com/batonhq/baton/internal/effect"
 	"github.com/batonhq/baton/internal/ledger"
 	"github.com/batonhq/baton/internal/queue"
+	"github.com/batonhq/baton/internal/ratelimit"
 )
 
 // Item statuses reported in MessageOutcome.Status.
@@ -62,6 +63,9 @@ type Consumer struct {
 	// to check items against (share one per process); nil: every message
 	// of such a job reads its page.
 	Pages *PageCache
+	// RateLimits keeps the counters of the jobs' shared rate limits
+	// (baton.RateLimit); nil: Task.Wait fails with ErrNoRateLimits.
+	RateLimits ratelimit.Store
 	// ChainsFunc, optional, starts the chained runs of a run this
 	// consumer saw finished (baton.Chain; coordinator.StartChains): called
 	// for a job with chains each time the settling of an item finds its

@@ -156,6 +156,14 @@ func (c *Consumer) run(ctx context.Context, deadline time.Time, d *delivery) ver
 	if v, ok := c.gate(ctx, deadline, m); !ok {
 		return v
 	}
+	if len(d.job.RateLimits) > 0 {
+		if v, ok := c.itemLimits(ctx, deadline, m); !ok {
+			return v
+		}
+		// The wait took time: the claim starts now.
+		m.now = c.now()
+		m.leaseUntil = leaseEnd(d.job.ItemLease(d.key.Asset), m.now, m.hardEnd)
+	}
 	if v, ok := c.claim(ctx, m); !ok {
 		return v
 	}
@@ -391,6 +399,7 @@ func (c *Consumer) process(ctx context.Context, m *messageRun) (result []byte, d
 		Attempt: item.Attempt, Fence: d.msg.Fence, Inputs: m.inputs, Payload: m.payload, Parent: m.parent,
 		Effects: effect.Bind(c.Effects, d.key.Run.Job, d.key.Run.Generation, item.Attempt, c.now),
 		Claim:   cl,
+		Limiter: taskLimiter{store: c.RateLimits, job: d.job, now: c.now},
 	}
 	if c.Stop != nil {
 		// A stop ends the processor's context with ErrStopped as its

@@ -69,7 +69,7 @@ func New(b backend.Backend, o Options) (*Engine, error) {
 		Owner: o.Owner + "/coordinator", NowFunc: o.NowFunc, Logger: o.Logger,
 	}
 	e.Consumer = &consumer.Consumer{
-		Ledger: b.Ledger, Queue: b.Work, Jobs: o.Catalog, Effects: b.Effects, Runs: &consumer.RunCache{}, Pages: &consumer.PageCache{},
+		Ledger: b.Ledger, Queue: b.Work, Jobs: o.Catalog, Effects: b.Effects, Runs: &consumer.RunCache{}, Pages: &consumer.PageCache{}, RateLimits: b.RateLimits,
 		Owner: o.Owner + "/consumer", NowFunc: o.NowFunc, Logger: o.Logger,
 		MaxReceives: b.MaxReceives,
 	}

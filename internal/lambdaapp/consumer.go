@@ -36,6 +36,7 @@ func NewConsumerHandler(p HandlerParams) (*ConsumerHandler, error) {
 		core: consumer.Consumer{
 			Ledger: p.Ledger, Queue: p.Queue, MaxReceives: p.MaxReceives,
 			Jobs: p.Jobs, Effects: p.Effects, NowFunc: p.NowFunc, Runs: &consumer.RunCache{}, Pages: &consumer.PageCache{},
+			RateLimits: p.RateLimits,
 		},
 		name: p.functionName(Consumer),
 		emf:  p.metrics(),

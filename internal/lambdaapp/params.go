@@ -18,6 +18,7 @@ import (
 	"github.com/batonhq/baton/internal/lease"
 	"github.com/batonhq/baton/internal/ledger"
 	"github.com/batonhq/baton/internal/queue"
+	"github.com/batonhq/baton/internal/ratelimit"
 )
 
 // HandlerParams are what a handler works on. Fields marked (coordinator)
@@ -28,6 +29,9 @@ type HandlerParams struct {
 	Ledger ledger.Store
 	// Effects is the store of the processors' fenced effects (consumer).
 	Effects effect.Store
+	// RateLimits keeps shared rate limits' counters; nil: a processor's
+	// Task.Wait fails and PerItem limits stop every item of their job.
+	RateLimits ratelimit.Store
 	Queue   queue.Sender // the work queue
 	// DeadLetter, optional, receives malformed and exhausted messages with
 	// their reason (consumer).
