@@ -33,11 +33,11 @@ type Backend struct {
 	// Leases may also count refused acquisitions for operators (the
 	// optional lease.ContentionCounter); the engine wraps it in
 	// lease.Counting so that the coordinator records them.
-	Leases      lease.Store
-	Ledger      ledger.Store
-	Effects     effect.Store // the jobs' fenced effects (baton.Task.Effects)
+	Leases  lease.Store
+	Ledger  ledger.Store
+	Effects effect.Store // the jobs' fenced effects (baton.Task.Effects)
 	// RateLimits keeps the counters of shared rate limits (baton.RateLimit).
-	RateLimits ratelimit.Store
+	RateLimits  ratelimit.Store
 	Work        Queue
 	DeadLetter  Queue // may be nil
 	MaxReceives int   // the work queue's redrive limit

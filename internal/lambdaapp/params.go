@@ -32,7 +32,7 @@ type HandlerParams struct {
 	// RateLimits keeps shared rate limits' counters; nil: a processor's
 	// Task.Wait fails and PerItem limits stop every item of their job.
 	RateLimits ratelimit.Store
-	Queue   queue.Sender // the work queue
+	Queue      queue.Sender // the work queue
 	// DeadLetter, optional, receives malformed and exhausted messages with
 	// their reason (consumer).
 	DeadLetter queue.Sender
