@@ -6,10 +6,11 @@ import (
 
 	"github.com/stretchr/testify/require"
 
+	"github.com/batonhq/baton/internal/backend"
 	"github.com/batonhq/baton/internal/backend/sqlitebackend"
 	"github.com/batonhq/baton/internal/dagtest"
 	"github.com/batonhq/baton/internal/heartbeattest"
-	"github.com/batonhq/baton/internal/itemstest"
+	"github.com/batonhq/baton/internal/jobmodeltest"
 )
 
 func TestDerivedGraphOnSQLite(t *testing.T) {
@@ -36,26 +37,13 @@ func TestLargeRunSettlesByConsumersOnSQLite(t *testing.T) {
 	dagtest.RunLarge(t, b)
 }
 
-func TestRunTimeItemsOnSQLite(t *testing.T) {
+// The job model end to end on the embedded store.
+func TestJobModelOnSQLite(t *testing.T) {
 	t.Parallel()
-	b, err := sqlitebackend.Open(t.Context(), filepath.Join(t.TempDir(), "baton.db"))
-	require.NoError(t, err)
-	t.Cleanup(func() { require.NoError(t, b.Close()) })
-	itemstest.Run(t, b, 1000)
-}
-
-func TestSubmissionOnSQLite(t *testing.T) {
-	t.Parallel()
-	b, err := sqlitebackend.Open(t.Context(), filepath.Join(t.TempDir(), "baton.db"))
-	require.NoError(t, err)
-	t.Cleanup(func() { require.NoError(t, b.Close()) })
-	itemstest.RunSubmission(t, b, 200)
-}
-
-func TestChainsOnSQLite(t *testing.T) {
-	t.Parallel()
-	b, err := sqlitebackend.Open(t.Context(), filepath.Join(t.TempDir(), "baton.db"))
-	require.NoError(t, err)
-	t.Cleanup(func() { require.NoError(t, b.Close()) })
-	itemstest.RunChain(t, b)
+	jobmodeltest.Run(t, func(t *testing.T) backend.Backend {
+		b, err := sqlitebackend.Open(t.Context(), filepath.Join(t.TempDir(), "baton.db"))
+		require.NoError(t, err)
+		t.Cleanup(func() { require.NoError(t, b.Close()) })
+		return b
+	})
 }

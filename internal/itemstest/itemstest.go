@@ -338,3 +338,86 @@ func RunChain(t *testing.T, b backend.Backend) {
 	}
 	require.Equal(t, 4, chained, "each chained item ran once: one run per chain and parent")
 }
+
+// RunRateLimit runs a tick of a job of 40 items on b whose every item
+// takes a start of a shared limit of 10 per 250 ms before it starts
+// (PerItem), and whose processor takes one more of a second limit through
+// Task.Wait: the items all succeed, spread over at least three windows of
+// each limit, and Task.Wait of a limit the job does not declare fails.
+func RunRateLimit(t *testing.T, b backend.Backend) {
+	t.Helper()
+	const per = 250 * time.Millisecond
+	var mu sync.Mutex
+	var starts, calls []time.Time
+	var undeclared error
+	proc := baton.ProcessorFunc(func(ctx context.Context, task baton.Task) ([]byte, error) {
+		mu.Lock()
+		starts = append(starts, time.Now())
+		mu.Unlock()
+		if err := task.Wait(ctx, "partner-api"); err != nil {
+			return nil, err
+		}
+		mu.Lock()
+		calls = append(calls, time.Now())
+		if task.Asset == "r00" {
+			undeclared = task.Wait(ctx, "nope")
+		}
+		mu.Unlock()
+		return nil, nil
+	})
+	assets := make([]string, 40)
+	for i := range assets {
+		assets[i] = fmt.Sprintf("r%02d", i)
+	}
+	cat, err := baton.NewCatalog(baton.Job{
+		Name: "limited", Schedule: "rate(1 hour)", Assets: assets, Processor: proc,
+		RateLimits: []baton.RateLimit{
+			{Name: "item-starts", Starts: 10, Per: per, PerItem: true},
+			{Name: "partner-api", Starts: 10, Per: per},
+		},
+		Limits: baton.Limits{ItemLease: 10 * time.Second, ClockSkew: 100 * time.Millisecond},
+	})
+	require.NoError(t, err)
+	eng, err := engine.New(b, engine.Options{Catalog: cat, Consumers: 4, BatchSize: 10, BatchTimeout: 30 * time.Second, RetryDelay: 100 * time.Millisecond})
+	require.NoError(t, err)
+	ctx, cancel := context.WithCancel(t.Context())
+	var wg sync.WaitGroup
+	wg.Go(func() { _ = eng.Consume(ctx) })
+	defer func() { cancel(); wg.Wait() }()
+
+	sum, err := eng.Trigger(t.Context(), "limited", time.Now(), false)
+	require.NoError(t, err)
+	run := waitFinished(t, b.Ledger, sum.Run)
+	require.Equal(t, ledger.RunComplete, run.State)
+	require.Equal(t, 40, run.Succeeded)
+	mu.Lock()
+	defer mu.Unlock()
+	require.Len(t, starts, 40)
+	for name, ts := range map[string][]time.Time{"item-starts": starts, "partner-api": calls} {
+		first, last := ts[0], ts[0]
+		perWindow := map[int64]int{}
+		for _, at := range ts {
+			first, last = minTime(first, at), maxTime(last, at)
+			perWindow[at.UnixNano()/int64(per)]++
+		}
+		// 40 starts of 10 per window take four windows at least: the first
+		// and the last are three windows apart, less the first's offset.
+		require.GreaterOrEqual(t, last.Sub(first), 2*per, "%s: 40 starts spread over four windows", name)
+		t.Logf("%s: 40 starts over %s, %d windows", name, last.Sub(first).Round(time.Millisecond), len(perWindow))
+	}
+	require.ErrorContains(t, undeclared, `declares no rate limit "nope"`)
+}
+
+func minTime(a, b time.Time) time.Time {
+	if b.Before(a) {
+		return b
+	}
+	return a
+}
+
+func maxTime(a, b time.Time) time.Time {
+	if b.After(a) {
+		return b
+	}
+	return a
+}

@@ -5,10 +5,11 @@ import (
 
 	"github.com/stretchr/testify/require"
 
+	"github.com/batonhq/baton/internal/backend"
 	"github.com/batonhq/baton/internal/backend/awsbackend"
 	"github.com/batonhq/baton/internal/dagtest"
 	"github.com/batonhq/baton/internal/heartbeattest"
-	"github.com/batonhq/baton/internal/itemstest"
+	"github.com/batonhq/baton/internal/jobmodeltest"
 )
 
 func TestDerivedGraphOnAWS(t *testing.T) {
@@ -38,29 +39,14 @@ func TestLargeRunSettlesByConsumersOnAWS(t *testing.T) {
 	dagtest.RunLarge(t, b)
 }
 
-func TestRunTimeItemsOnAWS(t *testing.T) {
+// The job model end to end on DynamoDB+SQS (the emulators).
+func TestJobModelOnAWS(t *testing.T) {
 	t.Parallel()
-	c := clients(t)
-	res := setUp(t, c, 5)
-	b, err := awsbackend.Open(t.Context(), awsbackend.Params{Clients: c, Table: res.Table, QueueURL: res.QueueURL})
-	require.NoError(t, err)
-	itemstest.Run(t, b, 1000)
-}
-
-func TestSubmissionOnAWS(t *testing.T) {
-	t.Parallel()
-	c := clients(t)
-	res := setUp(t, c, 5)
-	b, err := awsbackend.Open(t.Context(), awsbackend.Params{Clients: c, Table: res.Table, QueueURL: res.QueueURL})
-	require.NoError(t, err)
-	itemstest.RunSubmission(t, b, 200)
-}
-
-func TestChainsOnAWS(t *testing.T) {
-	t.Parallel()
-	c := clients(t)
-	res := setUp(t, c, 5)
-	b, err := awsbackend.Open(t.Context(), awsbackend.Params{Clients: c, Table: res.Table, QueueURL: res.QueueURL})
-	require.NoError(t, err)
-	itemstest.RunChain(t, b)
+	jobmodeltest.Run(t, func(t *testing.T) backend.Backend {
+		c := clients(t)
+		res := setUp(t, c, 5)
+		b, err := awsbackend.Open(t.Context(), awsbackend.Params{Clients: c, Table: res.Table, QueueURL: res.QueueURL})
+		require.NoError(t, err)
+		return b
+	})
 }

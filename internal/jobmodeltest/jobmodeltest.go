@@ -1,0 +1,42 @@
+// Package jobmodeltest runs the job model end to end on a backend, the
+// same way on every engine: a job with a run-time item list, a
+// submission deduped by its key, a two-level graph of derived items, a
+// chain to a second job, a heartbeating long item and shared rate limits,
+// each through the coordinator, the queue, the consumers and the ledger
+// of the backend under test.
+package jobmodeltest
+
+import (
+	"testing"
+
+	"github.com/batonhq/baton/internal/backend"
+	"github.com/batonhq/baton/internal/dagtest"
+	"github.com/batonhq/baton/internal/heartbeattest"
+	"github.com/batonhq/baton/internal/itemstest"
+)
+
+// RunTimeItems is the size of the run-time list in make test; make bench
+// runs 100,000.
+const RunTimeItems = 1000
+
+// Run runs every part of the job model on the backend open returns, each
+// on a backend of its own.
+func Run(t *testing.T, open func(t *testing.T) backend.Backend) {
+	t.Helper()
+	for _, c := range []struct {
+		name string
+		run  func(t *testing.T, b backend.Backend)
+	}{
+		{"RunTimeItems", func(t *testing.T, b backend.Backend) { itemstest.Run(t, b, RunTimeItems) }},
+		{"SubmissionDeduped", func(t *testing.T, b backend.Backend) { itemstest.RunSubmission(t, b, 200) }},
+		{"TwoLevelDAG", dagtest.Run},
+		{"Chain", itemstest.RunChain},
+		{"HeartbeatingLongItem", heartbeattest.Run},
+		{"SharedRateLimits", itemstest.RunRateLimit},
+	} {
+		t.Run(c.name, func(t *testing.T) {
+			t.Parallel()
+			c.run(t, open(t))
+		})
+	}
+}
