@@ -3,12 +3,13 @@ package cli
 import (
 	"context"
 	"errors"
-	"flag"
 	"fmt"
 	"net/url"
 	"os"
 	"strconv"
 	"time"
+
+	"github.com/spf13/pflag"
 
 	"github.com/batonhq/baton/internal/awssqs"
 	"github.com/batonhq/baton/internal/backend"
@@ -21,7 +22,9 @@ import (
 // envJob is the variable --job defaults to.
 const envJob = "BATON_JOB"
 
-// backendFlags select the store every command works on.
+// backendFlags select the store every command works on. They are
+// registered here, and only here, on every command that works on a
+// backend (command.backend); help shows them as one group.
 type backendFlags struct {
 	backend string
 	store   string
@@ -29,7 +32,7 @@ type backendFlags struct {
 	aws     awsFlags
 }
 
-func (b *backendFlags) register(fs *flag.FlagSet) {
+func (b *backendFlags) register(fs *pflag.FlagSet) {
 	fs.StringVar(&b.backend, "backend", "sqlite", "where state and queues live: sqlite (embedded file) or aws (DynamoDB + SQS from the SDK's standard config)")
 	fs.StringVar(&b.store, "store", "var/baton.db", "the embedded store's SQLite file (--backend sqlite)")
 	fs.StringVar(&b.job, "job", os.Getenv(envJob), "the job to work on (from $"+envJob+" when set; default: the catalog's only job)")
@@ -87,13 +90,13 @@ type awsFlags struct {
 	envErr      error // a bad value in the environment, reported at open
 }
 
-func (a *awsFlags) registerEndpoints(fs *flag.FlagSet) {
+func (a *awsFlags) registerEndpoints(fs *pflag.FlagSet) {
 	fs.StringVar(&a.endpoint, "endpoint", "", "endpoint URL of both DynamoDB and SQS, for the AWS backend (default: the SDK's configuration)")
 	fs.StringVar(&a.dynamoDBEndpoint, "dynamodb-endpoint", "", "DynamoDB endpoint URL (default --endpoint, else $AWS_ENDPOINT_URL_DYNAMODB or the SDK's configuration)")
 	fs.StringVar(&a.sqsEndpoint, "sqs-endpoint", "", "SQS endpoint URL (default --endpoint, else $AWS_ENDPOINT_URL_SQS or the SDK's configuration)")
 }
 
-func (a *awsFlags) registerResources(fs *flag.FlagSet) {
+func (a *awsFlags) registerResources(fs *pflag.FlagSet) {
 	fs.StringVar(&a.table, "table", os.Getenv(lambdaapp.EnvTable), envUsage(lambdaapp.EnvTable, ""))
 	fs.StringVar(&a.queueURL, "queue-url", os.Getenv(lambdaapp.EnvQueueURL), envUsage(lambdaapp.EnvQueueURL, ""))
 	fs.StringVar(&a.dlqURL, "dlq-url", os.Getenv(lambdaapp.EnvDLQURL), envUsage(lambdaapp.EnvDLQURL, "the work queue's redrive target"))

@@ -2,13 +2,14 @@ package cli
 
 import (
 	"context"
-	"encoding/json"
 	"errors"
 	"fmt"
 	"io"
 	"strings"
 	"text/tabwriter"
 	"time"
+
+	"github.com/spf13/pflag"
 
 	"github.com/batonhq/baton"
 	"github.com/batonhq/baton/internal/backend"
@@ -40,24 +41,27 @@ the --runs listed.
 --json prints the same as one JSON object, for scripts. It reads only.`
 
 type statusFlags struct {
-	common  backendFlags
+	common  *backendFlags
 	run     string
-	json    bool
 	runs    int
 	history int
 }
 
-func statusCmd(ctx context.Context, e *env, args []string) error {
-	var f statusFlags
-	fs := newFlagSet(e, "status", statusSynopsis)
-	f.common.register(fs)
+func statusCommand() command {
+	return command{synopsis: statusSynopsis, summary: "show leases, recent runs, item states and staleness",
+		example: "  baton status\n  baton status --run fx@2026-11-21T12:01:00Z#1\n  baton status --backend aws --json",
+		backend: true, defineFunc: defineStatus}
+}
+
+func defineStatus(e *env, fs *pflag.FlagSet) runFunc {
+	f := statusFlags{common: &e.backend}
 	fs.StringVar(&f.run, "run", "", "show this run's items (a run id such as fx@2026-11-21T12:01:00Z#1)")
-	fs.BoolVar(&f.json, "json", false, "print JSON instead of tables")
 	fs.IntVar(&f.runs, "runs", 10, "recent runs to list")
 	fs.IntVar(&f.history, "history", 100, "runs to scan for each asset's latest success and for stuck items")
-	if err := parseFlags(fs, args); err != nil {
-		return err
-	}
+	return func(ctx context.Context, _ []string) error { return status(ctx, e, fs, &f) }
+}
+
+func status(ctx context.Context, e *env, fs *pflag.FlagSet, f *statusFlags) error {
 	if f.runs < 1 || f.history < 1 {
 		return usagef("--runs and --history must be at least 1")
 	}
@@ -87,10 +91,9 @@ func statusCmd(ctx context.Context, e *env, args []string) error {
 		return err
 	}
 	rep.Store = f.common.where()
-	if f.json {
-		enc := json.NewEncoder(e.stdout)
-		enc.SetIndent("", "  ")
-		return enc.Encode(rep)
+	if e.json {
+		e.custom = rep
+		return nil
 	}
 	printStatus(e.stdout, rep)
 	return nil

@@ -28,7 +28,7 @@ import (
 func arrangeStatus(t *testing.T, f *opsFixture) (stuckKey ledger.ItemKey) {
 	t.Helper()
 	ctx := t.Context()
-	code, out, errOut := f.main("replay", "range", "--from", rfc(f.tick(0)), "--to", rfc(f.tick(2)), "--rate", "1000")
+	code, out, errOut := f.main("replay", "range", "--from", rfc(f.tick(0)), "--to", rfc(f.tick(3)), "--rate", "1000")
 	require.Equal(t, ExitOK, code, "%s\n%s", out, errOut)
 	code, out, errOut = f.main("replay", "tick", "--at", rfc(f.tick(3)), "--wait=false")
 	require.Equal(t, ExitOK, code, "%s\n%s", out, errOut)
@@ -240,7 +240,7 @@ func TestStatusFindsStuckItemsPastRuns(t *testing.T) {
 // success, is still reported; finished runs past --runs are not read.
 func testStatusFindsStuckItemsPastRuns(t *testing.T, f *opsFixture) {
 	ctx := t.Context()
-	code, out, errOut := f.main("replay", "range", "--from", rfc(f.tick(1)), "--to", rfc(f.tick(3)), "--rate", "1000")
+	code, out, errOut := f.main("replay", "range", "--from", rfc(f.tick(1)), "--to", rfc(f.tick(4)), "--rate", "1000")
 	require.Equal(t, ExitOK, code, "%s\n%s", out, errOut)
 	code, out, errOut = f.main("replay", "tick", "--at", rfc(f.tick(0)), "--wait=false")
 	require.Equal(t, ExitOK, code, "%s\n%s", out, errOut)
