@@ -62,12 +62,12 @@ func TestInvokeEveryFixture(t *testing.T) {
 		checkFunc check
 		code      int // a batch reporting failed records exits 1, as replay event does
 	}{
-		{"coordinator-scheduled.json", coordinator("opened", "fx@2026-11-21T12:01:00Z#1", 7)},
-		{"coordinator-scheduler.json", coordinator("already_fanned_out", "fx@2026-11-21T12:01:00Z#1", 0)},
-		{"coordinator-replay.json", coordinator("already_fanned_out", "fx@2026-11-21T12:01:00Z#1", 0)},
-		{"coordinator-replay-force.json", coordinator("opened", "fx@2026-11-21T12:01:00Z#2", 7)},
-		{"consumer-batch.json", consumer()},
-		{"consumer-batch-duplicates.json", consumer()},
+		{"coordinator-scheduled.json", coordinator("opened", "fx@2026-11-21T12:01:00Z#1", 7), ExitOK},
+		{"coordinator-scheduler.json", coordinator("already_fanned_out", "fx@2026-11-21T12:01:00Z#1", 0), ExitOK},
+		{"coordinator-replay.json", coordinator("already_fanned_out", "fx@2026-11-21T12:01:00Z#1", 0), ExitOK},
+		{"coordinator-replay-force.json", coordinator("opened", "fx@2026-11-21T12:01:00Z#2", 7), ExitOK},
+		{"consumer-batch.json", consumer(), ExitOK},
+		{"consumer-batch-duplicates.json", consumer(), ExitOK},
 		// Malformed bodies are dead-lettered with their reason; the record
 		// whose receive count does not parse is retried.
 		{"consumer-batch-malformed.json", consumer("2b3c4d5e-0000-4000-8000-00000000000a"), ExitFailure},
