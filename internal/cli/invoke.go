@@ -2,6 +2,7 @@ package cli
 
 import (
 	"context"
+	"crypto/rand"
 	"encoding/json"
 	"fmt"
 	"log/slog"
@@ -46,6 +47,7 @@ type invokeFlags struct {
 	event     string
 	timeout   time.Duration
 	requestID string
+	traceID   string
 	logLevel  string
 }
 
@@ -60,6 +62,7 @@ func defineInvoke(e *env, fs *pflag.FlagSet) runFunc {
 	fs.StringVar(&f.event, "event", "", "the event payload, a JSON file (required)")
 	fs.DurationVar(&f.timeout, "timeout", 30*time.Second, "the function's timeout: the invocation's deadline")
 	fs.StringVar(&f.requestID, "request-id", "", "the invocation's request id (default: a random UUID)")
+	fs.StringVar(&f.traceID, "trace-id", "", "the invocation's X-Ray trace header, Root=1-…;Parent=…;Sampled=0 (default: a new one, as Lambda makes)")
 	fs.StringVar(&f.logLevel, "log", envOr(lambdaapp.EnvLogLevel, "info"), "log level on stderr: debug, info, warn, error (from $"+lambdaapp.EnvLogLevel+" when set)")
 	return func(ctx context.Context, args []string) error { return invokeRun(ctx, e, &f, args) }
 }
@@ -86,7 +89,8 @@ func invokeRun(ctx context.Context, e *env, f *invokeFlags, args []string) error
 	p := lambdaapp.HandlerParams{
 		Jobs:   e.catalog,
 		Leases: b.Leases, Ledger: b.Ledger, Effects: b.Effects, Queue: b.Work, MaxReceives: b.MaxReceives,
-		Logger: lambdaapp.NewLogger(e.stderr, level),
+		Logger:  lambdaapp.NewLogger(e.stderr, level),
+		Service: envOr(lambdaapp.EnvService, lambdaapp.DefaultService), Namespace: envOr(lambdaapp.EnvNamespace, lambdaapp.DefaultNamespace),
 	}
 	if level <= slog.LevelInfo {
 		p.Metrics = e.stderr
@@ -99,6 +103,8 @@ func invokeRun(ctx context.Context, e *env, f *invokeFlags, args []string) error
 		return err
 	}
 
+	//lint:ignore SA1029 the string key is the one the Lambda runtime sets and lambdaapp reads
+	ctx = context.WithValue(ctx, "x-amzn-trace-id", f.traceID)
 	out, ierr := invoke(ctx, h, payload, f.requestID, f.timeout)
 	if ierr != nil {
 		if ctx.Err() != nil {
@@ -148,6 +154,9 @@ func (f *invokeFlags) parse(args []string) (lambdaapp.Function, slog.Level, erro
 	}
 	if f.requestID == "" {
 		f.requestID = lambdaapp.NewRequestID()
+	}
+	if f.traceID == "" {
+		f.traceID = newTraceID(time.Now())
 	}
 	return fn, level, nil
 }
@@ -230,4 +239,12 @@ func typeName(v any) string {
 		return t.Elem().Name()
 	}
 	return t.Name()
+}
+
+// newTraceID returns an X-Ray trace header as Lambda passes it: a root of
+// the time and 96 random bits, a parent segment, not sampled.
+func newTraceID(now time.Time) string {
+	var b [20]byte
+	_, _ = rand.Read(b[:])
+	return fmt.Sprintf("Root=1-%08x-%x;Parent=%x;Sampled=0", now.Unix(), b[:12], b[12:])
 }

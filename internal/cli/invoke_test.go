@@ -90,7 +90,7 @@ func TestInvokeEveryFixture(t *testing.T) {
 		require.Equal(t, 1, strings.Count(out, "\n"), "one JSON line on stdout")
 		s.checkFunc(t, out)
 		// Logs carry the request id.
-		require.Contains(t, errOut, `"request_id":"req-`+s.file+`"`, s.file)
+		require.Contains(t, errOut, `"function_request_id":"req-`+s.file+`"`, s.file)
 	}
 }
 

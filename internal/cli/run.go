@@ -16,6 +16,8 @@ import (
 
 	"github.com/batonhq/baton/internal/coordinator"
 	"github.com/batonhq/baton/internal/engine"
+	"github.com/batonhq/baton/internal/jsonlog"
+	"github.com/batonhq/baton/internal/lambdaapp"
 	"github.com/batonhq/baton/internal/ledger"
 )
 
@@ -247,8 +249,8 @@ func (e *env) newLogger(level string) (*slog.Logger, error) {
 		return nil, usagef("--log: %q is not a level (debug, info, warn, error)", level)
 	}
 	opts := &slog.HandlerOptions{Level: l}
-	if e.logFormat == "json" {
-		return slog.New(slog.NewJSONHandler(e.stderr, opts)), nil
+	if e.logFormat == "json" { // the shape of the functions' logs
+		return jsonlog.New(e.stderr, jsonlog.Options{Level: l, Service: envOr(lambdaapp.EnvService, lambdaapp.DefaultService)}), nil
 	}
 	return slog.New(slog.NewTextHandler(e.stderr, opts)), nil
 }

@@ -55,12 +55,12 @@ func TestJSONReports(t *testing.T) {
 	code, out, errOut := runMain(t, "run", "--once", "--store", store, "--json")
 	require.Equal(t, ExitOK, code, errOut)
 	var run struct {
-		Command     string            `json:"command"`
-		OK          bool              `json:"ok"`
-		Messages    []string          `json:"messages"`
-		Coordinator summaryReport     `json:"coordinator"`
-		Items       []itemStatus      `json:"items"`
-		Run         runStatus         `json:"run"`
+		Command     string        `json:"command"`
+		OK          bool          `json:"ok"`
+		Messages    []string      `json:"messages"`
+		Coordinator summaryReport `json:"coordinator"`
+		Items       []itemStatus  `json:"items"`
+		Run         runStatus     `json:"run"`
 	}
 	require.NoError(t, json.Unmarshal([]byte(out), &run), out)
 	require.Equal(t, "run", run.Command)

@@ -11,6 +11,7 @@ import (
 
 	"github.com/batonhq/baton"
 	"github.com/batonhq/baton/internal/backend/awsbackend"
+	"github.com/batonhq/baton/internal/jsonlog"
 	"github.com/batonhq/baton/internal/lease"
 )
 
@@ -22,9 +23,12 @@ type Env struct {
 	Stderr     io.Writer // JSON logs
 }
 
-// NewLogger returns the functions' JSON logger at level.
+// NewLogger returns the functions' JSON logger at level: Powertools-shaped
+// lines (package jsonlog), durations in milliseconds, payloads, results
+// and secrets redacted. The handlers add the service, cold start,
+// function, request and trace to every line of an invocation.
 func NewLogger(w io.Writer, level slog.Level) *slog.Logger {
-	return slog.New(slog.NewJSONHandler(w, &slog.HandlerOptions{Level: level}))
+	return jsonlog.New(w, jsonlog.Options{Level: level})
 }
 
 // ParamsOnAWS returns handler params for jobs on DynamoDB (leases, ledger
@@ -48,6 +52,8 @@ func ParamsOnAWS(cfg Config, c awsbackend.Clients, env Env, jobs *baton.Catalog)
 		TriggerAge:  cfg.TriggerAge,
 		Logger:      logger,
 		Metrics:     env.Stdout,
+		Service:     cfg.Service,
+		Namespace:   cfg.Namespace,
 	}
 	if b.DeadLetter != nil {
 		p.DeadLetter = b.DeadLetter

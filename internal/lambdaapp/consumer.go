@@ -21,6 +21,7 @@ type ConsumerHandler struct {
 	core consumer.Consumer // Owner and Logger set per invocation
 	name string
 	emf  *emf.Writer
+	cold coldStart
 }
 
 // NewConsumerHandler returns the handler working on p. Only p.Job is
@@ -48,7 +49,9 @@ func NewConsumerHandler(p HandlerParams) (*ConsumerHandler, error) {
 // Handle processes one SQS batch and reports the messages to redeliver.
 // It fails no batch as a whole.
 func (h *ConsumerHandler) Handle(ctx context.Context, ev events.SQSEvent) (events.SQSEventResponse, error) {
-	inv := invocationOf(ctx, h.name, h.p.logger(), h.now())
+	now := h.now()
+	inv := invocationOf(ctx, h.name, h.p, &h.cold, now)
+	inv.coldStartMetric(ctx, h.emf, now)
 	log := inv.log
 	msgs, bad := lambdaevent.Deliveries(ev)
 	for _, b := range bad {
@@ -68,9 +71,10 @@ func (h *ConsumerHandler) Handle(ctx context.Context, ev events.SQSEvent) (event
 		reasons[f.MessageID] = f.Err
 	}
 	for _, it := range res.Items {
+		run, _, _ := strings.Cut(it.Key, "/")
 		attrs := []any{
-			slog.String("phase", "item"), slog.String("job", jobOfKey(it.Key)), slog.String("message_id", it.MessageID),
-			slog.String("key", it.Key), slog.String("asset", it.Asset), slog.String("status", it.Status),
+			slog.String("phase", "item"), slog.String("job", jobOfKey(it.Key)), slog.String("run", run), slog.String("message_id", it.MessageID),
+			slog.String("key", it.Key), slog.String("asset", it.Asset), slog.Int64("fence", it.Fence), slog.String("status", it.Status),
 			slog.Int("attempt", it.Attempt), slog.Float64("processing_ms", ms(it.Processing)),
 		}
 		if it.TickToDone > 0 {

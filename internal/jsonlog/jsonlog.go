@@ -1,0 +1,134 @@
+// Package jsonlog makes baton's JSON log lines, shaped as AWS Lambda
+// Powertools shapes them (Go has no Powertools), so that the queries and
+// dashboards written for Powertools functions work on baton's:
+//
+//	{"timestamp":"2026-11-21T12:01:07.042Z","level":"INFO","message":"item",
+//	 "service":"baton-prod","cold_start":true,"function_name":"baton-prod-Consumer-…",
+//	 "function_request_id":"8f5c…","xray_trace_id":"1-6741…",
+//	 "phase":"item","job":"fx","run":"fx@2026-11-21T12:01:00Z#1","key":"…","processing_ms":201.4}
+//
+// The handler renames slog's time, level and msg to timestamp (RFC 3339,
+// milliseconds, UTC), level (DEBUG, INFO, WARN, ERROR) and message, writes
+// every duration as a number of milliseconds under its key with "_ms"
+// appended, and redacts: the values of keys that carry payloads, results
+// or secrets (Sensitive) are replaced by "[REDACTED]", and a password in a
+// URL or DSN found in any string is masked.
+package jsonlog
+
+import (
+	"io"
+	"log/slog"
+	"regexp"
+	"strings"
+	"time"
+)
+
+// Redacted replaces a sensitive value.
+const Redacted = "[REDACTED]"
+
+// Options configure a logger.
+type Options struct {
+	// Level is the lowest level written; nil means INFO.
+	Level slog.Leveler
+	// Service is the "service" of every line; "" leaves it out.
+	Service string
+}
+
+// New returns a logger writing JSON lines to w.
+func New(w io.Writer, o Options) *slog.Logger {
+	h := slog.NewJSONHandler(w, &slog.HandlerOptions{Level: o.Level, ReplaceAttr: replace})
+	l := slog.New(h)
+	if o.Service != "" {
+		l = l.With(slog.String("service", o.Service))
+	}
+	return l
+}
+
+// Sensitive reports whether the values of attribute key are never
+// logged: payloads and results of items, and secrets.
+func Sensitive(key string) bool {
+	k := strings.ToLower(key)
+	switch k {
+	case "payload", "result", "results", "input", "inputs", "body", "secret", "password", "dsn", "token", "authorization":
+		return true
+	}
+	for _, suffix := range []string{"_payload", "_result", "_secret", "_password", "_token", "_dsn"} {
+		if strings.HasSuffix(k, suffix) {
+			return true
+		}
+	}
+	return false
+}
+
+// urlPassword matches the password of user:password@ in a URL or DSN,
+// and key=value DSN passwords (password=…).
+var urlPassword = regexp.MustCompile(`(://[^:/@\s]*:)[^@\s]+@|((?i:password)\s*=\s*)('[^']*'|\S+)`)
+
+// Scrub masks passwords in s: postgres://u:secret@h/db becomes
+// postgres://u:[REDACTED]@h/db, password=secret becomes
+// password=[REDACTED].
+func Scrub(s string) string {
+	if !strings.Contains(s, "@") && !strings.Contains(strings.ToLower(s), "password") {
+		return s
+	}
+	return urlPassword.ReplaceAllStringFunc(s, func(m string) string {
+		sub := urlPassword.FindStringSubmatch(m)
+		if sub[1] != "" {
+			return sub[1] + Redacted + "@"
+		}
+		return sub[2] + Redacted
+	})
+}
+
+func replace(groups []string, a slog.Attr) slog.Attr {
+	if len(groups) == 0 {
+		switch a.Key {
+		case slog.TimeKey:
+			if t, ok := a.Value.Any().(time.Time); ok {
+				return slog.String("timestamp", t.UTC().Format("2006-01-02T15:04:05.000Z07:00"))
+			}
+			a.Key = "timestamp"
+			return a
+		case slog.LevelKey:
+			if l, ok := a.Value.Any().(slog.Level); ok {
+				return slog.String("level", levelName(l))
+			}
+			return a
+		case slog.MessageKey:
+			a.Key = "message"
+			return a
+		}
+	}
+	if Sensitive(a.Key) {
+		return slog.String(a.Key, Redacted)
+	}
+	switch a.Value.Kind() {
+	case slog.KindDuration:
+		d := a.Value.Duration()
+		return slog.Float64(a.Key+"_ms", float64(d.Microseconds())/1000)
+	case slog.KindString:
+		if s := a.Value.String(); s != "" {
+			if scrubbed := Scrub(s); scrubbed != s {
+				return slog.String(a.Key, scrubbed)
+			}
+		}
+	case slog.KindAny:
+		if err, ok := a.Value.Any().(error); ok {
+			return slog.String(a.Key, Scrub(err.Error()))
+		}
+	}
+	return a
+}
+
+// levelName is l as Powertools writes it.
+func levelName(l slog.Level) string {
+	switch {
+	case l < slog.LevelInfo:
+		return "DEBUG"
+	case l < slog.LevelWarn:
+		return "INFO"
+	case l < slog.LevelError:
+		return "WARN"
+	}
+	return "ERROR"
+}
