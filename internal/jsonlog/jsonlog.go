@@ -10,21 +10,22 @@
 // The handler renames slog's time, level and msg to timestamp (RFC 3339,
 // milliseconds, UTC), level (DEBUG, INFO, WARN, ERROR) and message, writes
 // every duration as a number of milliseconds under its key with "_ms"
-// appended, and redacts: the values of keys that carry payloads, results
-// or secrets (Sensitive) are replaced by "[REDACTED]", and a password in a
-// URL or DSN found in any string is masked.
+// appended, and redacts (package redact): the values of keys that carry
+// payloads, results or secrets are replaced by "[REDACTED]", and
+// passwords in URLs and DSNs and the environment's secrets are masked in
+// every string and error.
 package jsonlog
 
 import (
 	"io"
 	"log/slog"
-	"regexp"
-	"strings"
 	"time"
+
+	"github.com/batonhq/baton/internal/redact"
 )
 
 // Redacted replaces a sensitive value.
-const Redacted = "[REDACTED]"
+const Redacted = redact.Redacted
 
 // Options configure a logger.
 type Options struct {
@@ -42,42 +43,6 @@ func New(w io.Writer, o Options) *slog.Logger {
 		l = l.With(slog.String("service", o.Service))
 	}
 	return l
-}
-
-// Sensitive reports whether the values of attribute key are never
-// logged: payloads and results of items, and secrets.
-func Sensitive(key string) bool {
-	k := strings.ToLower(key)
-	switch k {
-	case "payload", "result", "results", "input", "inputs", "body", "secret", "password", "dsn", "token", "authorization":
-		return true
-	}
-	for _, suffix := range []string{"_payload", "_result", "_secret", "_password", "_token", "_dsn"} {
-		if strings.HasSuffix(k, suffix) {
-			return true
-		}
-	}
-	return false
-}
-
-// urlPassword matches the password of user:password@ in a URL or DSN,
-// and key=value DSN passwords (password=…).
-var urlPassword = regexp.MustCompile(`(://[^:/@\s]*:)[^@\s]+@|((?i:password)\s*=\s*)('[^']*'|\S+)`)
-
-// Scrub masks passwords in s: postgres://u:secret@h/db becomes
-// postgres://u:[REDACTED]@h/db, password=secret becomes
-// password=[REDACTED].
-func Scrub(s string) string {
-	if !strings.Contains(s, "@") && !strings.Contains(strings.ToLower(s), "password") {
-		return s
-	}
-	return urlPassword.ReplaceAllStringFunc(s, func(m string) string {
-		sub := urlPassword.FindStringSubmatch(m)
-		if sub[1] != "" {
-			return sub[1] + Redacted + "@"
-		}
-		return sub[2] + Redacted
-	})
 }
 
 func replace(groups []string, a slog.Attr) slog.Attr {
@@ -99,7 +64,7 @@ func replace(groups []string, a slog.Attr) slog.Attr {
 			return a
 		}
 	}
-	if Sensitive(a.Key) {
+	if redact.Key(a.Key) {
 		return slog.String(a.Key, Redacted)
 	}
 	switch a.Value.Kind() {
@@ -108,13 +73,13 @@ func replace(groups []string, a slog.Attr) slog.Attr {
 		return slog.Float64(a.Key+"_ms", float64(d.Microseconds())/1000)
 	case slog.KindString:
 		if s := a.Value.String(); s != "" {
-			if scrubbed := Scrub(s); scrubbed != s {
+			if scrubbed := redact.String(s); scrubbed != s {
 				return slog.String(a.Key, scrubbed)
 			}
 		}
 	case slog.KindAny:
 		if err, ok := a.Value.Any().(error); ok {
-			return slog.String(a.Key, Scrub(err.Error()))
+			return slog.String(a.Key, redact.String(err.Error()))
 		}
 	}
 	return a
