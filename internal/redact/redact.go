@@ -43,7 +43,7 @@ func Key(key string) bool {
 
 // password matches the password of user:password@ in a URL or DSN, and
 // key=value DSN passwords (password=…).
-var password = regexp.MustCompile(`(://[^:/@\s]*:)[^@\s]+@|((?i:password)\s*=\s*)('[^']*'|\S+)`)
+var password = regexp.MustCompile(`(://[^:/@\s]*:)[^@\s]+@|((?i:password)\s*=\s*)('[^']*'|[^\s)'";,&]+)`)
 
 // String returns s with passwords in URLs and DSNs and the secrets of the
 // environment masked.
