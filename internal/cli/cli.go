@@ -22,6 +22,7 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"regexp"
 	"strings"
 
 	"github.com/spf13/cobra"
@@ -247,7 +248,7 @@ func newRoot(catalog *baton.Catalog) (*cobra.Command, *env) {
 	}
 	root.SetVersionTemplate("baton {{.Version}}\n")
 	root.PersistentFlags().StringVar(&e.logFormat, "log-format", "text", "format of the logs on stderr: text or json")
-	root.SetFlagErrorFunc(func(_ *cobra.Command, err error) error { return usageError{err} })
+	root.SetFlagErrorFunc(func(_ *cobra.Command, err error) error { return usageError{flagError(err)} })
 	root.SetUsageFunc(usage)
 	root.PersistentPreRunE = func(cmd *cobra.Command, _ []string) error {
 		e.stdout, e.stderr = cmd.OutOrStdout(), cmd.ErrOrStderr()
@@ -329,6 +330,33 @@ func build(e *env, c command, group string) *cobra.Command {
 		return err
 	}
 	return cmd
+}
+
+// badValue is pflag's error for a value its type refuses.
+var badValue = regexp.MustCompile(`^invalid argument "(.*)" for "(?:-\w, )?(--[\w-]+)" flag: (.*)$`)
+
+// flagError says what is wrong with a flag's value in words, not in the
+// terms of Go's parsers (strconv.ParseInt: parsing "x": invalid syntax).
+func flagError(err error) error {
+	m := badValue.FindStringSubmatch(err.Error())
+	if m == nil {
+		return err
+	}
+	want := "not a valid value"
+	switch reason := m[3]; {
+	case strings.Contains(reason, "ParseInt"), strings.Contains(reason, "ParseUint"):
+		want = "not a whole number"
+		if strings.Contains(reason, "out of range") {
+			want = "out of range"
+		}
+	case strings.Contains(reason, "ParseFloat"):
+		want = "not a number"
+	case strings.Contains(reason, "ParseBool"):
+		want = "not true or false"
+	case strings.Contains(reason, "time: "):
+		want = "not a duration such as 30s, 2m or 1h30m"
+	}
+	return fmt.Errorf("%s %q: %s", m[2], m[1], want)
 }
 
 // Flag groups in help.

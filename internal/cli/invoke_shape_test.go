@@ -123,5 +123,5 @@ func emfDirective(m map[string]any) map[string]any {
 	return m["_aws"].(map[string]any)["CloudWatchMetrics"].([]any)[0].(map[string]any)
 }
 
-func emfDims(m map[string]any) any        { return emfDirective(m)["Dimensions"] }
+func emfDims(m map[string]any) any         { return emfDirective(m)["Dimensions"] }
 func emfNamespace(m map[string]any) string { return emfDirective(m)["Namespace"].(string) }

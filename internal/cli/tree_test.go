@@ -121,3 +121,25 @@ func TestRangeToIsExcluded(t *testing.T) {
 	day2 := ticks("2026-11-21T00:00:00Z", "2026-11-21T00:02:00Z")
 	require.Equal(t, []string{"2026-11-21T00:00:00Z", "2026-11-21T00:01:00Z"}, day2)
 }
+
+// TestFlagErrorsInWords: a bad flag value is named with what is wrong, in
+// one line, without the terms of Go's parsers.
+func TestFlagErrorsInWords(t *testing.T) {
+	t.Parallel()
+	for args, want := range map[string]string{
+		"status --runs x":                    `--runs "x": not a whole number`,
+		"replay range --rate fast":           `--rate "fast": not a number`,
+		"run --once --timeout soon":          `--timeout "soon": not a duration such as 30s, 2m or 1h30m`,
+		"replay tick --wait=maybe":           `--wait "maybe": not true or false`,
+		"replay tick --at 21/11/2026":        `--at: invalid RFC 3339 time: "21/11/2026"`,
+		"status --runs 99999999999999999999": `--runs "99999999999999999999": out of range`,
+	} {
+		code, _, errOut := runMain(t, strings.Fields(args)...)
+		require.Equal(t, ExitUsage, code, args)
+		require.Contains(t, errOut, want, args)
+		require.Equal(t, 1, strings.Count(errOut, "\n"), errOut)
+		for _, goism := range []string{"strconv", "Parse", "2006", "time: invalid"} {
+			require.NotContains(t, errOut, goism, args)
+		}
+	}
+}
