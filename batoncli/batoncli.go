@@ -16,6 +16,9 @@
 //	dlq      list and redrive the dead-letter queue
 //	lease    show a job's lease; release one whose holder is dead
 //	cancel   cancel a run's items that are not terminal
+//	pause    pause a job: its ticks are skipped and recorded until resume
+//	resume   resume a paused job
+//	completion  the shell completion script (bash, zsh, fish, powershell)
 //	template check a SAM template's schedules against the catalog
 //	version  baton's version
 //
@@ -26,9 +29,11 @@
 // it may be left out when the catalog has one job.
 //
 // NewRootCommand returns the tree for embedding: add commands of your own
-// to it, or mount it under another root. Exit statuses: 0 success, 1 a
-// failed outcome (an item ended DEAD, a refused operation), 2 bad usage
-// or input.
+// to it, or mount it under another root. Flags are POSIX style (--name
+// value); every command prints one JSON object on stdout with --json.
+// Exit statuses, the same for every command: 0 success, 1 a failed
+// outcome (an item ended DEAD, a batch reported failed records, a refused
+// operation), 2 bad usage or input.
 package batoncli
 
 import (

@@ -148,6 +148,8 @@ func commands() []command {
 		{synopsis: "lease <subcommand> [flags]\n\n" + leaseAbout, summary: "show a job's lease; release one whose holder is dead",
 			example: "  baton lease show --job fx", subs: leaseSubcommands()},
 		cancelCommand(),
+		pauseCommands()[0],
+		pauseCommands()[1],
 		invokeCommand(),
 		{synopsis: "template <subcommand> [flags]\n\n" + templateAbout, summary: "check a SAM template's schedules against the catalog",
 			example: "  baton template check --template template.yaml", subs: templateSubcommands()},

@@ -137,6 +137,8 @@ func (r *replayer) trigger(ctx context.Context, nominal time.Time, force bool, l
 			return sum, err
 		}
 		switch {
+		case sum.Outcome == coordinator.OutcomePaused:
+			return sum, nil
 		case sum.Outcome == coordinator.OutcomeSkipped && !sum.Pending:
 			return sum, nil // the tick is fanned out already: nothing to retry
 		case sum.Outcome == coordinator.OutcomeSkipped:
@@ -244,6 +246,9 @@ func replayTick(ctx context.Context, e *env, f *replayFlags, at string, force bo
 		return heldError(sum)
 	}
 	e.reportSummary(sum)
+	if sum.Outcome == coordinator.OutcomePaused {
+		return fmt.Errorf("refused: job %s is paused; 'baton resume --job %s' ends the pause, or --force runs this tick anyway", j.Name, j.Name)
+	}
 	if sum.Outcome == coordinator.OutcomeAlreadyFannedOut || sum.Outcome == coordinator.OutcomeSkipped {
 		run, err := r.eng.Coordinator.Settle(ctx, j.Name, nominal)
 		if err != nil {

@@ -284,6 +284,12 @@ func backfill(ctx context.Context, e *env, r *replayer, f *rangeFlags, plans []t
 			stopErr = fmt.Errorf("tick %s: %w", rfc(p.nominal), err)
 			break
 		}
+		if sum.Outcome == coordinator.OutcomePaused {
+			notRun = append(notRun, fmt.Sprintf("%s (job paused: 'baton resume --job %s' first)", rfc(p.nominal), r.j.Name))
+			doneMeanwhile++
+			report()
+			continue
+		}
 		if sum.Outcome == coordinator.OutcomeSkipped && sum.Pending {
 			notRun = append(notRun, fmt.Sprintf("%s (%v)", rfc(p.nominal), heldError(sum)))
 			doneMeanwhile++ // counted so that the ETA stays honest; reported below

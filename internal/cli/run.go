@@ -107,6 +107,9 @@ func runOnce(ctx context.Context, e *env, eng *engine.Engine, f *runFlags) error
 	}
 	e.sayf("job %s, tick %s, store %s (%s)\n", sum.Job, sum.Nominal.UTC().Format(time.RFC3339), f.common.where(), eng.Backend().Name)
 	e.reportSummary(sum)
+	if sum.Outcome == coordinator.OutcomePaused {
+		return fmt.Errorf("refused: job %s is paused; 'baton resume --job %s' ends the pause (--force runs the tick anyway)", sum.Job, sum.Job)
+	}
 	waitCtx, cancel := context.WithTimeout(ctx, f.timeout)
 	defer cancel()
 	run, items, err := eng.WaitSettled(waitCtx, sum.Job, sum.Nominal, 0)
@@ -157,7 +160,7 @@ func runForever(ctx context.Context, e *env, eng *engine.Engine, f *runFlags) er
 		}
 		printSummary(e.stdout, sum)
 		mu.Unlock()
-		if sum.Outcome != coordinator.OutcomeSkipped {
+		if sum.Outcome != coordinator.OutcomeSkipped && sum.Outcome != coordinator.OutcomePaused {
 			wg.Go(func() { report(sum) })
 		}
 	})
@@ -177,6 +180,9 @@ func printSummary(w io.Writer, s coordinator.Summary) {
 			return
 		}
 		fmt.Fprintln(w, "coordinator: skipped")
+	case coordinator.OutcomePaused:
+		fmt.Fprintf(w, "coordinator: job %s is paused (since %s by %s); tick %s skipped and recorded (%d so far); 'baton resume' ends the pause\n",
+			s.Job, rfc(s.Pause.Since), s.Pause.By, rfc(s.Nominal), s.Pause.Skipped)
 	case coordinator.OutcomeAlreadyFannedOut:
 		fmt.Fprintf(w, "coordinator: run %s already fanned out; reporting it (--force re-runs the tick)\n", s.Run)
 	default:

@@ -107,7 +107,10 @@ type statusReport struct {
 	Store    string       `json:"store"`
 	Now      time.Time    `json:"now"`
 	Lease    *leaseStatus `json:"lease"` // null: the job never took its lease
-	Runs     []runStatus  `json:"runs,omitempty"`
+	// Pause is the job's pause record; null when the job was never paused
+	// or the backend cannot pause jobs.
+	Pause *pauseStatus  `json:"pause,omitempty"`
+	Runs  []runStatus   `json:"runs,omitempty"`
 	// Gaps are the schedule's ticks, among the listed runs' span, that have
 	// no run: skipped by the job's catch-up policy, waiting to be caught
 	// up, or missed.
@@ -116,6 +119,38 @@ type statusReport struct {
 	Stuck  []itemStatus  `json:"stuck,omitempty"`
 	Run    *runDetail    `json:"run,omitempty"` // with --run
 	Queues []queueStatus `json:"queues"`
+}
+
+type pauseStatus struct {
+	Paused      bool       `json:"paused"`
+	Since       time.Time  `json:"since"`
+	Until       *time.Time `json:"until,omitempty"` // null while paused
+	By          string     `json:"by"`
+	Reason      string     `json:"reason,omitempty"`
+	Skipped     int64      `json:"skipped_ticks"`
+	LastSkipped *time.Time `json:"last_skipped,omitempty"`
+}
+
+func newPauseStatus(p lease.Pause) *pauseStatus {
+	if p.Since.IsZero() {
+		return nil
+	}
+	return &pauseStatus{Paused: p.Paused, Since: p.Since.UTC(), Until: opt(p.Until), By: p.By, Reason: p.Reason,
+		Skipped: p.Skipped, LastSkipped: opt(p.LastSkipped)}
+}
+
+// readPause returns the job's pause record, nil when the backend has no
+// pause ability or the job was never paused.
+func readPause(ctx context.Context, b backend.Backend, job string) (*pauseStatus, error) {
+	pauser, ok := lease.PauserOf(b.Leases)
+	if !ok {
+		return nil, nil
+	}
+	p, err := pauser.PauseOf(ctx, job)
+	if err != nil {
+		return nil, fmt.Errorf("pause of %s: %w", job, err)
+	}
+	return newPauseStatus(p), nil
 }
 
 type tickGap struct {
@@ -128,7 +163,7 @@ const maxGaps = 100
 
 // tickGaps returns the schedule's ticks from the oldest run listed to the
 // latest tick at or before now that have no run, newest first, with why.
-func tickGaps(j baton.Job, runs []ledger.Run, now time.Time) []tickGap {
+func tickGaps(j baton.Job, runs []ledger.Run, pause *pauseStatus, now time.Time) []tickGap {
 	sched, err := schedule.Parse(j.Schedule)
 	if err != nil || len(runs) == 0 {
 		return nil
@@ -144,6 +179,10 @@ func tickGaps(j baton.Job, runs []ledger.Run, now time.Time) []tickGap {
 			continue
 		}
 		reason := "missed"
+		if pause != nil && !at.Before(sched.Prev(pause.Since)) && (pause.Until == nil || !at.After(*pause.Until)) {
+			gaps = append(gaps, tickGap{Tick: at, Reason: "skipped (paused)"})
+			continue
+		}
 		if cu := j.CatchUp; cu.Window > 0 && !at.Before(latest.Add(-cu.Window)) {
 			reason = "catch-up pending"
 			if cu.Skip {
@@ -254,6 +293,9 @@ func buildStatus(ctx context.Context, b backend.Backend, j baton.Job, p statusPa
 	if rep.Lease, err = readLease(ctx, b, j.Name, j.Limits.ClockSkew, p.Now); err != nil {
 		return rep, err
 	}
+	if rep.Pause, err = readPause(ctx, b, j.Name); err != nil {
+		return rep, err
+	}
 	rep.Queues = readQueues(ctx, b)
 	if !p.Run.Nominal.IsZero() {
 		rep.Run, err = readRun(ctx, b.Ledger, j, p.Run, p.Now)
@@ -265,7 +307,7 @@ func buildStatus(ctx context.Context, b backend.Backend, j baton.Job, p statusPa
 		return rep, fmt.Errorf("list runs of %s: %w", j.Name, err)
 	}
 	listed := runs[:min(len(runs), p.Runs)]
-	rep.Gaps = tickGaps(j, listed, p.Now)
+	rep.Gaps = tickGaps(j, listed, rep.Pause, p.Now)
 	expected := engine.SortedItemNames(j)
 	last := map[string]ledger.Item{}
 	rep.Runs, rep.Stuck = []runStatus{}, []itemStatus{}
@@ -485,9 +527,29 @@ func opt(t time.Time) *time.Time {
 	return &t
 }
 
+func printPause(w io.Writer, p *pauseStatus) {
+	if p == nil {
+		return
+	}
+	skipped := fmt.Sprintf("%d tick(s) skipped", p.Skipped)
+	if p.LastSkipped != nil {
+		skipped += ", the latest " + rfc(*p.LastSkipped)
+	}
+	reason := ""
+	if p.Reason != "" {
+		reason = ": " + p.Reason
+	}
+	if p.Paused {
+		fmt.Fprintf(w, "PAUSED since %s by %s%s; %s ('baton resume' runs the next tick)\n", rfc(p.Since), p.By, reason, skipped)
+		return
+	}
+	fmt.Fprintf(w, "running; last paused %s to %s (resumed by %s%s); %s, not caught up\n", rfc(p.Since), rfcPtr(p.Until), p.By, reason, skipped)
+}
+
 func printStatus(w io.Writer, r statusReport) {
 	fmt.Fprintf(w, "job %s, schedule %s, %s store %s, at %s\n\n", r.Job, r.Schedule, r.Backend, r.Store, rfc(r.Now))
 	printLease(w, r.Lease, r.Now)
+	printPause(w, r.Pause)
 	fmt.Fprintln(w)
 	if r.Run != nil {
 		printRunDetail(w, r.Run)
