@@ -48,7 +48,45 @@ type Engine struct {
 	backend     backend.Backend
 	opts        Options
 	Coordinator *coordinator.Coordinator
-	Consumer    *consumer.Consumer
+	Consumer    *consumer.Consumer // the shared work queue's
+	// pools are the consumer pools of the job queues (baton.JobQueue),
+	// by queue name: each its own queue, consumer and concurrency.
+	pools []pool
+}
+
+// pool is the consumers of one job queue.
+type pool struct {
+	name        string
+	queue       backend.Queue
+	consumer    *consumer.Consumer
+	concurrency int
+}
+
+// sendVia sends through the job router and changes the visibility of
+// messages on the queue they were received from (heartbeats).
+type sendVia struct {
+	queue.Sender
+	from queue.Sender
+}
+
+func (s sendVia) ChangeVisibility(ctx context.Context, p queue.ChangeVisibilityParams) error {
+	vc, ok := s.from.(queue.VisibilityChanger)
+	if !ok {
+		return errors.ErrUnsupported
+	}
+	return vc.ChangeVisibility(ctx, p)
+}
+
+// consumerQueue is what a consumer of queue from sends to: the router,
+// with from's visibility changes when from has them.
+func consumerQueue(router, from queue.Sender) queue.Sender {
+	if router == from {
+		return from
+	}
+	if _, ok := from.(queue.VisibilityChanger); ok {
+		return sendVia{Sender: router, from: from}
+	}
+	return router
 }
 
 // New returns an engine on b.
@@ -64,19 +102,63 @@ func New(b backend.Backend, o Options) (*Engine, error) {
 		o.Logger = slog.New(slog.DiscardHandler)
 	}
 	e := &Engine{backend: b, opts: o}
+	router, err := e.openJobQueues()
+	if err != nil {
+		return nil, err
+	}
 	e.Coordinator = &coordinator.Coordinator{
-		Leases: lease.Counting(b.Leases, o.Logger), Ledger: b.Ledger, Queue: b.Work, Jobs: o.Catalog,
+		Leases: lease.Counting(b.Leases, o.Logger), Ledger: b.Ledger, Queue: router, Jobs: o.Catalog,
 		Owner: o.Owner + "/coordinator", NowFunc: o.NowFunc, Logger: o.Logger,
 	}
-	e.Consumer = &consumer.Consumer{
-		Ledger: b.Ledger, Queue: b.Work, Jobs: o.Catalog, Effects: b.Effects, Runs: &consumer.RunCache{},
-		Owner: o.Owner + "/consumer", NowFunc: o.NowFunc, Logger: o.Logger,
-		MaxReceives: b.MaxReceives,
+	newConsumer := func(from queue.Sender, owner string) *consumer.Consumer {
+		c := &consumer.Consumer{
+			Ledger: b.Ledger, Queue: consumerQueue(router, from), Jobs: o.Catalog, Effects: b.Effects, Runs: &consumer.RunCache{},
+			Owner: owner, NowFunc: o.NowFunc, Logger: o.Logger,
+			MaxReceives: b.MaxReceives,
+		}
+		if b.DeadLetter != nil {
+			c.DeadLetter = b.DeadLetter
+		}
+		return c
 	}
-	if b.DeadLetter != nil {
-		e.Consumer.DeadLetter = b.DeadLetter
+	e.Consumer = newConsumer(b.Work, o.Owner+"/consumer")
+	for i := range e.pools {
+		p := &e.pools[i]
+		p.consumer = newConsumer(p.queue, o.Owner+"/consumer-"+p.name)
 	}
 	return e, nil
+}
+
+// openJobQueues opens the queues the catalog's jobs name (baton.JobQueue)
+// and returns the sender that routes each job's messages to its queue.
+func (e *Engine) openJobQueues() (queue.Sender, error) {
+	b, c := e.backend, e.opts.Catalog
+	queues := c.Queues()
+	if len(queues) == 0 {
+		return b.Work, nil
+	}
+	if b.JobQueueFunc == nil {
+		return nil, fmt.Errorf("engine: the %s backend has no job queues, and jobs name some (%v)", b.Name, queues)
+	}
+	routes := map[string]queue.Sender{}
+	names := make([]string, 0, len(queues))
+	for name := range queues {
+		names = append(names, name)
+	}
+	sort.Strings(names)
+	for _, name := range names {
+		q, err := b.JobQueueFunc(context.Background(), name)
+		if err != nil {
+			return nil, fmt.Errorf("engine: job queue %s: %w", name, err)
+		}
+		jobs := queues[name]
+		j, _ := c.Lookup(jobs[0])
+		e.pools = append(e.pools, pool{name: name, queue: q, concurrency: j.Queue.Concurrency()})
+		for _, job := range jobs {
+			routes[job] = q
+		}
+	}
+	return queue.ByJob(b.Work, routes), nil
 }
 
 // backend.Backend returns the engine's backend.
@@ -102,8 +184,23 @@ func (e *Engine) batchTimeout() time.Duration {
 	return 30 * time.Second
 }
 
-// Poller returns a poller feeding the work queue to the consumer.
+// Poller returns a poller feeding the shared work queue to the consumer.
 func (e *Engine) Poller() *poller.Poller {
+	return e.poller(e.backend.Work, e.Consumer, max(e.opts.Consumers, 1))
+}
+
+// Pollers returns the poller of the shared work queue and one per job
+// queue, each with its own consumer and concurrency (the job queue's
+// MaxConcurrency), so that a noisy job cannot starve the others.
+func (e *Engine) Pollers() []*poller.Poller {
+	ps := []*poller.Poller{e.Poller()}
+	for _, p := range e.pools {
+		ps = append(ps, e.poller(p.queue, p.consumer, p.concurrency))
+	}
+	return ps
+}
+
+func (e *Engine) poller(from queue.Receiver, c *consumer.Consumer, concurrency int) *poller.Poller {
 	retry := e.opts.RetryDelay
 	if retry <= 0 {
 		retry = time.Second
@@ -113,16 +210,16 @@ func (e *Engine) Poller() *poller.Poller {
 		wait = 500 * time.Millisecond
 	}
 	return &poller.Poller{
-		Receiver:    e.backend.Work,
+		Receiver:    from,
 		BatchSize:   e.opts.BatchSize,
 		Timeout:     e.batchTimeout(),
-		Concurrency: max(e.opts.Consumers, 1),
+		Concurrency: concurrency,
 		Wait:        wait,
 		RetryDelay:  retry,
 		NowFunc:     e.opts.NowFunc,
 		Logger:      e.opts.Logger,
 		HandleFunc: func(ctx context.Context, deadline time.Time, msgs []queue.Delivery) []string {
-			res := e.Consumer.Handle(ctx, deadline, msgs)
+			res := c.Handle(ctx, deadline, msgs)
 			failed := make([]string, len(res.Failed))
 			for i, f := range res.Failed {
 				failed[i] = f.MessageID
@@ -133,7 +230,23 @@ func (e *Engine) Poller() *poller.Poller {
 }
 
 // Consume runs the consumers until ctx is done; batches in flight finish.
-func (e *Engine) Consume(ctx context.Context) error { return e.Poller().Run(ctx) }
+// Every queue has its pollers: the shared work queue's and one per job
+// queue (Pollers).
+func (e *Engine) Consume(ctx context.Context) error {
+	ps := e.Pollers()
+	if len(ps) == 1 {
+		return ps[0].Run(ctx)
+	}
+	errs := make(chan error, len(ps))
+	for _, p := range ps {
+		go func() { errs <- p.Run(ctx) }()
+	}
+	var all []error
+	for range ps {
+		all = append(all, <-errs)
+	}
+	return errors.Join(all...)
+}
 
 // Schedule fires the coordinator for jobName at every tick of its
 // schedule until ctx is done. onTick, if set, gets each trigger's summary.
