@@ -71,15 +71,18 @@ func NewRootCommand(catalog *baton.Catalog) *cobra.Command {
 // job the catalog lacks; every consumer function (one with an SQS event)
 // has a Timeout of at least every job's longest item lease (a claim, and
 // so a heartbeat, cannot outlive the invocation), and the queue it reads
-// hides a message at least as long. The error names each job or function
-// that is wrong. Call it from a test of your module so that the template
+// hides a message at least as long; every job queue (baton.Job.Queue)
+// has its queue, its URL in both functions' BATON_JOB_QUEUE_URLS, an SQS
+// event on the consumer with the queue's ScalingConfig.MaximumConcurrency
+// and the roles' grants. The error names each job or function that is
+// wrong. Call it from a test of your module so that the template
 // and the catalog cannot drift apart.
 func CheckTemplate(path string, catalog *baton.Catalog) error {
 	tpl, err := samtemplate.Load(path)
 	if err != nil {
 		return err
 	}
-	return errors.Join(samtemplate.CheckSchedules(tpl, catalog), samtemplate.CheckTimeouts(tpl, catalog))
+	return errors.Join(samtemplate.CheckSchedules(tpl, catalog), samtemplate.CheckTimeouts(tpl, catalog), samtemplate.CheckQueues(tpl, catalog))
 }
 
 // Run runs the command line args (without the program name) for catalog,

@@ -87,7 +87,8 @@ type awsFlags struct {
 	dlqURL      string
 	maxReceives int
 	receiveWait time.Duration
-	envErr      error // a bad value in the environment, reported at open
+	jobQueues   string // name=url,… (BATON_JOB_QUEUE_URLS)
+	envErr      error  // a bad value in the environment, reported at open
 }
 
 func (a *awsFlags) registerEndpoints(fs *pflag.FlagSet) {
@@ -109,6 +110,7 @@ func (a *awsFlags) registerResources(fs *pflag.FlagSet) {
 		n = v
 	}
 	fs.IntVar(&a.maxReceives, "max-receives", n, envUsage(lambdaapp.EnvMaxReceives, "the work queue's redrive policy"))
+	fs.StringVar(&a.jobQueues, "job-queue-urls", os.Getenv(lambdaapp.EnvJobQueues), envUsage(lambdaapp.EnvJobQueues, "none"))
 	fs.DurationVar(&a.receiveWait, "receive-wait", awsbackend.DefaultReceiveWait, "long-poll wait of an idle consumer's SQS receives, up to 20s: longer is cheaper on an idle queue (--backend aws)")
 }
 
@@ -188,13 +190,17 @@ func (a *awsFlags) open(ctx context.Context) (backend.Backend, error) {
 	case a.receiveWait < 0 || a.receiveWait > awssqs.MaxWait:
 		return backend.Backend{}, usagef("--receive-wait must be within 0..%s, got %s", awssqs.MaxWait, a.receiveWait)
 	}
+	jobQueues, err := lambdaapp.ParseJobQueueURLs(a.jobQueues)
+	if err != nil {
+		return backend.Backend{}, usagef("--job-queue-urls: %v", err)
+	}
 	c, err := a.clients(ctx)
 	if err != nil {
 		return backend.Backend{}, err
 	}
 	b, err := awsbackend.Open(ctx, awsbackend.Params{
 		Clients: c, Table: a.table, QueueURL: a.queueURL, DLQURL: a.dlqURL, MaxReceives: a.maxReceives,
-		ReceiveWait: a.receiveWait,
+		ReceiveWait: a.receiveWait, JobQueueURLs: jobQueues,
 	})
 	if err != nil {
 		return backend.Backend{}, fmt.Errorf("--backend aws: %w", err)

@@ -109,8 +109,8 @@ type statusReport struct {
 	Lease    *leaseStatus `json:"lease"` // null: the job never took its lease
 	// Pause is the job's pause record; null when the job was never paused
 	// or the backend cannot pause jobs.
-	Pause *pauseStatus  `json:"pause,omitempty"`
-	Runs  []runStatus   `json:"runs,omitempty"`
+	Pause *pauseStatus `json:"pause,omitempty"`
+	Runs  []runStatus  `json:"runs,omitempty"`
 	// Gaps are the schedule's ticks, among the listed runs' span, that have
 	// no run: skipped by the job's catch-up policy, waiting to be caught
 	// up, or missed.
@@ -265,7 +265,7 @@ type runDetail struct {
 }
 
 type queueStatus struct {
-	Role        string `json:"role"` // work or dead_letter
+	Role        string `json:"role"` // work, job:<queue name> or dead_letter
 	Visible     int    `json:"visible"`
 	InFlight    int    `json:"in_flight"`
 	Delayed     int    `json:"delayed"`
@@ -296,7 +296,7 @@ func buildStatus(ctx context.Context, b backend.Backend, j baton.Job, p statusPa
 	if rep.Pause, err = readPause(ctx, b, j.Name); err != nil {
 		return rep, err
 	}
-	rep.Queues = readQueues(ctx, b)
+	rep.Queues = readQueues(ctx, b, j)
 	if !p.Run.Nominal.IsZero() {
 		rep.Run, err = readRun(ctx, b.Ledger, j, p.Run, p.Now)
 		return rep, err
@@ -390,8 +390,16 @@ func leaseState(l lease.Lease, skew time.Duration, now time.Time) string {
 	}
 }
 
-func readQueues(ctx context.Context, b backend.Backend) []queueStatus {
+func readQueues(ctx context.Context, b backend.Backend, j baton.Job) []queueStatus {
 	out := []queueStatus{depthOf(ctx, "work", b.Work)}
+	if name := j.Queue.Name; name != "" && b.JobQueueFunc != nil {
+		// The job's own queue (baton.Job.Queue), where its items wait.
+		if q, err := b.JobQueueFunc(ctx, name); err != nil {
+			out = append(out, queueStatus{Role: "job:" + name, Error: err.Error()})
+		} else {
+			out = append(out, depthOf(ctx, "job:"+name, q))
+		}
+	}
 	if b.DeadLetter != nil {
 		out = append(out, depthOf(ctx, "dead_letter", b.DeadLetter))
 	}

@@ -30,7 +30,10 @@ the job the way the coordinator decodes it; no schedule names a job the
 catalog does not hold. Every consumer function (one with an SQS event)
 has a Timeout of at least each job's longest item lease (a claim, and so
 a heartbeat, cannot outlive the invocation), and the queue it reads a
-VisibilityTimeout of at least that Timeout. Prints the schedules, or each
+VisibilityTimeout of at least that Timeout. Every job queue
+(baton.Job.Queue) has its queue resource, its URL in both functions'
+BATON_JOB_QUEUE_URLS, an SQS event on the consumer with the queue's
+ScalingConfig.MaximumConcurrency, and the roles' grants. Prints the schedules, or each
 problem naming its job or function and exits with status 1. Run it in CI, or call
 batoncli.CheckTemplate from a test.`
 
@@ -44,7 +47,7 @@ func templateCheck(_ context.Context, e *env, path string) error {
 	if err != nil {
 		return usageError{err}
 	}
-	if err := errors.Join(samtemplate.CheckSchedules(tpl, e.catalog), samtemplate.CheckTimeouts(tpl, e.catalog)); err != nil {
+	if err := errors.Join(samtemplate.CheckSchedules(tpl, e.catalog), samtemplate.CheckTimeouts(tpl, e.catalog), samtemplate.CheckQueues(tpl, e.catalog)); err != nil {
 		fmt.Fprintf(e.stderr, "%s does not match the catalog:\n%v\n", path, err)
 		e.set("problems", strings.Split(err.Error(), "\n"))
 		return errFailed

@@ -62,33 +62,6 @@ type pool struct {
 	concurrency int
 }
 
-// sendVia sends through the job router and changes the visibility of
-// messages on the queue they were received from (heartbeats).
-type sendVia struct {
-	queue.Sender
-	from queue.Sender
-}
-
-func (s sendVia) ChangeVisibility(ctx context.Context, p queue.ChangeVisibilityParams) error {
-	vc, ok := s.from.(queue.VisibilityChanger)
-	if !ok {
-		return errors.ErrUnsupported
-	}
-	return vc.ChangeVisibility(ctx, p)
-}
-
-// consumerQueue is what a consumer of queue from sends to: the router,
-// with from's visibility changes when from has them.
-func consumerQueue(router, from queue.Sender) queue.Sender {
-	if router == from {
-		return from
-	}
-	if _, ok := from.(queue.VisibilityChanger); ok {
-		return sendVia{Sender: router, from: from}
-	}
-	return router
-}
-
 // New returns an engine on b.
 func New(b backend.Backend, o Options) (*Engine, error) {
 	if o.Catalog == nil {
@@ -112,7 +85,7 @@ func New(b backend.Backend, o Options) (*Engine, error) {
 	}
 	newConsumer := func(from queue.Sender, owner string) *consumer.Consumer {
 		c := &consumer.Consumer{
-			Ledger: b.Ledger, Queue: consumerQueue(router, from), Jobs: o.Catalog, Effects: b.Effects, Runs: &consumer.RunCache{},
+			Ledger: b.Ledger, Queue: queue.ReceivedFrom(router, from), Jobs: o.Catalog, Effects: b.Effects, Runs: &consumer.RunCache{},
 			Owner: owner, NowFunc: o.NowFunc, Logger: o.Logger,
 			MaxReceives: b.MaxReceives,
 		}

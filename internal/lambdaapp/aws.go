@@ -5,14 +5,17 @@ import (
 	"fmt"
 	"io"
 	"log/slog"
+	"strings"
 
 	"github.com/aws/aws-sdk-go-v2/aws"
 	"github.com/aws/aws-sdk-go-v2/config"
 
 	"github.com/batonhq/baton"
+	"github.com/batonhq/baton/internal/awssqs"
 	"github.com/batonhq/baton/internal/backend/awsbackend"
 	"github.com/batonhq/baton/internal/jsonlog"
 	"github.com/batonhq/baton/internal/lease"
+	"github.com/batonhq/baton/internal/queue"
 )
 
 // Env is the process environment a cold start reads: variables and the
@@ -58,8 +61,20 @@ func ParamsOnAWS(cfg Config, c awsbackend.Clients, env Env, jobs *baton.Catalog)
 	if b.DeadLetter != nil {
 		p.DeadLetter = b.DeadLetter
 	}
+	p.Sources = map[string]queue.Sender{queueName(cfg.QueueURL): b.Work}
+	for name, url := range cfg.JobQueueURLs {
+		q := awssqs.New(c.SQS, url, nil)
+		if p.JobQueues == nil {
+			p.JobQueues = map[string]queue.Sender{}
+		}
+		p.JobQueues[name], p.Sources[queueName(url)] = q, q
+	}
 	return p
 }
+
+// queueName is the name of the SQS queue at url (its last path element),
+// as the end of its ARN names it.
+func queueName(url string) string { return url[strings.LastIndex(url, "/")+1:] }
 
 // cold reads the configuration and the SDK's.
 func cold(ctx context.Context, f Function, env Env) (Config, aws.Config, error) {

@@ -23,15 +23,16 @@ const (
 // Environment variables the functions read. Variables lists which function
 // reads which; the template check holds template.yaml to that list.
 const (
-	EnvTable       = awsbackend.EnvTable       // DynamoDB table (leases, runs, items, effects)
-	EnvQueueURL    = awsbackend.EnvQueueURL    // work queue URL
-	EnvDLQURL      = awsbackend.EnvDLQURL      // dead-letter queue URL (consumer)
-	EnvMaxReceives = awsbackend.EnvMaxReceives // the work queue's redrive maxReceiveCount (consumer)
-	EnvTriggerSkew = "BATON_TRIGGER_SKEW"      // how far in the future a trigger time may be (coordinator)
-	EnvTriggerAge  = "BATON_TRIGGER_MAX_AGE"   // how old a scheduled trigger's time may be (coordinator)
-	EnvLogLevel    = "BATON_LOG_LEVEL"         // debug, info, warn, error
-	EnvService     = "BATON_SERVICE_NAME"      // the service of logs and metrics
-	EnvNamespace   = "BATON_METRICS_NAMESPACE" // the CloudWatch namespace of the metrics
+	EnvTable       = awsbackend.EnvTable        // DynamoDB table (leases, runs, items, effects)
+	EnvQueueURL    = awsbackend.EnvQueueURL     // work queue URL
+	EnvDLQURL      = awsbackend.EnvDLQURL       // dead-letter queue URL (consumer)
+	EnvMaxReceives = awsbackend.EnvMaxReceives  // the work queue's redrive maxReceiveCount (consumer)
+	EnvTriggerSkew = "BATON_TRIGGER_SKEW"       // how far in the future a trigger time may be (coordinator)
+	EnvTriggerAge  = "BATON_TRIGGER_MAX_AGE"    // how old a scheduled trigger's time may be (coordinator)
+	EnvLogLevel    = "BATON_LOG_LEVEL"          // debug, info, warn, error
+	EnvService     = "BATON_SERVICE_NAME"       // the service of logs and metrics
+	EnvNamespace   = "BATON_METRICS_NAMESPACE"  // the CloudWatch namespace of the metrics
+	EnvJobQueues   = awsbackend.EnvJobQueueURLs // the job queues (baton.JobQueue): name=url,name=url
 	// EnvLambdaLogLevel is set by Lambda from the function's
 	// LoggingConfig.ApplicationLogLevel (TRACE, DEBUG, INFO, WARN, ERROR,
 	// FATAL). It is honoured: nothing below it is written (Lambda would
@@ -66,6 +67,7 @@ func Variables(f Function) []Variable {
 		{EnvLogLevel, false, "log level: debug, info (default), warn or error (never below " + EnvLambdaLogLevel + ", Lambda's filter)"},
 		{EnvService, false, "the service named in every log line and metric (dimension Service): the stack's name, so that two stacks do not merge (default " + DefaultService + ")"},
 		{EnvNamespace, false, "the CloudWatch namespace of the metrics (default " + DefaultNamespace + ")"},
+		{EnvJobQueues, false, "the queues of the jobs with a queue of their own (baton.JobQueue), name=url,name=url; empty: none"},
 	}
 	switch f {
 	case Coordinator:
@@ -94,6 +96,8 @@ type Config struct {
 	LogLevel    slog.Level
 	Service     string
 	Namespace   string
+	// JobQueueURLs are the job queues' URLs by name (EnvJobQueues).
+	JobQueueURLs map[string]string
 }
 
 // LoadConfig reads f's variables with getenv (os.Getenv in a function) and
@@ -180,6 +184,12 @@ func (c *Config) set(name, s string) error {
 			return errors.New("not a non-negative duration such as 6h or 30m")
 		}
 		c.TriggerAge = d
+	case EnvJobQueues:
+		urls, err := ParseJobQueueURLs(s)
+		if err != nil {
+			return err
+		}
+		c.JobQueueURLs = urls
 	case EnvService:
 		if len(s) > 255 {
 			return errors.New("longer than 255 characters")
@@ -204,4 +214,29 @@ func checkURL(s string) error {
 		return errors.New("not an http(s) queue URL")
 	}
 	return nil
+}
+
+// ParseJobQueueURLs reads "name=url,name=url" (EnvJobQueues): each name a
+// job queue's (baton.JobQueue.Name), each URL an http(s) queue URL, no
+// name twice.
+func ParseJobQueueURLs(s string) (map[string]string, error) {
+	out := map[string]string{}
+	for _, entry := range strings.Split(s, ",") {
+		entry = strings.TrimSpace(entry)
+		if entry == "" {
+			continue
+		}
+		name, url, ok := strings.Cut(entry, "=")
+		if !ok || name == "" {
+			return nil, fmt.Errorf("%q: want name=url", entry)
+		}
+		if err := checkURL(url); err != nil {
+			return nil, fmt.Errorf("queue %s: %w", name, err)
+		}
+		if _, dup := out[name]; dup {
+			return nil, fmt.Errorf("queue %s named twice", name)
+		}
+		out[name] = url
+	}
+	return out, nil
 }

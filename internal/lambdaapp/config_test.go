@@ -133,7 +133,7 @@ func TestVariables(t *testing.T) {
 		}
 		return out
 	}
-	common := []string{"BATON_TABLE", "BATON_QUEUE_URL", "BATON_LOG_LEVEL", "BATON_SERVICE_NAME", "BATON_METRICS_NAMESPACE"}
+	common := []string{"BATON_TABLE", "BATON_QUEUE_URL", "BATON_LOG_LEVEL", "BATON_SERVICE_NAME", "BATON_METRICS_NAMESPACE", "BATON_JOB_QUEUE_URLS"}
 	require.ElementsMatch(t, append(common, "BATON_TRIGGER_SKEW", "BATON_TRIGGER_MAX_AGE"), names(lambdaapp.Coordinator))
 	require.ElementsMatch(t, append(common, "BATON_DLQ_URL", "BATON_MAX_RECEIVES"), names(lambdaapp.Consumer))
 	// Every variable LoadConfig reads is listed: a config read from only
@@ -142,7 +142,7 @@ func TestVariables(t *testing.T) {
 		all := map[string]string{
 			"BATON_TABLE": "t", "BATON_QUEUE_URL": "http://q/1", "BATON_DLQ_URL": "http://q/2",
 			"BATON_MAX_RECEIVES": "4", "BATON_TRIGGER_SKEW": "5s", "BATON_LOG_LEVEL": "warn",
-			"BATON_SERVICE_NAME": "s", "BATON_METRICS_NAMESPACE": "N",
+			"BATON_SERVICE_NAME": "s", "BATON_METRICS_NAMESPACE": "N", "BATON_JOB_QUEUE_URLS": "q=http://q/3",
 		}
 		listed := map[string]string{}
 		for _, n := range names(f) {

@@ -13,6 +13,7 @@ import (
 	"github.com/batonhq/baton/internal/consumer"
 	"github.com/batonhq/baton/internal/emf"
 	"github.com/batonhq/baton/internal/lambdaevent"
+	"github.com/batonhq/baton/internal/queue"
 )
 
 // ConsumerHandler is the consumer function's handler.
@@ -34,7 +35,7 @@ func NewConsumerHandler(p HandlerParams) (*ConsumerHandler, error) {
 	h := &ConsumerHandler{
 		p: p,
 		core: consumer.Consumer{
-			Ledger: p.Ledger, Queue: p.Queue, MaxReceives: p.MaxReceives,
+			Ledger: p.Ledger, Queue: p.router(), MaxReceives: p.MaxReceives,
 			Jobs: p.Jobs, Effects: p.Effects, NowFunc: p.NowFunc, Runs: &consumer.RunCache{},
 		},
 		name: p.functionName(Consumer),
@@ -61,6 +62,7 @@ func (h *ConsumerHandler) Handle(ctx context.Context, ev events.SQSEvent) (event
 
 	c := h.core
 	c.Owner, c.Logger = inv.owner, log
+	c.Queue = queue.ReceivedFrom(c.Queue, h.source(ev))
 	res := c.Handle(ctx, inv.deadline, msgs)
 
 	reasons := map[string]error{}
@@ -87,6 +89,20 @@ func (h *ConsumerHandler) Handle(ctx context.Context, ev events.SQSEvent) (event
 	}
 	h.metrics(ctx, inv, res, len(bad))
 	return lambdaevent.ConsumerResponse(res, bad), nil
+}
+
+// source is the queue the batch came from (its first record's
+// eventSourceARN names it), for heartbeats: one of p.Sources, else the
+// work queue. An event source mapping reads one queue: every record of a
+// batch comes from the same.
+func (h *ConsumerHandler) source(ev events.SQSEvent) queue.Sender {
+	if len(ev.Records) > 0 {
+		arn := ev.Records[0].EventSourceARN
+		if q, ok := h.p.Sources[arn[strings.LastIndex(arn, ":")+1:]]; ok {
+			return q
+		}
+	}
+	return h.p.Queue
 }
 
 // metrics writes one EMF record set per job of the batch (the Job

@@ -42,7 +42,7 @@ func NewCoordinatorHandler(p HandlerParams) (*CoordinatorHandler, error) {
 		core: coordinator.Coordinator{
 			// Every path to the coordinator (Lambda, baton invoke, replay
 			// event) records refused acquisitions for operators.
-			Leases: lease.Counting(p.Leases, p.logger()), Ledger: p.Ledger, Queue: p.Queue, Jobs: p.Jobs, NowFunc: p.NowFunc,
+			Leases: lease.Counting(p.Leases, p.logger()), Ledger: p.Ledger, Queue: p.router(), Jobs: p.Jobs, NowFunc: p.NowFunc,
 		},
 		name: p.functionName(Coordinator),
 		emf:  p.metrics(),

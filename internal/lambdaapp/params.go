@@ -31,6 +31,15 @@ type HandlerParams struct {
 	// Effects is the store of the processors' fenced effects (consumer).
 	Effects effect.Store
 	Queue   queue.Sender // the work queue
+	// JobQueues are the job queues (baton.JobQueue) by name: the messages
+	// of a job that names one are sent there. Every queue a job of Jobs
+	// names must be here.
+	JobQueues map[string]queue.Sender
+	// Sources, optional, are the queues a consumer's batches come from, by
+	// SQS queue name (the last part of a record's eventSourceARN), so that
+	// a heartbeat extends a message on its own queue; a batch from a
+	// queue not here is taken as the work queue's (consumer).
+	Sources map[string]queue.Sender
 	// DeadLetter, optional, receives malformed and exhausted messages with
 	// their reason (consumer).
 	DeadLetter queue.Sender
@@ -78,6 +87,11 @@ func (p HandlerParams) validate(f Function) error {
 	if len(missing) > 0 {
 		return fmt.Errorf("%s handler: missing %v", f, missing)
 	}
+	for name, jobs := range p.Jobs.Queues() {
+		if p.JobQueues[name] == nil {
+			return fmt.Errorf("%s handler: no URL for queue %s of jobs %v: set it in %s (name=url)", f, name, jobs, EnvJobQueues)
+		}
+	}
 	if p.MaxReceives < 0 {
 		return errors.New("consumer handler: MaxReceives must not be negative")
 	}
@@ -106,6 +120,17 @@ func (p HandlerParams) functionName(f Function) string {
 		return lambdacontext.FunctionName
 	}
 	return string(f)
+}
+
+// router is the sender of the handlers' messages: each job's to its queue.
+func (p HandlerParams) router() queue.Sender {
+	routes := map[string]queue.Sender{}
+	for name, jobs := range p.Jobs.Queues() {
+		for _, j := range jobs {
+			routes[j] = p.JobQueues[name]
+		}
+	}
+	return queue.ByJob(p.Queue, routes)
 }
 
 func (p HandlerParams) service() string {

@@ -74,3 +74,26 @@ func (r *byJob) SendBatch(ctx context.Context, msgs []Message) error {
 	}
 	return nil
 }
+
+// ReceivedFrom returns what a consumer of queue from sends through: the
+// router's SendBatch (fan-in to each job's queue), with from's
+// ChangeVisibility (heartbeats extend a message on the queue it was
+// received from) when from has it.
+func ReceivedFrom(router, from Sender) Sender {
+	if router == from {
+		return from
+	}
+	if vc, ok := from.(VisibilityChanger); ok {
+		return sendVia{Sender: router, vc: vc}
+	}
+	return router
+}
+
+type sendVia struct {
+	Sender
+	vc VisibilityChanger
+}
+
+func (s sendVia) ChangeVisibility(ctx context.Context, p ChangeVisibilityParams) error {
+	return s.vc.ChangeVisibility(ctx, p)
+}

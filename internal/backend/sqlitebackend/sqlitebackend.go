@@ -54,12 +54,8 @@ func open(ctx context.Context, path string, o *sqlite.Options) (backend.Backend,
 		db.Close()
 		return backend.Backend{}, fmt.Errorf("open queue %s: %w", WorkQueue, err)
 	}
-	readOnly := o != nil && o.ReadOnly
 	return backend.Backend{
 		JobQueueFunc: func(ctx context.Context, name string) (backend.Queue, error) {
-			if readOnly {
-				return nil, fmt.Errorf("job queue %s: the store is open read-only", name)
-			}
 			q, err := sqlite.OpenQueue(ctx, db, JobQueuePrefix+name, &sqlite.QueueOptions{DeadLetterQueue: DeadLetterQueue, MaxReceives: MaxReceives, PollInterval: pollInterval})
 			if err != nil {
 				return nil, fmt.Errorf("open queue %s: %w", JobQueuePrefix+name, err)
