@@ -8,8 +8,8 @@ import (
 	"strings"
 
 	"github.com/batonhq/baton/internal/message"
-	"github.com/batonhq/baton/internal/redact"
 	"github.com/batonhq/baton/internal/queue"
+	"github.com/batonhq/baton/internal/redact"
 )
 
 // maxReasonBytes bounds the reason attribute of a dead letter.
