@@ -19,6 +19,7 @@ import (
 	"github.com/batonhq/baton/internal/jsonlog"
 	"github.com/batonhq/baton/internal/lambdaapp"
 	"github.com/batonhq/baton/internal/ledger"
+	"github.com/batonhq/baton/internal/redact"
 )
 
 const runSynopsis = `run [--once] [flags]
@@ -254,8 +255,8 @@ func (e *env) newLogger(level string) (*slog.Logger, error) {
 	if err := l.UnmarshalText([]byte(level)); err != nil {
 		return nil, usagef("--log: %q is not a level (debug, info, warn, error)", level)
 	}
-	opts := &slog.HandlerOptions{Level: l}
-	if e.logFormat == "json" { // the shape of the functions' logs
+	opts := &slog.HandlerOptions{Level: l, ReplaceAttr: redact.Attr} // no payload, result or secret in a log
+	if e.logFormat == "json" {                                       // the shape of the functions' logs
 		return jsonlog.New(e.stderr, jsonlog.Options{Level: l, Service: envOr(lambdaapp.EnvService, lambdaapp.DefaultService)}), nil
 	}
 	return slog.New(slog.NewTextHandler(e.stderr, opts)), nil

@@ -14,6 +14,7 @@ import (
 	"github.com/batonhq/baton/internal/ledger"
 	"github.com/batonhq/baton/internal/message"
 	"github.com/batonhq/baton/internal/queue"
+	"github.com/batonhq/baton/internal/redact"
 )
 
 // delivery is a received message with what decoding found.
@@ -481,7 +482,8 @@ func (c *Consumer) recordCancelled(ctx context.Context, m *messageRun) verdict {
 func (c *Consumer) recordFailure(ctx context.Context, m *messageRun, perr error, done time.Time) verdict {
 	d, attempt, lim := m.d, m.item.Attempt, m.d.job.Limits
 	failed, err := c.Ledger.Fail(ctx, ledger.FailParams{
-		Key: d.key, Owner: c.Owner, Attempt: attempt, Reason: perr.Error(),
+		// Operators read the reason (status, run reports): no secret in it.
+		Key: d.key, Owner: c.Owner, Attempt: attempt, Reason: redact.String(perr.Error()),
 		Permanent: baton.IsPermanent(perr), MaxAttempts: lim.MaxAttempts, Now: done,
 	})
 	if err != nil {

@@ -64,25 +64,11 @@ func replace(groups []string, a slog.Attr) slog.Attr {
 			return a
 		}
 	}
-	if redact.Key(a.Key) {
-		return slog.String(a.Key, Redacted)
-	}
-	switch a.Value.Kind() {
-	case slog.KindDuration:
+	if a.Value.Kind() == slog.KindDuration && !redact.Key(a.Key) {
 		d := a.Value.Duration()
 		return slog.Float64(a.Key+"_ms", float64(d.Microseconds())/1000)
-	case slog.KindString:
-		if s := a.Value.String(); s != "" {
-			if scrubbed := redact.String(s); scrubbed != s {
-				return slog.String(a.Key, scrubbed)
-			}
-		}
-	case slog.KindAny:
-		if err, ok := a.Value.Any().(error); ok {
-			return slog.String(a.Key, redact.String(err.Error()))
-		}
 	}
-	return a
+	return redact.Attr(groups, a)
 }
 
 // levelName is l as Powertools writes it.

@@ -15,6 +15,7 @@
 package redact
 
 import (
+	"log/slog"
 	"os"
 	"regexp"
 	"slices"
@@ -122,3 +123,24 @@ func (sec *Secrets) String(s string) string {
 
 // env is the secrets of this process's environment, read once.
 var env = sync.OnceValue(func() *Secrets { return FromEnviron(os.Environ()) })
+
+// Attr applies the three rules to a log attribute: a ReplaceAttr for
+// slog handlers (package jsonlog uses it; so does the CLI's text logger).
+func Attr(_ []string, a slog.Attr) slog.Attr {
+	if Key(a.Key) {
+		return slog.String(a.Key, Redacted)
+	}
+	switch a.Value.Kind() {
+	case slog.KindString:
+		if s := a.Value.String(); s != "" {
+			if masked := String(s); masked != s {
+				return slog.String(a.Key, masked)
+			}
+		}
+	case slog.KindAny:
+		if err, ok := a.Value.Any().(error); ok {
+			return slog.String(a.Key, String(err.Error()))
+		}
+	}
+	return a
+}
