@@ -19,6 +19,9 @@ import (
 	"github.com/batonhq/baton/internal/sqlite"
 )
 
+// backendNames are the values of --backend (shell completion).
+var backendNames = []string{"sqlite", "aws"}
+
 // envJob is the variable --job defaults to.
 const envJob = "BATON_JOB"
 

@@ -161,10 +161,8 @@ func commands() []command {
 // Main runs the baton command for catalog with args (without the program
 // name) and returns the exit status.
 func Main(ctx context.Context, catalog *baton.Catalog, args []string, stdout, stderr io.Writer) int {
-	root, e := newRoot(catalog)
+	root, e := newRoot(catalog, stdout, stderr)
 	root.SetArgs(args)
-	root.SetOut(stdout)
-	root.SetErr(stderr)
 	e.stdout, e.stderr = stdout, stderr
 	cmd, err := root.ExecuteContextC(ctx)
 	code := exitStatus(err)
@@ -224,11 +222,13 @@ See RUNBOOK.md for the operator's procedures.`
 // shell completion. Its errors are returned, not printed: Main maps them
 // to exit statuses.
 func NewRootCommand(catalog *baton.Catalog) *cobra.Command {
-	root, _ := newRoot(catalog)
+	root, _ := newRoot(catalog, nil, nil)
 	return root
 }
 
-func newRoot(catalog *baton.Catalog) (*cobra.Command, *env) {
+// newRoot builds the tree writing to stdout and stderr (nil: the
+// process's, or what SetOut and SetErr say later).
+func newRoot(catalog *baton.Catalog, stdout, stderr io.Writer) (*cobra.Command, *env) {
 	e := &env{catalog: catalog}
 	root := &cobra.Command{
 		Use:           "baton",
@@ -261,6 +261,12 @@ func newRoot(catalog *baton.Catalog) (*cobra.Command, *env) {
 	}
 	for _, c := range commands() {
 		root.AddCommand(build(e, c, ""))
+	}
+	if stdout != nil {
+		root.SetOut(stdout) // before the completion command, which keeps it
+	}
+	if stderr != nil {
+		root.SetErr(stderr)
 	}
 	root.InitDefaultHelpCmd()
 	root.InitDefaultCompletionCmd()
@@ -310,6 +316,11 @@ func build(e *env, c command, group string) *cobra.Command {
 	if c.backend {
 		e.backend.register(fs)
 		fs.VisitAll(func(f *pflag.Flag) { _ = fs.SetAnnotation(f.Name, flagGroup, []string{backendGroup}) })
+		// Shell completion of the values a user would otherwise look up.
+		_ = cmd.RegisterFlagCompletionFunc("job", func(*cobra.Command, []string, string) ([]string, cobra.ShellCompDirective) {
+			return e.catalog.Names(), cobra.ShellCompDirectiveNoFileComp
+		})
+		_ = cmd.RegisterFlagCompletionFunc("backend", cobra.FixedCompletions(backendNames, cobra.ShellCompDirectiveNoFileComp))
 	}
 	run := c.defineFunc(e, fs)
 	jsonUsage := "print the report as one JSON object on stdout"

@@ -143,3 +143,20 @@ func TestFlagErrorsInWords(t *testing.T) {
 		}
 	}
 }
+
+// TestCompletion: the completion scripts are there, and the values of
+// --job and --backend complete.
+func TestCompletion(t *testing.T) {
+	t.Parallel()
+	for _, shell := range []string{"bash", "zsh", "fish", "powershell"} {
+		code, out, errOut := runMain(t, "completion", shell)
+		require.Equal(t, ExitOK, code, errOut)
+		require.Contains(t, out, "baton", shell)
+	}
+	code, out, _ := runMain(t, "__complete", "status", "--job", "")
+	require.Equal(t, ExitOK, code)
+	require.Contains(t, out, "fx\n")
+	code, out, _ = runMain(t, "__complete", "replay", "tick", "--backend", "")
+	require.Equal(t, ExitOK, code)
+	require.Contains(t, out, "sqlite\naws\n")
+}
