@@ -139,6 +139,7 @@ func commands() []command {
 	return []command{
 		runCommand(),
 		serveCommand(),
+		uiCommand(),
 		statusCommand(),
 		{synopsis: "replay <subcommand> [flags]\n\n" + replayAbout, summary: "run a tick, a range of ticks (backfill), an item or an event again",
 			example: "  baton replay tick --at 2026-11-21T12:01:00Z\n  baton replay range --from 2026-11-21T00:00:00Z --to 2026-11-22T00:00:00Z --dry-run",
