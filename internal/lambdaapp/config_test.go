@@ -155,3 +155,34 @@ func TestVariables(t *testing.T) {
 		require.Equal(t, a, b)
 	}
 }
+
+func TestParseJobQueueURLs(t *testing.T) {
+	t.Parallel()
+	got, err := lambdaapp.ParseJobQueueURLs(" crawl=https://sqs.eu-west-1.amazonaws.com/1/crawl , noisy=http://127.0.0.1:4576/1/noisy,")
+	require.NoError(t, err)
+	require.Equal(t, map[string]string{"crawl": "https://sqs.eu-west-1.amazonaws.com/1/crawl", "noisy": "http://127.0.0.1:4576/1/noisy"}, got)
+	for in, want := range map[string]string{
+		"crawl":                       `"crawl": want name=url`,
+		"=https://q/1":                `want name=url`,
+		"crawl=queue":                 "queue crawl: not an http(s) queue URL",
+		"a=https://q/1,a=https://q/2": "queue a named twice",
+	} {
+		_, err := lambdaapp.ParseJobQueueURLs(in)
+		require.ErrorContains(t, err, want, in)
+	}
+}
+
+func FuzzParseJobQueueURLs(f *testing.F) {
+	f.Add("crawl=https://sqs.eu-west-1.amazonaws.com/1/crawl,noisy=http://q/2")
+	f.Fuzz(func(t *testing.T, s string) {
+		got, err := lambdaapp.ParseJobQueueURLs(s)
+		if err != nil {
+			return
+		}
+		for name, url := range got {
+			require.NotEmpty(t, name)
+			require.NotContains(t, name, ",")
+			require.NotEmpty(t, url)
+		}
+	})
+}
