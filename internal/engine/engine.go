@@ -77,7 +77,7 @@ func New(b backend.Backend, o Options) (*Engine, error) {
 	e := &Engine{backend: b, opts: o}
 	router, err := e.openJobQueues()
 	if err != nil {
-		return nil, err
+		return nil, fmt.Errorf("engine: %w", err)
 	}
 	e.Coordinator = &coordinator.Coordinator{
 		Leases: lease.Counting(b.Leases, o.Logger), Ledger: b.Ledger, Queue: router, Jobs: o.Catalog,
@@ -102,16 +102,40 @@ func New(b backend.Backend, o Options) (*Engine, error) {
 	return e, nil
 }
 
-// openJobQueues opens the queues the catalog's jobs name (baton.JobQueue)
-// and returns the sender that routes each job's messages to its queue.
+// openJobQueues opens the queues the catalog's jobs name (baton.JobQueue),
+// a pool for each, and returns the sender that routes each job's messages
+// to its queue.
 func (e *Engine) openJobQueues() (queue.Sender, error) {
-	b, c := e.backend, e.opts.Catalog
+	router, queues, err := JobQueues(context.Background(), e.backend, e.opts.Catalog)
+	if err != nil {
+		return nil, err
+	}
+	for _, q := range queues {
+		e.pools = append(e.pools, pool{name: q.Name, queue: q.Queue, concurrency: q.Concurrency})
+	}
+	return router, nil
+}
+
+// JobQueue is one opened job queue (baton.JobQueue).
+type JobQueue struct {
+	Name        string
+	Queue       backend.Queue
+	Concurrency int
+}
+
+// JobQueues opens, on b, the queues c's jobs name (baton.JobQueue) and
+// returns them with the sender that routes each job's messages to its
+// queue and the others' to b.Work: what every coordinator and consumer of
+// c sends through. Without job queues the sender is b.Work itself. A
+// backend without the ability (JobQueueFunc nil) is an error when jobs
+// name queues.
+func JobQueues(ctx context.Context, b backend.Backend, c *baton.Catalog) (queue.Sender, []JobQueue, error) {
 	queues := c.Queues()
 	if len(queues) == 0 {
-		return b.Work, nil
+		return b.Work, nil, nil
 	}
 	if b.JobQueueFunc == nil {
-		return nil, fmt.Errorf("engine: the %s backend has no job queues, and jobs name some (%v)", b.Name, queues)
+		return nil, nil, fmt.Errorf("the %s backend has no job queues, and jobs name some (%v)", b.Name, queues)
 	}
 	routes := map[string]queue.Sender{}
 	names := make([]string, 0, len(queues))
@@ -119,19 +143,29 @@ func (e *Engine) openJobQueues() (queue.Sender, error) {
 		names = append(names, name)
 	}
 	sort.Strings(names)
+	var out []JobQueue
 	for _, name := range names {
-		q, err := b.JobQueueFunc(context.Background(), name)
+		q, err := b.JobQueueFunc(ctx, name)
 		if err != nil {
-			return nil, fmt.Errorf("engine: job queue %s: %w", name, err)
+			return nil, nil, fmt.Errorf("job queue %s: %w", name, err)
 		}
 		jobs := queues[name]
 		j, _ := c.Lookup(jobs[0])
-		e.pools = append(e.pools, pool{name: name, queue: q, concurrency: j.Queue.Concurrency()})
+		out = append(out, JobQueue{Name: name, Queue: q, Concurrency: j.Queue.Concurrency()})
 		for _, job := range jobs {
 			routes[job] = q
 		}
 	}
-	return queue.ByJob(b.Work, routes), nil
+	return queue.ByJob(b.Work, routes), out, nil
+}
+
+// SetStop sets the stop channel of every consumer of the engine (the
+// shared queue's and each job queue's): see consumer.Consumer.Stop.
+func (e *Engine) SetStop(stop <-chan struct{}) {
+	e.Consumer.Stop = stop
+	for _, p := range e.pools {
+		p.consumer.Stop = stop
+	}
 }
 
 // backend.Backend returns the engine's backend.
