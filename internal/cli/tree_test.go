@@ -160,3 +160,17 @@ func TestCompletion(t *testing.T) {
 	require.Equal(t, ExitOK, code)
 	require.Contains(t, out, "sqlite\naws\n")
 }
+
+// TestExitContractSameBatch: the same failed batch exits 1 through
+// 'invoke consumer' and through 'replay event', as the contract says.
+func TestExitContractSameBatch(t *testing.T) {
+	t.Parallel()
+	store := filepath.Join(t.TempDir(), "baton.db")
+	event := eventFile("consumer-batch-malformed.json")
+	code, _, errOut := runMain(t, "invoke", "consumer", "--event", event, "--store", store, "--log", "error")
+	require.Equal(t, ExitFailure, code, errOut)
+	code, _, errOut = runMain(t, "replay", "event", event, "--store", store, "--log", "error")
+	require.Equal(t, ExitFailure, code, errOut)
+	code, _, _ = runMain(t, "replay", "event", "--store", store)
+	require.Equal(t, ExitUsage, code, "no event file")
+}
