@@ -3,6 +3,7 @@ package cli
 import (
 	"bytes"
 	"context"
+	"encoding/json"
 	"errors"
 	"os/exec"
 	"path/filepath"
@@ -39,6 +40,23 @@ func TestNoResultOrSecretInLogs(t *testing.T) {
 		require.NotContains(t, errOut.String(), "RESULT-7f3a-private", format)
 		require.Contains(t, out.String(), "dial postgres://app:[REDACTED]@db/app", "the item's recorded error")
 		require.NotContains(t, out.String(), "s3cr3t-pw")
+		if format != "json" {
+			continue
+		}
+		// --log-format json: every log line is the functions' shape.
+		n := 0
+		for line := range strings.Lines(errOut.String()) {
+			if !strings.HasPrefix(line, "{") {
+				continue // the command's own one-line error
+			}
+			var rec map[string]any
+			require.NoError(t, json.Unmarshal([]byte(line), &rec), line)
+			for _, k := range []string{"timestamp", "level", "message", "service"} {
+				require.Contains(t, rec, k, line)
+			}
+			n++
+		}
+		require.Positive(t, n)
 	}
 }
 
