@@ -2,6 +2,7 @@ package lambdaapp_test
 
 import (
 	"context"
+	"sync/atomic"
 	"testing"
 	"time"
 
@@ -24,6 +25,13 @@ func TestJobQueueRouting(t *testing.T) {
 	require.NoError(t, err)
 	noisy := fx.Job(nil)
 	noisy.Name, noisy.Queue = "noisy", baton.JobQueue{Name: "noisy", MaxConcurrency: 3}
+	inner := noisy.Processor
+	noisy.Processor = baton.ProcessorFunc(func(ctx context.Context, t baton.Task) ([]byte, error) {
+		if err := t.Heartbeat(ctx); err != nil { // a long item renews its claim
+			return nil, err
+		}
+		return inner.Process(ctx, t)
+	})
 	p := params(b, func() time.Time { return fixedAt })
 	p.Jobs = baton.MustCatalog(fx.Job(nil), noisy)
 
@@ -51,7 +59,10 @@ func TestJobQueueRouting(t *testing.T) {
 	msgs, err := noisyQ.(queue.Receiver).Receive(context.Background(), queue.ReceiveParams{Max: 10, Visibility: time.Minute, Now: time.Now()})
 	require.NoError(t, err)
 	require.NotEmpty(t, msgs)
-	p.Sources = map[string]queue.Sender{"baton-noisy": noisyQ}
+	seen := &visibilitySpy{Sender: noisyQ, vc: noisyQ.(queue.VisibilityChanger)}
+	shared := &visibilitySpy{Sender: b.Work, vc: b.Work}
+	p.Queue, p.JobQueues["noisy"] = shared, seen
+	p.Sources = map[string]queue.Sender{"baton-noisy": seen}
 	c, err := lambdaapp.NewConsumerHandler(p)
 	require.NoError(t, err)
 	var ev events.SQSEvent
@@ -63,4 +74,18 @@ func TestJobQueueRouting(t *testing.T) {
 	resp, err := c.Handle(context.Background(), ev)
 	require.NoError(t, err)
 	require.Empty(t, resp.BatchItemFailures)
+	require.Equal(t, len(msgs), int(seen.changes.Load()), "each heartbeat extended its message on the noisy queue")
+	require.Zero(t, shared.changes.Load(), "not on the work queue")
+}
+
+// visibilitySpy counts the visibility changes made through it.
+type visibilitySpy struct {
+	queue.Sender
+	vc      queue.VisibilityChanger
+	changes atomic.Int32
+}
+
+func (s *visibilitySpy) ChangeVisibility(ctx context.Context, p queue.ChangeVisibilityParams) error {
+	s.changes.Add(1)
+	return s.vc.ChangeVisibility(ctx, p)
 }
