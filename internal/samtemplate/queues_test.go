@@ -3,6 +3,7 @@ package samtemplate_test
 import (
 	"bytes"
 	"context"
+	"encoding/json"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -139,4 +140,33 @@ func TestJobQueueTemplateLints(t *testing.T) {
 	cmd.Stdout, cmd.Stderr = &out, &out
 	require.NoError(t, cmd.Run(), "cfn-lint:\n%s", out.String())
 	require.Empty(t, strings.TrimSpace(out.String()))
+}
+
+// TestJobQueueTemplateExpands: the SAM translator turns the job queue's
+// event into an event-source mapping of its own with the queue's
+// MaximumConcurrency, beside the work queue's.
+func TestJobQueueTemplateExpands(t *testing.T) {
+	t.Parallel()
+	b := setup(t)
+	py, err := findTranslatorPython()
+	if err != nil {
+		missingTool(t, err.Error())
+	}
+	path := filepath.Join(t.TempDir(), "template.yaml")
+	require.NoError(t, os.WriteFile(path, []byte(withNoisyQueue(t, b.root)), 0o600))
+	var stdout, stderr bytes.Buffer
+	cmd := exec.Command(py, filepath.Join("testdata", "expand.py"), path)
+	cmd.Stdout, cmd.Stderr = &stdout, &stderr
+	require.NoError(t, cmd.Run(), stderr.String())
+	var tpl map[string]any
+	require.NoError(t, json.Unmarshal(stdout.Bytes(), &tpl))
+	concurrency := map[string]float64{}
+	for _, r := range at(t, tpl, "Resources").(map[string]any) {
+		if at(t, r, "Type") != "AWS::Lambda::EventSourceMapping" {
+			continue
+		}
+		queue, _, _ := refTo(at(t, r, "Properties", "EventSourceArn"))
+		concurrency[queue] = at(t, r, "Properties", "ScalingConfig", "MaximumConcurrency").(float64)
+	}
+	require.Equal(t, map[string]float64{"WorkQueue": 5, "NoisyQueue": 3}, concurrency)
 }
