@@ -2,12 +2,13 @@ package cli
 
 import (
 	"context"
-	"encoding/json"
 	"errors"
 	"fmt"
 	"io"
 	"os"
 	"time"
+
+	"github.com/spf13/pflag"
 
 	"github.com/batonhq/baton/internal/coordinator"
 	"github.com/batonhq/baton/internal/engine"
@@ -15,7 +16,7 @@ import (
 	"github.com/batonhq/baton/internal/ledger"
 )
 
-const submitSynopsis = `submit --key K --items FILE|- [--wait D] [--json] [flags]
+const submitSynopsis = `submit --key K --items FILE|- [--wait D] [flags]
 
 Submits work for the job on demand: the items in FILE (or on stdin with
 -), a JSON array of {"name": …, "payload": <any JSON value>} or
@@ -34,34 +35,27 @@ With --wait the command waits up to D for the run to finish and exits
 with status 1 if it ends partial (some item DEAD or CANCELLED) or is not
 finished in time.`
 
-// submitReport is submit's --json output.
-type submitReport struct {
-	Run      string `json:"run"`
-	Deduped  bool   `json:"deduped"`
-	Enqueued int    `json:"enqueued"`
-	// State and the counts are set with --wait.
-	State     string `json:"state,omitempty"`
-	Succeeded int    `json:"succeeded,omitempty"`
-	Dead      int    `json:"dead,omitempty"`
-	Cancelled int    `json:"cancelled,omitempty"`
+func submitCommand() command {
+	return command{synopsis: submitSynopsis, summary: "submit work on demand: items with payloads under a dedupe key",
+		example: "  baton submit --job fx --key desk-42 --items items.json\n  cat items.json | baton submit --job fx --key desk-42 --items - --wait 1m --json",
+		backend: true, defineFunc: defineSubmit}
 }
 
-func submitCmd(ctx context.Context, e *env, args []string) error {
-	var (
-		common     backendFlags
-		key, items string
-		wait       time.Duration
-		asJSON     bool
-	)
-	fs := newFlagSet(e, "submit", submitSynopsis)
-	common.register(fs)
+func defineSubmit(e *env, fs *pflag.FlagSet) runFunc {
+	var key, items string
+	var wait time.Duration
 	fs.StringVar(&key, "key", "", "the dedupe key (letters, digits, '_', '.', '-'; at most 64)")
 	fs.StringVar(&items, "items", "", "the items: a JSON array in a file, or - for stdin")
 	fs.DurationVar(&wait, "wait", 0, "wait up to this long for the run to finish (0: do not wait)")
-	fs.BoolVar(&asJSON, "json", false, "print JSON")
-	if err := parseFlags(fs, args); err != nil {
-		return err
-	}
+	return func(ctx context.Context, _ []string) error { return submit(ctx, e, key, items, wait) }
+}
+
+// submit's JSON report: run (the run opened or found), items (the number
+// submitted), existing (the dedupe key found an earlier submission's run),
+// enqueued, and with --wait the run's state and counts (run_state,
+// succeeded, dead, cancelled).
+func submit(ctx context.Context, e *env, key, items string, wait time.Duration) error {
+	common := &e.backend
 	j, err := lookupJob(e.catalog, common.job)
 	if err != nil {
 		return err
@@ -104,35 +98,34 @@ func submitCmd(ctx context.Context, e *env, args []string) error {
 	if sum.Outcome == coordinator.OutcomeSkipped {
 		return fmt.Errorf("submission %s+%s is being opened by another caller (lease held by %s): run the command again", j.Name, key, sum.Holder.Owner)
 	}
-	rep := submitReport{Run: sum.Run.String(), Deduped: sum.Deduped, Enqueued: sum.Enqueued}
-	var failed error
-	if wait > 0 {
-		wctx, cancel := context.WithTimeout(ctx, wait)
-		defer cancel()
-		run, err := waitRun(wctx, b.Ledger, sum.Run)
-		rep.State, rep.Succeeded, rep.Dead, rep.Cancelled = string(run.State), run.Succeeded, run.Dead, run.Cancelled
-		switch {
-		case err != nil:
-			failed = fmt.Errorf("run %s not finished after %s: %w", sum.Run, wait, errFailed)
-		case run.State != ledger.RunComplete:
-			failed = errFailed
-		}
+	e.set("run", sum.Run.String())
+	e.set("items", len(list))
+	e.set("existing", sum.Deduped)
+	e.set("enqueued", sum.Enqueued)
+	if sum.Deduped {
+		e.sayf("deduped: the key's run is %s, %d messages enqueued\n", sum.Run, sum.Enqueued)
+	} else {
+		e.sayf("opened %s, %d messages enqueued\n", sum.Run, sum.Enqueued)
 	}
-	if asJSON {
-		if err := json.NewEncoder(e.stdout).Encode(rep); err != nil {
-			return err
-		}
-		return failed
+	if wait <= 0 {
+		return nil
 	}
-	verb := "opened"
-	if rep.Deduped {
-		verb = "deduped: the key's run is"
+	wctx, cancel := context.WithTimeout(ctx, wait)
+	defer cancel()
+	run, err := waitRun(wctx, b.Ledger, sum.Run)
+	e.set("run_state", string(run.State))
+	e.set("succeeded", run.Succeeded)
+	e.set("dead", run.Dead)
+	e.set("cancelled", run.Cancelled)
+	if err != nil {
+		e.sayf("run %s is %s after %s: not finished\n", sum.Run, run.State, wait)
+		return errFailed
 	}
-	fmt.Fprintf(e.stdout, "%s %s, %d messages enqueued\n", verb, rep.Run, rep.Enqueued)
-	if rep.State != "" {
-		fmt.Fprintf(e.stdout, "run %s is %s: %d succeeded, %d dead, %d cancelled\n", rep.Run, rep.State, rep.Succeeded, rep.Dead, rep.Cancelled)
+	e.sayf("run %s is %s: %d succeeded, %d dead, %d cancelled\n", sum.Run, run.State, run.Succeeded, run.Dead, run.Cancelled)
+	if run.State != ledger.RunComplete {
+		return errFailed
 	}
-	return failed
+	return nil
 }
 
 // waitRun polls the run until it is finished or ctx ends.

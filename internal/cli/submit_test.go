@@ -18,9 +18,18 @@ func TestSubmit(t *testing.T) {
 
 	code, out, errOut := runMain(t, "submit", "--store", store, "--key", "req-1", "--items", items, "--json")
 	require.Equal(t, ExitOK, code, errOut)
-	var rep submitReport
+	var rep struct {
+		Run      string `json:"run"`
+		Items    int    `json:"items"`
+		Existing bool   `json:"existing"`
+		Enqueued int    `json:"enqueued"`
+		State    string `json:"run_state"`
+	}
 	require.NoError(t, json.Unmarshal([]byte(out), &rep), out)
-	require.Equal(t, submitReport{Run: "fx+req-1#1", Enqueued: 2}, rep)
+	require.Equal(t, "fx+req-1#1", rep.Run)
+	require.Equal(t, 2, rep.Items)
+	require.Equal(t, 2, rep.Enqueued)
+	require.False(t, rep.Existing)
 
 	code, out, errOut = runMain(t, "submit", "--store", store, "--key", "req-1", "--items", items)
 	require.Equal(t, ExitOK, code, errOut)
@@ -31,6 +40,11 @@ func TestSubmit(t *testing.T) {
 	require.Equal(t, ExitFailure, code, out)
 	require.NoError(t, json.Unmarshal([]byte(out), &rep), out)
 	require.Equal(t, "fanned_out", rep.State)
+	code, out, _ = runMain(t, "submit", "--store", store, "--key", "req-1", "--items", items, "--json")
+	require.Equal(t, ExitOK, code, out)
+	require.NoError(t, json.Unmarshal([]byte(out), &rep), out)
+	require.True(t, rep.Existing, "the dedupe key found its run")
+	require.Zero(t, rep.Enqueued)
 
 	// The run reads back by its id.
 	code, out, errOut = runMain(t, "status", "--store", store, "--run", "fx+req-1#1", "--json")
