@@ -40,7 +40,7 @@ func TestLargeRunSettlesByConsumersOnSQLite(t *testing.T) {
 // The job model end to end on the embedded store.
 func TestJobModelOnSQLite(t *testing.T) {
 	t.Parallel()
-	jobmodeltest.Run(t, func(t *testing.T) backend.Backend {
+	jobmodeltest.Run(t, func(t *testing.T, _ ...string) backend.Backend { // the embedded store makes job queues as they are named
 		b, err := sqlitebackend.Open(t.Context(), filepath.Join(t.TempDir(), "baton.db"))
 		require.NoError(t, err)
 		t.Cleanup(func() { require.NoError(t, b.Close()) })

@@ -12,6 +12,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"slices"
 	"strconv"
 	"strings"
 	"sync"
@@ -420,4 +421,71 @@ func maxTime(a, b time.Time) time.Time {
 		return b
 	}
 	return a
+}
+
+// RunPriorities runs two priority classes on b, each a job queue with its
+// own concurrency share (baton.JobQueue: on AWS a queue and its
+// event-source mapping's MaximumConcurrency, declared in the template; on
+// the embedded store a pool of consumers per queue): "bulk" floods its
+// class with 600 items while "urgent", in a class of 2 consumers of 8,
+// has 60. Under the sustained high-volume load the low-volume class still
+// progresses at its share: all its items end while the flood is still
+// running, at a rate of at least half its share of the items finished
+// meanwhile.
+func RunPriorities(t *testing.T, b backend.Backend) {
+	t.Helper()
+	var mu sync.Mutex
+	done := map[string][]time.Time{}
+	proc := baton.ProcessorFunc(func(ctx context.Context, task baton.Task) ([]byte, error) {
+		time.Sleep(5 * time.Millisecond) // work, not a wait for time to pass
+		mu.Lock()
+		done[task.Key.Run.Job] = append(done[task.Key.Run.Job], time.Now())
+		mu.Unlock()
+		return nil, nil
+	})
+	names := func(prefix string, n int) []string {
+		out := make([]string, n)
+		for i := range out {
+			out[i] = fmt.Sprintf("%s%03d", prefix, i)
+		}
+		return out
+	}
+	lim := baton.Limits{ItemLease: 10 * time.Second, ClockSkew: 100 * time.Millisecond}
+	cat, err := baton.NewCatalog(
+		baton.Job{Name: "bulk", Schedule: "rate(1 hour)", Assets: names("b", 600), Processor: proc, Limits: lim,
+			Queue: baton.JobQueue{Name: "class-bulk", MaxConcurrency: 6}},
+		baton.Job{Name: "urgent", Schedule: "rate(1 hour)", Assets: names("u", 60), Processor: proc, Limits: lim,
+			Queue: baton.JobQueue{Name: "class-urgent", MaxConcurrency: 2}},
+	)
+	require.NoError(t, err)
+	eng, err := engine.New(b, engine.Options{Catalog: cat, Consumers: 1, BatchSize: 10, BatchTimeout: 30 * time.Second, RetryDelay: 100 * time.Millisecond})
+	require.NoError(t, err)
+	at := time.Now()
+	bulk, err := eng.Trigger(t.Context(), "bulk", at, false)
+	require.NoError(t, err)
+	urgent, err := eng.Trigger(t.Context(), "urgent", at, false)
+	require.NoError(t, err)
+	ctx, cancel := context.WithCancel(t.Context())
+	var wg sync.WaitGroup
+	wg.Go(func() { _ = eng.Consume(ctx) })
+	defer func() { cancel(); wg.Wait() }()
+	u := waitFinished(t, b.Ledger, urgent.Run)
+	require.Equal(t, 60, u.Succeeded)
+	bk := waitFinished(t, b.Ledger, bulk.Run)
+	require.Equal(t, 600, bk.Succeeded)
+
+	mu.Lock()
+	defer mu.Unlock()
+	lastUrgent := slices.MaxFunc(done["urgent"], func(a, b time.Time) int { return a.Compare(b) })
+	lastBulk := slices.MaxFunc(done["bulk"], func(a, b time.Time) int { return a.Compare(b) })
+	require.True(t, lastUrgent.Before(lastBulk), "the urgent class ended while the flood still ran")
+	bulkMeanwhile := 0
+	for _, at := range done["bulk"] {
+		if !at.After(lastUrgent) {
+			bulkMeanwhile++
+		}
+	}
+	share := 60.0 / float64(60+bulkMeanwhile)
+	t.Logf("until the urgent class ended: 60 urgent and %d bulk items (urgent's share of the work: %.0f%%, of the consumers: 25%%)", bulkMeanwhile, share*100)
+	require.GreaterOrEqual(t, share, 0.125, "the low-volume class got at least half its share")
 }

@@ -2,6 +2,7 @@ package awsbackend_test
 
 import (
 	"testing"
+	"time"
 
 	"github.com/stretchr/testify/require"
 
@@ -42,10 +43,16 @@ func TestLargeRunSettlesByConsumersOnAWS(t *testing.T) {
 // The job model end to end on DynamoDB+SQS (the emulators).
 func TestJobModelOnAWS(t *testing.T) {
 	t.Parallel()
-	jobmodeltest.Run(t, func(t *testing.T) backend.Backend {
+	jobmodeltest.Run(t, func(t *testing.T, jobQueues ...string) backend.Backend {
 		c := clients(t)
 		res := setUp(t, c, 5)
-		b, err := awsbackend.Open(t.Context(), awsbackend.Params{Clients: c, Table: res.Table, QueueURL: res.QueueURL})
+		urls := map[string]string{}
+		for _, name := range jobQueues {
+			q, err := awsbackend.Setup(t.Context(), c, awsbackend.SetupParams{Table: res.Table, Queue: uniqueName(name), MaxReceives: 5, Visibility: 10 * time.Second})
+			require.NoError(t, err)
+			urls[name] = q.QueueURL
+		}
+		b, err := awsbackend.Open(t.Context(), awsbackend.Params{Clients: c, Table: res.Table, QueueURL: res.QueueURL, JobQueueURLs: urls})
 		require.NoError(t, err)
 		return b
 	})
