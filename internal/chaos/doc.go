@@ -1,5 +1,6 @@
-// Package chaos is baton's chaos suite: it runs many ticks of a job on a
-// backend while it injects the failures the design claims to survive, then
+// Package chaos is baton's chaos suite: it runs many ticks of a job (fx
+// and WideAssets more assets: runs of more than a shard) on a backend
+// while it injects the failures the design claims to survive, then
 // lets the system settle and checks that nothing was lost, applied twice or
 // left stuck.
 //

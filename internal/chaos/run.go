@@ -181,7 +181,7 @@ func (r *runner) trigger(ctx context.Context) {
 			plain = append(plain, i)
 		}
 	}
-	items := len(fx.Job(nil).ItemNames())
+	items := len(Job(0, nil).ItemNames())
 	n := max(len(poisonKinds), int(math.Round(cfg.Poison*float64(cfg.Ticks*items)*(1+cfg.Replays))))
 	poisonAt := make([][]int, cfg.Ticks)
 	for p := range n {
