@@ -1,8 +1,11 @@
 package awsbackend_test
 
 import (
+	"context"
+	"fmt"
 	"strconv"
 	"strings"
+	"sync"
 	"testing"
 	"time"
 
@@ -105,4 +108,74 @@ func TestConsumerRefusalsOnAWS(t *testing.T) {
 	n, err := strconv.Atoi(reasons["huge"]["body"])
 	require.NoError(t, err)
 	require.Less(t, n, len(huge), "cut to fit")
+}
+
+// sentMessages is a queue.Sender that keeps what it is sent.
+type sentMessages struct {
+	mu   sync.Mutex
+	msgs []queue.Message
+}
+
+func (s *sentMessages) SendBatch(_ context.Context, msgs []queue.Message) error {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	s.msgs = append(s.msgs, msgs...)
+	return nil
+}
+
+// Fan-in once on DynamoDB: with every input delivered three times at once,
+// the derived item is enqueued at most twice (once, unless two last
+// inputs complete together), not once per copy.
+func TestFanInStormOnAWS(t *testing.T) {
+	t.Parallel()
+	c := clients(t)
+	res := setUp(t, c, 5)
+	b, err := awsbackend.Open(t.Context(), awsbackend.Params{Clients: c, Table: res.Table, QueueURL: res.QueueURL})
+	require.NoError(t, err)
+	ctx := t.Context()
+	for round := range 3 {
+		now := time.Now().UTC()
+		tick := now.Truncate(time.Minute).Add(-time.Duration(round+1) * time.Minute)
+		job := fx.Job(nil)
+		run, _, err := b.Ledger.OpenRun(ctx, ledger.OpenRunParams{Job: fx.Name, Nominal: tick, Fence: 1, Shards: fanin.Shards(len(job.ItemNames())), Now: now})
+		require.NoError(t, err)
+		_, err = b.Ledger.AdvanceRun(ctx, ledger.AdvanceRunParams{ID: run.ID, Fence: 1, Cursor: len(job.Assets), Done: true, Now: now})
+		require.NoError(t, err)
+		sent := &sentMessages{}
+		cons := &consumer.Consumer{Ledger: b.Ledger, Queue: sent, Jobs: baton.MustCatalog(job), Effects: b.Effects, Owner: fmt.Sprintf("storm-%d", round)}
+		n := 0
+		for _, a := range job.Assets {
+			body := message.New(ledger.ItemKey{Run: run.ID, Asset: a}, 1, false).Encode()
+			var batch []queue.Delivery
+			for range 3 {
+				n++
+				id := fmt.Sprintf("m%d", n)
+				batch = append(batch, queue.Delivery{MessageID: id, ReceiptHandle: id, Body: body, ReceiveCount: 1, SentAt: now})
+			}
+			for j := 0; len(batch) > 0; j++ {
+				require.Less(t, j, 50, "the storm does not drain")
+				out := cons.Handle(ctx, time.Time{}, batch)
+				failed := map[string]bool{}
+				for _, f := range out.Failed {
+					failed[f.MessageID] = true
+				}
+				var again []queue.Delivery
+				for _, d := range batch {
+					if failed[d.MessageID] {
+						d.ReceiveCount++
+						again = append(again, d)
+					}
+				}
+				batch = again
+			}
+		}
+		derived := 0
+		for _, m := range sent.msgs {
+			if strings.Contains(string(m.Body), `"derived":true`) {
+				derived++
+			}
+		}
+		require.GreaterOrEqual(t, derived, 1, "round %d: DXY was enqueued", round)
+		require.LessOrEqual(t, derived, 2, "round %d: DXY enqueued %d times for one run", round, derived)
+	}
 }
