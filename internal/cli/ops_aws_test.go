@@ -55,6 +55,9 @@ func TestOperatorCommandsOnAWS(t *testing.T) {
 		{"bounded redrive (receive, send, delete)", testRedriveMax},
 		{"status --json matches the ledger", testStatusJSONMatchesLedger},
 		{"status finds stuck items past --runs", testStatusFindsStuckItemsPastRuns},
+		{"dlq list predicts what the consumer does", testDLQListPredicts},
+		{"status counts superseded items", testStatusCountsSuperseded},
+		{"invoke coordinator records contention", testInvokeRecordsContention},
 	} {
 		t.Run(tc.name, func(t *testing.T) { tc.bodyFunc(t, newAWSFixture(t)) })
 	}
