@@ -18,10 +18,11 @@ import (
 // steep growth gets the losers out of the way within two or three calls
 // (doubling took about six). Contenders spread out instead of retrying in
 // lockstep, so a lease fought over by many costs few calls per
-// acquisition (see BENCHMARKS.md).
+// acquisition; a Contender also remembers the bound between acquisitions
+// (see BENCHMARKS.md).
 type Backoff struct {
 	Base time.Duration // the first wait's bound; 0 means 10ms
-	Cap  time.Duration // the largest bound; 0 means 1s
+	Cap  time.Duration // the largest bound; 0 means 4s
 	// NowFunc is the clock of each attempt's Now; nil: time.Now.
 	NowFunc func() time.Time
 	// SleepFunc waits d or until ctx ends; nil: a timer.
@@ -42,17 +43,22 @@ func AcquireWithBackoff(ctx context.Context, s Store, p AcquireParams, b Backoff
 // Contender is a caller that wants the same lease again and again (a warm
 // process retrying each invocation, an operator's loop): it keeps the
 // backoff's bound from one acquisition to the next, so that a contender
-// that had to wait does not start again from Base, hammering the lease
-// with the short waits of a first refusal at every acquisition. An
-// acquisition at the first attempt halves the bound (down to Base): once
-// the contention is over the waits shrink again. Safe for concurrent use;
-// the zero value uses Backoff's defaults.
+// that had to wait does not start again from Base at every acquisition,
+// spending the short waits of a first refusal on a lease that is still
+// fought over. The bound halves for every ten seconds without a refusal,
+// so that it shrinks back once the contention is over (and never exceeds
+// Cap). Safe for concurrent use; the zero value uses Backoff's defaults.
 type Contender struct {
 	Backoff Backoff
 
-	mu    sync.Mutex
-	bound time.Duration // 0: Base
+	mu      sync.Mutex
+	bound   time.Duration // 0: Base
+	refused time.Time     // the latest refusal
 }
+
+// decayEvery is how long a Contender goes without a refusal for its bound
+// to halve.
+const decayEvery = 10 * time.Second
 
 // Acquire acquires p's lease on s as AcquireWithBackoff does, starting from
 // the bound the contender's earlier acquisitions left.
@@ -63,7 +69,7 @@ func (c *Contender) Acquire(ctx context.Context, s Store, p AcquireParams) (Leas
 		base = 10 * time.Millisecond
 	}
 	if ceiling <= 0 {
-		ceiling = time.Second
+		ceiling = 4 * time.Second
 	}
 	now, sleep, random := b.NowFunc, b.SleepFunc, b.RandFunc
 	if now == nil {
@@ -76,16 +82,17 @@ func (c *Contender) Acquire(ctx context.Context, s Store, p AcquireParams) (Leas
 		random = func(n time.Duration) time.Duration { return rand.N(n + 1) }
 	}
 	c.mu.Lock()
-	bound := min(max(c.bound, base), ceiling)
+	bound := c.bound
+	if quiet := now().Sub(c.refused); !c.refused.IsZero() && quiet >= decayEvery {
+		bound >>= min(int(quiet/decayEvery), 32)
+	}
+	bound = min(max(bound, base), ceiling)
 	c.mu.Unlock()
 	for calls := 1; ; calls++ {
 		p.Now = now()
 		l, err := s.Acquire(ctx, p)
 		var held *HeldError
 		if !errors.As(err, &held) {
-			if err == nil && calls == 1 {
-				c.remember(max(base, bound/2))
-			}
 			return l, calls, err
 		}
 		wait := random(bound)
@@ -93,16 +100,16 @@ func (c *Contender) Acquire(ctx context.Context, s Store, p AcquireParams) (Leas
 			wait = free
 		}
 		bound = min(8*bound, ceiling)
-		c.remember(bound)
+		c.remember(bound, p.Now)
 		if serr := sleep(ctx, wait); serr != nil {
 			return Lease{}, calls, errors.Join(serr, err)
 		}
 	}
 }
 
-func (c *Contender) remember(bound time.Duration) {
+func (c *Contender) remember(bound time.Duration, refused time.Time) {
 	c.mu.Lock()
-	c.bound = bound
+	c.bound, c.refused = bound, refused
 	c.mu.Unlock()
 }
 

@@ -72,8 +72,7 @@ func scale(ds []time.Duration, unit time.Duration) []time.Duration {
 }
 
 // A Contender starts each acquisition from the bound its earlier ones
-// left: a contended acquisition leaves its grown bound, an acquisition at
-// the first attempt halves it, down to Base.
+// left, halved for every ten seconds without a refusal, down to Base.
 func TestContenderRemembersItsBound(t *testing.T) {
 	t.Parallel()
 	now := time.Date(2026, 11, 21, 12, 0, 0, 0, time.UTC)
@@ -91,20 +90,25 @@ func TestContenderRemembersItsBound(t *testing.T) {
 	require.Equal(t, []time.Duration{10, 80}, scale(bounds, time.Millisecond))
 
 	bounds = nil
-	_, calls, err = c.Acquire(t.Context(), &heldStore{n: 1, expires: now.Add(time.Hour)}, p)
+	_, calls, err = c.Acquire(t.Context(), &heldStore{n: 2, expires: now.Add(time.Hour)}, p)
 	require.NoError(t, err)
-	require.Equal(t, 2, calls)
-	require.Equal(t, []time.Duration{640}, scale(bounds, time.Millisecond), "the next acquisition starts where the last one left the bound")
+	require.Equal(t, 3, calls)
+	require.Equal(t, []time.Duration{640, 1000}, scale(bounds, time.Millisecond), "the next acquisition starts where the last one left the bound, up to the cap")
 
-	for range 3 { // uncontended: 1000 (capped) → 500 → 250 → 125
-		_, calls, err = c.Acquire(t.Context(), &heldStore{}, p)
-		require.NoError(t, err)
-		require.Equal(t, 1, calls)
-	}
-	bounds = nil
-	_, _, err = c.Acquire(t.Context(), &heldStore{n: 1, expires: now.Add(time.Hour)}, p)
+	_, calls, err = c.Acquire(t.Context(), &heldStore{}, p)
 	require.NoError(t, err)
-	require.Equal(t, []time.Duration{125}, scale(bounds, time.Millisecond), "acquisitions at the first attempt halve it")
+	require.Equal(t, 1, calls, "a free lease at once, whatever the bound")
+
+	for _, tc := range []struct {
+		quiet time.Duration
+		want  time.Duration
+	}{{9 * time.Second, 1000}, {25 * time.Second, 250}, {10 * time.Minute, 10}} {
+		now = now.Add(tc.quiet)
+		bounds = nil
+		_, _, err = c.Acquire(t.Context(), &heldStore{n: 1, expires: now.Add(time.Hour)}, p)
+		require.NoError(t, err)
+		require.Equal(t, []time.Duration{tc.want}, scale(bounds, time.Millisecond), "after %s without a refusal", tc.quiet)
+	}
 
 	// AcquireWithBackoff remembers nothing.
 	bounds = nil
