@@ -59,7 +59,10 @@
 //     longer answer from before it), acknowledged with status superseded,
 //     in per cent.
 //
-// The goals are 0, 0, 0, 100 % and 100 %. Every consumer process keeps a
+// The goals are 0, 0, 0, 100 % and 100 %. For information, the report
+// also counts the finished runs a consumer finished (the one that ended
+// the last item of the last shard) rather than a coordinator's settling
+// pass. Every consumer process keeps a
 // journal (one file each, appended line by line, so a SIGKILL loses at most
 // the record being written) of its applications, commits, outcomes and
 // injections; the report reads the journals and the backend.
