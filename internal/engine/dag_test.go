@@ -11,6 +11,7 @@ import (
 	"github.com/batonhq/baton/internal/dagtest"
 	"github.com/batonhq/baton/internal/heartbeattest"
 	"github.com/batonhq/baton/internal/jobmodeltest"
+	"github.com/batonhq/baton/internal/resumetest"
 )
 
 func TestDerivedGraphOnSQLite(t *testing.T) {
@@ -46,4 +47,12 @@ func TestJobModelOnSQLite(t *testing.T) {
 		t.Cleanup(func() { require.NoError(t, b.Close()) })
 		return b
 	})
+}
+
+func TestResumeAndCatchUpAfterACrashOnSQLite(t *testing.T) {
+	t.Parallel()
+	b, err := sqlitebackend.Open(t.Context(), filepath.Join(t.TempDir(), "baton.db"))
+	require.NoError(t, err)
+	t.Cleanup(func() { require.NoError(t, b.Close()) })
+	resumetest.Run(t, b, "fxresume")
 }

@@ -63,9 +63,13 @@ func Settle(ctx context.Context, p SettleParams) (ledger.Run, error) {
 			return run, fmt.Errorf("settle %s: %w", run.ID, err)
 		}
 	}
+	// A shard in flight means the run is: the shards after it are not
+	// read (the consumer that ends its last item climbs from there, and a
+	// later Settle marks every shard once all are complete).
 	for s := range l.shards {
 		var err error
-		if run, err = l.settleShard(ctx, p.Ledger, run, s, nil, p.Now); err != nil || run.State.Finished() {
+		var complete bool
+		if run, complete, err = l.settleShard(ctx, p.Ledger, run, s, nil, p.Now); err != nil || !complete || run.State.Finished() {
 			return run, err
 		}
 	}
@@ -120,7 +124,8 @@ func SettleShard(ctx context.Context, p ShardParams) (ledger.Run, error) {
 		if _, ok := p.Page.Find(p.Item); !ok {
 			return run, nil // not an item of the page
 		}
-		return l.settleShard(ctx, p.Ledger, run, p.Page.Index, p.Page, p.Now)
+		run, _, err := l.settleShard(ctx, p.Ledger, run, p.Page.Index, p.Page, p.Now)
+		return run, err
 	}
 	if run.Shards == 0 && len(l.names) > LegacySettleMax {
 		return run, nil
@@ -129,7 +134,8 @@ func SettleShard(ctx context.Context, p ShardParams) (ledger.Run, error) {
 	if !ok {
 		return run, nil // not an item of the run
 	}
-	return l.settleShard(ctx, p.Ledger, run, s, nil, p.Now)
+	run, _, err := l.settleShard(ctx, p.Ledger, run, s, nil, p.Now)
+	return run, err
 }
 
 // layout is how a run's items fall into shards: the run's item names (the
@@ -221,14 +227,15 @@ func (c *counts) add(o counts) {
 }
 
 // settleShard settles shard s of run (see SettleShard); page is shard s's
-// page when the caller has it (pages only).
-func (l layout) settleShard(ctx context.Context, store ledger.Store, run ledger.Run, s int, page *ledger.Page, now time.Time) (ledger.Run, error) {
+// page when the caller has it (pages only); complete says whether every
+// item of the shard is terminal.
+func (l layout) settleShard(ctx context.Context, store ledger.Store, run ledger.Run, s int, page *ledger.Page, now time.Time) (_ ledger.Run, complete bool, _ error) {
 	var names []string
 	if l.pages {
 		if page == nil {
 			pg, err := store.GetPage(ctx, run.ID, s)
 			if err != nil {
-				return run, fmt.Errorf("settle %s shard %d: %w", run.ID, s, err)
+				return run, false, fmt.Errorf("settle %s shard %d: %w", run.ID, s, err)
 			}
 			page = &pg
 		}
@@ -243,12 +250,12 @@ func (l layout) settleShard(ctx context.Context, store ledger.Store, run ledger.
 	if len(names) > 0 {
 		var err error
 		if items, err = store.ListItemRange(ctx, run.ID, names[0], names[len(names)-1]); err != nil {
-			return run, fmt.Errorf("settle %s shard %d: %w", run.ID, s, err)
+			return run, false, fmt.Errorf("settle %s shard %d: %w", run.ID, s, err)
 		}
 	}
 	c, done := shardCounts(names, items)
 	if !done {
-		return run, nil // in flight
+		return run, false, nil // in flight
 	}
 	// Climb: node (level, index) is done with counts c; n nodes at level.
 	level, index, n := 0, s, l.shards
@@ -256,15 +263,15 @@ func (l layout) settleShard(ctx context.Context, store ledger.Store, run ledger.
 		_, err := store.MarkDone(ctx, ledger.MarkParams{Run: run.ID, Level: level, Index: index,
 			Succeeded: c.succeeded, Dead: c.dead, Cancelled: c.cancelled, Now: now})
 		if err != nil && !errors.Is(err, ledger.ErrTerminal) {
-			return run, fmt.Errorf("settle %s: %w", run.ID, err)
+			return run, true, fmt.Errorf("settle %s: %w", run.ID, err)
 		}
 		group := index / ledger.MarkGroup
 		marks, err := store.ListMarks(ctx, run.ID, level, group)
 		if err != nil {
-			return run, fmt.Errorf("settle %s: %w", run.ID, err)
+			return run, true, fmt.Errorf("settle %s: %w", run.ID, err)
 		}
 		if len(marks) < min(ledger.MarkGroup, n-group*ledger.MarkGroup) {
-			return run, nil // other nodes of the group in flight
+			return run, true, nil // other nodes of the group in flight
 		}
 		c = counts{}
 		for _, m := range marks {
@@ -274,12 +281,12 @@ func (l layout) settleShard(ctx context.Context, store ledger.Store, run ledger.
 	}
 	fin, err := store.FinishRun(ctx, ledger.FinishRunParams{ID: run.ID, Succeeded: c.succeeded, Dead: c.dead, Cancelled: c.cancelled, Now: now})
 	if errors.Is(err, ledger.ErrTerminal) {
-		return fin, nil // settled by someone else meanwhile
+		return fin, true, nil // settled by someone else meanwhile
 	}
 	if err != nil {
-		return run, fmt.Errorf("settle %s: finish: %w", run.ID, err)
+		return run, true, fmt.Errorf("settle %s: finish: %w", run.ID, err)
 	}
-	return fin, nil
+	return fin, true, nil
 }
 
 // shardCounts decides whether every item called one of names is terminal

@@ -11,6 +11,7 @@ import (
 	"github.com/batonhq/baton/internal/dagtest"
 	"github.com/batonhq/baton/internal/heartbeattest"
 	"github.com/batonhq/baton/internal/jobmodeltest"
+	"github.com/batonhq/baton/internal/resumetest"
 )
 
 func TestDerivedGraphOnAWS(t *testing.T) {
@@ -56,4 +57,13 @@ func TestJobModelOnAWS(t *testing.T) {
 		require.NoError(t, err)
 		return b
 	})
+}
+
+func TestResumeAndCatchUpAfterACrashOnAWS(t *testing.T) {
+	t.Parallel()
+	c := clients(t)
+	res := setUp(t, c, 5)
+	b, err := awsbackend.Open(t.Context(), awsbackend.Params{Clients: c, Table: res.Table, QueueURL: res.QueueURL})
+	require.NoError(t, err)
+	resumetest.Run(t, b, "fxresume")
 }
