@@ -182,8 +182,8 @@ func (c *Consumer) settle(ctx context.Context, m *messageRun) {
 		}
 		run = fresh
 	}
-	if run.ID != d.key.Run || run.State != ledger.RunFannedOut {
-		return
+	if run.ID != d.key.Run || (run.State != ledger.RunFannedOut && !(d.msg.Paged() && run.State == ledger.RunFanningOut)) {
+		return // a stored list's shards settle while it still fans out (fanin.SettleShard)
 	}
 	run, err := fanin.SettleShard(ctx, fanin.ShardParams{Ledger: c.Ledger, Def: d.job, Run: run, Item: d.key.Asset, Page: m.page, Now: c.now()})
 	if err != nil {

@@ -8,6 +8,7 @@ import (
 	"time"
 
 	"github.com/batonhq/baton"
+	"github.com/batonhq/baton/internal/fanin"
 	"github.com/batonhq/baton/internal/ledger"
 	"github.com/batonhq/baton/internal/message"
 	"github.com/batonhq/baton/internal/queue"
@@ -71,7 +72,27 @@ func (c *Coordinator) fanOutPages(ctx context.Context, t *tickRun, run ledger.Ru
 	log.InfoContext(ctx, "fanned out", slog.String("phase", "fan-out"), slog.Int("enqueued", sum.Enqueued),
 		slog.Int("pages", src.pagesRead+src.pagesWritten), slog.Int("pages_written", src.pagesWritten),
 		slog.Int("item_calls", src.calls), slog.Duration("duration", c.now().Sub(fanStart)))
+	c.settleFannedOut(ctx, t, run.ID)
 	return nil
+}
+
+// settleFannedOut settles a stored list's run right after its fan-out:
+// its items that ended while it fanned out marked their shards, and the
+// pass climbs what they could not (the page count was not known yet); a
+// run whose items all ended before its fan-out was recorded finishes
+// here. Failures are logged only (the job's next trigger settles it).
+func (c *Coordinator) settleFannedOut(ctx context.Context, t *tickRun, id ledger.RunID) {
+	run, err := ledger.GetRunOf(ctx, c.Ledger, id)
+	if err == nil && run.State == ledger.RunFannedOut {
+		run, err = fanin.Settle(ctx, fanin.SettleParams{Ledger: c.Ledger, Queue: c.Queue, Def: t.job, Run: run, Now: c.now()})
+	}
+	if err != nil {
+		t.log.WarnContext(ctx, "settle after the fan-out failed; the job's next trigger settles the run", slog.String("phase", "settle"), slog.Any("error", err))
+		return
+	}
+	if run.State.Finished() {
+		c.chainsQuietly(ctx, t.log, run)
+	}
 }
 
 // sendPages sends the run's items from position cursor on, at least

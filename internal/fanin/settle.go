@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"math"
 	"slices"
 	"time"
 
@@ -113,10 +114,10 @@ type ShardParams struct {
 // is after the call.
 func SettleShard(ctx context.Context, p ShardParams) (ledger.Run, error) {
 	run := p.Run
-	if run.State != ledger.RunFannedOut {
+	l := newLayout(p.Def, run)
+	if run.State != ledger.RunFannedOut && !(l.pages && run.State == ledger.RunFanningOut) {
 		return run, nil
 	}
-	l := newLayout(p.Def, run)
 	if l.pages {
 		if p.Page == nil || p.Page.Run != run.ID || p.Page.Index >= l.shards {
 			return run, nil
@@ -258,8 +259,20 @@ func (l layout) settleShard(ctx context.Context, store ledger.Store, run ledger.
 		return run, false, nil // in flight
 	}
 	// Climb: node (level, index) is done with counts c; n nodes at level.
+	// A run-time list still fanning out has a number of pages not known
+	// yet: its shards are marked as they end, and only full groups climb,
+	// never to the run's finish (the pages, written once, are the shards
+	// whatever comes after them), so that the shards that end during a
+	// long fan-out are counted when the last ones end.
+	open := l.pages && run.State == ledger.RunFanningOut
 	level, index, n := 0, s, l.shards
+	if open {
+		n = math.MaxInt32
+	}
 	for n > 1 {
+		if open && level > 0 && n < ledger.MarkGroup {
+			return run, true, nil // the top levels wait for the fan-out's end
+		}
 		_, err := store.MarkDone(ctx, ledger.MarkParams{Run: run.ID, Level: level, Index: index,
 			Succeeded: c.succeeded, Dead: c.dead, Cancelled: c.cancelled, Now: now})
 		if err != nil && !errors.Is(err, ledger.ErrTerminal) {
@@ -278,6 +291,9 @@ func (l layout) settleShard(ctx context.Context, store ledger.Store, run ledger.
 			c.add(counts{m.Succeeded, m.Dead, m.Cancelled})
 		}
 		level, index, n = level+1, group, (n+ledger.MarkGroup-1)/ledger.MarkGroup
+	}
+	if open {
+		return run, true, nil
 	}
 	fin, err := store.FinishRun(ctx, ledger.FinishRunParams{ID: run.ID, Succeeded: c.succeeded, Dead: c.dead, Cancelled: c.cancelled, Now: now})
 	if errors.Is(err, ledger.ErrTerminal) {

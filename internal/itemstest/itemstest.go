@@ -489,3 +489,54 @@ func RunPriorities(t *testing.T, b backend.Backend) {
 	t.Logf("until the urgent class ended: 60 urgent and %d bulk items (urgent's share of the work: %.0f%%, of the consumers: 25%%)", bulkMeanwhile, share*100)
 	require.GreaterOrEqual(t, share, 0.125, "the low-volume class got at least half its share")
 }
+
+// RunSettleDuringFanOut runs a run-time list of 5 groups of pages' worth
+// of items (more than ledger.MarkGroup pages) whose items function gives
+// the next page only once every item sent so far has ended: the items
+// end while the run still fans out. The run settles by itself (its
+// consumers mark the shards as they end, full groups climb, and the pass
+// after the fan-out finishes it), with no later trigger.
+func RunSettleDuringFanOut(t *testing.T, b backend.Backend) {
+	t.Helper()
+	const pageSize = 64 * 16 // sixteen stored pages per call
+	const n = pageSize * 5   // 80 stored pages: two groups of marks
+	var processed atomic.Int64
+	proc := baton.ProcessorFunc(func(context.Context, baton.Task) ([]byte, error) {
+		processed.Add(1)
+		return nil, nil
+	})
+	src := &Source{N: n, PageSize: pageSize}
+	items := func(ctx context.Context, req baton.ItemsRequest) (baton.ItemsPage, error) {
+		if req.Cursor != "" {
+			from, _ := strconv.Atoi(req.Cursor)
+			// Wait until everything sent before this page has ended (the
+			// previous page of the function is stored and sent by now,
+			// but for its last 64-item stored page, kept back with it).
+			want := int64(from - ledger.PageItems)
+			for processed.Load() < want {
+				select {
+				case <-ctx.Done():
+					return baton.ItemsPage{}, ctx.Err()
+				case <-time.After(5 * time.Millisecond):
+				}
+			}
+		}
+		return src.Func(ctx, req)
+	}
+	cat, err := baton.NewCatalog(baton.Job{Name: "slowlist", Schedule: "rate(1 hour)", Items: items, Processor: proc,
+		Limits: baton.Limits{ItemLease: 10 * time.Second, ClockSkew: 100 * time.Millisecond}})
+	require.NoError(t, err)
+	eng, err := engine.New(b, engine.Options{Catalog: cat, Consumers: 4, BatchSize: 10, BatchTimeout: 2 * time.Minute, RetryDelay: 100 * time.Millisecond})
+	require.NoError(t, err)
+	eng.Coordinator.Checkpoint = 64
+	ctx, cancel := context.WithCancel(t.Context())
+	var wg sync.WaitGroup
+	wg.Go(func() { _ = eng.Consume(ctx) })
+	defer func() { cancel(); wg.Wait() }()
+	sum, err := eng.Trigger(t.Context(), "slowlist", time.Now(), false)
+	require.NoError(t, err)
+	require.Equal(t, n, sum.Enqueued)
+	run := waitFinished(t, b.Ledger, sum.Run)
+	require.Equal(t, ledger.RunComplete, run.State)
+	require.Equal(t, n, run.Succeeded)
+}

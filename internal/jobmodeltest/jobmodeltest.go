@@ -41,6 +41,7 @@ func Run(t *testing.T, open func(t *testing.T, jobQueues ...string) backend.Back
 		{"HeartbeatingLongItem", heartbeattest.Run, nil},
 		{"SharedRateLimits", itemstest.RunRateLimit, nil},
 		{"PriorityClasses", itemstest.RunPriorities, ClassQueues},
+		{"RunTimeListSettlesDuringFanOut", itemstest.RunSettleDuringFanOut, nil},
 	} {
 		t.Run(c.name, func(t *testing.T) {
 			t.Parallel()
