@@ -1,0 +1,88 @@
+package postgres
+
+import (
+	"sync"
+	"testing"
+
+	"github.com/stretchr/testify/require"
+
+	"github.com/batonhq/baton/internal/lease"
+)
+
+// Concurrent setups apply each migration once; a second setup applies
+// nothing.
+func TestMigrateConcurrentAndIdempotent(t *testing.T) {
+	t.Parallel()
+	db := openEmptyDB(t)
+	v, err := db.Version(t.Context())
+	require.NoError(t, err)
+	require.Zero(t, v)
+	require.ErrorIs(t, db.CheckSchema(t.Context()), ErrNoSchema)
+
+	var wg sync.WaitGroup
+	applied := make([][]int, 4)
+	errs := make([]error, 4)
+	for i := range applied {
+		wg.Go(func() { applied[i], errs[i] = db.Migrate(t.Context()) })
+	}
+	wg.Wait()
+	total := 0
+	for i := range applied {
+		require.NoError(t, errs[i])
+		total += len(applied[i])
+	}
+	ms, err := Migrations()
+	require.NoError(t, err)
+	require.Equal(t, len(ms), total, "each migration applied once")
+
+	again, err := db.Migrate(t.Context())
+	require.NoError(t, err)
+	require.Empty(t, again)
+	v, err = db.Version(t.Context())
+	require.NoError(t, err)
+	require.Equal(t, SchemaVersion(), v)
+	require.NoError(t, db.CheckSchema(t.Context()))
+}
+
+// A database migrated by a newer baton is refused, and left alone.
+func TestMigrateRefusesNewerSchema(t *testing.T) {
+	t.Parallel()
+	db := openTestDB(t)
+	_, err := db.pool.Exec(t.Context(), `INSERT INTO baton_schema_migrations VALUES ($1, 'future.sql', now())`, SchemaVersion()+1)
+	require.NoError(t, err)
+	_, err = db.Migrate(t.Context())
+	require.ErrorIs(t, err, ErrSchemaTooNew)
+	require.ErrorIs(t, db.CheckSchema(t.Context()), ErrSchemaTooNew)
+}
+
+// A store on a database without the schema says what to run.
+func TestNoSchemaSaysSetup(t *testing.T) {
+	t.Parallel()
+	db := openEmptyDB(t)
+	_, err := NewLeaseStore(db).Inspect(t.Context(), "fx")
+	require.ErrorIs(t, err, ErrNoSchema)
+	require.Contains(t, err.Error(), "baton setup --backend postgres")
+	require.NotErrorIs(t, err, lease.ErrNotFound)
+}
+
+// Migration files are named by version, in order.
+func TestMigrationsWellFormed(t *testing.T) {
+	t.Parallel()
+	ms, err := Migrations()
+	require.NoError(t, err)
+	require.NotEmpty(t, ms)
+	for i, m := range ms {
+		require.Equal(t, i+1, m.Version, m.Name)
+	}
+}
+
+// A bad connection string is named as such, and an unreachable server is
+// ErrUnavailable.
+func TestOpenErrors(t *testing.T) {
+	t.Parallel()
+	_, err := Open(t.Context(), "postgres://u:secret@127.0.0.1:notaport/db", nil)
+	require.Error(t, err)
+	require.NotContains(t, err.Error(), "secret")
+	_, err = Open(t.Context(), "postgres://u@127.0.0.1:1/db?connect_timeout=2", nil)
+	require.ErrorIs(t, err, ErrUnavailable)
+}
