@@ -13,6 +13,8 @@ import (
 	"github.com/batonhq/baton/internal/effect/effecttest"
 	"github.com/batonhq/baton/internal/lease"
 	"github.com/batonhq/baton/internal/lease/leasetest"
+	"github.com/batonhq/baton/internal/ledger"
+	"github.com/batonhq/baton/internal/ledger/ledgertest"
 )
 
 // Every suite runs against one database per suite, as the stores of
@@ -82,4 +84,10 @@ func TestLeaseStoreTwoPools(t *testing.T) {
 			require.Equal(t, won, held.Holder, "round %d, owner %d", round, c)
 		}
 	}
+}
+
+func TestLedgerStoreConformance(t *testing.T) {
+	t.Parallel()
+	store := NewLedgerStore(openTestDB(t))
+	ledgertest.Run(t, ledgertest.Harness{NewStore: func(*testing.T) ledger.Store { return store }})
 }
