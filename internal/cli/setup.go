@@ -8,10 +8,12 @@ import (
 	"time"
 
 	"github.com/batonhq/baton/internal/backend/awsbackend"
+	"github.com/batonhq/baton/internal/backend/postgresbackend"
 	"github.com/batonhq/baton/internal/lambdaapp"
 )
 
 const setupSynopsis = `setup [--endpoint URL | --dynamodb-endpoint URL --sqs-endpoint URL] [flags]
+       setup --backend postgres [--dsn URL] [--max-receives N]
 
 Creates the DynamoDB table and the SQS work queue with its dead-letter
 queue (redrive after --max-receives receives), or brings existing ones up
@@ -24,14 +26,24 @@ Region and credentials come from the SDK's standard configuration
 (AWS_REGION, AWS_PROFILE, AWS_ACCESS_KEY_ID, ...; local emulators accept
 any). Endpoints default to AWS_ENDPOINT_URL_DYNAMODB / AWS_ENDPOINT_URL_SQS,
 else the region's. For a deployed stack, 'sam deploy' makes these
-resources: use its outputs instead.`
+resources: use its outputs instead.
+
+With --backend postgres it applies the schema's versioned migrations to
+the database of --dsn (or $BATON_POSTGRES_DSN) and creates the work queue
+and its dead-letter queue; safe to run again, and from several places at
+once. It prints the schema version and the migrations it applied
+(and no export: the connection string may hold a password).`
 
 func setupCmd(ctx context.Context, e *env, args []string) error {
 	var (
-		a awsFlags
-		p awsbackend.SetupParams
+		a       awsFlags
+		p       awsbackend.SetupParams
+		pg      postgresFlags
+		backend string
 	)
 	fs := newFlagSet(e, "setup", setupSynopsis)
+	fs.StringVar(&backend, "backend", "aws", "what to set up: aws (DynamoDB table and SQS queues) or postgres (schema and queues in one database)")
+	pg.register(fs)
 	a.registerEndpoints(fs)
 	fs.StringVar(&p.Table, "table", envOr(lambdaapp.EnvTable, awsbackend.DefaultTable), "the DynamoDB table to create (from $"+lambdaapp.EnvTable+" when set)")
 	fs.StringVar(&p.Queue, "queue", awsbackend.DefaultQueue, "the work queue's name; its dead-letter queue is this name + -dlq")
@@ -39,6 +51,16 @@ func setupCmd(ctx context.Context, e *env, args []string) error {
 	fs.DurationVar(&p.Visibility, "visibility", awsbackend.DefaultVisibility, "the work queue's visibility timeout (at least 6 × the consumer's timeout)")
 	if err := parseFlags(fs, args); err != nil {
 		return err
+	}
+	switch backend {
+	case "aws":
+	case "postgres":
+		if p.MaxReceives < 1 {
+			return usagef("--max-receives must be at least 1, got %d", p.MaxReceives)
+		}
+		return setupPostgres(ctx, e, &pg, p.MaxReceives)
+	default:
+		return usagef("--backend: %q cannot be set up (want aws or postgres; the sqlite store sets itself up)", backend)
 	}
 	switch {
 	case p.Table == "":
@@ -72,6 +94,24 @@ func setupCmd(ctx context.Context, e *env, args []string) error {
 		vars = append(vars, [2]string{"AWS_ENDPOINT_URL_SQS", endpoints.SQS})
 	}
 	printExports(e.stdout, vars)
+	return nil
+}
+
+// setupPostgres applies the migrations and makes the queues.
+func setupPostgres(ctx context.Context, e *env, pg *postgresFlags, maxReceives int) error {
+	if pg.dsnOrEnv() == "" {
+		return usagef("--backend postgres: no database: set --dsn or %s", postgresbackend.EnvDSN)
+	}
+	res, err := postgresbackend.Setup(ctx, pg.dsn, maxReceives)
+	if err != nil {
+		return err
+	}
+	applied := "none (already current)"
+	if len(res.Applied) > 0 {
+		applied = strings.Trim(fmt.Sprint(res.Applied), "[]")
+	}
+	fmt.Fprintf(e.stdout, "# database %s: schema version %d (migrations applied: %s); work queue %s, to %s after %d receives\n",
+		postgresbackend.Redact(pg.dsn), res.Version, applied, postgresbackend.WorkQueue, postgresbackend.DeadLetterQueue, res.MaxReceives)
 	return nil
 }
 

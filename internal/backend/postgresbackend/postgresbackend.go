@@ -36,10 +36,12 @@ const (
 	MaxReceives     = 5
 )
 
-// DefaultReceiveWait is an idle consumer's long poll: a send wakes it at
-// once (LISTEN/NOTIFY), so a long wait costs no latency, only fewer
-// queries on an idle queue.
-const DefaultReceiveWait = 2 * time.Second
+// DefaultReceiveWait is an idle consumer's long poll. A send wakes it at
+// once (LISTEN/NOTIFY), so the wait costs no latency; it is kept short
+// because a consumer that stops lets its receive in flight end first (a
+// receive abandoned half-way could take messages nobody handles), and
+// two looks a second per idle consumer are cheap.
+const DefaultReceiveWait = 500 * time.Millisecond
 
 // ErrNotSetUp matches Open's error when the database lacks the schema or
 // the queues ('baton setup --backend postgres' makes them).
