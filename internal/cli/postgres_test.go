@@ -1,14 +1,19 @@
 package cli
 
 import (
+	"context"
+	"encoding/json"
+	"net/http"
 	"os"
 	"strings"
 	"testing"
+	"time"
 
 	"github.com/stretchr/testify/require"
 
 	"github.com/batonhq/baton/examples/fx"
 	"github.com/batonhq/baton/internal/backend/postgresbackend"
+	"github.com/batonhq/baton/internal/ledger"
 	"github.com/batonhq/baton/internal/pgtest"
 )
 
@@ -107,5 +112,69 @@ func TestPostgresUsage(t *testing.T) {
 		code, _, errOut := runMain(t, tc.args...)
 		require.Equal(t, ExitUsage, code, "%v: %s", tc.args, errOut)
 		require.Contains(t, errOut, tc.want, "%v", tc.args)
+	}
+}
+
+// TestServeOnPostgres: baton serve --backend postgres, fed a CloudEvent
+// tick as a Knative PingSource sends it, opens the run; its pull
+// consumers process every item from the PostgreSQL queue and the run
+// settles; SIGTERM stops it cleanly.
+func TestServeOnPostgres(t *testing.T) {
+	t.Parallel()
+	dsn := pgtest.DSN(t)
+	_, err := postgresbackend.Setup(t.Context(), dsn, 0)
+	require.NoError(t, err)
+	const secret = "cli-secret-0123456789"
+	ctx, cancel := context.WithCancel(context.Background())
+	defer cancel()
+	var out, errOut lockedBuffer
+	done := make(chan int, 1)
+	go func() {
+		done <- Main(ctx, fx.Catalog(nil), []string{"serve", "--backend", "postgres", "--dsn", dsn, "--addr", "127.0.0.1:0",
+			"--auth-secret", secret, "--consumers", "2", "--grace", "1s", "--json", "--log", "warn"}, &out, &errOut)
+	}()
+	var start serveReport
+	require.Eventually(t, func() bool {
+		line, _, ok := strings.Cut(out.String(), "\n")
+		return ok && json.Unmarshal([]byte(line), &start) == nil
+	}, 10*time.Second, 10*time.Millisecond, "no start line; stderr: %s", errOut.String())
+	require.Equal(t, "postgres", start.Backend)
+	require.Equal(t, "database "+postgresbackend.Redact(dsn), start.Store)
+
+	nominal := time.Now().UTC().Truncate(time.Minute).Add(-time.Minute)
+	req, err := http.NewRequest(http.MethodPost, "http://"+start.Addr+"/", strings.NewReader(`{"job":"fx"}`))
+	require.NoError(t, err)
+	req.Header.Set("Authorization", "Bearer "+secret)
+	req.Header.Set("Content-Type", "application/json")
+	req.Header.Set("Ce-Specversion", "1.0")
+	req.Header.Set("Ce-Id", "tick-1")
+	req.Header.Set("Ce-Source", "/apis/v1/namespaces/default/pingsources/fx")
+	req.Header.Set("Ce-Type", "dev.knative.sources.ping")
+	req.Header.Set("Ce-Time", nominal.Format(time.RFC3339))
+	resp, err := http.DefaultClient.Do(req)
+	require.NoError(t, err)
+	var body map[string]any
+	require.NoError(t, json.NewDecoder(resp.Body).Decode(&body))
+	resp.Body.Close()
+	require.Equal(t, http.StatusOK, resp.StatusCode, "%v", body)
+	require.Equal(t, "opened", body["outcome"])
+
+	b, err := postgresbackend.Open(t.Context(), postgresbackend.Params{DSN: dsn})
+	require.NoError(t, err)
+	defer b.Close()
+	require.Eventually(t, func() bool {
+		run, err := b.Ledger.GetRun(t.Context(), "fx", nominal)
+		return err == nil && run.State == ledger.RunComplete
+	}, 30*time.Second, 20*time.Millisecond)
+	items, err := b.Ledger.ListItems(t.Context(), ledger.RunID{Job: "fx", Nominal: nominal, Generation: 1})
+	require.NoError(t, err)
+	require.Len(t, items, len(fx.Assets)+1)
+
+	cancel() // SIGTERM
+	select {
+	case code := <-done:
+		require.Equal(t, ExitOK, code, "stderr: %s", errOut.String())
+	case <-time.After(30 * time.Second):
+		t.Fatal("serve did not stop")
 	}
 }
