@@ -6,7 +6,7 @@ NODE_DIR := infra/local
 BIN      := bin
 
 .DEFAULT_GOAL := help
-.PHONY: help build run test lint bench chaos emulators clean
+.PHONY: help build run test lint bench chaos emulators postgres clean
 
 help: ## list the targets
 	@awk 'BEGIN {FS = ":.*## "} /^[a-zA-Z_-]+:.*## / {printf "  %-10s %s\n", $$1, $$2}' $(MAKEFILE_LIST)
@@ -23,7 +23,10 @@ $(NODE_DIR)/node_modules/.installed: $(NODE_DIR)/package-lock.json
 	cd $(NODE_DIR) && npm ci --no-audit --no-fund
 	touch $@
 
-test: emulators ## vet, the no-AWS-in-core check and every test (emulators included)
+postgres: ## check for the PostgreSQL server binaries the tests start (apt-get installs them when missing, as root)
+	@sh $(NODE_DIR)/postgres.sh
+
+test: emulators postgres ## vet, the no-AWS-in-core check and every test (emulators and a throwaway PostgreSQL included)
 	$(GO) mod download
 	$(GO) vet ./...
 	$(GO) test -count=1 -timeout 12m ./...
@@ -32,11 +35,11 @@ lint: ## go vet and the check that the core imports no AWS package
 	$(GO) vet ./...
 	$(GO) test -count=1 -run 'TestCoreImportsNoAWS' ./internal/archtest
 
-bench: emulators ## benchmarks on both backends, each figure beside its reference (a few minutes)
+bench: emulators postgres ## benchmarks on every backend, each figure beside its reference (a few minutes)
 	$(GO) test -c -o $(BIN)/bench.test ./internal/bench
 	./$(BIN)/bench.test -test.run '^TestReport$$' -test.timeout 60m -report -report.out $(BIN)/bench.md
 
-chaos: emulators ## the long chaos suite on both backends, printing its table (a few minutes)
+chaos: emulators postgres ## the long chaos suite on every backend, printing its table (a few minutes)
 	$(GO) test -count=1 -timeout 30m -v -run '^TestChaos$$' ./internal/chaos -chaos.long
 
 clean: ## remove build output and the local store
