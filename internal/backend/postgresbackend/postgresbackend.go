@@ -18,6 +18,8 @@ import (
 	"strings"
 	"time"
 
+	"github.com/jackc/pgx/v5/pgxpool"
+
 	"github.com/batonhq/baton/internal/backend"
 	"github.com/batonhq/baton/internal/postgres"
 	"github.com/batonhq/baton/internal/queue"
@@ -49,8 +51,12 @@ var ErrNotSetUp = errors.New("not set up (run 'baton setup --backend postgres')"
 
 // Params say which database a backend works on.
 type Params struct {
-	// DSN is the connection string; required.
+	// DSN is the connection string; required unless Pool is set.
 	DSN string
+	// Pool, when set, is used instead of connecting to DSN: an open pool
+	// the caller configured (a tracer, TLS, …) and closes after the
+	// backend. MaxConns is then ignored.
+	Pool *pgxpool.Pool
 	// MaxConns bounds the connection pool; 0 means pgxpool's default or
 	// the DSN's pool_max_conns.
 	MaxConns int32
@@ -63,7 +69,7 @@ type Params struct {
 // version's schema and made the queues, and returns the backend on it. Its
 // Close closes the pool.
 func Open(ctx context.Context, p Params) (backend.Backend, error) {
-	if strings.TrimSpace(p.DSN) == "" {
+	if strings.TrimSpace(p.DSN) == "" && p.Pool == nil {
 		return backend.Backend{}, fmt.Errorf("postgres backend: no connection string (set %s or --dsn)", EnvDSN)
 	}
 	if p.ReceiveWait < 0 {
@@ -72,9 +78,14 @@ func Open(ctx context.Context, p Params) (backend.Backend, error) {
 	if p.ReceiveWait == 0 {
 		p.ReceiveWait = DefaultReceiveWait
 	}
-	db, err := postgres.Open(ctx, p.DSN, &postgres.Options{MaxConns: p.MaxConns})
-	if err != nil {
-		return backend.Backend{}, fmt.Errorf("postgres backend: %w", err)
+	var db *postgres.DB
+	if p.Pool != nil {
+		db, p.DSN = postgres.New(p.Pool), p.Pool.Config().ConnString()
+	} else {
+		var err error
+		if db, err = postgres.Open(ctx, p.DSN, &postgres.Options{MaxConns: p.MaxConns}); err != nil {
+			return backend.Backend{}, fmt.Errorf("postgres backend: %w", err)
+		}
 	}
 	if err := db.CheckSchema(ctx); err != nil {
 		db.Close()
