@@ -144,4 +144,3 @@ func ExampleOpenBackend_postgres() {
 	defer b.Close()
 	fmt.Println(b.Name())
 }
-

@@ -218,4 +218,3 @@ var _ interface {
 	pgx.PrepareTracer
 	pgx.CopyFromTracer
 } = (*RoundTrips)(nil)
-
