@@ -73,7 +73,7 @@
 // OpenBackend opens an engine by name: "sqlite" (the embedded store, one
 // file; for a single instance with a volume) or "postgres" (every store
 // and the work queue in one PostgreSQL database, for any number of
-// instances: BackendOptions.DSN, or $BATON_POSTGRES_DSN). The handlers
+// instances: BackendOptions.DSN, or $BATON_PG_DSN). The handlers
 // work the same on every engine.
 package batonhttp
 
@@ -103,7 +103,7 @@ type BackendOptions struct {
 	Store string
 	// DSN is the PostgreSQL connection string ("postgres"),
 	// postgres://user:password@host:port/database; "" means
-	// $BATON_POSTGRES_DSN.
+	// $BATON_PG_DSN.
 	DSN string
 	// Setup applies the PostgreSQL schema's migrations and creates the
 	// queues before opening, as 'baton setup --backend postgres' does

@@ -135,7 +135,7 @@ func ExampleServe() {
 func ExampleOpenBackend_postgres() {
 	ctx := context.Background()
 	b, err := batonhttp.OpenBackend(ctx, "postgres", &batonhttp.BackendOptions{
-		DSN:   os.Getenv("BATON_POSTGRES_DSN"), // postgres://baton:…@db:5432/baton
+		DSN:   os.Getenv("BATON_PG_DSN"), // postgres://baton:…@db:5432/baton
 		Setup: true,
 	})
 	if err != nil {

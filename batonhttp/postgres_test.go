@@ -29,11 +29,11 @@ func TestOpenBackendPostgres(t *testing.T) {
 		require.Equal(t, "postgres", b.Name())
 		require.NoError(t, b.Close())
 	}
-	t.Setenv("BATON_POSTGRES_DSN", dsn)
+	t.Setenv("BATON_PG_DSN", dsn)
 	b, err := batonhttp.OpenBackend(context.Background(), "postgres", nil)
 	require.NoError(t, err)
 	require.NoError(t, b.Close())
-	t.Setenv("BATON_POSTGRES_DSN", "")
+	t.Setenv("BATON_PG_DSN", "")
 	_, err = batonhttp.OpenBackend(context.Background(), "postgres", nil)
 	require.ErrorContains(t, err, "no connection string")
 }

@@ -90,7 +90,7 @@ func (p *postgresFlags) register(fs *flag.FlagSet) {
 	fs.StringVar(&p.dsn, "dsn", "", "PostgreSQL connection string, postgres://user:password@host:port/db (--backend postgres; from $"+postgresbackend.EnvDSN+" when unset: prefer it, a flag shows in the process list)")
 }
 
-// dsnOrEnv is --dsn, else $BATON_POSTGRES_DSN.
+// dsnOrEnv is --dsn, else $BATON_PG_DSN.
 func (p *postgresFlags) dsnOrEnv() string {
 	if p.dsn == "" {
 		p.dsn = os.Getenv(postgresbackend.EnvDSN)

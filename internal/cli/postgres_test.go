@@ -104,10 +104,10 @@ func TestPostgresUsage(t *testing.T) {
 		args []string
 		want string
 	}{
-		{[]string{"setup", "--backend", "postgres"}, "no database: set --dsn or BATON_POSTGRES_DSN"},
+		{[]string{"setup", "--backend", "postgres"}, "no database: set --dsn or BATON_PG_DSN"},
 		{[]string{"setup", "--backend", "postgres", "--dsn", "x", "--max-receives", "0"}, "--max-receives must be at least 1"},
 		{[]string{"setup", "--backend", "sqlite"}, "cannot be set up"},
-		{[]string{"status", "--backend", "postgres"}, "no database: set --dsn or BATON_POSTGRES_DSN"},
+		{[]string{"status", "--backend", "postgres"}, "no database: set --dsn or BATON_PG_DSN"},
 	} {
 		code, _, errOut := runMain(t, tc.args...)
 		require.Equal(t, ExitUsage, code, "%v: %s", tc.args, errOut)

@@ -29,7 +29,7 @@ else the region's. For a deployed stack, 'sam deploy' makes these
 resources: use its outputs instead.
 
 With --backend postgres it applies the schema's versioned migrations to
-the database of --dsn (or $BATON_POSTGRES_DSN) and creates the work queue
+the database of --dsn (or $BATON_PG_DSN) and creates the work queue
 and its dead-letter queue; safe to run again, and from several places at
 once. It prints the schema version and the migrations it applied
 (and no export: the connection string may hold a password).`

@@ -29,7 +29,7 @@ import (
 // --dsn is given (postgres://user:password@host:port/database?sslmode=…,
 // or pgx's key=value form; PGHOST, PGUSER, PGPASSWORD… fill what it
 // leaves out).
-const EnvDSN = "BATON_POSTGRES_DSN"
+const EnvDSN = "BATON_PG_DSN"
 
 // Queue names and the redrive limit Setup stores.
 const (
