@@ -4,6 +4,8 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"regexp"
+	"strconv"
 	"time"
 
 	"github.com/jackc/pgx/v5"
@@ -36,13 +38,13 @@ func (s *LedgerStore) OpenRun(ctx context.Context, p ledger.OpenRunParams) (ledg
 	tick := ledger.RunID{Job: p.Job, Nominal: p.Nominal}.TickKey()
 	args := pgx.NamedArgs{"job": p.Job, "nominal": toNanos(p.Nominal), "fence": p.Fence, "now": toNanos(p.Now)}
 	if p.Force {
-		r, err := scanRun(s.db.pool.QueryRow(ctx, ledgerForceRun, args).Scan)
+		r, err := scanRun(s.db.pool.QueryRow(ctx, ledgerForceRun.sql, ledgerForceRun.args(args)...).Scan)
 		if err != nil {
 			return ledger.Run{}, "", fmt.Errorf("open run %s: %w", tick, translate(err))
 		}
 		return r, ledger.Opened, nil
 	}
-	r, err := scanRun(s.db.pool.QueryRow(ctx, ledgerInsertRun, args).Scan)
+	r, err := scanRun(s.db.pool.QueryRow(ctx, ledgerInsertRun.sql, ledgerInsertRun.args(args)...).Scan)
 	if err == nil {
 		return r, ledger.Opened, nil
 	}
@@ -97,8 +99,8 @@ func (s *LedgerStore) FinishRun(ctx context.Context, p ledger.FinishRunParams) (
 
 // runWrite runs a conditional statement on the run record of id; when
 // refused, refusal picks the sentinel from the record that refused it.
-func (s *LedgerStore) runWrite(ctx context.Context, id ledger.RunID, stmt string, args pgx.NamedArgs, refusal func(ledger.Run) error) (ledger.Run, error) {
-	r, err := scanRun(s.db.pool.QueryRow(ctx, stmt, args).Scan)
+func (s *LedgerStore) runWrite(ctx context.Context, id ledger.RunID, stmt namedSQL, args pgx.NamedArgs, refusal func(ledger.Run) error) (ledger.Run, error) {
+	r, err := scanRun(s.db.pool.QueryRow(ctx, stmt.sql, stmt.args(args)...).Scan)
 	if err == nil {
 		return r, nil
 	}
@@ -120,10 +122,10 @@ func (s *LedgerStore) runWrite(ctx context.Context, id ledger.RunID, stmt string
 // lockedRun sends, in one batch, a read of the run record FOR UPDATE and
 // stmt: it returns the record read (nil when there is none) and, when stmt
 // applied, the record it wrote.
-func (s *LedgerStore) lockedRun(ctx context.Context, job string, nominal time.Time, stmt string, args pgx.NamedArgs) (cur *ledger.Run, wrote ledger.Run, ok bool, err error) {
+func (s *LedgerStore) lockedRun(ctx context.Context, job string, nominal time.Time, stmt namedSQL, args pgx.NamedArgs) (cur *ledger.Run, wrote ledger.Run, ok bool, err error) {
 	b := &pgx.Batch{}
 	b.Queue(`SELECT `+ledgerRunColumns+` FROM baton_runs WHERE job = $1 AND nominal = $2 FOR UPDATE`, job, toNanos(nominal))
-	b.Queue(stmt, args)
+	b.Queue(stmt.sql, stmt.args(args)...)
 	br := s.db.pool.SendBatch(ctx, b)
 	defer func() {
 		if cerr := br.Close(); err == nil && cerr != nil {
@@ -241,7 +243,7 @@ func (s *LedgerStore) Extend(ctx context.Context, p ledger.ExtendParams) (ledger
 
 // holderWrite runs stmt, whose condition is the one Complete, Fail,
 // Release and Extend share: the item is RUNNING under owner and attempt.
-func (s *LedgerStore) holderWrite(ctx context.Context, op, stmt string, key ledger.ItemKey, owner string, attempt int, args pgx.NamedArgs) (ledger.Item, error) {
+func (s *LedgerStore) holderWrite(ctx context.Context, op string, stmt namedSQL, key ledger.ItemKey, owner string, attempt int, args pgx.NamedArgs) (ledger.Item, error) {
 	args["owner"], args["attempt"] = owner, attempt
 	it, err := s.itemWrite(ctx, key, stmt, itemArgs(key, args), func(cur ledger.Item) error {
 		if cur.State.Terminal() {
@@ -267,8 +269,8 @@ func (s *LedgerStore) Cancel(ctx context.Context, p ledger.CancelParams) (ledger
 // itemWrite runs a conditional statement on the item of key; when
 // refused, refusal picks the sentinel from the record that refused it
 // (ErrNotFound when there is none).
-func (s *LedgerStore) itemWrite(ctx context.Context, key ledger.ItemKey, stmt string, args pgx.NamedArgs, refusal func(ledger.Item) error) (ledger.Item, error) {
-	it, err := scanItem(s.db.pool.QueryRow(ctx, stmt, args).Scan, key.Run)
+func (s *LedgerStore) itemWrite(ctx context.Context, key ledger.ItemKey, stmt namedSQL, args pgx.NamedArgs, refusal func(ledger.Item) error) (ledger.Item, error) {
+	it, err := scanItem(s.db.pool.QueryRow(ctx, stmt.sql, stmt.args(args)...).Scan, key.Run)
 	if err == nil {
 		return it, nil
 	}
@@ -277,7 +279,7 @@ func (s *LedgerStore) itemWrite(ctx context.Context, key ledger.ItemKey, stmt st
 	}
 	b := &pgx.Batch{}
 	b.Queue(`SELECT `+ledgerItemColumns+` FROM baton_items WHERE run = $1 AND asset = $2 FOR UPDATE`, key.Run.String(), key.Asset)
-	b.Queue(stmt, args)
+	b.Queue(stmt.sql, stmt.args(args)...)
 	br := s.db.pool.SendBatch(ctx, b)
 	defer br.Close()
 	cur, err := scanItem(br.QueryRow().Scan, key.Run)
@@ -397,51 +399,53 @@ const ledgerItemColumns = `asset, state, owner, attempt, lease_until, fence, err
 const ledgerClaimExhausted = `(@max_attempts::integer > 0 AND i.attempt >= @max_attempts::integer)`
 
 // The statements. Each write is one conditional statement that returns
-// the record it wrote, or no row when its condition failed.
-const (
+// the record it wrote, or no row when its condition failed. They are
+// written with named parameters and turned into positional ones once, at
+// start (pgx.NamedArgs would parse the text again at every call).
+var (
 	// Opened: the tick has no record.
-	ledgerInsertRun = `
+	ledgerInsertRun = named(`
 		INSERT INTO baton_runs (job, nominal, generation, state, fence, open_fence, opened_at, updated_at)
 		VALUES (@job, @nominal, 1, 'fanning_out', @fence, @fence, @now, @now)
 		ON CONFLICT (job, nominal) DO NOTHING
-		RETURNING ` + ledgerRunColumns
+		RETURNING ` + ledgerRunColumns)
 
 	// Resumed: fanning out, and no newer coordinator has taken it.
-	ledgerResumeRun = `
+	ledgerResumeRun = named(`
 		UPDATE baton_runs SET fence = @fence, updated_at = @now
 		WHERE job = @job AND nominal = @nominal AND state = 'fanning_out' AND fence <= @fence
-		RETURNING ` + ledgerRunColumns
+		RETURNING ` + ledgerRunColumns)
 
 	// Opened, forced: generation 1, or the next one from scratch.
-	ledgerForceRun = `
+	ledgerForceRun = named(`
 		INSERT INTO baton_runs AS r (job, nominal, generation, state, fence, open_fence, opened_at, updated_at)
 		VALUES (@job, @nominal, 1, 'fanning_out', @fence, @fence, @now, @now)
 		ON CONFLICT (job, nominal) DO UPDATE SET
 			generation = r.generation + 1, state = 'fanning_out', cursor = 0, total = 0,
 			fence = excluded.fence, open_fence = excluded.fence, opened_at = excluded.opened_at,
 			updated_at = excluded.updated_at, finished_at = 0, succeeded = 0, dead = 0, cancelled = 0
-		RETURNING ` + ledgerRunColumns
+		RETURNING ` + ledgerRunColumns)
 
-	ledgerAdvanceRun = `
+	ledgerAdvanceRun = named(`
 		UPDATE baton_runs SET
 			cursor = @cursor, fence = @fence, updated_at = @now,
 			state = CASE WHEN @done::boolean THEN 'fanned_out' ELSE state END,
 			total = CASE WHEN @done::boolean THEN @cursor::integer ELSE total END
 		WHERE job = @job AND nominal = @nominal AND generation = @generation
 			AND state = 'fanning_out' AND fence <= @fence AND cursor <= @cursor::integer
-		RETURNING ` + ledgerRunColumns
+		RETURNING ` + ledgerRunColumns)
 
-	ledgerFinishRun = `
+	ledgerFinishRun = named(`
 		UPDATE baton_runs SET
 			state = CASE WHEN @dead::integer + @cancelled::integer = 0 THEN 'complete' ELSE 'partial' END,
 			succeeded = @succeeded, dead = @dead, cancelled = @cancelled,
 			finished_at = @now, updated_at = @now
 		WHERE job = @job AND nominal = @nominal AND generation = @generation AND state = 'fanned_out'
-		RETURNING ` + ledgerRunColumns
+		RETURNING ` + ledgerRunColumns)
 
 	// absent → RUNNING attempt 1; FAILED or expired RUNNING → RUNNING
 	// attempt+1, or DEAD when the attempts are exhausted.
-	ledgerClaim = `
+	ledgerClaim = named(`
 		INSERT INTO baton_items AS i (run, asset, state, owner, attempt, lease_until, fence, created_at, started_at, updated_at)
 		VALUES (@run, @asset, 'RUNNING', @owner, 1, @lease_until, @fence, @now, @now, @now)
 		ON CONFLICT (run, asset) DO UPDATE SET
@@ -455,33 +459,69 @@ const (
 			finished_at = CASE WHEN ` + ledgerClaimExhausted + ` THEN excluded.updated_at ELSE i.finished_at END,
 			updated_at  = excluded.updated_at
 		WHERE i.state = 'FAILED' OR (i.state = 'RUNNING' AND i.lease_until + @skew::bigint <= @now::bigint)
-		RETURNING ` + ledgerItemColumns
+		RETURNING ` + ledgerItemColumns)
 
-	ledgerComplete = `
+	ledgerComplete = named(`
 		UPDATE baton_items SET state = 'SUCCEEDED', result = @result, finished_at = @now, updated_at = @now
 		WHERE run = @run AND asset = @asset AND state = 'RUNNING' AND owner = @owner AND attempt = @attempt
-		RETURNING ` + ledgerItemColumns
+		RETURNING ` + ledgerItemColumns)
 
-	ledgerFail = `
+	ledgerFail = named(`
 		UPDATE baton_items SET state = @state, error = @reason, finished_at = @finished_at, updated_at = @now
 		WHERE run = @run AND asset = @asset AND state = 'RUNNING' AND owner = @owner AND attempt = @attempt
-		RETURNING ` + ledgerItemColumns
+		RETURNING ` + ledgerItemColumns)
 
-	ledgerRelease = `
+	ledgerRelease = named(`
 		UPDATE baton_items SET lease_until = @now, updated_at = @now
 		WHERE run = @run AND asset = @asset AND state = 'RUNNING' AND owner = @owner AND attempt = @attempt
-		RETURNING ` + ledgerItemColumns
+		RETURNING ` + ledgerItemColumns)
 
-	ledgerCancel = `
+	ledgerCancel = named(`
 		INSERT INTO baton_items AS i (run, asset, state, error, created_at, finished_at, updated_at)
 		VALUES (@run, @asset, 'CANCELLED', @reason, @now, @now, @now)
 		ON CONFLICT (run, asset) DO UPDATE SET
 			state = 'CANCELLED', error = excluded.error, finished_at = excluded.finished_at, updated_at = excluded.updated_at
 		WHERE i.state IN ('RUNNING', 'FAILED')
-		RETURNING ` + ledgerItemColumns
+		RETURNING ` + ledgerItemColumns)
 
-	ledgerExtend = `
+	ledgerExtend = named(`
 		UPDATE baton_items SET lease_until = @lease_until, updated_at = @now
 		WHERE run = @run AND asset = @asset AND state = 'RUNNING' AND owner = @owner AND attempt = @attempt
-		RETURNING ` + ledgerItemColumns
+		RETURNING ` + ledgerItemColumns)
 )
+
+// namedSQL is a statement written with named parameters (@name), turned
+// into positional ones ($1, $2, …) once.
+type namedSQL struct {
+	sql   string
+	names []string // the name of $1, $2, …
+}
+
+var paramName = regexp.MustCompile(`@([a-z_]+)`)
+
+// named compiles a statement with named parameters.
+func named(sql string) namedSQL {
+	var names []string
+	index := map[string]int{}
+	out := paramName.ReplaceAllStringFunc(sql, func(m string) string {
+		name := m[1:]
+		i, ok := index[name]
+		if !ok {
+			names = append(names, name)
+			i = len(names)
+			index[name] = i
+		}
+		return "$" + strconv.Itoa(i)
+	})
+	return namedSQL{sql: out, names: names}
+}
+
+// args returns the values of the statement's parameters, in order; a
+// name args lacks is a bug of this package, and sent as NULL.
+func (n namedSQL) args(args pgx.NamedArgs) []any {
+	out := make([]any, len(n.names))
+	for i, name := range n.names {
+		out[i] = args[name]
+	}
+	return out
+}
