@@ -58,4 +58,3 @@ ON CONFLICT (job) DO UPDATE SET owner = excluded.owner, fence = l.fence + 1 WHER
 		}
 	})
 }
-
