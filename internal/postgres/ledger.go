@@ -36,7 +36,7 @@ func NewLedgerStore(db *DB) *LedgerStore { return &LedgerStore{db: db} }
 // OpenRun implements ledger.Store.
 func (s *LedgerStore) OpenRun(ctx context.Context, p ledger.OpenRunParams) (ledger.Run, ledger.OpenOutcome, error) {
 	tick := ledger.RunID{Job: p.Job, Nominal: p.Nominal}.TickKey()
-	args := pgx.NamedArgs{"job": p.Job, "nominal": toNanos(p.Nominal), "fence": p.Fence, "now": toNanos(p.Now)}
+	args := pgx.NamedArgs{"job": p.Job, "nominal": toNanos(p.Nominal), "fence": p.Fence, "now": toNanos(p.Now), "shards": max(p.Shards, 1)}
 	if p.Force {
 		r, err := scanRun(s.db.pool.QueryRow(ctx, ledgerForceRun.sql, ledgerForceRun.args(args)...).Scan)
 		if err != nil {
@@ -317,7 +317,7 @@ func (s *LedgerStore) GetItem(ctx context.Context, key ledger.ItemKey) (ledger.I
 
 // ListItems implements ledger.Store.
 func (s *LedgerStore) ListItems(ctx context.Context, run ledger.RunID) ([]ledger.Item, error) {
-	rows, err := s.db.pool.Query(ctx, `SELECT `+ledgerItemColumns+` FROM baton_items WHERE run = $1 ORDER BY asset COLLATE "C"`, run.String())
+	rows, err := s.db.pool.Query(ctx, `SELECT `+ledgerItemColumns+` FROM baton_items WHERE run = $1 ORDER BY asset`, run.String())
 	if err != nil {
 		return nil, fmt.Errorf("list items of %s: %w", run, translate(err))
 	}
@@ -356,7 +356,7 @@ func scanRun(scan func(dest ...any) error) (ledger.Run, error) {
 		state                                    string
 		nominal, openedAt, updatedAt, finishedAt int64
 	)
-	err := scan(&r.ID.Job, &nominal, &r.ID.Generation, &state, &r.Cursor, &r.Total, &r.Fence, &r.OpenFence,
+	err := scan(&r.ID.Job, &nominal, &r.ID.Generation, &state, &r.Cursor, &r.Total, &r.Fence, &r.OpenFence, &r.Shards,
 		&openedAt, &updatedAt, &finishedAt, &r.Succeeded, &r.Dead, &r.Cancelled)
 	if err != nil {
 		return ledger.Run{}, err
@@ -387,7 +387,7 @@ func scanItem(scan func(dest ...any) error, run ledger.RunID) (ledger.Item, erro
 	return it, nil
 }
 
-const ledgerRunColumns = `job, nominal, generation, state, cursor, total, fence, open_fence,
+const ledgerRunColumns = `job, nominal, generation, state, cursor, total, fence, open_fence, shards,
 	opened_at, updated_at, finished_at, succeeded, dead, cancelled`
 
 const ledgerItemColumns = `asset, state, owner, attempt, lease_until, fence, error, result,
@@ -405,8 +405,8 @@ const ledgerClaimExhausted = `(@max_attempts::integer > 0 AND i.attempt >= @max_
 var (
 	// Opened: the tick has no record.
 	ledgerInsertRun = named(`
-		INSERT INTO baton_runs (job, nominal, generation, state, fence, open_fence, opened_at, updated_at)
-		VALUES (@job, @nominal, 1, 'fanning_out', @fence, @fence, @now, @now)
+		INSERT INTO baton_runs (job, nominal, generation, state, fence, open_fence, shards, opened_at, updated_at)
+		VALUES (@job, @nominal, 1, 'fanning_out', @fence, @fence, @shards, @now, @now)
 		ON CONFLICT (job, nominal) DO NOTHING
 		RETURNING ` + ledgerRunColumns)
 
@@ -418,11 +418,11 @@ var (
 
 	// Opened, forced: generation 1, or the next one from scratch.
 	ledgerForceRun = named(`
-		INSERT INTO baton_runs AS r (job, nominal, generation, state, fence, open_fence, opened_at, updated_at)
-		VALUES (@job, @nominal, 1, 'fanning_out', @fence, @fence, @now, @now)
+		INSERT INTO baton_runs AS r (job, nominal, generation, state, fence, open_fence, shards, opened_at, updated_at)
+		VALUES (@job, @nominal, 1, 'fanning_out', @fence, @fence, @shards, @now, @now)
 		ON CONFLICT (job, nominal) DO UPDATE SET
 			generation = r.generation + 1, state = 'fanning_out', cursor = 0, total = 0,
-			fence = excluded.fence, open_fence = excluded.fence, opened_at = excluded.opened_at,
+			fence = excluded.fence, open_fence = excluded.fence, shards = excluded.shards, opened_at = excluded.opened_at,
 			updated_at = excluded.updated_at, finished_at = 0, succeeded = 0, dead = 0, cancelled = 0
 		RETURNING ` + ledgerRunColumns)
 
