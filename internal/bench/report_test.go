@@ -175,7 +175,7 @@ func TestSmoke(t *testing.T) {
 	pg := calls["postgres"]
 	require.Equal(t, 1.0, pg["lease acquire, free"])
 	require.Equal(t, 1.0, pg["lease acquire, contended (lease port)"])
-	require.Equal(t, 3.0, pg["item new (consumer: vouch, claim, process, complete)"])
+	require.Equal(t, 4.0, pg["item new (consumer: vouch, claim, process, complete, settle)"])
 	require.Equal(t, 2.0, pg["item duplicate (consumer: delivery of a SUCCEEDED item)"])
 	if !testing.Short() {
 		all := calls["aws all-old"]
