@@ -133,6 +133,13 @@ func (c *Coordinator) Run(ctx context.Context, tr Trigger) (sum Summary, err err
 		c.settleQuietly(ctx, t.log, t.job.Name, sum.Nominal)
 	} else if err := c.fanOut(ctx, t, run); err != nil {
 		return sum, err
+	} else if sum.Stopped == "" {
+		// Consumers that ended items while the run was still fanning out
+		// could not settle it (the run's total was not known yet): when
+		// they ended all of a shard's items before the run was marked
+		// fanned out, nobody else would settle it before the job's next
+		// trigger. The coordinator that marked it does, now.
+		c.settleQuietly(ctx, t.log, t.job.Name, sum.Nominal)
 	}
 	if sum.Stopped == "" {
 		c.tendRecent(ctx, t, sum.Nominal)
