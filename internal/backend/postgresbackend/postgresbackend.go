@@ -45,6 +45,12 @@ const (
 // two looks a second per idle consumer are cheap.
 const DefaultReceiveWait = 500 * time.Millisecond
 
+// DefaultMaxConns is the pool's size when neither Params.MaxConns nor
+// the DSN's pool_max_conns sets it: pgxpool's own default (the larger of
+// 4 and the CPU count) makes a process's consumers, which work on up to
+// ten items a batch each, queue for connections.
+const DefaultMaxConns = 16
+
 // ErrNotSetUp matches Open's error when the database lacks the schema or
 // the queues ('baton setup --backend postgres' makes them).
 var ErrNotSetUp = errors.New("not set up (run 'baton setup --backend postgres')")
@@ -57,8 +63,8 @@ type Params struct {
 	// the caller configured (a tracer, TLS, …) and closes after the
 	// backend. MaxConns is then ignored.
 	Pool *pgxpool.Pool
-	// MaxConns bounds the connection pool; 0 means pgxpool's default or
-	// the DSN's pool_max_conns.
+	// MaxConns bounds the connection pool; 0 means the DSN's
+	// pool_max_conns, else DefaultMaxConns.
 	MaxConns int32
 	// ReceiveWait is the long-poll wait of an idle consumer's receives; 0
 	// means DefaultReceiveWait.
@@ -83,6 +89,9 @@ func Open(ctx context.Context, p Params) (backend.Backend, error) {
 		db, p.DSN = postgres.New(p.Pool), p.Pool.Config().ConnString()
 	} else {
 		var err error
+		if p.MaxConns == 0 && !strings.Contains(p.DSN, "pool_max_conns") {
+			p.MaxConns = DefaultMaxConns
+		}
 		if db, err = postgres.Open(ctx, p.DSN, &postgres.Options{MaxConns: p.MaxConns}); err != nil {
 			return backend.Backend{}, fmt.Errorf("postgres backend: %w", err)
 		}
