@@ -178,3 +178,15 @@ func TestServeOnPostgres(t *testing.T) {
 		t.Fatal("serve did not stop")
 	}
 }
+
+// The connection string's variable is read after the flags, so that no
+// --help prints its password as a default.
+func TestHelpHidesTheDSN(t *testing.T) {
+	t.Setenv(postgresbackend.EnvDSN, "postgres://baton:do-not-print-this@db:5432/baton")
+	for _, cmd := range []string{"serve", "run", "status", "setup"} {
+		code, out, errOut := runMain(t, cmd, "--help")
+		require.Equal(t, ExitOK, code, cmd)
+		require.Contains(t, out+errOut, "dsn", cmd)
+		require.NotContains(t, out+errOut, "do-not-print-this", cmd)
+	}
+}
