@@ -22,6 +22,7 @@
 //	item    ITEMS#<run id>           <asset>                    Claim, Complete, Fail, Release, Cancel
 //	effect  EFFECT#<job>#<key>       EFFECT                     Put
 //	count   CONTENTION#<job>         CONTENTION                 RecordContention (lease.ContentionCounter: operators' count of refused acquisitions)
+//	pause   PAUSE#<job>              PAUSE                      SetPause, RecordSkipped (lease.Pauser: the job's pause flag and skipped ticks)
 //
 // The run id is job@<nominal>#<generation> (ledger.RunID), so all items of
 // one generation share a partition and ListItems is one Query. The runs of

@@ -7,13 +7,14 @@ import (
 	"strings"
 	"time"
 
+	"github.com/spf13/pflag"
+
 	"github.com/batonhq/baton/internal/backend/awsbackend"
 	"github.com/batonhq/baton/internal/backend/postgresbackend"
 	"github.com/batonhq/baton/internal/lambdaapp"
 )
 
 const setupSynopsis = `setup [--endpoint URL | --dynamodb-endpoint URL --sqs-endpoint URL] [flags]
-       setup --backend postgres [--dsn URL] [--max-receives N]
 
 Creates the DynamoDB table and the SQS work queue with its dead-letter
 queue (redrive after --max-receives receives), or brings existing ones up
@@ -21,6 +22,11 @@ to date; safe to run again. Then prints, as shell exports, the variables
 the Lambda functions and 'baton run|invoke --backend aws' read:
 
   eval "$(baton setup --dynamodb-endpoint http://127.0.0.1:4567 --sqs-endpoint http://127.0.0.1:4576)"
+
+When setup fails, the error goes to stderr and, when stdout is not a
+terminal, stdout gets a line that makes that eval fail too (exit status
+1), so that a script under 'set -e' stops instead of going on with
+nothing exported. --json prints the variables as one JSON object.
 
 Region and credentials come from the SDK's standard configuration
 (AWS_REGION, AWS_PROFILE, AWS_ACCESS_KEY_ID, ...; local emulators accept
@@ -34,14 +40,19 @@ and its dead-letter queue; safe to run again, and from several places at
 once. It prints the schema version and the migrations it applied
 (and no export: the connection string may hold a password).`
 
-func setupCmd(ctx context.Context, e *env, args []string) error {
+func setupCommand() command {
+	return command{synopsis: setupSynopsis, summary: "create the DynamoDB table and SQS queues (with redrive) for --backend aws",
+		example:    "  eval \"$(baton setup --dynamodb-endpoint http://127.0.0.1:4567 --sqs-endpoint http://127.0.0.1:4576)\"\n  baton setup --table baton-dev --queue baton-dev --json",
+		defineFunc: defineSetup}
+}
+
+func defineSetup(e *env, fs *pflag.FlagSet) runFunc {
 	var (
 		a       awsFlags
 		p       awsbackend.SetupParams
 		pg      postgresFlags
 		backend string
 	)
-	fs := newFlagSet(e, "setup", setupSynopsis)
 	fs.StringVar(&backend, "backend", "aws", "what to set up: aws (DynamoDB table and SQS queues) or postgres (schema and queues in one database)")
 	pg.register(fs)
 	a.registerEndpoints(fs)
@@ -49,19 +60,27 @@ func setupCmd(ctx context.Context, e *env, args []string) error {
 	fs.StringVar(&p.Queue, "queue", awsbackend.DefaultQueue, "the work queue's name; its dead-letter queue is this name + -dlq")
 	fs.IntVar(&p.MaxReceives, "max-receives", awsbackend.DefaultMaxReceives, "receives before a message moves to the dead-letter queue (the redrive policy's maxReceiveCount)")
 	fs.DurationVar(&p.Visibility, "visibility", awsbackend.DefaultVisibility, "the work queue's visibility timeout (at least 6 × the consumer's timeout)")
-	if err := parseFlags(fs, args); err != nil {
+	return func(ctx context.Context, _ []string) error {
+		switch backend {
+		case "aws":
+		case "postgres":
+			if p.MaxReceives < 1 {
+				return usagef("--max-receives must be at least 1, got %d", p.MaxReceives)
+			}
+			return setupPostgres(ctx, e, &pg, p.MaxReceives)
+		default:
+			return usagef("--backend: %q cannot be set up (want aws or postgres; the sqlite store sets itself up)", backend)
+		}
+		err := setup(ctx, e, &a, p)
+		if err != nil && !e.json && !isTerminal(e.stdout) {
+			// Under eval "$(baton setup …)" make the eval fail as well.
+			fmt.Fprintln(e.stdout, "echo 'baton setup failed (see above): nothing exported' >&2; false")
+		}
 		return err
 	}
-	switch backend {
-	case "aws":
-	case "postgres":
-		if p.MaxReceives < 1 {
-			return usagef("--max-receives must be at least 1, got %d", p.MaxReceives)
-		}
-		return setupPostgres(ctx, e, &pg, p.MaxReceives)
-	default:
-		return usagef("--backend: %q cannot be set up (want aws or postgres; the sqlite store sets itself up)", backend)
-	}
+}
+
+func setup(ctx context.Context, e *env, a *awsFlags, p awsbackend.SetupParams) error {
 	switch {
 	case p.Table == "":
 		return usagef("--table must not be empty")
@@ -84,7 +103,7 @@ func setupCmd(ctx context.Context, e *env, args []string) error {
 	if err != nil {
 		return err
 	}
-	fmt.Fprintf(e.stdout, "# table %s; work queue %s, to its dead-letter queue after %d receives, visibility %s\n",
+	e.sayf("# table %s; work queue %s, to its dead-letter queue after %d receives, visibility %s\n",
 		res.Table, p.Queue, res.MaxReceives, p.Visibility)
 	vars := res.Env()
 	if endpoints.DynamoDB != "" {
@@ -92,6 +111,14 @@ func setupCmd(ctx context.Context, e *env, args []string) error {
 	}
 	if endpoints.SQS != "" {
 		vars = append(vars, [2]string{"AWS_ENDPOINT_URL_SQS", endpoints.SQS})
+	}
+	if e.json {
+		m := map[string]string{}
+		for _, v := range vars {
+			m[v[0]] = v[1]
+		}
+		e.set("variables", m)
+		return nil
 	}
 	printExports(e.stdout, vars)
 	return nil
@@ -110,8 +137,14 @@ func setupPostgres(ctx context.Context, e *env, pg *postgresFlags, maxReceives i
 	if len(res.Applied) > 0 {
 		applied = strings.Trim(fmt.Sprint(res.Applied), "[]")
 	}
-	fmt.Fprintf(e.stdout, "# database %s: schema version %d (migrations applied: %s); work queue %s, to %s after %d receives\n",
+	e.sayf("# database %s: schema version %d (migrations applied: %s); work queue %s, to %s after %d receives\n",
 		postgresbackend.Redact(pg.dsn), res.Version, applied, postgresbackend.WorkQueue, postgresbackend.DeadLetterQueue, res.MaxReceives)
+	if e.json {
+		e.set("database", postgresbackend.Redact(pg.dsn))
+		e.set("schema_version", res.Version)
+		e.set("migrations_applied", res.Applied)
+		e.set("max_receives", res.MaxReceives)
+	}
 	return nil
 }
 
