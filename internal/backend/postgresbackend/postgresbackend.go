@@ -36,6 +36,9 @@ const (
 	WorkQueue       = "work"
 	DeadLetterQueue = "work-dlq"
 	MaxReceives     = 5
+	// JobQueuePrefix prefixes the name of a job's own queue
+	// (baton.JobQueue): job queue "noisy" is the queue "job-noisy".
+	JobQueuePrefix = "job-"
 )
 
 // DefaultReceiveWait is an idle consumer's long poll. A send wakes it at
@@ -121,6 +124,15 @@ func Open(ctx context.Context, p Params) (backend.Backend, error) {
 		return backend.Backend{}, fmt.Errorf("postgres backend: %w", err)
 	}
 	b := backend.Backend{
+		// A job's own queue is created on first use, with the work
+		// queue's dead-letter queue and redrive limit (the upsert of its
+		// row is idempotent, so every process may open it).
+		JobQueueFunc: func(ctx context.Context, name string) (backend.Queue, error) {
+			if dlq == "" {
+				return postgres.OpenQueue(ctx, db, JobQueuePrefix+name, nil)
+			}
+			return postgres.OpenQueue(ctx, db, JobQueuePrefix+name, &postgres.QueueOptions{DeadLetterQueue: dlq, MaxReceives: maxReceives})
+		},
 		Name:        "postgres",
 		Leases:      postgres.NewLeaseStore(db),
 		Ledger:      postgres.NewLedgerStore(db),

@@ -9,6 +9,7 @@ import (
 	"github.com/batonhq/baton/internal/backend/postgresbackend"
 	"github.com/batonhq/baton/internal/pgtest"
 	"github.com/batonhq/baton/internal/postgres"
+	"github.com/batonhq/baton/internal/queue"
 )
 
 func TestMain(m *testing.M) {
@@ -56,4 +57,30 @@ func TestRedact(t *testing.T) {
 	t.Parallel()
 	require.Equal(t, "postgres://u:xxxxx@db:5432/baton", postgresbackend.Redact("postgres://u:secret@db:5432/baton?sslmode=require"))
 	require.Equal(t, "(key=value connection string)", postgresbackend.Redact("host=db password=secret"))
+}
+
+// A job's own queue: created on first use with the work queue's
+// dead-letter policy, separate from the work queue.
+func TestJobQueue(t *testing.T) {
+	t.Parallel()
+	dsn := pgtest.DSN(t)
+	_, err := postgresbackend.Setup(t.Context(), dsn, 4)
+	require.NoError(t, err)
+	b, err := postgresbackend.Open(t.Context(), postgresbackend.Params{DSN: dsn})
+	require.NoError(t, err)
+	defer b.Close()
+	require.NotNil(t, b.JobQueueFunc)
+	q, err := b.JobQueueFunc(t.Context(), "noisy")
+	require.NoError(t, err)
+	pq, ok := q.(*postgres.Queue)
+	require.True(t, ok)
+	require.Equal(t, postgresbackend.JobQueuePrefix+"noisy", pq.Name())
+	dlq, maxReceives, err := pq.DeadLetterPolicy(t.Context())
+	require.NoError(t, err)
+	require.Equal(t, postgresbackend.DeadLetterQueue, dlq)
+	require.Equal(t, 4, maxReceives)
+	require.NoError(t, q.SendBatch(t.Context(), []queue.Message{{ID: "1", Body: []byte("x")}}))
+	d, err := queue.OpsOf(b.Work).Depth(t.Context())
+	require.NoError(t, err)
+	require.Zero(t, d.Total(), "the work queue holds none of the job queue's messages")
 }
