@@ -57,6 +57,7 @@ func TestOperatorCommandsOnPostgres(t *testing.T) {
 		{"bounded redrive", testRedriveMax},
 		{"status --json matches the ledger", testStatusJSONMatchesLedger},
 		{"status finds stuck items past --runs", testStatusFindsStuckItemsPastRuns},
+		{"pause and resume", testPauseResume},
 	} {
 		t.Run(tc.name, func(t *testing.T) { tc.bodyFunc(t, newPostgresFixture(t)) })
 	}

@@ -1,5 +1,7 @@
-// Package postgres implements baton's ports (lease, ledger, queue, effect,
-// lease contention) on PostgreSQL, with github.com/jackc/pgx/v5.
+// Package postgres implements baton's ports (lease, ledger, queue, effect)
+// and their optional abilities (lease contention counts, jobs' pause
+// flags; the queue's depth, peek, move and visibility changes) on
+// PostgreSQL, with github.com/jackc/pgx/v5.
 //
 // # Semantics
 //
