@@ -265,3 +265,36 @@ func TestCheckOfALargeRunReadsItsItemsOnly(t *testing.T) {
 	require.Zero(t, b.l.wholeRuns, "the run is not listed whole")
 	require.LessOrEqual(t, b.l.listed, fanin.ShardItems, "no read returns more than a shard")
 }
+
+// A run opened by an earlier version has no shard count (Shards 0): its
+// consumers settle it only when it holds at most fanin.LegacySettleMax
+// items, reading it whole as before; a larger one is settled by the
+// coordinator's Settle, as one shard.
+func TestSettleOfARunOfAnEarlierVersion(t *testing.T) {
+	t.Parallel()
+	for _, tc := range []struct {
+		assets     int
+		byConsumer bool
+	}{{fanin.LegacySettleMax, true}, {fanin.LegacySettleMax + 1, false}} {
+		t.Run(fmt.Sprint(tc.assets), func(t *testing.T) {
+			t.Parallel()
+			b := setupBig(t, tc.assets, nil)
+			b.run.Shards = 0 // as an earlier version's record reads
+			names := b.job.ItemNames()
+			for _, a := range names {
+				b.end(t, a, false)
+			}
+			run, err := b.settle(t, names[len(names)-1])
+			require.NoError(t, err)
+			if tc.byConsumer {
+				require.Equal(t, ledger.RunComplete, run.State)
+				return
+			}
+			require.Equal(t, ledger.RunFannedOut, run.State, "left to the coordinator")
+			run, err = fanin.Settle(t.Context(), fanin.SettleParams{Ledger: b.l, Def: b.job, Run: b.run, Now: b.now})
+			require.NoError(t, err)
+			require.Equal(t, ledger.RunComplete, run.State)
+			require.Equal(t, tc.assets, run.Succeeded)
+		})
+	}
+}

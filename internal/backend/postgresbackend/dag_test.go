@@ -10,6 +10,7 @@ import (
 	"github.com/batonhq/baton/internal/dagtest"
 	"github.com/batonhq/baton/internal/heartbeattest"
 	"github.com/batonhq/baton/internal/pgtest"
+	"github.com/batonhq/baton/internal/resumetest"
 )
 
 // openFresh sets up a fresh database and opens the backend on it.
@@ -43,4 +44,11 @@ func TestHeartbeats(t *testing.T) {
 func TestLargeRunSettles(t *testing.T) {
 	t.Parallel()
 	dagtest.RunLarge(t, openFresh(t))
+}
+
+// A runtime killed mid fan-out, then restarted: the crashed run resumes,
+// the missed ticks are caught up, on PostgreSQL.
+func TestResumeAndCatchUpAfterACrash(t *testing.T) {
+	t.Parallel()
+	resumetest.Run(t, openFresh(t), "fxresume")
 }
