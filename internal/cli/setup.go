@@ -41,7 +41,7 @@ once. It prints the schema version and the migrations it applied
 (and no export: the connection string may hold a password).`
 
 func setupCommand() command {
-	return command{synopsis: setupSynopsis, summary: "create the DynamoDB table and SQS queues (with redrive) for --backend aws",
+	return command{synopsis: setupSynopsis, summary: "create the AWS table and queues (--backend aws) or the PostgreSQL schema (--backend postgres)",
 		example:    "  eval \"$(baton setup --dynamodb-endpoint http://127.0.0.1:4567 --sqs-endpoint http://127.0.0.1:4576)\"\n  baton setup --table baton-dev --queue baton-dev --json",
 		defineFunc: defineSetup}
 }
