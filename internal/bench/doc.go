@@ -2,9 +2,11 @@
 // prints one markdown table: every figure beside a reference measured in
 // the same run on the same server, and their ratio.
 //
-// `make bench` runs it on both backends: the embedded SQLite store, and
-// DynamoDB + SQS as served by the local emulators (dynalite and
-// local-aws-sqs, started by internal/localaws). The scenarios:
+// `make bench` runs it on every backend: the embedded SQLite store,
+// PostgreSQL (a throwaway server started by internal/pgtest, one database
+// per scenario, round trips counted by a pgx tracer), and DynamoDB + SQS as
+// served by the local emulators (dynalite and local-aws-sqs, started by
+// internal/localaws). The scenarios:
 //
 //  1. Calls per operation, counted by store instrumentation (SQLite: a
 //     counting wrapper of the ports, one port call being one transaction)
@@ -36,6 +38,12 @@
 //     first invocation served through the Runtime API, and peak RSS while
 //     handling a 10-message batch, against a minimal aws-lambda-go handler
 //     built the same way.
+//  7. River (PostgreSQL only): 10,000 zero-work items end to end with
+//     idempotent completion on baton, on River (riverpgxv5) as shipped and
+//     on River tuned for throughput, on the same database, rounds
+//     alternated; round trips per item on each side; beside a bare INSERT
+//     … ON CONFLICT and a bare SKIP LOCKED dequeue (see river.go for the
+//     set-up of each side).
 //
 // Figures are wall times on a shared machine: they move with its load. The
 // references move with it too, which is why every figure is read as a

@@ -127,6 +127,7 @@ func Scenarios() []Scenario {
 		{"3 fan-out", (*Runner).fanOut},
 		{"4 end to end", (*Runner).endToEnd},
 		{"5 freshness", (*Runner).freshness},
+		{"7 river", (*Runner).river},
 	}
 }
 

@@ -34,6 +34,16 @@ type SettleParams struct {
 	Queue queue.Sender
 	Def   baton.Job
 	Run   ledger.Run // as read: Settle acts only on a run fanned out
+	// Sweep reads every shard, marking each complete one, instead of
+	// stopping at the first shard in flight. The coordinator that has just
+	// marked the run fanned out sweeps it once: a shard whose items all
+	// ended while the run was still fanning out was not marked by their
+	// consumers (SettleShard acts only on a run fanned out), and when it
+	// lies after a shard still in flight, the consumer that ends that
+	// shard's last item would find the group incomplete and nobody would
+	// climb further. After the sweep every complete shard is marked, and a
+	// shard still in flight is marked by the consumer of its last item.
+	Sweep bool
 	Now   time.Time
 }
 
@@ -64,14 +74,18 @@ func Settle(ctx context.Context, p SettleParams) (ledger.Run, error) {
 			return run, fmt.Errorf("settle %s: %w", run.ID, err)
 		}
 	}
-	// A shard in flight means the run is: the shards after it are not
-	// read (the consumer that ends its last item climbs from there, and a
-	// later Settle marks every shard once all are complete).
+	// A shard in flight means the run is: unless sweeping, the shards
+	// after it are not read (the consumer that ends its last item climbs
+	// from there, and a later Settle marks every shard once all are
+	// complete).
 	for s := range l.shards {
 		var err error
 		var complete bool
-		if run, complete, err = l.settleShard(ctx, p.Ledger, run, s, nil, p.Now); err != nil || !complete || run.State.Finished() {
+		if run, complete, err = l.settleShard(ctx, p.Ledger, run, s, nil, p.Now); err != nil || run.State.Finished() {
 			return run, err
+		}
+		if !complete && !p.Sweep {
+			return run, nil
 		}
 	}
 	return run, nil

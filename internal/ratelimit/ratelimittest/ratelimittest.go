@@ -69,7 +69,7 @@ var expires = time.Date(2026, 11, 21, 12, 0, 0, 0, time.UTC)
 func TestTakeUpToMax(t *testing.T, h Harness) {
 	t.Parallel()
 	s := h.NewStore(t)
-	p := ratelimit.TakeParams{Name: uniqueName(), Window: 7, Shard: 0, Max: 3, Expires: expires}
+	p := ratelimit.TakeParams{Name: uniqueName(), Window: 7_183_025_016, Shard: 0, Max: 3, Expires: expires} // a window of 250 ms today: more than 32 bits
 	for want := 1; want <= 3; want++ {
 		n, err := s.Take(t.Context(), p)
 		require.NoError(t, err)
