@@ -99,3 +99,8 @@ func TestRateLimitStoreConformance(t *testing.T) {
 	store := NewRateLimitStore(openTestDB(t))
 	ratelimittest.Run(t, ratelimittest.Harness{NewStore: func(*testing.T) ratelimit.Store { return store }})
 }
+
+func TestPrune(t *testing.T) {
+	t.Parallel()
+	ledgertest.RunPrune(t, func(t *testing.T) ledgertest.PrunerStore { return NewLedgerStore(openTestDB(t)) })
+}

@@ -22,3 +22,7 @@ CREATE TABLE baton_rate_limits (
     expires BIGINT  NOT NULL, -- unix nanoseconds
     PRIMARY KEY (name, win, shard)
 );
+
+-- Finished runs by the time they finished, for pruning past a job's
+-- retention (ledger.Pruner).
+CREATE INDEX baton_runs_finished ON baton_runs (finished_at) WHERE finished_at > 0;
