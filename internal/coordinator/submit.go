@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"log/slog"
 	"slices"
+	"strconv"
 	"strings"
 	"time"
 
@@ -69,6 +70,9 @@ type submitParams struct {
 	// once opens the key's run at most once, whatever the retention (a
 	// chain: once per finished run).
 	once bool
+	// replay opens the key's next generation whatever the retention (a
+	// replay of a finished submission).
+	replay bool
 }
 
 // submitRun opens (or finds, or resumes) the run of job+key and fans its
@@ -88,8 +92,8 @@ func (c *Coordinator) submitRun(ctx context.Context, p submitParams) (sum Summar
 		owner: fmt.Sprintf("%s#%d", c.Owner, invocations.Add(1)), items: p.items, parent: p.parent}
 	t.log = c.logger().With(slog.String("job", j.Name), slog.String("submission", p.key), slog.String("owner", t.owner))
 
-	force := false
-	if run, err := ledger.GetRunOf(ctx, c.Ledger, id); err == nil {
+	force := p.replay
+	if run, err := ledger.GetRunOf(ctx, c.Ledger, id); err == nil && !p.replay {
 		if p.once || !run.State.Finished() || start.Before(run.FinishedAt.Add(j.RetentionOrDefault())) {
 			if run.State != ledger.RunFanningOut {
 				sum.Run, sum.Outcome, sum.Deduped = run.ID, OutcomeAlreadyFannedOut, true
@@ -100,7 +104,7 @@ func (c *Coordinator) submitRun(ctx context.Context, p submitParams) (sum Summar
 		} else {
 			force = true // finished longer than the retention ago: the key's next generation
 		}
-	} else if !errors.Is(err, ledger.ErrNotFound) {
+	} else if err != nil && !errors.Is(err, ledger.ErrNotFound) {
 		return sum, fmt.Errorf("submit %s: read run: %w", id.TickKey(), err)
 	}
 
@@ -141,6 +145,76 @@ func (c *Coordinator) submitRun(ctx context.Context, p submitParams) (sum Summar
 	}
 	t.log.InfoContext(ctx, "submission opened", slog.String("phase", "open"), slog.String("outcome", string(outcome)))
 	return sum, c.fanOutPages(ctx, t, run)
+}
+
+// ErrReplayInFlight matches ReplaySubmission's error for a submission
+// whose latest run has not finished: wait for it, or cancel it.
+var ErrReplayInFlight = errors.New("submission's run not finished")
+
+// ReplaySubmission opens the next generation of the submission job+key,
+// whose latest run must be finished, with the items (and payloads) stored
+// with that run, and fans it out: a forced replay of a submitted run, as
+// 'replay tick --force' is a tick's. The new generation carries the
+// stored parent of a chained run. Its items run again from their first
+// attempt (a generation's items are its own); the earlier generation's
+// records stay, as a tick's do. A submission never opened is refused
+// with an error matching ledger.ErrNotFound, one still running with
+// ErrReplayInFlight; a concurrent replay or submission of the same key
+// is OutcomeSkipped with Pending.
+func (c *Coordinator) ReplaySubmission(ctx context.Context, job, key string, deadline time.Time) (Summary, error) {
+	j, err := c.Jobs.Lookup(job)
+	if err != nil {
+		return Summary{Job: job}, fmt.Errorf("%w: %w", ErrSubmission, err)
+	}
+	if err := baton.ValidName("submission", key); err != nil {
+		return Summary{Job: job}, fmt.Errorf("%w: job %s: dedupe key: %w", ErrSubmission, job, err)
+	}
+	id := ledger.RunID{Job: job, Submission: key}
+	run, err := ledger.GetRunOf(ctx, c.Ledger, id)
+	if err != nil {
+		return Summary{Job: job}, fmt.Errorf("replay %s: %w", id.TickKey(), err)
+	}
+	if !run.State.Finished() {
+		return Summary{Job: job, Run: run.ID}, fmt.Errorf("replay %s: run %s is %s: %w", id.TickKey(), run.ID, run.State, ErrReplayInFlight)
+	}
+	first, err := c.Ledger.GetPage(ctx, run.ID, 0)
+	if err != nil {
+		return Summary{Job: job, Run: run.ID}, fmt.Errorf("replay %s: the stored list of %s: %w", id.TickKey(), run.ID, err)
+	}
+	var parent ledger.RunID
+	if first.Parent != "" {
+		if parent, err = ledger.ParseRunID(first.Parent); err != nil {
+			return Summary{Job: job, Run: run.ID}, fmt.Errorf("replay %s: the stored parent of %s: %w", id.TickKey(), run.ID, err)
+		}
+	}
+	return c.submitRun(ctx, submitParams{job: j, key: key, items: storedItems(c.Ledger, run.ID), parent: parent, deadline: deadline, replay: true})
+}
+
+// storedItems serves the item list stored with run, page by page (the
+// cursor is the next page's index): the list a replay sends again.
+func storedItems(l ledger.Store, run ledger.RunID) baton.ItemsFunc {
+	return func(ctx context.Context, req baton.ItemsRequest) (baton.ItemsPage, error) {
+		index := 0
+		if req.Cursor != "" {
+			n, err := strconv.Atoi(req.Cursor)
+			if err != nil || n < 1 {
+				return baton.ItemsPage{}, fmt.Errorf("stored list of %s: bad cursor %q", run, req.Cursor)
+			}
+			index = n
+		}
+		pg, err := l.GetPage(ctx, run, index)
+		if err != nil {
+			return baton.ItemsPage{}, fmt.Errorf("stored list of %s: page %d: %w", run, index, err)
+		}
+		out := baton.ItemsPage{Items: make([]baton.Item, len(pg.Items))}
+		for i, it := range pg.Items {
+			out.Items[i] = baton.Item{Name: it.Name, Payload: it.Payload}
+		}
+		if !pg.Final {
+			out.Next = strconv.Itoa(index + 1)
+		}
+		return out, nil
+	}
 }
 
 // checkSubmission resolves the submission's job and returns its items

@@ -97,3 +97,55 @@ func TestSubmitRefusesBadSubmissions(t *testing.T) {
 	}
 	require.Empty(t, b.queue.keys(t), "nothing sent")
 }
+
+func TestReplaySubmissionSendsItsStoredItemsAgain(t *testing.T) {
+	t.Parallel()
+	j := bigJob("ingest", 2)
+	j.Retention = time.Hour
+	b := setup(t, j)
+	c := b.coordinator("c1")
+	items := make([]baton.Item, 150) // three pages
+	for i := range items {
+		items[i] = baton.Item{Name: fmt.Sprintf("i%03d", i), Payload: []byte(fmt.Sprint(i))}
+	}
+	sum, err := c.Submit(t.Context(), coordinator.Submission{Job: "ingest", Key: "order-42", Items: items})
+	require.NoError(t, err)
+	require.Equal(t, 150, sum.Enqueued)
+
+	_, err = c.ReplaySubmission(t.Context(), "ingest", "order-42", time.Time{})
+	require.ErrorIs(t, err, coordinator.ErrReplayInFlight, "a run still in flight is not replayed")
+	_, err = c.ReplaySubmission(t.Context(), "ingest", "order-7", time.Time{})
+	require.ErrorIs(t, err, ledger.ErrNotFound)
+	_, err = c.ReplaySubmission(t.Context(), "ingest", "bad key!", time.Time{})
+	require.ErrorIs(t, err, coordinator.ErrSubmission)
+
+	_, err = b.ledger.FinishRun(t.Context(), ledger.FinishRunParams{ID: sum.Run, Succeeded: 150, Now: b.clock.Now()})
+	require.NoError(t, err)
+	rep, err := c.ReplaySubmission(t.Context(), "ingest", "order-42", time.Time{})
+	require.NoError(t, err)
+	require.Equal(t, coordinator.OutcomeOpened, rep.Outcome)
+	require.False(t, rep.Deduped)
+	require.Equal(t, baton.RunID{Job: "ingest", Submission: "order-42", Generation: 2}, rep.Run, "within the retention too: a replay is forced")
+	require.Equal(t, 150, rep.Enqueued)
+	for p := 0; p < 3; p++ {
+		old, err := b.ledger.GetPage(t.Context(), sum.Run, p)
+		require.NoError(t, err)
+		now, err := b.ledger.GetPage(t.Context(), rep.Run, p)
+		require.NoError(t, err)
+		require.Equal(t, old.Items, now.Items, "page %d: the same items and payloads", p)
+		require.Equal(t, old.Final, now.Final)
+	}
+	gen2 := 0
+	for _, k := range b.queue.keys(t) {
+		if k.Run == rep.Run {
+			gen2++
+		}
+	}
+	require.Equal(t, 150, gen2)
+
+	// The key now finds the replayed generation.
+	again, err := c.Submit(t.Context(), coordinator.Submission{Job: "ingest", Key: "order-42", Items: items[:1]})
+	require.NoError(t, err)
+	require.True(t, again.Deduped)
+	require.Equal(t, rep.Run, again.Run)
+}
