@@ -150,6 +150,29 @@ func (c *Client) Submit(ctx context.Context, job, key string, items []baton.Item
 	return Submitted{Run: sum.Run, Deduped: sum.Deduped, Enqueued: sum.Enqueued}, nil
 }
 
+// ErrInFlight matches Replay's error for a submission whose latest run
+// has not finished yet: wait for it (Wait) first.
+var ErrInFlight = coordinator.ErrReplayInFlight
+
+// Replay runs the submission job+key again as its run's next generation,
+// with the items and payloads stored with its latest run, which must be
+// finished (else an error matching ErrInFlight; a key never submitted,
+// or removed after its retention, gives one matching ErrNotFound). The
+// dedupe key then finds the new run, which Submitted.Run names.
+func (c *Client) Replay(ctx context.Context, job, key string) (Submitted, error) {
+	sum, err := c.eng.Coordinator.ReplaySubmission(ctx, job, key, time.Time{})
+	if errors.Is(err, ledger.ErrNotFound) {
+		return Submitted{}, fmt.Errorf("replay %s+%s: %w: %w", job, key, ErrNotFound, err)
+	}
+	if err != nil {
+		return Submitted{Run: sum.Run}, err
+	}
+	if sum.Outcome == coordinator.OutcomeSkipped {
+		return Submitted{}, fmt.Errorf("replay %s+%s: %w", job, key, ErrBusy)
+	}
+	return Submitted{Run: sum.Run, Enqueued: sum.Enqueued}, nil
+}
+
 // RunStatus is a run's state.
 type RunStatus struct {
 	Run baton.RunID

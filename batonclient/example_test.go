@@ -2,10 +2,12 @@ package batonclient_test
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"os"
 	"path/filepath"
 	"strings"
+	"sync/atomic"
 	"time"
 
 	"github.com/batonhq/baton"
@@ -72,4 +74,57 @@ func Example() {
 	// img-2 SUCCEEDED thumbnail of s3://uploads/2.png
 	// again: thumbs+upload-17#1 deduped: true
 	// bad submission: job thumbs: dedupe key: invalid submission name "upload 18"
+}
+
+// Replay a finished submission: its next generation runs the items and
+// payloads stored with it, and the dedupe key then finds the new run.
+func ExampleClient_Replay() {
+	dir, _ := os.MkdirTemp("", "baton")
+	defer os.RemoveAll(dir)
+	var runs atomic.Int64
+	catalog := baton.MustCatalog(baton.Job{
+		Name: "thumbs", Schedule: "rate(1 hour)", Assets: []string{"nightly"},
+		Processor: baton.ProcessorFunc(func(ctx context.Context, t baton.Task) ([]byte, error) {
+			runs.Add(1)
+			return t.Payload, nil
+		}),
+	})
+	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
+	defer cancel()
+	client, err := batonclient.Open(ctx, catalog, &batonclient.Options{Store: filepath.Join(dir, "baton.db")})
+	if err != nil {
+		fmt.Println(err)
+		return
+	}
+	defer client.Close()
+	work, stop := context.WithCancel(ctx)
+	done := make(chan error)
+	go func() { done <- client.Work(work) }()
+	defer func() { stop(); <-done }()
+
+	sub, err := client.Submit(ctx, "thumbs", "upload-17", []baton.Item{{Name: "img-1", Payload: []byte("s3://uploads/1.png")}})
+	if err != nil {
+		fmt.Println(err)
+		return
+	}
+	if _, err := client.Wait(ctx, sub.Run, 10*time.Millisecond); err != nil {
+		fmt.Println(err)
+		return
+	}
+	again, err := client.Replay(ctx, "thumbs", "upload-17")
+	if err != nil {
+		fmt.Println(err)
+		return
+	}
+	st, err := client.Wait(ctx, again.Run, 10*time.Millisecond)
+	if err != nil {
+		fmt.Println(err)
+		return
+	}
+	fmt.Println(sub.Run, "replayed as", again.Run, st.State, "processed:", runs.Load())
+	_, err = client.Replay(ctx, "thumbs", "upload-99")
+	fmt.Println(errors.Is(err, batonclient.ErrNotFound))
+	// Output:
+	// thumbs+upload-17#1 replayed as thumbs+upload-17#2 complete processed: 2
+	// true
 }

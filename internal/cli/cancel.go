@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"slices"
 	"text/tabwriter"
 	"time"
 
@@ -53,7 +54,8 @@ func cancel(ctx context.Context, e *env, run, asset, reason string) error {
 	if err != nil {
 		return err
 	}
-	if explicitAsset = asset != ""; explicitAsset {
+	stored := id.Submitted() || j.RunTime() // the run's items are its stored list
+	if explicitAsset = asset != ""; explicitAsset && !stored {
 		if err := checkAsset(j, asset); err != nil {
 			return err
 		}
@@ -74,6 +76,16 @@ func cancel(ctx context.Context, e *env, run, asset, reason string) error {
 		return err
 	}
 	targets := engine.SortedItemNames(j)
+	if stored {
+		// Memory grows with the list here: an operator's cancel of a
+		// very large run is rare, and each item is one write anyway.
+		if targets, err = storedNames(ctx, b.Ledger, id); err != nil {
+			return err
+		}
+		if explicitAsset && !slices.Contains(targets, asset) {
+			return usagef("run %s has no item %q in its stored list", id, asset)
+		}
+	}
 	if explicitAsset {
 		targets = []string{asset}
 	}
@@ -122,7 +134,7 @@ func cancel(ctx context.Context, e *env, run, asset, reason string) error {
 	if err != nil {
 		return err
 	}
-	settled, err := eng.Coordinator.Settle(ctx, j.Name, id.Nominal)
+	settled, err := eng.Coordinator.SettleRun(ctx, id)
 	if err != nil {
 		return fmt.Errorf("settle %s: %w", id, err)
 	}

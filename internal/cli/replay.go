@@ -36,6 +36,8 @@ func replaySubcommands() []command {
 			example: "  baton replay range --from 2026-11-21T00:00:00Z --to 2026-11-22T00:00:00Z --dry-run   # one day: 1,440 ticks\n  baton replay range --from 2026-11-21T12:00:00Z --to 2026-11-21T13:00:00Z --overlap skip --json"},
 		{synopsis: replayItemSynopsis, summary: "run one item of a run again (--force: as a new generation)", backend: true, defineFunc: defineReplayItem,
 			example: "  baton replay item --run fx@2026-11-21T12:01:00Z#1 --asset EURUSD"},
+		{synopsis: replaySubmissionSynopsis, summary: "run a finished submission again as its next generation, with its stored items", backend: true, defineFunc: defineReplaySubmission,
+			example: "  baton replay submission --job fx --key desk-42\n  baton replay submission --job fx --key desk-42 --wait=false --json"},
 		{synopsis: replayEventSynopsis, summary: "replay a Lambda event file through its handler, in process", backend: true, positional: true, defineFunc: defineReplayEvent,
 			example: "  baton replay event events/coordinator-scheduled.json\n  baton replay event events/consumer-batch.json --json"},
 	}
@@ -74,10 +76,12 @@ func (f *replayFlags) check() error {
 
 // replayer is an open backend with an engine, and consumers when asked.
 type replayer struct {
-	b        backend.Backend
-	eng      *engine.Engine
-	j        baton.Job
-	stopFunc func()
+	b   backend.Backend
+	eng *engine.Engine
+	j   baton.Job
+	// consumers is the number of in-process consumers consume runs.
+	consumers int
+	stopFunc  func()
 }
 
 // start opens the backend and the engine for job jobName; with consume,
@@ -107,14 +111,22 @@ func (f *replayFlags) start(ctx context.Context, e *env, jobName string, consume
 		b.Close()
 		return nil, err
 	}
-	r := &replayer{b: b, eng: eng, j: j, stopFunc: func() {}}
-	if consume && consumers > 0 {
-		cctx, cancel := context.WithCancel(context.WithoutCancel(ctx))
-		var wg sync.WaitGroup
-		wg.Go(func() { _ = eng.Consume(cctx) })
-		r.stopFunc = func() { cancel(); wg.Wait() }
+	r := &replayer{b: b, eng: eng, j: j, consumers: consumers, stopFunc: func() {}}
+	if consume {
+		r.consume(ctx)
 	}
 	return r, nil
+}
+
+// consume runs the in-process consumers, if any, until close.
+func (r *replayer) consume(ctx context.Context) {
+	if r.consumers <= 0 {
+		return
+	}
+	cctx, cancel := context.WithCancel(context.WithoutCancel(ctx))
+	var wg sync.WaitGroup
+	wg.Go(func() { _ = r.eng.Consume(cctx) })
+	r.stopFunc = func() { cancel(); wg.Wait() }
 }
 
 func (r *replayer) close() {

@@ -69,3 +69,50 @@ func TestSubmit(t *testing.T) {
 		require.NotContains(t, errOut+out, "secret")
 	}
 }
+
+func TestReplaySubmission(t *testing.T) {
+	t.Parallel()
+	dir := t.TempDir()
+	store := filepath.Join(dir, "baton.db")
+	items := filepath.Join(dir, "items.json")
+	require.NoError(t, os.WriteFile(items, []byte(`[{"name":"EURUSD","payload":{"depth":5}},{"name":"GBPUSD"}]`), 0o600))
+	code, out, errOut := runMain(t, "submit", "--store", store, "--key", "req-1", "--items", items)
+	require.Equal(t, ExitOK, code, errOut+out)
+
+	// Still in flight (nobody consumed it): refused.
+	code, out, errOut = runMain(t, "replay", "submission", "--store", store, "--key", "req-1")
+	require.Equal(t, ExitFailure, code, out)
+	require.Contains(t, errOut, "refused")
+	require.Contains(t, errOut, "fx+req-1#1 is fanned_out")
+
+	code, out, errOut = runMain(t, "cancel", "--store", store, "--run", "fx+req-1#1")
+	require.Equal(t, ExitOK, code, errOut+out)
+
+	code, out, errOut = runMain(t, "replay", "submission", "--store", store, "--key", "req-1", "--json")
+	require.Equal(t, ExitOK, code, errOut+out)
+	var raw map[string]any
+	require.NoError(t, json.Unmarshal([]byte(out), &raw), out)
+	require.Equal(t, "fx+req-1#2", raw["run"])
+	require.Equal(t, "fx+req-1#1", raw["previous"])
+	require.EqualValues(t, 2, raw["enqueued"])
+	require.Equal(t, "complete", raw["run_state"])
+	require.EqualValues(t, 2, raw["succeeded"])
+
+	// The key finds the new generation.
+	code, out, errOut = runMain(t, "submit", "--store", store, "--key", "req-1", "--items", items)
+	require.Equal(t, ExitOK, code, errOut)
+	require.Equal(t, "deduped: the key's run is fx+req-1#2, 0 messages enqueued\n", out)
+
+	for _, tc := range []struct {
+		args []string
+		want string
+	}{
+		{nil, "--key is required"},
+		{[]string{"--key", "nope"}, `has no submission "nope"`},
+		{[]string{"--key", "a b"}, "invalid submission name"},
+	} {
+		code, out, errOut := runMain(t, append([]string{"replay", "submission", "--store", store}, tc.args...)...)
+		require.Equal(t, ExitUsage, code, "%v: %s", tc.args, out)
+		require.Contains(t, errOut, tc.want, tc.args)
+	}
+}

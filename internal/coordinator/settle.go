@@ -28,6 +28,24 @@ func (c *Coordinator) Settle(ctx context.Context, jobName string, nominal time.T
 	return c.settle(ctx, jobName, nominal, false)
 }
 
+// SettleRun is Settle for the current run of id's tick or submission
+// (see ledger.TickOf), reading every shard: what an operator's cancel
+// calls once it has cancelled the run's items.
+func (c *Coordinator) SettleRun(ctx context.Context, id ledger.RunID) (ledger.Run, error) {
+	j, err := c.Jobs.Lookup(id.Job)
+	if err != nil {
+		return ledger.Run{}, fmt.Errorf("settle: %w", err)
+	}
+	run, err := ledger.GetRunOf(ctx, c.Ledger, id)
+	if err != nil {
+		return ledger.Run{}, fmt.Errorf("settle %s: %w", id.TickKey(), err)
+	}
+	if run.State != ledger.RunFannedOut {
+		return run, nil
+	}
+	return fanin.Settle(ctx, fanin.SettleParams{Ledger: c.Ledger, Queue: c.Queue, Def: j, Run: run, Sweep: true, Now: c.now()})
+}
+
 // settle is Settle; sweep reads every shard of the run (see
 // fanin.SettleParams.Sweep).
 func (c *Coordinator) settle(ctx context.Context, jobName string, nominal time.Time, sweep bool) (ledger.Run, error) {
