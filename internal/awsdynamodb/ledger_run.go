@@ -95,9 +95,9 @@ func (s *LedgerStore) OpenRun(ctx context.Context, p ledger.OpenRunParams) (ledg
 		}
 		switch {
 		case w.applied && strAttr(w.rec, runOpenToken) == tokenOf(w.rec):
-			return run, ledger.Opened, nil
+			return s.indexed(ctx, op, run, ledger.Opened)
 		case w.applied:
-			return run, ledger.Resumed, nil
+			return s.indexed(ctx, op, run, ledger.Resumed)
 		case run.State != ledger.RunFanningOut:
 			return run, ledger.AlreadyFannedOut, nil
 		case run.Fence > p.Fence:
@@ -107,6 +107,17 @@ func (s *LedgerStore) OpenRun(ctx context.Context, p ledger.OpenRunParams) (ledg
 		// the write and the read; retry.
 	}
 	return ledger.Run{}, "", fmt.Errorf("%s: the run record kept changing under the write; try again", op)
+}
+
+// indexed returns what OpenRun returns for run, once a submission's run
+// is in the job's submission index (indexSubmission).
+func (s *LedgerStore) indexed(ctx context.Context, op string, run ledger.Run, out ledger.OpenOutcome) (ledger.Run, ledger.OpenOutcome, error) {
+	if run.ID.Submitted() {
+		if err := s.indexSubmission(ctx, op, run); err != nil {
+			return ledger.Run{}, "", err
+		}
+	}
+	return run, out, nil
 }
 
 // forceRun opens the next generation of the tick: a consistent read of the
@@ -164,7 +175,7 @@ func (s *LedgerStore) forceRun(ctx context.Context, op string, k key, p ledger.O
 			if err != nil {
 				return ledger.Run{}, "", fmt.Errorf("%s: %w", op, err)
 			}
-			return run, ledger.Opened, nil
+			return s.indexed(ctx, op, run, ledger.Opened)
 		}
 		// Another writer changed the generation since the read: read again.
 	}

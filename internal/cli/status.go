@@ -25,7 +25,8 @@ const statusSynopsis = `status [--job J] [--run R] [--json] [flags]
 
 Shows, for one job: the lease (holder, fence, expiry, how often an
 acquisition was refused); the recent runs with their item counts per state;
-per asset the latest tick that succeeded and its staleness; items stuck
+the recent submissions (runs opened by 'baton submit', newest first); per
+asset the latest tick that succeeded and its staleness; items stuck
 RUNNING past their lease; the depth of the work and dead-letter queues.
 With --run, the items of that run instead of the overview.
 
@@ -111,6 +112,11 @@ type statusReport struct {
 	// or the backend cannot pause jobs.
 	Pause *pauseStatus `json:"pause,omitempty"`
 	Runs  []runStatus  `json:"runs,omitempty"`
+	// Submissions are the job's submitted runs (the current generation
+	// of each dedupe key), newest opened first, at most --runs: read
+	// from their run records only (counts once finished). Null when the
+	// backend cannot list them.
+	Submissions []submissionStatus `json:"submissions,omitempty"`
 	// Gaps are the schedule's ticks, among the listed runs' span, that have
 	// no run: skipped by the job's catch-up policy, waiting to be caught
 	// up, or missed.
@@ -245,6 +251,20 @@ type runStatus struct {
 	Superseded int `json:"superseded"`
 }
 
+// submissionStatus is one submitted run in the overview.
+type submissionStatus struct {
+	ID         string     `json:"id"`
+	Key        string     `json:"key"`
+	Generation int        `json:"generation"`
+	State      string     `json:"state"`
+	Total      int        `json:"total"` // items sent; set once fanned out
+	OpenedAt   time.Time  `json:"opened_at"`
+	FinishedAt *time.Time `json:"finished_at,omitempty"`
+	Succeeded  int        `json:"succeeded"`
+	Dead       int        `json:"dead"`
+	Cancelled  int        `json:"cancelled"`
+}
+
 type assetStatus struct {
 	Asset string `json:"asset"`
 	// LastSuccess is the nominal time of the latest scanned tick whose item
@@ -321,6 +341,18 @@ func buildStatus(ctx context.Context, b backend.Backend, j baton.Job, p statusPa
 		return rep, fmt.Errorf("list runs of %s: %w", j.Name, err)
 	}
 	listed := runs[:min(len(runs), p.Runs)]
+	if lister, ok := b.Ledger.(ledger.SubmissionLister); ok {
+		subs, err := lister.ListSubmissions(ctx, ledger.ListRunsParams{Job: j.Name, Limit: p.Runs})
+		if err != nil {
+			return rep, err
+		}
+		rep.Submissions = []submissionStatus{}
+		for _, r := range subs {
+			rep.Submissions = append(rep.Submissions, submissionStatus{ID: r.ID.String(), Key: r.ID.Submission, Generation: r.ID.Generation,
+				State: string(r.State), Total: r.Total, OpenedAt: r.OpenedAt.UTC(), FinishedAt: opt(r.FinishedAt),
+				Succeeded: r.Succeeded, Dead: r.Dead, Cancelled: r.Cancelled})
+		}
+	}
 	rep.Gaps = tickGaps(j, listed, rep.Pause, p.Now)
 	expected := engine.SortedItemNames(j)
 	last := map[string]ledger.Item{}
@@ -583,6 +615,7 @@ func printStatus(w io.Writer, r statusReport) {
 	} else {
 		printRuns(w, r.Runs)
 		printGaps(w, r.Gaps)
+		printSubmissions(w, r.Submissions)
 		fmt.Fprintln(w)
 		printAssets(w, r.Assets, r.Now)
 		fmt.Fprintln(w)
@@ -643,6 +676,23 @@ func printRuns(w io.Writer, runs []runStatus) {
 			cols[i] = fmt.Sprint(r.Items[s])
 		}
 		fmt.Fprintf(tw, "%s\t%s\t%s\t%d\t%s\n", r.ID, r.State, strings.Join(cols, "\t"), r.Superseded, settled)
+	}
+	tw.Flush()
+}
+
+func printSubmissions(w io.Writer, subs []submissionStatus) {
+	if len(subs) == 0 {
+		return
+	}
+	fmt.Fprintf(w, "\nrecent submissions (newest opened first; 'baton replay submission --key K' runs one again):\n")
+	tw := tabwriter.NewWriter(w, 0, 0, 2, ' ', 0)
+	fmt.Fprintln(tw, "RUN\tSTATE\tITEMS\tSUCCEEDED\tDEAD\tCANCELLED\tOPENED\tSETTLED AFTER")
+	for _, r := range subs {
+		settled := "-"
+		if r.FinishedAt != nil {
+			settled = ago(r.FinishedAt.Sub(r.OpenedAt))
+		}
+		fmt.Fprintf(tw, "%s\t%s\t%d\t%d\t%d\t%d\t%s\t%s\n", r.ID, r.State, r.Total, r.Succeeded, r.Dead, r.Cancelled, rfc(r.OpenedAt), settled)
 	}
 	tw.Flush()
 }

@@ -98,6 +98,29 @@ func TestReplaySubmission(t *testing.T) {
 	require.Equal(t, "complete", raw["run_state"])
 	require.EqualValues(t, 2, raw["succeeded"])
 
+	// status lists the job's submissions, each by its current generation.
+	code, out, errOut = runMain(t, "submit", "--store", store, "--key", "req-2", "--items", items)
+	require.Equal(t, ExitOK, code, errOut)
+	code, out, errOut = runMain(t, "status", "--store", store, "--json")
+	require.Equal(t, ExitOK, code, errOut)
+	var st struct {
+		Submissions []struct {
+			ID, Key, State string
+			Succeeded      int
+		} `json:"submissions"`
+	}
+	require.NoError(t, json.Unmarshal([]byte(out), &st), out)
+	require.Len(t, st.Submissions, 2, out)
+	require.Equal(t, "fx+req-2#1", st.Submissions[0].ID)
+	require.Equal(t, "fanned_out", st.Submissions[0].State)
+	require.Equal(t, "fx+req-1#2", st.Submissions[1].ID)
+	require.Equal(t, "req-1", st.Submissions[1].Key)
+	require.Equal(t, 2, st.Submissions[1].Succeeded)
+	code, out, errOut = runMain(t, "status", "--store", store)
+	require.Equal(t, ExitOK, code, errOut)
+	require.Contains(t, out, "recent submissions")
+	require.Contains(t, out, "fx+req-1#2  complete")
+
 	// The key finds the new generation.
 	code, out, errOut = runMain(t, "submit", "--store", store, "--key", "req-1", "--items", items)
 	require.Equal(t, ExitOK, code, errOut)
