@@ -4,6 +4,7 @@ import (
 	"context"
 	"fmt"
 	"strconv"
+	"time"
 
 	"github.com/batonhq/baton/internal/ratelimit"
 )
@@ -62,4 +63,70 @@ func (s *RateLimitStore) Take(ctx context.Context, p ratelimit.TakeParams) (int,
 		return n, fmt.Errorf("%s: %w", op, ratelimit.ErrFull)
 	}
 	return n, nil
+}
+
+// Slot attributes of an in-flight limit (pk LIMIT#<name>#SLOT#<slot>, sk
+// LIMIT: a window's counter has a number where SLOT is).
+const (
+	slotHolder = "holder"
+	slotUntil  = "until" // unix nanoseconds; 0: free
+)
+
+// slotKey is slot (name, slot) of an in-flight limit: a partition of its
+// own, so M holders write M partition key values.
+func slotKey(name string, slot int) key {
+	return key{prefixLimit + name + "#SLOT#" + strconv.Itoa(slot), skLimit}
+}
+
+func checkSlot(p ratelimit.SlotParams) error {
+	if p.Name == "" || p.Slot < 0 || p.Holder == "" {
+		return fmt.Errorf("rate limit %q slot %d: name, holder and slot ≥ 0 required", p.Name, p.Slot)
+	}
+	return nil
+}
+
+// Hold implements ratelimit.Store with one UpdateItem conditioned on the
+// slot being absent, free, run out or the holder's. Its TTL is a day
+// after Until (garbage collection of a limit no longer used).
+func (s *RateLimitStore) Hold(ctx context.Context, p ratelimit.SlotParams) error {
+	op := fmt.Sprintf("rate limit %s slot %d: hold", p.Name, p.Slot)
+	if err := checkSlot(p); err != nil {
+		return err
+	}
+	u := update{
+		set:  []string{"#" + slotHolder + " = :holder", "#" + slotUntil + " = :until", "#" + attrTTL + " = :ttl"},
+		cond: "attribute_not_exists(#" + slotUntil + ") OR #" + slotUntil + " <= :now OR #" + slotHolder + " = :holder",
+		values: record{":holder": str(p.Holder), ":until": nanos(p.Until), ":now": nanos(p.Now),
+			":ttl": num(p.Until.Add(24 * time.Hour).Unix())},
+	}
+	w, err := s.t.update(ctx, op, slotKey(p.Name, p.Slot), u)
+	if err != nil {
+		return err
+	}
+	if !w.applied {
+		return fmt.Errorf("%s: %w", op, ratelimit.ErrFull)
+	}
+	return nil
+}
+
+// Free implements ratelimit.Store with one UpdateItem conditioned on the
+// holder.
+func (s *RateLimitStore) Free(ctx context.Context, p ratelimit.SlotParams) error {
+	op := fmt.Sprintf("rate limit %s slot %d: free", p.Name, p.Slot)
+	if err := checkSlot(p); err != nil {
+		return err
+	}
+	u := update{
+		set:    []string{"#" + slotHolder + " = :none", "#" + slotUntil + " = :zero"},
+		cond:   "#" + slotHolder + " = :holder",
+		values: record{":holder": str(p.Holder), ":none": str(""), ":zero": num(0)},
+	}
+	w, err := s.t.update(ctx, op, slotKey(p.Name, p.Slot), u)
+	if err != nil {
+		return err
+	}
+	if !w.applied {
+		return fmt.Errorf("%s: %w", op, ratelimit.ErrNotHolder)
+	}
+	return nil
 }

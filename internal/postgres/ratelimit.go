@@ -49,3 +49,45 @@ func (s *RateLimitStore) Take(ctx context.Context, p ratelimit.TakeParams) (int,
 	}
 	return n, nil
 }
+
+func checkSlot(p ratelimit.SlotParams) error {
+	if p.Name == "" || p.Slot < 0 || p.Holder == "" {
+		return fmt.Errorf("rate limit %q slot %d: name, holder and slot ≥ 0 required", p.Name, p.Slot)
+	}
+	return nil
+}
+
+// Hold implements ratelimit.Store: one upsert whose update is conditioned
+// on the slot being free, run out or the holder's.
+func (s *RateLimitStore) Hold(ctx context.Context, p ratelimit.SlotParams) error {
+	if err := checkSlot(p); err != nil {
+		return err
+	}
+	tag, err := s.db.pool.Exec(ctx, `INSERT INTO baton_rate_slots (name, slot, holder, until) VALUES ($1, $2, $3, $4)
+		ON CONFLICT (name, slot) DO UPDATE SET holder = $3, until = $4
+		WHERE baton_rate_slots.until <= $5 OR baton_rate_slots.holder = $3`,
+		p.Name, p.Slot, p.Holder, toNanos(p.Until), toNanos(p.Now))
+	if err != nil {
+		return fmt.Errorf("rate limit %s slot %d: hold: %w", p.Name, p.Slot, translate(err))
+	}
+	if tag.RowsAffected() == 0 {
+		return fmt.Errorf("rate limit %s slot %d: %w", p.Name, p.Slot, ratelimit.ErrFull)
+	}
+	return nil
+}
+
+// Free implements ratelimit.Store: one update conditioned on the holder.
+func (s *RateLimitStore) Free(ctx context.Context, p ratelimit.SlotParams) error {
+	if err := checkSlot(p); err != nil {
+		return err
+	}
+	tag, err := s.db.pool.Exec(ctx, `UPDATE baton_rate_slots SET holder = '', until = 0
+		WHERE name = $1 AND slot = $2 AND holder = $3`, p.Name, p.Slot, p.Holder)
+	if err != nil {
+		return fmt.Errorf("rate limit %s slot %d: free: %w", p.Name, p.Slot, translate(err))
+	}
+	if tag.RowsAffected() == 0 {
+		return fmt.Errorf("rate limit %s slot %d: %w", p.Name, p.Slot, ratelimit.ErrNotHolder)
+	}
+	return nil
+}

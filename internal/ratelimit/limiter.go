@@ -9,19 +9,31 @@ import (
 )
 
 // Limit is a named limit: Starts starts per Per, split over Shards
-// counter records (see the package doc; 0 means 1).
+// counter records (see the package doc; 0 means 1); or, with InFlight,
+// InFlight holders at a time (Starts, Per and Shards zero).
 type Limit struct {
-	Name   string
-	Starts int
-	Per    time.Duration
-	Shards int
+	Name     string
+	Starts   int
+	Per      time.Duration
+	Shards   int
+	InFlight int
 }
+
+// SlotPoll is how long Acquire waits, on average, before it tries the
+// slots of a full in-flight limit again.
+const SlotPoll = 200 * time.Millisecond
 
 // Check reports what is wrong with l.
 func (l Limit) Check() error {
 	switch {
 	case l.Name == "":
 		return errors.New("rate limit: no name")
+	case l.InFlight < 0:
+		return fmt.Errorf("rate limit %s: InFlight must not be negative", l.Name)
+	case l.InFlight > 0 && (l.Starts != 0 || l.Per != 0 || l.Shards != 0):
+		return fmt.Errorf("rate limit %s: InFlight excludes Starts, Per and Shards", l.Name)
+	case l.InFlight > 0:
+		return nil
 	case l.Starts < 1:
 		return fmt.Errorf("rate limit %s: Starts must be at least 1", l.Name)
 	case l.Per < time.Millisecond:
@@ -109,6 +121,45 @@ func (lm *Limiter) Wait(ctx context.Context, l Limit) error {
 		spread := time.Duration(rand.Int64N(int64(l.Per)/10 + 1))
 		if err := lm.sleep(ctx, max(0, next.Sub(lm.now()))+spread); err != nil {
 			return fmt.Errorf("rate limit %s: %w", l.Name, err)
+		}
+	}
+}
+
+// TryAcquire takes a slot of l, an in-flight limit, for holder until
+// until, trying every slot once from a random one; ok is false when every
+// slot is held by someone else.
+func (lm *Limiter) TryAcquire(ctx context.Context, l Limit, holder string, until time.Time) (slot int, ok bool, err error) {
+	if l.InFlight < 1 {
+		return 0, false, fmt.Errorf("rate limit %s: not an in-flight limit", l.Name)
+	}
+	now := lm.now()
+	first := rand.IntN(l.InFlight)
+	for i := range l.InFlight {
+		s := (first + i) % l.InFlight
+		err := lm.Store.Hold(ctx, SlotParams{Name: l.Name, Slot: s, Holder: holder, Until: until, Now: now})
+		if err == nil {
+			return s, true, nil
+		}
+		if !errors.Is(err, ErrFull) {
+			return 0, false, fmt.Errorf("rate limit %s: %w", l.Name, err)
+		}
+	}
+	return 0, false, nil
+}
+
+// Acquire blocks until it takes a slot of l for holder (TryAcquire),
+// trying again after SlotPoll (spread by half of it either way) while
+// every slot is held, or until ctx ends. until returns the hold's end at
+// each try: the holder's lease as it stands.
+func (lm *Limiter) Acquire(ctx context.Context, l Limit, holder string, until func() time.Time) (int, error) {
+	for {
+		slot, ok, err := lm.TryAcquire(ctx, l, holder, until())
+		if err != nil || ok {
+			return slot, err
+		}
+		wait := SlotPoll/2 + time.Duration(rand.Int64N(int64(SlotPoll)+1))
+		if err := lm.sleep(ctx, wait); err != nil {
+			return 0, fmt.Errorf("rate limit %s: %w", l.Name, err)
 		}
 	}
 }

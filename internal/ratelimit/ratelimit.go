@@ -1,7 +1,7 @@
 // Package ratelimit is the port for shared rate limits and the limiter
-// built on it: named limits of N starts per interval, shared by every
-// consumer of every process and host, kept on the same store as the
-// ledger with conditional writes (no new service).
+// built on it: named limits of N starts per interval, or of M in flight,
+// shared by every consumer of every process and host, kept on the same
+// store as the ledger with conditional writes (no new service).
 //
 // # How a limit is kept
 //
@@ -30,6 +30,18 @@
 // window. The embedded store has no partition limit; shards cost it
 // nothing but the extra rows.
 //
+// # In-flight limits
+//
+// A limit of M in flight has M slot records. A holder takes a slot in one
+// conditional write (Store.Hold: free, expired or already the holder's →
+// the holder's until Until) and gives it back when its work ends
+// (Store.Free, conditioned on the holder); a holder that crashed without
+// freeing its slot loses it at Until, so a slot is never lost for longer
+// than one hold. Until is the holder's own lease (an item's lease, renewed
+// by its heartbeat with a Hold of the same holder), so no two live holders
+// ever share a slot and at most M hold one at any time. Each slot is a
+// record (a partition key on DynamoDB) of its own: M holders write M keys.
+//
 // Implementations must pass the conformance suite in
 // internal/ratelimit/ratelimittest.
 package ratelimit
@@ -54,7 +66,22 @@ type TakeParams struct {
 	Expires time.Time
 }
 
-// Store keeps the counters of rate limit windows. Its methods may be
+// ErrNotHolder: the slot is not held by the caller (Free).
+var ErrNotHolder = errors.New("rate limit slot not held by the caller")
+
+// SlotParams are the inputs of Store.Hold and Store.Free.
+type SlotParams struct {
+	Name   string // the limit's name (baton.ValidName)
+	Slot   int    // the slot (≥ 0)
+	Holder string // who holds it (non-empty)
+	// Until is when the hold ends unless renewed (Hold); the slot is free
+	// for anyone from then on.
+	Until time.Time
+	Now   time.Time // the caller's time, which Until is compared with
+}
+
+// Store keeps the counters of rate limit windows and the slots of
+// in-flight limits. Its methods may be
 // called concurrently from several processes.
 type Store interface {
 	// Take adds one to counter (Name, Window, Shard) when it is below Max,
@@ -62,4 +89,17 @@ type Store interface {
 	// the new count. When the counter is at Max (or above, if Max was
 	// lowered) it returns ErrFull and the count, writing nothing.
 	Take(ctx context.Context, p TakeParams) (int, error)
+
+	// Hold takes slot (Name, Slot) for Holder until Until in one
+	// conditional write when it is absent, free (freed, or its Until at or
+	// before Now) or held by Holder already (a renewal). When another
+	// holder's hold is live it returns ErrFull, writing nothing.
+	Hold(ctx context.Context, p SlotParams) error
+
+	// Free gives slot (Name, Slot) back when Holder is its holder (its
+	// hold live or run out), in one conditional write: it is free for
+	// anyone at once. It returns ErrNotHolder, writing nothing, when the
+	// slot is absent, freed or another holder's (Until and Now are not
+	// read).
+	Free(ctx context.Context, p SlotParams) error
 }

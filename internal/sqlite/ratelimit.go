@@ -52,3 +52,64 @@ func (s *RateLimitStore) Take(ctx context.Context, p ratelimit.TakeParams) (int,
 	}
 	return n, nil
 }
+
+func checkSlot(p ratelimit.SlotParams) error {
+	if p.Name == "" || p.Slot < 0 || p.Holder == "" {
+		return fmt.Errorf("rate limit %q slot %d: name, holder and slot ≥ 0 required", p.Name, p.Slot)
+	}
+	return nil
+}
+
+// Hold implements ratelimit.Store: one upsert whose update is conditioned
+// on the slot being free, run out or the holder's.
+func (s *RateLimitStore) Hold(ctx context.Context, p ratelimit.SlotParams) error {
+	if err := checkSlot(p); err != nil {
+		return err
+	}
+	var n int64
+	err := s.db.write(ctx, func(ctx context.Context, tx *sql.Tx) error {
+		res, err := tx.ExecContext(ctx, `
+		INSERT INTO rate_slots (name, slot, holder, until) VALUES (:name, :slot, :holder, :until)
+		ON CONFLICT (name, slot) DO UPDATE SET holder = :holder, until = :until
+		WHERE until <= :now OR holder = :holder`,
+			sql.Named("name", p.Name), sql.Named("slot", p.Slot), sql.Named("holder", p.Holder),
+			sql.Named("until", toNanos(p.Until)), sql.Named("now", toNanos(p.Now)))
+		if err != nil {
+			return err
+		}
+		n, err = res.RowsAffected()
+		return err
+	})
+	if err != nil {
+		return fmt.Errorf("rate limit %s slot %d: hold: %w", p.Name, p.Slot, err)
+	}
+	if n == 0 {
+		return fmt.Errorf("rate limit %s slot %d: %w", p.Name, p.Slot, ratelimit.ErrFull)
+	}
+	return nil
+}
+
+// Free implements ratelimit.Store: one update conditioned on the holder.
+func (s *RateLimitStore) Free(ctx context.Context, p ratelimit.SlotParams) error {
+	if err := checkSlot(p); err != nil {
+		return err
+	}
+	var n int64
+	err := s.db.write(ctx, func(ctx context.Context, tx *sql.Tx) error {
+		res, err := tx.ExecContext(ctx, `UPDATE rate_slots SET holder = '', until = 0
+		WHERE name = :name AND slot = :slot AND holder = :holder`,
+			sql.Named("name", p.Name), sql.Named("slot", p.Slot), sql.Named("holder", p.Holder))
+		if err != nil {
+			return err
+		}
+		n, err = res.RowsAffected()
+		return err
+	})
+	if err != nil {
+		return fmt.Errorf("rate limit %s slot %d: free: %w", p.Name, p.Slot, err)
+	}
+	if n == 0 {
+		return fmt.Errorf("rate limit %s slot %d: %w", p.Name, p.Slot, ratelimit.ErrNotHolder)
+	}
+	return nil
+}

@@ -40,6 +40,10 @@ func Cases() []Case {
 		{"TakeUpToMax", TestTakeUpToMax},
 		{"CountersAreSeparate", TestCountersAreSeparate},
 		{"ConcurrentTakesNeverExceedMax", TestConcurrentTakesNeverExceedMax},
+		{"HoldAndFree", TestHoldAndFree},
+		{"HoldExpires", TestHoldExpires},
+		{"SlotsAreSeparate", TestSlotsAreSeparate},
+		{"ConcurrentHoldsOneWinner", TestConcurrentHoldsOneWinner},
 	}
 }
 
@@ -134,3 +138,86 @@ func TestConcurrentTakesNeverExceedMax(t *testing.T, h Harness) {
 }
 
 func isFull(err error) bool { return errors.Is(err, ratelimit.ErrFull) }
+
+var t0 = time.Date(2026, 11, 21, 12, 0, 0, 0, time.UTC)
+
+func slot(name string, holder string, until time.Duration, now time.Duration) ratelimit.SlotParams {
+	return ratelimit.SlotParams{Name: name, Slot: 0, Holder: holder, Until: t0.Add(until), Now: t0.Add(now)}
+}
+
+// TestHoldAndFree: a slot is held by one holder at a time; its holder
+// renews it; Free by another holder, or of a slot never held or already
+// freed, is refused with ErrNotHolder; once freed anyone holds it.
+func TestHoldAndFree(t *testing.T, h Harness) {
+	t.Parallel()
+	s := h.NewStore(t)
+	ctx, name := t.Context(), uniqueName()
+	require.ErrorIs(t, s.Free(ctx, slot(name, "a", 0, 0)), ratelimit.ErrNotHolder, "never held")
+	require.NoError(t, s.Hold(ctx, slot(name, "a", time.Minute, 0)))
+	require.ErrorIs(t, s.Hold(ctx, slot(name, "b", time.Minute, time.Second)), ratelimit.ErrFull, "a live hold of another")
+	require.NoError(t, s.Hold(ctx, slot(name, "a", 2*time.Minute, time.Second)), "its holder renews it")
+	require.ErrorIs(t, s.Hold(ctx, slot(name, "b", 3*time.Minute, 90*time.Second)), ratelimit.ErrFull, "renewed past the first Until")
+	require.ErrorIs(t, s.Free(ctx, slot(name, "b", 0, 0)), ratelimit.ErrNotHolder, "not b's")
+	require.NoError(t, s.Free(ctx, slot(name, "a", 0, 0)))
+	require.ErrorIs(t, s.Free(ctx, slot(name, "a", 0, 0)), ratelimit.ErrNotHolder, "freed already")
+	require.NoError(t, s.Hold(ctx, slot(name, "b", time.Minute, 2*time.Second)), "free at once, before the old Until")
+}
+
+// TestHoldExpires: a hold not renewed ends at its Until (a crashed
+// holder's slot comes back), and its old holder can no longer free it
+// once another holds it.
+func TestHoldExpires(t *testing.T, h Harness) {
+	t.Parallel()
+	s := h.NewStore(t)
+	ctx, name := t.Context(), uniqueName()
+	require.NoError(t, s.Hold(ctx, slot(name, "a", time.Minute, 0)))
+	require.ErrorIs(t, s.Hold(ctx, slot(name, "b", 2*time.Minute, time.Minute-time.Millisecond)), ratelimit.ErrFull)
+	require.NoError(t, s.Hold(ctx, slot(name, "b", 2*time.Minute, time.Minute)), "at Until the slot is free")
+	require.ErrorIs(t, s.Free(ctx, slot(name, "a", 0, 0)), ratelimit.ErrNotHolder, "the old holder's free is refused")
+	require.ErrorIs(t, s.Hold(ctx, slot(name, "a", 3*time.Minute, 90*time.Second)), ratelimit.ErrFull, "and so is its renewal")
+}
+
+// TestSlotsAreSeparate: slots of one limit, and limits, hold apart; the
+// slots do not touch the limit's window counters.
+func TestSlotsAreSeparate(t *testing.T, h Harness) {
+	t.Parallel()
+	s := h.NewStore(t)
+	ctx, name, other := t.Context(), uniqueName(), uniqueName()
+	for i, p := range []ratelimit.SlotParams{
+		{Name: name, Slot: 0}, {Name: name, Slot: 1}, {Name: other, Slot: 0}, {Name: name, Slot: 7_000},
+	} {
+		p.Holder, p.Until, p.Now = fmt.Sprint("h", i), t0.Add(time.Minute), t0
+		require.NoError(t, s.Hold(ctx, p), "%+v", p)
+	}
+	n, err := s.Take(ctx, ratelimit.TakeParams{Name: name, Window: 0, Max: 1, Expires: expires})
+	require.NoError(t, err)
+	require.Equal(t, 1, n)
+}
+
+// TestConcurrentHoldsOneWinner: of 32 holders taking one free slot at
+// once, exactly one holds it.
+func TestConcurrentHoldsOneWinner(t *testing.T, h Harness) {
+	t.Parallel()
+	s := h.NewStore(t)
+	name := uniqueName()
+	var won atomic.Int64
+	var wg sync.WaitGroup
+	errs := make(chan error, 32)
+	for i := range 32 {
+		wg.Go(func() {
+			err := s.Hold(t.Context(), slot(name, fmt.Sprint("h", i), time.Minute, 0))
+			switch {
+			case err == nil:
+				won.Add(1)
+			case !isFull(err):
+				errs <- err
+			}
+		})
+	}
+	wg.Wait()
+	close(errs)
+	for err := range errs {
+		require.NoError(t, err)
+	}
+	require.Equal(t, int64(1), won.Load())
+}

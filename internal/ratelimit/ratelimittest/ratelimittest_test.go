@@ -13,11 +13,39 @@ import (
 
 // memStore is an in-memory ratelimit.Store for the suite's own tests.
 type memStore struct {
-	mu sync.Mutex
-	n  map[string]int
+	mu    sync.Mutex
+	n     map[string]int
+	slots map[string]memSlot
 }
 
-func newMemStore() *memStore { return &memStore{n: map[string]int{}} }
+type memSlot struct {
+	holder string
+	until  time.Time
+}
+
+func newMemStore() *memStore { return &memStore{n: map[string]int{}, slots: map[string]memSlot{}} }
+
+func (m *memStore) Hold(_ context.Context, p ratelimit.SlotParams) error {
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	k := fmt.Sprintf("%s/%d", p.Name, p.Slot)
+	if cur, ok := m.slots[k]; ok && cur.holder != "" && cur.holder != p.Holder && cur.until.After(p.Now) {
+		return ratelimit.ErrFull
+	}
+	m.slots[k] = memSlot{holder: p.Holder, until: p.Until}
+	return nil
+}
+
+func (m *memStore) Free(_ context.Context, p ratelimit.SlotParams) error {
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	k := fmt.Sprintf("%s/%d", p.Name, p.Slot)
+	if cur, ok := m.slots[k]; !ok || cur.holder != p.Holder {
+		return ratelimit.ErrNotHolder
+	}
+	m.slots[k] = memSlot{}
+	return nil
+}
 
 func (m *memStore) Take(_ context.Context, p ratelimit.TakeParams) (int, error) {
 	m.mu.Lock()
@@ -39,6 +67,11 @@ func TestSuiteFindsBrokenStores(t *testing.T) {
 		"no max":       {"TakeUpToMax", "ConcurrentTakesNeverExceedMax"},
 		"one counter":  {"CountersAreSeparate"},
 		"racy counter": {"ConcurrentTakesNeverExceedMax"},
+		"no expiry":    {"HoldExpires"},
+		"free by any":  {"HoldAndFree", "HoldExpires"},
+		"one slot":     {"SlotsAreSeparate"},
+		"racy slot":    {"ConcurrentHoldsOneWinner"},
+		"no renewal":   {"HoldAndFree"},
 	})
 }
 
@@ -47,7 +80,12 @@ func TestBrokenStore(t *testing.T) {
 	stores := map[string]func() ratelimit.Store{
 		"no max":       func() ratelimit.Store { return noMax{newMemStore()} },
 		"one counter":  func() ratelimit.Store { return oneCounter{newMemStore()} },
-		"racy counter": func() ratelimit.Store { return &racy{n: map[string]int{}} },
+		"racy counter": func() ratelimit.Store { return &racy{memStore: newMemStore(), n: map[string]int{}} },
+		"no expiry":    func() ratelimit.Store { return noExpiry{newMemStore()} },
+		"free by any":  func() ratelimit.Store { return freeByAny{newMemStore()} },
+		"one slot":     func() ratelimit.Store { return oneSlot{newMemStore()} },
+		"racy slot":    func() ratelimit.Store { return &racySlot{memStore: newMemStore()} },
+		"no renewal":   func() ratelimit.Store { return noRenewal{newMemStore()} },
 	}
 	Run(t, Harness{NewStore: func(*testing.T) ratelimit.Store { return stores[name]() }})
 }
@@ -70,6 +108,7 @@ func (s oneCounter) Take(ctx context.Context, p ratelimit.TakeParams) (int, erro
 
 // racy reads and writes the counter without holding one lock across both.
 type racy struct {
+	*memStore
 	mu sync.Mutex
 	n  map[string]int
 }
@@ -87,4 +126,68 @@ func (r *racy) Take(_ context.Context, p ratelimit.TakeParams) (int, error) {
 	r.n[k] = n + 1
 	r.mu.Unlock()
 	return n + 1, nil
+}
+
+// noExpiry keeps a hold forever.
+type noExpiry struct{ *memStore }
+
+func (s noExpiry) Hold(ctx context.Context, p ratelimit.SlotParams) error {
+	p.Until = p.Until.Add(1000 * time.Hour)
+	p.Now = time.Time{}
+	return s.memStore.Hold(ctx, p)
+}
+
+// freeByAny frees whoever holds the slot.
+type freeByAny struct{ *memStore }
+
+func (s freeByAny) Free(_ context.Context, p ratelimit.SlotParams) error {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	s.slots[fmt.Sprintf("%s/%d", p.Name, p.Slot)] = memSlot{}
+	return nil
+}
+
+// oneSlot keeps every slot of every limit in one record.
+type oneSlot struct{ *memStore }
+
+func (s oneSlot) Hold(ctx context.Context, p ratelimit.SlotParams) error {
+	p.Name, p.Slot = "all", 0
+	return s.memStore.Hold(ctx, p)
+}
+
+func (s oneSlot) Free(ctx context.Context, p ratelimit.SlotParams) error {
+	p.Name, p.Slot = "all", 0
+	return s.memStore.Free(ctx, p)
+}
+
+// racySlot reads the slot and writes it without holding one lock across
+// both.
+type racySlot struct{ *memStore }
+
+func (s *racySlot) Hold(_ context.Context, p ratelimit.SlotParams) error {
+	k := fmt.Sprintf("%s/%d", p.Name, p.Slot)
+	s.mu.Lock()
+	cur, ok := s.slots[k]
+	s.mu.Unlock()
+	if ok && cur.holder != "" && cur.holder != p.Holder && cur.until.After(p.Now) {
+		return ratelimit.ErrFull
+	}
+	time.Sleep(time.Millisecond)
+	s.mu.Lock()
+	s.slots[k] = memSlot{holder: p.Holder, until: p.Until}
+	s.mu.Unlock()
+	return nil
+}
+
+// noRenewal refuses its own holder's renewal.
+type noRenewal struct{ *memStore }
+
+func (s noRenewal) Hold(ctx context.Context, p ratelimit.SlotParams) error {
+	s.mu.Lock()
+	cur, ok := s.slots[fmt.Sprintf("%s/%d", p.Name, p.Slot)]
+	s.mu.Unlock()
+	if ok && cur.holder == p.Holder && cur.until.After(p.Now) {
+		return ratelimit.ErrFull
+	}
+	return s.memStore.Hold(ctx, p)
 }
