@@ -6,7 +6,8 @@ import (
 	"time"
 )
 
-// RateLimit is a named limit of Starts starts per Per, shared by every
+// RateLimit is a named limit of Starts starts per Per, or of InFlight
+// items in flight at once, shared by every
 // consumer of every process and host: each start takes one unit of the
 // current window's counter, kept on the ledger's store (the SQLite file,
 // the DynamoDB table) with conditional writes, and a full window waits for
@@ -18,6 +19,15 @@ import (
 // job starts. Jobs that declare the same name share it (and must declare
 // it alike).
 //
+// An in-flight limit (InFlight > 0, Starts, Per and Shards zero) has
+// InFlight slots, each a record of the store: Task.Wait, or PerItem,
+// takes one for the item (a second Wait of the same limit by the same
+// item takes nothing more), which holds it until the item's processing
+// ends, however it ends. A slot is held until the item's lease ends and
+// renewed with each heartbeat, so a consumer that crashed gives its slots
+// back when its items' leases run out. A waiting item tries the slots
+// again about every 200 ms.
+//
 // On DynamoDB one counter record per window is one partition key value,
 // which serves about 1,000 writes per second: a limit above a few hundred
 // starts per second sets Shards (about Starts per second / 250) so that
@@ -28,6 +38,9 @@ type RateLimit struct {
 	Per    time.Duration // the window, at least 1ms
 	// Shards splits the window's counter over as many records; 0 means 1.
 	Shards int
+	// InFlight, instead of Starts and Per, limits the items holding the
+	// limit at once.
+	InFlight int
 	// PerItem makes the runtime take a start before each item of the
 	// job starts (an item waiting for one does not start; past the
 	// invocation's deadline it is retried).
@@ -39,6 +52,12 @@ func (r RateLimit) check() error {
 		return err
 	}
 	switch {
+	case r.InFlight < 0:
+		return fmt.Errorf("rate limit %s: InFlight must not be negative", r.Name)
+	case r.InFlight > 0 && (r.Starts != 0 || r.Per != 0 || r.Shards != 0):
+		return fmt.Errorf("rate limit %s: InFlight excludes Starts, Per and Shards (a limit is one or the other)", r.Name)
+	case r.InFlight > 0:
+		return nil
 	case r.Starts < 1:
 		return fmt.Errorf("rate limit %s: Starts must be at least 1", r.Name)
 	case r.Per < time.Millisecond:
@@ -59,7 +78,8 @@ type Limiter interface {
 
 // Wait takes one start of the job's rate limit called name (see
 // RateLimit), waiting for the limit's next window when the current one is
-// full. With no Limiter (a Task built by hand) it returns at once.
+// full; of an in-flight limit, a slot held until the item ends, waiting
+// for one to be free. With no Limiter (a Task built by hand) it returns at once.
 func (t Task) Wait(ctx context.Context, name string) error {
 	if t.Limiter == nil {
 		return nil

@@ -32,6 +32,7 @@ type taskClaim struct {
 	hardEnd time.Time // the invocation's deadline less the margin; zero: none
 	cancel  context.CancelCauseFunc
 	log     *slog.Logger
+	limits  *taskLimiter // its in-flight slots follow the claim's end
 
 	mu        sync.Mutex
 	until     time.Time   // the claim's expiry, as written
@@ -52,7 +53,7 @@ func (c *Consumer) startClaim(ctx context.Context, m *messageRun) (*taskClaim, c
 	cl := &taskClaim{
 		c: c, key: d.key, attempt: m.item.Attempt, receipt: d.d.ReceiptHandle,
 		lease: d.job.ItemLease(d.key.Asset), skew: d.job.Limits.ClockSkew,
-		hardEnd: m.hardEnd, log: m.log, until: m.leaseUntil, contacted: time.Now(),
+		hardEnd: m.hardEnd, log: m.log, until: m.leaseUntil, contacted: time.Now(), limits: m.limits,
 		stop: make(chan struct{}),
 	}
 	pctx, cancel := context.WithCancelCause(ctx)
@@ -157,6 +158,11 @@ func (cl *taskClaim) Heartbeat(ctx context.Context) error {
 	cl.until, cl.contacted = until, time.Now()
 	cl.arm(until.Sub(now))
 	cl.mu.Unlock()
+	if cl.limits != nil {
+		if err := cl.limits.renew(ctx, until); err != nil { // the slot comes back at its old end: at worst one more in flight
+			cl.log.WarnContext(ctx, "heartbeat: rate limit slots not renewed", slog.String("phase", "heartbeat"), slog.Any("error", err))
+		}
+	}
 
 	if vc, ok := cl.c.Queue.(queue.VisibilityChanger); ok && cl.receipt != "" {
 		// The message stays hidden while the claim lasts, and shows again

@@ -154,6 +154,9 @@ func (c *Consumer) run(ctx context.Context, deadline time.Time, d *delivery) ver
 		m.hardEnd = deadline.Add(-d.job.Limits.DeadlineMargin)
 	}
 	m.leaseUntil = leaseEnd(d.job.ItemLease(d.key.Asset), m.now, m.hardEnd)
+	m.limits = newTaskLimiter(c, d.job, d.key.String(), m.leaseUntil)
+	// The item's in-flight slots are held until its run here ends.
+	defer m.limits.freeAll(context.WithoutCancel(ctx), m.log)
 	if v, ok := c.gate(ctx, deadline, m); !ok {
 		return v
 	}
@@ -161,9 +164,12 @@ func (c *Consumer) run(ctx context.Context, deadline time.Time, d *delivery) ver
 		if v, ok := c.itemLimits(ctx, deadline, m); !ok {
 			return v
 		}
-		// The wait took time: the claim starts now.
+		// The wait took time: the claim starts now, and so do its holds.
 		m.now = c.now()
 		m.leaseUntil = leaseEnd(d.job.ItemLease(d.key.Asset), m.now, m.hardEnd)
+		if err := m.limits.renew(ctx, m.leaseUntil); err != nil {
+			return m.fail(StatusNotStarted, fmt.Errorf("%s not started: %w", d.key, err))
+		}
 	}
 	if v, ok := c.claim(ctx, m); !ok {
 		return v
@@ -190,6 +196,7 @@ type messageRun struct {
 	run     ledger.Run        // the run as the vouch read it (gate)
 	item    ledger.Item       // the item as claimed (claim)
 	ended   error             // why the claim ended the processor's context (process); nil: it did not
+	limits  *taskLimiter      // the task's limiter, holding its in-flight slots
 }
 
 // fail ends the message's run with status, leaving it to be redelivered.
@@ -400,7 +407,7 @@ func (c *Consumer) process(ctx context.Context, m *messageRun) (result []byte, d
 		Attempt: item.Attempt, Fence: d.msg.Fence, Inputs: m.inputs, Payload: m.payload, Parent: m.parent,
 		Effects: effect.Bind(c.Effects, d.key.Run.Job, d.key.Run.Generation, item.Attempt, c.now),
 		Claim:   cl,
-		Limiter: taskLimiter{store: c.RateLimits, job: d.job, now: c.now},
+		Limiter: m.limits,
 	}
 	if c.Stop != nil {
 		// A stop ends the processor's context with ErrStopped as its

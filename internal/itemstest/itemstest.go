@@ -27,6 +27,7 @@ import (
 	"github.com/batonhq/baton/internal/coordinator"
 	"github.com/batonhq/baton/internal/engine"
 	"github.com/batonhq/baton/internal/ledger"
+	"github.com/batonhq/baton/internal/ratelimit"
 )
 
 // Source is a list of n items named it-0000000, it-0000001, … with the
@@ -539,4 +540,65 @@ func RunSettleDuringFanOut(t *testing.T, b backend.Backend) {
 	run := waitFinished(t, b.Ledger, sum.Run)
 	require.Equal(t, ledger.RunComplete, run.State)
 	require.Equal(t, n, run.Succeeded)
+}
+
+// RunInFlightLimit runs a tick of 24 items on b whose every item holds a
+// slot of a shared limit of 3 in flight (PerItem), held while it works
+// and given back when it ends; its processor asks for the same limit
+// again through Task.Wait, which takes nothing more. With 8 consumers at
+// most 3 items are ever in their processor at once, every item succeeds,
+// and afterwards every slot is free.
+func RunInFlightLimit(t *testing.T, b backend.Backend) {
+	t.Helper()
+	const slots = 3
+	gpu := fmt.Sprintf("gpu-%d", time.Now().UnixNano()) // the store may be shared with other tests
+	var cur, peak atomic.Int64
+	proc := baton.ProcessorFunc(func(ctx context.Context, task baton.Task) ([]byte, error) {
+		if err := task.Wait(ctx, gpu); err != nil { // held already: returns at once
+			return nil, err
+		}
+		n := cur.Add(1)
+		defer cur.Add(-1)
+		for {
+			p := peak.Load()
+			if n <= p || peak.CompareAndSwap(p, n) {
+				break
+			}
+		}
+		select { // work long enough for the consumers to overlap
+		case <-ctx.Done():
+			return nil, ctx.Err()
+		case <-time.After(60 * time.Millisecond):
+		}
+		return nil, nil
+	})
+	assets := make([]string, 24)
+	for i := range assets {
+		assets[i] = fmt.Sprintf("g%02d", i)
+	}
+	cat, err := baton.NewCatalog(baton.Job{
+		Name: "inflight", Schedule: "rate(1 hour)", Assets: assets, Processor: proc,
+		RateLimits: []baton.RateLimit{{Name: gpu, InFlight: slots, PerItem: true}},
+		Limits:     baton.Limits{ItemLease: 10 * time.Second, ClockSkew: 100 * time.Millisecond},
+	})
+	require.NoError(t, err)
+	eng, err := engine.New(b, engine.Options{Catalog: cat, Consumers: 8, BatchSize: 1, BatchTimeout: 30 * time.Second, RetryDelay: 100 * time.Millisecond})
+	require.NoError(t, err)
+	ctx, cancel := context.WithCancel(t.Context())
+	var wg sync.WaitGroup
+	wg.Go(func() { _ = eng.Consume(ctx) })
+	defer func() { cancel(); wg.Wait() }()
+
+	sum, err := eng.Trigger(t.Context(), "inflight", time.Now(), false)
+	require.NoError(t, err)
+	run := waitFinished(t, b.Ledger, sum.Run)
+	require.Equal(t, ledger.RunComplete, run.State)
+	require.Equal(t, 24, run.Succeeded)
+	require.LessOrEqual(t, peak.Load(), int64(slots), "never more items in flight than the limit")
+	t.Logf("in flight at most %d of %d", peak.Load(), slots)
+	now := time.Now()
+	for s := range slots {
+		require.NoError(t, b.RateLimits.Hold(t.Context(), ratelimit.SlotParams{Name: gpu, Slot: s, Holder: "probe", Until: now.Add(time.Second), Now: now}),
+			"slot %d was given back when its item ended", s)
+	}
 }

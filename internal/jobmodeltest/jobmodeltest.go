@@ -1,7 +1,8 @@
 // Package jobmodeltest runs the job model end to end on a backend, the
 // same way on every engine: a job with a run-time item list, a
 // submission deduped by its key, a two-level graph of derived items, a
-// chain to a second job, a heartbeating long item, shared rate limits and
+// chain to a second job, a heartbeating long item, shared rate limits (N
+// starts per interval, M in flight) and
 // two priority classes (job queues with their concurrency shares),
 // each through the coordinator, the queue, the consumers and the ledger
 // of the backend under test.
@@ -40,6 +41,7 @@ func Run(t *testing.T, open func(t *testing.T, jobQueues ...string) backend.Back
 		{"Chain", itemstest.RunChain, nil},
 		{"HeartbeatingLongItem", heartbeattest.Run, nil},
 		{"SharedRateLimits", itemstest.RunRateLimit, nil},
+		{"InFlightLimit", itemstest.RunInFlightLimit, nil},
 		{"PriorityClasses", itemstest.RunPriorities, ClassQueues},
 		{"RunTimeListSettlesDuringFanOut", itemstest.RunSettleDuringFanOut, nil},
 	} {
