@@ -29,7 +29,21 @@ type Job struct {
 	// Items, optional, computes each run's items when it opens, in place
 	// of Assets: see ItemsFunc. The list is stored with the run, in pages,
 	// and its items may carry payloads. A job with Items has no Derived
-	// items in this version.
+	// items in this version, for three reasons. A derived item names its
+	// inputs when the job is defined, and Catalog checks them (unknown
+	// names, cycles) then; a run-time list is known only when its run
+	// opens, so an input missing from a run's list could not be refused
+	// before the run, and its derived item would wait for it forever. A
+	// run-time run settles by its stored pages (a page is a settle shard,
+	// and a consumer marks its page's shard when the page's last item
+	// ends, while the run may still be fanning out): a derived item is on
+	// no page, so the run would be marked finished before, or without,
+	// its derived items. And its consumers check membership against the
+	// pages, which a derived item would fail. Fan-in over a run-time list
+	// belongs in the chained job (Chains: it starts when the run
+	// finishes, with the parent's id to read its results), or in a job
+	// with constant Assets and Derived beside it in the same catalog, as
+	// the job model's end-to-end test runs them.
 	Items ItemsFunc
 	// Derived are the items computed from other items of the same run
 	// (fan-in), in the order they are listed.

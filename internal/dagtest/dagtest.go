@@ -19,6 +19,7 @@ import (
 	"github.com/batonhq/baton"
 	"github.com/batonhq/baton/internal/backend"
 	"github.com/batonhq/baton/internal/engine"
+	"github.com/batonhq/baton/internal/itemstest"
 	"github.com/batonhq/baton/internal/ledger"
 )
 
@@ -245,4 +246,52 @@ func resultOf(items []ledger.Item, asset string) []byte {
 		}
 	}
 	return nil
+}
+
+// RunBesideRunTimeList runs, in one catalog and one engine on b, the
+// graph's job "dag" and a job "listed" whose n items are computed when
+// its run opens (baton.Job.Items): one tick of each, consumed by the same
+// consumers, and both settle complete by themselves with every item run
+// once. A job with Items has no derived items of its own (see
+// baton.Job.Items for why); the two kinds of job live side by side.
+func RunBesideRunTimeList(t *testing.T, b backend.Backend, n int) {
+	t.Helper()
+	c := &counter{calls: map[string]int{}}
+	src := &itemstest.Source{N: n, PageSize: 97}
+	listed := baton.Job{
+		Name: "listed", Schedule: "rate(1 minute)", Items: src.Func,
+		Processor: baton.ProcessorFunc(func(ctx context.Context, t baton.Task) ([]byte, error) {
+			c.add(t.Key.String())
+			return t.Payload, nil
+		}),
+		Limits: baton.Limits{ItemLease: 10 * time.Second, ClockSkew: 100 * time.Millisecond},
+	}
+	cat, err := baton.NewCatalog(job("dag", "", c), listed)
+	require.NoError(t, err)
+	eng, err := engine.New(b, engine.Options{Catalog: cat, Consumers: 4, BatchSize: 10, BatchTimeout: 10 * time.Second, RetryDelay: 100 * time.Millisecond})
+	require.NoError(t, err)
+	ctx, cancel := context.WithCancel(t.Context())
+	var wg sync.WaitGroup
+	wg.Go(func() { _ = eng.Consume(ctx) })
+	defer func() { cancel(); wg.Wait() }()
+
+	at := time.Now()
+	graph := trigger(t, eng, "dag", at)
+	sum, err := eng.Trigger(t.Context(), "listed", at, false)
+	require.NoError(t, err)
+	require.Equal(t, n, sum.Enqueued)
+
+	run, items := waitFinished(t, b.Ledger, graph)
+	require.Equal(t, ledger.RunComplete, run.State)
+	require.Equal(t, 7, run.Succeeded, "three assets and four derived items on two levels and more")
+	for _, it := range items {
+		require.Equal(t, 1, c.get(it.Key.String()), "%s processed once", it.Key)
+	}
+	run, _ = waitFinished(t, b.Ledger, sum.Run)
+	require.Equal(t, ledger.RunComplete, run.State)
+	require.Equal(t, n, run.Succeeded)
+	for i := range n {
+		key := ledger.ItemKey{Run: sum.Run, Asset: itemstest.Name(i)}
+		require.Equal(t, 1, c.get(key.String()), "%s processed once", key)
+	}
 }

@@ -38,6 +38,7 @@ func Run(t *testing.T, open func(t *testing.T, jobQueues ...string) backend.Back
 		{"RunTimeItems", func(t *testing.T, b backend.Backend) { itemstest.Run(t, b, RunTimeItems) }, nil},
 		{"SubmissionDeduped", func(t *testing.T, b backend.Backend) { itemstest.RunSubmission(t, b, 200) }, nil},
 		{"TwoLevelDAG", dagtest.Run, nil},
+		{"RunTimeListBesideDAG", func(t *testing.T, b backend.Backend) { dagtest.RunBesideRunTimeList(t, b, RunTimeItems) }, nil},
 		{"Chain", itemstest.RunChain, nil},
 		{"HeartbeatingLongItem", heartbeattest.Run, nil},
 		{"SharedRateLimits", itemstest.RunRateLimit, nil},
