@@ -9,7 +9,7 @@ SHELL       := /bin/bash
 .SHELLFLAGS := -o pipefail -c
 
 .DEFAULT_GOAL := help
-.PHONY: help build run test lint bench chaos emulators postgres browser screenshots clean
+.PHONY: help build run test lint bench bench-million chaos emulators postgres browser screenshots clean
 
 help: ## list the targets
 	@awk 'BEGIN {FS = ":.*## "} /^[a-zA-Z_-]+:.*## / {printf "  %-10s %s\n", $$1, $$2}' $(MAKEFILE_LIST)
@@ -59,6 +59,10 @@ lint: ## go vet and the check that the core imports no AWS package
 bench: emulators postgres ## benchmarks on every backend, each figure beside its reference (a few minutes)
 	$(GO) test -c -o $(BIN)/bench.test ./internal/bench
 	./$(BIN)/bench.test -test.run '^TestReport$$' -test.timeout 60m -report -report.out $(BIN)/bench.md
+
+bench-million: ## one run of 1,000,000 run-time items on the embedded store: time, heap, peak RSS (about 10 minutes)
+	$(GO) test -c -o $(BIN)/bench.test ./internal/bench
+	./$(BIN)/bench.test -test.run '^TestRunTimeListMillion$$' -test.timeout 60m -million
 
 chaos: emulators postgres ## the long chaos suite on every backend, printing its table (a few minutes)
 	$(GO) test -count=1 -timeout 30m -v -run '^TestChaos$$' ./internal/chaos -chaos.long

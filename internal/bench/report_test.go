@@ -29,6 +29,7 @@ func pgDatabases(t *testing.T) NewDatabaseFunc {
 var (
 	report    = flag.Bool("report", false, "run the full benchmark report (make bench): progress on stderr, the table on stdout")
 	reportOut = flag.String("report.out", "", "with -report: also write the table to this file")
+	million   = flag.Bool("million", false, "run the run-time list of 1,000,000 items on the embedded store (make bench-million)")
 	only      = flag.String("report.only", "", "with -report: run only the scenarios whose \"<scenario> on <backend>\" matches this regular expression")
 )
 
@@ -205,4 +206,20 @@ func TestSmoke(t *testing.T) {
 	var buf bytes.Buffer
 	require.NoError(t, Markdown(&buf, SortRows(rows)))
 	require.Equal(t, len(rows)+2, strings.Count(buf.String(), "\n"))
+}
+
+// TestRunTimeListMillion is `make bench-million`: one run of 1,000,000
+// run-time items on the embedded store, with its heap and peak RSS.
+func TestRunTimeListMillion(t *testing.T) {
+	if !*million {
+		t.Skip("runs with -million (make bench-million)")
+	}
+	fmt.Fprintf(os.Stderr, "machine: %s\n", Machine())
+	rows, err := RunTimeList(t.Context(), SQLiteTarget(t.TempDir()), 1_000_000)
+	require.NoError(t, err)
+	var buf bytes.Buffer
+	require.NoError(t, Markdown(&buf, SortRows(rows)))
+	_, err = tableOut.Write(buf.Bytes())
+	require.NoError(t, err)
+	fmt.Fprintf(os.Stderr, "load after: %s\n", LoadAverage())
 }

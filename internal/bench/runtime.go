@@ -3,6 +3,7 @@ package bench
 import (
 	"context"
 	"fmt"
+	"os"
 	"runtime"
 	"strconv"
 	"sync"
@@ -60,7 +61,11 @@ func RunTimeList(ctx context.Context, tg Target, n int) ([]Row, error) {
 	}
 	fanout := time.Since(start)
 	var run ledger.Run
+	var peak uint64 // the Go heap in use, sampled while the run goes
 	for {
+		var ms runtime.MemStats
+		runtime.ReadMemStats(&ms)
+		peak = max(peak, ms.HeapInuse)
 		run, err = eng.Backend().Ledger.GetRun(ctx, "runtime", sum.Nominal)
 		if err == nil && run.State.Finished() {
 			break
@@ -84,7 +89,17 @@ func RunTimeList(ctx context.Context, tg Target, n int) ([]Row, error) {
 		{Scenario: scen, Backend: tg.Name, Figure: "page reads per item by the consumers (membership checks)", Value: float64(reads) / float64(n), Unit: Count,
 			Note: fmt.Sprintf("%d reads for %d pages", reads, pages)},
 		{Scenario: scen, Backend: tg.Name, Figure: "trigger to settled, seconds", Value: total.Seconds(), Unit: Count,
-			Note: fmt.Sprintf("%s; %d succeeded; Go heap in use after it %d MiB", run.State, run.Succeeded, ms.HeapInuse>>20)},
+			Note: fmt.Sprintf("%s; %d succeeded; Go heap in use after it %d MiB, at most %d MiB while it ran (sampled every 200 ms); process peak RSS %s",
+				run.State, run.Succeeded, ms.HeapInuse>>20, peak>>20, ownPeakRSS())},
 	}
 	return rows, nil
+}
+
+// ownPeakRSS is this process's peak resident set (peakRSS), or "unknown".
+func ownPeakRSS() string {
+	n, err := peakRSS(os.Getpid())
+	if err != nil {
+		return "unknown"
+	}
+	return fmt.Sprintf("%d MiB", n>>20)
 }
