@@ -140,7 +140,16 @@ var ErrBusy = errors.New("the same dedupe key is being submitted by another call
 // 100,000 items) for job under the dedupe key key. A bad submission is
 // refused with an error naming what is wrong, and nothing is opened.
 func (c *Client) Submit(ctx context.Context, job, key string, items []baton.Item) (Submitted, error) {
-	sum, err := c.eng.Coordinator.Submit(ctx, coordinator.Submission{Job: job, Key: key, Items: items})
+	return c.SubmitClass(ctx, job, key, "", items)
+}
+
+// SubmitClass is Submit in a priority class: class names a job queue of
+// the catalog (baton.JobQueue), whose consumers, at their concurrency
+// share, serve the submission's items in place of the job's own queue's
+// ("" is the job's queue). An unknown class is refused with an error
+// naming the catalog's classes.
+func (c *Client) SubmitClass(ctx context.Context, job, key, class string, items []baton.Item) (Submitted, error) {
+	sum, err := c.eng.Coordinator.Submit(ctx, coordinator.Submission{Job: job, Key: key, Class: class, Items: items})
 	if err != nil {
 		return Submitted{Run: sum.Run}, err
 	}

@@ -16,7 +16,7 @@ import (
 	"github.com/batonhq/baton/internal/ledger"
 )
 
-const submitSynopsis = `submit --key K --items FILE|- [--wait D] [flags]
+const submitSynopsis = `submit --key K --items FILE|- [--class C] [--wait D] [flags]
 
 Submits work for the job on demand: the items in FILE (or on stdin with
 -), a JSON array of {"name": …, "payload": <any JSON value>} or
@@ -31,6 +31,10 @@ and prints the existing run with "deduped"; past the retention it opens
 the key's next generation. A bad file is refused (exit status 2) with
 the item and what is wrong; payloads are never printed.
 
+--class C sends the items to the job queue C of the catalog (a priority
+class, baton.JobQueue) instead of the job's own queue: that class's
+consumers, at its concurrency share, serve them.
+
 With --wait the command waits up to D for the run to finish and exits
 with status 1 if it ends partial (some item DEAD or CANCELLED) or is not
 finished in time.`
@@ -42,19 +46,20 @@ func submitCommand() command {
 }
 
 func defineSubmit(e *env, fs *pflag.FlagSet) runFunc {
-	var key, items string
+	var key, items, class string
 	var wait time.Duration
 	fs.StringVar(&key, "key", "", "the dedupe key (letters, digits, '_', '.', '-'; at most 64)")
+	fs.StringVar(&class, "class", "", "the priority class: a job queue of the catalog, whose consumers serve the items (default: the job's queue)")
 	fs.StringVar(&items, "items", "", "the items: a JSON array in a file, or - for stdin")
 	fs.DurationVar(&wait, "wait", 0, "wait up to this long for the run to finish (0: do not wait)")
-	return func(ctx context.Context, _ []string) error { return submit(ctx, e, key, items, wait) }
+	return func(ctx context.Context, _ []string) error { return submit(ctx, e, key, items, class, wait) }
 }
 
 // submit's JSON report: run (the run opened or found), items (the number
 // submitted), existing (the dedupe key found an earlier submission's run),
 // enqueued, and with --wait the run's state and counts (run_state,
 // succeeded, dead, cancelled).
-func submit(ctx context.Context, e *env, key, items string, wait time.Duration) error {
+func submit(ctx context.Context, e *env, key, items, class string, wait time.Duration) error {
 	common := &e.backend
 	j, err := lookupJob(e.catalog, common.job)
 	if err != nil {
@@ -88,7 +93,7 @@ func submit(ctx context.Context, e *env, key, items string, wait time.Duration) 
 	if err != nil {
 		return err
 	}
-	sum, err := eng.Coordinator.Submit(ctx, coordinator.Submission{Job: j.Name, Key: key, Items: list})
+	sum, err := eng.Coordinator.Submit(ctx, coordinator.Submission{Job: j.Name, Key: key, Class: class, Items: list})
 	if errors.Is(err, coordinator.ErrSubmission) {
 		return usagef("%v", err)
 	}

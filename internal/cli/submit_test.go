@@ -62,6 +62,7 @@ func TestSubmit(t *testing.T) {
 		{[]string{"--items", items}, "--key is required"},
 		{[]string{"--key", "k"}, "--items is required"},
 		{[]string{"--key", "k", "--items", filepath.Join(dir, "none.json")}, "no such file"},
+		{[]string{"--key", "k", "--items", items, "--class", "vip"}, `class "vip" is not a job queue of the catalog`},
 	} {
 		code, out, errOut := runMain(t, append([]string{"submit", "--store", store}, tc.args...)...)
 		require.Equal(t, ExitUsage, code, "%v: %s", tc.args, out)

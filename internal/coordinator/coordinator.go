@@ -31,6 +31,11 @@ type Coordinator struct {
 	Ledger ledger.Store
 	Queue  queue.Sender
 	Jobs   *baton.Catalog
+	// Classes are the catalog's job queues by name (baton.JobQueue): a
+	// submission that names one as its class (Submission.Class) sends its
+	// items there instead of to its job's queue. Nil: no submission may
+	// name a class.
+	Classes map[string]queue.Sender
 	// Owner identifies the holder in the lease; it must be unique per
 	// process or invocation. Each Run holds the lease as Owner#n, n a
 	// per-process sequence number, so that concurrent Runs of one
@@ -176,6 +181,17 @@ type tickRun struct {
 	items baton.ItemsFunc
 	// parent is the run whose finish started this one (a chain).
 	parent ledger.RunID
+	// queue, when set, is where the run's items go in place of Queue (a
+	// submission's class).
+	queue queue.Sender
+}
+
+// sender is where t's items go.
+func (c *Coordinator) sender(t *tickRun) queue.Sender {
+	if t.queue != nil {
+		return t.queue
+	}
+	return c.Queue
 }
 
 // resolve decides which tick the trigger asks for, refusing a trigger

@@ -126,7 +126,7 @@ func (c *Coordinator) sendPages(ctx context.Context, t *tickRun, src *pageSource
 	var sent int
 	var sendErr error
 	if len(msgs) > 0 {
-		sent, sendErr = queue.SendAll(ctx, c.Queue, msgs, &queue.SendAllOptions{Parallel: sendParallel})
+		sent, sendErr = queue.SendAll(ctx, c.sender(t), msgs, &queue.SendAllOptions{Parallel: sendParallel})
 		sum.Enqueued += sent
 	}
 	if sent == 0 && sendErr != nil {

@@ -13,6 +13,7 @@ import (
 	"github.com/batonhq/baton"
 	"github.com/batonhq/baton/internal/lease"
 	"github.com/batonhq/baton/internal/ledger"
+	"github.com/batonhq/baton/internal/queue"
 )
 
 // MaxSubmissionItems bounds the items of one submission: a submission is
@@ -33,6 +34,11 @@ type Submission struct {
 	// run's id is job+key#generation.
 	Key   string
 	Items []baton.Item // any order; at most MaxSubmissionItems
+	// Class, optional, is the priority class of the submission: a job
+	// queue of the catalog (baton.JobQueue), its items sent there instead
+	// of to the job's own queue, so that they are served with that class's
+	// consumers (its concurrency share). "": the job's queue.
+	Class string
 	// Deadline is the invocation's deadline; zero: none besides ctx.
 	Deadline time.Time
 }
@@ -57,7 +63,11 @@ func (c *Coordinator) Submit(ctx context.Context, s Submission) (Summary, error)
 	if err != nil {
 		return Summary{Job: s.Job}, err
 	}
-	return c.submitRun(ctx, submitParams{job: j, key: s.Key, items: baton.ItemList(ledger.PageItems*16, items...), deadline: s.Deadline})
+	var to queue.Sender
+	if s.Class != "" {
+		to = c.Classes[s.Class] // checkSubmission checked it
+	}
+	return c.submitRun(ctx, submitParams{job: j, key: s.Key, items: baton.ItemList(ledger.PageItems*16, items...), deadline: s.Deadline, queue: to})
 }
 
 // submitParams are the inputs of submitRun.
@@ -73,6 +83,8 @@ type submitParams struct {
 	// replay opens the key's next generation whatever the retention (a
 	// replay of a finished submission).
 	replay bool
+	// queue, when set, is where the items go (a submission's class).
+	queue queue.Sender
 }
 
 // submitRun opens (or finds, or resumes) the run of job+key and fans its
@@ -89,7 +101,7 @@ func (c *Coordinator) submitRun(ctx context.Context, p submitParams) (sum Summar
 	}
 	id := ledger.RunID{Job: j.Name, Submission: p.key, Generation: 1}
 	t := &tickRun{tr: Trigger{Job: j.Name, Deadline: p.deadline}, start: start, sum: &sum, job: j,
-		owner: fmt.Sprintf("%s#%d", c.Owner, invocations.Add(1)), items: p.items, parent: p.parent}
+		owner: fmt.Sprintf("%s#%d", c.Owner, invocations.Add(1)), items: p.items, parent: p.parent, queue: p.queue}
 	t.log = c.logger().With(slog.String("job", j.Name), slog.String("submission", p.key), slog.String("owner", t.owner))
 
 	force := p.replay
@@ -226,6 +238,14 @@ func (c *Coordinator) checkSubmission(s Submission) (baton.Job, []baton.Item, er
 	}
 	if err := baton.ValidName("submission", s.Key); err != nil {
 		return j, nil, fmt.Errorf("%w: job %s: dedupe key: %w", ErrSubmission, j.Name, err)
+	}
+	if _, ok := c.Classes[s.Class]; s.Class != "" && !ok {
+		names := make([]string, 0, len(c.Classes))
+		for n := range c.Classes {
+			names = append(names, n)
+		}
+		slices.Sort(names)
+		return j, nil, fmt.Errorf("%w: %s+%s: class %q is not a job queue of the catalog (classes: %v)", ErrSubmission, j.Name, s.Key, s.Class, names)
 	}
 	switch {
 	case len(s.Items) == 0:

@@ -12,6 +12,7 @@ import (
 	"github.com/batonhq/baton/internal/coordinator"
 	"github.com/batonhq/baton/internal/ledger"
 	"github.com/batonhq/baton/internal/message"
+	"github.com/batonhq/baton/internal/queue"
 )
 
 func TestSubmitOpensOnceThenDedupes(t *testing.T) {
@@ -148,4 +149,26 @@ func TestReplaySubmissionSendsItsStoredItemsAgain(t *testing.T) {
 	require.NoError(t, err)
 	require.True(t, again.Deduped)
 	require.Equal(t, rep.Run, again.Run)
+}
+
+func TestSubmitToAClass(t *testing.T) {
+	t.Parallel()
+	b := setup(t, bigJob("ingest", 2))
+	c := b.coordinator("c1")
+	urgent := &sender{}
+	c.Classes = map[string]queue.Sender{"urgent": urgent}
+	items := []baton.Item{{Name: "a"}, {Name: "b"}}
+	sum, err := c.Submit(t.Context(), coordinator.Submission{Job: "ingest", Key: "k1", Class: "urgent", Items: items})
+	require.NoError(t, err)
+	require.Equal(t, 2, sum.Enqueued)
+	require.Len(t, urgent.keys(t), 2, "the class's queue got the items")
+	require.Empty(t, b.queue.keys(t), "not the job's queue")
+
+	_, err = c.Submit(t.Context(), coordinator.Submission{Job: "ingest", Key: "k2", Items: items})
+	require.NoError(t, err)
+	require.Len(t, b.queue.keys(t), 2, "no class: the job's queue")
+
+	_, err = c.Submit(t.Context(), coordinator.Submission{Job: "ingest", Key: "k3", Class: "vip", Items: items})
+	require.ErrorIs(t, err, coordinator.ErrSubmission)
+	require.ErrorContains(t, err, `class "vip" is not a job queue of the catalog (classes: [urgent])`)
 }

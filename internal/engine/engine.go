@@ -83,6 +83,12 @@ func New(b backend.Backend, o Options) (*Engine, error) {
 		Leases: lease.Counting(b.Leases, o.Logger), Ledger: b.Ledger, Queue: router, Jobs: o.Catalog,
 		Owner: o.Owner + "/coordinator", NowFunc: o.NowFunc, Logger: o.Logger,
 	}
+	if len(e.pools) > 0 {
+		e.Coordinator.Classes = map[string]queue.Sender{}
+		for _, p := range e.pools {
+			e.Coordinator.Classes[p.name] = p.queue
+		}
+	}
 	newConsumer := func(from queue.Sender, owner string) *consumer.Consumer {
 		c := &consumer.Consumer{
 			Ledger: b.Ledger, Queue: queue.ReceivedFrom(router, from), Jobs: o.Catalog, Effects: b.Effects, Runs: &consumer.RunCache{}, Pages: &consumer.PageCache{}, RateLimits: b.RateLimits,

@@ -43,6 +43,7 @@ func NewCoordinatorHandler(p HandlerParams) (*CoordinatorHandler, error) {
 			// Every path to the coordinator (Lambda, baton invoke, replay
 			// event) records refused acquisitions for operators.
 			Leases: lease.Counting(p.Leases, p.logger()), Ledger: p.Ledger, Queue: p.router(), Jobs: p.Jobs, NowFunc: p.NowFunc,
+			Classes: p.JobQueues,
 		},
 		name: p.functionName(Coordinator),
 		emf:  p.metrics(),
@@ -190,7 +191,7 @@ func (h *CoordinatorHandler) submit(ctx context.Context, inv invocation, payload
 	log.InfoContext(ctx, "submission", slog.String("phase", "decode"), slog.Int("items", len(s.Items)), slog.Time("deadline", inv.deadline))
 	c := h.core
 	c.Owner, c.Logger = inv.owner, inv.log
-	sum, err := c.Submit(ctx, coordinator.Submission{Job: s.Job, Key: s.Key, Items: s.Items, Deadline: inv.deadline})
+	sum, err := c.Submit(ctx, coordinator.Submission{Job: s.Job, Key: s.Key, Class: s.Class, Items: s.Items, Deadline: inv.deadline})
 	resp := CoordinatorResponse{
 		Job: s.Job, Source: "submission", Outcome: string(sum.Outcome), Deduped: sum.Deduped,
 		Enqueued: sum.Enqueued, Cursor: sum.Cursor, Total: sum.Total, Fence: sum.Fence, Stopped: sum.Stopped,

@@ -34,16 +34,22 @@ const SubmissionVersion = 1
 // An item's payload is any JSON value, stored as its JSON text (so a
 // processor decodes it as JSON), or bytes given in standard base64 under
 // payload_base64; at most one of the two, at most baton.MaxPayload bytes.
+// An optional "class" names the submission's priority class, a job queue
+// of the catalog (coordinator.Submission.Class); it was added to version
+// 1 without a new "v": an event without it reads as before everywhere,
+// and a coordinator older than it refuses an event with it, naming the
+// field, rather than sending its items to the wrong class.
 // A later version gets a new "v"; this decoder refuses any other.
 type Submission struct {
 	Job   string
 	Key   string
+	Class string // "": the job's own queue
 	Items []baton.Item
 }
 
 var (
 	envelopeFields   = []string{"submit"}
-	submissionFields = []string{"v", "job", "key", "items"}
+	submissionFields = []string{"v", "job", "key", "class", "items"}
 	itemFields       = []string{"name", "payload", "payload_base64"}
 )
 
@@ -99,6 +105,14 @@ func DecodeSubmission(payload []byte, jobs []string) (Submission, error) {
 		}
 		if err := json.Unmarshal(raw, f.dst); err != nil {
 			return Submission{}, fmt.Errorf("%w: field %q: want a JSON string", ErrBadSubmission, f.name)
+		}
+	}
+	if raw, ok := fields["class"]; ok {
+		if err := json.Unmarshal(raw, &s.Class); err != nil {
+			return Submission{}, fmt.Errorf("%w: field \"class\": want a JSON string", ErrBadSubmission)
+		}
+		if err := baton.ValidName("class", s.Class); err != nil {
+			return Submission{}, fmt.Errorf("%w: field \"class\": %v", ErrBadSubmission, err)
 		}
 	}
 	if !slices.Contains(jobs, s.Job) {

@@ -19,6 +19,9 @@ func TestDecodeSubmission(t *testing.T) {
 	require.Equal(t, lambdaevent.Submission{Job: "fx", Key: "k-1", Items: []baton.Item{
 		{Name: "a", Payload: []byte(`{"x":[1,2]}`)}, {Name: "b", Payload: []byte{0, 1}}, {Name: "c"}, {Name: "d", Payload: []byte(`"text"`)},
 	}}, s)
+	s, err = lambdaevent.DecodeSubmission([]byte(`{"submit":{"v":1,"job":"fx","key":"k-2","class":"urgent","items":[{"name":"a"}]}}`), []string{"fx"})
+	require.NoError(t, err)
+	require.Equal(t, lambdaevent.Submission{Job: "fx", Key: "k-2", Class: "urgent", Items: []baton.Item{{Name: "a"}}}, s)
 	require.True(t, lambdaevent.IsSubmission([]byte(`{"submit":{}}`)))
 	require.False(t, lambdaevent.IsSubmission([]byte(`{"job":"fx"}`)))
 	require.False(t, lambdaevent.IsSubmission([]byte(`not json`)))
@@ -44,6 +47,8 @@ func TestDecodeSubmission(t *testing.T) {
 		`{"submit":{"v":1,"job":"fx","key":"k","items":[{"name":"a","payload":` + big + `}]}}`:               "item 0: payload of 204802 bytes, at most 204800",
 		`{"submit":{"v":1,"job":"fx","key":"k","items":[{"name":"a"}] }} x`:                                  "trailing data",
 		`{"submit":{"v":1,"job":"fx","key":"k","key":"j","items":[{"name":"a"}]}}`:                           `field "key" appears twice`,
+		`{"submit":{"v":1,"job":"fx","key":"k","class":7,"items":[{"name":"a"}]}}`:                           `field "class": want a JSON string`,
+		`{"submit":{"v":1,"job":"fx","key":"k","class":"a b","items":[{"name":"a"}]}}`:                       `field "class": invalid class name "a b"`,
 	} {
 		_, err := lambdaevent.DecodeSubmission([]byte(body), []string{"fx"})
 		require.ErrorIs(t, err, lambdaevent.ErrBadSubmission, "%.100s", body)
@@ -59,6 +64,7 @@ func FuzzDecodeSubmission(f *testing.F) {
 	for _, s := range []string{
 		`{"submit":{"v":1,"job":"fx","key":"k","items":[{"name":"a","payload":{"x":1}},{"name":"b","payload_base64":"AAE="}]}}`,
 		`{"submit":{"v":1,"job":"fx","key":"k","items":[]}}`, `{"submit":[]}`, `{}`, `[`,
+		`{"submit":{"v":1,"job":"fx","key":"k","class":"urgent","items":[{"name":"a"}]}}`,
 	} {
 		f.Add([]byte(s))
 	}
