@@ -25,12 +25,18 @@ const (
 	// reads as 0 (no lower bound known).
 	runOpenFence    = "open_fence"
 	runOpenFenceTok = "open_fence_tok"
-	runOpenedAt     = "opened_at"
-	runUpdatedAt    = "updated_at"
-	runFinishedAt   = "finished_at"
-	runSucceeded    = "succeeded"
-	runDead         = "dead"
-	runCancelled    = "cancelled"
+	// runShards is the item shard count of the current generation, set by
+	// the write that opens it. A record of an earlier version lacks it
+	// (read as 0) until a resume by this version gives it the resumer's
+	// count, which is harmless: nothing depends on the count before the
+	// run is fanned out.
+	runShards     = "shards"
+	runOpenedAt   = "opened_at"
+	runUpdatedAt  = "updated_at"
+	runFinishedAt = "finished_at"
+	runSucceeded  = "succeeded"
+	runDead       = "dead"
+	runCancelled  = "cancelled"
 	// runOpenToken is the write token of the write that opened the current
 	// generation: OpenRun tells Opened from Resumed by it.
 	runOpenToken = "open_tok"
@@ -62,6 +68,7 @@ func (s *LedgerStore) OpenRun(ctx context.Context, p ledger.OpenRunParams) (ledg
 			"#open_tok = if_not_exists(#open_tok, :tok)",
 			"#open_fence = if_not_exists(#open_fence, :fence)",
 			"#open_fence_tok = if_not_exists(#open_fence_tok, :tok)",
+			"#shards = if_not_exists(#shards, :shards)",
 		},
 		cond: "attribute_not_exists(#pk) OR #state = :fanning AND #fence <= :fence", // AND binds tighter
 		values: record{
@@ -70,6 +77,7 @@ func (s *LedgerStore) OpenRun(ctx context.Context, p ledger.OpenRunParams) (ledg
 			":fanning": str(string(ledger.RunFanningOut)),
 			":fence":   num(p.Fence),
 			":now":     nanos(p.Now),
+			":shards":  num(int64(max(p.Shards, 1))),
 		},
 	}
 	for range raceRetries {
@@ -124,6 +132,7 @@ func (s *LedgerStore) forceRun(ctx context.Context, op string, k key, p ledger.O
 				"#open_tok = :tok",
 				"#open_fence = :fence",
 				"#open_fence_tok = :tok",
+				"#shards = :shards",
 			},
 			remove: []string{"#" + attrTTL},
 			cond:   "attribute_not_exists(#pk)",
@@ -133,6 +142,7 @@ func (s *LedgerStore) forceRun(ctx context.Context, op string, k key, p ledger.O
 				":fanning": str(string(ledger.RunFanningOut)),
 				":fence":   num(p.Fence),
 				":now":     nanos(p.Now),
+				":shards":  num(int64(max(p.Shards, 1))),
 			},
 		}
 		if cur != nil {
@@ -335,6 +345,7 @@ func decodeRun(rec record) (ledger.Run, error) {
 		Total:      d.int(runTotal),
 		Fence:      d.int64(runFence),
 		OpenFence:  d.int64(runOpenFence),
+		Shards:     d.int(runShards),
 		OpenedAt:   d.time(runOpenedAt),
 		UpdatedAt:  d.time(runUpdatedAt),
 		FinishedAt: d.time(runFinishedAt),

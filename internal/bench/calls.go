@@ -10,6 +10,7 @@ import (
 
 	"github.com/batonhq/baton"
 	"github.com/batonhq/baton/internal/consumer"
+	"github.com/batonhq/baton/internal/fanin"
 	"github.com/batonhq/baton/internal/lease"
 	"github.com/batonhq/baton/internal/ledger"
 	"github.com/batonhq/baton/internal/message"
@@ -125,8 +126,8 @@ func callCases() []callCase {
 			},
 		},
 		{
-			figure: "item new (consumer: vouch, claim, process, complete)", ref: 3,
-			why: "1 run read (the vouch; a per-process cache answers for a tick's other messages for a second) + 2 conditional writes",
+			figure: "item new (consumer: vouch, claim, process, complete, settle)", ref: 4,
+			why: "1 run read (the vouch; a per-process cache answers for a tick's other messages for a second) + 2 conditional writes + 1 read of the item's shard (the settle; at most about 64 records whatever the run's size)",
 			measureFunc: func(ctx context.Context, env *Env, k callKit) error {
 				return handle(ctx, k, consumer.StatusSucceeded)
 			},
@@ -164,8 +165,9 @@ func (r *Runner) calls(ctx context.Context, t Target) error {
 	for i, c := range callCases() {
 		name := fmt.Sprintf("calls%d", i)
 		proc := &sleeper{}
-		// More items than a consumer settles itself (65 > 64): the figures
-		// are the per-item path of a large run.
+		// More items than a shard (65 > fanin.ShardItems): the figures are
+		// the per-item path of a large run, whose settle reads the item's
+		// shard (and finds other items in flight).
 		j := syntheticJob(name, 65, 1, proc)
 		k := callKit{
 			job: name,
@@ -175,7 +177,7 @@ func (r *Runner) calls(ctx context.Context, t Target) error {
 			},
 		}
 		k.message = queue.Delivery{MessageID: "m-" + name, Body: message.New(k.key, 1, false).Encode(), ReceiveCount: 1}
-		if err := openRun(ctx, env.Plain.Ledger, k.key.Run); err != nil { // the run the consumer vouches with
+		if err := openRun(ctx, env.Plain.Ledger, k.key.Run, len(j.Assets)); err != nil { // the run the consumer vouches with
 			return fmt.Errorf("%s: open run: %w", name, err)
 		}
 		if c.prepareFunc != nil {
@@ -222,13 +224,13 @@ func sortedOps(m map[string]int) []string {
 	return ops
 }
 
-// openRun opens and fans out run id with fence 1, as a coordinator would
-// have before its messages reach a consumer.
-func openRun(ctx context.Context, l ledger.Store, id ledger.RunID) error {
-	run, _, err := l.OpenRun(ctx, ledger.OpenRunParams{Job: id.Job, Nominal: id.Nominal, Fence: 1, Now: time.Now()})
+// openRun opens and fans out run id of n assets with fence 1, as a
+// coordinator would have before its messages reach a consumer.
+func openRun(ctx context.Context, l ledger.Store, id ledger.RunID, n int) error {
+	run, _, err := l.OpenRun(ctx, ledger.OpenRunParams{Job: id.Job, Nominal: id.Nominal, Fence: 1, Shards: fanin.Shards(n), Now: time.Now()})
 	if err != nil {
 		return err
 	}
-	_, err = l.AdvanceRun(ctx, ledger.AdvanceRunParams{ID: run.ID, Fence: 1, Cursor: 1, Done: true, Now: time.Now()})
+	_, err = l.AdvanceRun(ctx, ledger.AdvanceRunParams{ID: run.ID, Fence: 1, Cursor: n, Done: true, Now: time.Now()})
 	return err
 }

@@ -185,6 +185,21 @@ func (c CountedLedger) ListItems(ctx context.Context, run ledger.RunID) ([]ledge
 	return c.Store.ListItems(ctx, run)
 }
 
+func (c CountedLedger) ListItemRange(ctx context.Context, run ledger.RunID, first, last string) ([]ledger.Item, error) {
+	c.Tally.add("ledger.ListItemRange")
+	return c.Store.ListItemRange(ctx, run, first, last)
+}
+
+func (c CountedLedger) MarkDone(ctx context.Context, p ledger.MarkParams) (ledger.Mark, error) {
+	c.Tally.add("ledger.MarkDone")
+	return c.Store.MarkDone(ctx, p)
+}
+
+func (c CountedLedger) ListMarks(ctx context.Context, run ledger.RunID, level, group int) ([]ledger.Mark, error) {
+	c.Tally.add("ledger.ListMarks")
+	return c.Store.ListMarks(ctx, run, level, group)
+}
+
 // Queue sends and receives; backend.Queue has the same methods.
 type Queue interface {
 	queue.Sender

@@ -154,7 +154,7 @@ func TestSmoke(t *testing.T) {
 	require.Equal(t, 1.0, sq["lease acquire, free"])
 	require.Equal(t, 1.0, sq["lease acquire, contended (lease port)"])
 	require.Equal(t, 2.0, sq["lease acquire, contended, as shipped (lease port + contention record)"])
-	require.Equal(t, 3.0, sq["item new (consumer: vouch, claim, process, complete)"])
+	require.Equal(t, 4.0, sq["item new (consumer: vouch, claim, process, complete, settle)"])
 	require.Equal(t, 2.0, sq["item duplicate (consumer: delivery of a SUCCEEDED item)"])
 	if !testing.Short() {
 		all := calls["aws all-old"]

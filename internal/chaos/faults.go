@@ -38,6 +38,9 @@ const (
 	opCancel           = "ledger.Cancel"
 	opGetItem          = "ledger.GetItem"
 	opListItems        = "ledger.ListItems"
+	opListItemRange    = "ledger.ListItemRange"
+	opMarkDone         = "ledger.MarkDone"
+	opListMarks        = "ledger.ListMarks"
 	opSend             = "queue.Send"        // messages of catalog assets, or poison
 	opSendDerived      = "queue.SendDerived" // a batch holding a derived item's message
 	opDeadLetter       = "queue.DeadLetter"
@@ -209,6 +212,18 @@ func (f faultyLedger) GetItem(ctx context.Context, key ledger.ItemKey) (ledger.I
 
 func (f faultyLedger) ListItems(ctx context.Context, run ledger.RunID) ([]ledger.Item, error) {
 	return call(ctx, opListItems, run.String(), func() ([]ledger.Item, error) { return f.s.ListItems(ctx, run) })
+}
+
+func (f faultyLedger) ListItemRange(ctx context.Context, run ledger.RunID, first, last string) ([]ledger.Item, error) {
+	return call(ctx, opListItemRange, run.String(), func() ([]ledger.Item, error) { return f.s.ListItemRange(ctx, run, first, last) })
+}
+
+func (f faultyLedger) MarkDone(ctx context.Context, p ledger.MarkParams) (ledger.Mark, error) {
+	return call(ctx, opMarkDone, p.Run.String(), func() (ledger.Mark, error) { return f.s.MarkDone(ctx, p) })
+}
+
+func (f faultyLedger) ListMarks(ctx context.Context, run ledger.RunID, level, group int) ([]ledger.Mark, error) {
+	return call(ctx, opListMarks, run.String(), func() ([]ledger.Mark, error) { return f.s.ListMarks(ctx, run, level, group) })
 }
 
 type faultyEffects struct{ s effect.Store }

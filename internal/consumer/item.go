@@ -268,9 +268,9 @@ func (c *Consumer) overBudget(ctx context.Context, m *messageRun) (v verdict, ok
 // Otherwise it keeps the inputs' results in m.inputs for the task.
 func (c *Consumer) gateDerived(ctx context.Context, m *messageRun, def baton.Derived) (v verdict, ok bool) {
 	d := m.d
-	items, err := c.Ledger.ListItems(ctx, d.key.Run)
+	items, err := fanin.ReadItems(ctx, c.Ledger, d.job, d.key.Run, append([]string{d.key.Asset}, def.Inputs...))
 	if err != nil {
-		return m.fail(StatusFailed, fmt.Errorf("%s: list inputs: %w", d.key, err)), false
+		return m.fail(StatusFailed, fmt.Errorf("%s: read inputs: %w", d.key, err)), false
 	}
 	states := make(map[string]ledger.ItemState, len(items))
 	results := make(map[string][]byte, len(items))
@@ -343,6 +343,12 @@ func (c *Consumer) claim(ctx context.Context, m *messageRun) (v verdict, ok bool
 		recheck := d.d.ReceiveCount > 1 && !m.now.Before(item.FinishedAt.Add(d.job.Limits.ItemLease))
 		if err := c.fanIn(ctx, d, item.State, recheck); err != nil {
 			return m.fail(StatusDuplicate, err), false
+		}
+		if recheck {
+			// The same redelivery settles the item's shard again: a crash
+			// after the completion, before its settle (or between a
+			// shard's mark and the run's finish), is recovered here.
+			c.settle(ctx, m)
 		}
 		return m.ack(StatusDuplicate), false
 	case errors.Is(err, ledger.ErrHeld):

@@ -156,23 +156,17 @@ func (rc *RunCache) read(ctx context.Context, l ledger.Store, id ledger.RunID, n
 	return run, false, nil
 }
 
-// settleMaxItems is the largest run the consumer settles itself: a run of
-// at most this many items settles when its last item ends, by the
-// consumer that ends it (one item list per item that ends). Larger runs settle at the job's next coordinator invocation,
-// which pages through its unfinished runs.
-const settleMaxItems = 64
-
-// settle finishes the message's run when the item that just ended was its
-// last one (see settleMaxItems), the run as the vouch read it: one item
-// list per item that ends. The last item's consumer sees every
-// earlier item terminal (its list follows its own write), so a run settles
-// when its last item ends, whoever ends it. Failures are logged only: the
-// coordinator settles the run later.
+// settle settles the shard of the message's item, which just ended, and
+// the run when it was the last (fanin.SettleShard): one list of the
+// item's shard per item that ends, and a few more reads and writes when
+// the shard is complete, whatever the run's size. The last item's
+// consumer sees its shard complete (its list follows its own write), and
+// the marker of the last shard sees every other one marked, so a run
+// settles when its last item ends, whoever ends it. The run is the one the
+// vouch read. Failures are logged only: a redelivery or the coordinator
+// settles the run later.
 func (c *Consumer) settle(ctx context.Context, m *messageRun) {
 	d := m.d
-	if len(d.job.Assets)+len(d.job.Derived) > settleMaxItems {
-		return
-	}
 	// The run as the vouch read it: a run fanned out then is still one
 	// (or finished since, which the finish's condition finds). One still
 	// fanning out then may be a cached record from before the coordinator
@@ -191,9 +185,9 @@ func (c *Consumer) settle(ctx context.Context, m *messageRun) {
 	if run.ID != d.key.Run || run.State != ledger.RunFannedOut {
 		return
 	}
-	run, err := fanin.Settle(ctx, fanin.SettleParams{Ledger: c.Ledger, Def: d.job, Run: run, Now: c.now()})
+	run, err := fanin.SettleShard(ctx, fanin.ShardParams{Ledger: c.Ledger, Def: d.job, Run: run, Item: d.key.Asset, Now: c.now()})
 	if err != nil {
-		m.log.WarnContext(ctx, "settle failed; the coordinator settles the run later", slog.String("phase", "settle"), slog.Any("error", err))
+		m.log.WarnContext(ctx, "settle failed; a redelivery or the coordinator settles the run later", slog.String("phase", "settle"), slog.Any("error", err))
 		return
 	}
 	if run.State.Finished() && run.ID == d.key.Run {

@@ -9,6 +9,7 @@ import (
 	"time"
 
 	"github.com/batonhq/baton"
+	"github.com/batonhq/baton/internal/fanin"
 	"github.com/batonhq/baton/internal/lease"
 	"github.com/batonhq/baton/internal/ledger"
 	"github.com/batonhq/baton/internal/queue"
@@ -232,6 +233,7 @@ func (c *Coordinator) open(ctx context.Context, t *tickRun) (ledger.Run, ledger.
 	openStart := c.now()
 	run, outcome, err := c.Ledger.OpenRun(ctx, ledger.OpenRunParams{
 		Job: t.job.Name, Nominal: sum.Nominal, Fence: t.hold.lease.Fence, Force: t.tr.Force, Now: openStart,
+		Shards: fanin.Shards(len(t.job.Assets) + len(t.job.Derived)),
 	})
 	if err != nil {
 		return run, outcome, fmt.Errorf("run %s %s: open: %w", t.job.Name, sum.Nominal.Format(time.RFC3339), err)

@@ -7,6 +7,7 @@ package dagtest
 import (
 	"context"
 	"errors"
+	"fmt"
 	"slices"
 	"strings"
 	"sync"
@@ -164,4 +165,84 @@ func waitFinished(t *testing.T, l ledger.Store, id ledger.RunID) (ledger.Run, []
 	items, err := l.ListItems(t.Context(), id)
 	require.NoError(t, err)
 	return run, items
+}
+
+// LargeAssets is the number of assets of RunLarge's jobs: more than a
+// shard (fanin.ShardItems), so that their runs spread over several.
+const LargeAssets = 300
+
+// largeJob is a job of LargeAssets assets and derived items on either end
+// of the asset names and on both.
+func largeJob(name, failAsset string, c *counter) baton.Job {
+	assets := make([]string, LargeAssets)
+	for i := range assets {
+		assets[i] = fmt.Sprintf("L%03d", i)
+	}
+	return baton.Job{
+		Name: name, Schedule: "rate(1 minute)", Assets: assets,
+		Derived: []baton.Derived{
+			{Name: "first", Inputs: []string{"L000", "L001"}},
+			{Name: "last", Inputs: []string{"L298", "L299"}},
+			{Name: "both", Inputs: []string{"first", "last"}},
+		},
+		Processor: processor(c, failAsset),
+		Limits:    baton.Limits{ItemLease: 5 * time.Second, ClockSkew: 100 * time.Millisecond},
+	}
+}
+
+// RunLarge triggers one tick of two jobs of LargeAssets assets and three
+// derived items on b and waits for both runs to settle by themselves,
+// with no coordinator invocation after the fan-out (invariant 11 at any
+// size): "large", where everything succeeds, and "largedead", whose asset
+// L299 ends DEAD and so cancels "last" and "both".
+func RunLarge(t *testing.T, b backend.Backend) {
+	t.Helper()
+	c := &counter{calls: map[string]int{}}
+	cat, err := baton.NewCatalog(largeJob("large", "", c), largeJob("largedead", "L299", c))
+	require.NoError(t, err)
+	eng, err := engine.New(b, engine.Options{Catalog: cat, Consumers: 4, BatchSize: 10, BatchTimeout: 10 * time.Second, RetryDelay: 100 * time.Millisecond})
+	require.NoError(t, err)
+
+	at := time.Now()
+	var ids []ledger.RunID
+	for _, job := range []string{"large", "largedead"} {
+		sum, err := eng.Trigger(t.Context(), job, at, false)
+		require.NoError(t, err)
+		require.Equal(t, LargeAssets, sum.Enqueued)
+		ids = append(ids, ledger.RunID{Job: job, Nominal: sum.Nominal, Generation: 1})
+		run, err := b.Ledger.GetRun(t.Context(), job, sum.Nominal)
+		require.NoError(t, err)
+		require.Equal(t, ledger.RunFannedOut, run.State, "nothing ran before the consumers start")
+		require.Greater(t, run.Shards, 1, "the run spreads over shards")
+	}
+	// Consumers start after the fan-out: whatever settles the runs is
+	// theirs.
+	ctx, cancel := context.WithCancel(t.Context())
+	var wg sync.WaitGroup
+	wg.Go(func() { _ = eng.Consume(ctx) })
+	defer func() { cancel(); wg.Wait() }()
+
+	run, items := waitFinished(t, b.Ledger, ids[0])
+	require.Equal(t, ledger.RunComplete, run.State)
+	require.Equal(t, LargeAssets+3, run.Succeeded)
+	require.Len(t, items, LargeAssets+3)
+	for _, it := range items {
+		require.Equal(t, ledger.ItemSucceeded, it.State, it.Key.Asset)
+		require.Equal(t, 1, c.get(it.Key.String()), "%s processed once", it.Key)
+	}
+	require.Equal(t, "both(first(L000+L001)+last(L298+L299))", string(resultOf(items, "both")))
+
+	run, items = waitFinished(t, b.Ledger, ids[1])
+	require.Equal(t, ledger.RunPartial, run.State)
+	require.Equal(t, [3]int{LargeAssets, 1, 2}, [3]int{run.Succeeded, run.Dead, run.Cancelled}, "succeeded, dead, cancelled")
+	require.Len(t, items, LargeAssets+3)
+}
+
+func resultOf(items []ledger.Item, asset string) []byte {
+	for _, it := range items {
+		if it.Key.Asset == asset {
+			return it.Result
+		}
+	}
+	return nil
 }

@@ -26,3 +26,11 @@ func TestLongItemsOnSQLite(t *testing.T) {
 	t.Cleanup(func() { require.NoError(t, b.Close()) })
 	heartbeattest.Run(t, b)
 }
+
+func TestLargeRunSettlesByConsumersOnSQLite(t *testing.T) {
+	t.Parallel()
+	b, err := sqlitebackend.Open(t.Context(), filepath.Join(t.TempDir(), "baton.db"))
+	require.NoError(t, err)
+	t.Cleanup(func() { require.NoError(t, b.Close()) })
+	dagtest.RunLarge(t, b)
+}

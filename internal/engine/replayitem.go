@@ -9,6 +9,7 @@ import (
 	"time"
 
 	"github.com/batonhq/baton"
+	"github.com/batonhq/baton/internal/fanin"
 	"github.com/batonhq/baton/internal/lease"
 	"github.com/batonhq/baton/internal/ledger"
 	"github.com/batonhq/baton/internal/message"
@@ -163,7 +164,8 @@ func (e *Engine) replayGeneration(ctx context.Context, j baton.Job, run ledger.R
 		defer cancel()
 		_ = e.backend.Leases.Release(rctx, lease.ReleaseParams{Job: j.Name, Owner: owner, Fence: l.Fence})
 	}()
-	next, outcome, err := e.backend.Ledger.OpenRun(ctx, ledger.OpenRunParams{Job: j.Name, Nominal: run.ID.Nominal, Fence: l.Fence, Force: true, Now: e.now()})
+	next, outcome, err := e.backend.Ledger.OpenRun(ctx, ledger.OpenRunParams{Job: j.Name, Nominal: run.ID.Nominal, Fence: l.Fence, Force: true,
+		Shards: fanin.Shards(len(j.Assets) + len(j.Derived)), Now: e.now()})
 	if err != nil {
 		return rep, fmt.Errorf("replay %s: open the next generation: %w", rep.Key, err)
 	}

@@ -2,20 +2,39 @@
 // enqueue one once every input SUCCEEDED, cancel one once an input is DEAD
 // or CANCELLED, leave it otherwise.
 //
-// The check reads the run's items (one strongly consistent list) and acts
-// on what it finds; it holds no state and may run any number of times, from
+// The check reads the items it judges (one strongly consistent list of a
+// small run, or chunks of at most a shard's names of a large one:
+// ReadItems) and acts on what it finds; it holds no state and may run any number of times, from
 // any process: enqueueing a derived item twice is harmless (its claim
 // dedupes), and cancelling an item already terminal changes nothing
 // (terminal is terminal). That is what closes the crash window between an
 // input's completion and the derived enqueue (invariant 6): whoever next
 // sees the input SUCCEEDED, a redelivered input message or a settle, runs
 // the check again.
+//
+// # Settling
+//
+// A run settles when its last item ends, whoever ends it, at any size
+// (invariant 11), with work and memory bounded per call (invariant 12).
+// Its items fall into Run.Shards shards fixed when it opens (Shards:
+// ShardItems items each): consecutive ranges of the run's item names in
+// byte-wise order, so a shard is one ledger.Store.ListItemRange. The
+// consumer that ends an item settles its shard (SettleShard); a shard
+// whose items are all terminal gets a write-once settle mark with its
+// counts (ledger.Store.MarkDone), and ledger.MarkGroup marks of one level
+// make one mark of the level above, up to a level of one group, whose
+// completion finishes the run with the counts summed up the tree. Every
+// step is idempotent and is retaken by whoever comes next (a mark found
+// written is climbed from), so a crash anywhere is recovered by a
+// redelivered message or by the coordinator's Settle, which settles every
+// shard, one at a time. A run of one shard finishes without a mark.
 package fanin
 
 import (
 	"context"
 	"errors"
 	"fmt"
+	"slices"
 	"time"
 
 	"github.com/batonhq/baton"
@@ -76,9 +95,14 @@ func Check(ctx context.Context, p Params) (Result, error) {
 	}
 	items := p.Items
 	if items == nil {
+		need := make([]string, 0, len(derived))
+		for _, d := range derived {
+			need = append(need, d.Name)
+			need = append(need, d.Inputs...)
+		}
 		var err error
-		if items, err = p.Ledger.ListItems(ctx, p.Run); err != nil {
-			return res, fmt.Errorf("fan-in %s: list items: %w", p.Run, err)
+		if items, err = ReadItems(ctx, p.Ledger, p.Def, p.Run, need); err != nil {
+			return res, fmt.Errorf("fan-in %s: %w", p.Run, err)
 		}
 	}
 	states := make(map[string]ledger.ItemState, len(items))
@@ -127,6 +151,70 @@ func Check(ctx context.Context, p Params) (Result, error) {
 		res.Enqueued = readyNames
 	}
 	return res, nil
+}
+
+// ReadItems returns the records of the run's items called names (those
+// that exist), reading no more than it needs whatever the run's size: the
+// whole run in one list when the job has at most ShardItems items; else
+// names in chunks, each of names no further apart than ShardItems items
+// of the job in asset order, one record read by itself and a chunk of
+// more by one ListItemRange, so that no read returns more than about
+// ShardItems records.
+func ReadItems(ctx context.Context, store ledger.Store, j baton.Job, run ledger.RunID, names []string) ([]ledger.Item, error) {
+	if len(j.Assets)+len(j.Derived) <= ShardItems {
+		items, err := store.ListItems(ctx, run)
+		if err != nil {
+			return nil, fmt.Errorf("list items: %w", err)
+		}
+		return items, nil
+	}
+	all := j.ItemNames()
+	slices.Sort(all)
+	names = slices.Compact(slices.Sorted(slices.Values(names)))
+	out := make([]ledger.Item, 0, len(names))
+	read := func(chunk []string) error {
+		if len(chunk) == 1 {
+			it, err := store.GetItem(ctx, ledger.ItemKey{Run: run, Asset: chunk[0]})
+			switch {
+			case errors.Is(err, ledger.ErrNotFound):
+			case err != nil:
+				return fmt.Errorf("read item %s: %w", chunk[0], err)
+			default:
+				out = append(out, it)
+			}
+			return nil
+		}
+		items, err := store.ListItemRange(ctx, run, chunk[0], chunk[len(chunk)-1])
+		if err != nil {
+			return fmt.Errorf("list items %s to %s: %w", chunk[0], chunk[len(chunk)-1], err)
+		}
+		for _, it := range items {
+			if _, ok := slices.BinarySearch(chunk, it.Key.Asset); ok {
+				out = append(out, it)
+			}
+		}
+		return nil
+	}
+	start, startRank := 0, 0
+	for i, n := range names {
+		rank, _ := slices.BinarySearch(all, n)
+		if i == 0 {
+			startRank = rank
+			continue
+		}
+		if rank-startRank >= ShardItems {
+			if err := read(names[start:i]); err != nil {
+				return nil, err
+			}
+			start, startRank = i, rank
+		}
+	}
+	if len(names) > 0 {
+		if err := read(names[start:]); err != nil {
+			return nil, err
+		}
+	}
+	return out, nil
 }
 
 // Verdict is what a derived item's inputs allow.

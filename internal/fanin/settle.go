@@ -12,6 +12,19 @@ import (
 	"github.com/batonhq/baton/internal/queue"
 )
 
+// ShardItems is the most items a shard holds when a run opens: a run of n
+// items opens with Shards(n) shards.
+const ShardItems = 64
+
+// LegacySettleMax is the largest run opened by an earlier version
+// (Run.Shards 0, no shards) that a consumer settles itself by listing it
+// whole; larger ones settle by the coordinator's settling pass.
+const LegacySettleMax = 64
+
+// Shards returns the shard count of a run of n items: n/ShardItems
+// rounded up, at least 1.
+func Shards(n int) int { return max(1, (n+ShardItems-1)/ShardItems) }
+
 // SettleParams are the inputs of Settle.
 type SettleParams struct {
 	Ledger ledger.Store
@@ -26,40 +39,200 @@ type SettleParams struct {
 // Settle finishes run when every item of it has ended: a run fanned out
 // whose assets (the first Total of the job's) and derived items are all
 // terminal becomes complete (all SUCCEEDED) or partial, with its counts.
-// Before that, the fan-in check runs over the run's items: derived items
-// whose inputs ended DEAD or CANCELLED are cancelled, so that a run always
-// settles, and those whose inputs all SUCCEEDED but which never ran are
-// enqueued again (the last resort when every input's own check failed).
-// It returns the run as it is after the call: unchanged when it is not
-// fanned out or has items in flight; as someone else finished it when the
-// finish finds it terminal.
+// Before that, the fan-in check runs over the run's derived items: those
+// whose inputs ended DEAD or CANCELLED are cancelled, so that a run
+// always settles, and those whose inputs all SUCCEEDED but which never
+// ran are enqueued again (the last resort when every input's own check
+// failed). It then settles every shard (SettleShard), reading one shard
+// at a time, so its memory does not grow with the run. It returns the run
+// as it is after the call: unchanged when it is not fanned out or has
+// items in flight; as someone else finished it when the finish finds it
+// terminal.
 func Settle(ctx context.Context, p SettleParams) (ledger.Run, error) {
 	run := p.Run
 	if run.State != ledger.RunFannedOut {
 		return run, nil
 	}
-	items, err := p.Ledger.ListItems(ctx, run.ID)
-	if err != nil {
-		return run, fmt.Errorf("settle %s: %w", run.ID, err)
-	}
-	if items == nil {
-		items = []ledger.Item{}
-	}
-	res, err := Check(ctx, Params{Ledger: p.Ledger, Queue: p.Queue, Def: p.Def, Run: run.ID, Fence: run.Fence, Items: items, Now: p.Now})
-	if err != nil {
-		return run, fmt.Errorf("settle %s: %w", run.ID, err)
-	}
-	if len(res.Cancelled) > 0 {
-		if items, err = p.Ledger.ListItems(ctx, run.ID); err != nil {
+	l := newLayout(p.Def, run)
+	if len(p.Def.Derived) > 0 {
+		items, err := l.fanInItems(ctx, p.Ledger, run.ID, p.Def)
+		if err != nil {
+			return run, fmt.Errorf("settle %s: %w", run.ID, err)
+		}
+		if _, err := Check(ctx, Params{Ledger: p.Ledger, Queue: p.Queue, Def: p.Def, Run: run.ID, Fence: run.Fence, Items: items, Now: p.Now}); err != nil {
 			return run, fmt.Errorf("settle %s: %w", run.ID, err)
 		}
 	}
-	fp, settled := finishCounts(p.Def, run, items)
-	if !settled {
+	for s := range l.shards {
+		var err error
+		if run, err = l.settleShard(ctx, p.Ledger, run, s, p.Now); err != nil || run.State.Finished() {
+			return run, err
+		}
+	}
+	return run, nil
+}
+
+// ShardParams are the inputs of SettleShard.
+type ShardParams struct {
+	Ledger ledger.Store
+	Def    baton.Job
+	Run    ledger.Run // as read: SettleShard acts only on a run fanned out
+	// Item is the item that just ended: SettleShard settles its shard.
+	Item string
+	Now  time.Time
+}
+
+// SettleShard settles the shard of the item that just ended, with work
+// bounded whatever the run's size: it lists the shard's items (at most
+// about ShardItems), and when every one is terminal writes the shard's
+// settle mark (ledger.Store.MarkDone), then climbs the run's settle tree:
+// when the mark completes its group of ledger.MarkGroup marks, the group's
+// mark is written one level up, and so on; the single node of the top
+// level finishes the run with the counts summed up the tree. A run of one
+// shard finishes at once, without a mark.
+//
+// Every step is idempotent and is taken again by whoever comes next: a
+// mark found written already is climbed from as if just written, so a
+// crash between any two writes is recovered by a redelivered message of
+// the shard (its consumer settles again) or by the coordinator's Settle.
+// The last item of a run, whoever ends it, sees its shard complete (its
+// list follows its own write), and the last shard's marker sees every
+// group complete: a run settles when its last item ends.
+//
+// A run opened by an earlier version (Shards 0) settles here only when it
+// holds at most LegacySettleMax items. SettleShard returns the run as it
+// is after the call.
+func SettleShard(ctx context.Context, p ShardParams) (ledger.Run, error) {
+	run := p.Run
+	if run.State != ledger.RunFannedOut {
+		return run, nil
+	}
+	l := newLayout(p.Def, run)
+	if run.Shards == 0 && len(l.names) > LegacySettleMax {
+		return run, nil
+	}
+	s, ok := l.shardOf(p.Item)
+	if !ok {
+		return run, nil // not an item of the run
+	}
+	return l.settleShard(ctx, p.Ledger, run, s, p.Now)
+}
+
+// layout is how a run's items fall into shards: the run's item names (the
+// first Total assets of the job, then its derived items) in byte-wise
+// order, cut into shards consecutive ranges of size names each (the last
+// may be shorter or empty). The order is the ledger's asset order, so a
+// shard is one ListItemRange.
+type layout struct {
+	names  []string
+	shards int
+	size   int
+}
+
+func newLayout(j baton.Job, run ledger.Run) layout {
+	names := runNames(j, run)
+	slices.Sort(names)
+	shards := max(run.Shards, 1)
+	return layout{names: names, shards: shards, size: max(1, (len(names)+shards-1)/shards)}
+}
+
+// runNames returns the names of run's items: the first run.Total assets
+// of the job (the assets it had when it was fanned out), then its derived
+// items.
+func runNames(j baton.Job, run ledger.Run) []string {
+	return slices.Delete(j.ItemNames(), min(run.Total, len(j.Assets)), len(j.Assets))
+}
+
+// shard returns the names of shard s.
+func (l layout) shard(s int) []string {
+	lo := min(s*l.size, len(l.names))
+	return l.names[lo:min(lo+l.size, len(l.names))]
+}
+
+// shardOf returns the shard of the item called name.
+func (l layout) shardOf(name string) (int, bool) {
+	i, found := slices.BinarySearch(l.names, name)
+	return i / l.size, found
+}
+
+// fanInItems lists, shard by shard, the records the fan-in check needs:
+// the derived items and their inputs.
+func (l layout) fanInItems(ctx context.Context, store ledger.Store, id ledger.RunID, j baton.Job) ([]ledger.Item, error) {
+	need := make(map[string]bool)
+	for _, d := range j.Derived {
+		need[d.Name] = true
+		for _, in := range d.Inputs {
+			need[in] = true
+		}
+	}
+	var out []ledger.Item
+	for s := range l.shards {
+		names := l.shard(s)
+		if !slices.ContainsFunc(names, func(n string) bool { return need[n] }) {
+			continue
+		}
+		items, err := store.ListItemRange(ctx, id, names[0], names[len(names)-1])
+		if err != nil {
+			return nil, fmt.Errorf("list shard %d: %w", s, err)
+		}
+		for _, it := range items {
+			if need[it.Key.Asset] {
+				out = append(out, it)
+			}
+		}
+	}
+	if out == nil {
+		out = []ledger.Item{}
+	}
+	return out, nil
+}
+
+// counts are the item counts under a node of the settle tree.
+type counts struct{ succeeded, dead, cancelled int }
+
+func (c *counts) add(o counts) {
+	c.succeeded += o.succeeded
+	c.dead += o.dead
+	c.cancelled += o.cancelled
+}
+
+// settleShard settles shard s of run (see SettleShard).
+func (l layout) settleShard(ctx context.Context, store ledger.Store, run ledger.Run, s int, now time.Time) (ledger.Run, error) {
+	names := l.shard(s)
+	var items []ledger.Item
+	if len(names) > 0 {
+		var err error
+		if items, err = store.ListItemRange(ctx, run.ID, names[0], names[len(names)-1]); err != nil {
+			return run, fmt.Errorf("settle %s shard %d: %w", run.ID, s, err)
+		}
+	}
+	c, done := shardCounts(names, items)
+	if !done {
 		return run, nil // in flight
 	}
-	fp.Now = p.Now
-	fin, err := p.Ledger.FinishRun(ctx, fp)
+	// Climb: node (level, index) is done with counts c; n nodes at level.
+	level, index, n := 0, s, l.shards
+	for n > 1 {
+		_, err := store.MarkDone(ctx, ledger.MarkParams{Run: run.ID, Level: level, Index: index,
+			Succeeded: c.succeeded, Dead: c.dead, Cancelled: c.cancelled, Now: now})
+		if err != nil && !errors.Is(err, ledger.ErrTerminal) {
+			return run, fmt.Errorf("settle %s: %w", run.ID, err)
+		}
+		group := index / ledger.MarkGroup
+		marks, err := store.ListMarks(ctx, run.ID, level, group)
+		if err != nil {
+			return run, fmt.Errorf("settle %s: %w", run.ID, err)
+		}
+		if len(marks) < min(ledger.MarkGroup, n-group*ledger.MarkGroup) {
+			return run, nil // other nodes of the group in flight
+		}
+		c = counts{}
+		for _, m := range marks {
+			c.add(counts{m.Succeeded, m.Dead, m.Cancelled})
+		}
+		level, index, n = level+1, group, (n+ledger.MarkGroup-1)/ledger.MarkGroup
+	}
+	fin, err := store.FinishRun(ctx, ledger.FinishRunParams{ID: run.ID, Succeeded: c.succeeded, Dead: c.dead, Cancelled: c.cancelled, Now: now})
 	if errors.Is(err, ledger.ErrTerminal) {
 		return fin, nil // settled by someone else meanwhile
 	}
@@ -69,29 +242,25 @@ func Settle(ctx context.Context, p SettleParams) (ledger.Run, error) {
 	return fin, nil
 }
 
-// finishCounts decides whether run can finish: it can when every item of
-// the run (the first run.Total assets of the job, then the derived items)
-// is terminal in items. It then returns the FinishRun parameters with the
-// counts, Now unset.
-func finishCounts(j baton.Job, run ledger.Run, items []ledger.Item) (ledger.FinishRunParams, bool) {
+// shardCounts decides whether every item called one of names is terminal
+// in items, and counts them by state.
+func shardCounts(names []string, items []ledger.Item) (counts, bool) {
 	states := make(map[string]ledger.ItemState, len(items))
 	for _, it := range items {
 		states[it.Key.Asset] = it.State
 	}
-	// A run counts the assets the job had when it was fanned out.
-	names := slices.Delete(j.ItemNames(), min(run.Total, len(j.Assets)), len(j.Assets))
-	p := ledger.FinishRunParams{ID: run.ID}
+	var c counts
 	for _, n := range names {
 		switch states[n] {
 		case ledger.ItemSucceeded:
-			p.Succeeded++
+			c.succeeded++
 		case ledger.ItemDead:
-			p.Dead++
+			c.dead++
 		case ledger.ItemCancelled:
-			p.Cancelled++
+			c.cancelled++
 		default:
-			return p, false
+			return c, false
 		}
 	}
-	return p, true
+	return c, true
 }

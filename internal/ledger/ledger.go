@@ -11,6 +11,24 @@
 // multi-record transactions. Time is always an input (Now), compared with
 // absolute times stored in the records.
 //
+// # Shards and settle marks
+//
+// A run's items are split into Run.Shards shards, a count fixed when the
+// generation opens (OpenRunParams.Shards) and stored with the run. A shard
+// is a range of asset names (ListItemRange reads one in asset order), so
+// whoever ends an item reads its shard only, a bounded number of records
+// whatever the run's size. When every item of a shard is terminal, a
+// settle mark records it: one write-once record per shard (level 0). Marks
+// form a tree: MarkGroup consecutive marks of a level make one mark of the
+// level above, until a level has a single group, whose completion
+// finishes the run. No record takes more than MarkGroup+1 writes, so no
+// record's write count grows with the run (invariant 12). Which asset
+// falls in which shard, and the tree's walk, are the core's (package
+// fanin); the store only keeps the records.
+//
+// Compatibility: runs opened by earlier versions read Shards 0; they have
+// no marks and settle as one shard.
+//
 // Implementations must pass the conformance suite in
 // internal/ledger/ledgertest.
 package ledger
@@ -78,7 +96,11 @@ type Run struct {
 	// generation: every message of the generation carries a fence in
 	// [OpenFence, Fence]. 0 for records written before it was kept (no
 	// lower bound is known for them).
-	OpenFence  int64
+	OpenFence int64
+	// Shards is the number of item shards of this generation, fixed
+	// when it opened (see the package doc). 0 for records written before
+	// it was kept: such a run settles as one shard.
+	Shards     int
 	OpenedAt   time.Time
 	UpdatedAt  time.Time
 	FinishedAt time.Time // zero until complete or partial
@@ -123,7 +145,10 @@ type OpenRunParams struct {
 	Fence   int64     // fence of the caller's lease
 	// Force opens the next generation whatever the current run's state.
 	Force bool
-	Now   time.Time
+	// Shards is the shard count of a generation this call opens (0 means
+	// 1); resuming keeps the stored count.
+	Shards int
+	Now    time.Time
 }
 
 // AdvanceRunParams are the inputs of Store.AdvanceRun.
@@ -147,6 +172,28 @@ type ListRunsParams struct {
 	Job    string
 	Before time.Time // only runs with Nominal before this; zero: no bound
 	Limit  int       // at most this many; 0 means 20
+}
+
+// MarkGroup is the number of consecutive settle marks of one level that
+// make one mark of the level above: marks Index i of a level belong to
+// group i/MarkGroup, and ListMarks reads one group.
+const MarkGroup = 64
+
+// Mark is a settle mark: node (Level, Index) of a run's settle tree has
+// ended, with the counts of the items under it. Level 0 is a shard.
+type Mark struct {
+	Run                        RunID
+	Level, Index               int
+	Succeeded, Dead, Cancelled int
+	At                         time.Time // when it was written
+}
+
+// MarkParams are the inputs of Store.MarkDone.
+type MarkParams struct {
+	Run                        RunID
+	Level, Index               int // both at least 0
+	Succeeded, Dead, Cancelled int // at least 0
+	Now                        time.Time
 }
 
 // ClaimParams are the inputs of Store.Claim.
@@ -214,7 +261,8 @@ type Store interface {
 	// OpenRun opens or resumes the run of the tick (Job, Nominal).
 	//  - No record: writes generation 1, fanning_out, Cursor 0 → Opened.
 	//    Whenever a generation is opened its OpenFence is the caller's
-	//    Fence; resuming leaves OpenFence as it is.
+	//    Fence and its Shards the caller's (below 1: 1); resuming leaves
+	//    OpenFence and Shards as they are.
 	//  - fanning_out and not Force: sets Fence if the caller's is higher
 	//    → Resumed (ErrConflict if the stored fence is higher: a newer
 	//    coordinator owns it).
@@ -294,6 +342,26 @@ type Store interface {
 	GetItem(ctx context.Context, key ItemKey) (Item, error)
 
 	// ListItems returns every item record of the run (one generation),
-	// ordered by asset. Reads are strongly consistent.
+	// ordered by asset. Reads are strongly consistent. It reads the whole
+	// run: the core's settling reads shards (ListItemRange) instead.
 	ListItems(ctx context.Context, run RunID) ([]Item, error)
+
+	// ListItemRange returns the item records of the run whose asset is
+	// between first and last, both included (byte-wise order, the order
+	// of ListItems), ordered by asset: one shard of the run. Reads are
+	// strongly consistent. first > last returns no record.
+	ListItemRange(ctx context.Context, run RunID, first, last string) ([]Item, error)
+
+	// MarkDone writes the settle mark (Run, Level, Index) with its counts
+	// when there is none, in one conditional write, and returns it. A mark
+	// is written once: when it exists already MarkDone returns
+	// ErrTerminal with the mark as first written (counts and time
+	// unchanged). A negative Level, Index or count is refused with an
+	// error naming it, and nothing is written.
+	MarkDone(ctx context.Context, p MarkParams) (Mark, error)
+
+	// ListMarks returns the run's settle marks of level whose Index is in
+	// group (Index/MarkGroup == group), ordered by Index: at most
+	// MarkGroup records. Reads are strongly consistent.
+	ListMarks(ctx context.Context, run RunID, level, group int) ([]Mark, error)
 }

@@ -44,7 +44,7 @@ func (s *LedgerStore) OpenRun(ctx context.Context, p ledger.OpenRunParams) (ledg
 	)
 	args := []any{
 		sql.Named("job", p.Job), sql.Named("nominal", toNanos(p.Nominal)),
-		sql.Named("fence", p.Fence), sql.Named("now", toNanos(p.Now)),
+		sql.Named("fence", p.Fence), sql.Named("now", toNanos(p.Now)), sql.Named("shards", max(p.Shards, 1)),
 	}
 	txErr := s.inTx(ctx, func(ctx context.Context, tx *sql.Tx) error {
 		if p.Force {
@@ -488,7 +488,7 @@ func scanLedgerRun(scan func(dest ...any) error) (ledger.Run, error) {
 		state                                    string
 		nominal, openedAt, updatedAt, finishedAt int64
 	)
-	err := scan(&r.ID.Job, &nominal, &r.ID.Generation, &state, &r.Cursor, &r.Total, &r.Fence, &r.OpenFence,
+	err := scan(&r.ID.Job, &nominal, &r.ID.Generation, &state, &r.Cursor, &r.Total, &r.Fence, &r.OpenFence, &r.Shards,
 		&openedAt, &updatedAt, &finishedAt, &r.Succeeded, &r.Dead, &r.Cancelled)
 	if err != nil {
 		return ledger.Run{}, err
@@ -539,7 +539,7 @@ const (
 	numLedgerStmts
 )
 
-const ledgerRunColumns = `job, nominal, generation, state, cursor, total, fence, open_fence,
+const ledgerRunColumns = `job, nominal, generation, state, cursor, total, fence, open_fence, shards,
 	opened_at, updated_at, finished_at, succeeded, dead, cancelled`
 
 const ledgerItemColumns = `asset, state, owner, attempt, lease_until, fence, error, result,
@@ -555,8 +555,8 @@ const ledgerClaimExhausted = `(:max_attempts > 0 AND attempt >= :max_attempts)`
 var ledgerQueries = [numLedgerStmts]string{
 	// Opened: the tick has no record.
 	ledgerInsertRun: `
-		INSERT INTO runs (job, nominal, generation, state, fence, open_fence, opened_at, updated_at)
-		VALUES (:job, :nominal, 1, 'fanning_out', :fence, :fence, :now, :now)
+		INSERT INTO runs (job, nominal, generation, state, fence, open_fence, shards, opened_at, updated_at)
+		VALUES (:job, :nominal, 1, 'fanning_out', :fence, :fence, :shards, :now, :now)
 		ON CONFLICT (job, nominal) DO NOTHING
 		RETURNING ` + ledgerRunColumns,
 
@@ -568,11 +568,11 @@ var ledgerQueries = [numLedgerStmts]string{
 
 	// Opened, forced: generation 1, or the next one from scratch.
 	ledgerForceRun: `
-		INSERT INTO runs (job, nominal, generation, state, fence, open_fence, opened_at, updated_at)
-		VALUES (:job, :nominal, 1, 'fanning_out', :fence, :fence, :now, :now)
+		INSERT INTO runs (job, nominal, generation, state, fence, open_fence, shards, opened_at, updated_at)
+		VALUES (:job, :nominal, 1, 'fanning_out', :fence, :fence, :shards, :now, :now)
 		ON CONFLICT (job, nominal) DO UPDATE SET
 			generation = generation + 1, state = 'fanning_out', cursor = 0, total = 0,
-			fence = :fence, open_fence = :fence, opened_at = :now, updated_at = :now, finished_at = 0,
+			fence = :fence, open_fence = :fence, shards = :shards, opened_at = :now, updated_at = :now, finished_at = 0,
 			succeeded = 0, dead = 0, cancelled = 0
 		RETURNING ` + ledgerRunColumns,
 

@@ -27,3 +27,12 @@ func TestLongItemsOnAWS(t *testing.T) {
 	require.NoError(t, err)
 	heartbeattest.Run(t, b)
 }
+
+func TestLargeRunSettlesByConsumersOnAWS(t *testing.T) {
+	t.Parallel()
+	c := clients(t)
+	res := setUp(t, c, 5)
+	b, err := awsbackend.Open(t.Context(), awsbackend.Params{Clients: c, Table: res.Table, QueueURL: res.QueueURL})
+	require.NoError(t, err)
+	dagtest.RunLarge(t, b)
+}

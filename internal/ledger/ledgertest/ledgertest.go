@@ -87,6 +87,10 @@ func Cases() []Case {
 		{"TerminalIsTerminal", TestTerminalIsTerminal},
 		{"GetItem", TestGetItem},
 		{"ListItems", TestListItems},
+		{"Shards", TestShards},
+		{"ListItemRange", TestListItemRange},
+		{"MarkDone", TestMarkDone},
+		{"ListMarks", TestListMarks},
 		{"Concurrent", TestConcurrent},
 		{"StateMachine", TestStateMachine},
 	}

@@ -11,10 +11,100 @@ import (
 	"pgregory.net/rapid"
 
 	"github.com/batonhq/baton/internal/ledger"
+	"github.com/batonhq/baton/internal/suitecheck"
 )
 
 func TestRunMemStore(t *testing.T) {
 	Run(t, Harness{NewStore: func(*testing.T) ledger.Store { return newMemStore() }})
+}
+
+// TestSuiteFindsBrokenStores requires the suite's cases to fail against
+// stores broken on purpose (see internal/suitecheck).
+func TestSuiteFindsBrokenStores(t *testing.T) {
+	suitecheck.RequireCaught(t, "TestBrokenStore", map[string][]string{
+		"mark overwritten":       {"MarkDone"},
+		"range past last":        {"ListItemRange"},
+		"marks of every group":   {"ListMarks"},
+		"resume takes shards":    {"Shards"},
+		"force keeps old shards": {"Shards"},
+	})
+}
+
+// TestBrokenStore runs the suite against the broken store its child
+// process names.
+func TestBrokenStore(t *testing.T) {
+	name := suitecheck.Broken(t)
+	stores := map[string]func() ledger.Store{
+		"mark overwritten":       func() ledger.Store { return markOverwritten{newMemStore()} },
+		"range past last":        func() ledger.Store { return rangePastLast{newMemStore()} },
+		"marks of every group":   func() ledger.Store { return marksOfEveryGroup{newMemStore()} },
+		"resume takes shards":    func() ledger.Store { return resumeTakesShards{newMemStore()} },
+		"force keeps old shards": func() ledger.Store { return forceKeepsOldShards{newMemStore()} },
+	}
+	Run(t, Harness{NewStore: func(*testing.T) ledger.Store { return stores[name]() }})
+}
+
+// markOverwritten writes a mark whether or not it exists.
+type markOverwritten struct{ *memStore }
+
+func (s markOverwritten) MarkDone(ctx context.Context, p ledger.MarkParams) (ledger.Mark, error) {
+	s.mu.Lock()
+	delete(s.marks, markKey{p.Run.String(), p.Level, p.Index})
+	s.mu.Unlock()
+	return s.memStore.MarkDone(ctx, p)
+}
+
+// rangePastLast ignores the range's upper bound.
+type rangePastLast struct{ *memStore }
+
+func (s rangePastLast) ListItemRange(ctx context.Context, run ledger.RunID, first, _ string) ([]ledger.Item, error) {
+	return s.memStore.ListItemRange(ctx, run, first, "\xff")
+}
+
+// marksOfEveryGroup lists a level's marks whatever their group.
+type marksOfEveryGroup struct{ *memStore }
+
+func (s marksOfEveryGroup) ListMarks(_ context.Context, run ledger.RunID, level, _ int) ([]ledger.Mark, error) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	var out []ledger.Mark
+	for k, mk := range s.marks {
+		if k.run == run.String() && k.level == level {
+			out = append(out, mk)
+		}
+	}
+	return out, nil
+}
+
+// resumeTakesShards lets a resume change the generation's shard count.
+type resumeTakesShards struct{ *memStore }
+
+func (s resumeTakesShards) OpenRun(ctx context.Context, p ledger.OpenRunParams) (ledger.Run, ledger.OpenOutcome, error) {
+	r, out, err := s.memStore.OpenRun(ctx, p)
+	if err == nil && out == ledger.Resumed {
+		s.mu.Lock()
+		r.Shards = max(p.Shards, 1)
+		s.runs[r.ID.TickKey()] = r
+		s.mu.Unlock()
+	}
+	return r, out, err
+}
+
+// forceKeepsOldShards opens a forced generation with the old one's shards.
+type forceKeepsOldShards struct{ *memStore }
+
+func (s forceKeepsOldShards) OpenRun(ctx context.Context, p ledger.OpenRunParams) (ledger.Run, ledger.OpenOutcome, error) {
+	s.mu.Lock()
+	old, ok := s.runs[ledger.RunID{Job: p.Job, Nominal: p.Nominal}.TickKey()]
+	s.mu.Unlock()
+	r, out, err := s.memStore.OpenRun(ctx, p)
+	if err == nil && ok && p.Force {
+		s.mu.Lock()
+		r.Shards = old.Shards
+		s.runs[r.ID.TickKey()] = r
+		s.mu.Unlock()
+	}
+	return r, out, err
 }
 
 // TestStateMachineFindsBrokenStores runs the state-machine checker against

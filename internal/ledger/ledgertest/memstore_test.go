@@ -18,12 +18,18 @@ type memStore struct {
 	mu    sync.Mutex
 	runs  map[string]ledger.Run  // by RunID.TickKey
 	items map[string]ledger.Item // by ItemKey.String
+	marks map[markKey]ledger.Mark
+}
+
+type markKey struct {
+	run          string
+	level, index int
 }
 
 var _ ledger.Store = (*memStore)(nil)
 
 func newMemStore() *memStore {
-	return &memStore{runs: map[string]ledger.Run{}, items: map[string]ledger.Item{}}
+	return &memStore{runs: map[string]ledger.Run{}, items: map[string]ledger.Item{}, marks: map[markKey]ledger.Mark{}}
 }
 
 func (m *memStore) OpenRun(_ context.Context, p ledger.OpenRunParams) (ledger.Run, ledger.OpenOutcome, error) {
@@ -36,7 +42,7 @@ func (m *memStore) OpenRun(_ context.Context, p ledger.OpenRunParams) (ledger.Ru
 		if ok {
 			id.Generation = r.ID.Generation + 1
 		}
-		r = ledger.Run{ID: id, State: ledger.RunFanningOut, Fence: p.Fence, OpenFence: p.Fence, OpenedAt: p.Now, UpdatedAt: p.Now}
+		r = ledger.Run{ID: id, State: ledger.RunFanningOut, Fence: p.Fence, OpenFence: p.Fence, Shards: max(p.Shards, 1), OpenedAt: p.Now, UpdatedAt: p.Now}
 		m.runs[id.TickKey()] = r
 		return r, ledger.Opened, nil
 	case r.State != ledger.RunFanningOut:
@@ -179,5 +185,49 @@ func (m *memStore) ListItems(_ context.Context, run ledger.RunID) ([]ledger.Item
 		}
 	}
 	slices.SortFunc(out, func(a, b ledger.Item) int { return strings.Compare(a.Key.Asset, b.Key.Asset) })
+	return out, nil
+}
+
+func (m *memStore) ListItemRange(ctx context.Context, run ledger.RunID, first, last string) ([]ledger.Item, error) {
+	all, err := m.ListItems(ctx, run)
+	var out []ledger.Item
+	for _, it := range all {
+		if first <= it.Key.Asset && it.Key.Asset <= last {
+			out = append(out, it)
+		}
+	}
+	return out, err
+}
+
+func (m *memStore) MarkDone(_ context.Context, p ledger.MarkParams) (ledger.Mark, error) {
+	for _, f := range []struct {
+		name string
+		v    int
+	}{{"level", p.Level}, {"index", p.Index}, {"succeeded", p.Succeeded}, {"dead", p.Dead}, {"cancelled", p.Cancelled}} {
+		if f.v < 0 {
+			return ledger.Mark{}, fmt.Errorf("mark %s: %s %d is negative", p.Run, f.name, f.v)
+		}
+	}
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	k := markKey{p.Run.String(), p.Level, p.Index}
+	if cur, ok := m.marks[k]; ok {
+		return cur, fmt.Errorf("mark %s %d/%d: %w", p.Run, p.Level, p.Index, ledger.ErrTerminal)
+	}
+	mk := ledger.Mark{Run: p.Run, Level: p.Level, Index: p.Index, Succeeded: p.Succeeded, Dead: p.Dead, Cancelled: p.Cancelled, At: p.Now}
+	m.marks[k] = mk
+	return mk, nil
+}
+
+func (m *memStore) ListMarks(_ context.Context, run ledger.RunID, level, group int) ([]ledger.Mark, error) {
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	var out []ledger.Mark
+	for k, mk := range m.marks {
+		if k.run == run.String() && k.level == level && k.index/ledger.MarkGroup == group {
+			out = append(out, mk)
+		}
+	}
+	slices.SortFunc(out, func(a, b ledger.Mark) int { return a.Index - b.Index })
 	return out, nil
 }

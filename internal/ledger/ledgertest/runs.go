@@ -69,7 +69,7 @@ func TestOpenRun(t *testing.T, h Harness) {
 		r, out, err := b.store.OpenRun(b.ctx, ledger.OpenRunParams{Job: b.job, Nominal: nominal, Fence: 3, Now: now})
 		require.NoError(t, err)
 		require.Equal(t, ledger.Opened, out)
-		want := ledger.Run{ID: b.runID(1), State: ledger.RunFanningOut, Fence: 3, OpenFence: 3, OpenedAt: now, UpdatedAt: now}
+		want := ledger.Run{ID: b.runID(1), State: ledger.RunFanningOut, Fence: 3, OpenFence: 3, Shards: 1, OpenedAt: now, UpdatedAt: now}
 		requireRun(t, want, r)
 		requireRun(t, want, b.getRun(t))
 	})
@@ -155,7 +155,7 @@ func TestOpenRun(t *testing.T, h Harness) {
 			r, out, err := b.store.OpenRun(b.ctx, ledger.OpenRunParams{Job: b.job, Nominal: nominal, Fence: 9, Force: true, Now: now})
 			require.NoError(t, err)
 			require.Equal(t, ledger.Opened, out)
-			want := ledger.Run{ID: b.runID(2), State: ledger.RunFanningOut, Fence: 9, OpenFence: 9, OpenedAt: now, UpdatedAt: now}
+			want := ledger.Run{ID: b.runID(2), State: ledger.RunFanningOut, Fence: 9, OpenFence: 9, Shards: 1, OpenedAt: now, UpdatedAt: now}
 			requireRun(t, want, r, "a new generation starts from scratch")
 			requireRun(t, want, b.getRun(t))
 
@@ -173,7 +173,7 @@ func TestOpenRun(t *testing.T, h Harness) {
 		r, out, err := b.store.OpenRun(b.ctx, ledger.OpenRunParams{Job: b.job, Nominal: nominal, Fence: 1, Force: true, Now: now})
 		require.NoError(t, err)
 		require.Equal(t, ledger.Opened, out)
-		requireRun(t, ledger.Run{ID: b.runID(1), State: ledger.RunFanningOut, Fence: 1, OpenFence: 1, OpenedAt: now, UpdatedAt: now}, r)
+		requireRun(t, ledger.Run{ID: b.runID(1), State: ledger.RunFanningOut, Fence: 1, OpenFence: 1, Shards: 1, OpenedAt: now, UpdatedAt: now}, r)
 	})
 
 	t.Run("TicksAreSeparate", func(t *testing.T) {

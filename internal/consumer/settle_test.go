@@ -1,0 +1,104 @@
+package consumer_test
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"sync/atomic"
+	"testing"
+	"time"
+
+	"github.com/stretchr/testify/require"
+
+	"github.com/batonhq/baton"
+	"github.com/batonhq/baton/internal/clocktest"
+	"github.com/batonhq/baton/internal/consumer"
+	"github.com/batonhq/baton/internal/fanin"
+	"github.com/batonhq/baton/internal/ledger"
+	"github.com/batonhq/baton/internal/message"
+	"github.com/batonhq/baton/internal/queue"
+)
+
+// finishCrash fails FinishRun while crash is set, as a consumer that dies
+// between its shard's mark and the run's finish would, and counts the
+// whole-run lists.
+type finishCrash struct {
+	ledger.Store
+	crash     atomic.Bool
+	wholeRuns atomic.Int64
+}
+
+func (f *finishCrash) FinishRun(ctx context.Context, p ledger.FinishRunParams) (ledger.Run, error) {
+	if f.crash.Load() {
+		return ledger.Run{}, errors.New("crashed on purpose")
+	}
+	return f.Store.FinishRun(ctx, p)
+}
+
+func (f *finishCrash) ListItems(ctx context.Context, run ledger.RunID) ([]ledger.Item, error) {
+	f.wholeRuns.Add(1)
+	return f.Store.ListItems(ctx, run)
+}
+
+// Invariant 11 at any size: a run of 300 items settles when its last item
+// ends, by the consumer that ends it, without listing the run whole; a
+// consumer that crashed between its shard's mark and the run's finish
+// leaves the message redelivered, and the redelivery finishes the run.
+func TestLargeRunSettlesByItsLastItemAndAfterACrash(t *testing.T) {
+	t.Parallel()
+	led, effects := newStores(t)
+	l := &finishCrash{Store: led}
+	assets := make([]string, 300)
+	for i := range assets {
+		assets[i] = fmt.Sprintf("P%03d", i)
+	}
+	j := baton.Job{Name: "wide", Schedule: "rate(1 minute)", Assets: assets,
+		Processor: baton.ProcessorFunc(func(context.Context, baton.Task) ([]byte, error) { return []byte("ok"), nil }),
+		Limits:    baton.Limits{ItemLease: time.Minute}}
+	clock := clocktest.New(t0)
+	c := &consumer.Consumer{Ledger: l, Queue: &memQueue{}, Jobs: baton.MustCatalog(j), Effects: effects, Owner: "c1", NowFunc: clock.Now}
+	ctx := t.Context()
+	run, _, err := l.OpenRun(ctx, ledger.OpenRunParams{Job: j.Name, Nominal: tick, Fence: 1, Shards: fanin.Shards(len(assets)), Now: tick})
+	require.NoError(t, err)
+	_, err = l.AdvanceRun(ctx, ledger.AdvanceRunParams{ID: run.ID, Fence: 1, Cursor: len(assets), Done: true, Now: tick})
+	require.NoError(t, err)
+
+	delivery := func(asset string, receives int) queue.Delivery {
+		m := message.New(ledger.ItemKey{Run: run.ID, Asset: asset}, 1, false).QueueMessage()
+		return queue.Delivery{MessageID: asset, ReceiptHandle: asset, Body: m.Body, Attributes: m.Attributes, ReceiveCount: receives, SentAt: clock.Now()}
+	}
+	state := func() ledger.Run {
+		r, err := l.GetRun(ctx, j.Name, tick)
+		require.NoError(t, err)
+		return r
+	}
+	for i := 0; i < len(assets)-1; i += 10 {
+		batch := make([]queue.Delivery, 0, 10)
+		for _, a := range assets[i:min(i+10, len(assets)-1)] {
+			batch = append(batch, delivery(a, 1))
+		}
+		res := c.Handle(ctx, time.Time{}, batch)
+		require.Empty(t, res.Failed)
+		require.Equal(t, ledger.RunFannedOut, state().State, "items left")
+	}
+
+	t.Run("last item, crash before the finish", func(t *testing.T) {
+		l.crash.Store(true)
+		res := c.Handle(ctx, time.Time{}, []queue.Delivery{delivery(assets[len(assets)-1], 1)})
+		require.Empty(t, res.Failed, "the item is done; the settle failing is logged")
+		require.Equal(t, ledger.RunFannedOut, state().State, "the crash left the run fanned out")
+		marks, err := l.ListMarks(ctx, run.ID, 0, 0)
+		require.NoError(t, err)
+		require.Len(t, marks, 5, "every shard marked")
+	})
+	t.Run("redelivered past the item lease", func(t *testing.T) {
+		l.crash.Store(false)
+		clock.Advance(2 * time.Minute)
+		res := c.Handle(ctx, time.Time{}, []queue.Delivery{delivery(assets[len(assets)-1], 2)})
+		require.Empty(t, res.Failed)
+		r := state()
+		require.Equal(t, ledger.RunComplete, r.State)
+		require.Equal(t, len(assets), r.Succeeded)
+	})
+	require.Zero(t, l.wholeRuns.Load(), "no consumer listed the run whole")
+}

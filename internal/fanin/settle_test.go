@@ -1,0 +1,267 @@
+package fanin_test
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"path/filepath"
+	"slices"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/stretchr/testify/require"
+
+	"github.com/batonhq/baton"
+	"github.com/batonhq/baton/internal/fanin"
+	"github.com/batonhq/baton/internal/ledger"
+	"github.com/batonhq/baton/internal/sqlite"
+)
+
+func TestShards(t *testing.T) {
+	t.Parallel()
+	for n, want := range map[int]int{0: 1, 1: 1, 64: 1, 65: 2, 128: 2, 300: 5, 4096: 64, 4097: 65} {
+		require.Equal(t, want, fanin.Shards(n), "n=%d", n)
+	}
+}
+
+// crashing is a ledger whose FinishRun and MarkDone can be made to fail,
+// as a process that dies at that write would, and that records the
+// largest list of items any call read.
+type crashing struct {
+	ledger.Store
+	mu                sync.Mutex
+	failFinish        bool
+	failMarkAt        int // fail MarkDone at this level; -1: never
+	listed, wholeRuns int
+}
+
+var errCrash = errors.New("crashed on purpose")
+
+func (c *crashing) FinishRun(ctx context.Context, p ledger.FinishRunParams) (ledger.Run, error) {
+	c.mu.Lock()
+	fail := c.failFinish
+	c.mu.Unlock()
+	if fail {
+		return ledger.Run{}, errCrash
+	}
+	return c.Store.FinishRun(ctx, p)
+}
+
+func (c *crashing) MarkDone(ctx context.Context, p ledger.MarkParams) (ledger.Mark, error) {
+	c.mu.Lock()
+	fail := c.failMarkAt == p.Level
+	c.mu.Unlock()
+	if fail {
+		return ledger.Mark{}, errCrash
+	}
+	return c.Store.MarkDone(ctx, p)
+}
+
+func (c *crashing) ListItemRange(ctx context.Context, run ledger.RunID, first, last string) ([]ledger.Item, error) {
+	items, err := c.Store.ListItemRange(ctx, run, first, last)
+	c.mu.Lock()
+	c.listed = max(c.listed, len(items))
+	c.mu.Unlock()
+	return items, err
+}
+
+func (c *crashing) ListItems(ctx context.Context, run ledger.RunID) ([]ledger.Item, error) {
+	c.mu.Lock()
+	c.wholeRuns++
+	c.mu.Unlock()
+	return c.Store.ListItems(ctx, run)
+}
+
+func (c *crashing) set(f func(c *crashing)) {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	f(c)
+}
+
+// bigRun is a fanned-out run of n assets (and the job's derived items) on
+// the embedded store, opened with fanin.Shards.
+type bigRun struct {
+	l   *crashing
+	job baton.Job
+	run ledger.Run
+	now time.Time
+}
+
+func setupBig(t *testing.T, n int, derived []baton.Derived) *bigRun {
+	t.Helper()
+	db, err := sqlite.Open(t.Context(), filepath.Join(t.TempDir(), "baton.db"), nil)
+	require.NoError(t, err)
+	t.Cleanup(func() { require.NoError(t, db.Close()) })
+	assets := make([]string, n)
+	for i := range assets {
+		assets[i] = fmt.Sprintf("A%05d", (i*7919)%n) // not in name order
+	}
+	j := baton.Job{Name: "big", Schedule: "rate(1 minute)", Assets: assets, Derived: derived,
+		Processor: baton.ProcessorFunc(func(context.Context, baton.Task) ([]byte, error) { return nil, nil })}
+	require.NoError(t, j.Validate())
+	now := time.Date(2026, 11, 25, 12, 0, 0, 0, time.UTC)
+	l := &crashing{Store: sqlite.NewLedgerStore(db), failMarkAt: -1}
+	run, _, err := l.OpenRun(t.Context(), ledger.OpenRunParams{Job: j.Name, Nominal: now, Fence: 1, Shards: fanin.Shards(len(j.ItemNames())), Now: now})
+	require.NoError(t, err)
+	run, err = l.AdvanceRun(t.Context(), ledger.AdvanceRunParams{ID: run.ID, Fence: 1, Cursor: n, Done: true, Now: now})
+	require.NoError(t, err)
+	return &bigRun{l: l, job: j, run: run, now: now}
+}
+
+// end ends the item: cancelled when cancel is set, else succeeded.
+func (b *bigRun) end(t *testing.T, asset string, cancel bool) {
+	t.Helper()
+	key := ledger.ItemKey{Run: b.run.ID, Asset: asset}
+	if cancel {
+		_, err := b.l.Cancel(t.Context(), ledger.CancelParams{Key: key, Reason: "test", Now: b.now})
+		require.NoError(t, err)
+		return
+	}
+	_, err := b.l.Claim(t.Context(), ledger.ClaimParams{Key: key, Owner: "w", LeaseUntil: b.now.Add(time.Minute), Now: b.now})
+	require.NoError(t, err)
+	_, err = b.l.Complete(t.Context(), ledger.CompleteParams{Key: key, Owner: "w", Attempt: 1, Now: b.now})
+	require.NoError(t, err)
+}
+
+// settle is what the consumer that ended asset does.
+func (b *bigRun) settle(t *testing.T, asset string) (ledger.Run, error) {
+	t.Helper()
+	return fanin.SettleShard(t.Context(), fanin.ShardParams{Ledger: b.l, Def: b.job, Run: b.run, Item: asset, Now: b.now})
+}
+
+// Every item's end settles its shard; the run finishes at its last item's
+// end, whichever item it is, and not before; no call reads more than a
+// shard.
+func TestSettleShardFinishesAtTheLastItem(t *testing.T) {
+	t.Parallel()
+	b := setupBig(t, 300, nil)
+	require.Equal(t, 5, b.run.Shards)
+	names := b.job.ItemNames()
+	for i, a := range names {
+		b.end(t, a, i%50 == 7)
+		run, err := b.settle(t, a)
+		require.NoError(t, err)
+		if i < len(names)-1 {
+			require.Equal(t, ledger.RunFannedOut, run.State, "after %d of %d items", i+1, len(names))
+		} else {
+			require.Equal(t, ledger.RunPartial, run.State, "at the last item")
+			require.Equal(t, [3]int{294, 0, 6}, [3]int{run.Succeeded, run.Dead, run.Cancelled})
+		}
+	}
+	got, err := b.l.GetRun(t.Context(), b.job.Name, b.now)
+	require.NoError(t, err)
+	require.Equal(t, ledger.RunPartial, got.State)
+	require.LessOrEqual(t, b.l.listed, fanin.ShardItems, "a settle reads one shard")
+	require.Zero(t, b.l.wholeRuns, "no settle reads the whole run")
+}
+
+// A crash between the last shard's mark and the run's finish: the next
+// settle of that shard (a redelivered message) finishes the run, and so
+// does the coordinator's Settle.
+func TestSettleRecoversACrashBeforeTheFinish(t *testing.T) {
+	t.Parallel()
+	for _, by := range []string{"redelivery", "coordinator"} {
+		t.Run(by, func(t *testing.T) {
+			t.Parallel()
+			b := setupBig(t, 300, []baton.Derived{{Name: "SUM", Inputs: []string{"A00001", "A00299"}}})
+			names := b.job.ItemNames()
+			last := names[len(names)-1]
+			for _, a := range names[:len(names)-1] {
+				b.end(t, a, false)
+				_, err := b.settle(t, a)
+				require.NoError(t, err)
+			}
+			b.end(t, last, false)
+			b.l.set(func(c *crashing) { c.failFinish = true })
+			_, err := b.settle(t, last)
+			require.ErrorIs(t, err, errCrash)
+			run, err := b.l.GetRun(t.Context(), b.job.Name, b.now)
+			require.NoError(t, err)
+			require.Equal(t, ledger.RunFannedOut, run.State, "the crash left the run fanned out")
+			marks, err := b.l.ListMarks(t.Context(), b.run.ID, 0, 0)
+			require.NoError(t, err)
+			require.Len(t, marks, 5, "every shard marked")
+
+			b.l.set(func(c *crashing) { c.failFinish = false })
+			if by == "redelivery" {
+				run, err = b.settle(t, last)
+			} else {
+				run, err = fanin.Settle(t.Context(), fanin.SettleParams{Ledger: b.l, Def: b.job, Run: b.run, Now: b.now})
+			}
+			require.NoError(t, err)
+			require.Equal(t, ledger.RunComplete, run.State)
+			require.Equal(t, 301, run.Succeeded)
+		})
+	}
+}
+
+// A run of more shards than a mark group climbs two levels; a crash
+// between a shard's mark and its group's mark is recovered by the next
+// settle of any shard of that group, and no partition of marks takes more
+// than a group's writes.
+func TestSettleClimbsTwoLevels(t *testing.T) {
+	t.Parallel()
+	if testing.Short() {
+		t.Skip("-short: a run of 4,200 items")
+	}
+	n := 4200
+	b := setupBig(t, n, nil)
+	require.Equal(t, 66, b.run.Shards, "two groups of marks at level 0")
+	names := b.job.ItemNames()
+	for _, a := range names {
+		b.end(t, a, true) // one write each
+	}
+	// Settle every shard but the last of group 0 as its items' consumers
+	// would, then that one with the level-1 mark crashing.
+	sorted := append([]string(nil), names...)
+	slices.Sort(sorted)
+	size := (n + 65) / 66
+	shardFirst := func(s int) string { return sorted[s*size] }
+	for s := range 66 {
+		if s == 63 {
+			continue
+		}
+		run, err := b.settle(t, shardFirst(s))
+		require.NoError(t, err)
+		require.Equal(t, ledger.RunFannedOut, run.State, "shard %d", s)
+	}
+	b.l.set(func(c *crashing) { c.failMarkAt = 1 })
+	_, err := b.settle(t, shardFirst(63))
+	require.ErrorIs(t, err, errCrash)
+	up, err := b.l.ListMarks(t.Context(), b.run.ID, 1, 0)
+	require.NoError(t, err)
+	require.Len(t, up, 1, "group 1's mark only: group 0's crashed")
+
+	b.l.set(func(c *crashing) { c.failMarkAt = -1 })
+	run, err := b.settle(t, shardFirst(10)) // any shard of group 0, redelivered
+	require.NoError(t, err)
+	require.Equal(t, ledger.RunPartial, run.State)
+	require.Equal(t, n, run.Cancelled)
+	for g, want := range []int{64, 2} {
+		marks, err := b.l.ListMarks(t.Context(), b.run.ID, 0, g)
+		require.NoError(t, err)
+		require.Len(t, marks, want, "level 0 group %d", g)
+	}
+}
+
+// The fan-in check of a large run reads the items it judges, not the run.
+func TestCheckOfALargeRunReadsItsItemsOnly(t *testing.T) {
+	t.Parallel()
+	b := setupBig(t, 300, []baton.Derived{
+		{Name: "SUM", Inputs: []string{"A00001", "A00299"}},
+		{Name: "WIDE", Inputs: []string{"A00010", "A00011", "A00012", "A00013", "A00014", "A00015", "A00016", "A00017", "A00018", "A00019", "A00020", "A00021", "A00022", "A00023", "A00024", "A00025", "A00026"}},
+	})
+	b.end(t, "A00001", false)
+	b.end(t, "A00299", true)
+	for i := 10; i <= 26; i++ {
+		b.end(t, fmt.Sprintf("A%05d", i), false)
+	}
+	q := &sent{}
+	res, err := fanin.Check(t.Context(), fanin.Params{Ledger: b.l, Queue: q, Def: b.job, Run: b.run.ID, Fence: 1, Now: b.now})
+	require.NoError(t, err)
+	require.Equal(t, []string{"SUM"}, res.Cancelled)
+	require.Equal(t, []string{"WIDE"}, res.Enqueued)
+	require.Zero(t, b.l.wholeRuns, "the run is not listed whole")
+	require.LessOrEqual(t, b.l.listed, fanin.ShardItems, "no read returns more than a shard")
+}
