@@ -40,7 +40,7 @@ func TestRunRecord(t *testing.T) {
 	require.Equal(t, ledger.Opened, outcome)
 	require.Equal(t, ledger.Run{
 		ID:    ledger.RunID{Job: job, Nominal: nominal, Generation: 1},
-		State: ledger.RunFanningOut, Fence: 3, OpenFence: 3, OpenedAt: t0, UpdatedAt: t0,
+		State: ledger.RunFanningOut, Fence: 3, OpenFence: 3, Shards: 1, OpenedAt: t0, UpdatedAt: t0,
 	}, run)
 	require.Equal(t, 1, b.rec.Counts()["UpdateItem"])
 
@@ -70,7 +70,7 @@ func TestRunRecord(t *testing.T) {
 	require.Equal(t, ledger.Opened, outcome)
 	require.Equal(t, ledger.Run{
 		ID:    ledger.RunID{Job: job, Nominal: nominal, Generation: 2},
-		State: ledger.RunFanningOut, Fence: 4, OpenFence: 4, OpenedAt: done, UpdatedAt: done,
+		State: ledger.RunFanningOut, Fence: 4, OpenFence: 4, Shards: 1, OpenedAt: done, UpdatedAt: done,
 	}, run)
 	require.NotContains(t, b.raw(t, "RUN#"+job, "2026-11-21T12:01:00Z"), "ttl")
 }

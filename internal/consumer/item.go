@@ -22,7 +22,10 @@ type delivery struct {
 	msg message.Message
 	key ledger.ItemKey
 	job baton.Job
-	err error // why the message cannot be processed (malformed, unknown job or asset)
+	// parts is the item partitions of the run's generation
+	// (ledger.Run.Partitions), once the vouch has read it.
+	parts int
+	err   error // why the message cannot be processed (malformed, unknown job or asset)
 }
 
 // verdict is the handling of one message.
@@ -268,7 +271,7 @@ func (c *Consumer) overBudget(ctx context.Context, m *messageRun) (v verdict, ok
 // Otherwise it keeps the inputs' results in m.inputs for the task.
 func (c *Consumer) gateDerived(ctx context.Context, m *messageRun, def baton.Derived) (v verdict, ok bool) {
 	d := m.d
-	items, err := fanin.ReadItems(ctx, c.Ledger, d.job, d.key.Run, append([]string{d.key.Asset}, def.Inputs...))
+	items, err := fanin.ReadItems(ctx, c.Ledger, d.job, d.key.Run, d.parts, append([]string{d.key.Asset}, def.Inputs...))
 	if err != nil {
 		return m.fail(StatusFailed, fmt.Errorf("%s: read inputs: %w", d.key, err)), false
 	}
@@ -516,7 +519,7 @@ func (c *Consumer) fanIn(ctx context.Context, d *delivery, state ledger.ItemStat
 		return nil
 	}
 	p := fanin.Params{
-		Ledger: c.Ledger, Def: d.job, Run: d.key.Run,
+		Ledger: c.Ledger, Def: d.job, Run: d.key.Run, Partitions: d.parts,
 		Fence: d.msg.Fence, Input: d.key.Asset, Now: c.now(),
 	}
 	if enqueue {

@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"slices"
+	"strings"
 	"time"
 
 	"github.com/batonhq/baton"
@@ -59,7 +60,7 @@ func Settle(ctx context.Context, p SettleParams) (ledger.Run, error) {
 		if err != nil {
 			return run, fmt.Errorf("settle %s: %w", run.ID, err)
 		}
-		if _, err := Check(ctx, Params{Ledger: p.Ledger, Queue: p.Queue, Def: p.Def, Run: run.ID, Fence: run.Fence, Items: items, Now: p.Now}); err != nil {
+		if _, err := Check(ctx, Params{Ledger: p.Ledger, Queue: p.Queue, Def: p.Def, Run: run.ID, Partitions: run.Partitions, Fence: run.Fence, Items: items, Now: p.Now}); err != nil {
 			return run, fmt.Errorf("settle %s: %w", run.ID, err)
 		}
 	}
@@ -123,17 +124,56 @@ func SettleShard(ctx context.Context, p ShardParams) (ledger.Run, error) {
 // order, cut into shards consecutive ranges of size names each (the last
 // may be shorter or empty). The order is the ledger's asset order, so a
 // shard is one ListItemRange.
+//
+// A run whose store spreads its items over partitions (Run.Partitions
+// above 1) is cut within partitions instead: the names of each partition
+// (ledger.ItemPartition), in byte-wise order, make shards of at most
+// ShardItems names each, partition 0's first. Every shard is then a range
+// of one partition, which ListItemRange reads in one bounded read.
 type layout struct {
 	names  []string
 	shards int
 	size   int
+	// cuts, for a partitioned run, are the shards' bounds in names:
+	// shard s is names[cuts[s]:cuts[s+1]] (names sorted by partition,
+	// then by name). nil: the plain layout above.
+	cuts []int
+	// at is, for a partitioned run, the index of each name in names.
+	at map[string]int
 }
 
 func newLayout(j baton.Job, run ledger.Run) layout {
 	names := runNames(j, run)
+	if run.Partitions > 1 {
+		return partitioned(names, run.Partitions)
+	}
 	slices.Sort(names)
 	shards := max(run.Shards, 1)
 	return layout{names: names, shards: shards, size: max(1, (len(names)+shards-1)/shards)}
+}
+
+// partitioned returns the layout of names over parts partitions.
+func partitioned(names []string, parts int) layout {
+	part := make(map[string]int, len(names))
+	for _, n := range names {
+		part[n] = ledger.ItemPartition(n, parts)
+	}
+	slices.SortFunc(names, func(a, b string) int {
+		if pa, pb := part[a], part[b]; pa != pb {
+			return pa - pb
+		}
+		return strings.Compare(a, b)
+	})
+	l := layout{names: names, cuts: []int{0}, at: make(map[string]int, len(names))}
+	for i, n := range names {
+		l.at[n] = i
+		if i > 0 && (part[n] != part[names[i-1]] || i-l.cuts[len(l.cuts)-1] == ShardItems) {
+			l.cuts = append(l.cuts, i)
+		}
+	}
+	l.cuts = append(l.cuts, len(names))
+	l.shards = max(1, len(l.cuts)-1)
+	return l
 }
 
 // runNames returns the names of run's items: the first run.Total assets
@@ -145,12 +185,26 @@ func runNames(j baton.Job, run ledger.Run) []string {
 
 // shard returns the names of shard s.
 func (l layout) shard(s int) []string {
+	if l.cuts != nil {
+		if s+1 >= len(l.cuts) {
+			return nil
+		}
+		return l.names[l.cuts[s]:l.cuts[s+1]]
+	}
 	lo := min(s*l.size, len(l.names))
 	return l.names[lo:min(lo+l.size, len(l.names))]
 }
 
 // shardOf returns the shard of the item called name.
 func (l layout) shardOf(name string) (int, bool) {
+	if l.cuts != nil {
+		i, found := l.at[name]
+		if !found {
+			return 0, false
+		}
+		s, _ := slices.BinarySearch(l.cuts, i+1)
+		return s - 1, true
+	}
 	i, found := slices.BinarySearch(l.names, name)
 	return i / l.size, found
 }
