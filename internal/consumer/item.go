@@ -145,6 +145,9 @@ func (c *Consumer) run(ctx context.Context, deadline time.Time, d *delivery) ver
 	if !deadline.IsZero() {
 		m.hardEnd = deadline.Add(-d.job.Limits.DeadlineMargin)
 	}
+	if d.msg.IsShard() {
+		return c.expand(ctx, deadline, m)
+	}
 	m.leaseUntil = leaseEnd(d.job.ItemLease(d.key.Asset), m.now, m.hardEnd)
 	if v, ok := c.gate(ctx, deadline, m); !ok {
 		return v

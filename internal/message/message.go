@@ -1,5 +1,20 @@
 // Package message is the body of an item's queue message: its version, its
 // encoding and its strict decoder.
+//
+// # Versions
+//
+// Version 1 is an item message: the item's key, the fence of the
+// coordinator that sent it, and whether the item is derived. Version 2
+// is a shard message (hierarchical fan-out): it names a range of the
+// run's items by position, [Expand.From, Expand.To), and the key of the
+// range's first item (so that its run and job are found, and vouched for,
+// as an item message's); the consumer that receives it sends the range's
+// item messages (version 1) with its fence, then acknowledges it.
+// Compatibility: this version reads both; a consumer of an earlier version
+// refuses a version 2 body as malformed ("version 2, want 1") and
+// dead-letters it with that reason, so a coordinator that sends shard
+// messages is deployed with consumers that read them (one build serves
+// both functions).
 package message
 
 import (
@@ -14,8 +29,14 @@ import (
 	"github.com/batonhq/baton/internal/strictjson"
 )
 
-// Version is the version of the message body this code writes.
+// Version is the version of an item message body.
 const Version = 1
+
+// ShardVersion is the version of a shard message body.
+const ShardVersion = 2
+
+// MaxExpand is the most items one shard message may name.
+const MaxExpand = 1000
 
 // Message attribute names, set alongside the body so operators can filter
 // and inspect without decoding it.
@@ -41,6 +62,25 @@ type Message struct {
 	Key     string `json:"key"`
 	Fence   int64  `json:"fence"`
 	Derived bool   `json:"derived,omitempty"`
+	// Expand, in a shard message (ShardVersion) only, is the range of
+	// the run's items, by position in its item list, that the message
+	// stands for; Key is the key of the first of them.
+	Expand Range `json:"expand,omitzero"`
+}
+
+// Range is the items [From, To) of a run's item list.
+type Range struct {
+	From int `json:"from"`
+	To   int `json:"to"`
+}
+
+// IsShard reports whether m is a shard message.
+func (m Message) IsShard() bool { return m.Version == ShardVersion }
+
+// NewShard builds the shard message for the items [from, to) of the run
+// of first, the key of item from.
+func NewShard(first ledger.ItemKey, fence int64, from, to int) Message {
+	return Message{Version: ShardVersion, Key: first.String(), Fence: fence, Expand: Range{From: from, To: to}}
 }
 
 // New builds the message for key.
@@ -66,7 +106,7 @@ func (m Message) QueueMessage() queue.Message {
 }
 
 // messageFields are the body's field names, in their one spelling.
-var messageFields = []string{"v", "key", "fence", "derived"}
+var messageFields = []string{"v", "key", "fence", "derived", "expand"}
 
 // describe names the field of a type mismatch, without quoting the value.
 func describe(err error) string {
@@ -93,8 +133,17 @@ func Decode(body []byte) (Message, error) {
 	if err := json.Unmarshal(body, &m); err != nil {
 		return Message{}, fmt.Errorf("%w: body is not a baton item message: %s", ErrMalformed, describe(err))
 	}
-	if m.Version != Version {
-		return Message{}, fmt.Errorf("%w: field \"v\": version %d, want %d", ErrMalformed, m.Version, Version)
+	switch m.Version {
+	case Version:
+		if _, ok := fields["expand"]; ok {
+			return Message{}, fmt.Errorf("%w: field \"expand\" is only in shard messages (version %d)", ErrMalformed, ShardVersion)
+		}
+	case ShardVersion:
+		if err := m.Expand.check(fields["expand"], m.Derived); err != nil {
+			return Message{}, fmt.Errorf("%w: %v", ErrMalformed, err)
+		}
+	default:
+		return Message{}, fmt.Errorf("%w: field \"v\": version %d, want %d (item) or %d (shard)", ErrMalformed, m.Version, Version, ShardVersion)
 	}
 	if m.Key == "" {
 		return Message{}, fmt.Errorf("%w: field \"key\" is missing", ErrMalformed)
@@ -106,4 +155,35 @@ func Decode(body []byte) (Message, error) {
 		return Message{}, fmt.Errorf("%w: field \"fence\" is negative", ErrMalformed)
 	}
 	return m, nil
+}
+
+// check validates the range of a shard message, whose body's "expand"
+// member is raw (nil when absent).
+func (r Range) check(raw json.RawMessage, derived bool) error {
+	if raw == nil {
+		return errors.New(`field "expand" is missing (version 2 is a shard message)`)
+	}
+	members, err := strictjson.Object(raw, []string{"from", "to"})
+	if err != nil {
+		return fmt.Errorf(`field "expand": %v`, err)
+	}
+	for name := range members {
+		if name != "from" && name != "to" {
+			return fmt.Errorf(`field "expand": unknown field %s`, strictjson.Quote(name))
+		}
+	}
+	if members["to"] == nil {
+		return errors.New(`field "expand": "to" is missing`)
+	}
+	switch {
+	case derived:
+		return errors.New(`field "derived": a shard message names assets only`)
+	case r.From < 0:
+		return fmt.Errorf(`field "expand": from %d is negative`, r.From)
+	case r.To <= r.From:
+		return fmt.Errorf(`field "expand": to %d is not above from %d`, r.To, r.From)
+	case r.To-r.From > MaxExpand:
+		return fmt.Errorf(`field "expand": %d items, at most %d`, r.To-r.From, MaxExpand)
+	}
+	return nil
 }

@@ -2,6 +2,8 @@ package message_test
 
 import (
 	"errors"
+	"os"
+	"path/filepath"
 	"strings"
 	"testing"
 
@@ -22,16 +24,25 @@ func TestDecode(t *testing.T) {
 	huge := strings.Repeat("x", 200_000)
 	for body, want := range map[string]string{
 		`not json`: "body is not a baton item message: not a JSON object",
-		`{"v":1,"key":"fx@2026-11-21T12:01:00Z#1/EURUSD","fence":1} {}`:        "trailing data",
-		`{"V":1,"key":"fx@2026-11-21T12:01:00Z#1/EURUSD","fence":1}`:           `field "V": names are case-sensitive, want "v"`,
-		`{"v":1,"key":"fx@2026-11-21T12:01:00Z#1/EURUSD","key":"x","fence":1}`: `field "key" appears twice`,
-		`{"v":2,"key":"fx@2026-11-21T12:01:00Z#1/EURUSD","fence":1}`:           "version 2, want 1",
-		`{"v":1,"key":"fx@2026-11-21T13:01:00+01:00#1/EURUSD","fence":1}`:      "not canonical",
-		`{"v":1,"key":"fx@2026-11-21T12:01:00Z#1/EURUSD","fence":-1}`:          "negative",
-		`{"v":1,"key":"fx@2026-11-21T12:01:00Z#1/EURUSD","fence":"1"}`:         `field "fence": want a JSON int64, got string`,
-		`{"v":1,"key":"fx@2026-11-21T12:01:00Z#1/EURUSD","fence":1,"gen":2}`:   `unknown field "gen"`,
-		`{"v":1,"key":"` + huge + `","fence":1}`:                               "longer than 256 bytes",
-		`{"v":1,"key":"k","fence":1,"` + huge + `":1}`:                         "unknown field",
+		`{"v":1,"key":"fx@2026-11-21T12:01:00Z#1/EURUSD","fence":1} {}`:                                     "trailing data",
+		`{"V":1,"key":"fx@2026-11-21T12:01:00Z#1/EURUSD","fence":1}`:                                        `field "V": names are case-sensitive, want "v"`,
+		`{"v":1,"key":"fx@2026-11-21T12:01:00Z#1/EURUSD","key":"x","fence":1}`:                              `field "key" appears twice`,
+		`{"v":2,"key":"fx@2026-11-21T12:01:00Z#1/EURUSD","fence":1}`:                                        `field "expand" is missing`,
+		`{"v":3,"key":"fx@2026-11-21T12:01:00Z#1/EURUSD","fence":1}`:                                        "version 3, want 1 (item) or 2 (shard)",
+		`{"v":1,"key":"fx@2026-11-21T12:01:00Z#1/EURUSD","fence":1,"expand":{"from":0,"to":2}}`:             `"expand" is only in shard messages`,
+		`{"v":2,"key":"fx@2026-11-21T12:01:00Z#1/EURUSD","fence":1,"expand":{"from":2,"to":2}}`:             "to 2 is not above from 2",
+		`{"v":2,"key":"fx@2026-11-21T12:01:00Z#1/EURUSD","fence":1,"expand":{"from":-1,"to":2}}`:            "from -1 is negative",
+		`{"v":2,"key":"fx@2026-11-21T12:01:00Z#1/EURUSD","fence":1,"expand":{"from":0,"to":5000}}`:          "5000 items, at most 1000",
+		`{"v":2,"key":"fx@2026-11-21T12:01:00Z#1/EURUSD","fence":1,"expand":{"from":0}}`:                    `"to" is missing`,
+		`{"v":2,"key":"fx@2026-11-21T12:01:00Z#1/EURUSD","fence":1,"expand":{"from":0,"to":1,"n":1}}`:       `unknown field "n"`,
+		`{"v":2,"key":"fx@2026-11-21T12:01:00Z#1/EURUSD","fence":1,"expand":null}`:                          "field \"expand\": not a JSON object",
+		`{"v":2,"key":"fx@2026-11-21T12:01:00Z#1/DXY","fence":1,"derived":true,"expand":{"from":0,"to":1}}`: "names assets only",
+		`{"v":1,"key":"fx@2026-11-21T13:01:00+01:00#1/EURUSD","fence":1}`:                                   "not canonical",
+		`{"v":1,"key":"fx@2026-11-21T12:01:00Z#1/EURUSD","fence":-1}`:                                       "negative",
+		`{"v":1,"key":"fx@2026-11-21T12:01:00Z#1/EURUSD","fence":"1"}`:                                      `field "fence": want a JSON int64, got string`,
+		`{"v":1,"key":"fx@2026-11-21T12:01:00Z#1/EURUSD","fence":1,"gen":2}`:                                `unknown field "gen"`,
+		`{"v":1,"key":"` + huge + `","fence":1}`:                                                            "longer than 256 bytes",
+		`{"v":1,"key":"k","fence":1,"` + huge + `":1}`:                                                      "unknown field",
 	} {
 		_, err := message.Decode([]byte(body))
 		require.True(t, errors.Is(err, message.ErrMalformed), "%.80s: %v", body, err)
@@ -46,6 +57,7 @@ func FuzzDecode(f *testing.F) {
 	for _, s := range []string{
 		`{"v":1,"key":"fx@2026-11-21T12:01:00Z#1/EURUSD","fence":1}`,
 		`{"v":1,"key":"fx@2026-11-21T12:01:00Z#1/DXY","fence":2,"derived":true}`,
+		`{"v":2,"key":"fx@2026-11-21T12:01:00Z#1/EURUSD","fence":2,"expand":{"from":0,"to":100}}`,
 		`{"V":1}`, `{"v":1,"key":"x"} x`, `[]`,
 	} {
 		f.Add([]byte(s))
@@ -63,4 +75,26 @@ func FuzzDecode(f *testing.F) {
 			t.Fatalf("%q: re-encoded %+v → %+v, %v", body, m, again, err)
 		}
 	})
+}
+
+// The fixtures under testdata are bodies as this version writes them: an
+// item message (version 1) and a shard message (version 2). A change of
+// either format changes its version and adds a fixture.
+func TestFixtures(t *testing.T) {
+	t.Parallel()
+	key, err := baton.ParseItemKey("fx@2026-11-21T12:01:00Z#1/EURUSD")
+	require.NoError(t, err)
+	for file, want := range map[string]message.Message{
+		"item-v1.json":  message.New(key, 3, false),
+		"shard-v2.json": message.NewShard(key, 3, 0, 100),
+	} {
+		body, err := os.ReadFile(filepath.Join("testdata", file))
+		require.NoError(t, err)
+		got, err := message.Decode(body)
+		require.NoError(t, err, file)
+		require.Equal(t, want, got, file)
+		require.JSONEq(t, string(body), string(want.Encode()), file)
+	}
+	require.True(t, message.NewShard(key, 3, 0, 100).IsShard())
+	require.False(t, message.New(key, 3, false).IsShard())
 }
