@@ -54,6 +54,9 @@ func (c *Consumer) expand(ctx context.Context, deadline time.Time, m *messageRun
 		return m.fail(StatusNotStarted, fmt.Errorf("shard %s not expanded: %s left before the deadline, margin %s",
 			d.msg.Key, deadline.Sub(m.now), d.job.Limits.DeadlineMargin))
 	}
+	if c.Queue == nil {
+		return m.fail(StatusFailed, fmt.Errorf("shard %s not expanded: the consumer has no queue to send its items to", d.msg.Key))
+	}
 	if v, ok := c.vouch(ctx, m); !ok {
 		return v
 	}

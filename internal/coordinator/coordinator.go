@@ -58,7 +58,7 @@ type Coordinator struct {
 	// DefaultExpandItems. At most message.MaxExpand.
 	ExpandItems int
 	NowFunc     func() time.Time // nil: time.Now
-	Logger     *slog.Logger     // nil: discard
+	Logger      *slog.Logger     // nil: discard
 }
 
 // Trigger asks for the tick a schedule event belongs to.

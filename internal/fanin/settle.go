@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"slices"
 	"strings"
+	"sync"
 	"time"
 
 	"github.com/batonhq/baton"
@@ -142,7 +143,55 @@ type layout struct {
 	at map[string]int
 }
 
+// layoutKey identifies a layout: the job's item lists (by identity: a
+// catalog's job shares its slices) and the run's sizes.
+type layoutKey struct {
+	job                       string
+	assets                    *string
+	derived                   *baton.Derived
+	nAssets, nDerived         int
+	total, shards, partitions int
+}
+
+// layouts keeps the layouts of the runs a process settles: building one
+// sorts the run's names, which a settle per item must not repeat (it
+// would cost O(n log n) per item). A few runs are settled at a time, so
+// the cache is emptied when it grows past layoutsMax.
+var layouts struct {
+	sync.Mutex
+	m map[layoutKey]layout
+}
+
+const layoutsMax = 16
+
 func newLayout(j baton.Job, run ledger.Run) layout {
+	var first *string
+	if len(j.Assets) > 0 {
+		first = &j.Assets[0]
+	}
+	var firstDerived *baton.Derived
+	if len(j.Derived) > 0 {
+		firstDerived = &j.Derived[0]
+	}
+	k := layoutKey{j.Name, first, firstDerived, len(j.Assets), len(j.Derived), run.Total, run.Shards, run.Partitions}
+	layouts.Lock()
+	l, ok := layouts.m[k]
+	layouts.Unlock()
+	if ok {
+		return l
+	}
+	l = buildLayout(j, run)
+	layouts.Lock()
+	defer layouts.Unlock()
+	if layouts.m == nil || len(layouts.m) >= layoutsMax {
+		layouts.m = make(map[layoutKey]layout)
+	}
+	layouts.m[k] = l
+	return l
+}
+
+// buildLayout computes the layout of run (see layout).
+func buildLayout(j baton.Job, run ledger.Run) layout {
 	names := runNames(j, run)
 	if run.Partitions > 1 {
 		return partitioned(names, run.Partitions)
