@@ -34,6 +34,22 @@ type Config struct {
 	WideAssets    int
 	WideLatency   time.Duration
 	WideConsumers int
+	// ScaleSQLite are the run sizes of the scale scenario (7) on the
+	// embedded store, the smallest first; ScaleAWS on the emulators,
+	// with ScaleAWSConsumers batches handled at once; ScaleContrast is
+	// the size of the run kept in one partition key on the emulators, to
+	// show the throttling the partitions avoid (0: none).
+	ScaleSQLite       []int
+	ScaleAWS          []int
+	ScaleAWSConsumers int
+	ScaleContrast     int
+	// ExpandFrom and ExpandItems are the coordinator's hierarchical
+	// fan-out settings in the scale scenario (0: its defaults).
+	ExpandFrom, ExpandItems int
+	// Contended are the contender counts of the refused-acquisition
+	// figures (scenario 6 contended), on the emulators behind the
+	// throttling proxy.
+	Contended []int
 	// Timeout bounds each scenario.
 	Timeout time.Duration
 }
@@ -52,6 +68,11 @@ func FullConfig() Config {
 		WideAssets:        1000,
 		WideLatency:       200 * time.Millisecond,
 		WideConsumers:     100,
+		ScaleSQLite:       []int{10_000, 100_000, 1_000_000},
+		ScaleAWS:          []int{100_000},
+		ScaleAWSConsumers: 100,
+		ScaleContrast:     10_000,
+		Contended:         []int{8, 64},
 		Timeout:           10 * time.Minute,
 	}
 }
@@ -70,6 +91,13 @@ func SmokeConfig() Config {
 		WideAssets:        40,
 		WideLatency:       10 * time.Millisecond,
 		WideConsumers:     10,
+		ScaleSQLite:       []int{150, 300},
+		ScaleAWS:          []int{300},
+		ScaleAWSConsumers: 4,
+		ScaleContrast:     200,
+		ExpandFrom:        100,
+		ExpandItems:       50,
+		Contended:         []int{2},
 		Timeout:           time.Minute,
 	}
 }
@@ -127,6 +155,7 @@ func Scenarios() []Scenario {
 		{"3 fan-out", (*Runner).fanOut},
 		{"4 end to end", (*Runner).endToEnd},
 		{"5 freshness", (*Runner).freshness},
+		{"7 scale", (*Runner).scale},
 	}
 }
 

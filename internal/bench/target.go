@@ -47,4 +47,10 @@ type Target struct {
 	OpenFunc func(ctx context.Context, name string) (*Env, error)
 	// CallsOnly limits the target to the call counts (scenario 1).
 	CallsOnly bool
+
+	// dir is the directory of an embedded target's files; aws the
+	// endpoints of an AWS target (for the scale scenario, which puts the
+	// throttling proxy in front of DynamoDB).
+	dir string
+	aws *awsEndpoints
 }
