@@ -26,7 +26,7 @@ type consumers struct {
 	lastExpanded time.Time
 	batches      int
 	busy         time.Duration
-	done      chan struct{} // closed once want items succeeded
+	done         chan struct{} // closed once want items succeeded
 
 	stopFunc func()
 	wg       sync.WaitGroup

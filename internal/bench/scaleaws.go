@@ -49,16 +49,16 @@ func throttled(t Target) (*ddbthrottle.Proxy, awsEndpoints, func(), error) {
 
 // awsRun is what one scale run on the emulators measured.
 type awsRun struct {
-	n                 int
+	n                  int
 	toEnqueued, toDone time.Duration
-	finished          bool // every item succeeded and the run settled
-	done              int  // items succeeded
-	raw               float64
-	stats             ddbthrottle.Stats
-	calls             map[string]int
-	shardMessages     int
-	batches           int
-	busy, coordinator time.Duration
+	finished           bool // every item succeeded and the run settled
+	done               int  // items succeeded
+	raw                float64
+	stats              ddbthrottle.Stats
+	calls              map[string]int
+	shardMessages      int
+	batches            int
+	busy, coordinator  time.Duration
 }
 
 // awsScaleRun runs a tick of n items through the proxy p on endpoints ep,
