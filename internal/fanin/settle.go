@@ -174,15 +174,16 @@ func newLayout(j baton.Job, run ledger.Run) layout {
 		firstDerived = &j.Derived[0]
 	}
 	k := layoutKey{j.Name, first, firstDerived, len(j.Assets), len(j.Derived), run.Total, run.Shards, run.Partitions}
-	layouts.Lock()
-	l, ok := layouts.m[k]
-	layouts.Unlock()
-	if ok {
-		return l
-	}
-	l = buildLayout(j, run)
+	// Built under the lock: the consumers that end a run's first items
+	// together would otherwise each build it (a sorted copy of the run's
+	// names each), and memory would grow with the concurrency times the
+	// run's size.
 	layouts.Lock()
 	defer layouts.Unlock()
+	if l, ok := layouts.m[k]; ok {
+		return l
+	}
+	l := buildLayout(j, run)
 	if layouts.m == nil || len(layouts.m) >= layoutsMax {
 		layouts.m = make(map[layoutKey]layout)
 	}
