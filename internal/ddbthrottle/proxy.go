@@ -17,6 +17,9 @@ import (
 	"time"
 )
 
+// idleConns is the idle connections the proxy keeps to its target.
+const idleConns = 256
+
 // DynamoDB's per-partition-key limits.
 const (
 	DefaultWriteUnits = 1000 // write units per second per partition key value
@@ -76,6 +79,13 @@ func New(target string, opts *Options) (*Proxy, error) {
 		p.opts.Now = time.Now
 	}
 	p.proxy = httputil.NewSingleHostReverseProxy(u)
+	// Keep as many idle connections to the target as clients may keep
+	// requests in flight: the default (2 per host) would open and close a
+	// connection for nearly every request of a busy benchmark, which a
+	// single-threaded emulator answers with resets.
+	tr := http.DefaultTransport.(*http.Transport).Clone()
+	tr.MaxIdleConns, tr.MaxIdleConnsPerHost = idleConns, idleConns
+	p.proxy.Transport = tr
 	p.proxy.ModifyResponse = p.onResponse
 	return p, nil
 }
