@@ -53,6 +53,16 @@ func TestReport(t *testing.T) {
 		re := regexp.MustCompile(*only)
 		r.SkipFunc = func(scenario, target string) bool { return !re.MatchString(scenario + " on " + target) }
 	}
+	if *reportOut != "" {
+		// The table so far, after every scenario: a long run cut short
+		// still leaves its figures.
+		r.DoneFunc = func(rows []Row) {
+			var buf bytes.Buffer
+			if Markdown(&buf, SortRows(rows)) == nil {
+				_ = os.WriteFile(*reportOut+".partial", buf.Bytes(), 0o644)
+			}
+		}
+	}
 	targets := []Target{
 		SQLiteTarget(t.TempDir()),
 		AWSTarget("aws (dynalite + local-aws-sqs)", ddb.Config(), sq.Config(), AWSOptions{}),

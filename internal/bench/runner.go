@@ -50,8 +50,9 @@ type Config struct {
 	// figures (scenario 6 contended), on the emulators behind the
 	// throttling proxy.
 	Contended []int
-	// Timeout bounds each scenario.
-	Timeout time.Duration
+	// Timeout bounds each scenario, ScaleTimeout the scale scenario on
+	// each target (0: Timeout).
+	Timeout, ScaleTimeout time.Duration
 }
 
 // FullConfig is what `make bench` runs: the sizes of the issue.
@@ -74,6 +75,7 @@ func FullConfig() Config {
 		ScaleContrast:     10_000,
 		Contended:         []int{8, 64},
 		Timeout:           10 * time.Minute,
+		ScaleTimeout:      45 * time.Minute,
 	}
 }
 
@@ -112,6 +114,9 @@ type Runner struct {
 	// SkipFunc, if set, is asked before each scenario on each target; true
 	// skips it (to profile one scenario, for instance).
 	SkipFunc func(scenario, target string) bool
+	// DoneFunc, if set, is called with the rows so far after each
+	// scenario on each target (to keep a partial report).
+	DoneFunc func(rows []Row)
 
 	seq  int
 	rows []Row
@@ -171,13 +176,20 @@ func (r *Runner) Run(ctx context.Context, targets []Target) error {
 				continue
 			}
 			r.logf("%s on %s", s.Name, t.Name)
-			sctx, cancel := context.WithTimeout(ctx, r.Config.Timeout)
+			timeout := r.Config.Timeout
+			if s.Name == "7 scale" && r.Config.ScaleTimeout > 0 {
+				timeout = r.Config.ScaleTimeout
+			}
+			sctx, cancel := context.WithTimeout(ctx, timeout)
 			err := s.RunFunc(r, sctx, t)
 			cancel()
 			if err != nil {
 				r.logf("%s on %s FAILED: %v", s.Name, t.Name, err)
 				errs = append(errs, fmt.Sprintf("%s on %s: %v", s.Name, t.Name, err))
 				r.add(Row{Scenario: s.Name, Backend: t.Name, Figure: "scenario failed", Note: err.Error()})
+			}
+			if r.DoneFunc != nil {
+				r.DoneFunc(r.rows)
 			}
 		}
 	}

@@ -172,7 +172,7 @@ func (r *Runner) awsScale(ctx context.Context, t Target) error {
 	if n := r.Config.ScaleContrast; n > 0 {
 		// Every item in one partition key, as before item partitions: a
 		// run bounded so that the throttling shows without waiting it out.
-		cctx, cancel := context.WithTimeout(ctx, 3*time.Minute)
+		cctx, cancel := context.WithTimeout(ctx, 2*time.Minute)
 		run, err := r.awsScaleRun(cctx, p, ep, n, 1<<30)
 		cancel()
 		if err != nil && !errors.Is(err, context.DeadlineExceeded) {
