@@ -6,7 +6,7 @@ NODE_DIR := infra/local
 BIN      := bin
 
 .DEFAULT_GOAL := help
-.PHONY: help build run test lint bench chaos emulators clean
+.PHONY: help build run test lint bench chaos emulators browser screenshots clean
 
 help: ## list the targets
 	@awk 'BEGIN {FS = ":.*## "} /^[a-zA-Z_-]+:.*## / {printf "  %-10s %s\n", $$1, $$2}' $(MAKEFILE_LIST)
@@ -23,7 +23,23 @@ $(NODE_DIR)/node_modules/.installed: $(NODE_DIR)/package-lock.json
 	cd $(NODE_DIR) && npm ci --no-audit --no-fund
 	touch $@
 
-test: emulators ## vet, the no-AWS-in-core check and every test (emulators included)
+# The browser test of `baton ui` (internal/ui) drives Debian's Chromium:
+# installed here when it is missing and we are root, else explained. The
+# test skips without a browser, and fails under CI=true.
+browser: ## install Debian's chromium for the dashboard's browser test when missing (root only)
+	@if [ -n "$$BATON_CHROMIUM" ] || command -v chromium >/dev/null 2>&1 || command -v chromium-browser >/dev/null 2>&1; then \
+		:; \
+	elif [ "$$(id -u)" = 0 ] && command -v apt-get >/dev/null 2>&1; then \
+		echo "installing chromium (Debian's package) for the browser test"; \
+		apt-get update -qq && DEBIAN_FRONTEND=noninteractive apt-get install -y -qq chromium >/dev/null; \
+	else \
+		echo "no chromium: the browser test of internal/ui skips (fails under CI=true); install it with 'sudo apt-get install chromium' or point BATON_CHROMIUM at a Chromium"; \
+	fi
+
+screenshots: browser ## regenerate the README's screenshot of a run's timeline (docs/ui-timeline.png)
+	$(GO) test -count=1 -run '^TestBrowser$$' ./internal/ui -ui.readme $(CURDIR)/docs/ui-timeline.png
+
+test: emulators browser ## vet, the no-AWS-in-core check and every test (emulators included)
 	$(GO) mod download
 	$(GO) vet ./...
 	$(GO) test -count=1 -timeout 12m ./...

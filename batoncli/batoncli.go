@@ -12,6 +12,7 @@
 //	invoke   a Lambda function's handler on an event file, in-process
 //	setup    the DynamoDB table and SQS queues (with redrive) for --backend aws
 //	status   leases, recent runs, item states and staleness
+//	ui       a web dashboard: runs, timelines, staleness, lease, dead letters, actions
 //	replay   a tick, a range of ticks (backfill), an item or an event again
 //	dlq      list and redrive the dead-letter queue
 //	lease    show a job's lease; release one whose holder is dead

@@ -32,6 +32,7 @@ var corePackages = []string{
 	"./internal/queue",
 	"./internal/schedule",
 	"./internal/sqlite",
+	"./internal/ui",
 }
 
 // forbidden reports whether an import path belongs to the AWS SDKs.

@@ -60,6 +60,7 @@ func commands() []command {
 	return []command{
 		{name: "run", summary: "run the job's ticks end to end (--once: one tick, then a report)", runFunc: runCmd},
 		{name: "serve", summary: "serve the coordinator over HTTP (CloudEvents, JSON) and run the pull consumers", runFunc: serveCmd},
+		{name: "ui", summary: "serve a web dashboard: runs, timelines, staleness, lease, dead letters, actions", runFunc: uiCmd},
 		{name: "status", summary: "show leases, recent runs, item states and staleness", runFunc: statusCmd},
 		{name: "replay", summary: "run a tick, a range of ticks (backfill) or an item again", about: replayAbout, subsFunc: replaySubcommands},
 		{name: "dlq", summary: "list and redrive the dead-letter queue", about: dlqAbout, subsFunc: dlqSubcommands},

@@ -1,0 +1,254 @@
+package cli
+
+import (
+	"bytes"
+	"context"
+	"flag"
+	"fmt"
+	"net"
+	"net/http"
+	"os"
+	"strconv"
+	"strings"
+	"time"
+
+	"github.com/batonhq/baton"
+	"github.com/batonhq/baton/internal/backend"
+	"github.com/batonhq/baton/internal/ledger"
+	"github.com/batonhq/baton/internal/queue"
+	"github.com/batonhq/baton/internal/ui"
+)
+
+const uiSynopsis = `ui [--listen A] [--read-only] [flags]
+
+Serves a web dashboard of the backend's jobs from this binary (nothing to
+install): the jobs with their schedules and next ticks; a job's runs
+(state, item counts, tick to done), the ticks without a run and each
+asset's staleness over the recent runs; a run's timeline, one bar per item
+from enqueue to claim to done, attempts and failures marked, derived items
+after their inputs; the coordinator's lease (holder, fence, expiry,
+contention); the dead-letter queue with each message's reason and what a
+redrive would do with it. Pages of work in flight refresh themselves.
+
+Actions (replay a tick or an item, redrive, cancel, release an expired
+lease) show what they will do on a confirmation page first, then run the
+very command of this CLI, with its guards (replays wait for their run
+like 'baton replay' does, up to --action-timeout). They refuse
+cross-origin requests and need the browser session's token; --read-only
+hides them.
+
+The dashboard listens on loopback (--listen, default 127.0.0.1:8700) and
+serves only requests addressed to a loopback name. Listening anywhere else
+needs both --allow-remote and an access token ($BATON_UI_TOKEN, at least
+16 characters): open the dashboard once with ?token=<token>, or send
+"Authorization: Bearer <token>". Serve it behind TLS when it leaves the
+machine.`
+
+// envUIToken is the variable the dashboard's access token comes from.
+const envUIToken = "BATON_UI_TOKEN"
+
+type uiFlags struct {
+	common        backendFlags
+	listen        string
+	allowRemote   bool
+	readOnly      bool
+	runs          int
+	actionTimeout time.Duration
+	refresh       time.Duration
+	logLevel      string
+}
+
+func uiCmd(ctx context.Context, e *env, args []string) error {
+	var f uiFlags
+	fs := newFlagSet(e, "ui", uiSynopsis)
+	f.common.register(fs)
+	fs.StringVar(&f.listen, "listen", "127.0.0.1:8700", "address to listen on (port 0: any free port)")
+	fs.BoolVar(&f.allowRemote, "allow-remote", false, "allow --listen off loopback (needs $"+envUIToken+")")
+	fs.BoolVar(&f.readOnly, "read-only", false, "show no actions and refuse them")
+	fs.IntVar(&f.runs, "runs", 20, "runs listed per job, and the window of the staleness chart")
+	fs.DurationVar(&f.actionTimeout, "action-timeout", 2*time.Minute, "how long a replay from the dashboard waits for its run to settle")
+	fs.DurationVar(&f.refresh, "refresh", 2*time.Second, "how often a page of work in flight refreshes")
+	fs.StringVar(&f.logLevel, "log", "info", "log level on stderr: debug, info, warn, error")
+	if err := parseFlags(fs, args); err != nil {
+		return err
+	}
+	// Read after parsing, so that --help never prints it.
+	token := os.Getenv(envUIToken)
+	switch {
+	case f.runs < 1:
+		return usagef("--runs must be at least 1, got %d", f.runs)
+	case f.actionTimeout <= 0 || f.refresh <= 0:
+		return usagef("--action-timeout and --refresh must be positive")
+	case token != "" && len(token) < 16:
+		return usagef("$%s is too short: use at least 16 random characters", envUIToken)
+	}
+	loopback, err := loopbackAddr(f.listen)
+	if err != nil {
+		return usagef("--listen %s: %v", f.listen, err)
+	}
+	if !loopback && (!f.allowRemote || token == "") {
+		return usagef("--listen %s is not loopback: the dashboard acts on your jobs, so listening there needs --allow-remote and an access token in $%s", f.listen, envUIToken)
+	}
+	logger, err := newLogger(e.stderr, f.logLevel)
+	if err != nil {
+		return err
+	}
+	if f.common.job != "" {
+		if _, err := lookupJob(e.catalog, f.common.job); err != nil {
+			return err
+		}
+	}
+	b, err := f.common.openReadOnly(ctx)
+	if err != nil {
+		return err
+	}
+	defer b.Close()
+	op := &uiOperator{catalog: e.catalog, backendArgs: backendArgs(fs), b: b, timeout: f.actionTimeout}
+	srv, err := ui.New(ui.Options{
+		Catalog: e.catalog, Backend: b, Operator: op, ReadOnly: f.readOnly, AccessToken: token,
+		Runs: f.runs, Refresh: f.refresh, Logger: logger,
+	})
+	if err != nil {
+		return err
+	}
+	ln, err := net.Listen("tcp", f.listen)
+	if err != nil {
+		return fmt.Errorf("--listen %s: %w", f.listen, err)
+	}
+	hs := &http.Server{Handler: srv, ReadHeaderTimeout: 10 * time.Second}
+	mode := "actions behind a confirmation"
+	if f.readOnly {
+		mode = "read-only"
+	}
+	host := ln.Addr().String()
+	fmt.Fprintf(e.stdout, "baton ui: serving http://%s/ (backend %s, %s; %s)\n", host, b.Name, f.common.where(), mode)
+	done := make(chan error, 1)
+	go func() { done <- hs.Serve(ln) }()
+	select {
+	case err := <-done:
+		return err
+	case <-ctx.Done():
+	}
+	sctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), 5*time.Second)
+	defer cancel()
+	if err := hs.Shutdown(sctx); err != nil {
+		return err
+	}
+	fmt.Fprintf(e.stdout, "baton ui: stopped\n")
+	return nil
+}
+
+// loopbackAddr reports whether the listen address addr is on loopback
+// only; an empty host (every interface) is not.
+func loopbackAddr(addr string) (bool, error) {
+	host, _, err := net.SplitHostPort(addr)
+	if err != nil {
+		return false, err
+	}
+	if strings.EqualFold(host, "localhost") {
+		return true, nil
+	}
+	ip := net.ParseIP(host)
+	return ip != nil && ip.IsLoopback(), nil
+}
+
+// uiOperator performs the dashboard's actions by running this CLI's own
+// commands on the same backend, so that they keep its guards and say
+// what they did in its words.
+type uiOperator struct {
+	catalog *baton.Catalog
+	// backendArgs select the dashboard's backend on the commands' command
+	// lines.
+	backendArgs []string
+	b           backend.Backend
+	timeout     time.Duration
+}
+
+// backendArgs are the backend flags given on fs's command line, as
+// --name=value: the commands an action runs select the same backend
+// (what was not given comes from the same defaults and environment).
+// --job is left out: every action names its job or run.
+func backendArgs(fs *flag.FlagSet) []string {
+	probe := flag.NewFlagSet("probe", flag.ContinueOnError)
+	var scratch backendFlags
+	scratch.register(probe)
+	var out []string
+	fs.Visit(func(f *flag.Flag) {
+		if probe.Lookup(f.Name) != nil && f.Name != "job" {
+			out = append(out, "--"+f.Name+"="+f.Value.String())
+		}
+	})
+	return out
+}
+
+var _ ui.Operator = (*uiOperator)(nil)
+
+// Do runs the command that performs a and returns its exit status and
+// output (stdout and stderr together, as a terminal shows them).
+func (o *uiOperator) Do(ctx context.Context, a ui.Action) ui.Outcome {
+	var args []string
+	switch a.Kind {
+	case ui.ReplayTick:
+		args = []string{"replay", "tick", "--job", a.Job, "--at", a.Tick.Format(time.RFC3339Nano), "--timeout", o.timeout.String()}
+		if a.Force {
+			args = append(args, "--force")
+		}
+	case ui.ReplayItem:
+		args = []string{"replay", "item", "--run", a.Run.String(), "--asset", a.Asset, "--timeout", o.timeout.String()}
+		if a.Force {
+			args = append(args, "--force")
+		}
+	case ui.Cancel:
+		args = []string{"cancel", "--run", a.Run.String(), "--reason", "cancelled from baton ui by " + operatorOwner()}
+		if a.Asset != "" {
+			args = append(args, "--asset", a.Asset)
+		}
+	case ui.Redrive:
+		args = []string{"dlq", "redrive"}
+	case ui.ReleaseLease:
+		// Never --force-live: the dashboard releases expired leases only.
+		args = []string{"lease", "release", "--job", a.Job, "--owner", a.Owner, "--fence", strconv.FormatInt(a.Fence, 10)}
+	default:
+		return ui.Outcome{ExitStatus: ExitUsage, Output: fmt.Sprintf("unknown action %q", a.Kind)}
+	}
+	// A confirmed action runs to its end even if the browser goes away.
+	ctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), o.timeout+time.Minute)
+	defer cancel()
+	var out bytes.Buffer
+	code := Main(ctx, o.catalog, append(args, o.backendArgs...), &out, &out)
+	return ui.Outcome{ExitStatus: code, Output: out.String()}
+}
+
+// DeadLetters lists the dead-letter queue as 'baton dlq list' does.
+func (o *uiOperator) DeadLetters(ctx context.Context, limit int) ([]ui.DeadLetter, error) {
+	if o.b.DeadLetter == nil {
+		return nil, fmt.Errorf("the %s backend has no dead-letter queue configured", o.b.Name)
+	}
+	msgs, err := queue.OpsOf(o.b.DeadLetter).Peek(ctx, limit)
+	if err != nil {
+		return nil, fmt.Errorf("list dead letters: %w", err)
+	}
+	now := time.Now().UTC()
+	out := make([]ui.DeadLetter, 0, len(msgs))
+	for _, m := range msgs {
+		d, err := describeDeadLetter(ctx, o.catalog, o.b.Ledger, m, now)
+		if err != nil {
+			return out, err
+		}
+		out = append(out, ui.DeadLetter{
+			MessageID: d.MessageID, Key: d.Key, Malformed: d.Malformed, ItemState: d.ItemState, Attempts: d.Attempts,
+			ReceiveCount: d.ReceiveCount, LastError: d.LastError, SentAt: d.SentAt, OnRedrive: d.OnRedrive,
+		})
+	}
+	return out, nil
+}
+
+// MissedTicks are the ticks 'baton status' lists as without a run.
+func (o *uiOperator) MissedTicks(j baton.Job, runs []ledger.Run, now time.Time) []ui.MissedTick {
+	gaps := tickGaps(j, runs, now)
+	out := make([]ui.MissedTick, len(gaps))
+	for i, g := range gaps {
+		out[i] = ui.MissedTick{Tick: g.Tick, Reason: g.Reason}
+	}
+	return out
+}
