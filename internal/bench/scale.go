@@ -10,7 +10,6 @@ import (
 	"os/exec"
 	"path/filepath"
 	"strconv"
-	"syscall"
 	"time"
 
 	"github.com/batonhq/baton"
@@ -49,6 +48,10 @@ type ScaleResult struct {
 	Batches                int
 	// Busy is the time spent handling batches, summed over batches.
 	Busy time.Duration
+	// PeakRSS is the process's VmHWM when it reported, in bytes: its own
+	// peak (the rusage of a child would include the parent's memory at
+	// the fork, which Linux carries across exec).
+	PeakRSS int64
 }
 
 // scaleJob is the job of a scale run of n items.
@@ -149,8 +152,10 @@ func startRole(ctx context.Context, role ScaleRole) (*roleProcess, error) {
 // scaleResultPrefix starts the line a role process reports its result on.
 const scaleResultPrefix = "scale-result: "
 
-// PrintScaleResult prints res as a role process reports it.
+// PrintScaleResult prints res as a role process reports it, with the
+// process's peak RSS.
 func PrintScaleResult(res ScaleResult) {
+	res.PeakRSS, _ = peakRSS(os.Getpid())
 	b, _ := json.Marshal(res)
 	fmt.Fprintf(os.Stdout, "%s%s\n", scaleResultPrefix, b)
 }
@@ -165,11 +170,10 @@ func bytesCut(b []byte, prefix string) ([]byte, bool) {
 // wait waits for the role and returns its result and peak RSS in bytes.
 func (p *roleProcess) wait() (ScaleResult, int64, error) {
 	o := <-p.out
-	var rss int64
-	if ru, ok := p.cmd.ProcessState.SysUsage().(*syscall.Rusage); ok {
-		rss = ru.Maxrss * 1024 // kilobytes on Linux
+	if o.err == nil && o.res.PeakRSS <= 0 {
+		o.err = fmt.Errorf("the role process reported no peak RSS")
 	}
-	return o.res, rss, o.err
+	return o.res, o.res.PeakRSS, o.err
 }
 
 // sqliteScale runs a scale tick of each size in r.Config.ScaleSQLite.
