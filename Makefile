@@ -4,6 +4,9 @@ GO       ?= go
 STORE    ?= var/baton.db
 NODE_DIR := infra/local
 BIN      := bin
+# pipefail: a build piped into its progress counter still fails the target.
+SHELL       := /bin/bash
+.SHELLFLAGS := -o pipefail -c
 
 .DEFAULT_GOAL := help
 .PHONY: help build run test lint bench chaos emulators browser screenshots clean
@@ -12,7 +15,9 @@ help: ## list the targets
 	@awk 'BEGIN {FS = ":.*## "} /^[a-zA-Z_-]+:.*## / {printf "  %-10s %s\n", $$1, $$2}' $(MAKEFILE_LIST)
 
 build: ## build the operator CLI into bin/baton
-	$(GO) build -o $(BIN)/baton ./cmd/baton
+	@echo "building $(BIN)/baton (the first build compiles every dependency: about a minute)"
+	@$(GO) build -v -o $(BIN)/baton ./cmd/baton 2>&1 | awk '/ /{print; next} {n++; printf "\r  %d packages compiled", n; fflush()} END {if (n) printf "\n"}'
+	@echo "built $(BIN)/baton; put it on PATH with: export PATH=\"$$PWD/$(BIN):\$$PATH\""
 
 run: build ## one tick of the reference job end to end on the embedded store
 	./$(BIN)/baton run --once --store $(STORE)

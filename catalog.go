@@ -27,9 +27,17 @@ func NewCatalog(jobs ...Job) (*Catalog, error) {
 		return nil, errors.New("catalog: no jobs")
 	}
 	c := &Catalog{jobs: make(map[string]Job, len(jobs))}
+	queues := map[string]Job{} // by queue name: the first job naming it
 	for _, j := range jobs {
 		if err := j.Validate(); err != nil {
 			return nil, fmt.Errorf("catalog: %w", err)
+		}
+		if q := j.Queue; q.Name != "" {
+			if other, ok := queues[q.Name]; ok && other.Queue.Concurrency() != q.Concurrency() {
+				return nil, fmt.Errorf("catalog: jobs %s and %s share queue %s with different MaxConcurrency (%d, %d)",
+					other.Name, j.Name, q.Name, other.Queue.Concurrency(), q.Concurrency())
+			}
+			queues[q.Name] = j
 		}
 		if _, dup := c.jobs[j.Name]; dup {
 			return nil, fmt.Errorf("catalog: job %s listed twice", j.Name)
@@ -94,3 +102,15 @@ func (c *Catalog) Jobs() []Job {
 
 // Len returns the number of jobs.
 func (c *Catalog) Len() int { return len(c.names) }
+
+// Queues returns the job queues the catalog's jobs name (Job.Queue), by
+// name, each with the jobs that use it, sorted.
+func (c *Catalog) Queues() map[string][]string {
+	out := map[string][]string{}
+	for _, name := range c.names {
+		if q := c.jobs[name].Queue; q.Name != "" {
+			out[q.Name] = append(out[q.Name], name)
+		}
+	}
+	return out
+}

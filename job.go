@@ -46,6 +46,12 @@ type Job struct {
 	// triggered them (the schedule or the local runtime was down). The
 	// zero value catches nothing up.
 	CatchUp CatchUp
+	// Queue, optional, gives the job a work queue of its own, consumed by
+	// consumers of its own (at most Queue.MaxConcurrency batches at once),
+	// so that a noisy job cannot starve the others of consumers, and the
+	// others cannot starve it. The zero value: the deployment's shared work
+	// queue.
+	Queue JobQueue
 	// Processor processes one item. Required.
 	Processor Processor
 
@@ -68,6 +74,37 @@ type CatchUp struct {
 	Skip bool
 	// MaxPerTrigger bounds the ticks one trigger catches up; 0 means 10.
 	MaxPerTrigger int
+}
+
+// JobQueue names a work queue of the job's own (Job.Queue). Its messages
+// are the same as the shared queue's; only where they wait, and who
+// consumes them, differ.
+//
+// On AWS it is an SQS queue (with the same dead-letter queue) read by the
+// consumer function through an event-source mapping of its own whose
+// ScalingConfig.MaximumConcurrency is MaxConcurrency; `template check`
+// (and CheckTemplate) holds the template to it. The local runtime runs a
+// consumer pool per queue.
+type JobQueue struct {
+	// Name names the queue among the deployment's: 1-64 letters, digits,
+	// '_', '.', '-'. Jobs that name the same queue share it (and must
+	// agree on MaxConcurrency). "" means the shared work queue.
+	Name string
+	// MaxConcurrency bounds the batches processed at once from the queue:
+	// 2..1000, as Lambda's ScalingConfig.MaximumConcurrency; 0 means
+	// DefaultQueueConcurrency.
+	MaxConcurrency int
+}
+
+// DefaultQueueConcurrency is a job queue's MaxConcurrency when unset.
+const DefaultQueueConcurrency = 2
+
+// Concurrency is q's MaxConcurrency, or its default.
+func (q JobQueue) Concurrency() int {
+	if q.MaxConcurrency == 0 {
+		return DefaultQueueConcurrency
+	}
+	return q.MaxConcurrency
 }
 
 // Derived is an item computed from other items of the same run (fan-in).
@@ -181,6 +218,15 @@ func (j Job) Validate() error {
 		return fmt.Errorf("job %s: RunBudget must not be negative", j.Name)
 	case j.CatchUp.Window < 0 || j.CatchUp.MaxPerTrigger < 0:
 		return fmt.Errorf("job %s: catch-up: Window and MaxPerTrigger must not be negative", j.Name)
+	case j.Queue.Name == "" && j.Queue.MaxConcurrency != 0:
+		return fmt.Errorf("job %s: queue: MaxConcurrency %d without a Name (the shared queue's consumers are the deployment's)", j.Name, j.Queue.MaxConcurrency)
+	case j.Queue.MaxConcurrency != 0 && (j.Queue.MaxConcurrency < 2 || j.Queue.MaxConcurrency > 1000):
+		return fmt.Errorf("job %s: queue %s: MaxConcurrency %d, want 2..1000 (Lambda's ScalingConfig.MaximumConcurrency)", j.Name, j.Queue.Name, j.Queue.MaxConcurrency)
+	}
+	if j.Queue.Name != "" {
+		if err := ValidName("queue", j.Queue.Name); err != nil {
+			return fmt.Errorf("job %s: %w", j.Name, err)
+		}
 	}
 	if j.Processor == nil {
 		return fmt.Errorf("job %s: no processor", j.Name)

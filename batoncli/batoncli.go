@@ -17,6 +17,9 @@
 //	dlq      list and redrive the dead-letter queue
 //	lease    show a job's lease; release one whose holder is dead
 //	cancel   cancel a run's items that are not terminal
+//	pause    pause a job: its ticks are skipped and recorded until resume
+//	resume   resume a paused job
+//	completion  the shell completion script (bash, zsh, fish, powershell)
 //	template check a SAM template's schedules against the catalog
 //	version  baton's version
 //
@@ -27,9 +30,11 @@
 // it may be left out when the catalog has one job.
 //
 // NewRootCommand returns the tree for embedding: add commands of your own
-// to it, or mount it under another root. Exit statuses: 0 success, 1 a
-// failed outcome (an item ended DEAD, a refused operation), 2 bad usage
-// or input.
+// to it, or mount it under another root. Flags are POSIX style (--name
+// value); every command prints one JSON object on stdout with --json.
+// Exit statuses, the same for every command: 0 success, 1 a failed
+// outcome (an item ended DEAD, a batch reported failed records, a refused
+// operation), 2 bad usage or input.
 package batoncli
 
 import (
@@ -67,15 +72,18 @@ func NewRootCommand(catalog *baton.Catalog) *cobra.Command {
 // job the catalog lacks; every consumer function (one with an SQS event)
 // has a Timeout of at least every job's longest item lease (a claim, and
 // so a heartbeat, cannot outlive the invocation), and the queue it reads
-// hides a message at least as long. The error names each job or function
-// that is wrong. Call it from a test of your module so that the template
+// hides a message at least as long; every job queue (baton.Job.Queue)
+// has its queue, its URL in both functions' BATON_JOB_QUEUE_URLS, an SQS
+// event on the consumer with the queue's ScalingConfig.MaximumConcurrency
+// and the roles' grants. The error names each job or function that is
+// wrong. Call it from a test of your module so that the template
 // and the catalog cannot drift apart.
 func CheckTemplate(path string, catalog *baton.Catalog) error {
 	tpl, err := samtemplate.Load(path)
 	if err != nil {
 		return err
 	}
-	return errors.Join(samtemplate.CheckSchedules(tpl, catalog), samtemplate.CheckTimeouts(tpl, catalog))
+	return errors.Join(samtemplate.CheckSchedules(tpl, catalog), samtemplate.CheckTimeouts(tpl, catalog), samtemplate.CheckQueues(tpl, catalog))
 }
 
 // Run runs the command line args (without the program name) for catalog,

@@ -117,7 +117,17 @@ async function main() {
   }
 }
 
-main().catch((err) => {
-  console.error(`start.js: ${err && err.stack ? err.stack : err}`);
+// failed reports err and exits. A busy port is an everyday mistake (a
+// server left running): one line that says what to do, not a stack trace.
+function failed(err) {
+  if (err && err.code === "EADDRINUSE") {
+    console.error(`start.js: ${err.address || "127.0.0.1"}:${err.port} is busy (a server left running? stop it, or pick another --port; --port 0 takes a free one)`);
+  } else {
+    console.error(`start.js: ${err && err.stack ? err.stack : err}`);
+  }
   process.exit(1);
-});
+}
+
+// The SQS server reports a failed listen as an 'error' event nobody handles.
+process.on("uncaughtException", failed);
+main().catch(failed);

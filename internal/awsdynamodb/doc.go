@@ -23,6 +23,7 @@
 //	        ITEMS#<run id>#P<p>      <asset>                    (the same, for a run spread over partitions)
 //	effect  EFFECT#<job>#<key>       EFFECT                     Put
 //	count   CONTENTION#<job>         CONTENTION                 RecordContention (lease.ContentionCounter: operators' count of refused acquisitions)
+//	pause   PAUSE#<job>              PAUSE                      SetPause, RecordSkipped (lease.Pauser: the job's pause flag and skipped ticks)
 //
 // The run id is job@<nominal>#<generation> (ledger.RunID). The items of a
 // generation opened with at most Options.ShardsPerPartition shards (16 by

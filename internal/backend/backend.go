@@ -12,6 +12,7 @@
 package backend
 
 import (
+	"context"
 	"time"
 
 	"github.com/batonhq/baton/internal/effect"
@@ -41,6 +42,11 @@ type Backend struct {
 	// ReceiveWait is how long an idle consumer's receive waits for a
 	// message (a long poll); 0 means 500ms.
 	ReceiveWait time.Duration
+	// JobQueueFunc, optional, returns the work queue of the given name
+	// (baton.JobQueue): a queue of its own for the jobs that name it, with
+	// the work queue's dead-letter queue and redrive limit. nil: the engine
+	// has no job queues, and a catalog whose jobs name one is refused.
+	JobQueueFunc func(ctx context.Context, name string) (Queue, error)
 	// CloseFunc releases the backend's resources (Close calls it).
 	CloseFunc func() error
 }

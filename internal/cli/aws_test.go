@@ -111,7 +111,7 @@ func TestSetupUsage(t *testing.T) {
 		{[]string{"setup", "--queue", ""}, "--queue must not be empty"},
 		{[]string{"setup", "--endpoint", "127.0.0.1:4567"}, `--endpoint: "127.0.0.1:4567" is not an http(s) URL`},
 		{[]string{"setup", "extra"}, `unexpected argument "extra"`},
-		{[]string{"setup", "--job", "fx", "--endpoint", "http://127.0.0.1:1"}, `flag provided but not defined: -job`},
+		{[]string{"setup", "--job", "fx", "--endpoint", "http://127.0.0.1:1"}, `unknown flag: --job`},
 	} {
 		code, _, errOut := runMain(t, tc.args...)
 		require.Equal(t, ExitUsage, code, "%v: %s", tc.args, errOut)

@@ -3,12 +3,13 @@ package cli
 import (
 	"context"
 	"errors"
-	"flag"
 	"fmt"
 	"net/url"
 	"os"
 	"strconv"
 	"time"
+
+	"github.com/spf13/pflag"
 
 	"github.com/batonhq/baton/internal/awssqs"
 	"github.com/batonhq/baton/internal/backend"
@@ -18,10 +19,15 @@ import (
 	"github.com/batonhq/baton/internal/sqlite"
 )
 
+// backendNames are the values of --backend (shell completion).
+var backendNames = []string{"sqlite", "aws"}
+
 // envJob is the variable --job defaults to.
 const envJob = "BATON_JOB"
 
-// backendFlags select the store every command works on.
+// backendFlags select the store every command works on. They are
+// registered here, and only here, on every command that works on a
+// backend (command.backend); help shows them as one group.
 type backendFlags struct {
 	backend string
 	store   string
@@ -29,7 +35,7 @@ type backendFlags struct {
 	aws     awsFlags
 }
 
-func (b *backendFlags) register(fs *flag.FlagSet) {
+func (b *backendFlags) register(fs *pflag.FlagSet) {
 	fs.StringVar(&b.backend, "backend", "sqlite", "where state and queues live: sqlite (embedded file) or aws (DynamoDB + SQS from the SDK's standard config)")
 	fs.StringVar(&b.store, "store", "var/baton.db", "the embedded store's SQLite file (--backend sqlite)")
 	fs.StringVar(&b.job, "job", os.Getenv(envJob), "the job to work on (from $"+envJob+" when set; default: the catalog's only job)")
@@ -84,16 +90,17 @@ type awsFlags struct {
 	dlqURL      string
 	maxReceives int
 	receiveWait time.Duration
-	envErr      error // a bad value in the environment, reported at open
+	jobQueues   string // name=url,… (BATON_JOB_QUEUE_URLS)
+	envErr      error  // a bad value in the environment, reported at open
 }
 
-func (a *awsFlags) registerEndpoints(fs *flag.FlagSet) {
+func (a *awsFlags) registerEndpoints(fs *pflag.FlagSet) {
 	fs.StringVar(&a.endpoint, "endpoint", "", "endpoint URL of both DynamoDB and SQS, for the AWS backend (default: the SDK's configuration)")
 	fs.StringVar(&a.dynamoDBEndpoint, "dynamodb-endpoint", "", "DynamoDB endpoint URL (default --endpoint, else $AWS_ENDPOINT_URL_DYNAMODB or the SDK's configuration)")
 	fs.StringVar(&a.sqsEndpoint, "sqs-endpoint", "", "SQS endpoint URL (default --endpoint, else $AWS_ENDPOINT_URL_SQS or the SDK's configuration)")
 }
 
-func (a *awsFlags) registerResources(fs *flag.FlagSet) {
+func (a *awsFlags) registerResources(fs *pflag.FlagSet) {
 	fs.StringVar(&a.table, "table", os.Getenv(lambdaapp.EnvTable), envUsage(lambdaapp.EnvTable, ""))
 	fs.StringVar(&a.queueURL, "queue-url", os.Getenv(lambdaapp.EnvQueueURL), envUsage(lambdaapp.EnvQueueURL, ""))
 	fs.StringVar(&a.dlqURL, "dlq-url", os.Getenv(lambdaapp.EnvDLQURL), envUsage(lambdaapp.EnvDLQURL, "the work queue's redrive target"))
@@ -106,6 +113,7 @@ func (a *awsFlags) registerResources(fs *flag.FlagSet) {
 		n = v
 	}
 	fs.IntVar(&a.maxReceives, "max-receives", n, envUsage(lambdaapp.EnvMaxReceives, "the work queue's redrive policy"))
+	fs.StringVar(&a.jobQueues, "job-queue-urls", os.Getenv(lambdaapp.EnvJobQueues), envUsage(lambdaapp.EnvJobQueues, "none"))
 	fs.DurationVar(&a.receiveWait, "receive-wait", awsbackend.DefaultReceiveWait, "long-poll wait of an idle consumer's SQS receives, up to 20s: longer is cheaper on an idle queue (--backend aws)")
 }
 
@@ -185,13 +193,17 @@ func (a *awsFlags) open(ctx context.Context) (backend.Backend, error) {
 	case a.receiveWait < 0 || a.receiveWait > awssqs.MaxWait:
 		return backend.Backend{}, usagef("--receive-wait must be within 0..%s, got %s", awssqs.MaxWait, a.receiveWait)
 	}
+	jobQueues, err := lambdaapp.ParseJobQueueURLs(a.jobQueues)
+	if err != nil {
+		return backend.Backend{}, usagef("--job-queue-urls: %v", err)
+	}
 	c, err := a.clients(ctx)
 	if err != nil {
 		return backend.Backend{}, err
 	}
 	b, err := awsbackend.Open(ctx, awsbackend.Params{
 		Clients: c, Table: a.table, QueueURL: a.queueURL, DLQURL: a.dlqURL, MaxReceives: a.maxReceives,
-		ReceiveWait: a.receiveWait,
+		ReceiveWait: a.receiveWait, JobQueueURLs: jobQueues,
 	})
 	if err != nil {
 		return backend.Backend{}, fmt.Errorf("--backend aws: %w", err)

@@ -7,6 +7,8 @@ import (
 	"text/tabwriter"
 	"time"
 
+	"github.com/spf13/pflag"
+
 	"github.com/batonhq/baton/internal/engine"
 	"github.com/batonhq/baton/internal/ledger"
 )
@@ -30,21 +32,23 @@ then is refused. To run the tick again later: baton replay tick --force.
 With --asset only that item is cancelled; exit status 1 if it had already
 SUCCEEDED or ended DEAD (nothing changed).`
 
-func cancelCmd(ctx context.Context, e *env, args []string) error {
-	var (
-		common        backendFlags
-		run, asset    string
-		reason        string
-		explicitAsset bool
-	)
-	fs := newFlagSet(e, "cancel", cancelSynopsis)
-	common.register(fs)
+func cancelCommand() command {
+	return command{synopsis: cancelSynopsis, summary: "cancel a run's items (or one item) that are not terminal",
+		example: "  baton cancel --run fx@2026-11-21T12:01:00Z#1 --reason 'bad upstream data'\n  baton cancel --run fx@2026-11-21T12:01:00Z#1 --asset DXY --json",
+		backend: true, defineFunc: defineCancel}
+}
+
+func defineCancel(e *env, fs *pflag.FlagSet) runFunc {
+	var run, asset, reason string
 	fs.StringVar(&run, "run", "", "the run (e.g. fx@2026-11-21T12:01:00Z#1)")
 	fs.StringVar(&asset, "asset", "", "only this asset or derived item")
 	fs.StringVar(&reason, "reason", "", "why (stored with each cancelled item; default names the operator)")
-	if err := parseFlags(fs, args); err != nil {
-		return err
-	}
+	return func(ctx context.Context, _ []string) error { return cancel(ctx, e, run, asset, reason) }
+}
+
+func cancel(ctx context.Context, e *env, run, asset, reason string) error {
+	common := &e.backend
+	var explicitAsset bool
 	id, j, err := parseRun(e.catalog, run)
 	if err != nil {
 		return err
@@ -74,8 +78,15 @@ func cancelCmd(ctx context.Context, e *env, args []string) error {
 		targets = []string{asset}
 	}
 
-	tw := tabwriter.NewWriter(e.stdout, 0, 0, 2, ' ', 0)
+	tw := tabwriter.NewWriter(e.text(), 0, 0, 2, ' ', 0)
 	fmt.Fprintln(tw, "ITEM\tWAS\tNOW")
+	type change struct {
+		Item    string `json:"item"`
+		Was     string `json:"was"`
+		Now     string `json:"now"`
+		Changed bool   `json:"changed"`
+	}
+	var changes []change
 	var cancelled, kept int
 	var refused error
 	for _, name := range targets {
@@ -92,6 +103,7 @@ func cancelCmd(ctx context.Context, e *env, args []string) error {
 		case errors.Is(err, ledger.ErrTerminal):
 			kept++
 			fmt.Fprintf(tw, "%s\t%s\tunchanged (terminal)\n", name, it.State)
+			changes = append(changes, change{Item: name, Was: string(it.State), Now: string(it.State)})
 			if explicitAsset && it.State != ledger.ItemCancelled {
 				refused = fmt.Errorf("refused: %s is already %s; terminal items are never overwritten", key, it.State)
 			}
@@ -101,6 +113,7 @@ func cancelCmd(ctx context.Context, e *env, args []string) error {
 		default:
 			cancelled++
 			fmt.Fprintf(tw, "%s\t%s\t%s\n", name, was, it.State)
+			changes = append(changes, change{Item: name, Was: was, Now: string(it.State), Changed: true})
 		}
 	}
 	tw.Flush()
@@ -113,14 +126,18 @@ func cancelCmd(ctx context.Context, e *env, args []string) error {
 	if err != nil {
 		return fmt.Errorf("settle %s: %w", id, err)
 	}
-	fmt.Fprintf(e.stdout, "%d cancelled, %d already terminal; run %s is %s", cancelled, kept, settled.ID, settled.State)
+	line := fmt.Sprintf("%d cancelled, %d already terminal; run %s is %s", cancelled, kept, settled.ID, settled.State)
 	switch settled.State {
 	case ledger.RunFanningOut:
-		fmt.Fprint(e.stdout, " (its fan-out goes on; the cancelled items' messages are acknowledged without running)")
+		line += " (its fan-out goes on; the cancelled items' messages are acknowledged without running)"
 	case ledger.RunFannedOut:
-		fmt.Fprint(e.stdout, " (items in flight remain)")
+		line += " (items in flight remain)"
 	}
-	fmt.Fprintln(e.stdout)
+	e.sayf("%s\n", line)
+	e.set("items", changes)
+	e.set("cancelled", cancelled)
+	e.set("already_terminal", kept)
+	e.set("run", newRunStatus(settled, nil, nil))
 	return refused
 }
 

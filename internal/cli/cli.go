@@ -3,22 +3,32 @@
 // the operator commands. Main is the whole program minus signal wiring, so
 // tests run it in-process.
 //
+// Every command is a cobra command with POSIX (pflag) flags: --name value
+// or --name=value. A command declares its own flags in its define
+// function; the backend flags (--backend, --store, --job, the AWS
+// resources) are registered in one place (backendFlags.register) on every
+// command that works on a backend, and shown as their own group in help.
+// Every command has --json (one JSON object on stdout) and an example.
+//
 // Exit status: 0 success; 1 the command ran but the outcome is a failure
-// (an item ended DEAD, a run did not settle, a refused operation); 2 bad
-// usage or bad input (unknown command, flag, job, run or asset, bad time).
+// (an item ended DEAD, a run did not settle, a batch reported failed
+// records, a refused operation); 2 bad usage or bad input (unknown
+// command, flag, job, run or asset, bad time).
 package cli
 
 import (
 	"context"
+	"encoding/json"
 	"errors"
-	"flag"
 	"fmt"
 	"io"
-	"sort"
+	"regexp"
 	"strings"
 
-	"github.com/batonhq/baton"
 	"github.com/spf13/cobra"
+	"github.com/spf13/pflag"
+
+	"github.com/batonhq/baton"
 )
 
 // Exit statuses.
@@ -40,78 +50,192 @@ func usagef(format string, args ...any) error { return usageError{fmt.Errorf(for
 // command already printed why.
 var errFailed = errors.New("failed")
 
+// runFunc runs a command whose flags are parsed, with its positional
+// arguments.
+type runFunc func(ctx context.Context, args []string) error
+
+// command is one command of the tree: a leaf has defineFunc, a group
+// (replay, dlq, lease, template) has subs.
 type command struct {
-	name    string
-	summary string
-	runFunc func(ctx context.Context, env *env, args []string) error
-	// A group (replay, dlq, lease) has subcommands and an about text
-	// instead of run.
-	about    string
-	subsFunc func() []subcommand
+	// synopsis is the use line ("replay tick --job J --at T [flags]"),
+	// a blank line and the long help.
+	synopsis string
+	summary  string
+	example  string
+	// backend: the command works on a backend and takes the backend flags.
+	backend bool
+	// positional: the command takes positional arguments (it checks them).
+	positional bool
+	// streams: with --json the command writes JSON lines as it goes (serve)
+	// instead of one object at the end.
+	streams bool
+	// defineFunc registers the command's own flags on fs and returns the
+	// function that runs it once they are parsed.
+	defineFunc func(e *env, fs *pflag.FlagSet) runFunc
+	subs       []command
 }
 
-// env is what a command writes to.
+// env is what a command writes to, and the state every command shares:
+// the backend flags and the output mode.
 type env struct {
 	catalog        *baton.Catalog
 	stdout, stderr io.Writer
+	backend        backendFlags
+	logFormat      string
+	// json is --json: the command's report is one JSON object on stdout
+	// (doc), written when it returns.
+	json bool
+	doc  map[string]any
+	// custom is a report of the command's own shape (status, dlq list,
+	// lease show), written instead of doc.
+	custom any
 }
+
+// sayf prints one line of the report: on stdout, or, with --json, in
+// the report's "messages".
+func (e *env) sayf(format string, args ...any) {
+	if e.json {
+		e.doc["messages"] = append(e.doc["messages"].([]string), strings.TrimSuffix(fmt.Sprintf(format, args...), "\n"))
+		return
+	}
+	fmt.Fprintf(e.stdout, format, args...)
+}
+
+// text is where the report's tables go: stdout, or nowhere with --json
+// (the command sets their data with set).
+func (e *env) text() io.Writer {
+	if e.json {
+		return io.Discard
+	}
+	return e.stdout
+}
+
+// set sets a field of the --json report.
+func (e *env) set(key string, v any) {
+	if e.json {
+		e.doc[key] = v
+	}
+}
+
+// writeJSON writes the --json report of a command that returned err.
+func (e *env) writeJSON(err error) {
+	var doc any = e.doc
+	if e.custom != nil {
+		doc = e.custom
+	} else if err != nil && !errors.Is(err, errFailed) {
+		e.doc["error"] = err.Error()
+	}
+	if e.custom == nil && err != nil {
+		e.doc["ok"] = false
+	}
+	enc := json.NewEncoder(e.stdout)
+	enc.SetIndent("", "  ")
+	_ = enc.Encode(doc)
+}
+
+func (c command) name() string { return strings.Fields(c.synopsis)[0] }
 
 func commands() []command {
 	return []command{
-		{name: "run", summary: "run the job's ticks end to end (--once: one tick, then a report)", runFunc: runCmd},
-		{name: "serve", summary: "serve the coordinator over HTTP (CloudEvents, JSON) and run the pull consumers", runFunc: serveCmd},
-		{name: "ui", summary: "serve a web dashboard: runs, timelines, staleness, lease, dead letters, actions", runFunc: uiCmd},
-		{name: "status", summary: "show leases, recent runs, item states and staleness", runFunc: statusCmd},
-		{name: "replay", summary: "run a tick, a range of ticks (backfill) or an item again", about: replayAbout, subsFunc: replaySubcommands},
-		{name: "dlq", summary: "list and redrive the dead-letter queue", about: dlqAbout, subsFunc: dlqSubcommands},
-		{name: "lease", summary: "show a job's lease; release one whose holder is dead", about: leaseAbout, subsFunc: leaseSubcommands},
-		{name: "cancel", summary: "cancel a run's items (or one item) that are not terminal", runFunc: cancelCmd},
-		{name: "invoke", summary: "run a Lambda function's handler on an event file, in-process", runFunc: invokeCmd},
-		{name: "template", summary: "check a SAM template's schedules against the catalog", about: templateAbout, subsFunc: templateSubcommands},
-		{name: "version", summary: "print baton's version", runFunc: versionCmd},
-		{name: "setup", summary: "create the DynamoDB table and SQS queues (with redrive) for --backend aws", runFunc: setupCmd},
+		runCommand(),
+		serveCommand(),
+		uiCommand(),
+		statusCommand(),
+		{synopsis: "replay <subcommand> [flags]\n\n" + replayAbout, summary: "run a tick, a range of ticks (backfill), an item or an event again",
+			example: "  baton replay tick --at 2026-11-21T12:01:00Z\n  baton replay range --from 2026-11-21T00:00:00Z --to 2026-11-22T00:00:00Z --dry-run",
+			subs:    replaySubcommands()},
+		{synopsis: "dlq <subcommand> [flags]\n\n" + dlqAbout, summary: "list and redrive the dead-letter queue",
+			example: "  baton dlq list --json\n  baton dlq redrive --max 10", subs: dlqSubcommands()},
+		{synopsis: "lease <subcommand> [flags]\n\n" + leaseAbout, summary: "show a job's lease; release one whose holder is dead",
+			example: "  baton lease show --job fx", subs: leaseSubcommands()},
+		cancelCommand(),
+		pauseCommands()[0],
+		pauseCommands()[1],
+		invokeCommand(),
+		{synopsis: "template <subcommand> [flags]\n\n" + templateAbout, summary: "check a SAM template's schedules against the catalog",
+			example: "  baton template check --template template.yaml", subs: templateSubcommands()},
+		versionCommand(),
+		setupCommand(),
 	}
 }
 
 // Main runs the baton command for catalog with args (without the program
 // name) and returns the exit status.
 func Main(ctx context.Context, catalog *baton.Catalog, args []string, stdout, stderr io.Writer) int {
-	root := NewRootCommand(catalog)
+	root, e := newRoot(catalog, stdout, stderr)
 	root.SetArgs(args)
-	root.SetOut(stdout)
-	root.SetErr(stderr)
+	e.stdout, e.stderr = stdout, stderr
 	cmd, err := root.ExecuteContextC(ctx)
-	switch {
-	case err == nil, errors.Is(err, flag.ErrHelp):
-		return ExitOK
-	case errors.Is(err, errFailed):
-		return ExitFailure
+	code := exitStatus(err)
+	if err == nil || errors.Is(err, errFailed) {
+		return code
 	}
 	name := "baton"
 	if cmd != nil && cmd != root {
 		name = "baton " + strings.TrimPrefix(cmd.CommandPath(), root.Name()+" ")
 	}
-	fmt.Fprintf(stderr, "%s: %v\n", name, err)
+	msg := strings.ReplaceAll(strings.TrimSpace(err.Error()), "\n", "; ")
+	if cmd == root && code == ExitUsage {
+		msg += " (run 'baton --help' for the commands)"
+	} else if code == ExitUsage && cmd != nil && !strings.Contains(msg, "--help") {
+		msg += fmt.Sprintf(" (run '%s --help')", name)
+	}
+	fmt.Fprintf(stderr, "%s: %s\n", name, msg)
+	return code
+}
+
+// exitStatus is the exit-status contract: nil 0, errFailed and other
+// failures 1, usage errors 2.
+func exitStatus(err error) int {
 	var u usageError
-	if errors.As(err, &u) {
-		if cmd == root {
-			fmt.Fprintln(stderr)
-			printUsage(stderr)
-		}
+	switch {
+	case err == nil:
+		return ExitOK
+	case errors.As(err, &u):
 		return ExitUsage
 	}
 	return ExitFailure
 }
 
+const rootLong = `baton runs scheduled fan-out work: a coordinator takes a fenced lease per job,
+opens the run for each tick and enqueues one message per asset; consumers
+process each asset exactly once per run; derived items run when their inputs
+have succeeded.
+
+Flags are POSIX style (--name value or --name=value). The embedded store is
+a SQLite file (default var/baton.db); several baton processes may use it at
+once. Every command prints one JSON object on stdout with --json.
+
+Exit status:
+  0  success, or nothing to do (a finished tick replayed without --force,
+     a lease already free)
+  1  the command ran but the outcome is a failure: an item ended DEAD, a
+     batch reported failed records, a run did not settle within --timeout,
+     an operation was refused (a live lease, a terminal item, the job's
+     lease held by another coordinator), a backfill stopped early (run the
+     same command again to resume)
+  2  bad usage or input: unknown command, flag, job, run or asset; a bad or
+     future time; an empty, inverted or too large range
+See RUNBOOK.md for the operator's procedures.`
+
 // NewRootCommand returns the baton command tree serving catalog: the
-// commands of commands() and, for the groups, their subcommands. Each
-// command parses its own flags (Go flag syntax: -flag or --flag). Its
-// errors are returned, not printed: Main maps them to exit statuses.
+// commands of commands() and, for the groups, their subcommands, and
+// shell completion. Its errors are returned, not printed: Main maps them
+// to exit statuses.
 func NewRootCommand(catalog *baton.Catalog) *cobra.Command {
+	root, _ := newRoot(catalog, nil, nil)
+	return root
+}
+
+// newRoot builds the tree writing to stdout and stderr (nil: the
+// process's, or what SetOut and SetErr say later).
+func newRoot(catalog *baton.Catalog, stdout, stderr io.Writer) (*cobra.Command, *env) {
 	e := &env{catalog: catalog}
 	root := &cobra.Command{
 		Use:           "baton",
 		Short:         "scheduled fan-out work you can trust on serverless",
+		Long:          rootLong,
+		Example:       "  baton run --once\n  baton status --json\n  source <(baton completion bash)",
 		SilenceErrors: true,
 		SilenceUsage:  true,
 		Version:       version(),
@@ -122,102 +246,179 @@ func NewRootCommand(catalog *baton.Catalog) *cobra.Command {
 			return nil
 		},
 		RunE: func(cmd *cobra.Command, _ []string) error {
-			printUsage(cmd.OutOrStdout())
-			return nil
+			return cmd.Help()
 		},
-		CompletionOptions: cobra.CompletionOptions{HiddenDefaultCmd: true},
 	}
 	root.SetVersionTemplate("baton {{.Version}}\n")
-	root.SetHelpFunc(func(cmd *cobra.Command, _ []string) {
-		if cmd == root {
-			printUsage(cmd.OutOrStdout())
-			return
+	root.PersistentFlags().StringVar(&e.logFormat, "log-format", "text", "format of the logs on stderr: text or json")
+	root.SetFlagErrorFunc(func(_ *cobra.Command, err error) error { return usageError{flagError(err)} })
+	root.SetUsageFunc(usage)
+	root.PersistentPreRunE = func(cmd *cobra.Command, _ []string) error {
+		e.stdout, e.stderr = cmd.OutOrStdout(), cmd.ErrOrStderr()
+		if e.logFormat != "text" && e.logFormat != "json" {
+			return usagef("--log-format %q: want text or json", e.logFormat)
 		}
-		_ = cmd.RunE(cmd, []string{"--help"})
-	})
-	bind := func(cmd *cobra.Command, run func(ctx context.Context, e *env, args []string) error) {
-		cmd.DisableFlagParsing = true
-		cmd.RunE = func(cmd *cobra.Command, args []string) error {
-			e.stdout, e.stderr = cmd.OutOrStdout(), cmd.ErrOrStderr()
-			return run(cmd.Context(), e, args)
-		}
+		return nil
 	}
 	for _, c := range commands() {
-		cmd := &cobra.Command{Use: c.name, Short: c.summary}
-		if c.subsFunc == nil {
-			bind(cmd, c.runFunc)
-			root.AddCommand(cmd)
-			continue
+		root.AddCommand(build(e, c, ""))
+	}
+	if stdout != nil {
+		root.SetOut(stdout) // before the completion command, which keeps it
+	}
+	if stderr != nil {
+		root.SetErr(stderr)
+	}
+	root.InitDefaultHelpCmd()
+	root.InitDefaultCompletionCmd()
+	for _, c := range root.Commands() {
+		switch c.Name() {
+		case "help":
+			c.Example = "  baton help replay range"
+		case "completion":
+			c.Example = "  source <(baton completion bash)\n  baton completion zsh > \"${fpath[1]}/_baton\""
+			for _, s := range c.Commands() {
+				s.Example = "  baton completion " + s.Name() + " --help"
+			}
 		}
-		subs := c.subsFunc()
-		bind(cmd, func(ctx context.Context, e *env, args []string) error {
-			return dispatch(ctx, e, c.name, c.about, subs, args)
-		})
-		for _, s := range subs {
-			sub := &cobra.Command{Use: s.name, Short: s.summary}
-			bind(sub, s.runFunc)
+	}
+	return root, e
+}
+
+// build makes the cobra command of c, a subcommand of group when that
+// is not "" (its synopsis then starts with the group's name).
+func build(e *env, c command, group string) *cobra.Command {
+	use, long, _ := strings.Cut(c.synopsis, "\n\n")
+	use = strings.TrimPrefix(use, group+" ")
+	cmd := &cobra.Command{Use: use, Short: c.summary, Long: strings.TrimSpace(long), Example: c.example}
+	if len(c.subs) > 0 {
+		verbs := make([]string, len(c.subs))
+		for i, s := range c.subs {
+			sub := build(e, s, cmd.Name())
+			verbs[i] = sub.Name()
 			cmd.AddCommand(sub)
 		}
-		root.AddCommand(cmd)
-	}
-	return root
-}
-
-func printUsage(w io.Writer) {
-	fmt.Fprint(w, `baton runs scheduled fan-out work: a coordinator takes a fenced lease per job,
-opens the run for each tick and enqueues one message per asset; consumers
-process each asset exactly once per run; derived items run when their inputs
-have succeeded.
-
-Usage:
-  baton <command> [flags]
-
-Commands:
-`)
-	cs := commands()
-	sort.Slice(cs, func(i, j int) bool { return cs[i].name < cs[j].name })
-	for _, c := range cs {
-		fmt.Fprintf(w, "  %-8s %s\n", c.name, c.summary)
-	}
-	fmt.Fprint(w, `
-Run 'baton <command> --help' for a command's flags.
-The embedded store is a SQLite file (default var/baton.db); several baton
-processes may use it at once.
-
-Exit status:
-  0  success, or nothing to do (a finished tick replayed without --force,
-     a lease already free)
-  1  the command ran but the outcome is a failure: an item ended DEAD, a
-     run did not settle within --timeout, an operation was refused (a live
-     lease, a terminal item, the job's lease held by another coordinator),
-     a backfill stopped early (run the same command again to resume)
-  2  bad usage or input: unknown command, flag, job, run or asset; a bad or
-     future time; an inverted range or one with too many ticks
-See RUNBOOK.md for the operator's procedures.
-`)
-}
-
-// newFlagSet returns a flag set whose usage output starts with synopsis.
-func newFlagSet(e *env, name, synopsis string) *flag.FlagSet {
-	fs := flag.NewFlagSet(name, flag.ContinueOnError)
-	fs.SetOutput(e.stderr)
-	fs.Usage = func() {
-		fmt.Fprintf(fs.Output(), "Usage: baton %s\n\n%s\n\nFlags:\n", name, strings.TrimSpace(synopsis))
-		fs.PrintDefaults()
-	}
-	return fs
-}
-
-// parseFlags parses args and turns flag errors into usage errors.
-func parseFlags(fs *flag.FlagSet, args []string) error {
-	if err := fs.Parse(args); err != nil {
-		if errors.Is(err, flag.ErrHelp) {
-			return err
+		cmd.Args = cobra.ArbitraryArgs
+		// "baton replay everything --store x" says the verb is unknown,
+		// not the flag.
+		cmd.FParseErrWhitelist.UnknownFlags = true
+		cmd.RunE = func(cmd *cobra.Command, args []string) error {
+			if len(args) == 1 && args[0] == "help" {
+				return cmd.Help()
+			}
+			if len(args) == 0 {
+				return usagef("%s needs a subcommand (%s)", cmd.Name(), strings.Join(verbs, ", "))
+			}
+			return usagef("unknown subcommand %q (want %s)", args[0], strings.Join(verbs, ", "))
 		}
-		return usageError{err}
+		return cmd
 	}
-	if fs.NArg() > 0 {
-		return usagef("unexpected argument %q", fs.Arg(0))
+	fs := cmd.Flags()
+	if c.backend {
+		e.backend.register(fs)
+		fs.VisitAll(func(f *pflag.Flag) { _ = fs.SetAnnotation(f.Name, flagGroup, []string{backendGroup}) })
+		// Shell completion of the values a user would otherwise look up.
+		_ = cmd.RegisterFlagCompletionFunc("job", func(*cobra.Command, []string, string) ([]string, cobra.ShellCompDirective) {
+			return e.catalog.Names(), cobra.ShellCompDirectiveNoFileComp
+		})
+		_ = cmd.RegisterFlagCompletionFunc("backend", cobra.FixedCompletions(backendNames, cobra.ShellCompDirectiveNoFileComp))
+	}
+	run := c.defineFunc(e, fs)
+	jsonUsage := "print the report as one JSON object on stdout"
+	if c.streams {
+		jsonUsage = "report as JSON lines on stdout"
+	}
+	fs.BoolVar(&e.json, "json", false, jsonUsage)
+	cmd.Args = func(_ *cobra.Command, args []string) error {
+		if !c.positional && len(args) > 0 {
+			return usagef("unexpected argument %q", args[0])
+		}
+		return nil
+	}
+	cmd.RunE = func(cmd *cobra.Command, args []string) error {
+		e.doc = map[string]any{"command": strings.TrimPrefix(cmd.CommandPath(), "baton "), "ok": true, "messages": []string{}}
+		err := run(cmd.Context(), args)
+		if e.json && !c.streams && (err == nil || exitStatus(err) == ExitFailure || e.custom != nil) {
+			e.writeJSON(err)
+		}
+		return err
+	}
+	return cmd
+}
+
+// badValue is pflag's error for a value its type refuses.
+var badValue = regexp.MustCompile(`^invalid argument "(.*)" for "(?:-\w, )?(--[\w-]+)" flag: (.*)$`)
+
+// flagError says what is wrong with a flag's value in words, not in the
+// terms of Go's parsers (strconv.ParseInt: parsing "x": invalid syntax).
+func flagError(err error) error {
+	m := badValue.FindStringSubmatch(err.Error())
+	if m == nil {
+		return err
+	}
+	want := "not a valid value"
+	switch reason := m[3]; {
+	case strings.Contains(reason, "ParseInt"), strings.Contains(reason, "ParseUint"):
+		want = "not a whole number"
+		if strings.Contains(reason, "out of range") {
+			want = "out of range"
+		}
+	case strings.Contains(reason, "ParseFloat"):
+		want = "not a number"
+	case strings.Contains(reason, "ParseBool"):
+		want = "not true or false"
+	case strings.Contains(reason, "time: "):
+		want = "not a duration such as 30s, 2m or 1h30m"
+	}
+	return fmt.Errorf("%s %q: %s", m[2], m[1], want)
+}
+
+// Flag groups in help.
+const (
+	flagGroup    = "baton_group"
+	backendGroup = "backend"
+)
+
+// usage prints a command's usage: its own flags, then the backend flags
+// as one group, then the flags every command has.
+func usage(cmd *cobra.Command) error {
+	w := cmd.OutOrStderr()
+	fmt.Fprint(w, "Usage:\n")
+	if cmd.Runnable() {
+		fmt.Fprintf(w, "  %s\n", cmd.UseLine())
+	}
+	if cmd.HasAvailableSubCommands() {
+		fmt.Fprintf(w, "  %s <command>\n", cmd.CommandPath())
+	}
+	if cmd.HasExample() {
+		fmt.Fprintf(w, "\nExamples:\n%s\n", cmd.Example)
+	}
+	if cmd.HasAvailableSubCommands() {
+		fmt.Fprint(w, "\nCommands:\n")
+		for _, s := range cmd.Commands() {
+			if s.IsAvailableCommand() || s.Name() == "help" {
+				fmt.Fprintf(w, "  %-10s %s\n", s.Name(), s.Short)
+			}
+		}
+	}
+	own, backend := pflag.NewFlagSet("own", pflag.ContinueOnError), pflag.NewFlagSet("backend", pflag.ContinueOnError)
+	cmd.LocalFlags().VisitAll(func(f *pflag.Flag) {
+		if g := f.Annotations[flagGroup]; len(g) > 0 && g[0] == backendGroup {
+			backend.AddFlag(f)
+			return
+		}
+		own.AddFlag(f)
+	})
+	for _, s := range []struct {
+		title string
+		fs    *pflag.FlagSet
+	}{{"Flags", own}, {"Backend flags", backend}, {"Global flags", cmd.InheritedFlags()}} {
+		if s.fs.HasAvailableFlags() {
+			fmt.Fprintf(w, "\n%s:\n%s", s.title, s.fs.FlagUsages())
+		}
+	}
+	if cmd.HasAvailableSubCommands() {
+		fmt.Fprintf(w, "\nRun '%s <command> --help' for a command's flags.\n", cmd.CommandPath())
 	}
 	return nil
 }

@@ -2,11 +2,12 @@ package cli
 
 import (
 	"context"
-	"encoding/json"
 	"errors"
 	"fmt"
 	"text/tabwriter"
 	"time"
+
+	"github.com/spf13/pflag"
 
 	"github.com/batonhq/baton"
 	"github.com/batonhq/baton/internal/ledger"
@@ -24,10 +25,12 @@ acknowledged without running again; only items still FAILED, RUNNING past
 their lease, or never claimed run. To re-run a DEAD item, replay it
 ('baton replay item --force').`
 
-func dlqSubcommands() []subcommand {
-	return []subcommand{
-		{"list", "dead letters: decoded key, item state, receives, last error, age", dlqListCmd},
-		{"redrive", "move dead letters back to the work queue", dlqRedriveCmd},
+func dlqSubcommands() []command {
+	return []command{
+		{synopsis: dlqListSynopsis, summary: "dead letters: decoded key, item state, receives, last error, age", backend: true, defineFunc: defineDLQList,
+			example: "  baton dlq list\n  baton dlq list --backend aws --max 20 --json"},
+		{synopsis: dlqRedriveSynopsis, summary: "move dead letters back to the work queue", backend: true, defineFunc: defineDLQRedrive,
+			example: "  baton dlq redrive\n  baton dlq redrive --max 10 --json"},
 	}
 }
 
@@ -59,17 +62,14 @@ type deadLetter struct {
 	OnRedrive    string    `json:"on_redrive"`
 }
 
-func dlqListCmd(ctx context.Context, e *env, args []string) error {
-	var common backendFlags
+func defineDLQList(e *env, fs *pflag.FlagSet) runFunc {
 	var limit int
-	var asJSON bool
-	fs := newFlagSet(e, "dlq list", dlqListSynopsis)
-	common.register(fs)
 	fs.IntVar(&limit, "max", 100, "list at most this many messages")
-	fs.BoolVar(&asJSON, "json", false, "print JSON")
-	if err := parseFlags(fs, args); err != nil {
-		return err
-	}
+	return func(ctx context.Context, _ []string) error { return dlqList(ctx, e, limit) }
+}
+
+func dlqList(ctx context.Context, e *env, limit int) error {
+	common := &e.backend
 	if limit < 1 {
 		return usagef("--max must be at least 1, got %d", limit)
 	}
@@ -94,14 +94,13 @@ func dlqListCmd(ctx context.Context, e *env, args []string) error {
 		}
 		rows = append(rows, row)
 	}
-	if asJSON {
-		enc := json.NewEncoder(e.stdout)
-		enc.SetIndent("", "  ")
-		return enc.Encode(struct {
+	if e.json {
+		e.custom = struct {
 			Backend  string       `json:"backend"`
 			Now      time.Time    `json:"now"`
 			Messages []deadLetter `json:"messages"`
-		}{b.Name, now, rows})
+		}{b.Name, now, rows}
+		return nil
 	}
 	if len(rows) == 0 {
 		fmt.Fprintln(e.stdout, "the dead-letter queue is empty")
@@ -217,15 +216,14 @@ are moved directly (on SQS: received, sent, then deleted, so a failure in
 between leaves a duplicate the consumer absorbs, never a loss).
 'baton dlq list' shows beforehand what each message will do.`
 
-func dlqRedriveCmd(ctx context.Context, e *env, args []string) error {
-	var common backendFlags
+func defineDLQRedrive(e *env, fs *pflag.FlagSet) runFunc {
 	var limit int
-	fs := newFlagSet(e, "dlq redrive", dlqRedriveSynopsis)
-	common.register(fs)
 	fs.IntVar(&limit, "max", 0, "move at most this many messages (0: all)")
-	if err := parseFlags(fs, args); err != nil {
-		return err
-	}
+	return func(ctx context.Context, _ []string) error { return dlqRedrive(ctx, e, limit) }
+}
+
+func dlqRedrive(ctx context.Context, e *env, limit int) error {
+	common := &e.backend
 	if limit < 0 {
 		return usagef("--max must not be negative, got %d", limit)
 	}
@@ -238,8 +236,9 @@ func dlqRedriveCmd(ctx context.Context, e *env, args []string) error {
 		return fmt.Errorf("the %s backend has no dead-letter queue configured", b.Name)
 	}
 	n, err := queue.OpsOf(b.DeadLetter).MoveTo(ctx, b.Work, limit)
+	e.set("moved", n)
 	if n > 0 || err == nil {
-		fmt.Fprintf(e.stdout, "moved %d message(s) from the dead-letter queue to the work queue; items already terminal are acknowledged without running\n", n)
+		e.sayf("moved %d message(s) from the dead-letter queue to the work queue; items already terminal are acknowledged without running\n", n)
 	}
 	if err != nil {
 		return fmt.Errorf("redrive stopped after %d message(s): %w", n, err)
@@ -249,7 +248,8 @@ func dlqRedriveCmd(ctx context.Context, e *env, args []string) error {
 		if d.Approximate {
 			approx = " (approximate)"
 		}
-		fmt.Fprintf(e.stdout, "%d message(s) left in the dead-letter queue%s (in flight or beyond --max)\n", d.Total(), approx)
+		e.set("left", d.Total())
+		e.sayf("%d message(s) left in the dead-letter queue%s (in flight or beyond --max)\n", d.Total(), approx)
 	}
 	return nil
 }

@@ -2,19 +2,19 @@ package cli
 
 import (
 	"context"
+	"crypto/rand"
 	"encoding/json"
-	"errors"
-	"flag"
 	"fmt"
 	"log/slog"
 	"os"
 	"reflect"
-	"strings"
 	"time"
 
+	"github.com/aws/aws-lambda-go/events"
 	"github.com/aws/aws-lambda-go/lambda"
 	"github.com/aws/aws-lambda-go/lambda/messages"
 	"github.com/aws/aws-lambda-go/lambdacontext"
+	"github.com/spf13/pflag"
 
 	"github.com/batonhq/baton/internal/lambdaapp"
 )
@@ -26,7 +26,9 @@ the Lambda runtime does: the payload goes through the handler's JSON
 decoding, the context carries a request id and a deadline --timeout away,
 and the response is printed as JSON on stdout. A failed invocation prints
 {"errorMessage": ..., "errorType": ...} as Lambda reports it, and exits
-with status 1. Logs (JSON lines) go to stderr, and at --log info or debug
+with status 1, as does a consumer batch that reports failed records
+(batchItemFailures), the same contract as 'baton replay event'. Logs
+(JSON lines) go to stderr, and at --log info or debug
 the metrics too (CloudWatch Embedded Metric Format).
 
 The twin of 'sam local invoke -e FILE', without Docker: on the embedded
@@ -41,16 +43,32 @@ store by default, or with --backend aws on DynamoDB and SQS (the variables
 const timeoutErrorType = "Sandbox.Timedout"
 
 type invokeFlags struct {
-	common    backendFlags
+	common    *backendFlags
 	event     string
 	timeout   time.Duration
 	requestID string
+	traceID   string
 	logLevel  string
 }
 
-func invokeCmd(ctx context.Context, e *env, args []string) error {
-	var f invokeFlags
-	fn, level, err := f.parse(e, args)
+func invokeCommand() command {
+	return command{synopsis: invokeSynopsis, summary: "run a Lambda function's handler on an event file, in-process",
+		example: "  baton invoke coordinator --event events/coordinator-scheduled.json\n  baton invoke consumer --event events/consumer-batch.json --backend aws --json",
+		backend: true, positional: true, defineFunc: defineInvoke}
+}
+
+func defineInvoke(e *env, fs *pflag.FlagSet) runFunc {
+	f := invokeFlags{common: &e.backend}
+	fs.StringVar(&f.event, "event", "", "the event payload, a JSON file (required)")
+	fs.DurationVar(&f.timeout, "timeout", 30*time.Second, "the function's timeout: the invocation's deadline")
+	fs.StringVar(&f.requestID, "request-id", "", "the invocation's request id (default: a random UUID)")
+	fs.StringVar(&f.traceID, "trace-id", "", "the invocation's X-Ray trace header, Root=1-…;Parent=…;Sampled=0 (default: a new one, as Lambda makes)")
+	fs.StringVar(&f.logLevel, "log", envOr(lambdaapp.EnvLogLevel, "info"), "log level on stderr: debug, info, warn, error (from $"+lambdaapp.EnvLogLevel+" when set)")
+	return func(ctx context.Context, args []string) error { return invokeRun(ctx, e, &f, args) }
+}
+
+func invokeRun(ctx context.Context, e *env, f *invokeFlags, args []string) error {
+	fn, level, err := f.parse(args)
 	if err != nil {
 		return err
 	}
@@ -71,7 +89,8 @@ func invokeCmd(ctx context.Context, e *env, args []string) error {
 	p := lambdaapp.HandlerParams{
 		Jobs:   e.catalog,
 		Leases: b.Leases, Ledger: b.Ledger, Effects: b.Effects, Queue: b.Work, MaxReceives: b.MaxReceives,
-		Logger: lambdaapp.NewLogger(e.stderr, level),
+		Logger:  lambdaapp.NewLogger(e.stderr, level),
+		Service: envOr(lambdaapp.EnvService, lambdaapp.DefaultService), Namespace: envOr(lambdaapp.EnvNamespace, lambdaapp.DefaultNamespace),
 	}
 	if level <= slog.LevelInfo {
 		p.Metrics = e.stderr
@@ -84,43 +103,37 @@ func invokeCmd(ctx context.Context, e *env, args []string) error {
 		return err
 	}
 
+	//lint:ignore SA1029 the string key is the one the Lambda runtime sets and lambdaapp reads
+	ctx = context.WithValue(ctx, "x-amzn-trace-id", f.traceID)
 	out, ierr := invoke(ctx, h, payload, f.requestID, f.timeout)
 	if ierr != nil {
 		if ctx.Err() != nil {
 			return fmt.Errorf("interrupted: %w", ctx.Err())
 		}
 		b, _ := json.Marshal(ierr)
-		fmt.Fprintf(e.stdout, "%s\n", b)
+		e.printResponse(b)
 		return errFailed
 	}
-	fmt.Fprintf(e.stdout, "%s\n", out)
+	e.printResponse(out)
+	if fn == lambdaapp.Consumer {
+		var resp events.SQSEventResponse
+		if err := json.Unmarshal(out, &resp); err != nil {
+			return fmt.Errorf("consumer response: %w", err)
+		}
+		if n := len(resp.BatchItemFailures); n > 0 {
+			fmt.Fprintf(e.stderr, "baton invoke: %d record(s) failed (SQS would redeliver them; malformed ones went to the dead-letter queue with their reason)\n", n)
+			return errFailed
+		}
+	}
 	return nil
 }
 
-// parse reads the function and the flags from args.
-func (f *invokeFlags) parse(e *env, args []string) (lambdaapp.Function, slog.Level, error) {
+// parse checks the function named in args and the flags.
+func (f *invokeFlags) parse(args []string) (lambdaapp.Function, slog.Level, error) {
 	var level slog.Level
-	fs := newFlagSet(e, "invoke", invokeSynopsis)
-	f.common.register(fs)
-	fs.StringVar(&f.event, "event", "", "the event payload, a JSON file (required)")
-	fs.DurationVar(&f.timeout, "timeout", 30*time.Second, "the function's timeout: the invocation's deadline")
-	fs.StringVar(&f.requestID, "request-id", "", "the invocation's request id (default: a random UUID)")
-	fs.StringVar(&f.logLevel, "log", envOr(lambdaapp.EnvLogLevel, "info"), "log level on stderr: debug, info, warn, error (from $"+lambdaapp.EnvLogLevel+" when set)")
-
-	// The function comes first (as in 'sam local invoke Function'), or
-	// after the flags.
 	var function string
-	if len(args) > 0 && !strings.HasPrefix(args[0], "-") {
-		function, args = args[0], args[1:]
-	}
-	if err := fs.Parse(args); err != nil {
-		if errors.Is(err, flag.ErrHelp) {
-			return "", level, err
-		}
-		return "", level, usageError{err}
-	}
-	rest := fs.Args()
-	if function == "" && len(rest) > 0 {
+	rest := args
+	if len(rest) > 0 {
 		function, rest = rest[0], rest[1:]
 	}
 	fn := lambdaapp.Function(function)
@@ -141,6 +154,9 @@ func (f *invokeFlags) parse(e *env, args []string) (lambdaapp.Function, slog.Lev
 	}
 	if f.requestID == "" {
 		f.requestID = lambdaapp.NewRequestID()
+	}
+	if f.traceID == "" {
+		f.traceID = newTraceID(time.Now())
 	}
 	return fn, level, nil
 }
@@ -223,4 +239,12 @@ func typeName(v any) string {
 		return t.Elem().Name()
 	}
 	return t.Name()
+}
+
+// newTraceID returns an X-Ray trace header as Lambda passes it: a root of
+// the time and 96 random bits, a parent segment, not sampled.
+func newTraceID(now time.Time) string {
+	var b [20]byte
+	_, _ = rand.Read(b[:])
+	return fmt.Sprintf("Root=1-%08x-%x;Parent=%x;Sampled=0", now.Unix(), b[:12], b[12:])
 }

@@ -60,16 +60,17 @@ func TestInvokeEveryFixture(t *testing.T) {
 	steps := []struct {
 		file      string
 		checkFunc check
+		code      int // a batch reporting failed records exits 1, as replay event does
 	}{
-		{"coordinator-scheduled.json", coordinator("opened", "fx@2026-11-21T12:01:00Z#1", 7)},
-		{"coordinator-scheduler.json", coordinator("already_fanned_out", "fx@2026-11-21T12:01:00Z#1", 0)},
-		{"coordinator-replay.json", coordinator("already_fanned_out", "fx@2026-11-21T12:01:00Z#1", 0)},
-		{"coordinator-replay-force.json", coordinator("opened", "fx@2026-11-21T12:01:00Z#2", 7)},
-		{"consumer-batch.json", consumer()},
-		{"consumer-batch-duplicates.json", consumer()},
+		{"coordinator-scheduled.json", coordinator("opened", "fx@2026-11-21T12:01:00Z#1", 7), ExitOK},
+		{"coordinator-scheduler.json", coordinator("already_fanned_out", "fx@2026-11-21T12:01:00Z#1", 0), ExitOK},
+		{"coordinator-replay.json", coordinator("already_fanned_out", "fx@2026-11-21T12:01:00Z#1", 0), ExitOK},
+		{"coordinator-replay-force.json", coordinator("opened", "fx@2026-11-21T12:01:00Z#2", 7), ExitOK},
+		{"consumer-batch.json", consumer(), ExitOK},
+		{"consumer-batch-duplicates.json", consumer(), ExitOK},
 		// Malformed bodies are dead-lettered with their reason; the record
 		// whose receive count does not parse is retried.
-		{"consumer-batch-malformed.json", consumer("2b3c4d5e-0000-4000-8000-00000000000a")},
+		{"consumer-batch-malformed.json", consumer("2b3c4d5e-0000-4000-8000-00000000000a"), ExitFailure},
 	}
 	files, err := filepath.Glob(filepath.Join(eventsDir, "*.json"))
 	require.NoError(t, err)
@@ -85,11 +86,11 @@ func TestInvokeEveryFixture(t *testing.T) {
 	for _, s := range steps {
 		function, _, _ := strings.Cut(s.file, "-")
 		code, out, errOut := runMain(t, "invoke", function, "--event", eventFile(s.file), "--store", store, "--request-id", "req-"+s.file)
-		require.Equal(t, ExitOK, code, "%s\nstdout:\n%s\nstderr:\n%s", s.file, out, errOut)
+		require.Equal(t, s.code, code, "%s\nstdout:\n%s\nstderr:\n%s", s.file, out, errOut)
 		require.Equal(t, 1, strings.Count(out, "\n"), "one JSON line on stdout")
 		s.checkFunc(t, out)
 		// Logs carry the request id.
-		require.Contains(t, errOut, `"request_id":"req-`+s.file+`"`, s.file)
+		require.Contains(t, errOut, `"function_request_id":"req-`+s.file+`"`, s.file)
 	}
 }
 

@@ -3,7 +3,6 @@ package cli
 import (
 	"bufio"
 	"context"
-	"encoding/json"
 	"errors"
 	"fmt"
 	"io"
@@ -11,6 +10,7 @@ import (
 	"strings"
 	"time"
 
+	"github.com/spf13/pflag"
 	"golang.org/x/term"
 
 	"github.com/batonhq/baton/internal/lease"
@@ -23,10 +23,12 @@ once with a higher fence. Release exists for the rare case where waiting is
 not an option; it never deletes the record (the fence counter stays), so
 writes of the old holder conditioned on its fence keep being refused.`
 
-func leaseSubcommands() []subcommand {
-	return []subcommand{
-		{"show", "the lease record: holder, fence, expiry, contention", leaseShowCmd},
-		{"release", "release a lease whose holder is dead (refuses a live one)", leaseReleaseCmd},
+func leaseSubcommands() []command {
+	return []command{
+		{synopsis: leaseShowSynopsis, summary: "the lease record: holder, fence, expiry, contention", backend: true, defineFunc: defineLeaseShow,
+			example: "  baton lease show --job fx\n  baton lease show --job fx --json"},
+		{synopsis: leaseReleaseSynopsis, summary: "release a lease whose holder is dead (refuses a live one)", backend: true, defineFunc: defineLeaseRelease,
+			example: "  baton lease release --job fx --owner 'coordinator:2f1c…' --fence 41"},
 	}
 }
 
@@ -36,15 +38,12 @@ Prints the job's lease: holder, fence, acquisition and expiry times, whether
 it is held, expired (the next acquisition takes it over, clock-skew
 allowance included) or free, and how many acquisitions were refused.`
 
-func leaseShowCmd(ctx context.Context, e *env, args []string) error {
-	var common backendFlags
-	var asJSON bool
-	fs := newFlagSet(e, "lease show", leaseShowSynopsis)
-	common.register(fs)
-	fs.BoolVar(&asJSON, "json", false, "print JSON")
-	if err := parseFlags(fs, args); err != nil {
-		return err
-	}
+func defineLeaseShow(e *env, _ *pflag.FlagSet) runFunc {
+	return func(ctx context.Context, _ []string) error { return leaseShow(ctx, e) }
+}
+
+func leaseShow(ctx context.Context, e *env) error {
+	common := &e.backend
 	j, err := lookupJob(e.catalog, common.job)
 	if err != nil {
 		return err
@@ -59,15 +58,14 @@ func leaseShowCmd(ctx context.Context, e *env, args []string) error {
 	if err != nil {
 		return err
 	}
-	if asJSON {
-		enc := json.NewEncoder(e.stdout)
-		enc.SetIndent("", "  ")
-		return enc.Encode(struct {
+	if e.json {
+		e.custom = struct {
 			Job   string       `json:"job"`
 			Now   time.Time    `json:"now"`
 			Skew  float64      `json:"skew_seconds"`
 			Lease *leaseStatus `json:"lease"`
-		}{j.Name, now, j.Limits.ClockSkew.Seconds(), l})
+		}{j.Name, now, j.Limits.ClockSkew.Seconds(), l}
+		return nil
 	}
 	fmt.Fprintf(e.stdout, "job %s, %s store %s, at %s (clock-skew allowance %s)\n", j.Name, b.Name, common.where(), rfc(now), j.Limits.ClockSkew)
 	printLease(e.stdout, l, now)
@@ -100,24 +98,23 @@ Exit status 0 when the lease ends up released (or was already free), 1 when
 the release is refused, 2 for bad usage.`
 
 type leaseReleaseFlags struct {
-	common    backendFlags
+	common    *backendFlags
 	owner     string
 	fence     int64
 	forceLive bool
 	yes       bool
 }
 
-func leaseReleaseCmd(ctx context.Context, e *env, args []string) error {
-	var f leaseReleaseFlags
-	fs := newFlagSet(e, "lease release", leaseReleaseSynopsis)
-	f.common.register(fs)
+func defineLeaseRelease(e *env, fs *pflag.FlagSet) runFunc {
+	f := leaseReleaseFlags{common: &e.backend}
 	fs.StringVar(&f.owner, "owner", "", "the holder to release, exactly as 'baton lease show' prints it")
 	fs.Int64Var(&f.fence, "fence", 0, "the holder's fence, as 'baton lease show' prints it")
 	fs.BoolVar(&f.forceLive, "force-live", false, "release even though the lease is live (needs a confirmation)")
 	fs.BoolVar(&f.yes, "yes-i-know-the-owner-is-alive", false, "with --force-live: confirm without a prompt")
-	if err := parseFlags(fs, args); err != nil {
-		return err
-	}
+	return func(ctx context.Context, _ []string) error { return leaseRelease(ctx, e, fs, &f) }
+}
+
+func leaseRelease(ctx context.Context, e *env, fs *pflag.FlagSet, f *leaseReleaseFlags) error {
 	switch {
 	case f.owner == "":
 		return usagef("--owner is required ('baton lease show' prints it)")
@@ -146,7 +143,7 @@ func leaseReleaseCmd(ctx context.Context, e *env, args []string) error {
 		return err
 	}
 	if l.Owner == "" {
-		fmt.Fprintf(e.stdout, "lease of %s is already free (fence %d); nothing to do\n", j.Name, l.Fence)
+		e.sayf("lease of %s is already free (fence %d); nothing to do\n", j.Name, l.Fence)
 		return nil
 	}
 	if l.Owner != f.owner || l.Fence != f.fence {
@@ -171,7 +168,7 @@ func leaseReleaseCmd(ctx context.Context, e *env, args []string) error {
 			}
 			return err
 		}
-		fmt.Fprintf(e.stdout, "released the LIVE lease of %s held by %q (fence %d, was live until %s); "+
+		e.sayf("released the LIVE lease of %s held by %q (fence %d, was live until %s); "+
 			"the fence stays %d and the next acquisition gets %d. If the holder was alive, it still runs and its lease renewals will fail.\n",
 			j.Name, l.Owner, l.Fence, rfc(l.ExpiresAt), l.Fence, l.Fence+1)
 		return nil
@@ -193,11 +190,11 @@ func leaseReleaseCmd(ctx context.Context, e *env, args []string) error {
 		return fmt.Errorf("took over the expired lease as %q (fence %d) but could not release it (it expires at %s): %w", op, got.Fence, rfc(got.ExpiresAt), err)
 	}
 	if got.Fence != l.Fence+1 {
-		fmt.Fprintf(e.stdout, "the lease of %s changed hands after you looked (fence %d then, %d now), and %q no longer held it; "+
+		e.sayf("the lease of %s changed hands after you looked (fence %d then, %d now), and %q no longer held it; "+
 			"took it over as fence %d and released it: it is free\n", j.Name, l.Fence, got.Fence-1, l.Owner, got.Fence)
 		return nil
 	}
-	fmt.Fprintf(e.stdout, "released the expired lease of %s: %q (fence %d, expired %s, %s ago) was taken over as fence %d and released; "+
+	e.sayf("released the expired lease of %s: %q (fence %d, expired %s, %s ago) was taken over as fence %d and released; "+
 		"late writes conditioned on fence %d are refused; the lease is free\n",
 		j.Name, l.Owner, l.Fence, rfc(l.ExpiresAt), ago(time.Since(l.ExpiresAt)), got.Fence, l.Fence)
 	return nil

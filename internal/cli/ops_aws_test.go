@@ -55,6 +55,7 @@ func TestOperatorCommandsOnAWS(t *testing.T) {
 		{"bounded redrive (receive, send, delete)", testRedriveMax},
 		{"status --json matches the ledger", testStatusJSONMatchesLedger},
 		{"status finds stuck items past --runs", testStatusFindsStuckItemsPastRuns},
+		{"pause and resume", testPauseResume},
 	} {
 		t.Run(tc.name, func(t *testing.T) { tc.bodyFunc(t, newAWSFixture(t)) })
 	}

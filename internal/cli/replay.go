@@ -3,11 +3,12 @@ package cli
 import (
 	"context"
 	"errors"
-	"flag"
 	"fmt"
 	"math/rand/v2"
 	"sync"
 	"time"
+
+	"github.com/spf13/pflag"
 
 	"github.com/batonhq/baton"
 	"github.com/batonhq/baton/internal/backend"
@@ -27,18 +28,22 @@ since there may be no other (a 'baton run' consuming at the same time is
 fine); with --backend aws the deployed consumers process the messages and
 replay only waits (--consumers adds some in this process).`
 
-func replaySubcommands() []subcommand {
-	return []subcommand{
-		{"tick", "run one tick again (--force: as a new generation)", replayTickCmd},
-		{"range", "backfill every tick of a time range, oldest first", replayRangeCmd},
-		{"item", "run one item of a run again (--force: as a new generation)", replayItemCmd},
-		{"event", "replay a Lambda event file through its handler, in process", replayEventCmd},
+func replaySubcommands() []command {
+	return []command{
+		{synopsis: replayTickSynopsis, summary: "run one tick again (--force: as a new generation)", backend: true, defineFunc: defineReplayTick,
+			example: "  baton replay tick --at 2026-11-21T12:01:00Z\n  baton replay tick --at 2026-11-21T12:01:00Z --force --json"},
+		{synopsis: replayRangeSynopsis, summary: "backfill every tick of a time range [--from, --to), oldest first", backend: true, defineFunc: defineReplayRange,
+			example: "  baton replay range --from 2026-11-21T00:00:00Z --to 2026-11-22T00:00:00Z --dry-run   # one day: 1,440 ticks\n  baton replay range --from 2026-11-21T12:00:00Z --to 2026-11-21T13:00:00Z --overlap skip --json"},
+		{synopsis: replayItemSynopsis, summary: "run one item of a run again (--force: as a new generation)", backend: true, defineFunc: defineReplayItem,
+			example: "  baton replay item --run fx@2026-11-21T12:01:00Z#1 --asset EURUSD"},
+		{synopsis: replayEventSynopsis, summary: "replay a Lambda event file through its handler, in process", backend: true, positional: true, defineFunc: defineReplayEvent,
+			example: "  baton replay event events/coordinator-scheduled.json\n  baton replay event events/consumer-batch.json --json"},
 	}
 }
 
 // replayFlags are the flags every replay subcommand shares.
 type replayFlags struct {
-	common    backendFlags
+	common    *backendFlags
 	consumers int
 	timeout   time.Duration
 	wait      bool
@@ -46,8 +51,8 @@ type replayFlags struct {
 	logLevel  string
 }
 
-func (f *replayFlags) register(fs *flag.FlagSet) {
-	f.common.register(fs)
+func (f *replayFlags) register(e *env, fs *pflag.FlagSet) {
+	f.common = &e.backend
 	fs.IntVar(&f.consumers, "consumers", -1, "batches consumed at once in this process while waiting (default: 4 on sqlite, 0 on aws, where the deployed consumers work)")
 	fs.DurationVar(&f.timeout, "timeout", 2*time.Minute, "give up waiting when no item has finished for this long")
 	fs.BoolVar(&f.wait, "wait", true, "wait for the runs to settle and report them (--wait=false: enqueue and exit)")
@@ -78,7 +83,7 @@ type replayer struct {
 // start opens the backend and the engine for job jobName; with consume,
 // it runs the in-process consumers until close.
 func (f *replayFlags) start(ctx context.Context, e *env, jobName string, consume bool) (*replayer, error) {
-	logger, err := newLogger(e.stderr, f.logLevel)
+	logger, err := e.newLogger(f.logLevel)
 	if err != nil {
 		return nil, err
 	}
@@ -132,6 +137,8 @@ func (r *replayer) trigger(ctx context.Context, nominal time.Time, force bool, l
 			return sum, err
 		}
 		switch {
+		case sum.Outcome == coordinator.OutcomePaused:
+			return sum, nil
 		case sum.Outcome == coordinator.OutcomeSkipped && !sum.Pending:
 			return sum, nil // the tick is fanned out already: nothing to retry
 		case sum.Outcome == coordinator.OutcomeSkipped:
@@ -198,17 +205,17 @@ Exit status: 0 when the run settles complete (or there was nothing to do),
 1 when an item ended DEAD, the run did not settle within --timeout, or
 another coordinator held the lease; 2 for bad usage or input.`
 
-func replayTickCmd(ctx context.Context, e *env, args []string) error {
+func defineReplayTick(e *env, fs *pflag.FlagSet) runFunc {
 	var f replayFlags
 	var at string
 	var force bool
-	fs := newFlagSet(e, "replay tick", replayTickSynopsis)
-	f.register(fs)
+	f.register(e, fs)
 	fs.StringVar(&at, "at", "", "the tick's time, RFC 3339 (e.g. 2026-11-21T12:01:00Z)")
 	fs.BoolVar(&force, "force", false, "run the tick again as a new generation even if it already ran")
-	if err := parseFlags(fs, args); err != nil {
-		return err
-	}
+	return func(ctx context.Context, _ []string) error { return replayTick(ctx, e, &f, at, force) }
+}
+
+func replayTick(ctx context.Context, e *env, f *replayFlags, at string, force bool) error {
 	if err := f.check(); err != nil {
 		return err
 	}
@@ -234,27 +241,30 @@ func replayTickCmd(ctx context.Context, e *env, args []string) error {
 	if err != nil {
 		return err
 	}
-	fmt.Fprintf(e.stdout, "job %s, tick %s (%s store %s)\n", j.Name, rfc(nominal), r.b.Name, f.common.where())
+	e.sayf("job %s, tick %s (%s store %s)\n", j.Name, rfc(nominal), r.b.Name, f.common.where())
 	if sum.Outcome == coordinator.OutcomeSkipped && sum.Pending {
 		return heldError(sum)
 	}
-	printSummary(e.stdout, sum)
+	e.reportSummary(sum)
+	if sum.Outcome == coordinator.OutcomePaused {
+		return fmt.Errorf("refused: job %s is paused; 'baton resume --job %s' ends the pause, or --force runs this tick anyway", j.Name, j.Name)
+	}
 	if sum.Outcome == coordinator.OutcomeAlreadyFannedOut || sum.Outcome == coordinator.OutcomeSkipped {
 		run, err := r.eng.Coordinator.Settle(ctx, j.Name, nominal)
 		if err != nil {
 			return err
 		}
 		if run.State.Finished() {
-			printRun(e.stdout, run)
-			fmt.Fprintf(e.stdout, "nothing to do: the tick already ran (--force runs it again as generation %d)\n", run.ID.Generation+1)
+			e.reportRun(run)
+			e.sayf("nothing to do: the tick already ran (--force runs it again as generation %d)\n", run.ID.Generation+1)
 			return nil
 		}
 	}
 	if !f.wait {
 		if sum.Run.Generation > 0 {
-			fmt.Fprintf(e.stdout, "not waiting; 'baton status --run %s' follows it\n", sum.Run)
+			e.sayf("not waiting; 'baton status --run %s' follows it\n", sum.Run)
 		} else {
-			fmt.Fprintf(e.stdout, "not waiting; 'baton status --job %s' follows it\n", j.Name)
+			e.sayf("not waiting; 'baton status --job %s' follows it\n", j.Name)
 		}
 		return nil
 	}
@@ -267,11 +277,12 @@ func waitAndReport(ctx context.Context, e *env, r *replayer, nominal time.Time, 
 	if err != nil && len(items) == 0 {
 		return err
 	}
-	fmt.Fprintln(e.stdout)
-	printItems(e.stdout, items, run.OpenedAt)
-	fmt.Fprintln(e.stdout)
-	printRun(e.stdout, run)
+	fmt.Fprintln(e.text())
+	e.reportItems(items, run.OpenedAt)
+	fmt.Fprintln(e.text())
+	e.reportRun(run)
 	if err != nil {
+		e.set("error", err.Error())
 		fmt.Fprintf(e.stderr, "baton replay: %v\n", err)
 		return errFailed
 	}
@@ -327,18 +338,18 @@ R must be the tick's current generation ('baton status' lists runs).
 Exit status: 0 done (or nothing to do), 1 refused or the item did not end
 SUCCEEDED, 2 bad usage or input.`
 
-func replayItemCmd(ctx context.Context, e *env, args []string) error {
+func defineReplayItem(e *env, fs *pflag.FlagSet) runFunc {
 	var f replayFlags
 	var runFlag, asset string
 	var force bool
-	fs := newFlagSet(e, "replay item", replayItemSynopsis)
-	f.register(fs)
+	f.register(e, fs)
 	fs.StringVar(&runFlag, "run", "", "the run (e.g. fx@2026-11-21T12:01:00Z#1)")
 	fs.StringVar(&asset, "asset", "", "the asset or derived item")
 	fs.BoolVar(&force, "force", false, "see above: enqueue a held item, or re-run a terminal one in a new generation")
-	if err := parseFlags(fs, args); err != nil {
-		return err
-	}
+	return func(ctx context.Context, _ []string) error { return replayItem(ctx, e, fs, &f, runFlag, asset, force) }
+}
+
+func replayItem(ctx context.Context, e *env, fs *pflag.FlagSet, f *replayFlags, runFlag, asset string, force bool) error {
 	if err := f.check(); err != nil {
 		return err
 	}
@@ -398,13 +409,13 @@ func printItemReplay(e *env, key ledger.ItemKey, rep engine.ItemReplay) bool {
 	}
 	switch rep.Outcome {
 	case engine.ItemAlreadyTerminal:
-		fmt.Fprintf(e.stdout, "%s is already %s (attempt %d); nothing to do (--force re-runs it in the tick's next generation)\n",
+		e.sayf("%s is already %s (attempt %d); nothing to do (--force re-runs it in the tick's next generation)\n",
 			rep.Key, rep.Before.State, rep.Before.Attempt)
 		return false
 	case engine.ItemEnqueued:
-		fmt.Fprintf(e.stdout, "%s was %s; enqueued it again (fence %d)\n", rep.Key, was, rep.Fence)
+		e.sayf("%s was %s; enqueued it again (fence %d)\n", rep.Key, was, rep.Fence)
 	case engine.ItemNewGeneration:
-		fmt.Fprintf(e.stdout, "%s was %s; opened %s (fence %d): carried over %d item(s) unchanged, re-running %v\n",
+		e.sayf("%s was %s; opened %s (fence %d): carried over %d item(s) unchanged, re-running %v\n",
 			key, was, rep.Key.Run, rep.Fence, len(rep.Carried), rep.Rerun)
 	}
 	return true
@@ -429,18 +440,18 @@ func waitItemReplay(ctx context.Context, e *env, r *replayer, j baton.Job, key l
 	for i, k := range keys {
 		it, err := r.b.Ledger.GetItem(ctx, k)
 		if errors.Is(err, ledger.ErrNotFound) {
-			fmt.Fprintf(e.stdout, "%s: %s\n", k, pending)
+			e.sayf("%s: %s\n", k, pending)
 			ok = ok && i > 0 // a derived item may wait on other inputs
 			continue
 		}
 		if err != nil {
 			return errors.Join(werr, err)
 		}
-		fmt.Fprintf(e.stdout, "%s: %s, attempt %d", k, it.State, it.Attempt)
+		line := fmt.Sprintf("%s: %s, attempt %d", k, it.State, it.Attempt)
 		if it.Error != "" {
-			fmt.Fprintf(e.stdout, " (%s)", it.Error)
+			line += fmt.Sprintf(" (%s)", it.Error)
 		}
-		fmt.Fprintln(e.stdout)
+		e.sayf("%s\n", line)
 		if i == 0 {
 			ok = it.State == ledger.ItemSucceeded
 		}

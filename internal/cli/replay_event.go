@@ -3,13 +3,12 @@ package cli
 import (
 	"context"
 	"encoding/json"
-	"errors"
-	"flag"
 	"fmt"
 	"os"
 	"time"
 
 	"github.com/aws/aws-lambda-go/events"
+	"github.com/spf13/pflag"
 
 	"github.com/batonhq/baton/internal/lambdaapp"
 )
@@ -40,24 +39,13 @@ const (
 	consumerTimeout    = 30 * time.Second
 )
 
-func replayEventCmd(ctx context.Context, e *env, args []string) error {
+func defineReplayEvent(e *env, fs *pflag.FlagSet) runFunc {
 	var f replayFlags
-	fs := newFlagSet(e, "replay event", replayEventSynopsis)
-	f.register(fs)
-	// FILE may come anywhere among the flags.
-	var files []string
-	for {
-		if err := fs.Parse(args); err != nil {
-			if errors.Is(err, flag.ErrHelp) {
-				return err
-			}
-			return usageError{err}
-		}
-		if fs.NArg() == 0 {
-			break
-		}
-		files, args = append(files, fs.Arg(0)), fs.Args()[1:]
-	}
+	f.register(e, fs)
+	return func(ctx context.Context, files []string) error { return replayEvent(ctx, e, &f, files) }
+}
+
+func replayEvent(ctx context.Context, e *env, f *replayFlags, files []string) error {
 	if len(files) != 1 {
 		return usagef("replay event takes one event file (e.g. events/coordinator-scheduled.json), got %d", len(files))
 	}
@@ -82,7 +70,7 @@ func replayEventCmd(ctx context.Context, e *env, args []string) error {
 		return err
 	}
 	defer r.close()
-	logger, err := newLogger(e.stderr, f.logLevel)
+	logger, err := e.newLogger(f.logLevel)
 	if err != nil {
 		return err
 	}
@@ -108,11 +96,11 @@ func replayEventCmd(ctx context.Context, e *env, args []string) error {
 			return fmt.Errorf("interrupted: %w", ctx.Err())
 		}
 		msg, _ := json.Marshal(ierr)
-		fmt.Fprintf(e.stdout, "%s\n", msg)
+		e.printResponse(msg)
 		fmt.Fprintf(e.stderr, "baton replay event: the %s handler failed: %s\n", fn, ierr.Message)
 		return errFailed
 	}
-	fmt.Fprintf(e.stdout, "%s\n", out)
+	e.printResponse(out)
 
 	if isSQS {
 		var resp events.SQSEventResponse
@@ -133,6 +121,16 @@ func replayEventCmd(ctx context.Context, e *env, args []string) error {
 		return nil
 	}
 	return waitAndReport(ctx, e, r, resp.Nominal, f.timeout)
+}
+
+// printResponse prints a handler's JSON response, or with --json sets it
+// as the report's "response".
+func (e *env) printResponse(out []byte) {
+	if e.json {
+		e.set("response", json.RawMessage(out))
+		return
+	}
+	fmt.Fprintf(e.stdout, "%s\n", out)
 }
 
 // sqsEvent reports whether payload is an SQS event: Records whose first

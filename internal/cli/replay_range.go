@@ -4,8 +4,11 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"strings"
 	"text/tabwriter"
 	"time"
+
+	"github.com/spf13/pflag"
 
 	"github.com/batonhq/baton"
 	"github.com/batonhq/baton/internal/coordinator"
@@ -15,9 +18,12 @@ import (
 
 const replayRangeSynopsis = `replay range --job J --from T1 --to T2 [--overlap MODE] [--dry-run] [flags]
 
-Backfills every nominal tick of job J's schedule in [T1, T2] (both
-included, RFC 3339, not in the future), oldest first, each through the
-same coordinator as a scheduled trigger, at most --rate ticks per second.
+Backfills every nominal tick of job J's schedule in [T1, T2): from T1
+included to T2 excluded (RFC 3339, not in the future), oldest first, each
+through the same coordinator as a scheduled trigger, at most --rate ticks
+per second. A day of a rate(1 minute) job is --from 2026-11-21T00:00:00Z
+--to 2026-11-22T00:00:00Z: 1,440 ticks, and the next day starts where it
+ends.
 
 Resumable: a tick whose run already finished is never run again, so after
 an interruption (Ctrl-C, a crash, --timeout) the same command picks up
@@ -79,19 +85,19 @@ const (
 	actionExists = "skip: run exists"
 )
 
-func replayRangeCmd(ctx context.Context, e *env, args []string) error {
+func defineReplayRange(e *env, fs *pflag.FlagSet) runFunc {
 	var f rangeFlags
-	fs := newFlagSet(e, "replay range", replayRangeSynopsis)
-	f.register(fs)
-	fs.StringVar(&f.from, "from", "", "first time of the range, RFC 3339 (included)")
-	fs.StringVar(&f.to, "to", "", "last time of the range, RFC 3339 (included)")
+	f.register(e, fs)
+	fs.StringVar(&f.from, "from", "", "start of the range, RFC 3339 (included)")
+	fs.StringVar(&f.to, "to", "", "end of the range, RFC 3339 (excluded)")
 	fs.StringVar(&f.overlap, "overlap", overlapBuffer, "buffer, allow or skip (see above)")
 	fs.BoolVar(&f.dryRun, "dry-run", false, "list the ticks and what would happen; change nothing")
 	fs.Float64Var(&f.rate, "rate", 2, "at most this many ticks fired per second")
 	fs.IntVar(&f.maxTicks, "max-ticks", 1440, "refuse ranges holding more ticks than this")
-	if err := parseFlags(fs, args); err != nil {
-		return err
-	}
+	return func(ctx context.Context, _ []string) error { return replayRange(ctx, e, &f) }
+}
+
+func replayRange(ctx context.Context, e *env, f *rangeFlags) error {
 	if err := f.check(); err != nil {
 		return err
 	}
@@ -121,19 +127,25 @@ func replayRangeCmd(ctx context.Context, e *env, args []string) error {
 	if to.Before(from) {
 		return usagef("inverted range: --to %s is before --from %s", rfc(to), rfc(from))
 	}
+	if to.Equal(from) {
+		return usagef("empty range: --to is excluded and equals --from %s (a day is --from D --to D+24h)", rfc(from))
+	}
 	sched, err := scheduleOf(j)
 	if err != nil {
 		return err
 	}
-	ticks, err := sched.Ticks(from, to, f.maxTicks)
+	last := to.Add(-time.Nanosecond) // --to is excluded
+	ticks, err := sched.Ticks(from, last, f.maxTicks)
 	if errors.Is(err, schedule.ErrTooManyTicks) {
-		return usagef("refused: %v; split the range or raise --max-ticks", err)
+		// Say the range as it was given: [from, to).
+		msg := strings.Replace(err.Error(), ", "+last.UTC().Format(time.RFC3339Nano)+"]", ", "+rfc(to)+")", 1)
+		return usagef("refused: %s; split the range or raise --max-ticks", msg)
 	}
 	if err != nil {
 		return usagef("%v", err)
 	}
 	if len(ticks) == 0 {
-		fmt.Fprintf(e.stdout, "no tick of %s in [%s, %s]; nothing to do\n", j.Schedule, rfc(from), rfc(to))
+		e.sayf("no tick of %s in [%s, %s); nothing to do\n", j.Schedule, rfc(from), rfc(to))
 		return nil
 	}
 
@@ -152,7 +164,7 @@ func replayRangeCmd(ctx context.Context, e *env, args []string) error {
 		printPlans(e, j, plans, f.overlap, from, to)
 		return nil
 	}
-	return backfill(ctx, e, r, &f, plans)
+	return backfill(ctx, e, r, f, plans)
 }
 
 // planTick reads the tick's run and decides the action under overlap.
@@ -184,7 +196,14 @@ func (p tickPlan) skipped() bool { return p.action == actionDone || p.action == 
 
 func printPlans(e *env, j baton.Job, plans []tickPlan, overlap string, from, to time.Time) {
 	counts := map[string]int{}
-	tw := tabwriter.NewWriter(e.stdout, 0, 0, 2, ' ', 0)
+	tw := tabwriter.NewWriter(e.text(), 0, 0, 2, ' ', 0)
+	type planReport struct {
+		Tick   time.Time `json:"tick"`
+		Run    string    `json:"run,omitempty"`
+		State  string    `json:"state,omitempty"`
+		Action string    `json:"action"`
+	}
+	list := make([]planReport, 0, len(plans))
 	fmt.Fprintln(tw, "TICK\tRUN\tSTATE\tACTION")
 	for _, p := range plans {
 		counts[p.action]++
@@ -193,9 +212,15 @@ func printPlans(e *env, j baton.Job, plans []tickPlan, overlap string, from, to 
 			id, state = p.run.ID.String(), string(p.run.State)
 		}
 		fmt.Fprintf(tw, "%s\t%s\t%s\t%s\n", rfc(p.nominal), id, state, p.action)
+		pr := planReport{Tick: p.nominal.UTC(), Action: p.action}
+		if p.run != nil {
+			pr.Run, pr.State = id, state
+		}
+		list = append(list, pr)
 	}
 	tw.Flush()
-	fmt.Fprintf(e.stdout, "dry run: %d ticks of %s in [%s, %s] with --overlap %s: %d to run, %d to resume, %d in flight to wait for, %d done, %d left alone (run exists); nothing changed\n",
+	e.set("ticks", list)
+	e.sayf("dry run: %d ticks of %s in [%s, %s) with --overlap %s: %d to run, %d to resume, %d in flight to wait for, %d done, %d left alone (run exists); nothing changed\n",
 		len(plans), j.Schedule, rfc(from), rfc(to), overlap, counts[actionRun], counts[actionResume], counts[actionAwait], counts[actionDone], counts[actionExists])
 }
 
@@ -214,10 +239,10 @@ func backfill(ctx context.Context, e *env, r *replayer, f *rangeFlags, plans []t
 		}
 	}
 	perTick := len(r.j.ItemNames())
-	fmt.Fprintf(e.stdout, "backfill %s: %d ticks in range; %d already done, %d left alone (--overlap %s), %d to run at most %g/s on %s store %s\n",
+	e.sayf("backfill %s: %d ticks in range; %d already done, %d left alone (--overlap %s), %d to run at most %g/s on %s store %s\n",
 		r.j.Name, len(plans), skippedDone, skippedExisting, f.overlap, len(todo), f.rate, r.b.Name, f.common.where())
 	if len(todo) == 0 {
-		fmt.Fprintln(e.stdout, "nothing to do")
+		e.sayf("nothing to do\n")
 		return nil
 	}
 
@@ -258,6 +283,12 @@ func backfill(ctx context.Context, e *env, r *replayer, f *rangeFlags, plans []t
 		if err != nil {
 			stopErr = fmt.Errorf("tick %s: %w", rfc(p.nominal), err)
 			break
+		}
+		if sum.Outcome == coordinator.OutcomePaused {
+			notRun = append(notRun, fmt.Sprintf("%s (job paused: 'baton resume --job %s' first)", rfc(p.nominal), r.j.Name))
+			doneMeanwhile++
+			report()
+			continue
 		}
 		if sum.Outcome == coordinator.OutcomeSkipped && sum.Pending {
 			notRun = append(notRun, fmt.Sprintf("%s (%v)", rfc(p.nominal), heldError(sum)))
@@ -312,24 +343,30 @@ func backfillReport(e *env, r *replayer, w *settleWatch, f *rangeFlags, fired in
 		}
 	}
 	if !f.wait {
-		fmt.Fprintf(e.stdout, "fired %d ticks without waiting; 'baton status --job %s' follows them\n", fired, r.j.Name)
+		e.sayf("fired %d ticks without waiting; 'baton status --job %s' follows them\n", fired, r.j.Name)
 	} else {
-		fmt.Fprintf(e.stdout, "fired %d ticks: %d complete, %d partial, %d not settled\n", fired, complete, partial, open)
+		e.sayf("fired %d ticks: %d complete, %d partial, %d not settled\n", fired, complete, partial, open)
 	}
 	for _, p := range partials {
-		fmt.Fprintf(e.stdout, "  partial: %s\n", p)
+		e.sayf("  partial: %s\n", p)
 	}
 	for _, n := range notRun {
-		fmt.Fprintf(e.stdout, "  not run: %s\n", n)
+		e.sayf("  not run: %s\n", n)
 	}
+	e.set("fired", fired)
+	e.set("complete", complete)
+	e.set("partial", partial)
+	e.set("not_settled", open)
+	e.set("not_run", notRun)
 	failed := partial > 0 || open > 0 || len(notRun) > 0
 	if stopErr != nil {
 		fmt.Fprintf(e.stderr, "baton replay range: stopped: %v\n", stopErr)
+		e.set("error", "stopped: "+stopErr.Error())
 		failed = true
 	}
 	if failed {
 		if stopErr != nil || open > 0 || len(notRun) > 0 {
-			fmt.Fprintln(e.stdout, "run the same command again to resume: finished ticks are skipped")
+			e.sayf("run the same command again to resume: finished ticks are skipped\n")
 		}
 		return errFailed
 	}

@@ -32,7 +32,7 @@ func testBackfillRunsOnlyTicksNotDone(t *testing.T, f *opsFixture) {
 	require.Len(t, before, 8)
 
 	// The range 0..3 runs ticks 0, 2 and 3 only.
-	args := append([]string{"replay", "range", "--from", rfc(f.tick(0)), "--to", rfc(f.tick(3))}, fast...)
+	args := append([]string{"replay", "range", "--from", rfc(f.tick(0)), "--to", rfc(f.tick(4))}, fast...)
 	code, out, errOut = f.main(args...)
 	require.Equal(t, ExitOK, code, "%s\n%s", out, errOut)
 	require.Contains(t, out, "4 ticks in range; 1 already done, 0 left alone (--overlap buffer), 3 to run")
@@ -74,7 +74,7 @@ func TestReplayRangeDryRunChangesNothing(t *testing.T) {
 		{"buffer", []string{actionRun, actionRun, actionDone, actionResume}},
 		{"skip", []string{actionRun, actionRun, actionDone, actionExists}},
 	} {
-		code, out, errOut := f.main("replay", "range", "--from", rfc(f.tick(0)), "--to", rfc(f.tick(3)), "--dry-run", "--overlap", tc.overlap)
+		code, out, errOut := f.main("replay", "range", "--from", rfc(f.tick(0)), "--to", rfc(f.tick(4)), "--dry-run", "--overlap", tc.overlap)
 		require.Equal(t, ExitOK, code, errOut)
 		for i, a := range tc.actions {
 			require.Regexp(t, `(?m)^`+rfc(f.tick(i))+`\s+.*\s`+a+`$`, out, tc.overlap)
@@ -93,7 +93,7 @@ func TestReplayRangeOverlapSkipLeavesExistingRuns(t *testing.T) {
 	_, _, err := f.b.Ledger.OpenRun(ctx, ledger.OpenRunParams{Job: fx.Name, Nominal: f.tick(1), Fence: 1, Now: time.Now()})
 	require.NoError(t, err)
 
-	args := append([]string{"replay", "range", "--from", rfc(f.tick(0)), "--to", rfc(f.tick(2))}, fast...)
+	args := append([]string{"replay", "range", "--from", rfc(f.tick(0)), "--to", rfc(f.tick(3))}, fast...)
 	code, out, errOut := f.main(append(args, "--overlap", "skip")...)
 	require.Equal(t, ExitOK, code, "%s\n%s", out, errOut)
 	require.Contains(t, out, "1 left alone (--overlap skip), 2 to run")
@@ -122,13 +122,13 @@ func TestReplayRangeRefusesBadRanges(t *testing.T) {
 	}{
 		{[]string{"--from", rfc(f.tick(3)), "--to", rfc(f.tick(1))}, "inverted range: --to " + rfc(f.tick(1)) + " is before --from " + rfc(f.tick(3))},
 		{[]string{"--from", rfc(f.tick(0)), "--to", future}, "--to " + future + " is in the future"},
-		{[]string{"--from", rfc(f.tick(0)), "--to", rfc(f.tick(10)), "--max-ticks", "5"}, "11 ticks in"},
-		{[]string{"--from", "yesterday", "--to", rfc(f.tick(1))}, `--from: invalid RFC 3339 time: "yesterday"`},
-		{[]string{"--to", rfc(f.tick(1))}, "--from is required"},
-		{[]string{"--from", rfc(f.tick(0)), "--to", rfc(f.tick(1)), "--overlap", "queue"}, `--overlap "queue": want buffer, allow or skip`},
-		{[]string{"--from", rfc(f.tick(0)), "--to", rfc(f.tick(1)), "--rate", "0"}, "--rate must be in (0, 1000]"},
-		{[]string{"--from", rfc(f.tick(0)), "--to", rfc(f.tick(1)), "--wait=false"}, "--overlap buffer waits"},
-		{[]string{"--from", rfc(f.tick(0)), "--to", rfc(f.tick(1)), "--job", "nope"}, `unknown job "nope"`},
+		{[]string{"--from", rfc(f.tick(0)), "--to", rfc(f.tick(11)), "--max-ticks", "5"}, "11 ticks in [" + rfc(f.tick(0)) + ", " + rfc(f.tick(11)) + ")"},
+		{[]string{"--from", "yesterday", "--to", rfc(f.tick(2))}, `--from: invalid RFC 3339 time: "yesterday"`},
+		{[]string{"--to", rfc(f.tick(2))}, "--from is required"},
+		{[]string{"--from", rfc(f.tick(0)), "--to", rfc(f.tick(2)), "--overlap", "queue"}, `--overlap "queue": want buffer, allow or skip`},
+		{[]string{"--from", rfc(f.tick(0)), "--to", rfc(f.tick(2)), "--rate", "0"}, "--rate must be in (0, 1000]"},
+		{[]string{"--from", rfc(f.tick(0)), "--to", rfc(f.tick(2)), "--wait=false"}, "--overlap buffer waits"},
+		{[]string{"--from", rfc(f.tick(0)), "--to", rfc(f.tick(2)), "--job", "nope"}, `unknown job "nope"`},
 	} {
 		code, _, errOut := f.main(append([]string{"replay", "range"}, tc.args...)...)
 		require.Equal(t, ExitUsage, code, "%v: %s", tc.args, errOut)
@@ -194,7 +194,7 @@ func TestReplayTickRefusedWhileLeaseHeld(t *testing.T) {
 	require.ErrorIs(t, err, ledger.ErrNotFound)
 
 	// A backfill reports the ticks it could not run and asks to resume.
-	code, out, errOut = f.main("replay", "range", "--from", rfc(f.tick(6)), "--to", rfc(f.tick(7)), "--rate", "1000", "--lease-wait", "0s")
+	code, out, errOut = f.main("replay", "range", "--from", rfc(f.tick(6)), "--to", rfc(f.tick(8)), "--rate", "1000", "--lease-wait", "0s")
 	require.Equal(t, ExitFailure, code, "%s\n%s", out, errOut)
 	require.Contains(t, out, "not run: "+rfc(f.tick(6)))
 	require.Contains(t, out, "not run: "+rfc(f.tick(7)))
@@ -339,7 +339,7 @@ func TestReplayRangeInterruptedThenResumed(t *testing.T) {
 			}
 		}
 	}()
-	args := append([]string{"replay", "range", "--from", rfc(f.tick(0)), "--to", rfc(f.tick(4)), "--rate", "4", "--consumers", "2"}, f.flags...)
+	args := append([]string{"replay", "range", "--from", rfc(f.tick(0)), "--to", rfc(f.tick(5)), "--rate", "4", "--consumers", "2"}, f.flags...)
 	var out, errOut bytes.Buffer
 	code := Main(ctx, fx.Catalog(nil), args, &out, &errOut)
 	require.Equal(t, ExitFailure, code, "%s\n%s", out.String(), errOut.String())

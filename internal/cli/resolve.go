@@ -3,11 +3,12 @@ package cli
 import (
 	"context"
 	"errors"
-	"flag"
 	"fmt"
 	"os"
 	"strings"
 	"time"
+
+	"github.com/spf13/pflag"
 
 	"github.com/batonhq/baton"
 	"github.com/batonhq/baton/internal/engine"
@@ -119,15 +120,7 @@ func operatorOwner() string {
 }
 
 // given reports whether the flag called name was set on the command line.
-func given(fs *flag.FlagSet, name string) bool {
-	set := false
-	fs.Visit(func(f *flag.Flag) {
-		if f.Name == name {
-			set = true
-		}
-	})
-	return set
-}
+func given(fs *pflag.FlagSet, name string) bool { return fs.Changed(name) }
 
 // rfc formats t for humans and scripts alike; "-" for the zero time.
 func rfc(t time.Time) string {

@@ -12,9 +12,14 @@ import (
 	"unicode"
 	"unicode/utf8"
 
+	"github.com/spf13/pflag"
+
 	"github.com/batonhq/baton/internal/coordinator"
 	"github.com/batonhq/baton/internal/engine"
+	"github.com/batonhq/baton/internal/jsonlog"
+	"github.com/batonhq/baton/internal/lambdaapp"
 	"github.com/batonhq/baton/internal/ledger"
+	"github.com/batonhq/baton/internal/redact"
 )
 
 const runSynopsis = `run [--once] [flags]
@@ -33,7 +38,7 @@ If the tick already ran, --once reports that run instead of running it again
 (--force opens the next generation and re-runs every item).`
 
 type runFlags struct {
-	common    backendFlags
+	common    *backendFlags
 	once      bool
 	force     bool
 	consumers int
@@ -41,22 +46,32 @@ type runFlags struct {
 	logLevel  string
 }
 
-func runCmd(ctx context.Context, e *env, args []string) error {
-	var f runFlags
-	fs := newFlagSet(e, "run", runSynopsis)
-	f.common.register(fs)
+func runCommand() command {
+	return command{synopsis: runSynopsis, summary: "run the job's ticks end to end (--once: one tick, then a report)",
+		example: `  baton run --once
+  baton run --once --json
+  baton run --consumers 8 --log info --log-format json`,
+		backend: true, defineFunc: defineRun}
+}
+
+func defineRun(e *env, fs *pflag.FlagSet) runFunc {
+	f := runFlags{common: &e.backend}
 	fs.BoolVar(&f.once, "once", false, "run one tick, report, and exit")
 	fs.BoolVar(&f.force, "force", false, "with --once: re-run the tick as a new generation if it already ran")
 	fs.IntVar(&f.consumers, "consumers", 4, "batches processed at once (like the event source's maximum concurrency)")
 	fs.DurationVar(&f.timeout, "timeout", 2*time.Minute, "with --once: how long to wait for the tick to settle")
 	fs.StringVar(&f.logLevel, "log", "warn", "log level on stderr: debug, info, warn, error")
-	if err := parseFlags(fs, args); err != nil {
-		return err
-	}
+	return func(ctx context.Context, _ []string) error { return runRun(ctx, e, &f) }
+}
+
+func runRun(ctx context.Context, e *env, f *runFlags) error {
 	if f.consumers < 1 {
 		return usagef("--consumers must be at least 1, got %d", f.consumers)
 	}
-	logger, err := newLogger(e.stderr, f.logLevel)
+	if e.json && !f.once {
+		return usagef("--json goes with --once (a report at the end); without it, use --log-format json for the logs")
+	}
+	logger, err := e.newLogger(f.logLevel)
 	if err != nil {
 		return err
 	}
@@ -75,9 +90,9 @@ func runCmd(ctx context.Context, e *env, args []string) error {
 		return err
 	}
 	if f.once {
-		return runOnce(ctx, e, eng, &f)
+		return runOnce(ctx, e, eng, f)
 	}
-	return runForever(ctx, e, eng, &f)
+	return runForever(ctx, e, eng, f)
 }
 
 func runOnce(ctx context.Context, e *env, eng *engine.Engine, f *runFlags) error {
@@ -91,19 +106,23 @@ func runOnce(ctx context.Context, e *env, eng *engine.Engine, f *runFlags) error
 	if err != nil {
 		return err
 	}
-	fmt.Fprintf(e.stdout, "job %s, tick %s, store %s (%s)\n", sum.Job, sum.Nominal.UTC().Format(time.RFC3339), f.common.where(), eng.Backend().Name)
-	printSummary(e.stdout, sum)
+	e.sayf("job %s, tick %s, store %s (%s)\n", sum.Job, sum.Nominal.UTC().Format(time.RFC3339), f.common.where(), eng.Backend().Name)
+	e.reportSummary(sum)
+	if sum.Outcome == coordinator.OutcomePaused {
+		return fmt.Errorf("refused: job %s is paused; 'baton resume --job %s' ends the pause (--force runs the tick anyway)", sum.Job, sum.Job)
+	}
 	waitCtx, cancel := context.WithTimeout(ctx, f.timeout)
 	defer cancel()
 	run, items, err := eng.WaitSettled(waitCtx, sum.Job, sum.Nominal, 0)
 	if err != nil && len(items) == 0 {
 		return fmt.Errorf("%w (raise --timeout, or see 'baton status')", err)
 	}
-	fmt.Fprintln(e.stdout)
-	printItems(e.stdout, items, trigger)
-	fmt.Fprintln(e.stdout)
-	printRun(e.stdout, run)
+	fmt.Fprintln(e.text())
+	e.reportItems(items, trigger)
+	fmt.Fprintln(e.text())
+	e.reportRun(run)
 	if err != nil {
+		e.set("error", err.Error())
 		fmt.Fprintf(e.stderr, "baton run: %v\n", err)
 		return errFailed
 	}
@@ -142,7 +161,7 @@ func runForever(ctx context.Context, e *env, eng *engine.Engine, f *runFlags) er
 		}
 		printSummary(e.stdout, sum)
 		mu.Unlock()
-		if sum.Outcome != coordinator.OutcomeSkipped {
+		if sum.Outcome != coordinator.OutcomeSkipped && sum.Outcome != coordinator.OutcomePaused {
 			wg.Go(func() { report(sum) })
 		}
 	})
@@ -162,6 +181,9 @@ func printSummary(w io.Writer, s coordinator.Summary) {
 			return
 		}
 		fmt.Fprintln(w, "coordinator: skipped")
+	case coordinator.OutcomePaused:
+		fmt.Fprintf(w, "coordinator: job %s is paused (since %s by %s); tick %s skipped and recorded (%d so far); 'baton resume' ends the pause\n",
+			s.Job, rfc(s.Pause.Since), s.Pause.By, rfc(s.Nominal), s.Pause.Skipped)
 	case coordinator.OutcomeAlreadyFannedOut:
 		fmt.Fprintf(w, "coordinator: run %s already fanned out; reporting it (--force re-runs the tick)\n", s.Run)
 	default:
@@ -226,12 +248,18 @@ func printRun(w io.Writer, r ledger.Run) {
 		r.ID, r.State, r.Succeeded, r.Dead, r.Cancelled, took)
 }
 
-func newLogger(w io.Writer, level string) (*slog.Logger, error) {
+// newLogger returns the logger of a command: level on stderr, as text or,
+// with --log-format json, JSON lines.
+func (e *env) newLogger(level string) (*slog.Logger, error) {
 	var l slog.Level
 	if err := l.UnmarshalText([]byte(level)); err != nil {
 		return nil, usagef("--log: %q is not a level (debug, info, warn, error)", level)
 	}
-	return slog.New(slog.NewTextHandler(w, &slog.HandlerOptions{Level: l})), nil
+	opts := &slog.HandlerOptions{Level: l, ReplaceAttr: redact.Attr} // no payload, result or secret in a log
+	if e.logFormat == "json" {                                       // the shape of the functions' logs
+		return jsonlog.New(e.stderr, jsonlog.Options{Level: l, Service: envOr(lambdaapp.EnvService, lambdaapp.DefaultService)}), nil
+	}
+	return slog.New(slog.NewTextHandler(e.stderr, opts)), nil
 }
 
 // fmtDur rounds d for display: microseconds below 10ms, milliseconds above.

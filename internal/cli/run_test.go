@@ -60,7 +60,7 @@ func TestRunRejectsBadFlags(t *testing.T) {
 		{[]string{"run", "--once", "--consumers", "0", "--store", store}, "--consumers must be at least 1"},
 		{[]string{"run", "--once", "--job", "nope", "--store", store}, `unknown job "nope"`},
 		{[]string{"run", "--once", "--backend", "mars", "--store", store}, `unknown backend "mars"`},
-		{[]string{"run", "--bogus"}, "flag provided but not defined: -bogus"},
+		{[]string{"run", "--bogus"}, "unknown flag: --bogus"},
 		{[]string{"run", "--once", "--log", "loud", "--store", store}, `"loud" is not a level`},
 	} {
 		code, _, errOut := runMain(t, tc.args...)
@@ -78,7 +78,8 @@ func TestHelpAndUnknownCommand(t *testing.T) {
 	code, _, errOut := runMain(t, "frobnicate")
 	require.Equal(t, ExitUsage, code)
 	require.Contains(t, errOut, `unknown command "frobnicate"`)
-	code, _, errOut = runMain(t, "run", "--help")
+	require.Equal(t, 1, strings.Count(errOut, "\n"), "one line: %q", errOut)
+	code, out, _ = runMain(t, "run", "--help")
 	require.Equal(t, ExitOK, code)
-	require.Contains(t, errOut, "Usage: baton run")
+	require.Contains(t, out, "Usage:\n  baton run")
 }

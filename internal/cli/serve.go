@@ -4,12 +4,13 @@ import (
 	"context"
 	"encoding/json"
 	"errors"
-	"flag"
 	"fmt"
 	"io"
 	"os"
 	"strings"
 	"time"
+
+	"github.com/spf13/pflag"
 
 	"github.com/batonhq/baton/internal/httpapp"
 )
@@ -47,7 +48,7 @@ const (
 )
 
 type serveFlags struct {
-	common       backendFlags
+	common       *backendFlags
 	addr         string
 	auth         httpapp.Auth
 	emails       string
@@ -59,12 +60,10 @@ type serveFlags struct {
 	triggerSkew  time.Duration
 	triggerAge   time.Duration
 	pull         bool
-	json         bool
 	logLevel     string
 }
 
-func (f *serveFlags) register(fs *flag.FlagSet) {
-	f.common.register(fs)
+func (f *serveFlags) register(fs *pflag.FlagSet) {
 	defAddr := "127.0.0.1:8080"
 	if port := os.Getenv("PORT"); port != "" {
 		defAddr = ":" + port
@@ -87,7 +86,6 @@ func (f *serveFlags) register(fs *flag.FlagSet) {
 	fs.DurationVar(&f.triggerSkew, "trigger-skew", httpapp.DefaultTriggerSkew, "how far in the future a trigger's time may be (the sender's clock skew)")
 	fs.DurationVar(&f.triggerAge, "trigger-age", 0, "refuse scheduled triggers older than this as stale deliveries (0: no bound; replays are exempt)")
 	fs.BoolVar(&f.pull, "pull", true, "run the pull consumers (--pull=false: coordinator and push only)")
-	fs.BoolVar(&f.json, "json", false, "report start and stop as JSON lines on stdout")
 	fs.StringVar(&f.logLevel, "log", "info", "log level on stderr: debug, info, warn, error")
 }
 
@@ -103,13 +101,19 @@ type serveReport struct {
 	Jobs      string `json:"jobs"`
 }
 
-func serveCmd(ctx context.Context, e *env, args []string) error {
-	var f serveFlags
-	fs := newFlagSet(e, "serve", serveSynopsis)
+func serveCommand() command {
+	return command{synopsis: serveSynopsis, summary: "serve the coordinator over HTTP (CloudEvents, JSON) and run the pull consumers",
+		example: "  baton serve\n  BATON_AUTH_SECRET=… baton serve --addr :8080 --backend aws --json",
+		backend: true, streams: true, defineFunc: defineServe}
+}
+
+func defineServe(e *env, fs *pflag.FlagSet) runFunc {
+	f := serveFlags{common: &e.backend}
 	f.register(fs)
-	if err := parseFlags(fs, args); err != nil {
-		return err
-	}
+	return func(ctx context.Context, _ []string) error { return serve(ctx, e, &f) }
+}
+
+func serve(ctx context.Context, e *env, f *serveFlags) error {
 	if f.auth.Secret == "" {
 		f.auth.Secret = os.Getenv(envAuthSecret)
 	}
@@ -134,7 +138,7 @@ func serveCmd(ctx context.Context, e *env, args []string) error {
 	if err := httpapp.CheckExposure(f.addr, f.auth); err != nil {
 		return usagef("--addr %s is not loopback: verify callers with --auth-oidc-issuer and --auth-oidc-audience (Cloud Scheduler, Pub/Sub push), or a shared secret in $%s, or pass --auth-none when the platform verifies them itself", f.addr, envAuthSecret)
 	}
-	logger, err := newLogger(e.stderr, f.logLevel)
+	logger, err := e.newLogger(f.logLevel)
 	if err != nil {
 		return err
 	}
@@ -156,7 +160,7 @@ func serveCmd(ctx context.Context, e *env, args []string) error {
 		Workers: httpapp.WorkerParams{Consumers: f.consumers, BatchSize: f.batchSize, BatchTimeout: f.batchTimeout, Grace: f.grace},
 		ReadyFunc: func(addr string) {
 			report.Event, report.Addr = "serving", addr
-			printServe(e.stdout, f.json, report)
+			printServe(e.stdout, e.json, report)
 		},
 	})
 	if errors.Is(err, httpapp.ErrNoAuth) {
@@ -166,7 +170,7 @@ func serveCmd(ctx context.Context, e *env, args []string) error {
 		return err
 	}
 	report.Event = "stopped"
-	printServe(e.stdout, f.json, report)
+	printServe(e.stdout, e.json, report)
 	return nil
 }
 

@@ -7,6 +7,8 @@ import (
 	"strings"
 	"time"
 
+	"github.com/spf13/pflag"
+
 	"github.com/batonhq/baton/internal/backend/awsbackend"
 	"github.com/batonhq/baton/internal/lambdaapp"
 )
@@ -20,26 +22,44 @@ the Lambda functions and 'baton run|invoke --backend aws' read:
 
   eval "$(baton setup --dynamodb-endpoint http://127.0.0.1:4567 --sqs-endpoint http://127.0.0.1:4576)"
 
+When setup fails, the error goes to stderr and, when stdout is not a
+terminal, stdout gets a line that makes that eval fail too (exit status
+1), so that a script under 'set -e' stops instead of going on with
+nothing exported. --json prints the variables as one JSON object.
+
 Region and credentials come from the SDK's standard configuration
 (AWS_REGION, AWS_PROFILE, AWS_ACCESS_KEY_ID, ...; local emulators accept
 any). Endpoints default to AWS_ENDPOINT_URL_DYNAMODB / AWS_ENDPOINT_URL_SQS,
 else the region's. For a deployed stack, 'sam deploy' makes these
 resources: use its outputs instead.`
 
-func setupCmd(ctx context.Context, e *env, args []string) error {
+func setupCommand() command {
+	return command{synopsis: setupSynopsis, summary: "create the DynamoDB table and SQS queues (with redrive) for --backend aws",
+		example:    "  eval \"$(baton setup --dynamodb-endpoint http://127.0.0.1:4567 --sqs-endpoint http://127.0.0.1:4576)\"\n  baton setup --table baton-dev --queue baton-dev --json",
+		defineFunc: defineSetup}
+}
+
+func defineSetup(e *env, fs *pflag.FlagSet) runFunc {
 	var (
 		a awsFlags
 		p awsbackend.SetupParams
 	)
-	fs := newFlagSet(e, "setup", setupSynopsis)
 	a.registerEndpoints(fs)
 	fs.StringVar(&p.Table, "table", envOr(lambdaapp.EnvTable, awsbackend.DefaultTable), "the DynamoDB table to create (from $"+lambdaapp.EnvTable+" when set)")
 	fs.StringVar(&p.Queue, "queue", awsbackend.DefaultQueue, "the work queue's name; its dead-letter queue is this name + -dlq")
 	fs.IntVar(&p.MaxReceives, "max-receives", awsbackend.DefaultMaxReceives, "receives before a message moves to the dead-letter queue (the redrive policy's maxReceiveCount)")
 	fs.DurationVar(&p.Visibility, "visibility", awsbackend.DefaultVisibility, "the work queue's visibility timeout (at least 6 × the consumer's timeout)")
-	if err := parseFlags(fs, args); err != nil {
+	return func(ctx context.Context, _ []string) error {
+		err := setup(ctx, e, &a, p)
+		if err != nil && !e.json && !isTerminal(e.stdout) {
+			// Under eval "$(baton setup …)" make the eval fail as well.
+			fmt.Fprintln(e.stdout, "echo 'baton setup failed (see above): nothing exported' >&2; false")
+		}
 		return err
 	}
+}
+
+func setup(ctx context.Context, e *env, a *awsFlags, p awsbackend.SetupParams) error {
 	switch {
 	case p.Table == "":
 		return usagef("--table must not be empty")
@@ -62,7 +82,7 @@ func setupCmd(ctx context.Context, e *env, args []string) error {
 	if err != nil {
 		return err
 	}
-	fmt.Fprintf(e.stdout, "# table %s; work queue %s, to its dead-letter queue after %d receives, visibility %s\n",
+	e.sayf("# table %s; work queue %s, to its dead-letter queue after %d receives, visibility %s\n",
 		res.Table, p.Queue, res.MaxReceives, p.Visibility)
 	vars := res.Env()
 	if endpoints.DynamoDB != "" {
@@ -70,6 +90,14 @@ func setupCmd(ctx context.Context, e *env, args []string) error {
 	}
 	if endpoints.SQS != "" {
 		vars = append(vars, [2]string{"AWS_ENDPOINT_URL_SQS", endpoints.SQS})
+	}
+	if e.json {
+		m := map[string]string{}
+		for _, v := range vars {
+			m[v[0]] = v[1]
+		}
+		e.set("variables", m)
+		return nil
 	}
 	printExports(e.stdout, vars)
 	return nil

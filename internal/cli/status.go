@@ -2,13 +2,14 @@ package cli
 
 import (
 	"context"
-	"encoding/json"
 	"errors"
 	"fmt"
 	"io"
 	"strings"
 	"text/tabwriter"
 	"time"
+
+	"github.com/spf13/pflag"
 
 	"github.com/batonhq/baton"
 	"github.com/batonhq/baton/internal/backend"
@@ -40,24 +41,27 @@ the --runs listed.
 --json prints the same as one JSON object, for scripts. It reads only.`
 
 type statusFlags struct {
-	common  backendFlags
+	common  *backendFlags
 	run     string
-	json    bool
 	runs    int
 	history int
 }
 
-func statusCmd(ctx context.Context, e *env, args []string) error {
-	var f statusFlags
-	fs := newFlagSet(e, "status", statusSynopsis)
-	f.common.register(fs)
+func statusCommand() command {
+	return command{synopsis: statusSynopsis, summary: "show leases, recent runs, item states and staleness",
+		example: "  baton status\n  baton status --run fx@2026-11-21T12:01:00Z#1\n  baton status --backend aws --json",
+		backend: true, defineFunc: defineStatus}
+}
+
+func defineStatus(e *env, fs *pflag.FlagSet) runFunc {
+	f := statusFlags{common: &e.backend}
 	fs.StringVar(&f.run, "run", "", "show this run's items (a run id such as fx@2026-11-21T12:01:00Z#1)")
-	fs.BoolVar(&f.json, "json", false, "print JSON instead of tables")
 	fs.IntVar(&f.runs, "runs", 10, "recent runs to list")
 	fs.IntVar(&f.history, "history", 100, "runs to scan for each asset's latest success and for stuck items")
-	if err := parseFlags(fs, args); err != nil {
-		return err
-	}
+	return func(ctx context.Context, _ []string) error { return status(ctx, e, fs, &f) }
+}
+
+func status(ctx context.Context, e *env, fs *pflag.FlagSet, f *statusFlags) error {
 	if f.runs < 1 || f.history < 1 {
 		return usagef("--runs and --history must be at least 1")
 	}
@@ -87,10 +91,9 @@ func statusCmd(ctx context.Context, e *env, args []string) error {
 		return err
 	}
 	rep.Store = f.common.where()
-	if f.json {
-		enc := json.NewEncoder(e.stdout)
-		enc.SetIndent("", "  ")
-		return enc.Encode(rep)
+	if e.json {
+		e.custom = rep
+		return nil
 	}
 	printStatus(e.stdout, rep)
 	return nil
@@ -104,7 +107,10 @@ type statusReport struct {
 	Store    string       `json:"store"`
 	Now      time.Time    `json:"now"`
 	Lease    *leaseStatus `json:"lease"` // null: the job never took its lease
-	Runs     []runStatus  `json:"runs,omitempty"`
+	// Pause is the job's pause record; null when the job was never paused
+	// or the backend cannot pause jobs.
+	Pause *pauseStatus `json:"pause,omitempty"`
+	Runs  []runStatus  `json:"runs,omitempty"`
 	// Gaps are the schedule's ticks, among the listed runs' span, that have
 	// no run: skipped by the job's catch-up policy, waiting to be caught
 	// up, or missed.
@@ -113,6 +119,38 @@ type statusReport struct {
 	Stuck  []itemStatus  `json:"stuck,omitempty"`
 	Run    *runDetail    `json:"run,omitempty"` // with --run
 	Queues []queueStatus `json:"queues"`
+}
+
+type pauseStatus struct {
+	Paused      bool       `json:"paused"`
+	Since       time.Time  `json:"since"`
+	Until       *time.Time `json:"until,omitempty"` // null while paused
+	By          string     `json:"by"`
+	Reason      string     `json:"reason,omitempty"`
+	Skipped     int64      `json:"skipped_ticks"`
+	LastSkipped *time.Time `json:"last_skipped,omitempty"`
+}
+
+func newPauseStatus(p lease.Pause) *pauseStatus {
+	if p.Since.IsZero() {
+		return nil
+	}
+	return &pauseStatus{Paused: p.Paused, Since: p.Since.UTC(), Until: opt(p.Until), By: p.By, Reason: p.Reason,
+		Skipped: p.Skipped, LastSkipped: opt(p.LastSkipped)}
+}
+
+// readPause returns the job's pause record, nil when the backend has no
+// pause ability or the job was never paused.
+func readPause(ctx context.Context, b backend.Backend, job string) (*pauseStatus, error) {
+	pauser, ok := lease.PauserOf(b.Leases)
+	if !ok {
+		return nil, nil
+	}
+	p, err := pauser.PauseOf(ctx, job)
+	if err != nil {
+		return nil, fmt.Errorf("pause of %s: %w", job, err)
+	}
+	return newPauseStatus(p), nil
 }
 
 type tickGap struct {
@@ -125,7 +163,7 @@ const maxGaps = 100
 
 // tickGaps returns the schedule's ticks from the oldest run listed to the
 // latest tick at or before now that have no run, newest first, with why.
-func tickGaps(j baton.Job, runs []ledger.Run, now time.Time) []tickGap {
+func tickGaps(j baton.Job, runs []ledger.Run, pause *pauseStatus, now time.Time) []tickGap {
 	sched, err := schedule.Parse(j.Schedule)
 	if err != nil || len(runs) == 0 {
 		return nil
@@ -141,6 +179,10 @@ func tickGaps(j baton.Job, runs []ledger.Run, now time.Time) []tickGap {
 			continue
 		}
 		reason := "missed"
+		if pause != nil && !at.Before(sched.Prev(pause.Since)) && (pause.Until == nil || !at.After(*pause.Until)) {
+			gaps = append(gaps, tickGap{Tick: at, Reason: "skipped (paused)"})
+			continue
+		}
 		if cu := j.CatchUp; cu.Window > 0 && !at.Before(latest.Add(-cu.Window)) {
 			reason = "catch-up pending"
 			if cu.Skip {
@@ -223,7 +265,7 @@ type runDetail struct {
 }
 
 type queueStatus struct {
-	Role        string `json:"role"` // work or dead_letter
+	Role        string `json:"role"` // work, job:<queue name> or dead_letter
 	Visible     int    `json:"visible"`
 	InFlight    int    `json:"in_flight"`
 	Delayed     int    `json:"delayed"`
@@ -251,7 +293,10 @@ func buildStatus(ctx context.Context, b backend.Backend, j baton.Job, p statusPa
 	if rep.Lease, err = readLease(ctx, b, j.Name, j.Limits.ClockSkew, p.Now); err != nil {
 		return rep, err
 	}
-	rep.Queues = readQueues(ctx, b)
+	if rep.Pause, err = readPause(ctx, b, j.Name); err != nil {
+		return rep, err
+	}
+	rep.Queues = readQueues(ctx, b, j)
 	if !p.Run.Nominal.IsZero() {
 		rep.Run, err = readRun(ctx, b.Ledger, j, p.Run, p.Now)
 		return rep, err
@@ -262,7 +307,7 @@ func buildStatus(ctx context.Context, b backend.Backend, j baton.Job, p statusPa
 		return rep, fmt.Errorf("list runs of %s: %w", j.Name, err)
 	}
 	listed := runs[:min(len(runs), p.Runs)]
-	rep.Gaps = tickGaps(j, listed, p.Now)
+	rep.Gaps = tickGaps(j, listed, rep.Pause, p.Now)
 	expected := engine.SortedItemNames(j)
 	last := map[string]ledger.Item{}
 	rep.Runs, rep.Stuck = []runStatus{}, []itemStatus{}
@@ -345,8 +390,16 @@ func leaseState(l lease.Lease, skew time.Duration, now time.Time) string {
 	}
 }
 
-func readQueues(ctx context.Context, b backend.Backend) []queueStatus {
+func readQueues(ctx context.Context, b backend.Backend, j baton.Job) []queueStatus {
 	out := []queueStatus{depthOf(ctx, "work", b.Work)}
+	if name := j.Queue.Name; name != "" && b.JobQueueFunc != nil {
+		// The job's own queue (baton.Job.Queue), where its items wait.
+		if q, err := b.JobQueueFunc(ctx, name); err != nil {
+			out = append(out, queueStatus{Role: "job:" + name, Error: err.Error()})
+		} else {
+			out = append(out, depthOf(ctx, "job:"+name, q))
+		}
+	}
 	if b.DeadLetter != nil {
 		out = append(out, depthOf(ctx, "dead_letter", b.DeadLetter))
 	}
@@ -482,9 +535,29 @@ func opt(t time.Time) *time.Time {
 	return &t
 }
 
+func printPause(w io.Writer, p *pauseStatus) {
+	if p == nil {
+		return
+	}
+	skipped := fmt.Sprintf("%d tick(s) skipped", p.Skipped)
+	if p.LastSkipped != nil {
+		skipped += ", the latest " + rfc(*p.LastSkipped)
+	}
+	reason := ""
+	if p.Reason != "" {
+		reason = ": " + p.Reason
+	}
+	if p.Paused {
+		fmt.Fprintf(w, "PAUSED since %s by %s%s; %s ('baton resume' runs the next tick)\n", rfc(p.Since), p.By, reason, skipped)
+		return
+	}
+	fmt.Fprintf(w, "running; last paused %s to %s (resumed by %s%s); %s, not caught up\n", rfc(p.Since), rfcPtr(p.Until), p.By, reason, skipped)
+}
+
 func printStatus(w io.Writer, r statusReport) {
 	fmt.Fprintf(w, "job %s, schedule %s, %s store %s, at %s\n\n", r.Job, r.Schedule, r.Backend, r.Store, rfc(r.Now))
 	printLease(w, r.Lease, r.Now)
+	printPause(w, r.Pause)
 	fmt.Fprintln(w)
 	if r.Run != nil {
 		printRunDetail(w, r.Run)

@@ -28,7 +28,7 @@ import (
 func arrangeStatus(t *testing.T, f *opsFixture) (stuckKey ledger.ItemKey) {
 	t.Helper()
 	ctx := t.Context()
-	code, out, errOut := f.main("replay", "range", "--from", rfc(f.tick(0)), "--to", rfc(f.tick(2)), "--rate", "1000")
+	code, out, errOut := f.main("replay", "range", "--from", rfc(f.tick(0)), "--to", rfc(f.tick(3)), "--rate", "1000")
 	require.Equal(t, ExitOK, code, "%s\n%s", out, errOut)
 	code, out, errOut = f.main("replay", "tick", "--at", rfc(f.tick(3)), "--wait=false")
 	require.Equal(t, ExitOK, code, "%s\n%s", out, errOut)
@@ -240,7 +240,7 @@ func TestStatusFindsStuckItemsPastRuns(t *testing.T) {
 // success, is still reported; finished runs past --runs are not read.
 func testStatusFindsStuckItemsPastRuns(t *testing.T, f *opsFixture) {
 	ctx := t.Context()
-	code, out, errOut := f.main("replay", "range", "--from", rfc(f.tick(1)), "--to", rfc(f.tick(3)), "--rate", "1000")
+	code, out, errOut := f.main("replay", "range", "--from", rfc(f.tick(1)), "--to", rfc(f.tick(4)), "--rate", "1000")
 	require.Equal(t, ExitOK, code, "%s\n%s", out, errOut)
 	code, out, errOut = f.main("replay", "tick", "--at", rfc(f.tick(0)), "--wait=false")
 	require.Equal(t, ExitOK, code, "%s\n%s", out, errOut)
@@ -337,14 +337,14 @@ func TestTickGaps(t *testing.T) {
 		}
 		return out
 	}
-	require.Equal(t, map[int]string{1: "missed", 2: "missed", 4: "missed", 5: "missed"}, reasons(tickGaps(j, runs, now)))
+	require.Equal(t, map[int]string{1: "missed", 2: "missed", 4: "missed", 5: "missed"}, reasons(tickGaps(j, runs, nil, now)))
 	j.CatchUp = baton.CatchUp{Window: 2 * time.Minute, Skip: true}
-	require.Equal(t, map[int]string{1: "missed", 2: "missed", 4: "skipped (catch-up policy)", 5: "skipped (catch-up policy)"}, reasons(tickGaps(j, runs, now)))
+	require.Equal(t, map[int]string{1: "missed", 2: "missed", 4: "skipped (catch-up policy)", 5: "skipped (catch-up policy)"}, reasons(tickGaps(j, runs, nil, now)))
 	j.CatchUp.Skip = false
-	require.Equal(t, "catch-up pending", reasons(tickGaps(j, runs, now))[4])
+	require.Equal(t, "catch-up pending", reasons(tickGaps(j, runs, nil, now))[4])
 
 	var out bytes.Buffer
-	printGaps(&out, tickGaps(j, runs, now))
+	printGaps(&out, tickGaps(j, runs, nil, now))
 	require.Contains(t, out.String(), "missed: 2 (2026-11-21T12:02:00Z, 2026-11-21T12:01:00Z)")
 }
 

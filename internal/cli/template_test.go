@@ -22,7 +22,7 @@ func TestTemplateNamesRealCommands(t *testing.T) {
 	groups := []string{"dlq", "lease", "replay"} // commands that take a verb
 	var names []string
 	for _, c := range commands() {
-		names = append(names, c.name)
+		names = append(names, c.name())
 	}
 	found := bareCommand.FindAllStringSubmatch(string(raw), -1)
 	require.NotEmpty(t, found)

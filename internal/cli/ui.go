@@ -3,7 +3,7 @@ package cli
 import (
 	"bytes"
 	"context"
-	"flag"
+	"encoding/json"
 	"fmt"
 	"net"
 	"net/http"
@@ -11,6 +11,8 @@ import (
 	"strconv"
 	"strings"
 	"time"
+
+	"github.com/spf13/pflag"
 
 	"github.com/batonhq/baton"
 	"github.com/batonhq/baton/internal/backend"
@@ -48,7 +50,7 @@ machine.`
 const envUIToken = "BATON_UI_TOKEN"
 
 type uiFlags struct {
-	common        backendFlags
+	common        *backendFlags
 	listen        string
 	allowRemote   bool
 	readOnly      bool
@@ -58,10 +60,14 @@ type uiFlags struct {
 	logLevel      string
 }
 
-func uiCmd(ctx context.Context, e *env, args []string) error {
-	var f uiFlags
-	fs := newFlagSet(e, "ui", uiSynopsis)
-	f.common.register(fs)
+func uiCommand() command {
+	return command{synopsis: uiSynopsis, summary: "serve a web dashboard: runs, timelines, staleness, lease, dead letters, actions",
+		example: "  baton ui\n  baton ui --read-only --listen 127.0.0.1:0 --json\n  BATON_UI_TOKEN=… baton ui --listen :8700 --allow-remote --backend aws",
+		backend: true, streams: true, defineFunc: defineUI}
+}
+
+func defineUI(e *env, fs *pflag.FlagSet) runFunc {
+	f := uiFlags{common: &e.backend}
 	fs.StringVar(&f.listen, "listen", "127.0.0.1:8700", "address to listen on (port 0: any free port)")
 	fs.BoolVar(&f.allowRemote, "allow-remote", false, "allow --listen off loopback (needs $"+envUIToken+")")
 	fs.BoolVar(&f.readOnly, "read-only", false, "show no actions and refuse them")
@@ -69,9 +75,19 @@ func uiCmd(ctx context.Context, e *env, args []string) error {
 	fs.DurationVar(&f.actionTimeout, "action-timeout", 2*time.Minute, "how long a replay from the dashboard waits for its run to settle")
 	fs.DurationVar(&f.refresh, "refresh", 2*time.Second, "how often a page of work in flight refreshes")
 	fs.StringVar(&f.logLevel, "log", "info", "log level on stderr: debug, info, warn, error")
-	if err := parseFlags(fs, args); err != nil {
-		return err
-	}
+	return func(ctx context.Context, _ []string) error { return serveUI(ctx, e, fs, &f) }
+}
+
+// uiReport is what ui prints when it starts and stops (--json: a line each).
+type uiReport struct {
+	Event   string `json:"event"` // serving or stopped
+	URL     string `json:"url"`
+	Backend string `json:"backend"`
+	Store   string `json:"store"`
+	Mode    string `json:"mode"`
+}
+
+func serveUI(ctx context.Context, e *env, fs *pflag.FlagSet, f *uiFlags) error {
 	// Read after parsing, so that --help never prints it.
 	token := os.Getenv(envUIToken)
 	switch {
@@ -89,7 +105,7 @@ func uiCmd(ctx context.Context, e *env, args []string) error {
 	if !loopback && (!f.allowRemote || token == "") {
 		return usagef("--listen %s is not loopback: the dashboard acts on your jobs, so listening there needs --allow-remote and an access token in $%s", f.listen, envUIToken)
 	}
-	logger, err := newLogger(e.stderr, f.logLevel)
+	logger, err := e.newLogger(f.logLevel)
 	if err != nil {
 		return err
 	}
@@ -121,7 +137,12 @@ func uiCmd(ctx context.Context, e *env, args []string) error {
 		mode = "read-only"
 	}
 	host := ln.Addr().String()
-	fmt.Fprintf(e.stdout, "baton ui: serving http://%s/ (backend %s, %s; %s)\n", host, b.Name, f.common.where(), mode)
+	report := uiReport{Event: "serving", URL: "http://" + host + "/", Backend: b.Name, Store: f.common.where(), Mode: mode}
+	if e.json {
+		_ = json.NewEncoder(e.stdout).Encode(report)
+	} else {
+		fmt.Fprintf(e.stdout, "baton ui: serving http://%s/ (backend %s, %s; %s)\n", host, b.Name, f.common.where(), mode)
+	}
 	done := make(chan error, 1)
 	go func() { done <- hs.Serve(ln) }()
 	select {
@@ -134,7 +155,12 @@ func uiCmd(ctx context.Context, e *env, args []string) error {
 	if err := hs.Shutdown(sctx); err != nil {
 		return err
 	}
-	fmt.Fprintf(e.stdout, "baton ui: stopped\n")
+	if e.json {
+		report.Event = "stopped"
+		_ = json.NewEncoder(e.stdout).Encode(report)
+	} else {
+		fmt.Fprintf(e.stdout, "baton ui: stopped\n")
+	}
 	return nil
 }
 
@@ -168,13 +194,10 @@ type uiOperator struct {
 // --name=value: the commands an action runs select the same backend
 // (what was not given comes from the same defaults and environment).
 // --job is left out: every action names its job or run.
-func backendArgs(fs *flag.FlagSet) []string {
-	probe := flag.NewFlagSet("probe", flag.ContinueOnError)
-	var scratch backendFlags
-	scratch.register(probe)
+func backendArgs(fs *pflag.FlagSet) []string {
 	var out []string
-	fs.Visit(func(f *flag.Flag) {
-		if probe.Lookup(f.Name) != nil && f.Name != "job" {
+	fs.Visit(func(f *pflag.Flag) {
+		if g := f.Annotations[flagGroup]; len(g) > 0 && g[0] == backendGroup && f.Name != "job" {
 			out = append(out, "--"+f.Name+"="+f.Value.String())
 		}
 	})
@@ -245,7 +268,8 @@ func (o *uiOperator) DeadLetters(ctx context.Context, limit int) ([]ui.DeadLette
 
 // MissedTicks are the ticks 'baton status' lists as without a run.
 func (o *uiOperator) MissedTicks(j baton.Job, runs []ledger.Run, now time.Time) []ui.MissedTick {
-	gaps := tickGaps(j, runs, now)
+	pause, _ := readPause(context.Background(), o.b, j.Name) // none when unreadable: gaps show as missed
+	gaps := tickGaps(j, runs, pause, now)
 	out := make([]ui.MissedTick, len(gaps))
 	for i, g := range gaps {
 		out[i] = ui.MissedTick{Tick: g.Tick, Reason: g.Reason}

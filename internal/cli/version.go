@@ -2,8 +2,9 @@ package cli
 
 import (
 	"context"
-	"fmt"
 	"runtime/debug"
+
+	"github.com/spf13/pflag"
 )
 
 // version is baton's module version as the build recorded it: the tag a
@@ -57,11 +58,13 @@ const versionSynopsis = `version
 Prints baton's version (the module version the binary was built with, the
 VCS revision when known) and the Go version. --version says the same.`
 
-func versionCmd(_ context.Context, e *env, args []string) error {
-	fs := newFlagSet(e, "version", versionSynopsis)
-	if err := parseFlags(fs, args); err != nil {
-		return err
-	}
-	fmt.Fprintf(e.stdout, "baton %s\n", version())
-	return nil
+func versionCommand() command {
+	return command{synopsis: versionSynopsis, summary: "print baton's version", example: "  baton version\n  baton version --json",
+		defineFunc: func(e *env, _ *pflag.FlagSet) runFunc {
+			return func(context.Context, []string) error {
+				e.sayf("baton %s\n", version())
+				e.set("version", version())
+				return nil
+			}
+		}}
 }

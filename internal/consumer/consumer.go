@@ -100,6 +100,7 @@ type MessageOutcome struct {
 	Asset     string
 	Status    string // one of the Status constants
 	Attempt   int    // the item's attempt as seen by this delivery
+	Fence     int64  // the fence the message carries (0 when malformed)
 	// Processing is how long the processor ran.
 	Processing time.Duration
 	// TickToDone is from the tick's nominal time to the completion

@@ -552,3 +552,21 @@ func TestHeldAtMaxReceivesIsRequeued(t *testing.T) {
 	require.Equal(t, consumer.StatusHeld, res.Items[0].Status)
 	require.Empty(t, b.work.take())
 }
+
+// A dead-letter reason never carries a password a processor's error
+// quoted (a DSN, a URL with credentials): people read reasons.
+func TestDeadLetterReasonIsRedacted(t *testing.T) {
+	t.Parallel()
+	b := setup(t)
+	b.consumer.DeadLetter, b.consumer.MaxReceives = b.dlq, 1
+	b.proc.setOverride(func(ctx context.Context, t baton.Task) ([]byte, error, bool) {
+		return nil, errors.New("connect postgres://quotes:hunter2-pw@db:5432/quotes: refused (password=hunter2-pw)"), true
+	})
+	res := b.consumer.Handle(context.Background(), time.Time{}, b.deliveries(b.message("EURUSD")))
+	require.Len(t, res.DeadLettered, 1)
+	fwd := b.dlq.all()
+	require.Len(t, fwd, 1)
+	reason := fwd[0].Attributes[message.AttrError]
+	require.NotContains(t, reason, "hunter2-pw")
+	require.Contains(t, reason, "postgres://quotes:[REDACTED]@db:5432/quotes: refused (password=[REDACTED])")
+}

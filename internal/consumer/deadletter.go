@@ -9,6 +9,7 @@ import (
 
 	"github.com/batonhq/baton/internal/message"
 	"github.com/batonhq/baton/internal/queue"
+	"github.com/batonhq/baton/internal/redact"
 )
 
 // maxReasonBytes bounds the reason attribute of a dead letter.
@@ -33,7 +34,9 @@ func deadLetter(d queue.Delivery, reason error) queue.Message {
 	if attrs == nil {
 		attrs = map[string]string{}
 	}
-	msg := reason.Error()
+	// Redacted: a reason is read by people (baton dlq list, the console)
+	// and must not carry a secret an error quoted.
+	msg := redact.String(reason.Error())
 	if len(msg) > maxReasonBytes {
 		msg = strings.ToValidUTF8(msg[:maxReasonBytes], "")
 	}

@@ -14,6 +14,7 @@ import (
 	"github.com/batonhq/baton/internal/ledger"
 	"github.com/batonhq/baton/internal/message"
 	"github.com/batonhq/baton/internal/queue"
+	"github.com/batonhq/baton/internal/redact"
 )
 
 // delivery is a received message with what decoding found.
@@ -138,7 +139,7 @@ func (c *Consumer) requeue(ctx context.Context, d *delivery, v verdict) (verdict
 func (c *Consumer) run(ctx context.Context, deadline time.Time, d *delivery) verdict {
 	m := &messageRun{
 		d:   d,
-		out: MessageOutcome{MessageID: d.d.MessageID, Key: d.msg.Key, Asset: d.key.Asset},
+		out: MessageOutcome{MessageID: d.d.MessageID, Key: d.msg.Key, Asset: d.key.Asset, Fence: d.msg.Fence},
 		log: c.logger().With(slog.String("key", d.msg.Key), slog.String("message_id", d.d.MessageID)),
 		now: c.now(),
 	}
@@ -464,7 +465,7 @@ func (c *Consumer) recordSuccess(ctx context.Context, m *messageRun, result []by
 		return m.fail(StatusFailed, fmt.Errorf("complete %s attempt %d: %w", d.key, attempt, err))
 	}
 	m.out.TickToDone = done.Sub(d.key.Run.Nominal)
-	m.log.InfoContext(ctx, "item succeeded", slog.String("phase", "process"), slog.Int("attempt", attempt),
+	m.log.DebugContext(ctx, "item succeeded", slog.String("phase", "process"), slog.Int("attempt", attempt),
 		slog.Duration("processing", m.out.Processing), slog.Duration("tick_to_done", m.out.TickToDone))
 	if err := c.fanIn(ctx, d, ledger.ItemSucceeded, true); err != nil {
 		return m.fail(StatusSucceeded, err)
@@ -493,7 +494,8 @@ func (c *Consumer) recordCancelled(ctx context.Context, m *messageRun) verdict {
 func (c *Consumer) recordFailure(ctx context.Context, m *messageRun, perr error, done time.Time) verdict {
 	d, attempt, lim := m.d, m.item.Attempt, m.d.job.Limits
 	failed, err := c.Ledger.Fail(ctx, ledger.FailParams{
-		Key: d.key, Owner: c.Owner, Attempt: attempt, Reason: perr.Error(),
+		// Operators read the reason (status, run reports): no secret in it.
+		Key: d.key, Owner: c.Owner, Attempt: attempt, Reason: redact.String(perr.Error()),
 		Permanent: baton.IsPermanent(perr), MaxAttempts: lim.MaxAttempts, Now: done,
 	})
 	if err != nil {
@@ -510,7 +512,7 @@ func (c *Consumer) recordFailure(ctx context.Context, m *messageRun, perr error,
 		c.settle(ctx, m)
 		return m.ack(StatusDead)
 	}
-	m.log.InfoContext(ctx, "item failed", slog.String("phase", "process"), slog.Int("attempt", attempt), slog.Any("error", perr))
+	m.log.DebugContext(ctx, "item failed", slog.String("phase", "process"), slog.Int("attempt", attempt), slog.Any("error", perr))
 	return m.fail(StatusFailed, fmt.Errorf("%s attempt %d: %w", d.key, attempt, perr))
 }
 

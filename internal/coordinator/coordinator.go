@@ -83,6 +83,7 @@ const (
 	OutcomeResumed          RunOutcome = "resumed"            // a run left fanning out was continued
 	OutcomeAlreadyFannedOut RunOutcome = "already_fanned_out" // the tick's run was fanned out; nothing enqueued
 	OutcomeSkipped          RunOutcome = "skipped"            // another owner holds the lease
+	OutcomePaused           RunOutcome = "paused"             // the job is paused: the tick is skipped and recorded
 )
 
 // Why a fan-out stopped before its end (Summary.Stopped).
@@ -118,6 +119,8 @@ type Summary struct {
 	Pending        bool
 	AcquireLatency time.Duration
 	Duration       time.Duration
+	// Pause is the job's pause record when the outcome is OutcomePaused.
+	Pause *lease.Pause
 }
 
 // invocations numbers Run calls, to make each one's lease owner unique.
@@ -139,6 +142,9 @@ func (c *Coordinator) Run(ctx context.Context, tr Trigger) (sum Summary, err err
 	t := &tickRun{tr: tr, start: c.now(), sum: &sum}
 	sum = Summary{Job: tr.Job}
 	if err := c.resolve(t); err != nil {
+		return sum, err
+	}
+	if paused, err := c.skipPaused(ctx, t); paused || err != nil {
 		return sum, err
 	}
 	if acquired, err := c.acquire(ctx, t); !acquired {
@@ -207,6 +213,38 @@ func (c *Coordinator) resolve(t *tickRun) error {
 	t.job, t.owner = j, fmt.Sprintf("%s#%d", c.Owner, invocations.Add(1))
 	t.log = c.logger().With(slog.String("job", j.Name), slog.Time("nominal", sum.Nominal), slog.String("owner", t.owner))
 	return nil
+}
+
+// skipPaused skips the tick of a paused job (lease.Pauser), recording it
+// with the job's pause (OutcomePaused): no lease is taken, nothing is
+// opened. A forced trigger (an operator's replay) runs all the same. A
+// store without the ability never pauses. An error reading the flag fails
+// the trigger, to be retried: a paused job is not run by mistake.
+func (c *Coordinator) skipPaused(ctx context.Context, t *tickRun) (bool, error) {
+	pauser, ok := lease.PauserOf(c.Leases)
+	if !ok || t.tr.Force {
+		return false, nil
+	}
+	sum := t.sum
+	p, err := pauser.PauseOf(ctx, t.job.Name)
+	if err != nil {
+		return false, fmt.Errorf("run %s %s: read pause: %w", t.job.Name, sum.Nominal.Format(time.RFC3339), err)
+	}
+	if !p.Paused {
+		return false, nil
+	}
+	p, err = pauser.RecordSkipped(ctx, t.job.Name, sum.Nominal)
+	if errors.Is(err, lease.ErrNotPaused) {
+		return false, nil // resumed meanwhile
+	}
+	if err != nil {
+		return false, fmt.Errorf("run %s %s: record paused tick: %w", t.job.Name, sum.Nominal.Format(time.RFC3339), err)
+	}
+	sum.Outcome, sum.Pause = OutcomePaused, &p
+	sum.Duration = c.now().Sub(t.start)
+	t.log.InfoContext(ctx, "job paused; tick skipped", slog.String("phase", "pause"), slog.Time("paused_since", p.Since),
+		slog.String("paused_by", p.By), slog.Int64("skipped", p.Skipped))
+	return true, nil
 }
 
 // acquire decides whether this invocation runs the tick: it takes the

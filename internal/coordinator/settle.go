@@ -8,6 +8,7 @@ import (
 	"time"
 
 	"github.com/batonhq/baton/internal/fanin"
+	"github.com/batonhq/baton/internal/lease"
 	"github.com/batonhq/baton/internal/ledger"
 	"github.com/batonhq/baton/internal/schedule"
 )
@@ -162,9 +163,20 @@ func (c *Coordinator) catchUp(ctx context.Context, t *tickRun, nominal time.Time
 	for _, r := range runs {
 		has[r.ID.Nominal.Unix()] = true
 	}
+	// Ticks skipped while the job was paused are not missed: resuming
+	// does not run them.
+	var pausedFrom, pausedTo time.Time
+	if pauser, ok := lease.PauserOf(c.Leases); ok {
+		if p, err := pauser.PauseOf(ctx, t.job.Name); err == nil && !p.Since.IsZero() {
+			pausedFrom, pausedTo = p.Since, p.Until
+		}
+	}
+	skippedWhilePaused := func(at time.Time) bool {
+		return !pausedFrom.IsZero() && !at.Before(schedulePrev(sched, pausedFrom)) && (pausedTo.IsZero() || !at.After(pausedTo))
+	}
 	var missed []time.Time
 	for i := len(ticks) - 1; i >= 0 && len(missed) < limit; i-- { // oldest first
-		if ticks[i].After(first) && !has[ticks[i].Unix()] {
+		if ticks[i].After(first) && !has[ticks[i].Unix()] && !skippedWhilePaused(ticks[i]) {
 			missed = append(missed, ticks[i])
 		}
 	}
@@ -174,3 +186,7 @@ func (c *Coordinator) catchUp(ctx context.Context, t *tickRun, nominal time.Time
 		}
 	}
 }
+
+// schedulePrev is the tick a trigger at t would have run: the schedule's
+// latest at or before t.
+func schedulePrev(s schedule.Schedule, t time.Time) time.Time { return s.Prev(t) }

@@ -48,7 +48,18 @@ type Engine struct {
 	backend     backend.Backend
 	opts        Options
 	Coordinator *coordinator.Coordinator
-	Consumer    *consumer.Consumer
+	Consumer    *consumer.Consumer // the shared work queue's
+	// pools are the consumer pools of the job queues (baton.JobQueue),
+	// by queue name: each its own queue, consumer and concurrency.
+	pools []pool
+}
+
+// pool is the consumers of one job queue.
+type pool struct {
+	name        string
+	queue       backend.Queue
+	consumer    *consumer.Consumer
+	concurrency int
 }
 
 // New returns an engine on b.
@@ -64,19 +75,97 @@ func New(b backend.Backend, o Options) (*Engine, error) {
 		o.Logger = slog.New(slog.DiscardHandler)
 	}
 	e := &Engine{backend: b, opts: o}
+	router, err := e.openJobQueues()
+	if err != nil {
+		return nil, fmt.Errorf("engine: %w", err)
+	}
 	e.Coordinator = &coordinator.Coordinator{
-		Leases: lease.Counting(b.Leases, o.Logger), Ledger: b.Ledger, Queue: b.Work, Jobs: o.Catalog,
+		Leases: lease.Counting(b.Leases, o.Logger), Ledger: b.Ledger, Queue: router, Jobs: o.Catalog,
 		Owner: o.Owner + "/coordinator", NowFunc: o.NowFunc, Logger: o.Logger,
 	}
-	e.Consumer = &consumer.Consumer{
-		Ledger: b.Ledger, Queue: b.Work, Jobs: o.Catalog, Effects: b.Effects, Runs: &consumer.RunCache{},
-		Owner: o.Owner + "/consumer", NowFunc: o.NowFunc, Logger: o.Logger,
-		MaxReceives: b.MaxReceives,
+	newConsumer := func(from queue.Sender, owner string) *consumer.Consumer {
+		c := &consumer.Consumer{
+			Ledger: b.Ledger, Queue: queue.ReceivedFrom(router, from), Jobs: o.Catalog, Effects: b.Effects, Runs: &consumer.RunCache{},
+			Owner: owner, NowFunc: o.NowFunc, Logger: o.Logger,
+			MaxReceives: b.MaxReceives,
+		}
+		if b.DeadLetter != nil {
+			c.DeadLetter = b.DeadLetter
+		}
+		return c
 	}
-	if b.DeadLetter != nil {
-		e.Consumer.DeadLetter = b.DeadLetter
+	e.Consumer = newConsumer(b.Work, o.Owner+"/consumer")
+	for i := range e.pools {
+		p := &e.pools[i]
+		p.consumer = newConsumer(p.queue, o.Owner+"/consumer-"+p.name)
 	}
 	return e, nil
+}
+
+// openJobQueues opens the queues the catalog's jobs name (baton.JobQueue),
+// a pool for each, and returns the sender that routes each job's messages
+// to its queue.
+func (e *Engine) openJobQueues() (queue.Sender, error) {
+	router, queues, err := JobQueues(context.Background(), e.backend, e.opts.Catalog)
+	if err != nil {
+		return nil, err
+	}
+	for _, q := range queues {
+		e.pools = append(e.pools, pool{name: q.Name, queue: q.Queue, concurrency: q.Concurrency})
+	}
+	return router, nil
+}
+
+// JobQueue is one opened job queue (baton.JobQueue).
+type JobQueue struct {
+	Name        string
+	Queue       backend.Queue
+	Concurrency int
+}
+
+// JobQueues opens, on b, the queues c's jobs name (baton.JobQueue) and
+// returns them with the sender that routes each job's messages to its
+// queue and the others' to b.Work: what every coordinator and consumer of
+// c sends through. Without job queues the sender is b.Work itself. A
+// backend without the ability (JobQueueFunc nil) is an error when jobs
+// name queues.
+func JobQueues(ctx context.Context, b backend.Backend, c *baton.Catalog) (queue.Sender, []JobQueue, error) {
+	queues := c.Queues()
+	if len(queues) == 0 {
+		return b.Work, nil, nil
+	}
+	if b.JobQueueFunc == nil {
+		return nil, nil, fmt.Errorf("the %s backend has no job queues, and jobs name some (%v)", b.Name, queues)
+	}
+	routes := map[string]queue.Sender{}
+	names := make([]string, 0, len(queues))
+	for name := range queues {
+		names = append(names, name)
+	}
+	sort.Strings(names)
+	var out []JobQueue
+	for _, name := range names {
+		q, err := b.JobQueueFunc(ctx, name)
+		if err != nil {
+			return nil, nil, fmt.Errorf("job queue %s: %w", name, err)
+		}
+		jobs := queues[name]
+		j, _ := c.Lookup(jobs[0])
+		out = append(out, JobQueue{Name: name, Queue: q, Concurrency: j.Queue.Concurrency()})
+		for _, job := range jobs {
+			routes[job] = q
+		}
+	}
+	return queue.ByJob(b.Work, routes), out, nil
+}
+
+// SetStop sets the stop channel of every consumer of the engine (the
+// shared queue's and each job queue's): see consumer.Consumer.Stop.
+func (e *Engine) SetStop(stop <-chan struct{}) {
+	e.Consumer.Stop = stop
+	for _, p := range e.pools {
+		p.consumer.Stop = stop
+	}
 }
 
 // backend.Backend returns the engine's backend.
@@ -102,8 +191,23 @@ func (e *Engine) batchTimeout() time.Duration {
 	return 30 * time.Second
 }
 
-// Poller returns a poller feeding the work queue to the consumer.
+// Poller returns a poller feeding the shared work queue to the consumer.
 func (e *Engine) Poller() *poller.Poller {
+	return e.poller(e.backend.Work, e.Consumer, max(e.opts.Consumers, 1))
+}
+
+// Pollers returns the poller of the shared work queue and one per job
+// queue, each with its own consumer and concurrency (the job queue's
+// MaxConcurrency), so that a noisy job cannot starve the others.
+func (e *Engine) Pollers() []*poller.Poller {
+	ps := []*poller.Poller{e.Poller()}
+	for _, p := range e.pools {
+		ps = append(ps, e.poller(p.queue, p.consumer, p.concurrency))
+	}
+	return ps
+}
+
+func (e *Engine) poller(from queue.Receiver, c *consumer.Consumer, concurrency int) *poller.Poller {
 	retry := e.opts.RetryDelay
 	if retry <= 0 {
 		retry = time.Second
@@ -113,16 +217,16 @@ func (e *Engine) Poller() *poller.Poller {
 		wait = 500 * time.Millisecond
 	}
 	return &poller.Poller{
-		Receiver:    e.backend.Work,
+		Receiver:    from,
 		BatchSize:   e.opts.BatchSize,
 		Timeout:     e.batchTimeout(),
-		Concurrency: max(e.opts.Consumers, 1),
+		Concurrency: concurrency,
 		Wait:        wait,
 		RetryDelay:  retry,
 		NowFunc:     e.opts.NowFunc,
 		Logger:      e.opts.Logger,
 		HandleFunc: func(ctx context.Context, deadline time.Time, msgs []queue.Delivery) []string {
-			res := e.Consumer.Handle(ctx, deadline, msgs)
+			res := c.Handle(ctx, deadline, msgs)
 			failed := make([]string, len(res.Failed))
 			for i, f := range res.Failed {
 				failed[i] = f.MessageID
@@ -133,7 +237,23 @@ func (e *Engine) Poller() *poller.Poller {
 }
 
 // Consume runs the consumers until ctx is done; batches in flight finish.
-func (e *Engine) Consume(ctx context.Context) error { return e.Poller().Run(ctx) }
+// Every queue has its pollers: the shared work queue's and one per job
+// queue (Pollers).
+func (e *Engine) Consume(ctx context.Context) error {
+	ps := e.Pollers()
+	if len(ps) == 1 {
+		return ps[0].Run(ctx)
+	}
+	errs := make(chan error, len(ps))
+	for _, p := range ps {
+		go func() { errs <- p.Run(ctx) }()
+	}
+	var all []error
+	for range ps {
+		all = append(all, <-errs)
+	}
+	return errors.Join(all...)
+}
 
 // Schedule fires the coordinator for jobName at every tick of its
 // schedule until ctx is done. onTick, if set, gets each trigger's summary.

@@ -17,6 +17,7 @@ import (
 	"github.com/batonhq/baton/internal/backend"
 	"github.com/batonhq/baton/internal/consumer"
 	"github.com/batonhq/baton/internal/coordinator"
+	"github.com/batonhq/baton/internal/engine"
 	"github.com/batonhq/baton/internal/lambdaevent"
 	"github.com/batonhq/baton/internal/lease"
 	"github.com/batonhq/baton/internal/ledger"
@@ -198,8 +199,12 @@ func NewCoordinator(p Params) (http.Handler, error) {
 		p.TriggerSkew = DefaultTriggerSkew
 	}
 	b := p.Backend
+	router, _, err := engine.JobQueues(context.Background(), b, p.Catalog) // each job's messages to its queue
+	if err != nil {
+		return nil, fmt.Errorf("http coordinator: %w", err)
+	}
 	return &coordinatorHandler{p: p, core: coordinator.Coordinator{
-		Leases: lease.Counting(b.Leases, p.logger()), Ledger: b.Ledger, Queue: b.Work, Jobs: p.Catalog,
+		Leases: lease.Counting(b.Leases, p.logger()), Ledger: b.Ledger, Queue: router, Jobs: p.Catalog,
 		NowFunc: p.NowFunc, Logger: p.logger(),
 	}}, nil
 }

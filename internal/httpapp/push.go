@@ -13,6 +13,7 @@ import (
 	"github.com/cloudevents/sdk-go/v2/event"
 
 	"github.com/batonhq/baton/internal/consumer"
+	"github.com/batonhq/baton/internal/engine"
 	"github.com/batonhq/baton/internal/queue"
 	"github.com/batonhq/baton/internal/strictjson"
 )
@@ -164,7 +165,13 @@ func NewPush(p Params) (http.Handler, error) {
 	if p.Backend.Effects == nil {
 		return nil, fmt.Errorf("http push: the backend has no effect store")
 	}
-	return &pushHandler{p: p, c: newConsumer(p, p.Stop)}, nil
+	router, _, err := engine.JobQueues(context.Background(), p.Backend, p.Catalog)
+	if err != nil {
+		return nil, fmt.Errorf("http push: %w", err)
+	}
+	c := newConsumer(p, p.Stop)
+	c.Queue = router // a derived item of a job with a queue of its own goes there
+	return &pushHandler{p: p, c: c}, nil
 }
 
 func (h *pushHandler) ServeHTTP(w http.ResponseWriter, r *http.Request) {

@@ -84,7 +84,7 @@ func RunWorkers(ctx context.Context, p Params, w WorkerParams) error {
 	if err != nil {
 		return err
 	}
-	eng.Consumer.Stop = stop
+	eng.SetStop(stop)
 	done := make(chan struct{})
 	go func() {
 		defer close(done)

@@ -5,13 +5,17 @@ import (
 	"fmt"
 	"io"
 	"log/slog"
+	"strings"
 
 	"github.com/aws/aws-sdk-go-v2/aws"
 	"github.com/aws/aws-sdk-go-v2/config"
 
 	"github.com/batonhq/baton"
+	"github.com/batonhq/baton/internal/awssqs"
 	"github.com/batonhq/baton/internal/backend/awsbackend"
+	"github.com/batonhq/baton/internal/jsonlog"
 	"github.com/batonhq/baton/internal/lease"
+	"github.com/batonhq/baton/internal/queue"
 )
 
 // Env is the process environment a cold start reads: variables and the
@@ -22,9 +26,12 @@ type Env struct {
 	Stderr     io.Writer // JSON logs
 }
 
-// NewLogger returns the functions' JSON logger at level.
+// NewLogger returns the functions' JSON logger at level: Powertools-shaped
+// lines (package jsonlog), durations in milliseconds, payloads, results
+// and secrets redacted. The handlers add the service, cold start,
+// function, request and trace to every line of an invocation.
 func NewLogger(w io.Writer, level slog.Level) *slog.Logger {
-	return slog.New(slog.NewJSONHandler(w, &slog.HandlerOptions{Level: level}))
+	return jsonlog.New(w, jsonlog.Options{Level: level})
 }
 
 // ParamsOnAWS returns handler params for jobs on DynamoDB (leases, ledger
@@ -48,12 +55,26 @@ func ParamsOnAWS(cfg Config, c awsbackend.Clients, env Env, jobs *baton.Catalog)
 		TriggerAge:  cfg.TriggerAge,
 		Logger:      logger,
 		Metrics:     env.Stdout,
+		Service:     cfg.Service,
+		Namespace:   cfg.Namespace,
 	}
 	if b.DeadLetter != nil {
 		p.DeadLetter = b.DeadLetter
 	}
+	p.Sources = map[string]queue.Sender{queueName(cfg.QueueURL): b.Work}
+	for name, url := range cfg.JobQueueURLs {
+		q := awssqs.New(c.SQS, url, nil)
+		if p.JobQueues == nil {
+			p.JobQueues = map[string]queue.Sender{}
+		}
+		p.JobQueues[name], p.Sources[queueName(url)] = q, q
+	}
 	return p
 }
+
+// queueName is the name of the SQS queue at url (its last path element),
+// as the end of its ARN names it.
+func queueName(url string) string { return url[strings.LastIndex(url, "/")+1:] }
 
 // cold reads the configuration and the SDK's.
 func cold(ctx context.Context, f Function, env Env) (Config, aws.Config, error) {

@@ -47,6 +47,7 @@ func TestLoadConfig(t *testing.T) {
 		require.Equal(t, lambdaapp.Config{
 			Function: lambdaapp.Coordinator, Table: "baton-Table-1", QueueURL: full["BATON_QUEUE_URL"],
 			TriggerSkew: 30 * time.Second, TriggerAge: lambdaapp.DefaultTriggerAge, LogLevel: slog.LevelDebug,
+			Service: lambdaapp.DefaultService, Namespace: lambdaapp.DefaultNamespace,
 		}, cfg)
 	})
 	t.Run("consumer", func(t *testing.T) {
@@ -57,7 +58,29 @@ func TestLoadConfig(t *testing.T) {
 			Function: lambdaapp.Consumer, Table: "baton-Table-1", QueueURL: full["BATON_QUEUE_URL"],
 			DLQURL: full["BATON_DLQ_URL"], MaxReceives: 5,
 			TriggerSkew: lambdaapp.DefaultTriggerSkew, LogLevel: slog.LevelInfo,
+			Service: lambdaapp.DefaultService, Namespace: lambdaapp.DefaultNamespace,
 		}, cfg)
+	})
+	t.Run("service, namespace, never below Lambda's level", func(t *testing.T) {
+		t.Parallel()
+		m := with("BATON_SERVICE_NAME", "baton-prod")
+		m["BATON_METRICS_NAMESPACE"] = "Acme/Baton"
+		m["AWS_LAMBDA_LOG_LEVEL"] = "WARN" // above BATON_LOG_LEVEL=debug
+		cfg, err := lambdaapp.LoadConfig(lambdaapp.Consumer, env(m))
+		require.NoError(t, err)
+		require.Equal(t, "baton-prod", cfg.Service)
+		require.Equal(t, "Acme/Baton", cfg.Namespace)
+		require.Equal(t, slog.LevelWarn, cfg.LogLevel)
+		for level, want := range map[string]slog.Level{"TRACE": slog.LevelDebug, "info": slog.LevelInfo, "FATAL": slog.LevelError} {
+			m["AWS_LAMBDA_LOG_LEVEL"] = level
+			cfg, err := lambdaapp.LoadConfig(lambdaapp.Consumer, env(m))
+			require.NoError(t, err)
+			require.Equal(t, want, cfg.LogLevel, level)
+		}
+		m["BATON_LOG_LEVEL"], m["AWS_LAMBDA_LOG_LEVEL"] = "warn", "INFO" // the template's LogLevel=warn
+		cfg, err = lambdaapp.LoadConfig(lambdaapp.Consumer, env(m))
+		require.NoError(t, err)
+		require.Equal(t, slog.LevelWarn, cfg.LogLevel)
 	})
 
 	bad := []struct {
@@ -80,6 +103,8 @@ func TestLoadConfig(t *testing.T) {
 		{"negative skew", lambdaapp.Coordinator, with("BATON_TRIGGER_SKEW", "-1s"), []string{"BATON_TRIGGER_SKEW"}},
 		{"bad age", lambdaapp.Coordinator, with("BATON_TRIGGER_MAX_AGE", "a day"), []string{`BATON_TRIGGER_MAX_AGE="a day": not a non-negative duration`}},
 		{"bad log level", lambdaapp.Consumer, with("BATON_LOG_LEVEL", "loud"), []string{`BATON_LOG_LEVEL="loud": not a log level`}},
+		{"bad Lambda log level", lambdaapp.Consumer, with("AWS_LAMBDA_LOG_LEVEL", "LOUD"), []string{`AWS_LAMBDA_LOG_LEVEL="LOUD": not a Lambda log level`}},
+		{"AWS namespace", lambdaapp.Consumer, with("BATON_METRICS_NAMESPACE", "AWS/Lambda"), []string{`BATON_METRICS_NAMESPACE="AWS/Lambda": not a custom CloudWatch namespace`}},
 	}
 	for _, tc := range bad {
 		t.Run(tc.name, func(t *testing.T) {
@@ -108,14 +133,16 @@ func TestVariables(t *testing.T) {
 		}
 		return out
 	}
-	require.ElementsMatch(t, []string{"BATON_TABLE", "BATON_QUEUE_URL", "BATON_LOG_LEVEL", "BATON_TRIGGER_SKEW", "BATON_TRIGGER_MAX_AGE"}, names(lambdaapp.Coordinator))
-	require.ElementsMatch(t, []string{"BATON_TABLE", "BATON_QUEUE_URL", "BATON_LOG_LEVEL", "BATON_DLQ_URL", "BATON_MAX_RECEIVES"}, names(lambdaapp.Consumer))
+	common := []string{"BATON_TABLE", "BATON_QUEUE_URL", "BATON_LOG_LEVEL", "BATON_SERVICE_NAME", "BATON_METRICS_NAMESPACE", "BATON_JOB_QUEUE_URLS"}
+	require.ElementsMatch(t, append(common, "BATON_TRIGGER_SKEW", "BATON_TRIGGER_MAX_AGE"), names(lambdaapp.Coordinator))
+	require.ElementsMatch(t, append(common, "BATON_DLQ_URL", "BATON_MAX_RECEIVES"), names(lambdaapp.Consumer))
 	// Every variable LoadConfig reads is listed: a config read from only
 	// the listed variables equals one read from everything.
 	for _, f := range []lambdaapp.Function{lambdaapp.Coordinator, lambdaapp.Consumer} {
 		all := map[string]string{
 			"BATON_TABLE": "t", "BATON_QUEUE_URL": "http://q/1", "BATON_DLQ_URL": "http://q/2",
 			"BATON_MAX_RECEIVES": "4", "BATON_TRIGGER_SKEW": "5s", "BATON_LOG_LEVEL": "warn",
+			"BATON_SERVICE_NAME": "s", "BATON_METRICS_NAMESPACE": "N", "BATON_JOB_QUEUE_URLS": "q=http://q/3",
 		}
 		listed := map[string]string{}
 		for _, n := range names(f) {
@@ -127,4 +154,35 @@ func TestVariables(t *testing.T) {
 		require.NoError(t, err)
 		require.Equal(t, a, b)
 	}
+}
+
+func TestParseJobQueueURLs(t *testing.T) {
+	t.Parallel()
+	got, err := lambdaapp.ParseJobQueueURLs(" crawl=https://sqs.eu-west-1.amazonaws.com/1/crawl , noisy=http://127.0.0.1:4576/1/noisy,")
+	require.NoError(t, err)
+	require.Equal(t, map[string]string{"crawl": "https://sqs.eu-west-1.amazonaws.com/1/crawl", "noisy": "http://127.0.0.1:4576/1/noisy"}, got)
+	for in, want := range map[string]string{
+		"crawl":                       `"crawl": want name=url`,
+		"=https://q/1":                `want name=url`,
+		"crawl=queue":                 "queue crawl: not an http(s) queue URL",
+		"a=https://q/1,a=https://q/2": "queue a named twice",
+	} {
+		_, err := lambdaapp.ParseJobQueueURLs(in)
+		require.ErrorContains(t, err, want, in)
+	}
+}
+
+func FuzzParseJobQueueURLs(f *testing.F) {
+	f.Add("crawl=https://sqs.eu-west-1.amazonaws.com/1/crawl,noisy=http://q/2")
+	f.Fuzz(func(t *testing.T, s string) {
+		got, err := lambdaapp.ParseJobQueueURLs(s)
+		if err != nil {
+			return
+		}
+		for name, url := range got {
+			require.NotEmpty(t, name)
+			require.NotContains(t, name, ",")
+			require.NotEmpty(t, url)
+		}
+	})
 }

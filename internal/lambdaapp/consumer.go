@@ -13,6 +13,7 @@ import (
 	"github.com/batonhq/baton/internal/consumer"
 	"github.com/batonhq/baton/internal/emf"
 	"github.com/batonhq/baton/internal/lambdaevent"
+	"github.com/batonhq/baton/internal/queue"
 )
 
 // ConsumerHandler is the consumer function's handler.
@@ -21,6 +22,7 @@ type ConsumerHandler struct {
 	core consumer.Consumer // Owner and Logger set per invocation
 	name string
 	emf  *emf.Writer
+	cold coldStart
 }
 
 // NewConsumerHandler returns the handler working on p. Only p.Job is
@@ -33,7 +35,7 @@ func NewConsumerHandler(p HandlerParams) (*ConsumerHandler, error) {
 	h := &ConsumerHandler{
 		p: p,
 		core: consumer.Consumer{
-			Ledger: p.Ledger, Queue: p.Queue, MaxReceives: p.MaxReceives,
+			Ledger: p.Ledger, Queue: p.router(), MaxReceives: p.MaxReceives,
 			Jobs: p.Jobs, Effects: p.Effects, NowFunc: p.NowFunc, Runs: &consumer.RunCache{},
 		},
 		name: p.functionName(Consumer),
@@ -48,7 +50,9 @@ func NewConsumerHandler(p HandlerParams) (*ConsumerHandler, error) {
 // Handle processes one SQS batch and reports the messages to redeliver.
 // It fails no batch as a whole.
 func (h *ConsumerHandler) Handle(ctx context.Context, ev events.SQSEvent) (events.SQSEventResponse, error) {
-	inv := invocationOf(ctx, h.name, h.p.logger(), h.now())
+	now := h.now()
+	inv := invocationOf(ctx, h.name, h.p, &h.cold, now)
+	inv.coldStartMetric(ctx, h.emf, now)
 	log := inv.log
 	msgs, bad := lambdaevent.Deliveries(ev)
 	for _, b := range bad {
@@ -58,6 +62,7 @@ func (h *ConsumerHandler) Handle(ctx context.Context, ev events.SQSEvent) (event
 
 	c := h.core
 	c.Owner, c.Logger = inv.owner, log
+	c.Queue = queue.ReceivedFrom(c.Queue, h.source(ev))
 	res := c.Handle(ctx, inv.deadline, msgs)
 
 	reasons := map[string]error{}
@@ -68,9 +73,10 @@ func (h *ConsumerHandler) Handle(ctx context.Context, ev events.SQSEvent) (event
 		reasons[f.MessageID] = f.Err
 	}
 	for _, it := range res.Items {
+		run, _, _ := strings.Cut(it.Key, "/")
 		attrs := []any{
-			slog.String("phase", "item"), slog.String("job", jobOfKey(it.Key)), slog.String("message_id", it.MessageID),
-			slog.String("key", it.Key), slog.String("asset", it.Asset), slog.String("status", it.Status),
+			slog.String("phase", "item"), slog.String("job", jobOfKey(it.Key)), slog.String("run", run), slog.String("message_id", it.MessageID),
+			slog.String("key", it.Key), slog.String("asset", it.Asset), slog.Int64("fence", it.Fence), slog.String("status", it.Status),
 			slog.Int("attempt", it.Attempt), slog.Float64("processing_ms", ms(it.Processing)),
 		}
 		if it.TickToDone > 0 {
@@ -83,6 +89,20 @@ func (h *ConsumerHandler) Handle(ctx context.Context, ev events.SQSEvent) (event
 	}
 	h.metrics(ctx, inv, res, len(bad))
 	return lambdaevent.ConsumerResponse(res, bad), nil
+}
+
+// source is the queue the batch came from (its first record's
+// eventSourceARN names it), for heartbeats: one of p.Sources, else the
+// work queue. An event source mapping reads one queue: every record of a
+// batch comes from the same.
+func (h *ConsumerHandler) source(ev events.SQSEvent) queue.Sender {
+	if len(ev.Records) > 0 {
+		arn := ev.Records[0].EventSourceARN
+		if q, ok := h.p.Sources[arn[strings.LastIndex(arn, ":")+1:]]; ok {
+			return q
+		}
+	}
+	return h.p.Queue
 }
 
 // metrics writes one EMF record set per job of the batch (the Job

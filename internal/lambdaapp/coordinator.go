@@ -25,6 +25,7 @@ type CoordinatorHandler struct {
 	core coordinator.Coordinator // Owner and Logger set per invocation
 	name string
 	emf  *emf.Writer
+	cold coldStart
 }
 
 // NewCoordinatorHandler returns the handler working on p. It checks that p
@@ -41,7 +42,7 @@ func NewCoordinatorHandler(p HandlerParams) (*CoordinatorHandler, error) {
 		core: coordinator.Coordinator{
 			// Every path to the coordinator (Lambda, baton invoke, replay
 			// event) records refused acquisitions for operators.
-			Leases: lease.Counting(p.Leases, p.logger()), Ledger: p.Ledger, Queue: p.Queue, Jobs: p.Jobs, NowFunc: p.NowFunc,
+			Leases: lease.Counting(p.Leases, p.logger()), Ledger: p.Ledger, Queue: p.router(), Jobs: p.Jobs, NowFunc: p.NowFunc,
 		},
 		name: p.functionName(Coordinator),
 		emf:  p.metrics(),
@@ -79,7 +80,8 @@ type Holder struct {
 // Handle runs one trigger. payload is the raw event (lambdaevent.DecodeTrigger).
 func (h *CoordinatorHandler) Handle(ctx context.Context, payload json.RawMessage) (CoordinatorResponse, error) {
 	now := h.now()
-	inv := invocationOf(ctx, h.name, h.p.logger(), now)
+	inv := invocationOf(ctx, h.name, h.p, &h.cold, now)
+	inv.coldStartMetric(ctx, h.emf, now)
 	tr, err := lambdaevent.DecodeTrigger(lambdaevent.TriggerParams{
 		Payload: payload, Jobs: h.p.Jobs.Names(), Now: now, Skew: h.p.TriggerSkew, MaxAge: h.p.TriggerAge,
 	})

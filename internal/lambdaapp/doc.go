@@ -43,15 +43,27 @@
 //
 // # Observability
 //
-// Logs are JSON lines (log/slog) carrying the function, request id, phase
-// and per-item timings. Metrics are CloudWatch Embedded Metric Format
-// records (package emf) in the Baton namespace with the Job dimension:
+// Logs are JSON lines shaped as AWS Lambda Powertools shapes them (package
+// jsonlog): timestamp, level, message, then on every line of an
+// invocation service (HandlerParams.Service, BATON_SERVICE_NAME),
+// cold_start, function_name, function_request_id and xray_trace_id, then
+// baton's own keys: job, run, key, asset, phase, fence, attempt, status.
+// Durations are milliseconds (key suffix _ms). The consumer writes one
+// INFO line per item ("item"); the core's per-item lines are DEBUG.
+// Payloads, results and secrets are never written. The level is
+// BATON_LOG_LEVEL, never below AWS_LAMBDA_LOG_LEVEL (Lambda's own filter).
+//
+// Metrics are CloudWatch Embedded Metric Format records (package emf) in
+// HandlerParams.Namespace (BATON_METRICS_NAMESPACE, default Baton) with
+// the dimensions Job and Service, so that two stacks never merge:
 // LeaseContention, AcquireLatency, ItemsEnqueued, RunsOpened (1 when the
-// outcome is opened, else 0) (coordinator);
+// outcome is opened, else 0), CoordinatorDuration (coordinator);
 // ItemsSucceeded, ItemsFailed, ItemsDuplicate, ItemsDead, ItemsDeadLettered,
 // ItemsSuperseded (messages of a generation a forced replay superseded,
 // acknowledged without effect), ItemsCancelled (cancelled by this
 // invocation: a derived item whose input ended without success, or an item
 // cancelled while its processor ran), ItemsOverBudget (not started: the
-// job's RunBudget had passed; CANCELLED), TickToDone (consumer).
+// job's RunBudget had passed; CANCELLED), TickToDone (consumer). The first
+// invocation of a handler in a process also writes ColdStart (1) with the
+// dimensions function_name and service, as Powertools does.
 package lambdaapp

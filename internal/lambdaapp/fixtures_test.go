@@ -190,9 +190,15 @@ func TestCoordinatorFixtures(t *testing.T) {
 	slices.Sort(want)
 	require.Equal(t, want, keysOf(t, drain(t, tb.backend.Work)))
 
-	// Every invocation wrote one EMF line with the job dimension.
+	// Every invocation wrote one EMF line with the job dimension, the
+	// first one a ColdStart line before it.
 	lines := strings.Split(strings.TrimSpace(tb.metrics.String()), "\n")
+	require.Contains(t, lines[0], `"ColdStart":1`)
+	lines = lines[1:]
 	require.Len(t, lines, len(steps))
+	for _, l := range lines {
+		require.NotContains(t, l, "ColdStart", "a warm invocation")
+	}
 	var first map[string]any
 	require.NoError(t, json.Unmarshal([]byte(lines[0]), &first))
 	require.Equal(t, "fx", first["Job"])
@@ -203,8 +209,8 @@ func TestCoordinatorFixtures(t *testing.T) {
 	for _, l := range strings.Split(strings.TrimSpace(tb.logs.String()), "\n") {
 		var rec map[string]any
 		require.NoError(t, json.Unmarshal([]byte(l), &rec), l)
-		require.Equal(t, "baton-test", rec["function"], l)
-		require.NotEmpty(t, rec["request_id"], l)
+		require.Equal(t, "baton-test", rec["function_name"], l)
+		require.NotEmpty(t, rec["function_request_id"], l)
 	}
 	require.Contains(t, tb.logs.String(), `"phase":"acquire"`)
 }
@@ -276,7 +282,9 @@ func TestConsumerFixtures(t *testing.T) {
 	for _, l := range strings.Split(strings.TrimSpace(tb.metrics.String()), "\n") {
 		var m map[string]any
 		require.NoError(t, json.Unmarshal([]byte(l), &m))
-		recs = append(recs, m)
+		if _, cold := m["ColdStart"]; !cold {
+			recs = append(recs, m)
+		}
 	}
 	require.Len(t, recs, 2)
 	require.EqualValues(t, 7, recs[0]["ItemsSucceeded"])

@@ -8,6 +8,8 @@ import (
 	"fmt"
 	"io"
 	"log/slog"
+	"strings"
+	"sync/atomic"
 	"time"
 
 	"github.com/aws/aws-lambda-go/lambdacontext"
@@ -29,6 +31,15 @@ type HandlerParams struct {
 	// Effects is the store of the processors' fenced effects (consumer).
 	Effects effect.Store
 	Queue   queue.Sender // the work queue
+	// JobQueues are the job queues (baton.JobQueue) by name: the messages
+	// of a job that names one are sent there. Every queue a job of Jobs
+	// names must be here.
+	JobQueues map[string]queue.Sender
+	// Sources, optional, are the queues a consumer's batches come from, by
+	// SQS queue name (the last part of a record's eventSourceARN), so that
+	// a heartbeat extends a message on its own queue; a batch from a
+	// queue not here is taken as the work queue's (consumer).
+	Sources map[string]queue.Sender
 	// DeadLetter, optional, receives malformed and exhausted messages with
 	// their reason (consumer).
 	DeadLetter queue.Sender
@@ -44,9 +55,16 @@ type HandlerParams struct {
 	// FunctionName prefixes owners; "" means the Lambda function's name,
 	// or the handler's kind outside Lambda.
 	FunctionName string
-	Logger       *slog.Logger // nil: discard
-	Metrics      io.Writer    // EMF lines; nil: none
-	NowFunc      func() time.Time
+	// Service names the deployment (the stack) in every log line
+	// ("service") and metric (dimension Service), so that two stacks in
+	// one account do not merge; "" means DefaultService.
+	Service string
+	// Namespace is the CloudWatch namespace of the metrics; "" means
+	// DefaultNamespace.
+	Namespace string
+	Logger    *slog.Logger // nil: discard
+	Metrics   io.Writer    // EMF lines; nil: none
+	NowFunc   func() time.Time
 }
 
 func (p HandlerParams) validate(f Function) error {
@@ -68,6 +86,11 @@ func (p HandlerParams) validate(f Function) error {
 	}
 	if len(missing) > 0 {
 		return fmt.Errorf("%s handler: missing %v", f, missing)
+	}
+	for name, jobs := range p.Jobs.Queues() {
+		if p.JobQueues[name] == nil {
+			return fmt.Errorf("%s handler: no URL for queue %s of jobs %v: set it in %s (name=url)", f, name, jobs, EnvJobQueues)
+		}
 	}
 	if p.MaxReceives < 0 {
 		return errors.New("consumer handler: MaxReceives must not be negative")
@@ -99,20 +122,69 @@ func (p HandlerParams) functionName(f Function) string {
 	return string(f)
 }
 
+// router is the sender of the handlers' messages: each job's to its queue.
+func (p HandlerParams) router() queue.Sender {
+	routes := map[string]queue.Sender{}
+	for name, jobs := range p.Jobs.Queues() {
+		for _, j := range jobs {
+			routes[j] = p.JobQueues[name]
+		}
+	}
+	return queue.ByJob(p.Queue, routes)
+}
+
+func (p HandlerParams) service() string {
+	if p.Service != "" {
+		return p.Service
+	}
+	return DefaultService
+}
+
+func (p HandlerParams) namespace() string {
+	if p.Namespace != "" {
+		return p.Namespace
+	}
+	return DefaultNamespace
+}
+
 // invocation is what one call of a handler knows about itself.
 type invocation struct {
 	requestID string
+	traceID   string
+	function  string
+	service   string
+	namespace string
+	cold      bool // the first invocation of the handler in this process
 	owner     string
 	deadline  time.Time // zero: none
 	log       *slog.Logger
+}
+
+// coldStart is a handler's cold-start flag: true for its first
+// invocation only.
+type coldStart struct{ warm atomic.Bool }
+
+func (c *coldStart) take() bool { return !c.warm.Swap(true) }
+
+// traceID is the invocation's X-Ray trace id: the Lambda runtime puts it
+// in the context (and in _X_AMZN_TRACE_ID) as "Root=1-…;Parent=…;
+// Sampled=…"; the log shows the root, as Powertools does.
+func traceID(ctx context.Context) string {
+	s, _ := ctx.Value("x-amzn-trace-id").(string)
+	for part := range strings.SplitSeq(s, ";") {
+		if root, ok := strings.CutPrefix(part, "Root="); ok {
+			return root
+		}
+	}
+	return s
 }
 
 // invocationOf reads the request id (a random one outside Lambda) and the
 // deadline from ctx. The deadline is carried over to the handler's clock
 // (now): it is now plus the time left until ctx's deadline by the wall
 // clock, which is ctx's deadline itself when now is the wall clock.
-func invocationOf(ctx context.Context, function string, base *slog.Logger, now time.Time) invocation {
-	var inv invocation
+func invocationOf(ctx context.Context, function string, p HandlerParams, cold *coldStart, now time.Time) invocation {
+	inv := invocation{function: function, service: p.service(), namespace: p.namespace(), cold: cold.take(), traceID: traceID(ctx)}
 	if lc, ok := lambdacontext.FromContext(ctx); ok && lc.AwsRequestID != "" {
 		inv.requestID = lc.AwsRequestID
 	} else {
@@ -124,12 +196,46 @@ func invocationOf(ctx context.Context, function string, base *slog.Logger, now t
 	if d, ok := ctx.Deadline(); ok {
 		inv.deadline = now.Add(time.Until(d))
 	}
-	inv.log = base.With(slog.String("function", function), slog.String("request_id", inv.requestID))
+	// The Powertools keys (package jsonlog writes timestamp, level and
+	// message): every line of the invocation carries them.
+	attrs := []any{slog.String("service", inv.service), slog.Bool("cold_start", inv.cold),
+		slog.String("function_name", function), slog.String("function_request_id", inv.requestID)}
+	if inv.traceID != "" { // none outside Lambda unless the caller traces
+		attrs = append(attrs, slog.String("xray_trace_id", inv.traceID))
+	}
+	inv.log = p.logger().With(attrs...)
 	return inv
 }
 
-// Namespace is the CloudWatch namespace of baton's metrics.
-const Namespace = "Baton"
+// DefaultNamespace is the CloudWatch namespace of baton's metrics unless
+// configured (BATON_METRICS_NAMESPACE).
+const DefaultNamespace = "Baton"
+
+// Namespace is DefaultNamespace, under its former name.
+const Namespace = DefaultNamespace
+
+// DefaultService is the service of logs and metrics unless configured
+// (BATON_SERVICE_NAME; the template sets the stack's name).
+const DefaultService = "baton"
+
+// coldStartMetric writes the ColdStart metric of the invocation when it
+// is the handler's first: 1, with the dimensions function_name and
+// service, as Powertools writes it.
+func (inv invocation) coldStartMetric(ctx context.Context, w *emf.Writer, at time.Time) {
+	if w == nil || !inv.cold {
+		return
+	}
+	err := w.Write(emf.Record{
+		Namespace:  inv.namespace,
+		Dimensions: map[string]string{"function_name": inv.function, "service": inv.service},
+		Metrics:    []emf.Metric{{Name: "ColdStart", Unit: emf.Count, Values: []float64{1}}},
+		Properties: inv.properties(nil),
+		Time:       at,
+	})
+	if err != nil {
+		inv.log.WarnContext(ctx, "metrics not written", slog.String("phase", "metrics"), slog.Any("error", err))
+	}
+}
 
 func (inv invocation) emit(ctx context.Context, w *emf.Writer, at time.Time, job string, props map[string]any, metrics ...emf.Metric) {
 	if w == nil {
@@ -138,10 +244,10 @@ func (inv invocation) emit(ctx context.Context, w *emf.Writer, at time.Time, job
 	if props == nil {
 		props = map[string]any{}
 	}
-	props["request_id"] = inv.requestID
+	props = inv.properties(props)
 	err := w.Write(emf.Record{
-		Namespace:  Namespace,
-		Dimensions: map[string]string{"Job": job},
+		Namespace:  inv.namespace,
+		Dimensions: map[string]string{"Job": job, "Service": inv.service},
 		Metrics:    metrics,
 		Properties: props,
 		Time:       at,
@@ -149,6 +255,19 @@ func (inv invocation) emit(ctx context.Context, w *emf.Writer, at time.Time, job
 	if err != nil {
 		inv.log.WarnContext(ctx, "metrics not written", slog.String("phase", "metrics"), slog.Any("error", err))
 	}
+}
+
+// properties adds the invocation's request and trace to a record's
+// properties.
+func (inv invocation) properties(props map[string]any) map[string]any {
+	if props == nil {
+		props = map[string]any{}
+	}
+	props["function_request_id"] = inv.requestID
+	if inv.traceID != "" {
+		props["xray_trace_id"] = inv.traceID
+	}
+	return props
 }
 
 func ms(d time.Duration) float64 { return float64(d) / float64(time.Millisecond) }

@@ -82,3 +82,7 @@ func (c *counting) RecordContention(ctx context.Context, job string, holder Leas
 func (c *counting) Contention(ctx context.Context, job string) (Contention, error) {
 	return c.counter.Contention(ctx, job)
 }
+
+// Unwrap returns the store Counting wraps, for the optional abilities it
+// does not forward (PauserOf).
+func (c *counting) Unwrap() Store { return c.Store }

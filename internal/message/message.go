@@ -41,7 +41,7 @@ const MaxExpand = 1000
 // Message attribute names, set alongside the body so operators can filter
 // and inspect without decoding it.
 const (
-	AttrKey   = "baton-key"
+	AttrKey   = queue.AttrKey // the item key: routes a message to its job's queue
 	AttrFence = "baton-fence"
 	AttrError = "baton-error" // set on messages forwarded to the dead-letter queue
 	// AttrOriginalID and AttrOriginalBytes are set on a dead letter whose

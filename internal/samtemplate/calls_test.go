@@ -297,7 +297,7 @@ func TestAlarmsWatchEmittedMetrics(t *testing.T) {
 		}
 		require.NoError(t, json.Unmarshal([]byte(line), &rec), "%s", line)
 		for _, d := range rec.AWS.CloudWatchMetrics {
-			require.Equal(t, lambdaapp.Namespace, d.Namespace)
+			require.Equal(t, lambdaapp.DefaultNamespace, d.Namespace)
 			for _, m := range d.Metrics {
 				for _, dims := range d.Dimensions {
 					emitted[m.Name] = append(emitted[m.Name], slices.Sorted(slices.Values(dims)))
@@ -310,7 +310,7 @@ func TestAlarmsWatchEmittedMetrics(t *testing.T) {
 	jobs := fx.Catalog(nil).Names()
 	watched := 0
 	for name, r := range at(t, b.tpl, "Resources").(map[string]any) {
-		if at(t, r, "Type") != "AWS::CloudWatch::Alarm" || at(t, r, "Properties", "Namespace") != lambdaapp.Namespace {
+		if at(t, r, "Type") != "AWS::CloudWatch::Alarm" || !isBatonNamespace(b.tpl, at(t, r, "Properties", "Namespace")) {
 			continue
 		}
 		watched++
@@ -321,6 +321,9 @@ func TestAlarmsWatchEmittedMetrics(t *testing.T) {
 			dims = append(dims, at(t, d, "Name").(string))
 			if at(t, d, "Name") == "Job" {
 				require.Contains(t, jobs, at(t, d, "Value"), "%s: not a job of the catalog", name)
+			}
+			if at(t, d, "Name") == "Service" {
+				require.Equal(t, serviceDimension, d, "%s: the stack's own metrics", name)
 			}
 		}
 		slices.Sort(dims)

@@ -1,6 +1,7 @@
 package samtemplate_test
 
 import (
+	"github.com/batonhq/baton/internal/lambdaapp"
 	"testing"
 
 	"github.com/stretchr/testify/require"
@@ -95,3 +96,19 @@ func policyStatements(t *testing.T, tpl map[string]any) map[string][]statement {
 	}
 	return out
 }
+
+// isBatonNamespace reports whether v, an alarm's Namespace, is baton's
+// metrics namespace: a !Ref of the parameter that defaults to
+// lambdaapp.DefaultNamespace (the functions' BATON_METRICS_NAMESPACE).
+func isBatonNamespace(tpl map[string]any, v any) bool {
+	id, attr, ok := refTo(v)
+	if !ok || attr != "" {
+		return false
+	}
+	def, _ := lookup(tpl, "Parameters", id, "Default")
+	return def == lambdaapp.DefaultNamespace
+}
+
+// serviceDimension is the dimension every alarm on baton's metrics
+// carries: the stack's name, as the functions' BATON_SERVICE_NAME.
+var serviceDimension = map[string]any{"Name": "Service", "Value": map[string]any{"Ref": "AWS::StackName"}}

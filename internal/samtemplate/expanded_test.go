@@ -684,8 +684,8 @@ func checkAlarms(t *testing.T, tpl map[string]any) {
 		var out []map[string]any
 		for _, a := range alarms {
 			p := at(t, a, "Properties").(map[string]any)
-			if p["Namespace"] == lambdaapp.Namespace && p["MetricName"] == metric &&
-				fmt.Sprint(p["Dimensions"]) == fmt.Sprint([]any{map[string]any{"Name": "Job", "Value": job}}) {
+			if isBatonNamespace(tpl, p["Namespace"]) && p["MetricName"] == metric &&
+				fmt.Sprint(p["Dimensions"]) == fmt.Sprint([]any{map[string]any{"Name": "Job", "Value": job}, serviceDimension}) {
 				out = append(out, p)
 			}
 		}

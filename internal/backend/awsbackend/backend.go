@@ -35,6 +35,8 @@ type Params struct {
 	// ReceiveWait is the long-poll wait of each receive of an idle
 	// consumer, at most awssqs.MaxWait; 0 means DefaultReceiveWait.
 	ReceiveWait time.Duration
+	// JobQueueURLs are the job queues' URLs (baton.JobQueue) by name.
+	JobQueueURLs map[string]string
 }
 
 // DefaultReceiveWait is the long-poll wait of an idle consumer's receives.
@@ -104,8 +106,18 @@ func New(p Params) backend.Backend {
 	if p.DLQURL != "" {
 		b.DeadLetter = awssqs.New(p.Clients.SQS, p.DLQURL, nil)
 	}
+	b.JobQueueFunc = func(_ context.Context, name string) (backend.Queue, error) {
+		url, ok := p.JobQueueURLs[name]
+		if !ok {
+			return nil, fmt.Errorf("no URL for job queue %s: set it in %s (name=url,…)", name, EnvJobQueueURLs)
+		}
+		return awssqs.New(p.Clients.SQS, url, nil), nil
+	}
 	return b
 }
+
+// EnvJobQueueURLs names the job queues' URLs: name=url,name=url.
+const EnvJobQueueURLs = "BATON_JOB_QUEUE_URLS"
 
 func checkTable(ctx context.Context, client *dynamodb.Client, table string) error {
 	_, err := client.DescribeTable(ctx, &dynamodb.DescribeTableInput{TableName: aws.String(table)})

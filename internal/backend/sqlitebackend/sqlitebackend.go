@@ -16,6 +16,9 @@ const (
 	WorkQueue       = "work"
 	DeadLetterQueue = "work-dlq"
 	MaxReceives     = 5
+	// JobQueuePrefix prefixes the name of a job's own queue
+	// (baton.JobQueue): job queue "noisy" is the queue "job-noisy".
+	JobQueuePrefix = "job-"
 )
 
 // pollInterval is how often an idle consumer looks for new messages: the
@@ -52,6 +55,13 @@ func open(ctx context.Context, path string, o *sqlite.Options) (backend.Backend,
 		return backend.Backend{}, fmt.Errorf("open queue %s: %w", WorkQueue, err)
 	}
 	return backend.Backend{
+		JobQueueFunc: func(ctx context.Context, name string) (backend.Queue, error) {
+			q, err := sqlite.OpenQueue(ctx, db, JobQueuePrefix+name, &sqlite.QueueOptions{DeadLetterQueue: DeadLetterQueue, MaxReceives: MaxReceives, PollInterval: pollInterval})
+			if err != nil {
+				return nil, fmt.Errorf("open queue %s: %w", JobQueuePrefix+name, err)
+			}
+			return q, nil
+		},
 		Name:        "sqlite",
 		Leases:      sqlite.NewLeaseStore(db),
 		Ledger:      sqlite.NewLedgerStore(db),

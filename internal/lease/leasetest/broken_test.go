@@ -33,6 +33,14 @@ var broken = map[string]struct {
 		func() lease.Store { return lastWrittenWins{newMemStore()} }, Capabilities{LatestRefusalByClock: true},
 		[]string{"ContentionLatestByClock"},
 	},
+	"SkipCountsDuplicates": {
+		func() lease.Store { return countsDuplicates{newMemStore()} }, Capabilities{},
+		[]string{"PauseSkipCountsTicksOnce"},
+	},
+	"PauseForgetsOnResume": {
+		func() lease.Store { return forgetsOnResume{newMemStore()} }, Capabilities{},
+		[]string{"PauseAndResume"},
+	},
 	"AcquireRecordsRefusals": {
 		func() lease.Store { return acquireRecords{newMemStore()} }, Capabilities{LatestRefusalByClock: true},
 		[]string{"ContentionNeverRefused", "Counting"},
@@ -174,4 +182,33 @@ func (s acquireRecords) Acquire(ctx context.Context, p lease.AcquireParams) (lea
 		_ = s.RecordContention(ctx, p.Job, held.Holder, p.Now)
 	}
 	return l, err
+}
+
+// countsDuplicates counts every skipped tick it is told, duplicates too.
+type countsDuplicates struct{ *memStore }
+
+func (s countsDuplicates) RecordSkipped(ctx context.Context, job string, nominal time.Time) (lease.Pause, error) {
+	s.mu.Lock()
+	cur := s.pauses[job]
+	if cur.Paused && !nominal.After(cur.LastSkipped) {
+		cur.Skipped++
+		s.pauses[job] = cur
+	}
+	s.mu.Unlock()
+	return s.memStore.RecordSkipped(ctx, job, nominal)
+}
+
+// forgetsOnResume clears the record when a job is resumed: status could
+// no longer say which ticks the pause skipped.
+type forgetsOnResume struct{ *memStore }
+
+func (s forgetsOnResume) SetPause(ctx context.Context, p lease.SetPauseParams) (lease.Pause, error) {
+	got, err := s.memStore.SetPause(ctx, p)
+	if err != nil || p.Paused {
+		return got, err
+	}
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	s.pauses[p.Job] = lease.Pause{Job: p.Job, By: p.By, Reason: p.Reason}
+	return s.pauses[p.Job], nil
 }

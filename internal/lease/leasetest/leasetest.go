@@ -98,6 +98,13 @@ func Cases() []Case {
 		{"ContentionLatestByClock", TestContentionLatestByClock},
 		{"ContentionInvalid", TestContentionInvalid},
 		{"Counting", TestCounting},
+		{"PauseNeverPaused", TestPauseNeverPaused},
+		{"PauseAndResume", TestPauseAndResume},
+		{"PauseIdempotent", TestPauseIdempotent},
+		{"PauseSkipCountsTicksOnce", TestPauseSkipCountsTicksOnce},
+		{"PauseConcurrentSkips", TestPauseConcurrentSkips},
+		{"PauseJobsIndependent", TestPauseJobsIndependent},
+		{"PauseInvalid", TestPauseInvalid},
 	}
 }
 

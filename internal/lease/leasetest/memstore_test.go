@@ -18,15 +18,65 @@ type memStore struct {
 	mu         sync.Mutex
 	recs       map[string]lease.Lease
 	contention map[string]lease.Contention
+	pauses     map[string]lease.Pause
 }
 
 var (
 	_ lease.Store             = (*memStore)(nil)
 	_ lease.ContentionCounter = (*memStore)(nil)
+	_ lease.Pauser            = (*memStore)(nil)
 )
 
+func (s *memStore) SetPause(_ context.Context, p lease.SetPauseParams) (lease.Pause, error) {
+	if p.Job == "" {
+		return lease.Pause{}, errors.New("set pause: empty job")
+	}
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	cur := s.pauses[p.Job]
+	cur.Job = p.Job
+	if cur.Paused == p.Paused {
+		return cur, nil
+	}
+	if p.Paused {
+		cur = lease.Pause{Job: p.Job, Paused: true, Since: p.Now}
+	} else {
+		cur.Paused, cur.Until = false, p.Now
+	}
+	cur.By, cur.Reason = p.By, p.Reason
+	s.pauses[p.Job] = cur
+	return cur, nil
+}
+
+func (s *memStore) PauseOf(_ context.Context, job string) (lease.Pause, error) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	cur := s.pauses[job]
+	cur.Job = job
+	return cur, nil
+}
+
+func (s *memStore) RecordSkipped(_ context.Context, job string, nominal time.Time) (lease.Pause, error) {
+	if job == "" {
+		return lease.Pause{}, errors.New("record skipped: empty job")
+	}
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	cur := s.pauses[job]
+	cur.Job = job
+	if !cur.Paused {
+		return cur, lease.ErrNotPaused
+	}
+	if nominal.After(cur.LastSkipped) {
+		cur.Skipped++
+		cur.LastSkipped = nominal
+		s.pauses[job] = cur
+	}
+	return cur, nil
+}
+
 func newMemStore() *memStore {
-	return &memStore{recs: map[string]lease.Lease{}, contention: map[string]lease.Contention{}}
+	return &memStore{recs: map[string]lease.Lease{}, contention: map[string]lease.Contention{}, pauses: map[string]lease.Pause{}}
 }
 
 var errInvalid = errors.New("invalid lease parameters")
