@@ -74,8 +74,9 @@ type Range struct {
 	To   int `json:"to"`
 }
 
-// IsShard reports whether m is a shard message.
-func (m Message) IsShard() bool { return m.Version == ShardVersion }
+// IsShard reports whether m is a shard message: one with a range (Decode
+// accepts a range in a ShardVersion body only).
+func (m Message) IsShard() bool { return m.Expand.To > m.Expand.From }
 
 // NewShard builds the shard message for the items [from, to) of the run
 // of first, the key of item from.
