@@ -165,6 +165,14 @@ func describeDeadLetter(ctx context.Context, c *baton.Catalog, l ledger.Store, m
 		row.OnRedrive = "acknowledged (superseded by " + run.ID.String() + ")"
 		return row, nil
 	}
+	if msg.IsShard() {
+		// A shard message (hierarchical fan-out) runs nothing itself: it
+		// sends its range's item messages again, whose claims absorb the
+		// items already done.
+		row.ItemState = "-"
+		row.OnRedrive = fmt.Sprintf("expands items %d to %d again", msg.Expand.From, msg.Expand.To-1)
+		return row, nil
+	}
 	it, err := l.GetItem(ctx, key)
 	switch {
 	case errors.Is(err, ledger.ErrNotFound):
