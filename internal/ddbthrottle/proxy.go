@@ -44,6 +44,9 @@ type Proxy struct {
 
 	mu    sync.Mutex
 	parts map[string]*partition
+	// unreachable counts requests the target did not answer (answered
+	// 502 Bad Gateway, which the SDK retries).
+	unreachable int
 }
 
 // partition is the accounting of one partition key value.
@@ -87,6 +90,12 @@ func New(target string, opts *Options) (*Proxy, error) {
 	tr.MaxIdleConns, tr.MaxIdleConnsPerHost = idleConns, idleConns
 	p.proxy.Transport = tr
 	p.proxy.ModifyResponse = p.onResponse
+	p.proxy.ErrorHandler = func(w http.ResponseWriter, r *http.Request, err error) {
+		p.mu.Lock()
+		p.unreachable++
+		p.mu.Unlock()
+		w.WriteHeader(http.StatusBadGateway)
+	}
 	return p, nil
 }
 

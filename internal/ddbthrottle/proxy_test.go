@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"net/http"
 	"net/http/httptest"
 	"strings"
 	"sync"
@@ -215,4 +216,27 @@ func TestTheSDKSeesAThrottle(t *testing.T) {
 	// The SDK's standard retryer classifies the refusal as DynamoDB's own
 	// throttle, so callers back off and retry as they would on AWS.
 	require.Equal(t, aws.TrueTernary, retry.IsErrorThrottles(retry.DefaultThrottles).IsErrorThrottle(err))
+}
+
+// A target that does not answer is counted, and the client gets a 502 it
+// may retry, not a log line.
+func TestUnreachableTargetIsCounted(t *testing.T) {
+	t.Parallel()
+	gone := httptest.NewServer(nil)
+	url := gone.URL
+	gone.Close()
+	p, err := ddbthrottle.New(url, nil)
+	require.NoError(t, err)
+	srv := httptest.NewServer(p)
+	t.Cleanup(srv.Close)
+	req, err := http.NewRequest(http.MethodPost, srv.URL, strings.NewReader(`{"TableName":"t","Key":{"pk":{"S":"a"},"sk":{"S":"b"}}}`))
+	require.NoError(t, err)
+	req.Header.Set("X-Amz-Target", "DynamoDB_20120810.GetItem")
+	resp, err := http.DefaultClient.Do(req)
+	require.NoError(t, err)
+	resp.Body.Close()
+	require.Equal(t, http.StatusBadGateway, resp.StatusCode)
+	require.Equal(t, 1, p.Stats().Unreachable)
+	p.Reset()
+	require.Zero(t, p.Stats().Unreachable)
 }

@@ -31,6 +31,10 @@ type Stats struct {
 	Throttles  int              // requests refused, all partitions
 	WriteUnits float64          // write units charged, all partitions
 	ReadUnits  float64          // read units charged, all partitions
+	// Unreachable counts requests the target did not answer (a reset
+	// connection of a busy emulator): answered 502, which the SDK
+	// retries.
+	Unreachable int
 }
 
 // Hottest is the partition with the highest peak write rate (zero when
@@ -57,7 +61,7 @@ func (s Stats) HottestRead() PartitionStats {
 func (p *Proxy) Stats() Stats {
 	p.mu.Lock()
 	defer p.mu.Unlock()
-	var s Stats
+	s := Stats{Unreachable: p.unreachable}
 	for _, pt := range p.parts {
 		ps := PartitionStats{
 			Table: pt.table, Key: pt.key,
@@ -88,4 +92,5 @@ func (p *Proxy) Reset() {
 	p.mu.Lock()
 	defer p.mu.Unlock()
 	p.parts = map[string]*partition{}
+	p.unreachable = 0
 }
