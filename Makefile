@@ -9,7 +9,7 @@ SHELL       := /bin/bash
 .SHELLFLAGS := -o pipefail -c
 
 .DEFAULT_GOAL := help
-.PHONY: help build run test lint bench chaos emulators browser screenshots clean
+.PHONY: help build run test lint bench chaos emulators postgres browser screenshots clean
 
 help: ## list the targets
 	@awk 'BEGIN {FS = ":.*## "} /^[a-zA-Z_-]+:.*## / {printf "  %-10s %s\n", $$1, $$2}' $(MAKEFILE_LIST)
@@ -28,6 +28,9 @@ $(NODE_DIR)/node_modules/.installed: $(NODE_DIR)/package-lock.json
 	cd $(NODE_DIR) && npm ci --no-audit --no-fund
 	touch $@
 
+postgres: ## check for the PostgreSQL server binaries the tests start (apt-get installs them when missing, as root)
+	@sh $(NODE_DIR)/postgres.sh
+
 # The browser test of `baton ui` (internal/ui) drives Debian's Chromium:
 # installed here when it is missing and we are root, else explained. The
 # test skips without a browser, and fails under CI=true.
@@ -44,7 +47,7 @@ browser: ## install Debian's chromium for the dashboard's browser test when miss
 screenshots: browser ## regenerate the README's screenshot of a run's timeline (docs/ui-timeline.png)
 	$(GO) test -count=1 -run '^TestBrowser$$' ./internal/ui -ui.readme $(CURDIR)/docs/ui-timeline.png
 
-test: emulators browser ## vet, the no-AWS-in-core check and every test (emulators included)
+test: emulators postgres browser ## vet, the no-AWS-in-core check and every test (emulators, a throwaway PostgreSQL and the browser included)
 	$(GO) mod download
 	$(GO) vet ./...
 	$(GO) test -count=1 -timeout 12m ./...
@@ -53,11 +56,11 @@ lint: ## go vet and the check that the core imports no AWS package
 	$(GO) vet ./...
 	$(GO) test -count=1 -run 'TestCoreImportsNoAWS' ./internal/archtest
 
-bench: emulators ## benchmarks on both backends, each figure beside its reference (about 20 minutes)
+bench: emulators postgres ## benchmarks on every backend, each figure beside its reference (about 20 minutes)
 	$(GO) test -c -o $(BIN)/bench.test ./internal/bench
 	./$(BIN)/bench.test -test.run '^TestReport$$' -test.timeout 120m -report -report.out $(BIN)/bench.md
 
-chaos: emulators ## the long chaos suite on both backends, printing its table (a few minutes)
+chaos: emulators postgres ## the long chaos suite on every backend, printing its table (a few minutes)
 	$(GO) test -count=1 -timeout 30m -v -run '^TestChaos$$' ./internal/chaos -chaos.long
 
 clean: ## remove build output and the local store

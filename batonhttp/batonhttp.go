@@ -71,8 +71,10 @@
 // # Engines
 //
 // OpenBackend opens an engine by name: "sqlite" (the embedded store, one
-// file; for a single instance with a volume). The PostgreSQL engine joins
-// as "postgres" when it lands. The handlers work the same on every engine.
+// file; for a single instance with a volume) or "postgres" (every store
+// and the work queue in one PostgreSQL database, for any number of
+// instances: BackendOptions.DSN, or $BATON_PG_DSN). The handlers
+// work the same on every engine.
 package batonhttp
 
 import (
@@ -81,10 +83,12 @@ import (
 	"fmt"
 	"log/slog"
 	"net/http"
+	"os"
 	"time"
 
 	"github.com/batonhq/baton"
 	"github.com/batonhq/baton/internal/backend"
+	"github.com/batonhq/baton/internal/backend/postgresbackend"
 	"github.com/batonhq/baton/internal/backend/sqlitebackend"
 	"github.com/batonhq/baton/internal/httpapp"
 )
@@ -97,13 +101,24 @@ type BackendOptions struct {
 	// Store is the embedded store's SQLite file ("sqlite"); "" means
 	// var/baton.db.
 	Store string
+	// DSN is the PostgreSQL connection string ("postgres"),
+	// postgres://user:password@host:port/database; "" means
+	// $BATON_PG_DSN.
+	DSN string
+	// Setup applies the PostgreSQL schema's migrations and creates the
+	// queues before opening, as 'baton setup --backend postgres' does
+	// (idempotent, safe from several instances at once). Without it a
+	// database not set up is refused. The embedded store always sets
+	// itself up.
+	Setup bool
 }
 
 // Engines are the names OpenBackend accepts.
-var Engines = []string{"sqlite"}
+var Engines = []string{"sqlite", "postgres"}
 
-// OpenBackend opens the engine called name (one of Engines), creating its
-// tables as needed.
+// OpenBackend opens the engine called name (one of Engines). The embedded
+// store creates its tables as needed; a PostgreSQL database must be set
+// up (BackendOptions.Setup, or 'baton setup --backend postgres').
 func OpenBackend(ctx context.Context, name string, o *BackendOptions) (*Backend, error) {
 	if o == nil {
 		o = &BackendOptions{}
@@ -117,6 +132,21 @@ func OpenBackend(ctx context.Context, name string, o *BackendOptions) (*Backend,
 		b, err := sqlitebackend.Open(ctx, store)
 		if err != nil {
 			return nil, err
+		}
+		return &Backend{b}, nil
+	case "postgres":
+		dsn := o.DSN
+		if dsn == "" {
+			dsn = os.Getenv(postgresbackend.EnvDSN)
+		}
+		if o.Setup {
+			if _, err := postgresbackend.Setup(ctx, dsn, 0); err != nil {
+				return nil, fmt.Errorf("batonhttp: %w", err)
+			}
+		}
+		b, err := postgresbackend.Open(ctx, postgresbackend.Params{DSN: dsn})
+		if err != nil {
+			return nil, fmt.Errorf("batonhttp: %w", err)
 		}
 		return &Backend{b}, nil
 	}

@@ -16,7 +16,7 @@ import (
 func TestOpenBackendUnknown(t *testing.T) {
 	t.Parallel()
 	_, err := batonhttp.OpenBackend(context.Background(), "oracle", nil)
-	require.ErrorContains(t, err, `unknown engine "oracle" (want one of [sqlite])`)
+	require.ErrorContains(t, err, `unknown engine "oracle" (want one of [sqlite postgres])`)
 }
 
 func TestHandlerOptions(t *testing.T) {

@@ -128,3 +128,19 @@ func ExampleServe() {
 		log.Fatal(err)
 	}
 }
+
+// The PostgreSQL engine: any number of instances share one database (and
+// its work queue). Setup applies the schema's migrations at start, as
+// 'baton setup --backend postgres' would.
+func ExampleOpenBackend_postgres() {
+	ctx := context.Background()
+	b, err := batonhttp.OpenBackend(ctx, "postgres", &batonhttp.BackendOptions{
+		DSN:   os.Getenv("BATON_PG_DSN"), // postgres://baton:…@db:5432/baton
+		Setup: true,
+	})
+	if err != nil {
+		log.Fatal(err)
+	}
+	defer b.Close()
+	fmt.Println(b.Name())
+}

@@ -25,6 +25,7 @@ import (
 	"go.yaml.in/yaml/v3"
 
 	"github.com/batonhq/baton/examples/fx"
+	"github.com/batonhq/baton/internal/backend/postgresbackend"
 	"github.com/batonhq/baton/internal/httpapp"
 	"github.com/batonhq/baton/internal/lambdaevent"
 	"github.com/batonhq/baton/internal/schedule"
@@ -254,7 +255,7 @@ func TestKnativeManifest(t *testing.T) {
 	for _, e := range dig(t, c, "env").([]any) {
 		env[dig(t, e, "name").(string)] = dig(t, e, "valueFrom", "secretKeyRef")
 	}
-	require.Contains(t, env, "BATON_PG_DSN")
+	require.Contains(t, env, postgresbackend.EnvDSN, "the connection string, in the variable --backend postgres reads")
 	require.Contains(t, env, "BATON_AUTH_SECRET", "the secret comes from a Kubernetes secret")
 
 	require.Equal(t, "sources.knative.dev/v1", ping["apiVersion"])

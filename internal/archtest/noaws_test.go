@@ -19,6 +19,7 @@ var corePackages = []string{
 	"./batontest",
 	"./examples/fx",
 	"./internal/backend",
+	"./internal/backend/postgresbackend",
 	"./internal/backend/sqlitebackend",
 	"./internal/consumer",
 	"./internal/coordinator",
@@ -28,7 +29,9 @@ var corePackages = []string{
 	"./internal/lease",
 	"./internal/ledger",
 	"./internal/message",
+	"./internal/pgtest",
 	"./internal/poller",
+	"./internal/postgres",
 	"./internal/queue",
 	"./internal/schedule",
 	"./internal/sqlite",
@@ -66,10 +69,9 @@ func TestCoreImportsNoAWS(t *testing.T) {
 var lambdaPackages = []string{"./functions/coordinator", "./functions/consumer", "./batonlambda"}
 
 // embeddedDriver reports whether an import path is an engine a Lambda
-// bootstrap does not use: the SQLite driver and adapter (or, later, the
-// PostgreSQL ones).
+// bootstrap does not use: the SQLite and PostgreSQL drivers and adapters.
 func embeddedDriver(path string) bool {
-	for _, p := range []string{"modernc.org/sqlite", "github.com/batonhq/baton/internal/sqlite", "github.com/jackc/pgx", "github.com/lib/pq"} {
+	for _, p := range []string{"modernc.org/sqlite", "github.com/batonhq/baton/internal/sqlite", "github.com/jackc/pgx", "github.com/lib/pq", "github.com/batonhq/baton/internal/postgres"} {
 		if path == p || strings.HasPrefix(path, p+"/") {
 			return true
 		}
@@ -96,9 +98,11 @@ func TestLambdaLinksNoEmbeddedEngine(t *testing.T) {
 			require.Empty(t, bad, "%s is a Lambda bootstrap but links these engines it does not use", pkg)
 		})
 	}
-	// The check can fail: the CLI links the embedded engine.
+	// The check can fail: the CLI links the embedded engine and the
+	// PostgreSQL one.
 	deps := listDeps(t, root, "./cmd/baton")
 	require.True(t, slices.ContainsFunc(deps, embeddedDriver), "cmd/baton links SQLite, so the check sees it")
+	require.True(t, slices.Contains(deps, "github.com/jackc/pgx/v5"), "cmd/baton links pgx, so the check sees it")
 }
 
 // The check itself must be able to fail.

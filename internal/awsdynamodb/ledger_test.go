@@ -35,12 +35,12 @@ func TestRunRecord(t *testing.T) {
 	job := uniqueName(t)
 	nominal := t0.Add(time.Minute)
 
-	run, outcome, err := b.ledger.OpenRun(ctx, ledger.OpenRunParams{Job: job, Nominal: nominal, Fence: 3, Now: t0})
+	run, outcome, err := b.ledger.OpenRun(ctx, ledger.OpenRunParams{Job: job, Nominal: nominal, Fence: 3, Shards: 4, Now: t0})
 	require.NoError(t, err)
 	require.Equal(t, ledger.Opened, outcome)
 	require.Equal(t, ledger.Run{
 		ID:    ledger.RunID{Job: job, Nominal: nominal, Generation: 1},
-		State: ledger.RunFanningOut, Fence: 3, OpenFence: 3, Shards: 1, OpenedAt: t0, UpdatedAt: t0,
+		State: ledger.RunFanningOut, Fence: 3, OpenFence: 3, Shards: 4, OpenedAt: t0, UpdatedAt: t0,
 	}, run)
 	require.Equal(t, 1, b.rec.Counts()["UpdateItem"])
 
@@ -48,6 +48,7 @@ func TestRunRecord(t *testing.T) {
 	require.Equal(t, "1", attrN(rec, "gen"))
 	require.Equal(t, "fanning_out", attrS(rec, "state"))
 	require.Equal(t, "3", attrN(rec, "fence"))
+	require.Equal(t, "4", attrN(rec, "shards"))
 	require.Equal(t, strconv.FormatInt(t0.UnixNano(), 10), attrN(rec, "opened_at"))
 	require.NotContains(t, rec, "ttl")
 
@@ -102,6 +103,36 @@ func TestRunRecordOfEarlierVersionHasNoOpenFence(t *testing.T) {
 	require.Equal(t, int64(5), run.Fence)
 	require.Zero(t, run.OpenFence, "the resumer's fence is not the opener's")
 	require.Equal(t, "5", attrN(b.raw(t, "RUN#"+job, "2026-11-21T12:01:00Z"), "open_fence"), "written, but not read as the opener's")
+}
+
+// A run record of an earlier version has no shard count: it reads 0 (the
+// core settles it as one shard); a resume by this version gives it the
+// resumer's count, a forced generation its opener's.
+func TestRunRecordOfEarlierVersionHasNoShards(t *testing.T) {
+	t.Parallel()
+	b := setup(t, nil)
+	ctx := context.Background()
+	job := uniqueName(t)
+	nominal := t0.Add(time.Minute)
+	_, _, err := b.ledger.OpenRun(ctx, ledger.OpenRunParams{Job: job, Nominal: nominal, Fence: 3, Shards: 5, Now: t0})
+	require.NoError(t, err)
+	_, err = b.client.UpdateItem(ctx, &dynamodb.UpdateItemInput{
+		TableName:        aws.String(b.table),
+		Key:              map[string]types.AttributeValue{"pk": &types.AttributeValueMemberS{Value: "RUN#" + job}, "sk": &types.AttributeValueMemberS{Value: "2026-11-21T12:01:00Z"}},
+		UpdateExpression: aws.String("REMOVE shards"),
+	})
+	require.NoError(t, err)
+	got, err := b.ledger.GetRun(ctx, job, nominal)
+	require.NoError(t, err)
+	require.Zero(t, got.Shards)
+
+	run, outcome, err := b.ledger.OpenRun(ctx, ledger.OpenRunParams{Job: job, Nominal: nominal, Fence: 4, Shards: 7, Now: t0.Add(time.Second)})
+	require.NoError(t, err)
+	require.Equal(t, ledger.Resumed, outcome)
+	require.Equal(t, 7, run.Shards, "set by the first write of this version")
+	run, _, err = b.ledger.OpenRun(ctx, ledger.OpenRunParams{Job: job, Nominal: nominal, Fence: 5, Shards: 2, Force: true, Now: t0.Add(2 * time.Second)})
+	require.NoError(t, err)
+	require.Equal(t, 2, run.Shards)
 }
 
 func TestOpenRunOutcomes(t *testing.T) {

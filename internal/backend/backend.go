@@ -5,10 +5,12 @@
 //
 //   - sqlitebackend: the embedded store, one SQLite file (the local default);
 //   - awsbackend: DynamoDB (one table) and SQS (the work queue and its
-//     dead-letter queue), from the SDK's standard configuration.
+//     dead-letter queue), from the SDK's standard configuration;
+//   - postgresbackend: every store and both queues in one PostgreSQL
+//     database.
 //
-// The Lambda functions import awsbackend alone; the operator CLI imports
-// both.
+// The Lambda functions import awsbackend alone; the operator CLI and the
+// HTTP handlers import the others.
 package backend
 
 import (
@@ -29,7 +31,7 @@ type Queue interface {
 
 // Backend is the set of stores and queues one deployment uses.
 type Backend struct {
-	Name string // the engine's name: "sqlite" or "aws"
+	Name string // the engine's name: "sqlite", "aws" or "postgres"
 	// Leases may also count refused acquisitions for operators (the
 	// optional lease.ContentionCounter); the engine wraps it in
 	// lease.Counting so that the coordinator records them.

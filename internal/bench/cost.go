@@ -149,7 +149,7 @@ func Anchors(u Usage) []struct {
 
 // addCost adds the cost rows of a measured run.
 func (r *Runner) addCost(backend string, run awsRun) {
-	const scenario = "8 cost"
+	const scenario = "9 cost"
 	u := BatonUsage(run)
 	baton := ListPrices.PerMillion(u)
 	sz := number(float64(run.n))

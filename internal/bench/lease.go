@@ -24,6 +24,9 @@ func (r *Runner) lease(ctx context.Context, t Target) error {
 		var acq, rel, raw Samples
 		var leaseLoad, rawLoad, backoffLoad Load
 		var won, backoffCalls, backoffWon atomic.Int64
+		// Each contender keeps its backoff across its acquisitions, and
+		// across rounds, as a warm process would.
+		contenders := make([]lease.Contender, n)
 		for round := range r.Config.Rounds {
 			l, err := RunWorkers(ctx, n, r.Config.Window, func(ctx context.Context, w int) (int, error) {
 				start := time.Now()
@@ -70,8 +73,8 @@ func (r *Runner) lease(ctx context.Context, t Target) error {
 			wctx, cancel := context.WithTimeout(ctx, r.Config.Window)
 			l, err = RunWorkers(wctx, n, r.Config.Window, func(ctx context.Context, w int) (int, error) {
 				owner := fmt.Sprintf("backoff-%d", w)
-				got, calls, err := lease.AcquireWithBackoff(ctx, env.Backend.Leases,
-					lease.AcquireParams{Job: job + "-backoff", Owner: owner, TTL: time.Minute, Skew: time.Second}, lease.Backoff{})
+				got, calls, err := contenders[w].Acquire(ctx, env.Backend.Leases,
+					lease.AcquireParams{Job: job + "-backoff", Owner: owner, TTL: time.Minute, Skew: time.Second})
 				backoffCalls.Add(int64(calls))
 				if err != nil {
 					return calls, err

@@ -34,7 +34,7 @@ type Config struct {
 	WideAssets    int
 	WideLatency   time.Duration
 	WideConsumers int
-	// ScaleSQLite are the run sizes of the scale scenario (7) on the
+	// ScaleSQLite are the run sizes of the scale scenario (8) on the
 	// embedded store, the smallest first; ScaleAWS on the emulators,
 	// with ScaleAWSConsumers batches handled at once; ScaleContrast is
 	// the size of the run kept in one partition key on the emulators, to
@@ -47,7 +47,7 @@ type Config struct {
 	// fan-out settings in the scale scenario (0: its defaults).
 	ExpandFrom, ExpandItems int
 	// Contended are the contender counts of the refused-acquisition
-	// figures (scenario 6 contended), on the emulators behind the
+	// figures (scenario 10), on the emulators behind the
 	// throttling proxy.
 	Contended []int
 	// Timeout bounds each scenario, ScaleTimeout the scale scenario on
@@ -160,7 +160,8 @@ func Scenarios() []Scenario {
 		{"3 fan-out", (*Runner).fanOut},
 		{"4 end to end", (*Runner).endToEnd},
 		{"5 freshness", (*Runner).freshness},
-		{"7 scale", (*Runner).scale},
+		{"7 river", (*Runner).river},
+		{"8 scale", (*Runner).scale},
 	}
 }
 
@@ -177,7 +178,7 @@ func (r *Runner) Run(ctx context.Context, targets []Target) error {
 			}
 			r.logf("%s on %s", s.Name, t.Name)
 			timeout := r.Config.Timeout
-			if s.Name == "7 scale" && r.Config.ScaleTimeout > 0 {
+			if s.Name == "8 scale" && r.Config.ScaleTimeout > 0 {
 				timeout = r.Config.ScaleTimeout
 			}
 			sctx, cancel := context.WithTimeout(ctx, timeout)

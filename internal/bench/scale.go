@@ -19,7 +19,7 @@ import (
 	"github.com/batonhq/baton/internal/queue"
 )
 
-// The scale scenario (7) runs whole ticks of large zero-work runs: on the
+// The scale scenario (8) runs whole ticks of large zero-work runs: on the
 // embedded store with the coordinator and the consumers each in a process
 // of its own (the bench binary run again in a role), so that each role's
 // peak RSS is its own; on the emulators in this process, behind the
@@ -178,7 +178,7 @@ func (p *roleProcess) wait() (ScaleResult, int64, error) {
 
 // sqliteScale runs a scale tick of each size in r.Config.ScaleSQLite.
 func (r *Runner) sqliteScale(ctx context.Context, t Target) error {
-	const scenario = "7 scale"
+	const scenario = "8 scale"
 	var smallest *roleRSS // the peak RSS at the first size
 	for _, n := range r.Config.ScaleSQLite {
 		// The raw reference, on a fresh file of the same directory.

@@ -122,7 +122,7 @@ func (r *Runner) awsScaleRun(ctx context.Context, p *ddbthrottle.Proxy, ep awsEn
 // awsScale runs the emulator sizes behind the proxy, then the contrast
 // run with every item in one partition key.
 func (r *Runner) awsScale(ctx context.Context, t Target) error {
-	const scenario = "7 scale"
+	const scenario = "8 scale"
 	p, ep, stop, err := throttled(t)
 	if err != nil {
 		return err
@@ -201,7 +201,7 @@ func (r *Runner) awsScale(ctx context.Context, t Target) error {
 // the throttling proxy: one lease held, Contended contenders asking for
 // it, against raw conditional writes of as many writers.
 func (r *Runner) contended(ctx context.Context, t Target) error {
-	const scenario = "9 contended"
+	const scenario = "10 contended"
 	p, ep, stop, err := throttled(t)
 	if err != nil {
 		return err

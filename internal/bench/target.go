@@ -3,6 +3,8 @@ package bench
 import (
 	"context"
 
+	"github.com/jackc/pgx/v5/pgxpool"
+
 	"github.com/batonhq/baton/internal/backend"
 	"github.com/batonhq/baton/internal/queue"
 )
@@ -27,6 +29,12 @@ type Env struct {
 	RawSendFunc func(ctx context.Context, msgs []queue.Message) error
 	// Info describes the backend's set-up for the report.
 	Info string
+	// DSN, Pool and RoundTrips are set on PostgreSQL: the database, the
+	// pool the stores use and the count of its round trips (scenario 7
+	// runs River on the same database and counts its round trips alike).
+	DSN        string
+	Pool       *pgxpool.Pool
+	RoundTrips *RoundTrips
 	// CloseFunc releases the Env's resources (Close calls it).
 	CloseFunc func() error
 }
@@ -47,6 +55,8 @@ type Target struct {
 	OpenFunc func(ctx context.Context, name string) (*Env, error)
 	// CallsOnly limits the target to the call counts (scenario 1).
 	CallsOnly bool
+	// River adds scenario 7, the comparison with River (PostgreSQL only).
+	River bool
 
 	// dir is the directory of an embedded target's files; aws the
 	// endpoints of an AWS target (for the scale scenario, which puts the

@@ -19,6 +19,7 @@ import (
 	"github.com/batonhq/baton/internal/backend/sqlitebackend"
 	"github.com/batonhq/baton/internal/chaos"
 	"github.com/batonhq/baton/internal/localaws"
+	"github.com/batonhq/baton/internal/pgtest"
 )
 
 var (
@@ -75,6 +76,7 @@ func TestMain(m *testing.M) {
 	chaos.WorkerMain(harnesses)
 	code := m.Run()
 	localaws.Stop()
+	pgtest.Stop()
 	os.Exit(code)
 }
 

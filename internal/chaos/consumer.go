@@ -359,7 +359,8 @@ func (r *receiver) ChangeVisibility(ctx context.Context, p queue.ChangeVisibilit
 	return r.q.ChangeVisibility(ctx, p)
 }
 
-// journalLedger journals every completion the ledger accepts.
+// journalLedger journals every completion the ledger accepts, and every
+// run a consumer finishes.
 type journalLedger struct {
 	ledger.Store
 	journal *Journal
@@ -371,4 +372,12 @@ func (l journalLedger) Complete(ctx context.Context, p ledger.CompleteParams) (l
 		l.journal.Add(Record{Kind: KindCommit, Key: p.Key.String(), Attempt: p.Attempt})
 	}
 	return it, err
+}
+
+func (l journalLedger) FinishRun(ctx context.Context, p ledger.FinishRunParams) (ledger.Run, error) {
+	run, err := l.Store.FinishRun(ctx, p)
+	if err == nil {
+		l.journal.Add(Record{Kind: KindSettled, Key: p.ID.String()})
+	}
+	return run, err
 }

@@ -79,10 +79,12 @@ const maxCoordinatorCalls = 10
 // Trigger retries: a trigger that failed, or found its tick pending behind
 // another invocation's lease, is invoked again, up to triggerTries times
 // about triggerRetry apart (Lambda's asynchronous retries, the scheduler's
-// retry policy). They span many lease TTLs: every tick's triggers compete
-// for the job's one lease, and a killed invocation holds it for a TTL.
+// retry policy, whose retries span hours). They span many lease TTLs:
+// every tick's triggers compete for the job's one lease, a killed
+// invocation holds it for a TTL, and each invocation fans out the job's 68
+// items and tends its earlier runs while it holds it.
 const (
-	triggerTries = 20
+	triggerTries = 40
 	triggerRetry = 500 * time.Millisecond
 )
 

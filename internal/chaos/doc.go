@@ -1,5 +1,6 @@
-// Package chaos is baton's chaos suite: it runs many ticks of a job on a
-// backend while it injects the failures the design claims to survive, then
+// Package chaos is baton's chaos suite: it runs many ticks of a job (fx
+// and WideAssets more assets: runs of more than a shard) on a backend
+// while it injects the failures the design claims to survive, then
 // lets the system settle and checks that nothing was lost, applied twice or
 // left stuck.
 //
@@ -58,7 +59,10 @@
 //     longer answer from before it), acknowledged with status superseded,
 //     in per cent.
 //
-// The goals are 0, 0, 0, 100 % and 100 %. Every consumer process keeps a
+// The goals are 0, 0, 0, 100 % and 100 %. For information, the report
+// also counts the finished runs a consumer finished (the one that ended
+// the last item of the last shard) rather than a coordinator's settling
+// pass. Every consumer process keeps a
 // journal (one file each, appended line by line, so a SIGKILL loses at most
 // the record being written) of its applications, commits, outcomes and
 // injections; the report reads the journals and the backend.

@@ -2,6 +2,9 @@ package chaos
 
 import (
 	"context"
+	"errors"
+	"fmt"
+	"strings"
 	"time"
 
 	"github.com/batonhq/baton"
@@ -32,15 +35,38 @@ const (
 	pollers      = 2                      // batches in flight per consumer
 )
 
+// WideAssets is how many assets the chaos job has beside fx's: enough
+// that its runs have more items than a shard (fanin.ShardItems), so that
+// they settle shard by shard, by the consumers that end their last items
+// (the old limit of a run a consumer settled itself was 64 items).
+const WideAssets = 60
+
 // Job is the chaos job: the reference job fx (seven assets and DXY derived
 // from six of them, every bar written through the task's fenced effects)
-// with Limits, the given simulated provider latency, and its processor
-// wrapped to journal every application in j.
+// and WideAssets more assets (W00, W01, …, each writing one fenced effect
+// without latency), with Limits, the given simulated provider latency, and
+// its processor wrapped to journal every application in j.
 func Job(latency time.Duration, j *Journal) baton.Job {
 	job := fx.Job(&fx.Options{Latency: latency})
+	for i := range WideAssets {
+		job.Assets = append(job.Assets, fmt.Sprintf("W%02d", i))
+	}
 	job.Limits = Limits
 	job.Processor = recorder{inner: job.Processor, journal: j}
 	return job
+}
+
+// wide is the processor of the assets beside fx's: one fenced effect at
+// the key fx would use, holding the item key.
+func wide(ctx context.Context, t baton.Task) ([]byte, error) {
+	out := []byte(t.Key.String())
+	if err := t.Effects.Put(ctx, effectKey(t.Asset, t.Nominal), out); err != nil {
+		if errors.Is(err, baton.ErrStale) {
+			return nil, baton.Permanent(err)
+		}
+		return nil, err
+	}
+	return out, nil
 }
 
 // recorder journals each application of the processor: a call that wrote
@@ -51,7 +77,11 @@ type recorder struct {
 }
 
 func (r recorder) Process(ctx context.Context, t baton.Task) ([]byte, error) {
-	out, err := r.inner.Process(ctx, t)
+	process := r.inner.Process
+	if strings.HasPrefix(t.Asset, "W") {
+		process = wide
+	}
+	out, err := process(ctx, t)
 	if err == nil {
 		r.journal.Add(Record{Kind: KindApply, Key: t.Key.String(), Attempt: t.Attempt})
 	}

@@ -15,6 +15,7 @@ import (
 const (
 	KindApply    = "apply"    // the processor applied an item's effect (Key, Attempt)
 	KindCommit   = "commit"   // the ledger accepted the completion of (Key, Attempt)
+	KindSettled  = "settled"  // a consumer finished a run (Key: the run id)
 	KindOutcome  = "outcome"  // a delivery was handled (Key, Status, Acked, At)
 	KindKill     = "kill"     // a consumer batch was killed (Window)
 	KindBatch    = "batch"    // a consumer batch was handled while the injection ran

@@ -52,6 +52,8 @@ type Report struct {
 	// For information.
 	Reapplied          int      // applications never committed: replaced by a later attempt
 	DeadItems          int      // items of current runs that ended DEAD
+	RunsFinished       int      // current runs complete or partial
+	SettledByConsumers int      // of those, runs a consumer finished (the one that ended the last item of the last shard)
 	GenuineDeadLetters []string // item messages in the dead-letter queue, with their reason (their items are checked above)
 }
 
@@ -148,6 +150,8 @@ func (r *Report) Table() string {
 	tw.Flush()
 	fmt.Fprintf(&b, "\nalso: %d applications re-done by a later attempt (never committed), %d items DEAD, %d item messages dead-lettered\n",
 		r.Reapplied, r.DeadItems, len(r.GenuineDeadLetters))
+	fmt.Fprintf(&b, "      %d of %d finished runs settled by their consumers (the others by a coordinator's settling pass)\n",
+		r.SettledByConsumers, r.RunsFinished)
 	for _, d := range r.GenuineDeadLetters {
 		fmt.Fprintf(&b, "  dead-lettered %s\n", d)
 	}
@@ -193,6 +197,7 @@ func (r *runner) report(ctx context.Context) (*Report, error) {
 	}
 	r.checkApplications(rep, records)
 	r.checkSuperseded(rep, records)
+	r.countSettled(rep, records)
 	if err := r.checkDeadLetters(ctx, rep); err != nil {
 		return nil, err
 	}
@@ -233,6 +238,9 @@ func (r *runner) checkRuns(ctx context.Context, rep *Report) error {
 		}
 		if !run.State.Finished() {
 			rep.StuckRuns = append(rep.StuckRuns, fmt.Sprintf("%s (%s, cursor %d)", run.ID, run.State, run.Cursor))
+		} else {
+			rep.RunsFinished++
+			r.finished[run.ID.String()] = true
 		}
 		items, err := r.b.Ledger.ListItems(ctx, run.ID)
 		if err != nil {
@@ -268,6 +276,17 @@ func (r *runner) checkRuns(ctx context.Context, rep *Report) error {
 		}
 	}
 	return nil
+}
+
+// countSettled counts the finished current runs a consumer finished.
+func (r *runner) countSettled(rep *Report, records []Record) {
+	seen := map[string]bool{}
+	for _, rec := range records {
+		if rec.Kind == KindSettled && r.finished[rec.Key] && !seen[rec.Key] {
+			seen[rec.Key] = true
+			rep.SettledByConsumers++
+		}
+	}
 }
 
 // checkApplications finds the items whose application was committed more

@@ -35,7 +35,7 @@ func Run(t testing.TB, h Harness, cfg Config) *Report {
 	if cfg.Seed == 0 {
 		cfg.Seed = uint64(time.Now().UnixNano())
 	}
-	r := &runner{cfg: cfg, h: h, dice: newDice(cfg.Seed), start: time.Now()}
+	r := &runner{cfg: cfg, h: h, dice: newDice(cfg.Seed), start: time.Now(), finished: map[string]bool{}}
 	r.spec = h.Setup(t)
 	dir := t.TempDir()
 	r.journals = filepath.Join(dir, "journal")
@@ -147,6 +147,7 @@ type runner struct {
 	lastAt     time.Time   // the last tick's trigger time
 	poisonSent int
 	staleSent  atomic.Int64
+	finished   map[string]bool // run ids of the ticks' finished current runs (set by the report)
 }
 
 // skew draws a clock offset within half the job's ClockSkew either way.
@@ -181,7 +182,7 @@ func (r *runner) trigger(ctx context.Context) {
 			plain = append(plain, i)
 		}
 	}
-	items := len(fx.Job(nil).ItemNames())
+	items := len(Job(0, nil).ItemNames())
 	n := max(len(poisonKinds), int(math.Round(cfg.Poison*float64(cfg.Ticks*items)*(1+cfg.Replays))))
 	poisonAt := make([][]int, cfg.Ticks)
 	for p := range n {

@@ -14,6 +14,7 @@ import (
 	"github.com/batonhq/baton/internal/awssqs"
 	"github.com/batonhq/baton/internal/backend"
 	"github.com/batonhq/baton/internal/backend/awsbackend"
+	"github.com/batonhq/baton/internal/backend/postgresbackend"
 	"github.com/batonhq/baton/internal/backend/sqlitebackend"
 	"github.com/batonhq/baton/internal/lambdaapp"
 	"github.com/batonhq/baton/internal/sqlite"
@@ -33,14 +34,16 @@ type backendFlags struct {
 	store   string
 	job     string
 	aws     awsFlags
+	pg      postgresFlags
 }
 
 func (b *backendFlags) register(fs *pflag.FlagSet) {
-	fs.StringVar(&b.backend, "backend", "sqlite", "where state and queues live: sqlite (embedded file) or aws (DynamoDB + SQS from the SDK's standard config)")
+	fs.StringVar(&b.backend, "backend", "sqlite", "where state and queues live: sqlite (embedded file), aws (DynamoDB + SQS from the SDK's standard config) or postgres (one PostgreSQL database, --dsn)")
 	fs.StringVar(&b.store, "store", "var/baton.db", "the embedded store's SQLite file (--backend sqlite)")
 	fs.StringVar(&b.job, "job", os.Getenv(envJob), "the job to work on (from $"+envJob+" when set; default: the catalog's only job)")
 	b.aws.registerEndpoints(fs)
 	b.aws.registerResources(fs)
+	b.pg.register(fs)
 }
 
 func (b *backendFlags) where() string {
@@ -49,6 +52,9 @@ func (b *backendFlags) where() string {
 	}
 	if b.backend == "aws" && b.aws.table != "" {
 		return "table " + b.aws.table
+	}
+	if b.backend == "postgres" && b.pg.dsn != "" {
+		return "database " + postgresbackend.Redact(b.pg.dsn)
 	}
 	return b.backend
 }
@@ -72,9 +78,41 @@ func (b *backendFlags) open(ctx context.Context) (backend.Backend, error) {
 		return sqlitebackend.Open(ctx, b.store)
 	case "aws":
 		return b.aws.open(ctx)
+	case "postgres":
+		return b.pg.open(ctx)
 	default:
-		return backend.Backend{}, usagef("--backend: unknown backend %q (want sqlite or aws)", b.backend)
+		return backend.Backend{}, usagef("--backend: unknown backend %q (want sqlite, aws or postgres)", b.backend)
 	}
+}
+
+// postgresFlags say which database --backend postgres uses.
+type postgresFlags struct {
+	dsn string
+}
+
+func (p *postgresFlags) register(fs *pflag.FlagSet) {
+	// The variable is read after parsing (dsnOrEnv), so that --help never
+	// prints a password as the flag's default.
+	fs.StringVar(&p.dsn, "dsn", "", "PostgreSQL connection string, postgres://user:password@host:port/db (--backend postgres; from $"+postgresbackend.EnvDSN+" when unset: prefer it, a flag shows in the process list)")
+}
+
+// dsnOrEnv is --dsn, else $BATON_PG_DSN.
+func (p *postgresFlags) dsnOrEnv() string {
+	if p.dsn == "" {
+		p.dsn = os.Getenv(postgresbackend.EnvDSN)
+	}
+	return p.dsn
+}
+
+func (p *postgresFlags) open(ctx context.Context) (backend.Backend, error) {
+	if p.dsnOrEnv() == "" {
+		return backend.Backend{}, usagef("--backend postgres: no database: set --dsn or %s", postgresbackend.EnvDSN)
+	}
+	b, err := postgresbackend.Open(ctx, postgresbackend.Params{DSN: p.dsn})
+	if err != nil {
+		return backend.Backend{}, fmt.Errorf("--backend postgres: %w", err)
+	}
+	return b, nil
 }
 
 // awsFlags say which AWS endpoints and resources --backend aws uses. The

@@ -218,7 +218,10 @@ func testCancel(t *testing.T, f *opsFixture) {
 // against the catalog, its run and generation against the ledger.
 func TestDLQListPredictsWhatTheConsumerDoes(t *testing.T) {
 	t.Parallel()
-	f := newSQLiteFixture(t)
+	testDLQListPredicts(t, newSQLiteFixture(t))
+}
+
+func testDLQListPredicts(t *testing.T, f *opsFixture) {
 	ctx := t.Context()
 	code, out, errOut := f.main("replay", "tick", "--at", rfc(f.tick(0)))
 	require.Equal(t, ExitOK, code, "%s\n%s", out, errOut)

@@ -16,7 +16,6 @@ import (
 	"github.com/aws/aws-lambda-go/lambdacontext"
 	"github.com/stretchr/testify/require"
 
-	"github.com/batonhq/baton/internal/backend/sqlitebackend"
 	"github.com/batonhq/baton/internal/lambdaapp"
 	"github.com/batonhq/baton/internal/lease"
 )
@@ -219,14 +218,15 @@ func TestInvokeLikeTheRuntime(t *testing.T) {
 // and run paths do.
 func TestInvokeRecordsContention(t *testing.T) {
 	t.Parallel()
-	store := filepath.Join(t.TempDir(), "baton.db")
-	b, err := sqlitebackend.Open(t.Context(), store)
-	require.NoError(t, err)
-	defer b.Close()
-	_, err = b.Leases.Acquire(t.Context(), lease.AcquireParams{Job: "fx", Owner: "rival", TTL: time.Hour, Now: time.Now()})
+	testInvokeRecordsContention(t, newSQLiteFixture(t))
+}
+
+func testInvokeRecordsContention(t *testing.T, f *opsFixture) {
+	b := f.b
+	_, err := b.Leases.Acquire(t.Context(), lease.AcquireParams{Job: "fx", Owner: "rival", TTL: time.Hour, Now: time.Now()})
 	require.NoError(t, err)
 
-	code, out, errOut := runMain(t, "invoke", "coordinator", "--event", "../../events/coordinator-scheduler.json", "--store", store, "--log", "error")
+	code, out, errOut := f.main("invoke", "coordinator", "--event", "../../events/coordinator-scheduler.json", "--log", "error")
 	require.Equal(t, ExitFailure, code, "%s\n%s", out, errOut)
 	require.Contains(t, out, "lease held by rival", "the tick is not run: Lambda's retry would run it")
 	c, err := b.Leases.(lease.ContentionCounter).Contention(t.Context(), "fx")

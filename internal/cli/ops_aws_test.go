@@ -56,6 +56,9 @@ func TestOperatorCommandsOnAWS(t *testing.T) {
 		{"status --json matches the ledger", testStatusJSONMatchesLedger},
 		{"status finds stuck items past --runs", testStatusFindsStuckItemsPastRuns},
 		{"pause and resume", testPauseResume},
+		{"dlq list predicts what the consumer does", testDLQListPredicts},
+		{"status counts superseded items", testStatusCountsSuperseded},
+		{"invoke coordinator records contention", testInvokeRecordsContention},
 	} {
 		t.Run(tc.name, func(t *testing.T) { tc.bodyFunc(t, newAWSFixture(t)) })
 	}

@@ -10,6 +10,7 @@ import (
 	"github.com/spf13/pflag"
 
 	"github.com/batonhq/baton/internal/backend/awsbackend"
+	"github.com/batonhq/baton/internal/backend/postgresbackend"
 	"github.com/batonhq/baton/internal/lambdaapp"
 )
 
@@ -31,25 +32,45 @@ Region and credentials come from the SDK's standard configuration
 (AWS_REGION, AWS_PROFILE, AWS_ACCESS_KEY_ID, ...; local emulators accept
 any). Endpoints default to AWS_ENDPOINT_URL_DYNAMODB / AWS_ENDPOINT_URL_SQS,
 else the region's. For a deployed stack, 'sam deploy' makes these
-resources: use its outputs instead.`
+resources: use its outputs instead.
+
+With --backend postgres it applies the schema's versioned migrations to
+the database of --dsn (or $BATON_PG_DSN) and creates the work queue
+and its dead-letter queue; safe to run again, and from several places at
+once. It prints the schema version and the migrations it applied
+(and no export: the connection string may hold a password).`
 
 func setupCommand() command {
-	return command{synopsis: setupSynopsis, summary: "create the DynamoDB table and SQS queues (with redrive) for --backend aws",
+	return command{synopsis: setupSynopsis, summary: "create the AWS table and queues (--backend aws) or the PostgreSQL schema (--backend postgres)",
 		example:    "  eval \"$(baton setup --dynamodb-endpoint http://127.0.0.1:4567 --sqs-endpoint http://127.0.0.1:4576)\"\n  baton setup --table baton-dev --queue baton-dev --json",
 		defineFunc: defineSetup}
 }
 
 func defineSetup(e *env, fs *pflag.FlagSet) runFunc {
 	var (
-		a awsFlags
-		p awsbackend.SetupParams
+		a       awsFlags
+		p       awsbackend.SetupParams
+		pg      postgresFlags
+		backend string
 	)
+	fs.StringVar(&backend, "backend", "aws", "what to set up: aws (DynamoDB table and SQS queues) or postgres (schema and queues in one database)")
+	pg.register(fs)
 	a.registerEndpoints(fs)
 	fs.StringVar(&p.Table, "table", envOr(lambdaapp.EnvTable, awsbackend.DefaultTable), "the DynamoDB table to create (from $"+lambdaapp.EnvTable+" when set)")
 	fs.StringVar(&p.Queue, "queue", awsbackend.DefaultQueue, "the work queue's name; its dead-letter queue is this name + -dlq")
 	fs.IntVar(&p.MaxReceives, "max-receives", awsbackend.DefaultMaxReceives, "receives before a message moves to the dead-letter queue (the redrive policy's maxReceiveCount)")
 	fs.DurationVar(&p.Visibility, "visibility", awsbackend.DefaultVisibility, "the work queue's visibility timeout (at least 6 × the consumer's timeout)")
 	return func(ctx context.Context, _ []string) error {
+		switch backend {
+		case "aws":
+		case "postgres":
+			if p.MaxReceives < 1 {
+				return usagef("--max-receives must be at least 1, got %d", p.MaxReceives)
+			}
+			return setupPostgres(ctx, e, &pg, p.MaxReceives)
+		default:
+			return usagef("--backend: %q cannot be set up (want aws or postgres; the sqlite store sets itself up)", backend)
+		}
 		err := setup(ctx, e, &a, p)
 		if err != nil && !e.json && !isTerminal(e.stdout) {
 			// Under eval "$(baton setup …)" make the eval fail as well.
@@ -100,6 +121,30 @@ func setup(ctx context.Context, e *env, a *awsFlags, p awsbackend.SetupParams) e
 		return nil
 	}
 	printExports(e.stdout, vars)
+	return nil
+}
+
+// setupPostgres applies the migrations and makes the queues.
+func setupPostgres(ctx context.Context, e *env, pg *postgresFlags, maxReceives int) error {
+	if pg.dsnOrEnv() == "" {
+		return usagef("--backend postgres: no database: set --dsn or %s", postgresbackend.EnvDSN)
+	}
+	res, err := postgresbackend.Setup(ctx, pg.dsn, maxReceives)
+	if err != nil {
+		return err
+	}
+	applied := "none (already current)"
+	if len(res.Applied) > 0 {
+		applied = strings.Trim(fmt.Sprint(res.Applied), "[]")
+	}
+	e.sayf("# database %s: schema version %d (migrations applied: %s); work queue %s, to %s after %d receives\n",
+		postgresbackend.Redact(pg.dsn), res.Version, applied, postgresbackend.WorkQueue, postgresbackend.DeadLetterQueue, res.MaxReceives)
+	if e.json {
+		e.set("database", postgresbackend.Redact(pg.dsn))
+		e.set("schema_version", res.Version)
+		e.set("migrations_applied", res.Applied)
+		e.set("max_receives", res.MaxReceives)
+	}
 	return nil
 }
 

@@ -353,7 +353,10 @@ func TestTickGaps(t *testing.T) {
 // beside generation 2 (invariant 10).
 func TestStatusCountsSuperseded(t *testing.T) {
 	t.Parallel()
-	f := newSQLiteFixture(t)
+	testStatusCountsSuperseded(t, newSQLiteFixture(t))
+}
+
+func testStatusCountsSuperseded(t *testing.T, f *opsFixture) {
 	code, out, errOut := f.main("replay", "tick", "--at", rfc(f.tick(0)), "--wait=false")
 	require.Equal(t, ExitOK, code, "%s\n%s", out, errOut)
 	code, out, errOut = f.main("replay", "tick", "--at", rfc(f.tick(0)), "--force", "--wait=false")

@@ -157,9 +157,18 @@ func (c *Coordinator) Run(ctx context.Context, tr Trigger) (sum Summary, err err
 	}
 	if outcome == ledger.AlreadyFannedOut {
 		sum.Cursor, sum.Total = run.Total, run.Total
-		c.settleQuietly(ctx, t.log, t.job.Name, sum.Nominal)
+		c.settleQuietly(ctx, t.log, t.job.Name, sum.Nominal, false)
 	} else if err := c.fanOut(ctx, t, run); err != nil {
 		return sum, err
+	} else if sum.Stopped == "" {
+		// Consumers that ended items while the run was still fanning out
+		// could not settle it (the run's total was not known yet): when
+		// they ended all of a shard's items before the run was marked
+		// fanned out, nobody else would settle it before the job's next
+		// trigger. The coordinator that marked it does, now, reading every
+		// shard once (a sweep), so that shards completed during the fan-out
+		// are marked even behind a shard still in flight.
+		c.settleQuietly(ctx, t.log, t.job.Name, sum.Nominal, true)
 	}
 	if sum.Stopped == "" {
 		c.tendRecent(ctx, t, sum.Nominal)

@@ -25,6 +25,12 @@ import (
 // It returns the ledger's errors (ErrNotFound when the tick has no run)
 // and an error matching baton.ErrUnknownJob for an unknown job.
 func (c *Coordinator) Settle(ctx context.Context, jobName string, nominal time.Time) (ledger.Run, error) {
+	return c.settle(ctx, jobName, nominal, false)
+}
+
+// settle is Settle; sweep reads every shard of the run (see
+// fanin.SettleParams.Sweep).
+func (c *Coordinator) settle(ctx context.Context, jobName string, nominal time.Time, sweep bool) (ledger.Run, error) {
 	j, err := c.Jobs.Lookup(jobName)
 	if err != nil {
 		return ledger.Run{}, fmt.Errorf("settle: %w", err)
@@ -36,12 +42,12 @@ func (c *Coordinator) Settle(ctx context.Context, jobName string, nominal time.T
 	if run.State != ledger.RunFannedOut {
 		return run, nil
 	}
-	return fanin.Settle(ctx, fanin.SettleParams{Ledger: c.Ledger, Queue: c.Queue, Def: j, Run: run, Now: c.now()})
+	return fanin.Settle(ctx, fanin.SettleParams{Ledger: c.Ledger, Queue: c.Queue, Def: j, Run: run, Sweep: sweep, Now: c.now()})
 }
 
 // settleQuietly settles a tick in passing; failures are logged only.
-func (c *Coordinator) settleQuietly(ctx context.Context, log *slog.Logger, job string, nominal time.Time) {
-	run, err := c.Settle(ctx, job, nominal)
+func (c *Coordinator) settleQuietly(ctx context.Context, log *slog.Logger, job string, nominal time.Time, sweep bool) {
+	run, err := c.settle(ctx, job, nominal, sweep)
 	switch {
 	case errors.Is(err, ledger.ErrNotFound):
 	case err != nil:
@@ -81,7 +87,7 @@ func (c *Coordinator) tendRecent(ctx context.Context, t *tickRun, before time.Ti
 			switch r.State {
 			case ledger.RunFannedOut:
 				unfinished++
-				c.settleQuietly(ctx, t.log, job, r.ID.Nominal)
+				c.settleQuietly(ctx, t.log, job, r.ID.Nominal, false)
 			case ledger.RunFanningOut:
 				unfinished++
 				if !c.runEarlier(ctx, t, r.ID.Nominal, "resuming a run left fanning out") {

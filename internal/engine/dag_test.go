@@ -9,6 +9,7 @@ import (
 	"github.com/batonhq/baton/internal/backend/sqlitebackend"
 	"github.com/batonhq/baton/internal/dagtest"
 	"github.com/batonhq/baton/internal/heartbeattest"
+	"github.com/batonhq/baton/internal/resumetest"
 )
 
 func TestDerivedGraphOnSQLite(t *testing.T) {
@@ -33,4 +34,12 @@ func TestLargeRunSettlesByConsumersOnSQLite(t *testing.T) {
 	require.NoError(t, err)
 	t.Cleanup(func() { require.NoError(t, b.Close()) })
 	dagtest.RunLarge(t, b)
+}
+
+func TestResumeAndCatchUpAfterACrashOnSQLite(t *testing.T) {
+	t.Parallel()
+	b, err := sqlitebackend.Open(t.Context(), filepath.Join(t.TempDir(), "baton.db"))
+	require.NoError(t, err)
+	t.Cleanup(func() { require.NoError(t, b.Close()) })
+	resumetest.Run(t, b, "fxresume")
 }

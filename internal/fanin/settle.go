@@ -35,6 +35,16 @@ type SettleParams struct {
 	Queue queue.Sender
 	Def   baton.Job
 	Run   ledger.Run // as read: Settle acts only on a run fanned out
+	// Sweep reads every shard, marking each complete one, instead of
+	// stopping at the first shard in flight. The coordinator that has just
+	// marked the run fanned out sweeps it once: a shard whose items all
+	// ended while the run was still fanning out was not marked by their
+	// consumers (SettleShard acts only on a run fanned out), and when it
+	// lies after a shard still in flight, the consumer that ends that
+	// shard's last item would find the group incomplete and nobody would
+	// climb further. After the sweep every complete shard is marked, and a
+	// shard still in flight is marked by the consumer of its last item.
+	Sweep bool
 	Now   time.Time
 }
 
@@ -65,10 +75,18 @@ func Settle(ctx context.Context, p SettleParams) (ledger.Run, error) {
 			return run, fmt.Errorf("settle %s: %w", run.ID, err)
 		}
 	}
+	// A shard in flight means the run is: unless sweeping, the shards
+	// after it are not read (the consumer that ends its last item climbs
+	// from there, and a later Settle marks every shard once all are
+	// complete).
 	for s := range l.shards {
 		var err error
-		if run, err = l.settleShard(ctx, p.Ledger, run, s, p.Now); err != nil || run.State.Finished() {
+		var complete bool
+		if run, complete, err = l.settleShard(ctx, p.Ledger, run, s, p.Now); err != nil || run.State.Finished() {
 			return run, err
+		}
+		if !complete && !p.Sweep {
+			return run, nil
 		}
 	}
 	return run, nil
@@ -117,7 +135,8 @@ func SettleShard(ctx context.Context, p ShardParams) (ledger.Run, error) {
 	if !ok {
 		return run, nil // not an item of the run
 	}
-	return l.settleShard(ctx, p.Ledger, run, s, p.Now)
+	run, _, err := l.settleShard(ctx, p.Ledger, run, s, p.Now)
+	return run, err
 }
 
 // layout is how a run's items fall into shards: the run's item names (the
@@ -300,19 +319,20 @@ func (c *counts) add(o counts) {
 	c.cancelled += o.cancelled
 }
 
-// settleShard settles shard s of run (see SettleShard).
-func (l layout) settleShard(ctx context.Context, store ledger.Store, run ledger.Run, s int, now time.Time) (ledger.Run, error) {
+// settleShard settles shard s of run (see SettleShard); complete says
+// whether every item of the shard is terminal.
+func (l layout) settleShard(ctx context.Context, store ledger.Store, run ledger.Run, s int, now time.Time) (_ ledger.Run, complete bool, _ error) {
 	names := l.shard(s)
 	var items []ledger.Item
 	if len(names) > 0 {
 		var err error
 		if items, err = store.ListItemRange(ctx, run.ID, names[0], names[len(names)-1]); err != nil {
-			return run, fmt.Errorf("settle %s shard %d: %w", run.ID, s, err)
+			return run, false, fmt.Errorf("settle %s shard %d: %w", run.ID, s, err)
 		}
 	}
 	c, done := shardCounts(names, items)
 	if !done {
-		return run, nil // in flight
+		return run, false, nil // in flight
 	}
 	// Climb: node (level, index) is done with counts c; n nodes at level.
 	level, index, n := 0, s, l.shards
@@ -320,15 +340,15 @@ func (l layout) settleShard(ctx context.Context, store ledger.Store, run ledger.
 		_, err := store.MarkDone(ctx, ledger.MarkParams{Run: run.ID, Level: level, Index: index,
 			Succeeded: c.succeeded, Dead: c.dead, Cancelled: c.cancelled, Now: now})
 		if err != nil && !errors.Is(err, ledger.ErrTerminal) {
-			return run, fmt.Errorf("settle %s: %w", run.ID, err)
+			return run, true, fmt.Errorf("settle %s: %w", run.ID, err)
 		}
 		group := index / ledger.MarkGroup
 		marks, err := store.ListMarks(ctx, run.ID, level, group)
 		if err != nil {
-			return run, fmt.Errorf("settle %s: %w", run.ID, err)
+			return run, true, fmt.Errorf("settle %s: %w", run.ID, err)
 		}
 		if len(marks) < min(ledger.MarkGroup, n-group*ledger.MarkGroup) {
-			return run, nil // other nodes of the group in flight
+			return run, true, nil // other nodes of the group in flight
 		}
 		c = counts{}
 		for _, m := range marks {
@@ -338,12 +358,12 @@ func (l layout) settleShard(ctx context.Context, store ledger.Store, run ledger.
 	}
 	fin, err := store.FinishRun(ctx, ledger.FinishRunParams{ID: run.ID, Succeeded: c.succeeded, Dead: c.dead, Cancelled: c.cancelled, Now: now})
 	if errors.Is(err, ledger.ErrTerminal) {
-		return fin, nil // settled by someone else meanwhile
+		return fin, true, nil // settled by someone else meanwhile
 	}
 	if err != nil {
-		return run, fmt.Errorf("settle %s: finish: %w", run.ID, err)
+		return run, true, fmt.Errorf("settle %s: finish: %w", run.ID, err)
 	}
-	return fin, nil
+	return fin, true, nil
 }
 
 // shardCounts decides whether every item called one of names is terminal

@@ -265,3 +265,85 @@ func TestCheckOfALargeRunReadsItsItemsOnly(t *testing.T) {
 	require.Zero(t, b.l.wholeRuns, "the run is not listed whole")
 	require.LessOrEqual(t, b.l.listed, fanin.ShardItems, "no read returns more than a shard")
 }
+
+// A run opened by an earlier version has no shard count (Shards 0): its
+// consumers settle it only when it holds at most fanin.LegacySettleMax
+// items, reading it whole as before; a larger one is settled by the
+// coordinator's Settle, as one shard.
+func TestSettleOfARunOfAnEarlierVersion(t *testing.T) {
+	t.Parallel()
+	for _, tc := range []struct {
+		assets     int
+		byConsumer bool
+	}{{fanin.LegacySettleMax, true}, {fanin.LegacySettleMax + 1, false}} {
+		t.Run(fmt.Sprint(tc.assets), func(t *testing.T) {
+			t.Parallel()
+			b := setupBig(t, tc.assets, nil)
+			b.run.Shards = 0 // as an earlier version's record reads
+			names := b.job.ItemNames()
+			for _, a := range names {
+				b.end(t, a, false)
+			}
+			run, err := b.settle(t, names[len(names)-1])
+			require.NoError(t, err)
+			if tc.byConsumer {
+				require.Equal(t, ledger.RunComplete, run.State)
+				return
+			}
+			require.Equal(t, ledger.RunFannedOut, run.State, "left to the coordinator")
+			run, err = fanin.Settle(t.Context(), fanin.SettleParams{Ledger: b.l, Def: b.job, Run: b.run, Now: b.now})
+			require.NoError(t, err)
+			require.Equal(t, ledger.RunComplete, run.State)
+			require.Equal(t, tc.assets, run.Succeeded)
+		})
+	}
+}
+
+// Shards whose items all end while the run is still fanning out are not
+// marked by their consumers (the run is not fanned out yet). The
+// coordinator that marks the run fanned out sweeps every shard once, so
+// that when a shard in front of them ends later, its consumer's climb
+// finds the group complete and the run settles at its last item. Without
+// the sweep the settle stops at the shard in flight, the shards behind it
+// stay unmarked, and the run waits for the job's next trigger.
+func TestSweepAfterFanOutMarksShardsThatEndedDuringIt(t *testing.T) {
+	t.Parallel()
+	for _, sweep := range []bool{true, false} {
+		t.Run(fmt.Sprintf("sweep=%v", sweep), func(t *testing.T) {
+			t.Parallel()
+			b := setupBig(t, 300, nil)
+			// Reopen as a fresh generation still fanning out.
+			run, _, err := b.l.OpenRun(t.Context(), ledger.OpenRunParams{Job: b.job.Name, Nominal: b.now, Fence: 2, Force: true, Shards: fanin.Shards(300), Now: b.now})
+			require.NoError(t, err)
+			b.run = run
+			names := append([]string(nil), b.job.ItemNames()...)
+			slices.Sort(names)
+			inFlight := names[100] // shard 1 of 5 (60 names each)
+			for _, a := range names {
+				if a == inFlight {
+					continue
+				}
+				b.end(t, a, false)
+				got, err := b.settle(t, a) // the consumer sees the run fanning out
+				require.NoError(t, err)
+				require.Equal(t, ledger.RunFanningOut, got.State)
+			}
+			b.run, err = b.l.AdvanceRun(t.Context(), ledger.AdvanceRunParams{ID: run.ID, Fence: 2, Cursor: 300, Done: true, Now: b.now})
+			require.NoError(t, err)
+			got, err := fanin.Settle(t.Context(), fanin.SettleParams{Ledger: b.l, Def: b.job, Run: b.run, Sweep: sweep, Now: b.now})
+			require.NoError(t, err)
+			require.Equal(t, ledger.RunFannedOut, got.State, "one item in flight")
+
+			b.end(t, inFlight, false)
+			got, err = b.settle(t, inFlight)
+			require.NoError(t, err)
+			if sweep {
+				require.Equal(t, ledger.RunComplete, got.State, "settled at its last item")
+				require.Equal(t, 300, got.Succeeded)
+			} else {
+				require.Equal(t, ledger.RunFannedOut, got.State, "without the sweep, shards 2-4 were never marked")
+			}
+			require.LessOrEqual(t, b.l.listed, fanin.ShardItems, "each read is one shard")
+		})
+	}
+}

@@ -21,8 +21,9 @@
 // settle mark records it: one write-once record per shard (level 0). Marks
 // form a tree: MarkGroup consecutive marks of a level make one mark of the
 // level above, until a level has a single group, whose completion
-// finishes the run. No record takes more than MarkGroup+1 writes, so no
-// record's write count grows with the run (invariant 12). Which asset
+// finishes the run. A mark is written once, and an adapter may keep one
+// group's marks together (at most MarkGroup records), so no record or
+// partition takes writes that grow with the run (invariant 12). Which asset
 // falls in which shard, and the tree's walk, are the core's (package
 // fanin); the store only keeps the records.
 //

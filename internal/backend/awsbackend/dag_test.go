@@ -8,6 +8,7 @@ import (
 	"github.com/batonhq/baton/internal/backend/awsbackend"
 	"github.com/batonhq/baton/internal/dagtest"
 	"github.com/batonhq/baton/internal/heartbeattest"
+	"github.com/batonhq/baton/internal/resumetest"
 )
 
 func TestDerivedGraphOnAWS(t *testing.T) {
@@ -35,4 +36,13 @@ func TestLargeRunSettlesByConsumersOnAWS(t *testing.T) {
 	b, err := awsbackend.Open(t.Context(), awsbackend.Params{Clients: c, Table: res.Table, QueueURL: res.QueueURL})
 	require.NoError(t, err)
 	dagtest.RunLarge(t, b)
+}
+
+func TestResumeAndCatchUpAfterACrashOnAWS(t *testing.T) {
+	t.Parallel()
+	c := clients(t)
+	res := setUp(t, c, 5)
+	b, err := awsbackend.Open(t.Context(), awsbackend.Params{Clients: c, Table: res.Table, QueueURL: res.QueueURL})
+	require.NoError(t, err)
+	resumetest.Run(t, b, "fxresume")
 }

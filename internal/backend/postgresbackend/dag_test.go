@@ -1,0 +1,54 @@
+package postgresbackend_test
+
+import (
+	"testing"
+
+	"github.com/stretchr/testify/require"
+
+	"github.com/batonhq/baton/internal/backend"
+	"github.com/batonhq/baton/internal/backend/postgresbackend"
+	"github.com/batonhq/baton/internal/dagtest"
+	"github.com/batonhq/baton/internal/heartbeattest"
+	"github.com/batonhq/baton/internal/pgtest"
+	"github.com/batonhq/baton/internal/resumetest"
+)
+
+// openFresh sets up a fresh database and opens the backend on it.
+func openFresh(t *testing.T) backend.Backend {
+	t.Helper()
+	dsn := pgtest.DSN(t)
+	_, err := postgresbackend.Setup(t.Context(), dsn, 0)
+	require.NoError(t, err)
+	b, err := postgresbackend.Open(t.Context(), postgresbackend.Params{DSN: dsn})
+	require.NoError(t, err)
+	t.Cleanup(func() { _ = b.Close() })
+	return b
+}
+
+// A graph of derived items under a delivery storm, end to end on
+// PostgreSQL: each item is processed once, in dependency order.
+func TestDAG(t *testing.T) {
+	t.Parallel()
+	dagtest.Run(t, openFresh(t))
+}
+
+// Long items keep their claim by heartbeats, and a cancel reaches the
+// running code, on PostgreSQL.
+func TestHeartbeats(t *testing.T) {
+	t.Parallel()
+	heartbeattest.Run(t, openFresh(t))
+}
+
+// Runs larger than a shard settle by their consumers alone, on
+// PostgreSQL.
+func TestLargeRunSettles(t *testing.T) {
+	t.Parallel()
+	dagtest.RunLarge(t, openFresh(t))
+}
+
+// A runtime killed mid fan-out, then restarted: the crashed run resumes,
+// the missed ticks are caught up, on PostgreSQL.
+func TestResumeAndCatchUpAfterACrash(t *testing.T) {
+	t.Parallel()
+	resumetest.Run(t, openFresh(t), "fxresume")
+}

@@ -1,0 +1,137 @@
+// Package postgres implements baton's ports (lease, ledger, queue, effect)
+// and their optional abilities (lease contention counts, jobs' pause
+// flags; the queue's depth, peek, move and visibility changes) on
+// PostgreSQL, with github.com/jackc/pgx/v5.
+//
+// # Semantics
+//
+// Every write of the lease, ledger, effect and contention stores is one
+// conditional statement on one row (INSERT … ON CONFLICT … DO UPDATE …
+// WHERE, or UPDATE … WHERE, each RETURNING the row written), run in
+// autocommit: the same conditional-write semantics as the DynamoDB and
+// SQLite adapters, in one round trip when it applies.
+//
+// A refused write must report the record that refused it. The lease store
+// sends its conditional upsert and a read of the row in one batch (one
+// round trip, one implicit transaction): ON CONFLICT DO UPDATE locks the
+// conflicting row even when its WHERE refuses the update, so the read that
+// follows sees the very record that refused it. The ledger's transitions
+// run their statement alone first; a refusal sends, in one batch, a read
+// of the row FOR UPDATE and the statement again, so that the record
+// returned with the sentinel is the one that refused the write.
+//
+// The queue is a table of messages. A receive is one statement: it picks
+// up to Max visible messages in delivery order with FOR UPDATE SKIP LOCKED
+// (concurrent receivers never wait for each other nor get the same
+// message), hides them for the visibility timeout under a fresh receipt
+// handle and counts the receive, and moves those past the queue's
+// dead-letter policy to its dead-letter queue instead. Delete, visibility
+// changes and moves are one statement each. A send is one INSERT of the
+// batch that also notifies the queue's channel (NOTIFY baton_queue); long
+// polls LISTEN on one connection per DB and look again as soon as a
+// message is sent to their queue, else every PollInterval.
+//
+// The schema is embedded and versioned (migrations/NNN_name.sql, recorded
+// in baton_schema_migrations); Migrate applies the missing ones under an
+// advisory lock, so that concurrent setups apply each migration once.
+// Nothing migrates implicitly: `baton setup --backend postgres` does it,
+// and the stores report a database that lacks the schema (ErrNoSchema).
+//
+// Times are stored as BIGINT Unix nanoseconds, compared inside the
+// statements with the caller's Now: the database's clock is never read.
+//
+// # Errors
+//
+// Every backend error goes through one translation (translate, errors.go):
+// a missing table becomes ErrNoSchema, naming the command that creates it;
+// a connection that cannot be made is ErrUnavailable; the context's errors
+// are kept. The ports' sentinels are returned for the conditions their
+// contracts name, wrapped with the operation and the key.
+package postgres
+
+import (
+	"context"
+	"fmt"
+	"sync"
+	"time"
+
+	"github.com/jackc/pgx/v5/pgxpool"
+)
+
+// DB is a connection pool to a database that holds (or will hold) baton's
+// schema, with the listener its queues' long polls share.
+type DB struct {
+	pool     *pgxpool.Pool
+	ownsPool bool
+
+	listenOnce sync.Once
+	listener   *listener
+}
+
+// Options tune Open. The zero value is usable.
+type Options struct {
+	// MaxConns bounds the pool's connections; 0 keeps pgxpool's default
+	// (the larger of 4 and the number of CPUs) or the DSN's pool_max_conns.
+	MaxConns int32
+}
+
+// New returns a DB on pool, which the caller keeps and closes after the
+// DB.
+func New(pool *pgxpool.Pool) *DB { return &DB{pool: pool} }
+
+// Open connects to the database at dsn (a postgres:// URL or a key=value
+// string, as pgx reads it) and checks that it answers. Close closes the
+// pool.
+func Open(ctx context.Context, dsn string, o *Options) (*DB, error) {
+	cfg, err := pgxpool.ParseConfig(dsn)
+	if err != nil {
+		return nil, fmt.Errorf("postgres: %w", errDSN(err))
+	}
+	if o != nil && o.MaxConns > 0 {
+		cfg.MaxConns = o.MaxConns
+	}
+	pool, err := pgxpool.NewWithConfig(ctx, cfg)
+	if err != nil {
+		return nil, fmt.Errorf("postgres: %w", translate(err))
+	}
+	ctx, cancel := context.WithTimeout(ctx, 30*time.Second)
+	defer cancel()
+	if err := pool.Ping(ctx); err != nil {
+		pool.Close()
+		return nil, fmt.Errorf("postgres %s: %w", describe(cfg.ConnConfig.Host, cfg.ConnConfig.Port, cfg.ConnConfig.Database), translate(err))
+	}
+	return &DB{pool: pool, ownsPool: true}, nil
+}
+
+func describe(host string, port uint16, db string) string {
+	return fmt.Sprintf("%s:%d/%s", host, port, db)
+}
+
+// Pool is the DB's connection pool.
+func (d *DB) Pool() *pgxpool.Pool { return d.pool }
+
+// Close stops the listener and, when Open made the pool, closes it.
+func (d *DB) Close() error {
+	if d.listener != nil {
+		d.listener.stop()
+	}
+	if d.ownsPool {
+		d.pool.Close()
+	}
+	return nil
+}
+
+// toNanos stores t as Unix nanoseconds; 0 is the zero time.
+func toNanos(t time.Time) int64 {
+	if t.IsZero() {
+		return 0
+	}
+	return t.UnixNano()
+}
+
+func fromNanos(n int64) time.Time {
+	if n == 0 {
+		return time.Time{}
+	}
+	return time.Unix(0, n).UTC()
+}

@@ -1,0 +1,86 @@
+package postgres
+
+import (
+	"context"
+	"errors"
+	"fmt"
+
+	"github.com/jackc/pgx/v5"
+
+	"github.com/batonhq/baton/internal/effect"
+)
+
+// EffectStore implements effect.Store on the baton_effects table.
+type EffectStore struct {
+	db *DB
+}
+
+var _ effect.Store = (*EffectStore)(nil)
+
+// NewEffectStore returns the effect store of db.
+func NewEffectStore(db *DB) *EffectStore { return &EffectStore{db: db} }
+
+// effectPutSQL inserts the record, or replaces the stored one when the
+// record's (generation, attempt) is at least the stored pair; it returns a
+// row exactly when it wrote.
+const effectPutSQL = `INSERT INTO baton_effects AS e (job, key, value, generation, attempt, written_at)
+VALUES ($1, $2, $3, $4, $5, $6)
+ON CONFLICT (job, key) DO UPDATE SET
+	value = excluded.value, generation = excluded.generation,
+	attempt = excluded.attempt, written_at = excluded.written_at
+WHERE (excluded.generation, excluded.attempt) >= (e.generation, e.attempt)
+RETURNING 1`
+
+// Put implements effect.Store: one conditional upsert, sent in one batch
+// with a read of the stored pair, which a refusal reports (the refused
+// upsert locks the row, so the read sees the record that refused it).
+func (s *EffectStore) Put(ctx context.Context, r effect.Record) error {
+	if err := effect.Validate(r); err != nil {
+		return err
+	}
+	value := r.Value
+	if value == nil {
+		value = []byte{}
+	}
+	b := &pgx.Batch{}
+	b.Queue(effectPutSQL, r.Job, r.Key, value, r.Generation, r.Attempt, toNanos(r.WrittenAt))
+	b.Queue(`SELECT generation, attempt FROM baton_effects WHERE job = $1 AND key = $2`, r.Job, r.Key)
+	br := s.db.pool.SendBatch(ctx, b)
+	var one, gen, attempt int
+	err := br.QueryRow().Scan(&one)
+	applied := err == nil
+	if err != nil && !errors.Is(err, pgx.ErrNoRows) {
+		_ = br.Close()
+		return fmt.Errorf("put effect %s %q: %w", r.Job, r.Key, translate(err))
+	}
+	err = br.QueryRow().Scan(&gen, &attempt)
+	if cerr := br.Close(); err == nil {
+		err = cerr
+	}
+	if err != nil {
+		return fmt.Errorf("put effect %s %q: %w", r.Job, r.Key, translate(err))
+	}
+	if !applied {
+		return effect.StaleError(r, gen, attempt)
+	}
+	return nil
+}
+
+// Get implements effect.Store with one read.
+func (s *EffectStore) Get(ctx context.Context, job, key string) (effect.Record, error) {
+	if err := effect.ValidateKey(job, key); err != nil {
+		return effect.Record{}, err
+	}
+	r := effect.Record{Job: job, Key: key}
+	var writtenAt int64
+	err := s.db.pool.QueryRow(ctx, `SELECT value, generation, attempt, written_at FROM baton_effects WHERE job = $1 AND key = $2`, job, key).
+		Scan(&r.Value, &r.Generation, &r.Attempt, &writtenAt)
+	if errors.Is(err, pgx.ErrNoRows) {
+		return effect.Record{}, effect.NotFoundError(job, key)
+	}
+	if err != nil {
+		return effect.Record{}, fmt.Errorf("get effect %s %q: %w", job, key, translate(err))
+	}
+	r.WrittenAt = fromNanos(writtenAt)
+	return r, nil
+}

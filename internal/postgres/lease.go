@@ -1,0 +1,204 @@
+package postgres
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"time"
+
+	"github.com/jackc/pgx/v5"
+
+	"github.com/batonhq/baton/internal/lease"
+)
+
+// LeaseStore is lease.Store on the baton_leases table: one row per job,
+// with an empty owner when free and the fence kept across releases.
+//
+// Acquire is one conditional INSERT … ON CONFLICT … DO UPDATE … WHERE,
+// applied only when the row is free, expired at the caller's Now (with its
+// skew allowance) or already the owner's; the row's own fence+1 is the new
+// fence. It is sent in one batch with a read of the row: a refused upsert
+// still locks the row, so the read returns the holder that refused it, in
+// the same round trip. Renew and Release are one conditional UPDATE each.
+type LeaseStore struct {
+	db *DB
+}
+
+var (
+	_ lease.Store             = (*LeaseStore)(nil)
+	_ lease.ContentionCounter = (*LeaseStore)(nil)
+)
+
+// NewLeaseStore returns the lease store of db.
+func NewLeaseStore(db *DB) *LeaseStore { return &LeaseStore{db: db} }
+
+const (
+	leaseAcquireSQL = `
+INSERT INTO baton_leases AS l (job, owner, fence, expires_at, acquired_at)
+VALUES ($1, $2, 1, $3, $4)
+ON CONFLICT (job) DO UPDATE SET
+    owner       = excluded.owner,
+    fence       = l.fence + 1,
+    expires_at  = excluded.expires_at,
+    acquired_at = excluded.acquired_at
+WHERE l.owner = '' OR l.owner = excluded.owner OR l.expires_at <= $5
+RETURNING owner, fence, expires_at, acquired_at`
+
+	leaseRenewSQL = `
+UPDATE baton_leases SET expires_at = $4
+WHERE job = $1 AND owner = $2 AND fence = $3 AND expires_at > $5
+RETURNING owner, fence, expires_at, acquired_at`
+
+	leaseReleaseSQL = `UPDATE baton_leases SET owner = '', expires_at = 0 WHERE job = $1 AND owner = $2 AND fence = $3`
+
+	leaseSelectSQL = `SELECT owner, fence, expires_at, acquired_at FROM baton_leases WHERE job = $1`
+)
+
+// errLeaseParams reports parameters the lease contract rules out.
+var errLeaseParams = errors.New("invalid lease parameters")
+
+// Acquire implements lease.Store.
+func (s *LeaseStore) Acquire(ctx context.Context, p lease.AcquireParams) (lease.Lease, error) {
+	if err := checkLeaseParams(p.Job, p.Owner, p.TTL, p.Now); err != nil {
+		return lease.Lease{}, fmt.Errorf("acquire lease %q: %w", p.Job, err)
+	}
+	now := toNanos(p.Now)
+	b := &pgx.Batch{}
+	b.Queue(leaseAcquireSQL, p.Job, p.Owner, toNanos(p.Now.Add(p.TTL)), now, now-int64(p.Skew))
+	b.Queue(leaseSelectSQL, p.Job)
+	br := s.db.pool.SendBatch(ctx, b)
+	got, err := scanLease(p.Job, br.QueryRow())
+	refused := errors.Is(err, pgx.ErrNoRows)
+	if err != nil && !refused {
+		_ = br.Close()
+		return lease.Lease{}, fmt.Errorf("acquire lease %q: %w", p.Job, translate(err))
+	}
+	holder, herr := scanLease(p.Job, br.QueryRow())
+	if cerr := br.Close(); herr == nil {
+		herr = cerr
+	}
+	switch {
+	case herr != nil:
+		return lease.Lease{}, fmt.Errorf("acquire lease %q: %w", p.Job, translate(herr))
+	case refused:
+		return lease.Lease{}, &lease.HeldError{Holder: holder}
+	}
+	return got, nil
+}
+
+// Renew implements lease.Store.
+func (s *LeaseStore) Renew(ctx context.Context, p lease.RenewParams) (lease.Lease, error) {
+	if err := checkLeaseParams(p.Job, p.Owner, p.TTL, p.Now); err != nil {
+		return lease.Lease{}, fmt.Errorf("renew lease %q: %w", p.Job, err)
+	}
+	got, err := scanLease(p.Job, s.db.pool.QueryRow(ctx, leaseRenewSQL, p.Job, p.Owner, p.Fence, toNanos(p.Now.Add(p.TTL)), toNanos(p.Now)))
+	if errors.Is(err, pgx.ErrNoRows) {
+		return lease.Lease{}, fmt.Errorf("renew lease %q by %q (fence %d): %w", p.Job, p.Owner, p.Fence, lease.ErrNotHolder)
+	}
+	if err != nil {
+		return lease.Lease{}, fmt.Errorf("renew lease %q: %w", p.Job, translate(err))
+	}
+	return got, nil
+}
+
+// Release implements lease.Store.
+func (s *LeaseStore) Release(ctx context.Context, p lease.ReleaseParams) error {
+	if err := checkLeaseHolder(p.Job, p.Owner); err != nil {
+		return fmt.Errorf("release lease %q: %w", p.Job, err)
+	}
+	tag, err := s.db.pool.Exec(ctx, leaseReleaseSQL, p.Job, p.Owner, p.Fence)
+	if err != nil {
+		return fmt.Errorf("release lease %q: %w", p.Job, translate(err))
+	}
+	if tag.RowsAffected() == 0 {
+		return fmt.Errorf("release lease %q by %q (fence %d): %w", p.Job, p.Owner, p.Fence, lease.ErrNotHolder)
+	}
+	return nil
+}
+
+// Inspect implements lease.Store.
+func (s *LeaseStore) Inspect(ctx context.Context, job string) (lease.Lease, error) {
+	if job == "" {
+		return lease.Lease{}, fmt.Errorf("inspect lease: empty job: %w", errLeaseParams)
+	}
+	got, err := scanLease(job, s.db.pool.QueryRow(ctx, leaseSelectSQL, job))
+	if errors.Is(err, pgx.ErrNoRows) {
+		return lease.Lease{}, fmt.Errorf("inspect lease %q: %w", job, lease.ErrNotFound)
+	}
+	if err != nil {
+		return lease.Lease{}, fmt.Errorf("inspect lease %q: %w", job, translate(err))
+	}
+	return got, nil
+}
+
+// RecordContention implements lease.ContentionCounter: one UPSERT per
+// refusal, so counts from several processes add up; the latest refusal
+// by its caller's clock is the one kept as Last and Holder.
+func (s *LeaseStore) RecordContention(ctx context.Context, job string, holder lease.Lease, now time.Time) error {
+	if job == "" {
+		return errors.New("record contention: empty job")
+	}
+	_, err := s.db.pool.Exec(ctx, `
+INSERT INTO baton_lease_contention AS c (job, count, last_at, holder, holder_fence, holder_until)
+VALUES ($1, 1, $2, $3, $4, $5)
+ON CONFLICT (job) DO UPDATE SET
+    count        = c.count + 1,
+    last_at      = CASE WHEN excluded.last_at >= c.last_at THEN excluded.last_at ELSE c.last_at END,
+    holder       = CASE WHEN excluded.last_at >= c.last_at THEN excluded.holder ELSE c.holder END,
+    holder_fence = CASE WHEN excluded.last_at >= c.last_at THEN excluded.holder_fence ELSE c.holder_fence END,
+    holder_until = CASE WHEN excluded.last_at >= c.last_at THEN excluded.holder_until ELSE c.holder_until END`,
+		job, toNanos(now), holder.Owner, holder.Fence, toNanos(holder.ExpiresAt))
+	if err != nil {
+		return fmt.Errorf("record contention of %q: %w", job, translate(err))
+	}
+	return nil
+}
+
+// Contention implements lease.ContentionCounter.
+func (s *LeaseStore) Contention(ctx context.Context, job string) (lease.Contention, error) {
+	r := lease.Contention{Job: job, Holder: lease.Lease{Job: job}}
+	var last, until int64
+	err := s.db.pool.QueryRow(ctx, `SELECT count, last_at, holder, holder_fence, holder_until FROM baton_lease_contention WHERE job = $1`, job).
+		Scan(&r.Count, &last, &r.Holder.Owner, &r.Holder.Fence, &until)
+	if errors.Is(err, pgx.ErrNoRows) {
+		return lease.Contention{Job: job, Holder: lease.Lease{Job: job}}, nil
+	}
+	if err != nil {
+		return lease.Contention{}, fmt.Errorf("contention of %q: %w", job, translate(err))
+	}
+	r.Last, r.Holder.ExpiresAt = fromNanos(last), fromNanos(until)
+	return r, nil
+}
+
+func checkLeaseHolder(job, owner string) error {
+	switch {
+	case job == "":
+		return fmt.Errorf("empty job: %w", errLeaseParams)
+	case owner == "":
+		return fmt.Errorf("empty owner: %w", errLeaseParams)
+	}
+	return nil
+}
+
+func checkLeaseParams(job, owner string, ttl time.Duration, now time.Time) error {
+	if err := checkLeaseHolder(job, owner); err != nil {
+		return err
+	}
+	switch {
+	case ttl <= 0:
+		return fmt.Errorf("non-positive TTL %s: %w", ttl, errLeaseParams)
+	case now.IsZero():
+		return fmt.Errorf("zero Now: %w", errLeaseParams)
+	}
+	return nil
+}
+
+func scanLease(job string, row pgx.Row) (lease.Lease, error) {
+	l := lease.Lease{Job: job}
+	var expires, acquired int64
+	if err := row.Scan(&l.Owner, &l.Fence, &expires, &acquired); err != nil {
+		return lease.Lease{}, err
+	}
+	l.ExpiresAt, l.AcquiredAt = fromNanos(expires), fromNanos(acquired)
+	return l, nil
+}

@@ -1,0 +1,527 @@
+package postgres
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"regexp"
+	"strconv"
+	"time"
+
+	"github.com/jackc/pgx/v5"
+
+	"github.com/batonhq/baton/internal/ledger"
+)
+
+// LedgerStore is ledger.Store on the tables baton_runs and baton_items.
+//
+// Every transition is one conditional statement (UPDATE … WHERE …
+// RETURNING, or INSERT … ON CONFLICT DO UPDATE … WHERE … RETURNING), run
+// alone first: one round trip when it applies. When its condition fails no
+// row comes back; the transition then sends, in one batch (one round trip,
+// one implicit transaction), a read of the record FOR UPDATE and the
+// statement again. The lock holds the record still between the two, so a
+// statement refused again was refused by the very record read, which picks
+// the sentinel and is returned with it; one applied this time (the record
+// changed in between) is the transition's result.
+type LedgerStore struct {
+	db *DB
+}
+
+var _ ledger.Store = (*LedgerStore)(nil)
+
+// NewLedgerStore returns the ledger of db.
+func NewLedgerStore(db *DB) *LedgerStore { return &LedgerStore{db: db} }
+
+// OpenRun implements ledger.Store.
+func (s *LedgerStore) OpenRun(ctx context.Context, p ledger.OpenRunParams) (ledger.Run, ledger.OpenOutcome, error) {
+	tick := ledger.RunID{Job: p.Job, Nominal: p.Nominal}.TickKey()
+	args := pgx.NamedArgs{"job": p.Job, "nominal": toNanos(p.Nominal), "fence": p.Fence, "now": toNanos(p.Now), "shards": max(p.Shards, 1)}
+	if p.Force {
+		r, err := scanRun(s.db.pool.QueryRow(ctx, ledgerForceRun.sql, ledgerForceRun.args(args)...).Scan)
+		if err != nil {
+			return ledger.Run{}, "", fmt.Errorf("open run %s: %w", tick, translate(err))
+		}
+		return r, ledger.Opened, nil
+	}
+	r, err := scanRun(s.db.pool.QueryRow(ctx, ledgerInsertRun.sql, ledgerInsertRun.args(args)...).Scan)
+	if err == nil {
+		return r, ledger.Opened, nil
+	}
+	if !errors.Is(err, pgx.ErrNoRows) {
+		return ledger.Run{}, "", fmt.Errorf("open run %s: %w", tick, translate(err))
+	}
+	// The record exists (records are never deleted): resume it, or read
+	// what refused the resume.
+	cur, resumed, wrote, err := s.lockedRun(ctx, p.Job, p.Nominal, ledgerResumeRun, args)
+	switch {
+	case err != nil:
+		return ledger.Run{}, "", fmt.Errorf("open run %s: %w", tick, err)
+	case wrote:
+		return resumed, ledger.Resumed, nil
+	case cur == nil:
+		return ledger.Run{}, "", fmt.Errorf("open run %s: the record vanished: %w", tick, ledger.ErrNotFound)
+	case cur.State != ledger.RunFanningOut:
+		return *cur, ledger.AlreadyFannedOut, nil
+	}
+	return *cur, "", fmt.Errorf("open run %s: fence %d is below the run's %d: %w", tick, p.Fence, cur.Fence, ledger.ErrConflict)
+}
+
+// AdvanceRun implements ledger.Store.
+func (s *LedgerStore) AdvanceRun(ctx context.Context, p ledger.AdvanceRunParams) (ledger.Run, error) {
+	args := pgx.NamedArgs{
+		"job": p.ID.Job, "nominal": toNanos(p.ID.Nominal), "generation": p.ID.Generation,
+		"fence": p.Fence, "cursor": p.Cursor, "done": p.Done, "now": toNanos(p.Now),
+	}
+	r, err := s.runWrite(ctx, p.ID, ledgerAdvanceRun, args, func(cur ledger.Run) error {
+		return fmt.Errorf("run %s is %s (fence %d, cursor %d): %w", cur.ID, cur.State, cur.Fence, cur.Cursor, ledger.ErrConflict)
+	})
+	return r, wrapLedger("advance run", p.ID, err)
+}
+
+// FinishRun implements ledger.Store.
+func (s *LedgerStore) FinishRun(ctx context.Context, p ledger.FinishRunParams) (ledger.Run, error) {
+	args := pgx.NamedArgs{
+		"job": p.ID.Job, "nominal": toNanos(p.ID.Nominal), "generation": p.ID.Generation,
+		"succeeded": p.Succeeded, "dead": p.Dead, "cancelled": p.Cancelled, "now": toNanos(p.Now),
+	}
+	r, err := s.runWrite(ctx, p.ID, ledgerFinishRun, args, func(cur ledger.Run) error {
+		switch {
+		case cur.ID.Generation != p.ID.Generation:
+			return fmt.Errorf("the tick's run is %s: %w", cur.ID, ledger.ErrConflict)
+		case cur.State.Finished():
+			return fmt.Errorf("run is %s: %w", cur.State, ledger.ErrTerminal)
+		}
+		return fmt.Errorf("run is %s: %w", cur.State, ledger.ErrConflict)
+	})
+	return r, wrapLedger("finish run", p.ID, err)
+}
+
+// runWrite runs a conditional statement on the run record of id; when
+// refused, refusal picks the sentinel from the record that refused it.
+func (s *LedgerStore) runWrite(ctx context.Context, id ledger.RunID, stmt namedSQL, args pgx.NamedArgs, refusal func(ledger.Run) error) (ledger.Run, error) {
+	r, err := scanRun(s.db.pool.QueryRow(ctx, stmt.sql, stmt.args(args)...).Scan)
+	if err == nil {
+		return r, nil
+	}
+	if !errors.Is(err, pgx.ErrNoRows) {
+		return ledger.Run{}, translate(err)
+	}
+	cur, wrote, ok, err := s.lockedRun(ctx, id.Job, id.Nominal, stmt, args)
+	switch {
+	case err != nil:
+		return ledger.Run{}, err
+	case ok:
+		return wrote, nil
+	case cur == nil:
+		return ledger.Run{}, ledger.ErrNotFound
+	}
+	return *cur, refusal(*cur)
+}
+
+// lockedRun sends, in one batch, a read of the run record FOR UPDATE and
+// stmt: it returns the record read (nil when there is none) and, when stmt
+// applied, the record it wrote.
+func (s *LedgerStore) lockedRun(ctx context.Context, job string, nominal time.Time, stmt namedSQL, args pgx.NamedArgs) (cur *ledger.Run, wrote ledger.Run, ok bool, err error) {
+	b := &pgx.Batch{}
+	b.Queue(`SELECT `+ledgerRunColumns+` FROM baton_runs WHERE job = $1 AND nominal = $2 FOR UPDATE`, job, toNanos(nominal))
+	b.Queue(stmt.sql, stmt.args(args)...)
+	br := s.db.pool.SendBatch(ctx, b)
+	defer func() {
+		if cerr := br.Close(); err == nil && cerr != nil {
+			err = translate(cerr)
+		}
+	}()
+	r, err := scanRun(br.QueryRow().Scan)
+	switch {
+	case err == nil:
+		cur = &r
+	case !errors.Is(err, pgx.ErrNoRows):
+		return nil, ledger.Run{}, false, translate(err)
+	}
+	wrote, err = scanRun(br.QueryRow().Scan)
+	switch {
+	case err == nil:
+		return cur, wrote, true, nil
+	case errors.Is(err, pgx.ErrNoRows):
+		return cur, ledger.Run{}, false, nil
+	}
+	return nil, ledger.Run{}, false, translate(err)
+}
+
+// GetRun implements ledger.Store.
+func (s *LedgerStore) GetRun(ctx context.Context, job string, nominal time.Time) (ledger.Run, error) {
+	r, err := scanRun(s.db.pool.QueryRow(ctx, `SELECT `+ledgerRunColumns+` FROM baton_runs WHERE job = $1 AND nominal = $2`, job, toNanos(nominal)).Scan)
+	if errors.Is(err, pgx.ErrNoRows) {
+		err = ledger.ErrNotFound
+	}
+	if err != nil {
+		return ledger.Run{}, fmt.Errorf("get run %s: %w", ledger.RunID{Job: job, Nominal: nominal}.TickKey(), translate(err))
+	}
+	return r, nil
+}
+
+// ListRuns implements ledger.Store.
+func (s *LedgerStore) ListRuns(ctx context.Context, p ledger.ListRunsParams) ([]ledger.Run, error) {
+	limit := p.Limit
+	if limit <= 0 {
+		limit = 20
+	}
+	before := int64(1<<63 - 1)
+	if !p.Before.IsZero() {
+		before = toNanos(p.Before)
+	}
+	rows, err := s.db.pool.Query(ctx, `SELECT `+ledgerRunColumns+` FROM baton_runs
+		WHERE job = $1 AND nominal < $2 ORDER BY nominal DESC LIMIT $3`, p.Job, before, limit)
+	if err != nil {
+		return nil, fmt.Errorf("list runs of %s: %w", p.Job, translate(err))
+	}
+	defer rows.Close()
+	var runs []ledger.Run
+	for rows.Next() {
+		r, err := scanRun(rows.Scan)
+		if err != nil {
+			return nil, fmt.Errorf("list runs of %s: %w", p.Job, translate(err))
+		}
+		runs = append(runs, r)
+	}
+	if err := rows.Err(); err != nil {
+		return nil, fmt.Errorf("list runs of %s: %w", p.Job, translate(err))
+	}
+	return runs, nil
+}
+
+// Claim implements ledger.Store.
+func (s *LedgerStore) Claim(ctx context.Context, p ledger.ClaimParams) (ledger.Item, error) {
+	args := itemArgs(p.Key, pgx.NamedArgs{
+		"owner": p.Owner, "lease_until": toNanos(p.LeaseUntil), "fence": p.Fence,
+		"max_attempts": p.MaxAttempts, "skew": int64(p.Skew), "now": toNanos(p.Now),
+	})
+	it, err := s.itemWrite(ctx, p.Key, ledgerClaim, args, func(cur ledger.Item) error {
+		switch {
+		case cur.State == ledger.ItemRunning:
+			return fmt.Errorf("held by %s (attempt %d) until %s: %w",
+				cur.Owner, cur.Attempt, cur.LeaseUntil.Format(time.RFC3339Nano), ledger.ErrHeld)
+		case cur.State.Terminal():
+			return fmt.Errorf("item is %s: %w", cur.State, ledger.ErrTerminal)
+		}
+		return fmt.Errorf("item is %s: %w", cur.State, ledger.ErrConflict)
+	})
+	if err == nil && it.State == ledger.ItemDead {
+		err = fmt.Errorf("%s after attempt %d: %w", it.Error, it.Attempt, ledger.ErrTerminal)
+	}
+	return it, wrapLedger("claim", p.Key, err)
+}
+
+// Complete implements ledger.Store.
+func (s *LedgerStore) Complete(ctx context.Context, p ledger.CompleteParams) (ledger.Item, error) {
+	return s.holderWrite(ctx, "complete", ledgerComplete, p.Key, p.Owner, p.Attempt,
+		pgx.NamedArgs{"result": p.Result, "now": toNanos(p.Now)})
+}
+
+// Fail implements ledger.Store.
+func (s *LedgerStore) Fail(ctx context.Context, p ledger.FailParams) (ledger.Item, error) {
+	state, finished := ledger.ItemFailed, int64(0)
+	if p.Permanent || (p.MaxAttempts > 0 && p.Attempt >= p.MaxAttempts) {
+		state, finished = ledger.ItemDead, toNanos(p.Now)
+	}
+	return s.holderWrite(ctx, "fail", ledgerFail, p.Key, p.Owner, p.Attempt,
+		pgx.NamedArgs{"state": string(state), "reason": p.Reason, "finished_at": finished, "now": toNanos(p.Now)})
+}
+
+// Release implements ledger.Store.
+func (s *LedgerStore) Release(ctx context.Context, p ledger.ReleaseParams) (ledger.Item, error) {
+	return s.holderWrite(ctx, "release", ledgerRelease, p.Key, p.Owner, p.Attempt,
+		pgx.NamedArgs{"now": toNanos(p.Now)})
+}
+
+// Extend implements ledger.Store.
+func (s *LedgerStore) Extend(ctx context.Context, p ledger.ExtendParams) (ledger.Item, error) {
+	return s.holderWrite(ctx, "extend", ledgerExtend, p.Key, p.Owner, p.Attempt,
+		pgx.NamedArgs{"lease_until": toNanos(p.LeaseUntil), "now": toNanos(p.Now)})
+}
+
+// holderWrite runs stmt, whose condition is the one Complete, Fail,
+// Release and Extend share: the item is RUNNING under owner and attempt.
+func (s *LedgerStore) holderWrite(ctx context.Context, op string, stmt namedSQL, key ledger.ItemKey, owner string, attempt int, args pgx.NamedArgs) (ledger.Item, error) {
+	args["owner"], args["attempt"] = owner, attempt
+	it, err := s.itemWrite(ctx, key, stmt, itemArgs(key, args), func(cur ledger.Item) error {
+		if cur.State.Terminal() {
+			return fmt.Errorf("item is %s: %w", cur.State, ledger.ErrTerminal)
+		}
+		return fmt.Errorf("caller %s#%d, item %s by %s#%d: %w", owner, attempt, cur.State, cur.Owner, cur.Attempt, ledger.ErrConflict)
+	})
+	return it, wrapLedger(op, key, err)
+}
+
+// Cancel implements ledger.Store.
+func (s *LedgerStore) Cancel(ctx context.Context, p ledger.CancelParams) (ledger.Item, error) {
+	args := itemArgs(p.Key, pgx.NamedArgs{"reason": p.Reason, "now": toNanos(p.Now)})
+	it, err := s.itemWrite(ctx, p.Key, ledgerCancel, args, func(cur ledger.Item) error {
+		if cur.State.Terminal() {
+			return fmt.Errorf("item is %s: %w", cur.State, ledger.ErrTerminal)
+		}
+		return fmt.Errorf("item is %s: %w", cur.State, ledger.ErrConflict)
+	})
+	return it, wrapLedger("cancel", p.Key, err)
+}
+
+// itemWrite runs a conditional statement on the item of key; when
+// refused, refusal picks the sentinel from the record that refused it
+// (ErrNotFound when there is none).
+func (s *LedgerStore) itemWrite(ctx context.Context, key ledger.ItemKey, stmt namedSQL, args pgx.NamedArgs, refusal func(ledger.Item) error) (ledger.Item, error) {
+	it, err := scanItem(s.db.pool.QueryRow(ctx, stmt.sql, stmt.args(args)...).Scan, key.Run)
+	if err == nil {
+		return it, nil
+	}
+	if !errors.Is(err, pgx.ErrNoRows) {
+		return ledger.Item{}, translate(err)
+	}
+	b := &pgx.Batch{}
+	b.Queue(`SELECT `+ledgerItemColumns+` FROM baton_items WHERE run = $1 AND asset = $2 FOR UPDATE`, key.Run.String(), key.Asset)
+	b.Queue(stmt.sql, stmt.args(args)...)
+	br := s.db.pool.SendBatch(ctx, b)
+	defer br.Close()
+	cur, err := scanItem(br.QueryRow().Scan, key.Run)
+	found := err == nil
+	if err != nil && !errors.Is(err, pgx.ErrNoRows) {
+		return ledger.Item{}, translate(err)
+	}
+	wrote, err := scanItem(br.QueryRow().Scan, key.Run)
+	switch {
+	case err == nil:
+		return wrote, translate(br.Close())
+	case !errors.Is(err, pgx.ErrNoRows):
+		return ledger.Item{}, translate(err)
+	case !found:
+		return ledger.Item{}, ledger.ErrNotFound
+	}
+	if err := br.Close(); err != nil {
+		return ledger.Item{}, translate(err)
+	}
+	return cur, refusal(cur)
+}
+
+// GetItem implements ledger.Store.
+func (s *LedgerStore) GetItem(ctx context.Context, key ledger.ItemKey) (ledger.Item, error) {
+	it, err := scanItem(s.db.pool.QueryRow(ctx, `SELECT `+ledgerItemColumns+` FROM baton_items WHERE run = $1 AND asset = $2`,
+		key.Run.String(), key.Asset).Scan, key.Run)
+	if errors.Is(err, pgx.ErrNoRows) {
+		err = ledger.ErrNotFound
+	}
+	if err != nil {
+		return ledger.Item{}, fmt.Errorf("get item %s: %w", key, translate(err))
+	}
+	return it, nil
+}
+
+// ListItems implements ledger.Store.
+func (s *LedgerStore) ListItems(ctx context.Context, run ledger.RunID) ([]ledger.Item, error) {
+	rows, err := s.db.pool.Query(ctx, `SELECT `+ledgerItemColumns+` FROM baton_items WHERE run = $1 ORDER BY asset`, run.String())
+	if err != nil {
+		return nil, fmt.Errorf("list items of %s: %w", run, translate(err))
+	}
+	defer rows.Close()
+	var items []ledger.Item
+	for rows.Next() {
+		it, err := scanItem(rows.Scan, run)
+		if err != nil {
+			return nil, fmt.Errorf("list items of %s: %w", run, translate(err))
+		}
+		items = append(items, it)
+	}
+	if err := rows.Err(); err != nil {
+		return nil, fmt.Errorf("list items of %s: %w", run, translate(err))
+	}
+	return items, nil
+}
+
+func itemArgs(key ledger.ItemKey, args pgx.NamedArgs) pgx.NamedArgs {
+	args["run"], args["asset"] = key.Run.String(), key.Asset
+	return args
+}
+
+// wrapLedger wraps a transition's outcome with the operation and subject.
+func wrapLedger(op string, subject fmt.Stringer, err error) error {
+	if err == nil {
+		return nil
+	}
+	return fmt.Errorf("%s %s: %w", op, subject, err)
+}
+
+// scanRun scans ledgerRunColumns.
+func scanRun(scan func(dest ...any) error) (ledger.Run, error) {
+	var (
+		r                                        ledger.Run
+		state                                    string
+		nominal, openedAt, updatedAt, finishedAt int64
+	)
+	err := scan(&r.ID.Job, &nominal, &r.ID.Generation, &state, &r.Cursor, &r.Total, &r.Fence, &r.OpenFence, &r.Shards,
+		&openedAt, &updatedAt, &finishedAt, &r.Succeeded, &r.Dead, &r.Cancelled)
+	if err != nil {
+		return ledger.Run{}, err
+	}
+	r.ID.Nominal = time.Unix(0, nominal).UTC()
+	r.State = ledger.RunState(state)
+	r.OpenedAt, r.UpdatedAt, r.FinishedAt = fromNanos(openedAt), fromNanos(updatedAt), fromNanos(finishedAt)
+	return r, nil
+}
+
+// scanItem scans ledgerItemColumns of an item of run.
+func scanItem(scan func(dest ...any) error, run ledger.RunID) (ledger.Item, error) {
+	var (
+		it                                                      ledger.Item
+		state                                                   string
+		leaseUntil, createdAt, startedAt, finishedAt, updatedAt int64
+	)
+	err := scan(&it.Key.Asset, &state, &it.Owner, &it.Attempt, &leaseUntil, &it.Fence, &it.Error, &it.Result,
+		&createdAt, &startedAt, &finishedAt, &updatedAt)
+	if err != nil {
+		return ledger.Item{}, err
+	}
+	it.Key.Run = run
+	it.State = ledger.ItemState(state)
+	it.LeaseUntil = fromNanos(leaseUntil)
+	it.CreatedAt, it.StartedAt = fromNanos(createdAt), fromNanos(startedAt)
+	it.FinishedAt, it.UpdatedAt = fromNanos(finishedAt), fromNanos(updatedAt)
+	return it, nil
+}
+
+const ledgerRunColumns = `job, nominal, generation, state, cursor, total, fence, open_fence, shards,
+	opened_at, updated_at, finished_at, succeeded, dead, cancelled`
+
+const ledgerItemColumns = `asset, state, owner, attempt, lease_until, fence, error, result,
+	created_at, started_at, finished_at, updated_at`
+
+// ledgerClaimExhausted is Claim's condition for DEAD instead of another
+// attempt. SET expressions all read the row as it was before the
+// statement.
+const ledgerClaimExhausted = `(@max_attempts::integer > 0 AND i.attempt >= @max_attempts::integer)`
+
+// The statements. Each write is one conditional statement that returns
+// the record it wrote, or no row when its condition failed. They are
+// written with named parameters and turned into positional ones once, at
+// start (pgx.NamedArgs would parse the text again at every call).
+var (
+	// Opened: the tick has no record.
+	ledgerInsertRun = named(`
+		INSERT INTO baton_runs (job, nominal, generation, state, fence, open_fence, shards, opened_at, updated_at)
+		VALUES (@job, @nominal, 1, 'fanning_out', @fence, @fence, @shards, @now, @now)
+		ON CONFLICT (job, nominal) DO NOTHING
+		RETURNING ` + ledgerRunColumns)
+
+	// Resumed: fanning out, and no newer coordinator has taken it.
+	ledgerResumeRun = named(`
+		UPDATE baton_runs SET fence = @fence, updated_at = @now
+		WHERE job = @job AND nominal = @nominal AND state = 'fanning_out' AND fence <= @fence
+		RETURNING ` + ledgerRunColumns)
+
+	// Opened, forced: generation 1, or the next one from scratch.
+	ledgerForceRun = named(`
+		INSERT INTO baton_runs AS r (job, nominal, generation, state, fence, open_fence, shards, opened_at, updated_at)
+		VALUES (@job, @nominal, 1, 'fanning_out', @fence, @fence, @shards, @now, @now)
+		ON CONFLICT (job, nominal) DO UPDATE SET
+			generation = r.generation + 1, state = 'fanning_out', cursor = 0, total = 0,
+			fence = excluded.fence, open_fence = excluded.fence, shards = excluded.shards, opened_at = excluded.opened_at,
+			updated_at = excluded.updated_at, finished_at = 0, succeeded = 0, dead = 0, cancelled = 0
+		RETURNING ` + ledgerRunColumns)
+
+	ledgerAdvanceRun = named(`
+		UPDATE baton_runs SET
+			cursor = @cursor, fence = @fence, updated_at = @now,
+			state = CASE WHEN @done::boolean THEN 'fanned_out' ELSE state END,
+			total = CASE WHEN @done::boolean THEN @cursor::integer ELSE total END
+		WHERE job = @job AND nominal = @nominal AND generation = @generation
+			AND state = 'fanning_out' AND fence <= @fence AND cursor <= @cursor::integer
+		RETURNING ` + ledgerRunColumns)
+
+	ledgerFinishRun = named(`
+		UPDATE baton_runs SET
+			state = CASE WHEN @dead::integer + @cancelled::integer = 0 THEN 'complete' ELSE 'partial' END,
+			succeeded = @succeeded, dead = @dead, cancelled = @cancelled,
+			finished_at = @now, updated_at = @now
+		WHERE job = @job AND nominal = @nominal AND generation = @generation AND state = 'fanned_out'
+		RETURNING ` + ledgerRunColumns)
+
+	// absent → RUNNING attempt 1; FAILED or expired RUNNING → RUNNING
+	// attempt+1, or DEAD when the attempts are exhausted.
+	ledgerClaim = named(`
+		INSERT INTO baton_items AS i (run, asset, state, owner, attempt, lease_until, fence, created_at, started_at, updated_at)
+		VALUES (@run, @asset, 'RUNNING', @owner, 1, @lease_until, @fence, @now, @now, @now)
+		ON CONFLICT (run, asset) DO UPDATE SET
+			state       = CASE WHEN ` + ledgerClaimExhausted + ` THEN 'DEAD' ELSE 'RUNNING' END,
+			owner       = CASE WHEN ` + ledgerClaimExhausted + ` THEN i.owner ELSE excluded.owner END,
+			attempt     = CASE WHEN ` + ledgerClaimExhausted + ` THEN i.attempt ELSE i.attempt + 1 END,
+			lease_until = CASE WHEN ` + ledgerClaimExhausted + ` THEN i.lease_until ELSE excluded.lease_until END,
+			fence       = CASE WHEN ` + ledgerClaimExhausted + ` THEN i.fence ELSE excluded.fence END,
+			error       = CASE WHEN ` + ledgerClaimExhausted + ` THEN 'attempts exhausted' ELSE i.error END,
+			started_at  = CASE WHEN ` + ledgerClaimExhausted + ` THEN i.started_at ELSE excluded.started_at END,
+			finished_at = CASE WHEN ` + ledgerClaimExhausted + ` THEN excluded.updated_at ELSE i.finished_at END,
+			updated_at  = excluded.updated_at
+		WHERE i.state = 'FAILED' OR (i.state = 'RUNNING' AND i.lease_until + @skew::bigint <= @now::bigint)
+		RETURNING ` + ledgerItemColumns)
+
+	ledgerComplete = named(`
+		UPDATE baton_items SET state = 'SUCCEEDED', result = @result, finished_at = @now, updated_at = @now
+		WHERE run = @run AND asset = @asset AND state = 'RUNNING' AND owner = @owner AND attempt = @attempt
+		RETURNING ` + ledgerItemColumns)
+
+	ledgerFail = named(`
+		UPDATE baton_items SET state = @state, error = @reason, finished_at = @finished_at, updated_at = @now
+		WHERE run = @run AND asset = @asset AND state = 'RUNNING' AND owner = @owner AND attempt = @attempt
+		RETURNING ` + ledgerItemColumns)
+
+	ledgerRelease = named(`
+		UPDATE baton_items SET lease_until = @now, updated_at = @now
+		WHERE run = @run AND asset = @asset AND state = 'RUNNING' AND owner = @owner AND attempt = @attempt
+		RETURNING ` + ledgerItemColumns)
+
+	ledgerCancel = named(`
+		INSERT INTO baton_items AS i (run, asset, state, error, created_at, finished_at, updated_at)
+		VALUES (@run, @asset, 'CANCELLED', @reason, @now, @now, @now)
+		ON CONFLICT (run, asset) DO UPDATE SET
+			state = 'CANCELLED', error = excluded.error, finished_at = excluded.finished_at, updated_at = excluded.updated_at
+		WHERE i.state IN ('RUNNING', 'FAILED')
+		RETURNING ` + ledgerItemColumns)
+
+	ledgerExtend = named(`
+		UPDATE baton_items SET lease_until = @lease_until, updated_at = @now
+		WHERE run = @run AND asset = @asset AND state = 'RUNNING' AND owner = @owner AND attempt = @attempt
+		RETURNING ` + ledgerItemColumns)
+)
+
+// namedSQL is a statement written with named parameters (@name), turned
+// into positional ones ($1, $2, …) once.
+type namedSQL struct {
+	sql   string
+	names []string // the name of $1, $2, …
+}
+
+var paramName = regexp.MustCompile(`@([a-z_]+)`)
+
+// named compiles a statement with named parameters.
+func named(sql string) namedSQL {
+	var names []string
+	index := map[string]int{}
+	out := paramName.ReplaceAllStringFunc(sql, func(m string) string {
+		name := m[1:]
+		i, ok := index[name]
+		if !ok {
+			names = append(names, name)
+			i = len(names)
+			index[name] = i
+		}
+		return "$" + strconv.Itoa(i)
+	})
+	return namedSQL{sql: out, names: names}
+}
+
+// args returns the values of the statement's parameters, in order; a
+// name args lacks is a bug of this package, and sent as NULL.
+func (n namedSQL) args(args pgx.NamedArgs) []any {
+	out := make([]any, len(n.names))
+	for i, name := range n.names {
+		out[i] = args[name]
+	}
+	return out
+}

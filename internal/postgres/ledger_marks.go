@@ -1,0 +1,119 @@
+package postgres
+
+import (
+	"context"
+	"errors"
+	"fmt"
+
+	"github.com/jackc/pgx/v5"
+
+	"github.com/batonhq/baton/internal/ledger"
+)
+
+// ListItemRange implements ledger.Store: a range scan of the items'
+// primary key (asset compares byte-wise, COLLATE "C"), so it reads the
+// shard's rows only.
+func (s *LedgerStore) ListItemRange(ctx context.Context, run ledger.RunID, first, last string) ([]ledger.Item, error) {
+	rows, err := s.db.pool.Query(ctx, `SELECT `+ledgerItemColumns+` FROM baton_items
+		WHERE run = $1 AND asset >= $2 AND asset <= $3 ORDER BY asset`, run.String(), first, last)
+	if err != nil {
+		return nil, fmt.Errorf("list items of %s from %q to %q: %w", run, first, last, translate(err))
+	}
+	defer rows.Close()
+	var items []ledger.Item
+	for rows.Next() {
+		it, err := scanItem(rows.Scan, run)
+		if err != nil {
+			return nil, fmt.Errorf("list items of %s from %q to %q: %w", run, first, last, translate(err))
+		}
+		items = append(items, it)
+	}
+	if err := rows.Err(); err != nil {
+		return nil, fmt.Errorf("list items of %s from %q to %q: %w", run, first, last, translate(err))
+	}
+	return items, nil
+}
+
+const markColumns = `level, idx, succeeded, dead, cancelled, at`
+
+// MarkDone implements ledger.Store: one INSERT … ON CONFLICT DO NOTHING,
+// sent in one batch with a read of the mark. The read runs after the
+// insert in the same transaction, so it sees the mark whoever wrote it
+// (a concurrent insert of the same mark waits for the first to commit,
+// then does nothing).
+func (s *LedgerStore) MarkDone(ctx context.Context, p ledger.MarkParams) (ledger.Mark, error) {
+	if err := validMark(p); err != nil {
+		return ledger.Mark{}, err
+	}
+	subject := fmt.Sprintf("mark %s level %d index %d", p.Run, p.Level, p.Index)
+	b := &pgx.Batch{}
+	b.Queue(`INSERT INTO baton_marks (run, level, idx, succeeded, dead, cancelled, at)
+		VALUES ($1, $2, $3, $4, $5, $6, $7) ON CONFLICT (run, level, idx) DO NOTHING RETURNING `+markColumns,
+		p.Run.String(), p.Level, p.Index, p.Succeeded, p.Dead, p.Cancelled, toNanos(p.Now))
+	b.Queue(`SELECT `+markColumns+` FROM baton_marks WHERE run = $1 AND level = $2 AND idx = $3`, p.Run.String(), p.Level, p.Index)
+	br := s.db.pool.SendBatch(ctx, b)
+	_, err := scanMark(br.QueryRow().Scan, p.Run)
+	exists := errors.Is(err, pgx.ErrNoRows)
+	if err != nil && !exists {
+		_ = br.Close()
+		return ledger.Mark{}, fmt.Errorf("%s: %w", subject, translate(err))
+	}
+	m, err := scanMark(br.QueryRow().Scan, p.Run)
+	if cerr := br.Close(); err == nil {
+		err = cerr
+	}
+	switch {
+	case err != nil:
+		return ledger.Mark{}, fmt.Errorf("%s: %w", subject, translate(err))
+	case exists:
+		return m, fmt.Errorf("%s: written already: %w", subject, ledger.ErrTerminal)
+	}
+	return m, nil
+}
+
+// ListMarks implements ledger.Store.
+func (s *LedgerStore) ListMarks(ctx context.Context, run ledger.RunID, level, group int) ([]ledger.Mark, error) {
+	rows, err := s.db.pool.Query(ctx, `SELECT `+markColumns+` FROM baton_marks
+		WHERE run = $1 AND level = $2 AND idx >= $3 AND idx < $4 ORDER BY idx`,
+		run.String(), level, group*ledger.MarkGroup, (group+1)*ledger.MarkGroup)
+	if err != nil {
+		return nil, fmt.Errorf("list marks of %s level %d group %d: %w", run, level, group, translate(err))
+	}
+	defer rows.Close()
+	var marks []ledger.Mark
+	for rows.Next() {
+		m, err := scanMark(rows.Scan, run)
+		if err != nil {
+			return nil, fmt.Errorf("list marks of %s level %d group %d: %w", run, level, group, translate(err))
+		}
+		marks = append(marks, m)
+	}
+	if err := rows.Err(); err != nil {
+		return nil, fmt.Errorf("list marks of %s level %d group %d: %w", run, level, group, translate(err))
+	}
+	return marks, nil
+}
+
+// scanMark scans markColumns of a mark of run.
+func scanMark(scan func(dest ...any) error, run ledger.RunID) (ledger.Mark, error) {
+	m := ledger.Mark{Run: run}
+	var at int64
+	if err := scan(&m.Level, &m.Index, &m.Succeeded, &m.Dead, &m.Cancelled, &at); err != nil {
+		return ledger.Mark{}, err
+	}
+	m.At = fromNanos(at)
+	return m, nil
+}
+
+// validMark reports which of p's numbers is negative, if any.
+func validMark(p ledger.MarkParams) error {
+	for _, f := range []struct {
+		name string
+		v    int
+	}{{"level", p.Level}, {"index", p.Index}, {"succeeded", p.Succeeded}, {"dead", p.Dead}, {"cancelled", p.Cancelled}} {
+		if f.v < 0 {
+			return fmt.Errorf("mark %s: %s %d is negative", p.Run, f.name, f.v)
+		}
+	}
+	return nil
+}

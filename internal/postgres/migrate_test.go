@@ -1,0 +1,136 @@
+package postgres
+
+import (
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/stretchr/testify/require"
+
+	"github.com/batonhq/baton/internal/lease"
+	"github.com/batonhq/baton/internal/ledger"
+)
+
+// Concurrent setups apply each migration once; a second setup applies
+// nothing.
+func TestMigrateConcurrentAndIdempotent(t *testing.T) {
+	t.Parallel()
+	db := openEmptyDB(t)
+	v, err := db.Version(t.Context())
+	require.NoError(t, err)
+	require.Zero(t, v)
+	require.ErrorIs(t, db.CheckSchema(t.Context()), ErrNoSchema)
+
+	var wg sync.WaitGroup
+	applied := make([][]int, 4)
+	errs := make([]error, 4)
+	for i := range applied {
+		wg.Go(func() { applied[i], errs[i] = db.Migrate(t.Context()) })
+	}
+	wg.Wait()
+	total := 0
+	for i := range applied {
+		require.NoError(t, errs[i])
+		total += len(applied[i])
+	}
+	ms, err := Migrations()
+	require.NoError(t, err)
+	require.Equal(t, len(ms), total, "each migration applied once")
+
+	again, err := db.Migrate(t.Context())
+	require.NoError(t, err)
+	require.Empty(t, again)
+	v, err = db.Version(t.Context())
+	require.NoError(t, err)
+	require.Equal(t, SchemaVersion(), v)
+	require.NoError(t, db.CheckSchema(t.Context()))
+}
+
+// A database migrated by a newer baton is refused, and left alone.
+func TestMigrateRefusesNewerSchema(t *testing.T) {
+	t.Parallel()
+	db := openTestDB(t)
+	_, err := db.pool.Exec(t.Context(), `INSERT INTO baton_schema_migrations VALUES ($1, 'future.sql', now())`, SchemaVersion()+1)
+	require.NoError(t, err)
+	_, err = db.Migrate(t.Context())
+	require.ErrorIs(t, err, ErrSchemaTooNew)
+	require.ErrorIs(t, db.CheckSchema(t.Context()), ErrSchemaTooNew)
+}
+
+// A store on a database without the schema says what to run.
+func TestNoSchemaSaysSetup(t *testing.T) {
+	t.Parallel()
+	db := openEmptyDB(t)
+	_, err := NewLeaseStore(db).Inspect(t.Context(), "fx")
+	require.ErrorIs(t, err, ErrNoSchema)
+	require.Contains(t, err.Error(), "baton setup --backend postgres")
+	require.NotErrorIs(t, err, lease.ErrNotFound)
+}
+
+// Migration files are named by version, in order.
+func TestMigrationsWellFormed(t *testing.T) {
+	t.Parallel()
+	ms, err := Migrations()
+	require.NoError(t, err)
+	require.NotEmpty(t, ms)
+	for i, m := range ms {
+		require.Equal(t, i+1, m.Version, m.Name)
+	}
+}
+
+// A bad connection string is named as such, and an unreachable server is
+// ErrUnavailable.
+func TestOpenErrors(t *testing.T) {
+	t.Parallel()
+	_, err := Open(t.Context(), "postgres://u:secret@127.0.0.1:notaport/db", nil)
+	require.Error(t, err)
+	require.NotContains(t, err.Error(), "secret")
+	_, err = Open(t.Context(), "postgres://u@127.0.0.1:1/db?connect_timeout=2", nil)
+	require.ErrorIs(t, err, ErrUnavailable)
+}
+
+// A database at schema version 1, holding a run and items, migrates to
+// the current version: the run reads 0 shards (it settles as one shard,
+// the compatibility rule of migration 002), the items are kept and list
+// in byte-wise order whatever the database's collation.
+func TestMigrateFromVersion1(t *testing.T) {
+	t.Parallel()
+	db := openEmptyDB(t)
+	ms, err := Migrations()
+	require.NoError(t, err)
+	require.Greater(t, len(ms), 1)
+	_, err = db.pool.Exec(t.Context(), ms[0].SQL)
+	require.NoError(t, err)
+	_, err = db.pool.Exec(t.Context(), `CREATE TABLE baton_schema_migrations (version INTEGER PRIMARY KEY, name TEXT NOT NULL, applied_at TIMESTAMPTZ NOT NULL);
+		INSERT INTO baton_schema_migrations VALUES (1, '`+ms[0].Name+`', now())`)
+	require.NoError(t, err)
+	nominal := time.Date(2026, 11, 21, 12, 1, 0, 0, time.UTC)
+	_, err = db.pool.Exec(t.Context(), `INSERT INTO baton_runs (job, nominal, generation, state, fence, open_fence, opened_at, updated_at)
+		VALUES ('fx', $1, 1, 'fanned_out', 3, 3, 1, 1)`, nominal.UnixNano())
+	require.NoError(t, err)
+	run := ledger.RunID{Job: "fx", Nominal: nominal, Generation: 1}
+	for _, asset := range []string{"b", "B", "a"} {
+		_, err = db.pool.Exec(t.Context(), `INSERT INTO baton_items (run, asset, state, created_at, updated_at) VALUES ($1, $2, 'SUCCEEDED', 1, 1)`, run.String(), asset)
+		require.NoError(t, err)
+	}
+	require.ErrorIs(t, db.CheckSchema(t.Context()), ErrNoSchema, "version 1 is behind")
+
+	applied, err := db.Migrate(t.Context())
+	require.NoError(t, err)
+	require.Equal(t, []int{2}, applied[:1])
+	s := NewLedgerStore(db)
+	r, err := s.GetRun(t.Context(), "fx", nominal)
+	require.NoError(t, err)
+	require.Zero(t, r.Shards)
+	require.Equal(t, int64(3), r.OpenFence)
+	items, err := s.ListItems(t.Context(), run)
+	require.NoError(t, err)
+	var assets []string
+	for _, it := range items {
+		assets = append(assets, it.Key.Asset)
+	}
+	require.Equal(t, []string{"B", "a", "b"}, assets)
+	shard, err := s.ListItemRange(t.Context(), run, "B", "a")
+	require.NoError(t, err)
+	require.Len(t, shard, 2)
+}

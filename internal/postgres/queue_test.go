@@ -1,0 +1,114 @@
+package postgres
+
+import (
+	"fmt"
+	"sync/atomic"
+	"testing"
+	"time"
+
+	"github.com/stretchr/testify/require"
+
+	"github.com/batonhq/baton/internal/queue"
+	"github.com/batonhq/baton/internal/queue/queuetest"
+)
+
+func openTestQueue(t *testing.T, db *DB, name string, o *QueueOptions) *Queue {
+	t.Helper()
+	q, err := OpenQueue(t.Context(), db, name, o)
+	require.NoError(t, err)
+	return q
+}
+
+// queueHarness makes the suite's queues in one database. A send stores
+// every entry or none, so no message is unsendable.
+type queueHarness struct {
+	db   *DB
+	next atomic.Int64
+}
+
+func (h *queueHarness) newQueue(t *testing.T, o queuetest.QueueOptions) queuetest.Queue {
+	name := fmt.Sprintf("q%d", h.next.Add(1))
+	if o.MaxReceives == 0 {
+		q := openTestQueue(t, h.db, name, nil)
+		return queuetest.Queue{Sender: q, Receiver: q}
+	}
+	q := openTestQueue(t, h.db, name, &QueueOptions{DeadLetterQueue: name + "-dlq", MaxReceives: o.MaxReceives})
+	dlq := openTestQueue(t, h.db, name+"-dlq", nil)
+	return queuetest.Queue{Sender: q, Receiver: q, DeadLetters: dlq, DeadLetterSender: dlq}
+}
+
+// newNonexistentQueue opens a queue and deletes it, as another process
+// would, keeping the handle.
+func (h *queueHarness) newNonexistentQueue(t *testing.T) queuetest.Queue {
+	q := openTestQueue(t, h.db, fmt.Sprintf("gone%d", h.next.Add(1)), nil)
+	_, err := h.db.pool.Exec(t.Context(), `DELETE FROM baton_queues WHERE name = $1`, q.Name())
+	require.NoError(t, err)
+	return queuetest.Queue{Sender: q, Receiver: q}
+}
+
+func TestQueueConformance(t *testing.T) {
+	t.Parallel()
+	h := &queueHarness{db: openTestDB(t)}
+	queuetest.Run(t, queuetest.Harness{
+		NewQueue:            h.newQueue,
+		NewNonexistentQueue: h.newNonexistentQueue,
+		Capabilities:        queuetest.Capabilities{ExactReceiptCheck: true, HonoursNow: true, ExactDepth: true},
+	})
+}
+
+// A long poll wakes on the send's notification, well before its poll
+// interval (an hour here) would look again.
+func TestQueueLongPollWakesOnSend(t *testing.T) {
+	t.Parallel()
+	db := openTestDB(t)
+	q := openTestQueue(t, db, "wake", &QueueOptions{PollInterval: time.Hour})
+	got := make(chan []queue.Delivery, 1)
+	errs := make(chan error, 1)
+	// The listener is started by the first long poll; make sure it
+	// listens before the send, with a first poll that finds nothing.
+	_, err := q.Receive(t.Context(), queue.ReceiveParams{Max: 1, Visibility: time.Minute, Wait: time.Millisecond})
+	require.NoError(t, err)
+	require.Eventually(t, func() bool { return listening(t, db) }, 10*time.Second, 10*time.Millisecond)
+	go func() {
+		ds, err := q.Receive(t.Context(), queue.ReceiveParams{Max: 1, Visibility: time.Minute, Wait: time.Hour})
+		got <- ds
+		errs <- err
+	}()
+	require.NoError(t, q.SendBatch(t.Context(), []queue.Message{{ID: "1", Body: []byte("wake up")}}))
+	select {
+	case ds := <-got:
+		require.NoError(t, <-errs)
+		require.Len(t, ds, 1)
+		require.Equal(t, "wake up", string(ds[0].Body))
+	case <-time.After(30 * time.Second):
+		t.Fatal("a long poll with an hour's poll interval was not woken by a send")
+	}
+}
+
+// listening reports whether a session of the database LISTENs.
+func listening(t *testing.T, db *DB) bool {
+	var n int
+	err := db.pool.QueryRow(t.Context(), `SELECT count(*) FROM pg_stat_activity WHERE datname = current_database() AND query LIKE 'LISTEN %'`).Scan(&n)
+	require.NoError(t, err)
+	return n > 0
+}
+
+// A queue opened without creating must exist.
+func TestQueueNoCreate(t *testing.T) {
+	t.Parallel()
+	db := openTestDB(t)
+	_, err := OpenQueue(t.Context(), db, "absent", &QueueOptions{NoCreate: true})
+	require.ErrorIs(t, err, queue.ErrNotFound)
+	openTestQueue(t, db, "present", nil)
+	_, err = OpenQueue(t.Context(), db, "present", &QueueOptions{NoCreate: true})
+	require.NoError(t, err)
+}
+
+// Attributes PostgreSQL text cannot hold are refused with the reason.
+func TestQueueRefusesNULAttribute(t *testing.T) {
+	t.Parallel()
+	db := openTestDB(t)
+	q := openTestQueue(t, db, "nul", nil)
+	err := q.SendBatch(t.Context(), []queue.Message{{ID: "1", Body: []byte("x"), Attributes: map[string]string{"k": "a\x00b"}}})
+	require.ErrorContains(t, err, "NUL")
+}
