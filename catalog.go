@@ -44,6 +44,8 @@ func NewCatalog(jobs ...Job) (*Catalog, error) {
 		}
 		j.Assets = append([]string(nil), j.Assets...)
 		j.Derived = cloneDerived(j.Derived)
+		j.Chains = append([]Chain(nil), j.Chains...)
+		j.RateLimits = append([]RateLimit(nil), j.RateLimits...)
 		j.Limits = j.Limits.withDefaults()
 		j.items = make(map[string]struct{}, len(j.Assets)+len(j.Derived))
 		for _, name := range j.ItemNames() {
@@ -53,6 +55,12 @@ func NewCatalog(jobs ...Job) (*Catalog, error) {
 		c.names = append(c.names, j.Name)
 	}
 	sort.Strings(c.names)
+	if err := c.checkChains(); err != nil {
+		return nil, err
+	}
+	if err := c.checkRateLimits(); err != nil {
+		return nil, err
+	}
 	return c, nil
 }
 

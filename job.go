@@ -23,8 +23,14 @@ type Job struct {
 	// are the schedule's own instants (UTC); a trigger is mapped to the
 	// latest tick at or before it.
 	Schedule string
-	// Assets are the items of every run, in fan-out order.
+	// Assets are the items of every run, in fan-out order, when they are
+	// the same for every run. A job has Assets or Items, not both.
 	Assets []string
+	// Items, optional, computes each run's items when it opens, in place
+	// of Assets: see ItemsFunc. The list is stored with the run, in pages,
+	// and its items may carry payloads. A job with Items has no Derived
+	// items in this version.
+	Items ItemsFunc
 	// Derived are the items computed from other items of the same run
 	// (fan-in), in the order they are listed.
 	Derived []Derived
@@ -42,10 +48,21 @@ type Job struct {
 	// rather than run late. It bounds starts, not runs: an item started in
 	// time runs on. 0: no budget.
 	RunBudget time.Duration
+	// Retention, optional, is how long a finished run is kept and counts
+	// for the dedupe of submissions: the same dedupe key submitted within
+	// Retention of its run's finish returns that run; later, it opens the
+	// key's next generation. 0 means DefaultRetention.
+	Retention time.Duration
 	// CatchUp says what becomes of ticks that have no run because nothing
 	// triggered them (the schedule or the local runtime was down). The
 	// zero value catches nothing up.
 	CatchUp CatchUp
+	// RateLimits are the shared rate limits the job's processors use
+	// (see RateLimit).
+	RateLimits []RateLimit
+	// Chains start runs of other jobs when a run of this job finishes
+	// (see Chain).
+	Chains []Chain
 	// Queue, optional, gives the job a work queue of its own, consumed by
 	// consumers of its own (at most Queue.MaxConcurrency batches at once),
 	// so that a noisy job cannot starve the others of consumers, and the
@@ -137,6 +154,18 @@ type Limits struct {
 	Concurrency    int           // items processed at once per consumer batch
 }
 
+// DefaultRetention is a job's Retention when it sets none: 30 days, the
+// DynamoDB store's default time to live of finished runs.
+const DefaultRetention = 30 * 24 * time.Hour
+
+// RetentionOrDefault returns j.Retention, or DefaultRetention when it is 0.
+func (j Job) RetentionOrDefault() time.Duration {
+	if j.Retention > 0 {
+		return j.Retention
+	}
+	return DefaultRetention
+}
+
 // DefaultLimits are the limits a zero Limits field takes.
 var DefaultLimits = Limits{
 	LeaseTTL:       2 * time.Minute,
@@ -172,7 +201,8 @@ func (l Limits) withDefaults() Limits {
 }
 
 // Validate reports the first problem with j, naming the job and what is
-// wrong: a bad name, a schedule that does not parse, no assets, a
+// wrong: a bad name, a schedule that does not parse, no assets (and no
+// Items), both Assets and Items, Items with derived items, a
 // duplicate or clashing item name, a derived item whose input is not an
 // item of the job or is itself, derived items that form a cycle (named:
 // `derived "A" → "B" → "A" forms a cycle`), a negative limit, no
@@ -188,8 +218,13 @@ func (j Job) Validate() error {
 	if _, err := schedule.Parse(j.Schedule); err != nil {
 		return fmt.Errorf("job %s: schedule: %w", j.Name, err)
 	}
-	if len(j.Assets) == 0 {
-		return fmt.Errorf("job %s: no assets", j.Name)
+	switch {
+	case j.Items != nil && len(j.Assets) > 0:
+		return fmt.Errorf("job %s: both Assets and Items: a job's items are constant (Assets) or computed when its run opens (Items), not both", j.Name)
+	case j.Items != nil && len(j.Derived) > 0:
+		return fmt.Errorf("job %s: derived items with Items: a job whose items are computed when its run opens has no derived items in this version", j.Name)
+	case j.Items == nil && len(j.Assets) == 0:
+		return fmt.Errorf("job %s: no assets (and no Items function)", j.Name)
 	}
 	seen := map[string]bool{}
 	for _, a := range j.Assets {
@@ -216,6 +251,8 @@ func (j Job) Validate() error {
 		return fmt.Errorf("job %s: StalenessBudget must not be negative", j.Name)
 	case j.RunBudget < 0:
 		return fmt.Errorf("job %s: RunBudget must not be negative", j.Name)
+	case j.Retention < 0:
+		return fmt.Errorf("job %s: Retention must not be negative", j.Name)
 	case j.CatchUp.Window < 0 || j.CatchUp.MaxPerTrigger < 0:
 		return fmt.Errorf("job %s: catch-up: Window and MaxPerTrigger must not be negative", j.Name)
 	case j.Queue.Name == "" && j.Queue.MaxConcurrency != 0:
@@ -227,6 +264,16 @@ func (j Job) Validate() error {
 		if err := ValidName("queue", j.Queue.Name); err != nil {
 			return fmt.Errorf("job %s: %w", j.Name, err)
 		}
+	}
+	seenLimits := map[string]bool{}
+	for _, r := range j.RateLimits {
+		if err := r.check(); err != nil {
+			return fmt.Errorf("job %s: %w", j.Name, err)
+		}
+		if seenLimits[r.Name] {
+			return fmt.Errorf("job %s: rate limit %s listed twice", j.Name, r.Name)
+		}
+		seenLimits[r.Name] = true
 	}
 	if j.Processor == nil {
 		return fmt.Errorf("job %s: no processor", j.Name)
@@ -281,8 +328,13 @@ func (j Job) DerivedItem(name string) (Derived, bool) {
 	return Derived{}, false
 }
 
+// RunTime reports whether j's items are computed when its run opens
+// (Items is set).
+func (j Job) RunTime() bool { return j.Items != nil }
+
 // HasItem reports whether name is an asset or a derived item of j. For a
-// job of a Catalog it is one map lookup.
+// job of a Catalog it is one map lookup. A job with Items has no constant
+// items: its runs' items are checked against their stored lists.
 func (j Job) HasItem(name string) bool {
 	if j.items != nil {
 		_, ok := j.items[name]

@@ -34,24 +34,36 @@ func ValidName(what, s string) error {
 // is canonical: ParseRunID refuses any other spelling of the same run, so
 // that one run has one key everywhere.
 //
-// The form "job+submission#generation" is reserved for the runs of
-// submissions (work submitted on demand rather than by a tick), whose
-// submission id is a name as ValidName defines it; this version refuses
-// it with an error saying so.
+// A run of a submission (work submitted on demand with a dedupe key,
+// rather than by a tick) has no nominal time: its string form is
+// "job+submission#generation", e.g. "ingest+order-42#1", where submission
+// is the dedupe key, a name as ValidName defines it. Generation 1 is the
+// submission's first run; the same key submitted again after the job's
+// retention opens generation 2, and so on. Its Nominal is the zero time.
 type RunID struct {
-	Job        string
-	Nominal    time.Time
+	Job     string
+	Nominal time.Time
+	// Submission is the dedupe key of a submitted run; "" for the run of
+	// a tick.
+	Submission string
 	Generation int
 }
 
 func (r RunID) String() string {
-	return r.Job + "@" + r.Nominal.UTC().Format(time.RFC3339) + "#" + strconv.Itoa(r.Generation)
+	return r.TickKey() + "#" + strconv.Itoa(r.Generation)
 }
 
-// TickKey is the run record's key: the run id without its generation.
+// TickKey is the run record's key: the run id without its generation
+// ("job@time" for a tick, "job+submission" for a submission).
 func (r RunID) TickKey() string {
+	if r.Submission != "" {
+		return r.Job + "+" + r.Submission
+	}
 	return r.Job + "@" + r.Nominal.UTC().Format(time.RFC3339)
 }
+
+// Submitted reports whether r is the run of a submission.
+func (r RunID) Submitted() bool { return r.Submission != "" }
 
 // maxKeyLen bounds the text of a run id or item key: a job and an asset
 // of 64 bytes, the time, the generation and the separators fit well
@@ -71,7 +83,7 @@ func ParseRunID(s string) (RunID, error) {
 	hash := strings.LastIndexByte(s, '#')
 	if at < 0 {
 		if plus := strings.IndexByte(s, '+'); plus > 0 && hash > plus {
-			return RunID{}, fmt.Errorf("invalid run id %s: runs of submissions (job+submission#generation) are not supported by this version", quote(s))
+			return parseSubmissionRunID(s, plus, hash)
 		}
 	}
 	if at <= 0 || hash < at {
@@ -94,6 +106,23 @@ func ParseRunID(s string) (RunID, error) {
 		return RunID{}, fmt.Errorf("invalid run id %s: not canonical, want %s (UTC, whole seconds, Z)", quote(s), c)
 	}
 	return id, nil
+}
+
+// parseSubmissionRunID parses "job+submission#generation", s[plus] the
+// '+' and s[hash] the '#'.
+func parseSubmissionRunID(s string, plus, hash int) (RunID, error) {
+	job, sub := s[:plus], s[plus+1:hash]
+	if err := ValidName("job", job); err != nil {
+		return RunID{}, fmt.Errorf("invalid run id %s: %w", quote(s), err)
+	}
+	if err := ValidName("submission", sub); err != nil {
+		return RunID{}, fmt.Errorf("invalid run id %s: %w", quote(s), err)
+	}
+	gen, err := parseGeneration(s[hash+1:])
+	if err != nil {
+		return RunID{}, fmt.Errorf("invalid run id %s: %w", quote(s), err)
+	}
+	return RunID{Job: job, Submission: sub, Generation: gen}, nil
 }
 
 // parseGeneration parses a positive decimal without sign or leading zero.

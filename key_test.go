@@ -16,7 +16,18 @@ func TestParseKeysCanonicalOnly(t *testing.T) {
 	require.NoError(t, err)
 	require.Equal(t, baton.ItemKey{Run: baton.RunID{Job: "fx", Nominal: time.Date(2026, 11, 21, 12, 1, 0, 0, time.UTC), Generation: 12}, Asset: "EURUSD"}, k)
 
+	k, err = baton.ParseItemKey("ingest+order-42#3/cam-0001")
+	require.NoError(t, err)
+	require.Equal(t, baton.ItemKey{Run: baton.RunID{Job: "ingest", Submission: "order-42", Generation: 3}, Asset: "cam-0001"}, k)
+	require.True(t, k.Run.Submitted())
+	require.Equal(t, "ingest+order-42", k.Run.TickKey())
+	require.Equal(t, "ingest+order-42#3/cam-0001", k.String())
+
 	bad := map[string]string{
+		"fx+order 42#1/EURUSD":                       `invalid submission name "order 42"`,
+		"f x+order-42#1/EURUSD":                      `invalid job name "f x"`,
+		"fx+order-42#0/EURUSD":                       "without sign or leading zero",
+		"fx+#1/EURUSD":                               "invalid submission name",
 		"fx@2026-11-21T13:01:00+01:00#1/EURUSD":      "not canonical, want fx@2026-11-21T12:01:00Z#1",
 		"fx@2026-11-21T12:01:00.000Z#1/EURUSD":       "not canonical",
 		"fx@2026-11-21T12:01:00.5Z#1/EURUSD":         "not canonical",
@@ -29,7 +40,6 @@ func TestParseKeysCanonicalOnly(t *testing.T) {
 		"fx@1969-12-31T23:59:00Z#1/EURUSD":           "year 1969",
 		"fx@2026-11-21T12:01:00Z#1":                  "want <run id>/<asset>",
 		"fx@2026-11-21T12:01:00Z#1/EUR USD":          "invalid asset name",
-		"fx+order-42#1/EURUSD":                       "runs of submissions (job+submission#generation) are not supported by this version",
 	}
 	for s, want := range bad {
 		_, err := baton.ParseItemKey(s)

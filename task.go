@@ -23,11 +23,21 @@ type Task struct {
 	Fence int64
 	// Inputs holds, for a derived item, each input's result by asset.
 	Inputs map[string][]byte
+	// Parent is the id of the run whose finish started this task's run
+	// through a Chain; the zero RunID otherwise.
+	Parent RunID
+	// Payload is the item's payload (Item.Payload of a run-time list),
+	// nil when it has none. It is never logged.
+	Payload []byte
 	// Effects is the job's fenced effect store, bound to this task: a Put
 	// is refused with ErrStale once a later generation or attempt of the
 	// item has written the same key. Never nil when the runtime calls
 	// the processor.
 	Effects Effects
+	// Limiter takes starts of the job's rate limits (see Task.Wait). Never
+	// nil when the runtime calls the processor; nil in a Task built by
+	// hand, where Wait does nothing.
+	Limiter Limiter
 	// Claim is the task's hold on its item, which a long processor renews
 	// with Heartbeat. Never nil when the runtime calls the processor; nil
 	// in a Task built by hand, where Heartbeat does nothing.

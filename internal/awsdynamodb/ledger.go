@@ -27,6 +27,11 @@ func validRunID(id ledger.RunID) error {
 	if err := ledger.ValidName("job", id.Job); err != nil {
 		return err
 	}
+	if id.Submission != "" {
+		if err := ledger.ValidName("submission", id.Submission); err != nil {
+			return err
+		}
+	}
 	if id.Generation < 1 {
 		return fmt.Errorf("run %s: generation must be at least 1", id)
 	}

@@ -49,8 +49,9 @@ const (
 // opened the generation. With Force it is a consistent GetItem and one
 // UpdateItem conditioned on the generation read.
 func (s *LedgerStore) OpenRun(ctx context.Context, p ledger.OpenRunParams) (ledger.Run, ledger.OpenOutcome, error) {
+	p.Job, p.Nominal = ledger.TickOf(ledger.RunID{Job: p.Job, Nominal: p.Nominal, Submission: p.Submission})
 	op := fmt.Sprintf("open run %s@%s", p.Job, timeSK(p.Nominal))
-	if err := ledger.ValidName("job", p.Job); err != nil {
+	if err := ledger.ValidTickJob(p.Job); err != nil {
 		return ledger.Run{}, "", fmt.Errorf("%s: %w", op, err)
 	}
 	k := runKey(p.Job, p.Nominal)
@@ -207,7 +208,7 @@ func (s *LedgerStore) AdvanceRun(ctx context.Context, p ledger.AdvanceRunParams)
 		u.set = append(u.set, "#state = :fanned", "#total = :cursor")
 		u.values[":fanned"] = str(string(ledger.RunFannedOut))
 	}
-	w, err := s.t.update(ctx, op, runKey(p.ID.Job, p.ID.Nominal), u)
+	w, err := s.t.update(ctx, op, runKey(ledger.TickOf(p.ID)), u)
 	if err != nil {
 		return ledger.Run{}, err
 	}
@@ -256,7 +257,7 @@ func (s *LedgerStore) FinishRun(ctx context.Context, p ledger.FinishRunParams) (
 		u.set = append(u.set, "#ttl = :ttl")
 		u.values[":ttl"] = ttl
 	}
-	w, err := s.t.update(ctx, op, runKey(p.ID.Job, p.ID.Nominal), u)
+	w, err := s.t.update(ctx, op, runKey(ledger.TickOf(p.ID)), u)
 	if err != nil {
 		return ledger.Run{}, err
 	}
@@ -280,7 +281,7 @@ func (s *LedgerStore) FinishRun(ctx context.Context, p ledger.FinishRunParams) (
 // GetRun implements ledger.Store with one consistent GetItem.
 func (s *LedgerStore) GetRun(ctx context.Context, job string, nominal time.Time) (ledger.Run, error) {
 	op := fmt.Sprintf("get run %s@%s", job, timeSK(nominal))
-	if err := ledger.ValidName("job", job); err != nil {
+	if err := ledger.ValidTickJob(job); err != nil {
 		return ledger.Run{}, fmt.Errorf("%s: %w", op, err)
 	}
 	rec, err := s.t.get(ctx, op, runKey(job, nominal))
@@ -354,7 +355,7 @@ func decodeRun(rec record) (ledger.Run, error) {
 	}
 	d := decoder{rec: rec}
 	run := ledger.Run{
-		ID:         ledger.RunID{Job: job, Nominal: nominal, Generation: d.int(runGen)},
+		ID:         ledger.RunIDOf(job, nominal, d.int(runGen)),
 		State:      ledger.RunState(d.str(runState)),
 		Cursor:     d.int(runCursor),
 		Total:      d.int(runTotal),

@@ -21,6 +21,7 @@ import (
 	"github.com/batonhq/baton/internal/lease"
 	"github.com/batonhq/baton/internal/ledger"
 	"github.com/batonhq/baton/internal/queue"
+	"github.com/batonhq/baton/internal/ratelimit"
 )
 
 // Queue is a queue the engine both sends to and receives from.
@@ -35,15 +36,22 @@ type Backend struct {
 	// Leases may also count refused acquisitions for operators (the
 	// optional lease.ContentionCounter); the engine wraps it in
 	// lease.Counting so that the coordinator records them.
-	Leases      lease.Store
-	Ledger      ledger.Store
-	Effects     effect.Store // the jobs' fenced effects (baton.Task.Effects)
+	Leases  lease.Store
+	Ledger  ledger.Store
+	Effects effect.Store // the jobs' fenced effects (baton.Task.Effects)
+	// RateLimits keeps the counters of shared rate limits (baton.RateLimit).
+	RateLimits  ratelimit.Store
 	Work        Queue
 	DeadLetter  Queue // may be nil
 	MaxReceives int   // the work queue's redrive limit
 	// ReceiveWait is how long an idle consumer's receive waits for a
 	// message (a long poll); 0 means 500ms.
 	ReceiveWait time.Duration
+	// Pruner, when set, prunes finished runs past a job's retention; nil
+	// when the backend removes them itself (DynamoDB's time to live).
+	Pruner ledger.Pruner
+	// Retention says how the backend keeps finished runs, for status.
+	Retention string
 	// JobQueueFunc, optional, returns the work queue of the given name
 	// (baton.JobQueue): a queue of its own for the jobs that name it, with
 	// the work queue's dead-letter queue and redrive limit. nil: the engine

@@ -113,6 +113,7 @@ func openAWS(ctx context.Context, name string, ddbCfg, sqsCfg aws.Config, o AWSO
 			Leases:      awsdynamodb.NewLeaseStore(api, table, nil),
 			Ledger:      awsdynamodb.NewLedgerStore(api, table, &awsdynamodb.Options{ShardsPerPartition: o.ShardsPerPartition}),
 			Effects:     awsdynamodb.NewEffectStore(api, table, nil),
+			RateLimits:  awsdynamodb.NewRateLimitStore(api, table, nil),
 			Work:        awssqs.New(c, workURL, nil),
 			DeadLetter:  awssqs.New(c, dlqURL, nil),
 			MaxReceives: o.MaxReceives,

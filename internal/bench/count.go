@@ -200,6 +200,16 @@ func (c CountedLedger) ListMarks(ctx context.Context, run ledger.RunID, level, g
 	return c.Store.ListMarks(ctx, run, level, group)
 }
 
+func (c CountedLedger) PutPage(ctx context.Context, p ledger.PutPageParams) (ledger.Page, error) {
+	c.Tally.add("ledger.PutPage")
+	return c.Store.PutPage(ctx, p)
+}
+
+func (c CountedLedger) GetPage(ctx context.Context, run ledger.RunID, index int) (ledger.Page, error) {
+	c.Tally.add("ledger.GetPage")
+	return c.Store.GetPage(ctx, run, index)
+}
+
 // Queue sends and receives; backend.Queue has the same methods.
 type Queue interface {
 	queue.Sender

@@ -79,6 +79,25 @@ func TestReport(t *testing.T) {
 		AWSTarget("aws, old record on failed condition", ddb.Config(), sq.Config(), AWSOptions{AllOld: true}),
 	}
 	err := r.Run(t.Context(), targets)
+	for _, tg := range targets[:2] {
+		if r.SkipFunc != nil && r.SkipFunc("7 rate limit", tg.Name) {
+			continue
+		}
+		r.logf("7 rate limit on %s", tg.Name)
+		rows, rerr := RateLimit(t.Context(), tg, 60*time.Second)
+		r.add(rows...)
+		err = errors.Join(err, rerr)
+	}
+	for i, tg := range targets[:2] {
+		n := []int{100_000, 20_000}[i] // the DynamoDB emulator serves a few hundred writes a second
+		if r.SkipFunc != nil && r.SkipFunc(fmt.Sprintf("11 run-time list %d", n), tg.Name) {
+			continue
+		}
+		r.logf("11 run-time list %d on %s", n, tg.Name)
+		rows, rerr := RunTimeList(t.Context(), tg, n)
+		r.add(rows...)
+		err = errors.Join(err, rerr)
+	}
 	r.logf("6 lambda")
 	if lerr := r.Lambda(t.Context(), lambdaParams(t, true)); lerr != nil {
 		r.logf("6 lambda FAILED: %v", lerr)

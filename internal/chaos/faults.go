@@ -41,6 +41,8 @@ const (
 	opListItemRange    = "ledger.ListItemRange"
 	opMarkDone         = "ledger.MarkDone"
 	opListMarks        = "ledger.ListMarks"
+	opPutPage          = "ledger.PutPage"
+	opGetPage          = "ledger.GetPage"
 	opSend             = "queue.Send"        // messages of catalog assets, or poison
 	opSendDerived      = "queue.SendDerived" // a batch holding a derived item's message
 	opDeadLetter       = "queue.DeadLetter"
@@ -224,6 +226,14 @@ func (f faultyLedger) MarkDone(ctx context.Context, p ledger.MarkParams) (ledger
 
 func (f faultyLedger) ListMarks(ctx context.Context, run ledger.RunID, level, group int) ([]ledger.Mark, error) {
 	return call(ctx, opListMarks, run.String(), func() ([]ledger.Mark, error) { return f.s.ListMarks(ctx, run, level, group) })
+}
+
+func (f faultyLedger) PutPage(ctx context.Context, p ledger.PutPageParams) (ledger.Page, error) {
+	return call(ctx, opPutPage, p.Run.String(), func() (ledger.Page, error) { return f.s.PutPage(ctx, p) })
+}
+
+func (f faultyLedger) GetPage(ctx context.Context, run ledger.RunID, index int) (ledger.Page, error) {
+	return call(ctx, opGetPage, run.String(), func() (ledger.Page, error) { return f.s.GetPage(ctx, run, index) })
 }
 
 type faultyEffects struct{ s effect.Store }

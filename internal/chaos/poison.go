@@ -40,7 +40,7 @@ func poison(n int, nominal, now time.Time) queue.Message {
 		return baton.ItemKey{Run: baton.RunID{Job: job, Nominal: nominal.UTC(), Generation: gen}, Asset: asset}.String()
 	}
 	body := func(k string, fence int64) []byte {
-		return message.Message{Version: message.Version, Key: k, Fence: fence}.Encode()
+		return message.Message{Version: message.Version1, Key: k, Fence: fence}.Encode()
 	}
 	var b []byte
 	switch kind := poisonKinds[n%len(poisonKinds)]; kind {

@@ -143,7 +143,15 @@ func describeDeadLetter(ctx context.Context, c *baton.Catalog, l ledger.Store, m
 		row.OnRedrive = "rejected again (unknown job)"
 		return row, nil
 	}
-	if !j.HasItem(key.Asset) {
+	switch paged := j.RunTime() || key.Run.Submitted(); {
+	case paged && msg.IsShard():
+		row.OnRedrive = "rejected again (malformed: a shard message for a run of stored pages)"
+		return row, nil
+	case paged != msg.Paged():
+		row.OnRedrive = fmt.Sprintf("rejected again (malformed: version %d does not fit the job's items)", msg.Version)
+		return row, nil
+	}
+	if !j.RunTime() && !j.HasItem(key.Asset) {
 		row.OnRedrive = "rejected again (unknown asset)"
 		return row, nil
 	}
@@ -151,7 +159,7 @@ func describeDeadLetter(ctx context.Context, c *baton.Catalog, l ledger.Store, m
 		row.OnRedrive = "rejected again (future tick)"
 		return row, nil
 	}
-	run, err := l.GetRun(ctx, key.Run.Job, key.Run.Nominal)
+	run, err := ledger.GetRunOf(ctx, l, key.Run)
 	switch {
 	case errors.Is(err, ledger.ErrNotFound):
 		row.OnRedrive = "rejected again (the tick has no run)"

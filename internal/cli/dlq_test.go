@@ -247,7 +247,7 @@ func testDLQListPredicts(t *testing.T, f *opsFixture) {
 	// A shard message: its redrive expands its range again.
 	shard := ledger.ItemKey{Run: f.run(0, 1), Asset: "GBPUSD"}.String()
 	want[shard] = "expands items 1 to 2 again"
-	msgs = append(msgs, queue.Message{Body: fmt.Appendf(nil, `{"v":2,"key":%q,"fence":1,"expand":{"from":1,"to":3}}`, shard)})
+	msgs = append(msgs, queue.Message{Body: fmt.Appendf(nil, `{"v":3,"key":%q,"fence":1,"expand":{"from":1,"to":3}}`, shard)})
 	_, err := queue.SendAll(ctx, f.b.DeadLetter, msgs, nil)
 	require.NoError(t, err)
 

@@ -88,7 +88,7 @@ func invokeRun(ctx context.Context, e *env, f *invokeFlags, args []string) error
 	}
 	p := lambdaapp.HandlerParams{
 		Jobs:   e.catalog,
-		Leases: b.Leases, Ledger: b.Ledger, Effects: b.Effects, Queue: b.Work, MaxReceives: b.MaxReceives,
+		Leases: b.Leases, Ledger: b.Ledger, Effects: b.Effects, RateLimits: b.RateLimits, Queue: b.Work, MaxReceives: b.MaxReceives,
 		Logger:  lambdaapp.NewLogger(e.stderr, level),
 		Service: envOr(lambdaapp.EnvService, lambdaapp.DefaultService), Namespace: envOr(lambdaapp.EnvNamespace, lambdaapp.DefaultNamespace),
 	}

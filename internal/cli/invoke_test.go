@@ -70,6 +70,7 @@ func TestInvokeEveryFixture(t *testing.T) {
 		// Malformed bodies are dead-lettered with their reason; the record
 		// whose receive count does not parse is retried.
 		{"consumer-batch-malformed.json", consumer("2b3c4d5e-0000-4000-8000-00000000000a"), ExitFailure},
+		{"coordinator-submit.json", coordinator("opened", "fx+desk-request-42#1", 3), ExitOK},
 	}
 	files, err := filepath.Glob(filepath.Join(eventsDir, "*.json"))
 	require.NoError(t, err)

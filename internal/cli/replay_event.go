@@ -120,6 +120,10 @@ func replayEvent(ctx context.Context, e *env, f *replayFlags, files []string) er
 	if resp.Outcome == "skipped" || !f.wait {
 		return nil
 	}
+	if resp.Source == "submission" {
+		fmt.Fprintf(e.stderr, "baton replay event: submission run %s; follow it with baton status --run %s\n", resp.Run, resp.Run)
+		return nil
+	}
 	return waitAndReport(ctx, e, r, resp.Nominal, f.timeout)
 }
 

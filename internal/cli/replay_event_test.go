@@ -63,6 +63,11 @@ func TestReplayEveryEventFixture(t *testing.T) {
 			require.Equal(t, ExitOK, code, "%s\n%s", out, errOut)
 			require.Contains(t, resp, "outcome", "routed to the coordinator")
 			require.Equal(t, "opened", resp["outcome"])
+			if name == "coordinator-submit.json" {
+				require.Equal(t, "fx+desk-request-42#1", resp["run"])
+				require.Contains(t, errOut, "follow it with baton status --run fx+desk-request-42#1")
+				return
+			}
 			require.Contains(t, out, "complete — 8 succeeded")
 			run, err := f.b.Ledger.GetRun(t.Context(), fx.Name, f.tick(3))
 			require.NoError(t, err)

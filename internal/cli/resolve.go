@@ -76,6 +76,9 @@ func parseRun(c *baton.Catalog, v string) (ledger.RunID, baton.Job, error) {
 
 // checkAsset refuses a name that is neither an asset nor a derived item of j.
 func checkAsset(j baton.Job, asset string) error {
+	if j.RunTime() {
+		return usagef("job %s computes its items when its run opens: an item of it cannot be named here; replay the tick instead", j.Name)
+	}
 	if asset == "" {
 		return usagef("--asset is required (one of %s)", strings.Join(engine.SortedItemNames(j), ", "))
 	}
@@ -93,7 +96,7 @@ var errSuperseded = errors.New("superseded")
 // is bad input; an older generation is an error matching errSuperseded
 // (with the current record).
 func currentRun(ctx context.Context, l ledger.Store, id ledger.RunID) (ledger.Run, error) {
-	run, err := l.GetRun(ctx, id.Job, id.Nominal)
+	run, err := ledger.GetRunOf(ctx, l, id)
 	if errors.Is(err, ledger.ErrNotFound) {
 		return ledger.Run{}, usagef("unknown run %s: tick %s has no run ('baton status --job %s' lists the runs)", id, id.TickKey(), id.Job)
 	}

@@ -137,6 +137,7 @@ func runForever(ctx context.Context, e *env, eng *engine.Engine, f *runFlags) er
 	consumeCtx, stopConsumers := context.WithCancel(context.WithoutCancel(ctx))
 	var wg sync.WaitGroup
 	wg.Go(func() { _ = eng.Consume(consumeCtx) })
+	wg.Go(func() { eng.Prune(consumeCtx, 0) }) // finished runs past each job's retention
 	var mu sync.Mutex
 	report := func(sum coordinator.Summary) {
 		waitCtx, cancel := context.WithTimeout(ctx, f.timeout)

@@ -12,6 +12,7 @@ import (
 
 	"github.com/spf13/pflag"
 
+	"github.com/batonhq/baton/internal/engine"
 	"github.com/batonhq/baton/internal/httpapp"
 )
 
@@ -150,6 +151,17 @@ func serve(ctx context.Context, e *env, f *serveFlags) error {
 	report := serveReport{Backend: b.Name, Store: f.common.where(), Auth: f.auth.Kind(), Pull: f.pull, Jobs: strings.Join(e.catalog.Names(), ",")}
 	if f.pull {
 		report.Consumers = f.consumers
+	}
+	if b.Pruner != nil {
+		// Finished runs past each job's retention, pruned in bounded passes
+		// while the server runs.
+		pruner, err := engine.New(b, engine.Options{Catalog: e.catalog, Owner: owner() + "/prune", Logger: logger})
+		if err != nil {
+			return err
+		}
+		pctx, stopPruning := context.WithCancel(ctx)
+		defer stopPruning()
+		go pruner.Prune(pctx, 0)
 	}
 	err = httpapp.Serve(ctx, httpapp.ServeParams{
 		Params: httpapp.Params{

@@ -119,6 +119,19 @@ type statusReport struct {
 	Stuck  []itemStatus  `json:"stuck,omitempty"`
 	Run    *runDetail    `json:"run,omitempty"` // with --run
 	Queues []queueStatus `json:"queues"`
+	// Retention says what is kept of the job's finished runs and for how
+	// long.
+	Retention retentionStatus `json:"retention"`
+}
+
+// retentionStatus is what status says of retention.
+type retentionStatus struct {
+	// Seconds is the job's Retention: finished runs are kept at least
+	// this long after they finish, and a submission's dedupe key holds
+	// for as long.
+	Seconds float64 `json:"seconds"`
+	// How says how the backend removes them after it.
+	How string `json:"how"`
 }
 
 type pauseStatus struct {
@@ -288,7 +301,8 @@ type statusParams struct {
 
 // buildStatus reads everything status shows. It writes nothing.
 func buildStatus(ctx context.Context, b backend.Backend, j baton.Job, p statusParams) (statusReport, error) {
-	rep := statusReport{Job: j.Name, Schedule: j.Schedule, Backend: b.Name, Now: p.Now}
+	rep := statusReport{Job: j.Name, Schedule: j.Schedule, Backend: b.Name, Now: p.Now,
+		Retention: retentionStatus{Seconds: j.RetentionOrDefault().Seconds(), How: b.Retention}}
 	var err error
 	if rep.Lease, err = readLease(ctx, b, j.Name, j.Limits.ClockSkew, p.Now); err != nil {
 		return rep, err
@@ -297,7 +311,7 @@ func buildStatus(ctx context.Context, b backend.Backend, j baton.Job, p statusPa
 		return rep, err
 	}
 	rep.Queues = readQueues(ctx, b, j)
-	if !p.Run.Nominal.IsZero() {
+	if !p.Run.Nominal.IsZero() || p.Run.Submitted() {
 		rep.Run, err = readRun(ctx, b.Ledger, j, p.Run, p.Now)
 		return rep, err
 	}
@@ -434,6 +448,11 @@ func readRun(ctx context.Context, l ledger.Store, j baton.Job, id ledger.RunID, 
 		return nil, fmt.Errorf("list items of %s: %w", id, err)
 	}
 	expected := engine.SortedItemNames(j)
+	if id.Submitted() || j.RunTime() {
+		if expected, err = storedNames(ctx, l, id); err != nil {
+			return nil, err
+		}
+	}
 	d := &runDetail{Current: superseded == "", SupersededBy: superseded}
 	if d.Current {
 		d.runStatus = newRunStatus(run, items, expected)
@@ -571,6 +590,7 @@ func printStatus(w io.Writer, r statusReport) {
 	}
 	fmt.Fprintln(w)
 	printQueues(w, r.Queues)
+	fmt.Fprintf(w, "\nretention: finished runs kept %s after they finish; %s\n", time.Duration(r.Retention.Seconds*float64(time.Second)), r.Retention.How)
 }
 
 func printLease(w io.Writer, l *leaseStatus, now time.Time) {
@@ -729,5 +749,26 @@ func printGaps(w io.Writer, gaps []tickGap) {
 			more = fmt.Sprintf(" and %d more", len(ticks)-len(shown))
 		}
 		fmt.Fprintf(w, "  %s: %d (%s%s)\n", r, len(ticks), strings.Join(shown, ", "), more)
+	}
+}
+
+// storedNames returns the names of the run's stored item list (a
+// submission's, or a run-time list's), page by page, in order.
+func storedNames(ctx context.Context, l ledger.Store, id ledger.RunID) ([]string, error) {
+	var names []string
+	for p := 0; ; p++ {
+		pg, err := l.GetPage(ctx, id, p)
+		if errors.Is(err, ledger.ErrNotFound) {
+			return names, nil // not stored whole yet
+		}
+		if err != nil {
+			return nil, fmt.Errorf("read the item list of %s: %w", id, err)
+		}
+		for _, it := range pg.Items {
+			names = append(names, it.Name)
+		}
+		if pg.Final {
+			return names, nil
+		}
 	}
 }

@@ -11,6 +11,7 @@ import (
 	"github.com/batonhq/baton/internal/effect"
 	"github.com/batonhq/baton/internal/ledger"
 	"github.com/batonhq/baton/internal/queue"
+	"github.com/batonhq/baton/internal/ratelimit"
 )
 
 // Item statuses reported in MessageOutcome.Status.
@@ -58,6 +59,18 @@ type Consumer struct {
 	// Runs, optional, keeps the runs read to vouch for messages across
 	// batches (share one per process); nil: every message reads its run.
 	Runs *RunCache
+	// Pages, optional, keeps the stored pages of run-time item lists read
+	// to check items against (share one per process); nil: every message
+	// of such a job reads its page.
+	Pages *PageCache
+	// RateLimits keeps the counters of the jobs' shared rate limits
+	// (baton.RateLimit); nil: Task.Wait fails with ErrNoRateLimits.
+	RateLimits ratelimit.Store
+	// ChainsFunc, optional, starts the chained runs of a run this
+	// consumer saw finished (baton.Chain; coordinator.StartChains): called
+	// for a job with chains each time the settling of an item finds its
+	// run finished. nil: the job's next trigger starts them.
+	ChainsFunc func(ctx context.Context, run ledger.Run) error
 	// Stop, optional, ends a graceful shutdown's grace period: once it is
 	// closed, no message is started any more and a processor still running
 	// has its context cancelled. A message not started, and one whose

@@ -35,7 +35,7 @@
 //     read through a RunCache (one read answers for a tick's messages for
 //     a second; a message the cached record cannot vouch for reads it
 //     again).
-//     A shard message (hierarchical fan-out, message version 2) goes no
+//     A shard message (hierarchical fan-out, message version 3) goes no
 //     further than the vouch: the items of its range (ItemsFunc; the
 //     job's catalog assets by default) are sent as item messages with its
 //     fence, and it is acknowledged (status expanded). A range whose first

@@ -56,7 +56,21 @@ func (c *Consumer) decode(d queue.Delivery) *delivery {
 		out.err = fmt.Errorf("message %s (key %s): %w", d.MessageID, msg.Key, err)
 		return out
 	}
-	if !j.HasItem(key.Asset) {
+	paged := j.RunTime() || key.Run.Submitted() // the run's items are its stored pages
+	switch {
+	case paged && msg.IsShard():
+		out.err = fmt.Errorf("message %s (key %s): %w: the run's items are a stored list (a run-time list or a submission), and a shard message (version %d) names positions of a catalog, which the run has not",
+			d.MessageID, msg.Key, message.ErrMalformed, msg.Version)
+		return out
+	case paged && !msg.Paged():
+		out.err = fmt.Errorf("message %s (key %s): %w: the run's items are a stored list (a run-time list or a submission), and the message names no page of it (version %d)",
+			d.MessageID, msg.Key, message.ErrMalformed, msg.Version)
+		return out
+	case !paged && msg.Paged():
+		out.err = fmt.Errorf("message %s (key %s): %w: job %s has constant items, and the message names a page of a stored item list",
+			d.MessageID, msg.Key, message.ErrMalformed, j.Name)
+		return out
+	case !paged && !j.HasItem(key.Asset):
 		out.err = fmt.Errorf("message %s (key %s): %w: job %s has no asset or derived item %q",
 			d.MessageID, msg.Key, ErrUnknownAsset, j.Name, key.Asset)
 		return out
@@ -153,6 +167,14 @@ func (c *Consumer) run(ctx context.Context, deadline time.Time, d *delivery) ver
 	if v, ok := c.gate(ctx, deadline, m); !ok {
 		return v
 	}
+	if len(d.job.RateLimits) > 0 {
+		if v, ok := c.itemLimits(ctx, deadline, m); !ok {
+			return v
+		}
+		// The wait took time: the claim starts now.
+		m.now = c.now()
+		m.leaseUntil = leaseEnd(d.job.ItemLease(d.key.Asset), m.now, m.hardEnd)
+	}
 	if v, ok := c.claim(ctx, m); !ok {
 		return v
 	}
@@ -172,6 +194,9 @@ type messageRun struct {
 	// heartbeat extends a claim past; zero: no deadline.
 	hardEnd time.Time
 	inputs  map[string][]byte // a derived item's inputs' results (gate)
+	page    *ledger.Page      // the stored page that holds the item, for a run-time list (gate)
+	payload []byte            // the item's payload, from its page (gate)
+	parent  ledger.RunID      // the run whose finish started this one (a chain), from its page (gate)
 	run     ledger.Run        // the run as the vouch read it (gate)
 	item    ledger.Item       // the item as claimed (claim)
 	ended   error             // why the claim ended the processor's context (process); nil: it did not
@@ -221,6 +246,11 @@ func (c *Consumer) gate(ctx context.Context, deadline time.Time, m *messageRun) 
 	}
 	if v, ok := c.vouch(ctx, m); !ok {
 		return v, false
+	}
+	if d.msg.Paged() {
+		if v, ok := c.member(ctx, m); !ok {
+			return v, false
+		}
 	}
 	if b := d.job.RunBudget; b > 0 && !m.now.Before(m.run.OpenedAt.Add(b)) {
 		if v, ok := c.overBudget(ctx, m); !ok {
@@ -377,9 +407,10 @@ func (c *Consumer) process(ctx context.Context, m *messageRun) (result []byte, d
 	cl, pctx, stop := c.startClaim(ctx, m)
 	task := baton.Task{
 		Key: d.key, Asset: d.key.Asset, Nominal: d.key.Run.Nominal,
-		Attempt: item.Attempt, Fence: d.msg.Fence, Inputs: m.inputs,
+		Attempt: item.Attempt, Fence: d.msg.Fence, Inputs: m.inputs, Payload: m.payload, Parent: m.parent,
 		Effects: effect.Bind(c.Effects, d.key.Run.Job, d.key.Run.Generation, item.Attempt, c.now),
 		Claim:   cl,
+		Limiter: taskLimiter{store: c.RateLimits, job: d.job, now: c.now},
 	}
 	if c.Stop != nil {
 		// A stop ends the processor's context with ErrStopped as its
@@ -520,8 +551,8 @@ func (c *Consumer) recordFailure(ctx context.Context, m *messageRun, perr error,
 // item (which may itself be derived), once that item is terminal; without
 // enqueue it only cancels the doomed ones. It is a no-op for other states and for assets nobody depends on.
 func (c *Consumer) fanIn(ctx context.Context, d *delivery, state ledger.ItemState, enqueue bool) error {
-	if !state.Terminal() || len(d.job.DependentsOf(d.key.Asset)) == 0 {
-		return nil
+	if !state.Terminal() || d.msg.Paged() || len(d.job.DependentsOf(d.key.Asset)) == 0 {
+		return nil // the items of a stored list have no derived items
 	}
 	p := fanin.Params{
 		Ledger: c.Ledger, Def: d.job, Run: d.key.Run, Partitions: d.parts,

@@ -146,7 +146,7 @@ func (rc *RunCache) get(ctx context.Context, l ledger.Store, id ledger.RunID, no
 
 // read reads the tick's run and caches it.
 func (rc *RunCache) read(ctx context.Context, l ledger.Store, id ledger.RunID, now time.Time) (ledger.Run, bool, error) {
-	run, err := l.GetRun(ctx, id.Job, id.Nominal)
+	run, err := ledger.GetRunOf(ctx, l, id)
 	if err != nil || rc == nil {
 		return run, false, err
 	}
@@ -185,15 +185,20 @@ func (c *Consumer) settle(ctx context.Context, m *messageRun) {
 		}
 		run = fresh
 	}
-	if run.ID != d.key.Run || run.State != ledger.RunFannedOut {
-		return
+	if run.ID != d.key.Run || (run.State != ledger.RunFannedOut && !(d.msg.Paged() && run.State == ledger.RunFanningOut)) {
+		return // a stored list's shards settle while it still fans out (fanin.SettleShard)
 	}
-	run, err := fanin.SettleShard(ctx, fanin.ShardParams{Ledger: c.Ledger, Def: d.job, Run: run, Item: d.key.Asset, Now: c.now()})
+	run, err := fanin.SettleShard(ctx, fanin.ShardParams{Ledger: c.Ledger, Def: d.job, Run: run, Item: d.key.Asset, Page: m.page, Now: c.now()})
 	if err != nil {
 		m.log.WarnContext(ctx, "settle failed; a redelivery or the coordinator settles the run later", slog.String("phase", "settle"), slog.Any("error", err))
 		return
 	}
 	if run.State.Finished() && run.ID == d.key.Run {
 		m.log.DebugContext(ctx, "run settled", slog.String("phase", "settle"), slog.String("state", string(run.State)))
+		if c.ChainsFunc != nil && len(d.job.Chains) > 0 {
+			if err := c.ChainsFunc(ctx, run); err != nil {
+				m.log.WarnContext(ctx, "starting chained runs failed; the job's next trigger starts them", slog.String("phase", "chain"), slog.Any("error", err))
+			}
+		}
 	}
 }

@@ -112,6 +112,10 @@ type Summary struct {
 	// Stopped is why the fan-out stopped early (StoppedDeadline,
 	// StoppedBudget); "" when it ran to the end.
 	Stopped string
+	// Deduped is set by Submit when the submission's dedupe key found the
+	// run of an earlier submission within the job's retention: nothing new
+	// was opened, and Run is that run.
+	Deduped bool
 	// Pending is set with OutcomeSkipped when the tick itself has not been
 	// fanned out (no run yet, or its run still fanning out): the holder is
 	// busy with another tick, and this trigger must be retried or the tick
@@ -188,6 +192,11 @@ type tickRun struct {
 	// (acquire) and the run (open).
 	log  *slog.Logger
 	hold *holding // the lease, once acquired
+	// items, when set, are the run's items in place of the job's (a
+	// submission's, see Submit).
+	items baton.ItemsFunc
+	// parent is the run whose finish started this one (a chain).
+	parent ledger.RunID
 }
 
 // resolve decides which tick the trigger asks for, refusing a trigger
@@ -329,6 +338,9 @@ type holding struct {
 	lease   lease.Lease
 	ttl     time.Duration
 	renewed time.Time
+	// unleased: no lease is held (a chain started by a consumer, fence
+	// 0): nothing to renew or release.
+	unleased bool
 }
 
 // ttl is the lease length: the job's LeaseTTL, cut to the deadline.

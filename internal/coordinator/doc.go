@@ -27,7 +27,7 @@
 //     claims absorb the duplicates). When every asset is sent the run
 //     becomes fanned_out. Derived items are not fanned out: the consumer
 //     enqueues them when their inputs succeed. A catalog of ExpandFrom assets or more (1,000 by default) is fanned
-//     out hierarchically: one shard message (message version 2) per
+//     out hierarchically: one shard message (message version 3) per
 //     ExpandItems assets (100), naming the range of the catalog it stands
 //     for; a consumer vouches for it as for an item message and sends the
 //     range's item messages with its fence. The coordinator sends

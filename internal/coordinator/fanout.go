@@ -27,6 +27,9 @@ const sendParallel = 10
 // Before each chunk it checks the deadline, the budget and ctx, and renews
 // the lease when due.
 func (c *Coordinator) fanOut(ctx context.Context, t *tickRun, run ledger.Run) error {
+	if t.job.RunTime() || run.ID.Submitted() {
+		return c.fanOutPages(ctx, t, run)
+	}
 	j, sum, log := t.job, t.sum, t.log
 	chunk := c.Checkpoint
 	if chunk <= 0 {
@@ -138,7 +141,7 @@ func stopReason(lim baton.Limits, deadline, start, now time.Time) string {
 // deadline. Losing the lease is an error: another coordinator may own the
 // run now (it resumes from the checkpointed cursor).
 func (c *Coordinator) renewIfDue(ctx context.Context, log *slog.Logger, lim baton.Limits, h *holding, deadline, now time.Time) error {
-	if now.Sub(h.renewed) < h.ttl/2 {
+	if h.unleased || now.Sub(h.renewed) < h.ttl/2 {
 		return nil
 	}
 	ttl := c.ttl(lim, now, deadline)

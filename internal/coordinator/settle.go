@@ -53,6 +53,9 @@ func (c *Coordinator) settleQuietly(ctx context.Context, log *slog.Logger, job s
 	case err != nil:
 		log.WarnContext(ctx, "settle failed", slog.String("phase", "settle"), slog.Time("tick", nominal), slog.Any("error", err))
 	default:
+		if run.State.Finished() {
+			c.chainsQuietly(ctx, log, run)
+		}
 		log.DebugContext(ctx, "settle", slog.String("phase", "settle"), slog.String("settled_run", run.ID.String()),
 			slog.String("state", string(run.State)), slog.Int("succeeded", run.Succeeded),
 			slog.Int("dead", run.Dead), slog.Int("cancelled", run.Cancelled))
@@ -84,6 +87,10 @@ func (c *Coordinator) tendRecent(ctx context.Context, t *tickRun, before time.Ti
 		}
 		unfinished := 0
 		for _, r := range runs {
+			if r.State.Finished() && len(t.job.Chains) > 0 {
+				// Started by whoever finished it, unless it stopped in between.
+				c.chainsQuietly(ctx, t.log, r)
+			}
 			switch r.State {
 			case ledger.RunFannedOut:
 				unfinished++

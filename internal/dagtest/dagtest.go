@@ -150,7 +150,7 @@ func waitFinished(t *testing.T, l ledger.Store, id ledger.RunID) (ledger.Run, []
 	defer stop()
 	var run ledger.Run
 	for {
-		r, err := l.GetRun(ctx, id.Job, id.Nominal)
+		r, err := ledger.GetRunOf(ctx, l, id)
 		if err == nil && r.State.Finished() {
 			run = r
 			break

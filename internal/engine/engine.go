@@ -85,8 +85,9 @@ func New(b backend.Backend, o Options) (*Engine, error) {
 	}
 	newConsumer := func(from queue.Sender, owner string) *consumer.Consumer {
 		c := &consumer.Consumer{
-			Ledger: b.Ledger, Queue: queue.ReceivedFrom(router, from), Jobs: o.Catalog, Effects: b.Effects, Runs: &consumer.RunCache{},
-			Owner: owner, NowFunc: o.NowFunc, Logger: o.Logger,
+			Ledger: b.Ledger, Queue: queue.ReceivedFrom(router, from), Jobs: o.Catalog, Effects: b.Effects, Runs: &consumer.RunCache{}, Pages: &consumer.PageCache{}, RateLimits: b.RateLimits,
+			ChainsFunc: e.Coordinator.StartChains,
+			Owner:      owner, NowFunc: o.NowFunc, Logger: o.Logger,
 			MaxReceives: b.MaxReceives,
 		}
 		if b.DeadLetter != nil {
@@ -312,3 +313,6 @@ func (e *Engine) WaitSettled(ctx context.Context, jobName string, nominal time.T
 		}
 	}
 }
+
+// Catalog returns the engine's catalog.
+func (e *Engine) Catalog() *baton.Catalog { return e.opts.Catalog }

@@ -103,10 +103,13 @@ func (e *Engine) ReplayItem(ctx context.Context, id ledger.RunID, asset string, 
 	if err != nil {
 		return ItemReplay{}, err
 	}
+	if j.RunTime() {
+		return ItemReplay{}, fmt.Errorf("job %s computes its items when its run opens: replay the tick instead (a forced replay opens a generation with a list of its own)", j.Name)
+	}
 	if !j.HasItem(asset) {
 		return ItemReplay{}, fmt.Errorf("job %s has no asset or derived item %q", j.Name, asset)
 	}
-	run, err := e.backend.Ledger.GetRun(ctx, id.Job, id.Nominal)
+	run, err := ledger.GetRunOf(ctx, e.backend.Ledger, id)
 	if err != nil {
 		return ItemReplay{}, fmt.Errorf("replay %s/%s: %w", id, asset, err)
 	}

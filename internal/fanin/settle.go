@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"math"
 	"slices"
 	"strings"
 	"sync"
@@ -66,7 +67,7 @@ func Settle(ctx context.Context, p SettleParams) (ledger.Run, error) {
 		return run, nil
 	}
 	l := newLayout(p.Def, run)
-	if len(p.Def.Derived) > 0 {
+	if len(p.Def.Derived) > 0 && !l.pages {
 		items, err := l.fanInItems(ctx, p.Ledger, run.ID, p.Def)
 		if err != nil {
 			return run, fmt.Errorf("settle %s: %w", run.ID, err)
@@ -82,7 +83,7 @@ func Settle(ctx context.Context, p SettleParams) (ledger.Run, error) {
 	for s := range l.shards {
 		var err error
 		var complete bool
-		if run, complete, err = l.settleShard(ctx, p.Ledger, run, s, p.Now); err != nil || run.State.Finished() {
+		if run, complete, err = l.settleShard(ctx, p.Ledger, run, s, nil, p.Now); err != nil || run.State.Finished() {
 			return run, err
 		}
 		if !complete && !p.Sweep {
@@ -99,6 +100,11 @@ type ShardParams struct {
 	Run    ledger.Run // as read: SettleShard acts only on a run fanned out
 	// Item is the item that just ended: SettleShard settles its shard.
 	Item string
+	// Page is the stored page that holds Item, for a job whose items are
+	// computed when its run opens (baton.Job.Items): the page is the
+	// shard. nil for other jobs; with such a job, nil settles nothing
+	// (the coordinator's Settle does).
+	Page *ledger.Page
 	Now  time.Time
 }
 
@@ -124,10 +130,20 @@ type ShardParams struct {
 // is after the call.
 func SettleShard(ctx context.Context, p ShardParams) (ledger.Run, error) {
 	run := p.Run
-	if run.State != ledger.RunFannedOut {
+	l := newLayout(p.Def, run)
+	if run.State != ledger.RunFannedOut && !(l.pages && run.State == ledger.RunFanningOut) {
 		return run, nil
 	}
-	l := newLayout(p.Def, run)
+	if l.pages {
+		if p.Page == nil || p.Page.Run != run.ID || p.Page.Index >= l.shards {
+			return run, nil
+		}
+		if _, ok := p.Page.Find(p.Item); !ok {
+			return run, nil // not an item of the page
+		}
+		run, _, err := l.settleShard(ctx, p.Ledger, run, p.Page.Index, p.Page, p.Now)
+		return run, err
+	}
 	if run.Shards == 0 && len(l.names) > LegacySettleMax {
 		return run, nil
 	}
@@ -135,7 +151,7 @@ func SettleShard(ctx context.Context, p ShardParams) (ledger.Run, error) {
 	if !ok {
 		return run, nil // not an item of the run
 	}
-	run, _, err := l.settleShard(ctx, p.Ledger, run, s, p.Now)
+	run, _, err := l.settleShard(ctx, p.Ledger, run, s, nil, p.Now)
 	return run, err
 }
 
@@ -150,6 +166,15 @@ func SettleShard(ctx context.Context, p ShardParams) (ledger.Run, error) {
 // (ledger.ItemPartition), in byte-wise order, make shards of at most
 // ShardItems names each, partition 0's first. Every shard is then a range
 // of one partition, which ListItemRange reads in one bounded read.
+//
+// For a job whose items are computed when its run opens (pages), the
+// shards are the run's stored pages (ledger.Page): Total is the fan-out's
+// final position, page×ledger.PageItems + offset, so the run has
+// (Total-1)/ledger.PageItems + 1 pages (one, empty, for an empty list);
+// a shard's names are its page's, read when needed, never all at once.
+// Such a run opens with one shard (its size is not known yet), so a store
+// keeps its items in one place (Partitions 0 or 1), and a page is one
+// ListItemRange too.
 type layout struct {
 	names  []string
 	shards int
@@ -160,6 +185,8 @@ type layout struct {
 	cuts []int
 	// at is, for a partitioned run, the index of each name in names.
 	at map[string]int
+	// pages: the shards are the run's stored pages (see above).
+	pages bool
 }
 
 // layoutKey identifies a layout: the job's item lists (by identity: a
@@ -184,6 +211,10 @@ var layouts struct {
 const layoutsMax = 16
 
 func newLayout(j baton.Job, run ledger.Run) layout {
+	// A run of pages needs no names: nothing to build or keep.
+	if j.RunTime() || run.ID.Submitted() {
+		return layout{pages: true, shards: max(1, (run.Total+ledger.PageItems-1)/ledger.PageItems)}
+	}
 	var first *string
 	if len(j.Assets) > 0 {
 		first = &j.Assets[0]
@@ -319,10 +350,26 @@ func (c *counts) add(o counts) {
 	c.cancelled += o.cancelled
 }
 
-// settleShard settles shard s of run (see SettleShard); complete says
-// whether every item of the shard is terminal.
-func (l layout) settleShard(ctx context.Context, store ledger.Store, run ledger.Run, s int, now time.Time) (_ ledger.Run, complete bool, _ error) {
-	names := l.shard(s)
+// settleShard settles shard s of run (see SettleShard); page is shard s's
+// page when the caller has it (pages only); complete says whether every
+// item of the shard is terminal.
+func (l layout) settleShard(ctx context.Context, store ledger.Store, run ledger.Run, s int, page *ledger.Page, now time.Time) (_ ledger.Run, complete bool, _ error) {
+	var names []string
+	if l.pages {
+		if page == nil {
+			pg, err := store.GetPage(ctx, run.ID, s)
+			if err != nil {
+				return run, false, fmt.Errorf("settle %s shard %d: %w", run.ID, s, err)
+			}
+			page = &pg
+		}
+		names = make([]string, len(page.Items))
+		for i, it := range page.Items {
+			names[i] = it.Name
+		}
+	} else {
+		names = l.shard(s)
+	}
 	var items []ledger.Item
 	if len(names) > 0 {
 		var err error
@@ -335,8 +382,20 @@ func (l layout) settleShard(ctx context.Context, store ledger.Store, run ledger.
 		return run, false, nil // in flight
 	}
 	// Climb: node (level, index) is done with counts c; n nodes at level.
+	// A run-time list still fanning out has a number of pages not known
+	// yet: its shards are marked as they end, and only full groups climb,
+	// never to the run's finish (the pages, written once, are the shards
+	// whatever comes after them), so that the shards that end during a
+	// long fan-out are counted when the last ones end.
+	open := l.pages && run.State == ledger.RunFanningOut
 	level, index, n := 0, s, l.shards
+	if open {
+		n = math.MaxInt32
+	}
 	for n > 1 {
+		if open && level > 0 && n < ledger.MarkGroup {
+			return run, true, nil // the top levels wait for the fan-out's end
+		}
 		_, err := store.MarkDone(ctx, ledger.MarkParams{Run: run.ID, Level: level, Index: index,
 			Succeeded: c.succeeded, Dead: c.dead, Cancelled: c.cancelled, Now: now})
 		if err != nil && !errors.Is(err, ledger.ErrTerminal) {
@@ -355,6 +414,9 @@ func (l layout) settleShard(ctx context.Context, store ledger.Store, run ledger.
 			c.add(counts{m.Succeeded, m.Dead, m.Cancelled})
 		}
 		level, index, n = level+1, group, (n+ledger.MarkGroup-1)/ledger.MarkGroup
+	}
+	if open {
+		return run, true, nil
 	}
 	fin, err := store.FinishRun(ctx, ledger.FinishRunParams{ID: run.ID, Succeeded: c.succeeded, Dead: c.dead, Cancelled: c.cancelled, Now: now})
 	if errors.Is(err, ledger.ErrTerminal) {

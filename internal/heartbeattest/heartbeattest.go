@@ -153,7 +153,7 @@ func waitFinished(t *testing.T, l ledger.Store, id ledger.RunID) (ledger.Run, []
 	ctx, stop := context.WithTimeout(t.Context(), 30*time.Second)
 	defer stop()
 	for {
-		r, err := l.GetRun(ctx, id.Job, id.Nominal)
+		r, err := ledger.GetRunOf(ctx, l, id)
 		if err == nil && r.State.Finished() {
 			items, err := l.ListItems(ctx, id)
 			require.NoError(t, err)

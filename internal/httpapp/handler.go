@@ -282,8 +282,11 @@ func newConsumer(p Params, stop <-chan struct{}) *consumer.Consumer {
 	b := p.Backend
 	c := &consumer.Consumer{
 		Ledger: b.Ledger, Queue: b.Work, MaxReceives: b.MaxReceives, Jobs: p.Catalog, Effects: b.Effects,
-		Owner: p.owner() + "/push", NowFunc: p.NowFunc, Logger: p.Logger, Runs: &consumer.RunCache{}, Stop: stop,
+		Owner: p.owner() + "/push", NowFunc: p.NowFunc, Logger: p.Logger, Runs: &consumer.RunCache{}, Pages: &consumer.PageCache{}, RateLimits: b.RateLimits, Stop: stop,
 	}
+	chains := &coordinator.Coordinator{Leases: b.Leases, Ledger: b.Ledger, Queue: b.Work, Jobs: p.Catalog,
+		Owner: p.owner() + "/chain", NowFunc: p.NowFunc, Logger: p.Logger}
+	c.ChainsFunc = chains.StartChains
 	if b.DeadLetter != nil {
 		c.DeadLetter = b.DeadLetter
 	}

@@ -49,6 +49,7 @@ func ParamsOnAWS(cfg Config, c awsbackend.Clients, env Env, jobs *baton.Catalog)
 		Leases:      lease.Counting(b.Leases, logger),
 		Ledger:      b.Ledger,
 		Effects:     b.Effects,
+		RateLimits:  b.RateLimits,
 		Queue:       b.Work,
 		MaxReceives: cfg.MaxReceives,
 		TriggerSkew: cfg.TriggerSkew,

@@ -11,6 +11,7 @@ import (
 	"github.com/aws/aws-lambda-go/events"
 
 	"github.com/batonhq/baton/internal/consumer"
+	"github.com/batonhq/baton/internal/coordinator"
 	"github.com/batonhq/baton/internal/emf"
 	"github.com/batonhq/baton/internal/lambdaevent"
 	"github.com/batonhq/baton/internal/queue"
@@ -36,7 +37,8 @@ func NewConsumerHandler(p HandlerParams) (*ConsumerHandler, error) {
 		p: p,
 		core: consumer.Consumer{
 			Ledger: p.Ledger, Queue: p.router(), MaxReceives: p.MaxReceives,
-			Jobs: p.Jobs, Effects: p.Effects, NowFunc: p.NowFunc, Runs: &consumer.RunCache{},
+			Jobs: p.Jobs, Effects: p.Effects, NowFunc: p.NowFunc, Runs: &consumer.RunCache{}, Pages: &consumer.PageCache{},
+			RateLimits: p.RateLimits,
 		},
 		name: p.functionName(Consumer),
 		emf:  p.metrics(),
@@ -63,6 +65,10 @@ func (h *ConsumerHandler) Handle(ctx context.Context, ev events.SQSEvent) (event
 	c := h.core
 	c.Owner, c.Logger = inv.owner, log
 	c.Queue = queue.ReceivedFrom(c.Queue, h.source(ev))
+	// Chained runs start under fence 0: the consumer function holds no
+	// lease (and its role may not write LEASE# records).
+	chains := &coordinator.Coordinator{Ledger: h.p.Ledger, Queue: h.p.router(), Jobs: h.p.Jobs, Owner: inv.owner, NowFunc: h.p.NowFunc, Logger: log}
+	c.ChainsFunc = chains.StartChains
 	res := c.Handle(ctx, inv.deadline, msgs)
 
 	reasons := map[string]error{}

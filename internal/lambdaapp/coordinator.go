@@ -63,8 +63,10 @@ type CoordinatorResponse struct {
 	Total    int    `json:"total"`
 	Fence    int64  `json:"fence,omitempty"`
 	// Holder is the live lease holder when skipped.
-	Holder           *Holder `json:"holder,omitempty"`
-	Stopped          string  `json:"stopped,omitempty"`
+	Holder  *Holder `json:"holder,omitempty"`
+	Stopped string  `json:"stopped,omitempty"`
+	// Deduped is set for a submission whose dedupe key found its run.
+	Deduped          bool    `json:"deduped,omitempty"`
 	AcquireLatencyMS float64 `json:"acquire_latency_ms"`
 	DurationMS       float64 `json:"duration_ms"`
 	RequestID        string  `json:"request_id"`
@@ -82,6 +84,9 @@ func (h *CoordinatorHandler) Handle(ctx context.Context, payload json.RawMessage
 	now := h.now()
 	inv := invocationOf(ctx, h.name, h.p, &h.cold, now)
 	inv.coldStartMetric(ctx, h.emf, now)
+	if lambdaevent.IsSubmission(payload) {
+		return h.submit(ctx, inv, payload)
+	}
 	tr, err := lambdaevent.DecodeTrigger(lambdaevent.TriggerParams{
 		Payload: payload, Jobs: h.p.Jobs.Names(), Now: now, Skew: h.p.TriggerSkew, MaxAge: h.p.TriggerAge,
 	})
@@ -169,4 +174,43 @@ func (h *CoordinatorHandler) now() time.Time {
 		return h.p.NowFunc()
 	}
 	return time.Now()
+}
+
+// submit runs one submission event (lambdaevent.DecodeSubmission): its
+// run is opened and fanned out, or found by its dedupe key. The response
+// says which (Outcome already_fanned_out with Deduped); a bad submission
+// is an error naming what is wrong, never quoting a payload.
+func (h *CoordinatorHandler) submit(ctx context.Context, inv invocation, payload []byte) (CoordinatorResponse, error) {
+	s, err := lambdaevent.DecodeSubmission(payload, h.p.Jobs.Names())
+	if err != nil {
+		inv.log.ErrorContext(ctx, "submission rejected", slog.String("phase", "decode"), slog.Any("error", err))
+		return CoordinatorResponse{}, err
+	}
+	log := inv.log.With(slog.String("job", s.Job), slog.String("submission", s.Key))
+	log.InfoContext(ctx, "submission", slog.String("phase", "decode"), slog.Int("items", len(s.Items)), slog.Time("deadline", inv.deadline))
+	c := h.core
+	c.Owner, c.Logger = inv.owner, inv.log
+	sum, err := c.Submit(ctx, coordinator.Submission{Job: s.Job, Key: s.Key, Items: s.Items, Deadline: inv.deadline})
+	resp := CoordinatorResponse{
+		Job: s.Job, Source: "submission", Outcome: string(sum.Outcome), Deduped: sum.Deduped,
+		Enqueued: sum.Enqueued, Cursor: sum.Cursor, Total: sum.Total, Fence: sum.Fence, Stopped: sum.Stopped,
+		DurationMS: ms(sum.Duration), RequestID: inv.requestID,
+	}
+	if sum.Run.Job != "" {
+		resp.Run = sum.Run.String()
+	}
+	switch {
+	case err != nil:
+		log.ErrorContext(ctx, "submission failed", slog.String("phase", "run"), slog.Any("error", err))
+		return CoordinatorResponse{}, err
+	case sum.Outcome == coordinator.OutcomeSkipped:
+		err := fmt.Errorf("%w: submission %s+%s is being opened by another invocation; a retry finds it", ErrIncomplete, s.Job, s.Key)
+		log.WarnContext(ctx, "submission pending behind its lease", slog.String("phase", "acquire"), slog.Any("error", err))
+		return CoordinatorResponse{}, err
+	case sum.Stopped != "":
+		err := fmt.Errorf("%w: run %s stopped (%s) at %d; a retry of the same submission resumes it", ErrIncomplete, sum.Run, sum.Stopped, sum.Cursor)
+		log.WarnContext(ctx, "fan-out incomplete", slog.String("phase", "fan-out"), slog.Any("error", err))
+		return CoordinatorResponse{}, err
+	}
+	return resp, nil
 }

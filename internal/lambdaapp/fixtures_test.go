@@ -41,6 +41,7 @@ var covered = []string{
 	"consumer-batch.json",
 	"consumer-batch-malformed.json",
 	"consumer-batch-duplicates.json",
+	"coordinator-submit.json",
 }
 
 func fixture(t *testing.T, name string) []byte {
@@ -368,4 +369,47 @@ func openTick(t *testing.T, b backend.Backend) {
 	require.NoError(t, err)
 	_, err = b.Ledger.AdvanceRun(ctx, ledger.AdvanceRunParams{ID: run.ID, Fence: 1, Cursor: len(fx.Assets), Done: true, Now: tick})
 	require.NoError(t, err)
+}
+
+// The submission fixture opens the run fx+desk-request-42#1 with its
+// three items (their payloads stored with the run, never in a message or
+// a log); the same event again is deduped; a bad one is refused naming
+// what is wrong.
+func TestCoordinatorSubmitFixture(t *testing.T) {
+	t.Parallel()
+	tb := setup(t, setupOpts{})
+	resp, err := invoke[lambdaapp.CoordinatorResponse](t, tb.coordinator, fixture(t, "coordinator-submit.json"))
+	require.NoError(t, err)
+	require.Equal(t, "submission", resp.Source)
+	require.Equal(t, "opened", resp.Outcome)
+	require.Equal(t, "fx+desk-request-42#1", resp.Run)
+	require.Equal(t, 3, resp.Enqueued)
+	require.False(t, resp.Deduped)
+	want := []string{"fx+desk-request-42#1/EURUSD", "fx+desk-request-42#1/GBPUSD", "fx+desk-request-42#1/USDJPY"}
+	ds := drain(t, tb.backend.Work)
+	require.Equal(t, want, keysOf(t, ds))
+	for _, d := range ds {
+		require.NotContains(t, string(d.Body), "depth", "a payload never travels in a message")
+	}
+	id, err := ledger.ParseRunID(resp.Run)
+	require.NoError(t, err)
+	pg, err := tb.backend.Ledger.GetPage(context.Background(), id, 0)
+	require.NoError(t, err)
+	require.Equal(t, []ledger.PageItem{
+		{Name: "EURUSD", Payload: []byte(`{"depth":5,"source":"desk"}`)},
+		{Name: "GBPUSD"},
+		{Name: "USDJPY", Payload: []byte{0, 1, 2, 3}},
+	}, pg.Items)
+
+	again, err := invoke[lambdaapp.CoordinatorResponse](t, tb.coordinator, fixture(t, "coordinator-submit.json"))
+	require.NoError(t, err)
+	require.True(t, again.Deduped)
+	require.Equal(t, resp.Run, again.Run)
+	require.Zero(t, again.Enqueued)
+	require.Empty(t, drain(t, tb.backend.Work))
+
+	_, err = invoke[lambdaapp.CoordinatorResponse](t, tb.coordinator, []byte(`{"submit":{"v":1,"job":"fx","key":"k","items":[{"name":"a b","payload":"secret"}]}}`))
+	require.ErrorContains(t, err, `item 0: invalid item name "a b"`)
+	require.NotContains(t, tb.logs.String(), "secret")
+	require.NotContains(t, tb.logs.String(), "depth")
 }

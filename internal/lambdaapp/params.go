@@ -20,6 +20,7 @@ import (
 	"github.com/batonhq/baton/internal/lease"
 	"github.com/batonhq/baton/internal/ledger"
 	"github.com/batonhq/baton/internal/queue"
+	"github.com/batonhq/baton/internal/ratelimit"
 )
 
 // HandlerParams are what a handler works on. Fields marked (coordinator)
@@ -30,7 +31,10 @@ type HandlerParams struct {
 	Ledger ledger.Store
 	// Effects is the store of the processors' fenced effects (consumer).
 	Effects effect.Store
-	Queue   queue.Sender // the work queue
+	// RateLimits keeps shared rate limits' counters; nil: a processor's
+	// Task.Wait fails and PerItem limits stop every item of their job.
+	RateLimits ratelimit.Store
+	Queue      queue.Sender // the work queue
 	// JobQueues are the job queues (baton.JobQueue) by name: the messages
 	// of a job that names one are sent there. Every queue a job of Jobs
 	// names must be here.

@@ -43,6 +43,18 @@
 // ListItemRange of a partitioned run reads the partition of its first
 // name only: one bounded read per shard, whatever the run's size.
 //
+// # Item pages
+//
+// A run whose items are computed when it opens (baton.Job.Items) keeps
+// its item list with the run, in pages: page i of a run holds at most
+// PageItems items, in strictly ascending byte-wise order of their names,
+// and every name of page i sorts before every name of page i+1. A page
+// is written once (Store.PutPage) and never changes, so a resumed fan-out sends
+// the same items and a consumer may cache a page for as long as it likes.
+// Because the names are ordered, a page is a contiguous range of the
+// run's item records (ListItemRange from its first to its last name): the
+// pages are the run's shards.
+//
 // Implementations must pass the conformance suite in
 // internal/ledger/ledgertest.
 package ledger
@@ -162,6 +174,10 @@ type OpenRunParams struct {
 	Job     string
 	Nominal time.Time // the tick's nominal time (UTC)
 	Fence   int64     // fence of the caller's lease
+	// Submission, when set, opens the run of the submission with that
+	// dedupe key instead of a tick's: its record is kept under TickOf's
+	// (job+"+"+Submission, SubmissionNominal), and Nominal is ignored.
+	Submission string
 	// Force opens the next generation whatever the current run's state.
 	Force bool
 	// Shards is the shard count of a generation this call opens (0 means
@@ -398,4 +414,16 @@ type Store interface {
 	// group (Index/MarkGroup == group), ordered by Index: at most
 	// MarkGroup records. Reads are strongly consistent.
 	ListMarks(ctx context.Context, run RunID, level, group int) ([]Mark, error)
+
+	// PutPage writes page (Run, Index) of a run's item list (see "Item
+	// pages" in page.go) when there is none, in one conditional write, and
+	// returns it. A page is written once: when it exists already PutPage
+	// returns ErrTerminal with the page as first written. A page CheckPage
+	// refuses is refused with its error (matching ErrBadPage) and nothing
+	// is written.
+	PutPage(ctx context.Context, p PutPageParams) (Page, error)
+
+	// GetPage returns page index of the run's item list, or ErrNotFound.
+	// Reads are strongly consistent.
+	GetPage(ctx context.Context, run RunID, index int) (Page, error)
 }

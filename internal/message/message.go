@@ -3,18 +3,28 @@
 //
 // # Versions
 //
-// Version 1 is an item message: the item's key, the fence of the
-// coordinator that sent it, and whether the item is derived. Version 2
-// is a shard message (hierarchical fan-out): it names a range of the
-// run's items by position, [Expand.From, Expand.To), and the key of the
-// range's first item (so that its run and job are found, and vouched for,
-// as an item message's); the consumer that receives it sends the range's
-// item messages (version 1) with its fence, then acknowledges it.
-// Compatibility: this version reads both; a consumer of an earlier version
-// refuses a version 2 body as malformed ("version 2, want 1") and
-// dead-letters it with that reason, so a coordinator that sends shard
-// messages is deployed with consumers that read them (one build serves
-// both functions).
+// Version 1 is {"v":1,"key":…,"fence":…,"derived":…}: the message of an
+// item of a job whose items are constants (Job.Assets, Job.Derived).
+// Version 2 adds "page" (required): the index of the stored page of the
+// run's item list that holds the item, for a job whose items are computed
+// when its run opens (Job.Items); the consumer checks membership and reads
+// the payload from that page. Compatibility rule: a writer writes version
+// 1 whenever the item has no page, so a message of a constant item is
+// read by consumers of either version, and messages in flight across an
+// upgrade keep working; Decode reads both. Only items of run-time lists,
+// which earlier versions cannot process anyway, travel as version 2.
+//
+// Version 3 is a shard message (hierarchical fan-out):
+// {"v":3,"key":…,"fence":…,"expand":{"from":…,"to":…}} names a range of
+// the run's items by position, [Expand.From, Expand.To), and the key of
+// the range's first item (so that its run and job are found, and vouched
+// for, as an item message's); the consumer that receives it sends the
+// range's item messages (version 1) with its fence, then acknowledges it.
+// Compatibility: this version reads all three; a consumer of an earlier
+// version refuses a version 3 body as malformed ("version 3, want 1" or
+// "version 3, want 1 or 2") and dead-letters it with that reason, so a
+// coordinator that sends shard messages is deployed with consumers that
+// read them (one build serves both functions).
 package message
 
 import (
@@ -29,11 +39,15 @@ import (
 	"github.com/batonhq/baton/internal/strictjson"
 )
 
-// Version is the version of an item message body.
-const Version = 1
+// Version is the version of the item message body with a page (see the
+// package doc); Version1 is the item message without one.
+const (
+	Version  = 2
+	Version1 = 1
+)
 
 // ShardVersion is the version of a shard message body.
-const ShardVersion = 2
+const ShardVersion = 3
 
 // MaxExpand is the most items one shard message may name.
 const MaxExpand = 1000
@@ -62,6 +76,9 @@ type Message struct {
 	Key     string `json:"key"`
 	Fence   int64  `json:"fence"`
 	Derived bool   `json:"derived,omitempty"`
+	// Page is the index of the stored page that holds the item (version 2
+	// only; 0 in versions 1 and 3, where it is not encoded).
+	Page int `json:"page"`
 	// Expand, in a shard message (ShardVersion) only, is the range of
 	// the run's items, by position in its item list, that the message
 	// stands for; Key is the key of the first of them.
@@ -78,15 +95,40 @@ type Range struct {
 // accepts a range in a ShardVersion body only).
 func (m Message) IsShard() bool { return m.Expand.To > m.Expand.From }
 
-// NewShard builds the shard message for the items [from, to) of the run
-// of first, the key of item from.
+// NewShard builds the shard message (version 3) for the items [from, to)
+// of the run of first, the key of item from.
 func NewShard(first ledger.ItemKey, fence int64, from, to int) Message {
 	return Message{Version: ShardVersion, Key: first.String(), Fence: fence, Expand: Range{From: from, To: to}}
 }
 
-// New builds the message for key.
+// New builds the version 1 message for key, an item without a page.
 func New(key ledger.ItemKey, fence int64, derived bool) Message {
-	return Message{Version: Version, Key: key.String(), Fence: fence, Derived: derived}
+	return Message{Version: Version1, Key: key.String(), Fence: fence, Derived: derived}
+}
+
+// NewPaged builds the version 2 message for key, an item of a run-time
+// list held by stored page page.
+func NewPaged(key ledger.ItemKey, fence int64, page int) Message {
+	return Message{Version: Version, Key: key.String(), Fence: fence, Page: page}
+}
+
+// Paged reports whether m names the stored page of its item (version 2).
+func (m Message) Paged() bool { return m.Version == Version }
+
+// v1 is the body of version 1: no page.
+type v1 struct {
+	Version int    `json:"v"`
+	Key     string `json:"key"`
+	Fence   int64  `json:"fence"`
+	Derived bool   `json:"derived,omitempty"`
+}
+
+// v3 is the body of version 3, a shard message: a range, no page.
+type v3 struct {
+	Version int    `json:"v"`
+	Key     string `json:"key"`
+	Fence   int64  `json:"fence"`
+	Expand  Range  `json:"expand"`
 }
 
 // ItemKey parses m.Key.
@@ -94,6 +136,14 @@ func (m Message) ItemKey() (ledger.ItemKey, error) { return ledger.ParseItemKey(
 
 // Encode returns the queue message for m.
 func (m Message) Encode() []byte {
+	if m.Version == ShardVersion {
+		b, _ := json.Marshal(v3{Version: m.Version, Key: m.Key, Fence: m.Fence, Expand: m.Expand}) // cannot fail: plain fields
+		return b
+	}
+	if !m.Paged() {
+		b, _ := json.Marshal(v1{Version: m.Version, Key: m.Key, Fence: m.Fence, Derived: m.Derived}) // cannot fail: plain fields
+		return b
+	}
 	b, _ := json.Marshal(m) // cannot fail: plain fields
 	return b
 }
@@ -107,7 +157,7 @@ func (m Message) QueueMessage() queue.Message {
 }
 
 // messageFields are the body's field names, in their one spelling.
-var messageFields = []string{"v", "key", "fence", "derived", "expand"}
+var messageFields = []string{"v", "key", "fence", "derived", "page", "expand"}
 
 // describe names the field of a type mismatch, without quoting the value.
 func describe(err error) string {
@@ -134,17 +184,31 @@ func Decode(body []byte) (Message, error) {
 	if err := json.Unmarshal(body, &m); err != nil {
 		return Message{}, fmt.Errorf("%w: body is not a baton item message: %s", ErrMalformed, describe(err))
 	}
-	switch m.Version {
-	case Version:
-		if _, ok := fields["expand"]; ok {
-			return Message{}, fmt.Errorf("%w: field \"expand\" is only in shard messages (version %d)", ErrMalformed, ShardVersion)
+	rawPage, hasPage := fields["page"]
+	if hasPage && string(rawPage) == "null" {
+		return Message{}, fmt.Errorf("%w: field \"page\": want a JSON int, got null", ErrMalformed)
+	}
+	_, hasExpand := fields["expand"]
+	switch {
+	case m.Version != Version1 && m.Version != Version && m.Version != ShardVersion:
+		return Message{}, fmt.Errorf("%w: field \"v\": version %d, want %d, %d (item) or %d (shard)", ErrMalformed, m.Version, Version1, Version, ShardVersion)
+	case m.Version != ShardVersion && hasExpand:
+		return Message{}, fmt.Errorf("%w: field \"expand\" is only in shard messages (version %d)", ErrMalformed, ShardVersion)
+	case m.Version == ShardVersion:
+		if hasPage {
+			return Message{}, fmt.Errorf("%w: field \"page\" is not part of version %d (a shard message)", ErrMalformed, ShardVersion)
 		}
-	case ShardVersion:
 		if err := m.Expand.check(fields["expand"], m.Derived); err != nil {
 			return Message{}, fmt.Errorf("%w: %v", ErrMalformed, err)
 		}
-	default:
-		return Message{}, fmt.Errorf("%w: field \"v\": version %d, want %d (item) or %d (shard)", ErrMalformed, m.Version, Version, ShardVersion)
+	case m.Version == Version1 && hasPage:
+		return Message{}, fmt.Errorf("%w: field \"page\" is not part of version 1", ErrMalformed)
+	case m.Version == Version && !hasPage:
+		return Message{}, fmt.Errorf("%w: field \"page\" is missing (required in version 2)", ErrMalformed)
+	case m.Page < 0:
+		return Message{}, fmt.Errorf("%w: field \"page\" is negative", ErrMalformed)
+	case m.Version == Version && m.Derived:
+		return Message{}, fmt.Errorf("%w: field \"derived\": an item of a stored page is never derived", ErrMalformed)
 	}
 	if m.Key == "" {
 		return Message{}, fmt.Errorf("%w: field \"key\" is missing", ErrMalformed)
@@ -162,7 +226,7 @@ func Decode(body []byte) (Message, error) {
 // member is raw (nil when absent).
 func (r Range) check(raw json.RawMessage, derived bool) error {
 	if raw == nil {
-		return errors.New(`field "expand" is missing (version 2 is a shard message)`)
+		return errors.New(`field "expand" is missing (version 3 is a shard message)`)
 	}
 	members, err := strictjson.Object(raw, []string{"from", "to"})
 	if err != nil {

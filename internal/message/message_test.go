@@ -19,7 +19,15 @@ func TestDecode(t *testing.T) {
 	require.NoError(t, err)
 	m, err := message.Decode(message.New(key, 3, false).Encode())
 	require.NoError(t, err)
-	require.Equal(t, message.Message{Version: message.Version, Key: key.String(), Fence: 3}, m)
+	require.Equal(t, message.Message{Version: message.Version1, Key: key.String(), Fence: 3}, m)
+	require.JSONEq(t, `{"v":1,"key":"fx@2026-11-21T12:01:00Z#1/EURUSD","fence":3}`, string(m.Encode()), "an item without a page is still written as version 1")
+
+	paged := message.NewPaged(key, 4, 0)
+	require.JSONEq(t, `{"v":2,"key":"fx@2026-11-21T12:01:00Z#1/EURUSD","fence":4,"page":0}`, string(paged.Encode()))
+	m, err = message.Decode(paged.Encode())
+	require.NoError(t, err)
+	require.Equal(t, paged, m)
+	require.True(t, m.Paged())
 
 	huge := strings.Repeat("x", 200_000)
 	for body, want := range map[string]string{
@@ -27,16 +35,24 @@ func TestDecode(t *testing.T) {
 		`{"v":1,"key":"fx@2026-11-21T12:01:00Z#1/EURUSD","fence":1} {}`:                                     "trailing data",
 		`{"V":1,"key":"fx@2026-11-21T12:01:00Z#1/EURUSD","fence":1}`:                                        `field "V": names are case-sensitive, want "v"`,
 		`{"v":1,"key":"fx@2026-11-21T12:01:00Z#1/EURUSD","key":"x","fence":1}`:                              `field "key" appears twice`,
-		`{"v":2,"key":"fx@2026-11-21T12:01:00Z#1/EURUSD","fence":1}`:                                        `field "expand" is missing`,
-		`{"v":3,"key":"fx@2026-11-21T12:01:00Z#1/EURUSD","fence":1}`:                                        "version 3, want 1 (item) or 2 (shard)",
-		`{"v":1,"key":"fx@2026-11-21T12:01:00Z#1/EURUSD","fence":1,"expand":{"from":0,"to":2}}`:             `"expand" is only in shard messages`,
-		`{"v":2,"key":"fx@2026-11-21T12:01:00Z#1/EURUSD","fence":1,"expand":{"from":2,"to":2}}`:             "to 2 is not above from 2",
-		`{"v":2,"key":"fx@2026-11-21T12:01:00Z#1/EURUSD","fence":1,"expand":{"from":-1,"to":2}}`:            "from -1 is negative",
-		`{"v":2,"key":"fx@2026-11-21T12:01:00Z#1/EURUSD","fence":1,"expand":{"from":0,"to":5000}}`:          "5000 items, at most 1000",
-		`{"v":2,"key":"fx@2026-11-21T12:01:00Z#1/EURUSD","fence":1,"expand":{"from":0}}`:                    `"to" is missing`,
-		`{"v":2,"key":"fx@2026-11-21T12:01:00Z#1/EURUSD","fence":1,"expand":{"from":0,"to":1,"n":1}}`:       `unknown field "n"`,
-		`{"v":2,"key":"fx@2026-11-21T12:01:00Z#1/EURUSD","fence":1,"expand":null}`:                          "field \"expand\": not a JSON object",
-		`{"v":2,"key":"fx@2026-11-21T12:01:00Z#1/DXY","fence":1,"derived":true,"expand":{"from":0,"to":1}}`: "names assets only",
+		`{"v":4,"key":"fx@2026-11-21T12:01:00Z#1/EURUSD","fence":1}`:                                        "version 4, want 1, 2 (item) or 3 (shard)",
+		`{"v":2,"key":"fx@2026-11-21T12:01:00Z#1/EURUSD","fence":1}`:                                        `field "page" is missing`,
+		`{"v":1,"key":"fx@2026-11-21T12:01:00Z#1/EURUSD","fence":1,"page":0}`:                               `"page" is not part of version 1`,
+		`{"v":2,"key":"fx@2026-11-21T12:01:00Z#1/EURUSD","fence":1,"page":-1}`:                              `"page" is negative`,
+		`{"v":2,"key":"fx@2026-11-21T12:01:00Z#1/a","fence":1,"page":null}`:                                 `"page": want a JSON int, got null`,
+		`{"v":2,"key":"fx@2026-11-21T12:01:00Z#1/a","fence":1,"page":1.5}`:                                  `field "page": want a JSON int`,
+		`{"v":2,"key":"fx@2026-11-21T12:01:00Z#1/a","fence":1,"page":1,"derived":true}`:                     `never derived`,
+		`{"v":3,"key":"fx@2026-11-21T12:01:00Z#1/EURUSD","fence":1}`:                                        `field "expand" is missing (version 3 is a shard message)`,
+		`{"v":1,"key":"fx@2026-11-21T12:01:00Z#1/EURUSD","fence":1,"expand":{"from":0,"to":2}}`:             `"expand" is only in shard messages (version 3)`,
+		`{"v":2,"key":"fx@2026-11-21T12:01:00Z#1/EURUSD","fence":1,"page":0,"expand":{"from":0,"to":2}}`:    `"expand" is only in shard messages (version 3)`,
+		`{"v":3,"key":"fx@2026-11-21T12:01:00Z#1/EURUSD","fence":1,"page":0,"expand":{"from":0,"to":2}}`:    `"page" is not part of version 3`,
+		`{"v":3,"key":"fx@2026-11-21T12:01:00Z#1/EURUSD","fence":1,"expand":{"from":2,"to":2}}`:             "to 2 is not above from 2",
+		`{"v":3,"key":"fx@2026-11-21T12:01:00Z#1/EURUSD","fence":1,"expand":{"from":-1,"to":2}}`:            "from -1 is negative",
+		`{"v":3,"key":"fx@2026-11-21T12:01:00Z#1/EURUSD","fence":1,"expand":{"from":0,"to":5000}}`:          "5000 items, at most 1000",
+		`{"v":3,"key":"fx@2026-11-21T12:01:00Z#1/EURUSD","fence":1,"expand":{"from":0}}`:                    `"to" is missing`,
+		`{"v":3,"key":"fx@2026-11-21T12:01:00Z#1/EURUSD","fence":1,"expand":{"from":0,"to":1,"n":1}}`:       `unknown field "n"`,
+		`{"v":3,"key":"fx@2026-11-21T12:01:00Z#1/EURUSD","fence":1,"expand":null}`:                          "field \"expand\": not a JSON object",
+		`{"v":3,"key":"fx@2026-11-21T12:01:00Z#1/DXY","fence":1,"derived":true,"expand":{"from":0,"to":1}}`: "names assets only",
 		`{"v":1,"key":"fx@2026-11-21T13:01:00+01:00#1/EURUSD","fence":1}`:                                   "not canonical",
 		`{"v":1,"key":"fx@2026-11-21T12:01:00Z#1/EURUSD","fence":-1}`:                                       "negative",
 		`{"v":1,"key":"fx@2026-11-21T12:01:00Z#1/EURUSD","fence":"1"}`:                                      `field "fence": want a JSON int64, got string`,
@@ -57,7 +73,8 @@ func FuzzDecode(f *testing.F) {
 	for _, s := range []string{
 		`{"v":1,"key":"fx@2026-11-21T12:01:00Z#1/EURUSD","fence":1}`,
 		`{"v":1,"key":"fx@2026-11-21T12:01:00Z#1/DXY","fence":2,"derived":true}`,
-		`{"v":2,"key":"fx@2026-11-21T12:01:00Z#1/EURUSD","fence":2,"expand":{"from":0,"to":100}}`,
+		`{"v":2,"key":"fx@2026-11-21T12:01:00Z#1/item-00042","fence":2,"page":7}`,
+		`{"v":3,"key":"fx@2026-11-21T12:01:00Z#1/EURUSD","fence":2,"expand":{"from":0,"to":100}}`,
 		`{"V":1}`, `{"v":1,"key":"x"} x`, `[]`,
 	} {
 		f.Add([]byte(s))
@@ -78,15 +95,17 @@ func FuzzDecode(f *testing.F) {
 }
 
 // The fixtures under testdata are bodies as this version writes them: an
-// item message (version 1) and a shard message (version 2). A change of
-// either format changes its version and adds a fixture.
+// item message without a page (version 1), one with a page (version 2)
+// and a shard message (version 3). A change of a format changes its
+// version and adds a fixture.
 func TestFixtures(t *testing.T) {
 	t.Parallel()
 	key, err := baton.ParseItemKey("fx@2026-11-21T12:01:00Z#1/EURUSD")
 	require.NoError(t, err)
 	for file, want := range map[string]message.Message{
 		"item-v1.json":  message.New(key, 3, false),
-		"shard-v2.json": message.NewShard(key, 3, 0, 100),
+		"item-v2.json":  message.NewPaged(key, 3, 7),
+		"shard-v3.json": message.NewShard(key, 3, 0, 100),
 	} {
 		body, err := os.ReadFile(filepath.Join("testdata", file))
 		require.NoError(t, err)
@@ -96,5 +115,7 @@ func TestFixtures(t *testing.T) {
 		require.JSONEq(t, string(body), string(want.Encode()), file)
 	}
 	require.True(t, message.NewShard(key, 3, 0, 100).IsShard())
+	require.False(t, message.NewShard(key, 3, 0, 100).Paged())
 	require.False(t, message.New(key, 3, false).IsShard())
+	require.False(t, message.NewPaged(key, 3, 7).IsShard())
 }

@@ -15,6 +15,8 @@ import (
 	"github.com/batonhq/baton/internal/lease/leasetest"
 	"github.com/batonhq/baton/internal/ledger"
 	"github.com/batonhq/baton/internal/ledger/ledgertest"
+	"github.com/batonhq/baton/internal/ratelimit"
+	"github.com/batonhq/baton/internal/ratelimit/ratelimittest"
 )
 
 // Every suite runs against one database per suite, as the stores of
@@ -90,4 +92,15 @@ func TestLedgerStoreConformance(t *testing.T) {
 	t.Parallel()
 	store := NewLedgerStore(openTestDB(t))
 	ledgertest.Run(t, ledgertest.Harness{NewStore: func(*testing.T) ledger.Store { return store }})
+}
+
+func TestRateLimitStoreConformance(t *testing.T) {
+	t.Parallel()
+	store := NewRateLimitStore(openTestDB(t))
+	ratelimittest.Run(t, ratelimittest.Harness{NewStore: func(*testing.T) ratelimit.Store { return store }})
+}
+
+func TestPrune(t *testing.T) {
+	t.Parallel()
+	ledgertest.RunPrune(t, func(t *testing.T) ledgertest.PrunerStore { return NewLedgerStore(openTestDB(t)) })
 }

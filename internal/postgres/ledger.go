@@ -35,7 +35,8 @@ func NewLedgerStore(db *DB) *LedgerStore { return &LedgerStore{db: db} }
 
 // OpenRun implements ledger.Store.
 func (s *LedgerStore) OpenRun(ctx context.Context, p ledger.OpenRunParams) (ledger.Run, ledger.OpenOutcome, error) {
-	tick := ledger.RunID{Job: p.Job, Nominal: p.Nominal}.TickKey()
+	p.Job, p.Nominal = ledger.TickOf(ledger.RunID{Job: p.Job, Nominal: p.Nominal, Submission: p.Submission})
+	tick := ledger.RunIDOf(p.Job, p.Nominal, 0).TickKey()
 	args := pgx.NamedArgs{"job": p.Job, "nominal": toNanos(p.Nominal), "fence": p.Fence, "now": toNanos(p.Now), "shards": max(p.Shards, 1)}
 	if p.Force {
 		r, err := scanRun(s.db.pool.QueryRow(ctx, ledgerForceRun.sql, ledgerForceRun.args(args)...).Scan)
@@ -70,7 +71,7 @@ func (s *LedgerStore) OpenRun(ctx context.Context, p ledger.OpenRunParams) (ledg
 // AdvanceRun implements ledger.Store.
 func (s *LedgerStore) AdvanceRun(ctx context.Context, p ledger.AdvanceRunParams) (ledger.Run, error) {
 	args := pgx.NamedArgs{
-		"job": p.ID.Job, "nominal": toNanos(p.ID.Nominal), "generation": p.ID.Generation,
+		"job": tickJob(p.ID), "nominal": toNanos(tickNominal(p.ID)), "generation": p.ID.Generation,
 		"fence": p.Fence, "cursor": p.Cursor, "done": p.Done, "now": toNanos(p.Now),
 	}
 	r, err := s.runWrite(ctx, p.ID, ledgerAdvanceRun, args, func(cur ledger.Run) error {
@@ -82,7 +83,7 @@ func (s *LedgerStore) AdvanceRun(ctx context.Context, p ledger.AdvanceRunParams)
 // FinishRun implements ledger.Store.
 func (s *LedgerStore) FinishRun(ctx context.Context, p ledger.FinishRunParams) (ledger.Run, error) {
 	args := pgx.NamedArgs{
-		"job": p.ID.Job, "nominal": toNanos(p.ID.Nominal), "generation": p.ID.Generation,
+		"job": tickJob(p.ID), "nominal": toNanos(tickNominal(p.ID)), "generation": p.ID.Generation,
 		"succeeded": p.Succeeded, "dead": p.Dead, "cancelled": p.Cancelled, "now": toNanos(p.Now),
 	}
 	r, err := s.runWrite(ctx, p.ID, ledgerFinishRun, args, func(cur ledger.Run) error {
@@ -107,7 +108,7 @@ func (s *LedgerStore) runWrite(ctx context.Context, id ledger.RunID, stmt namedS
 	if !errors.Is(err, pgx.ErrNoRows) {
 		return ledger.Run{}, translate(err)
 	}
-	cur, wrote, ok, err := s.lockedRun(ctx, id.Job, id.Nominal, stmt, args)
+	cur, wrote, ok, err := s.lockedRun(ctx, tickJob(id), tickNominal(id), stmt, args)
 	switch {
 	case err != nil:
 		return ledger.Run{}, err
@@ -156,7 +157,7 @@ func (s *LedgerStore) GetRun(ctx context.Context, job string, nominal time.Time)
 		err = ledger.ErrNotFound
 	}
 	if err != nil {
-		return ledger.Run{}, fmt.Errorf("get run %s: %w", ledger.RunID{Job: job, Nominal: nominal}.TickKey(), translate(err))
+		return ledger.Run{}, fmt.Errorf("get run %s: %w", ledger.RunIDOf(job, nominal, 0).TickKey(), translate(err))
 	}
 	return r, nil
 }
@@ -361,7 +362,7 @@ func scanRun(scan func(dest ...any) error) (ledger.Run, error) {
 	if err != nil {
 		return ledger.Run{}, err
 	}
-	r.ID.Nominal = time.Unix(0, nominal).UTC()
+	r.ID = ledger.RunIDOf(r.ID.Job, time.Unix(0, nominal).UTC(), r.ID.Generation)
 	r.State = ledger.RunState(state)
 	r.OpenedAt, r.UpdatedAt, r.FinishedAt = fromNanos(openedAt), fromNanos(updatedAt), fromNanos(finishedAt)
 	return r, nil
@@ -524,4 +525,16 @@ func (n namedSQL) args(args pgx.NamedArgs) []any {
 		out[i] = args[name]
 	}
 	return out
+}
+
+// tickJob and tickNominal are the (job, nominal) the record of run id is
+// kept under (ledger.TickOf): a submission's under job+key and the epoch.
+func tickJob(id ledger.RunID) string {
+	job, _ := ledger.TickOf(id)
+	return job
+}
+
+func tickNominal(id ledger.RunID) time.Time {
+	_, nominal := ledger.TickOf(id)
+	return nominal
 }

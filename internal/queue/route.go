@@ -33,7 +33,11 @@ type byJob struct {
 }
 
 func (r *byJob) target(m Message) Sender {
-	job, _, ok := strings.Cut(m.Attributes[AttrKey], "@")
+	// A tick's key is job@time#gen/asset, a submission's job+key#gen/asset.
+	key := m.Attributes[AttrKey]
+	i := strings.IndexAny(key, "@+")
+	ok := i > 0
+	job := key[:max(i, 0)]
 	if s, found := r.routes[job]; ok && found {
 		return s
 	}

@@ -46,6 +46,7 @@ func TestByJobRoutesByTheKeysJob(t *testing.T) {
 		msg("f1", "fx@2026-11-21T12:01:00Z#1/EURUSD"),
 		msg("n1", "noisy@2026-11-21T12:01:00Z#1/A"),
 		msg("n2", "noisy@2026-11-21T12:01:00Z#1/B"),
+		msg("n3", "noisy+order-42#1/C"),
 		msg("x", "not a key"),
 		{ID: "bare", Body: []byte("no attributes")},
 	})
@@ -54,7 +55,7 @@ func TestByJobRoutesByTheKeysJob(t *testing.T) {
 	require.Len(t, be.Failed, 1)
 	require.Equal(t, "n2", be.Failed[0].ID)
 	require.Equal(t, []string{"f1", "x", "bare"}, shared.got)
-	require.Equal(t, []string{"n1"}, noisy.got)
+	require.Equal(t, []string{"n1", "n3"}, noisy.got, "a submission's items go to its job's queue too")
 
 	require.Same(t, shared, queue.ByJob(shared, nil).(*recorder), "no routes: the shared queue itself")
 }

@@ -42,6 +42,8 @@ func (s *LedgerStore) OpenRun(ctx context.Context, p ledger.OpenRunParams) (ledg
 		out ledger.OpenOutcome
 		err error
 	)
+	job, nominal := ledger.TickOf(ledger.RunID{Job: p.Job, Nominal: p.Nominal, Submission: p.Submission})
+	p.Job, p.Nominal = job, nominal
 	args := []any{
 		sql.Named("job", p.Job), sql.Named("nominal", toNanos(p.Nominal)),
 		sql.Named("fence", p.Fence), sql.Named("now", toNanos(p.Now)), sql.Named("shards", max(p.Shards, 1)),
@@ -78,7 +80,7 @@ func (s *LedgerStore) OpenRun(ctx context.Context, p ledger.OpenRunParams) (ledg
 		err = fmt.Errorf("fence %d is below the run's %d: %w", p.Fence, r.Fence, ledger.ErrConflict)
 		return nil
 	})
-	tick := ledger.RunID{Job: p.Job, Nominal: p.Nominal}.TickKey()
+	tick := ledger.RunIDOf(p.Job, p.Nominal, 0).TickKey()
 	if txErr != nil {
 		return ledger.Run{}, "", fmt.Errorf("open run %s: %w", tick, txErr)
 	}
@@ -93,14 +95,15 @@ func (s *LedgerStore) AdvanceRun(ctx context.Context, p ledger.AdvanceRunParams)
 	var r ledger.Run
 	var err error
 	txErr := s.inTx(ctx, func(ctx context.Context, tx *sql.Tx) error {
+		job, nominal := ledger.TickOf(p.ID)
 		r, err = scanLedgerRun(s.row(ctx, tx, ledgerAdvanceRun,
-			sql.Named("job", p.ID.Job), sql.Named("nominal", toNanos(p.ID.Nominal)),
+			sql.Named("job", job), sql.Named("nominal", toNanos(nominal)),
 			sql.Named("generation", p.ID.Generation), sql.Named("fence", p.Fence),
 			sql.Named("cursor", p.Cursor), sql.Named("done", p.Done), sql.Named("now", toNanos(p.Now))).Scan)
 		if !errors.Is(err, sql.ErrNoRows) {
 			return err
 		}
-		if r, err = s.getRun(ctx, tx, p.ID.Job, p.ID.Nominal); err != nil {
+		if r, err = s.getRun(ctx, tx, job, nominal); err != nil {
 			return err
 		}
 		err = fmt.Errorf("run %s is %s (fence %d, cursor %d): %w", r.ID, r.State, r.Fence, r.Cursor, ledger.ErrConflict)
@@ -114,14 +117,15 @@ func (s *LedgerStore) FinishRun(ctx context.Context, p ledger.FinishRunParams) (
 	var r ledger.Run
 	var err error
 	txErr := s.inTx(ctx, func(ctx context.Context, tx *sql.Tx) error {
+		job, nominal := ledger.TickOf(p.ID)
 		r, err = scanLedgerRun(s.row(ctx, tx, ledgerFinishRun,
-			sql.Named("job", p.ID.Job), sql.Named("nominal", toNanos(p.ID.Nominal)),
+			sql.Named("job", job), sql.Named("nominal", toNanos(nominal)),
 			sql.Named("generation", p.ID.Generation), sql.Named("succeeded", p.Succeeded),
 			sql.Named("dead", p.Dead), sql.Named("cancelled", p.Cancelled), sql.Named("now", toNanos(p.Now))).Scan)
 		if !errors.Is(err, sql.ErrNoRows) {
 			return err
 		}
-		if r, err = s.getRun(ctx, tx, p.ID.Job, p.ID.Nominal); err != nil {
+		if r, err = s.getRun(ctx, tx, job, nominal); err != nil {
 			return err
 		}
 		switch {
@@ -145,7 +149,7 @@ func (s *LedgerStore) GetRun(ctx context.Context, job string, nominal time.Time)
 		r, err = s.getRun(ctx, nil, job, nominal)
 	}
 	if err != nil {
-		return ledger.Run{}, fmt.Errorf("get run %s: %w", ledger.RunID{Job: job, Nominal: nominal}.TickKey(), err)
+		return ledger.Run{}, fmt.Errorf("get run %s: %w", ledger.RunIDOf(job, nominal, 0).TickKey(), err)
 	}
 	return r, nil
 }
@@ -493,7 +497,7 @@ func scanLedgerRun(scan func(dest ...any) error) (ledger.Run, error) {
 	if err != nil {
 		return ledger.Run{}, err
 	}
-	r.ID.Nominal = time.Unix(0, nominal).UTC()
+	r.ID = ledger.RunIDOf(r.ID.Job, time.Unix(0, nominal).UTC(), r.ID.Generation)
 	r.State = ledger.RunState(state)
 	r.OpenedAt, r.UpdatedAt, r.FinishedAt = fromNanos(openedAt), fromNanos(updatedAt), fromNanos(finishedAt)
 	return r, nil

@@ -146,7 +146,7 @@ func (s *Server) plan(ctx context.Context, a Action) (plan, error) {
 func (s *Server) planItem(ctx context.Context, a Action, p *plan) error {
 	l := s.o.Backend.Ledger
 	j, _ := s.o.Catalog.Lookup(a.Run.Job)
-	run, err := l.GetRun(ctx, a.Run.Job, a.Run.Nominal)
+	run, err := ledger.GetRunOf(ctx, l, a.Run)
 	if err != nil {
 		return fmt.Errorf("run %s: %w", a.Run, err)
 	}
@@ -196,7 +196,7 @@ func (s *Server) planItem(ctx context.Context, a Action, p *plan) error {
 func (s *Server) planCancel(ctx context.Context, a Action, p *plan) error {
 	l := s.o.Backend.Ledger
 	j, _ := s.o.Catalog.Lookup(a.Run.Job)
-	run, err := l.GetRun(ctx, a.Run.Job, a.Run.Nominal)
+	run, err := ledger.GetRunOf(ctx, l, a.Run)
 	if err != nil {
 		return fmt.Errorf("run %s: %w", a.Run, err)
 	}

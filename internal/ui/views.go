@@ -286,7 +286,7 @@ func (s *Server) runPage(w http.ResponseWriter, r *http.Request) {
 		s.fail(w, r, http.StatusNotFound, err)
 		return
 	}
-	run, err := s.o.Backend.Ledger.GetRun(ctx, id.Job, id.Nominal)
+	run, err := ledger.GetRunOf(ctx, s.o.Backend.Ledger, id)
 	if errors.Is(err, ledger.ErrNotFound) || (err == nil && id.Generation > run.ID.Generation) {
 		s.fail(w, r, http.StatusNotFound, fmt.Errorf("no run %s", id))
 		return

@@ -98,9 +98,11 @@ func New(p Params) backend.Backend {
 		Leases:      awsdynamodb.NewLeaseStore(p.Clients.DynamoDB, p.Table, nil),
 		Ledger:      awsdynamodb.NewLedgerStore(p.Clients.DynamoDB, p.Table, nil),
 		Effects:     awsdynamodb.NewEffectStore(p.Clients.DynamoDB, p.Table, nil),
+		RateLimits:  awsdynamodb.NewRateLimitStore(p.Clients.DynamoDB, p.Table, nil),
 		Work:        awssqs.New(p.Clients.SQS, p.QueueURL, nil),
 		MaxReceives: p.MaxReceives,
 		ReceiveWait: p.ReceiveWait,
+		Retention:   "finished runs, terminal items (results included), settle marks and item pages carry a DynamoDB TTL of 30 days after they finish (awsdynamodb.DefaultRetention); DynamoDB deletes them after it, possibly days late",
 		CloseFunc:   func() error { return nil },
 	}
 	if p.DLQURL != "" {

@@ -9,6 +9,7 @@ import (
 	"github.com/batonhq/baton/internal/backend/postgresbackend"
 	"github.com/batonhq/baton/internal/dagtest"
 	"github.com/batonhq/baton/internal/heartbeattest"
+	"github.com/batonhq/baton/internal/jobmodeltest"
 	"github.com/batonhq/baton/internal/pgtest"
 	"github.com/batonhq/baton/internal/resumetest"
 )
@@ -51,4 +52,12 @@ func TestLargeRunSettles(t *testing.T) {
 func TestResumeAndCatchUpAfterACrash(t *testing.T) {
 	t.Parallel()
 	resumetest.Run(t, openFresh(t), "fxresume")
+}
+
+// The job model end to end on PostgreSQL: run-time lists, a deduped
+// submission, a two-level graph, a chain, a heartbeating long item, shared
+// rate limits and two priority classes (job queues are opened on demand).
+func TestJobModel(t *testing.T) {
+	t.Parallel()
+	jobmodeltest.Run(t, func(t *testing.T, _ ...string) backend.Backend { return openFresh(t) })
 }

@@ -123,6 +123,7 @@ func Open(ctx context.Context, p Params) (backend.Backend, error) {
 		db.Close()
 		return backend.Backend{}, fmt.Errorf("postgres backend: %w", err)
 	}
+	led := postgres.NewLedgerStore(db)
 	b := backend.Backend{
 		// A job's own queue is created on first use, with the work
 		// queue's dead-letter queue and redrive limit (the upsert of its
@@ -135,8 +136,11 @@ func Open(ctx context.Context, p Params) (backend.Backend, error) {
 		},
 		Name:        "postgres",
 		Leases:      postgres.NewLeaseStore(db),
-		Ledger:      postgres.NewLedgerStore(db),
+		Ledger:      led,
+		Pruner:      led,
 		Effects:     postgres.NewEffectStore(db),
+		RateLimits:  postgres.NewRateLimitStore(db),
+		Retention:   "finished runs, their items (results included), settle marks and item pages are pruned past each job's Retention by the runtime (baton run), a bounded pass every few minutes",
 		Work:        work,
 		MaxReceives: maxReceives,
 		ReceiveWait: p.ReceiveWait,

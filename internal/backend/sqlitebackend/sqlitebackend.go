@@ -54,6 +54,7 @@ func open(ctx context.Context, path string, o *sqlite.Options) (backend.Backend,
 		db.Close()
 		return backend.Backend{}, fmt.Errorf("open queue %s: %w", WorkQueue, err)
 	}
+	led := sqlite.NewLedgerStore(db)
 	return backend.Backend{
 		JobQueueFunc: func(ctx context.Context, name string) (backend.Queue, error) {
 			q, err := sqlite.OpenQueue(ctx, db, JobQueuePrefix+name, &sqlite.QueueOptions{DeadLetterQueue: DeadLetterQueue, MaxReceives: MaxReceives, PollInterval: pollInterval})
@@ -64,8 +65,11 @@ func open(ctx context.Context, path string, o *sqlite.Options) (backend.Backend,
 		},
 		Name:        "sqlite",
 		Leases:      sqlite.NewLeaseStore(db),
-		Ledger:      sqlite.NewLedgerStore(db),
+		Ledger:      led,
+		Pruner:      led,
+		Retention:   "finished runs, their items (results included), settle marks and item pages are pruned past each job's Retention by the local runtime (baton run, baton serve), a bounded pass every few minutes",
 		Effects:     sqlite.NewEffectStore(db),
+		RateLimits:  sqlite.NewRateLimitStore(db),
 		Work:        work,
 		DeadLetter:  dlq,
 		MaxReceives: MaxReceives,

@@ -92,6 +92,8 @@ func Cases() []Case {
 		{"ListItemRange", TestListItemRange},
 		{"MarkDone", TestMarkDone},
 		{"ListMarks", TestListMarks},
+		{"PutPage", TestPutPage},
+		{"SubmissionRuns", TestSubmissionRuns},
 		{"Concurrent", TestConcurrent},
 		{"StateMachine", TestStateMachine},
 	}

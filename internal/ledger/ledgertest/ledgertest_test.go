@@ -27,6 +27,8 @@ func TestSuiteFindsBrokenStores(t *testing.T) {
 		"marks of every group":   {"ListMarks"},
 		"resume takes shards":    {"Shards"},
 		"force keeps old shards": {"Shards"},
+		"page overwritten":       {"PutPage"},
+		"page payloads dropped":  {"PutPage"},
 	})
 }
 
@@ -40,6 +42,8 @@ func TestBrokenStore(t *testing.T) {
 		"marks of every group":   func() ledger.Store { return marksOfEveryGroup{newMemStore()} },
 		"resume takes shards":    func() ledger.Store { return resumeTakesShards{newMemStore()} },
 		"force keeps old shards": func() ledger.Store { return forceKeepsOldShards{newMemStore()} },
+		"page overwritten":       func() ledger.Store { return pageOverwritten{newMemStore()} },
+		"page payloads dropped":  func() ledger.Store { return pagePayloadsDropped{newMemStore()} },
 	}
 	Run(t, Harness{NewStore: func(*testing.T) ledger.Store { return stores[name]() }})
 }
@@ -258,4 +262,26 @@ func (f *fakeTB) logs() string {
 	f.mu.Lock()
 	defer f.mu.Unlock()
 	return f.log.String()
+}
+
+// pageOverwritten writes a page whether or not it exists.
+type pageOverwritten struct{ *memStore }
+
+func (s pageOverwritten) PutPage(ctx context.Context, p ledger.PutPageParams) (ledger.Page, error) {
+	s.mu.Lock()
+	delete(s.pages, markKey{run: p.Run.String(), index: p.Index})
+	s.mu.Unlock()
+	return s.memStore.PutPage(ctx, p)
+}
+
+// pagePayloadsDropped keeps a page's names but not its payloads.
+type pagePayloadsDropped struct{ *memStore }
+
+func (s pagePayloadsDropped) PutPage(ctx context.Context, p ledger.PutPageParams) (ledger.Page, error) {
+	items := make([]ledger.PageItem, len(p.Items))
+	for i, it := range p.Items {
+		items[i].Name = it.Name
+	}
+	p.Items = items
+	return s.memStore.PutPage(ctx, p)
 }

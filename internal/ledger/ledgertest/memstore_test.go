@@ -19,6 +19,7 @@ type memStore struct {
 	runs  map[string]ledger.Run  // by RunID.TickKey
 	items map[string]ledger.Item // by ItemKey.String
 	marks map[markKey]ledger.Mark
+	pages map[markKey]ledger.Page // level unused
 }
 
 type markKey struct {
@@ -29,13 +30,16 @@ type markKey struct {
 var _ ledger.Store = (*memStore)(nil)
 
 func newMemStore() *memStore {
-	return &memStore{runs: map[string]ledger.Run{}, items: map[string]ledger.Item{}, marks: map[markKey]ledger.Mark{}}
+	return &memStore{runs: map[string]ledger.Run{}, items: map[string]ledger.Item{}, marks: map[markKey]ledger.Mark{}, pages: map[markKey]ledger.Page{}}
 }
 
 func (m *memStore) OpenRun(_ context.Context, p ledger.OpenRunParams) (ledger.Run, ledger.OpenOutcome, error) {
 	m.mu.Lock()
 	defer m.mu.Unlock()
 	id := ledger.RunID{Job: p.Job, Nominal: p.Nominal.UTC(), Generation: 1}
+	if p.Submission != "" {
+		id = ledger.RunID{Job: p.Job, Submission: p.Submission, Generation: 1}
+	}
 	r, ok := m.runs[id.TickKey()]
 	switch {
 	case !ok || p.Force:
@@ -100,7 +104,7 @@ func (m *memStore) FinishRun(_ context.Context, p ledger.FinishRunParams) (ledge
 func (m *memStore) GetRun(_ context.Context, job string, nominal time.Time) (ledger.Run, error) {
 	m.mu.Lock()
 	defer m.mu.Unlock()
-	id := ledger.RunID{Job: job, Nominal: nominal}
+	id := ledger.RunIDOf(job, nominal, 0)
 	r, ok := m.runs[id.TickKey()]
 	if !ok {
 		return ledger.Run{}, fmt.Errorf("get run %s: %w", id.TickKey(), ledger.ErrNotFound)
@@ -113,7 +117,7 @@ func (m *memStore) ListRuns(_ context.Context, p ledger.ListRunsParams) ([]ledge
 	defer m.mu.Unlock()
 	var out []ledger.Run
 	for _, r := range m.runs {
-		if r.ID.Job == p.Job && (p.Before.IsZero() || r.ID.Nominal.Before(p.Before)) {
+		if r.ID.Job == p.Job && !r.ID.Submitted() && (p.Before.IsZero() || r.ID.Nominal.Before(p.Before)) {
 			out = append(out, r)
 		}
 	}
@@ -230,4 +234,33 @@ func (m *memStore) ListMarks(_ context.Context, run ledger.RunID, level, group i
 	}
 	slices.SortFunc(out, func(a, b ledger.Mark) int { return a.Index - b.Index })
 	return out, nil
+}
+
+func (m *memStore) PutPage(_ context.Context, p ledger.PutPageParams) (ledger.Page, error) {
+	if err := ledger.CheckPage(p); err != nil {
+		return ledger.Page{}, err
+	}
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	k := markKey{run: p.Run.String(), index: p.Index}
+	if cur, ok := m.pages[k]; ok {
+		return cur, fmt.Errorf("page %d of %s: %w", p.Index, p.Run, ledger.ErrTerminal)
+	}
+	items, err := ledger.DecodePageItems(ledger.EncodePageItems(p.Items))
+	if err != nil {
+		return ledger.Page{}, err
+	}
+	pg := ledger.Page{Run: p.Run, Index: p.Index, Items: items, Final: p.Final, Resume: p.Resume, Parent: p.Parent, At: p.Now}
+	m.pages[k] = pg
+	return pg, nil
+}
+
+func (m *memStore) GetPage(_ context.Context, run ledger.RunID, index int) (ledger.Page, error) {
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	pg, ok := m.pages[markKey{run: run.String(), index: index}]
+	if !ok {
+		return ledger.Page{}, fmt.Errorf("page %d of %s: %w", index, run, ledger.ErrNotFound)
+	}
+	return pg, nil
 }

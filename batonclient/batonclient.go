@@ -1,0 +1,294 @@
+// Package batonclient submits work to a catalog's jobs on demand and reads
+// their runs, shaped like the clients and inspectors of River and asynq: a
+// Client submits a dedupe key and items with payloads (Submit), reads a
+// run's status (Status) and its items' results (Results), waits for a run
+// to finish (Wait), and may work the queue itself (Work) as a local
+// runtime does.
+//
+// A submission opens a run of its own, "job+key#generation": the same key
+// submitted again within the job's retention (baton.Job.Retention)
+// returns that run and opens nothing (Submitted.Deduped says so). Its
+// items are stored with the run, each payload with its item, and go
+// through the same ledger, claims, settling, status and dead-letter queue
+// as the items of a tick; the job's Processor gets each payload in
+// baton.Task.Payload.
+//
+// Status, Results and Wait take any run id, a tick's ("job@time#gen") or
+// a submission's.
+package batonclient
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"iter"
+	"os"
+	"time"
+
+	"github.com/batonhq/baton"
+	"github.com/batonhq/baton/internal/backend"
+	"github.com/batonhq/baton/internal/backend/awsbackend"
+	"github.com/batonhq/baton/internal/backend/sqlitebackend"
+	"github.com/batonhq/baton/internal/coordinator"
+	"github.com/batonhq/baton/internal/engine"
+	"github.com/batonhq/baton/internal/ledger"
+)
+
+// Options say which engine holds the catalog's runs and how to reach it.
+type Options struct {
+	// Engine is "sqlite" (the default) or "aws".
+	Engine string
+	// Store is the embedded store's SQLite file (sqlite); "" means
+	// var/baton.db.
+	Store string
+	// Table and QueueURL are the DynamoDB table and the SQS work queue
+	// (aws); "" takes them from BATON_TABLE and BATON_QUEUE_URL. DLQURL,
+	// optional, is the dead-letter queue (BATON_DLQ_URL).
+	Table, QueueURL, DLQURL string
+	// Endpoint, optional, overrides the AWS endpoint of both services (a
+	// local emulator); the rest of the AWS configuration comes from the
+	// SDK's standard chain (AWS_REGION, credentials, …).
+	Endpoint string
+	// Owner prefixes the client's lease and claim owners; "" means
+	// host/pid.
+	Owner   string
+	NowFunc func() time.Time // nil: time.Now
+}
+
+// Client submits work and reads runs. Its methods may be called
+// concurrently. Close it when done.
+type Client struct {
+	b   backend.Backend
+	eng *engine.Engine
+}
+
+// Open opens the engine o names for catalog.
+func Open(ctx context.Context, catalog *baton.Catalog, o *Options) (*Client, error) {
+	if o == nil {
+		o = &Options{}
+	}
+	if catalog == nil {
+		return nil, errors.New("batonclient: no catalog")
+	}
+	var b backend.Backend
+	var err error
+	switch o.Engine {
+	case "", "sqlite":
+		store := o.Store
+		if store == "" {
+			store = "var/baton.db"
+		}
+		b, err = sqlitebackend.Open(ctx, store)
+	case "aws":
+		b, err = openAWS(ctx, o)
+	default:
+		return nil, fmt.Errorf("batonclient: unknown engine %q (want sqlite or aws)", o.Engine)
+	}
+	if err != nil {
+		return nil, fmt.Errorf("batonclient: %w", err)
+	}
+	eng, err := engine.New(b, engine.Options{Catalog: catalog, Owner: o.Owner, NowFunc: o.NowFunc})
+	if err != nil {
+		_ = b.Close()
+		return nil, fmt.Errorf("batonclient: %w", err)
+	}
+	return &Client{b: b, eng: eng}, nil
+}
+
+func openAWS(ctx context.Context, o *Options) (backend.Backend, error) {
+	p := awsbackend.Params{Table: o.Table, QueueURL: o.QueueURL, DLQURL: o.DLQURL}
+	if p.Table == "" {
+		p.Table = os.Getenv(awsbackend.EnvTable)
+	}
+	if p.QueueURL == "" {
+		p.QueueURL = os.Getenv(awsbackend.EnvQueueURL)
+	}
+	if p.DLQURL == "" {
+		p.DLQURL = os.Getenv(awsbackend.EnvDLQURL)
+	}
+	if p.Table == "" || p.QueueURL == "" {
+		return backend.Backend{}, fmt.Errorf("aws: the table and the work queue are required (Options.Table and QueueURL, or %s and %s)", awsbackend.EnvTable, awsbackend.EnvQueueURL)
+	}
+	cfg, err := awsbackend.LoadConfig(ctx)
+	if err != nil {
+		return backend.Backend{}, err
+	}
+	p.Clients = awsbackend.NewClients(cfg, awsbackend.Endpoints{DynamoDB: o.Endpoint, SQS: o.Endpoint})
+	return awsbackend.Open(ctx, p)
+}
+
+// Close releases the engine's resources.
+func (c *Client) Close() error { return c.b.Close() }
+
+// Submitted says what Submit did.
+type Submitted struct {
+	// Run is the submission's run: the one opened, or the one found.
+	Run baton.RunID
+	// Deduped is true when the key found a run within the job's
+	// retention: nothing was opened or sent.
+	Deduped bool
+	// Enqueued is the number of messages sent by this call.
+	Enqueued int
+}
+
+// ErrBusy matches Submit's error when another caller is submitting the
+// same key at this very moment: retry.
+var ErrBusy = errors.New("the same dedupe key is being submitted by another caller")
+
+// Submit submits items (any order, unique names as baton.ValidName
+// defines them, payloads of at most baton.MaxPayload bytes, at most
+// 100,000 items) for job under the dedupe key key. A bad submission is
+// refused with an error naming what is wrong, and nothing is opened.
+func (c *Client) Submit(ctx context.Context, job, key string, items []baton.Item) (Submitted, error) {
+	sum, err := c.eng.Coordinator.Submit(ctx, coordinator.Submission{Job: job, Key: key, Items: items})
+	if err != nil {
+		return Submitted{Run: sum.Run}, err
+	}
+	if sum.Outcome == coordinator.OutcomeSkipped {
+		return Submitted{}, fmt.Errorf("submit %s+%s: %w", job, key, ErrBusy)
+	}
+	return Submitted{Run: sum.Run, Deduped: sum.Deduped, Enqueued: sum.Enqueued}, nil
+}
+
+// RunStatus is a run's state.
+type RunStatus struct {
+	Run baton.RunID
+	// State is fanning_out, fanned_out, complete or partial.
+	State string
+	// Finished is true once the run is complete (every item SUCCEEDED)
+	// or partial (every item ended, some DEAD or CANCELLED).
+	Finished                   bool
+	Succeeded, Dead, Cancelled int // set once finished
+	OpenedAt, FinishedAt       time.Time
+}
+
+// ErrNotFound matches the error of Status and Wait for a run that does
+// not exist (or was removed after its retention).
+var ErrNotFound = errors.New("no such run")
+
+// Status reads the run's record.
+func (c *Client) Status(ctx context.Context, id baton.RunID) (RunStatus, error) {
+	run, err := ledger.GetRunOf(ctx, c.b.Ledger, id)
+	if errors.Is(err, ledger.ErrNotFound) {
+		return RunStatus{}, fmt.Errorf("status %s: %w", id, ErrNotFound)
+	}
+	if err != nil {
+		return RunStatus{}, fmt.Errorf("status %s: %w", id, err)
+	}
+	if run.ID.Generation != id.Generation {
+		return RunStatus{}, fmt.Errorf("status %s: %w (its latest generation is %s)", id, ErrNotFound, run.ID)
+	}
+	return RunStatus{
+		Run: run.ID, State: string(run.State), Finished: run.State.Finished(),
+		Succeeded: run.Succeeded, Dead: run.Dead, Cancelled: run.Cancelled,
+		OpenedAt: run.OpenedAt, FinishedAt: run.FinishedAt,
+	}, nil
+}
+
+// Wait polls the run every interval (0: 200ms) until it is finished, and
+// returns its status; it returns ctx's error when ctx ends first.
+func (c *Client) Wait(ctx context.Context, id baton.RunID, every time.Duration) (RunStatus, error) {
+	if every <= 0 {
+		every = 200 * time.Millisecond
+	}
+	t := time.NewTicker(every)
+	defer t.Stop()
+	for {
+		st, err := c.Status(ctx, id)
+		if err != nil && !errors.Is(err, ErrNotFound) {
+			return st, err
+		}
+		if err == nil && st.Finished {
+			return st, nil
+		}
+		select {
+		case <-ctx.Done():
+			return st, fmt.Errorf("wait %s: %w", id, context.Cause(ctx))
+		case <-t.C:
+		}
+	}
+}
+
+// ItemResult is one item of a run as the ledger holds it.
+type ItemResult struct {
+	Item     string
+	State    string // RUNNING, SUCCEEDED, FAILED, DEAD or CANCELLED; "" when it never started
+	Attempts int
+	// Result is the processor's result (SUCCEEDED); Error the last
+	// failure or cancel reason.
+	Result     []byte
+	Error      string
+	FinishedAt time.Time
+}
+
+// Results yields the run's items in name order, a page at a time (memory
+// flat in the run's size): for a run with a stored list (a submission, a
+// job with baton.Job.Items) every item of the list, started or not; for
+// a tick of constant assets, the items that started. It stops at the
+// first error, which it yields.
+func (c *Client) Results(ctx context.Context, id baton.RunID) iter.Seq2[ItemResult, error] {
+	return func(yield func(ItemResult, error) bool) {
+		j, err := c.eng.Catalog().Lookup(id.Job)
+		if err != nil {
+			yield(ItemResult{}, err)
+			return
+		}
+		if !id.Submitted() && !j.RunTime() {
+			items, err := c.b.Ledger.ListItems(ctx, id)
+			if err != nil {
+				yield(ItemResult{}, fmt.Errorf("results of %s: %w", id, err))
+				return
+			}
+			for _, it := range items {
+				if !yield(result(it.Key.Asset, it), nil) {
+					return
+				}
+			}
+			return
+		}
+		for p := 0; ; p++ {
+			pg, err := c.b.Ledger.GetPage(ctx, id, p)
+			if errors.Is(err, ledger.ErrNotFound) {
+				return // the list is not stored whole yet
+			}
+			if err != nil {
+				yield(ItemResult{}, fmt.Errorf("results of %s: page %d: %w", id, p, err))
+				return
+			}
+			if len(pg.Items) > 0 {
+				recs, err := c.b.Ledger.ListItemRange(ctx, id, pg.Items[0].Name, pg.Items[len(pg.Items)-1].Name)
+				if err != nil {
+					yield(ItemResult{}, fmt.Errorf("results of %s: page %d: %w", id, p, err))
+					return
+				}
+				byName := make(map[string]ledger.Item, len(recs))
+				for _, r := range recs {
+					byName[r.Key.Asset] = r
+				}
+				for _, it := range pg.Items {
+					if !yield(result(it.Name, byName[it.Name]), nil) {
+						return
+					}
+				}
+			}
+			if pg.Final {
+				return
+			}
+		}
+	}
+}
+
+func result(name string, it ledger.Item) ItemResult {
+	return ItemResult{Item: name, State: string(it.State), Attempts: it.Attempt, Result: it.Result, Error: it.Error, FinishedAt: it.FinishedAt}
+}
+
+// Work processes the work queue with the catalog's processors until ctx
+// ends, as a local runtime's consumers do: for tests, examples and a
+// process that both submits and works.
+func (c *Client) Work(ctx context.Context) error {
+	err := c.eng.Consume(ctx)
+	if ctx.Err() != nil {
+		return nil
+	}
+	return err
+}

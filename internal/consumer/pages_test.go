@@ -1,0 +1,81 @@
+package consumer_test
+
+import (
+	"context"
+	"testing"
+	"time"
+
+	"github.com/stretchr/testify/require"
+
+	"github.com/batonhq/baton"
+	"github.com/batonhq/baton/internal/consumer"
+	"github.com/batonhq/baton/internal/ledger"
+	"github.com/batonhq/baton/internal/message"
+	"github.com/batonhq/baton/internal/queue"
+)
+
+// A job whose items are computed when its run opens: the consumer checks
+// each message's item against the stored page its message names, with one
+// read per page (PageCache), gives the processor the item's payload, and
+// dead-letters with its reason, writing nothing, a message whose item the
+// page does not hold, one naming no stored page and a version 1 message.
+// The payload never appears in a reason.
+func TestRunTimeItemsCheckedAgainstTheirPage(t *testing.T) {
+	t.Parallel()
+	led, effects := newStores(t)
+	ctx := context.Background()
+	var got []string
+	job := baton.Job{
+		Name: "rt", Schedule: "rate(1 minute)", Items: baton.ItemList(10),
+		Processor: baton.ProcessorFunc(func(_ context.Context, t baton.Task) ([]byte, error) {
+			got = append(got, t.Asset+"="+string(t.Payload))
+			return nil, nil
+		}),
+	}
+	dlq := &memQueue{}
+	pages := &consumer.PageCache{}
+	c := &consumer.Consumer{Ledger: led, Queue: &memQueue{}, DeadLetter: dlq, Jobs: baton.MustCatalog(job), Effects: effects,
+		Owner: "c1", NowFunc: func() time.Time { return tick.Add(time.Second) }, Pages: pages}
+	run, _, err := led.OpenRun(ctx, ledger.OpenRunParams{Job: "rt", Nominal: tick, Fence: 1, Now: tick})
+	require.NoError(t, err)
+	_, err = led.PutPage(ctx, ledger.PutPageParams{Run: run.ID, Index: 0, Final: true, Now: tick, Items: []ledger.PageItem{
+		{Name: "a", Payload: []byte("secret-a")}, {Name: "b", Payload: []byte("secret-b")},
+	}})
+	require.NoError(t, err)
+	_, err = led.AdvanceRun(ctx, ledger.AdvanceRunParams{ID: run.ID, Fence: 1, Cursor: 2, Done: true, Now: tick})
+	require.NoError(t, err)
+	key := func(a string) ledger.ItemKey { return ledger.ItemKey{Run: run.ID, Asset: a} }
+	deliver := func(msgs ...queue.Message) consumer.Result {
+		var ds []queue.Delivery
+		for i, m := range msgs {
+			ds = append(ds, queue.Delivery{MessageID: "m" + string(rune('0'+i)), Body: m.Body, Attributes: m.Attributes, ReceiveCount: 1})
+		}
+		return c.Handle(ctx, time.Time{}, ds)
+	}
+
+	res := deliver(message.NewPaged(key("a"), 1, 0).QueueMessage(), message.NewPaged(key("b"), 1, 0).QueueMessage())
+	require.Empty(t, res.Failed)
+	require.ElementsMatch(t, []string{"a=secret-a", "b=secret-b"}, got, "each item got its payload")
+	require.Equal(t, int64(1), pages.Reads(), "one page read for both items")
+	fin, err := led.GetRun(ctx, "rt", tick)
+	require.NoError(t, err)
+	require.Equal(t, ledger.RunComplete, fin.State, "the last item's consumer settles the run from its page")
+
+	for name, tc := range map[string]struct {
+		msg  queue.Message
+		want string
+	}{
+		"not on page": {message.NewPaged(key("c"), 1, 0).QueueMessage(), `the run's item list holds no item "c" on page 0`},
+		"no page":     {message.NewPaged(key("a"), 1, 5).QueueMessage(), "page 5 of the run's item list is not stored"},
+		"version 1":   {message.New(key("a"), 1, false).QueueMessage(), "names no page of it (version 1)"},
+	} {
+		before := len(dlq.all())
+		res := deliver(tc.msg)
+		require.Len(t, res.DeadLettered, 1, name)
+		require.ErrorContains(t, res.DeadLettered[0].Err, tc.want, name)
+		require.NotContains(t, res.DeadLettered[0].Err.Error(), "secret", name)
+		require.Len(t, dlq.all(), before+1, name)
+	}
+	_, err = led.GetItem(ctx, key("c"))
+	require.ErrorIs(t, err, ledger.ErrNotFound, "nothing written for an item off the list")
+}

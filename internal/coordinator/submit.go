@@ -1,0 +1,178 @@
+package coordinator
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"log/slog"
+	"slices"
+	"strings"
+	"time"
+
+	"github.com/batonhq/baton"
+	"github.com/batonhq/baton/internal/lease"
+	"github.com/batonhq/baton/internal/ledger"
+)
+
+// MaxSubmissionItems bounds the items of one submission: a submission is
+// held in memory whole by whoever submits it (larger lists belong in a
+// job's Items function, which is paged).
+const MaxSubmissionItems = 100_000
+
+// ErrSubmission matches the error of a submission refused for its
+// content: an unknown job, a bad dedupe key, no items, too many, a bad
+// item name, a name listed twice or a payload over baton.MaxPayload.
+var ErrSubmission = errors.New("bad submission")
+
+// Submission is work submitted on demand for a job: a dedupe key and the
+// items of the run it opens, each with an optional payload.
+type Submission struct {
+	Job string
+	// Key is the dedupe key, a name as baton.ValidName defines it: the
+	// run's id is job+key#generation.
+	Key   string
+	Items []baton.Item // any order; at most MaxSubmissionItems
+	// Deadline is the invocation's deadline; zero: none besides ctx.
+	Deadline time.Time
+}
+
+// Submit opens the run of a submission and fans it out, or finds it: the
+// same dedupe key within the job's retention (baton.Job.Retention) of its
+// run's finish opens nothing new and returns that run (Summary.Deduped);
+// past it, the key's next generation opens. A submission's items are
+// stored with its run in pages (as a run-time list's are) before they are
+// sent, so that consumers check them and read their payloads as they do a
+// run-time list's, and the run goes through the same ledger, claims,
+// settling, status and dead-letter queue as a tick's. The job's derived
+// items do not run for a submission.
+//
+// Submit holds the lease of job+key (not the job's: ticks and other
+// submissions go on) while it opens and fans out; a concurrent Submit of
+// the same key is OutcomeSkipped with Pending, to be retried. A fan-out
+// stopped part-way (deadline, crash) is resumed by the next Submit of the
+// same key, from the stored pages.
+func (c *Coordinator) Submit(ctx context.Context, s Submission) (Summary, error) {
+	j, items, err := c.checkSubmission(s)
+	if err != nil {
+		return Summary{Job: s.Job}, err
+	}
+	return c.submitRun(ctx, submitParams{job: j, key: s.Key, items: baton.ItemList(ledger.PageItems*16, items...), deadline: s.Deadline})
+}
+
+// submitParams are the inputs of submitRun.
+type submitParams struct {
+	job      baton.Job
+	key      string
+	items    baton.ItemsFunc
+	parent   ledger.RunID // a chain's finished run; zero: none
+	deadline time.Time
+	// once opens the key's run at most once, whatever the retention (a
+	// chain: once per finished run).
+	once bool
+}
+
+// submitRun opens (or finds, or resumes) the run of job+key and fans its
+// items out. Without a lease store (Leases nil: a consumer starting a
+// chain, which holds no lease) it opens and sends under fence 0: two
+// callers may then both send, which claims absorb, and the stored pages,
+// written once, keep one list.
+func (c *Coordinator) submitRun(ctx context.Context, p submitParams) (sum Summary, err error) {
+	start := c.now()
+	j := p.job
+	sum = Summary{Job: j.Name}
+	if c.Owner == "" {
+		return sum, fmt.Errorf("submit %s+%s: coordinator has no owner", j.Name, p.key)
+	}
+	id := ledger.RunID{Job: j.Name, Submission: p.key, Generation: 1}
+	t := &tickRun{tr: Trigger{Job: j.Name, Deadline: p.deadline}, start: start, sum: &sum, job: j,
+		owner: fmt.Sprintf("%s#%d", c.Owner, invocations.Add(1)), items: p.items, parent: p.parent}
+	t.log = c.logger().With(slog.String("job", j.Name), slog.String("submission", p.key), slog.String("owner", t.owner))
+
+	force := false
+	if run, err := ledger.GetRunOf(ctx, c.Ledger, id); err == nil {
+		if p.once || !run.State.Finished() || start.Before(run.FinishedAt.Add(j.RetentionOrDefault())) {
+			if run.State != ledger.RunFanningOut {
+				sum.Run, sum.Outcome, sum.Deduped = run.ID, OutcomeAlreadyFannedOut, true
+				sum.Cursor, sum.Total = run.Total, run.Total
+				t.log.InfoContext(ctx, "submission deduped", slog.String("run", run.ID.String()), slog.String("state", string(run.State)))
+				return sum, nil
+			}
+		} else {
+			force = true // finished longer than the retention ago: the key's next generation
+		}
+	} else if !errors.Is(err, ledger.ErrNotFound) {
+		return sum, fmt.Errorf("submit %s: read run: %w", id.TickKey(), err)
+	}
+
+	ttl := c.ttl(j.Limits, start, p.deadline)
+	if ttl <= 0 {
+		return sum, fmt.Errorf("submit %s: %w", id.TickKey(), ErrNoTime)
+	}
+	var fence int64
+	if c.Leases != nil {
+		l, err := c.Leases.Acquire(ctx, lease.AcquireParams{Job: id.TickKey(), Owner: t.owner, TTL: ttl, Now: start, Skew: j.Limits.ClockSkew})
+		var held *lease.HeldError
+		if errors.As(err, &held) {
+			h := held.Holder
+			sum.Outcome, sum.Holder, sum.Pending = OutcomeSkipped, &h, true
+			return sum, nil
+		}
+		if err != nil {
+			return sum, fmt.Errorf("submit %s: acquire lease: %w", id.TickKey(), err)
+		}
+		fence = l.Fence
+		t.hold = &holding{lease: l, ttl: ttl, renewed: start}
+		t.log = t.log.With(slog.Int64("fence", l.Fence))
+		defer c.finish(ctx, t)
+	} else {
+		t.hold = &holding{lease: lease.Lease{Job: id.TickKey(), Owner: t.owner}, ttl: ttl, renewed: start, unleased: true}
+	}
+	sum.Fence = fence
+
+	run, outcome, err := c.Ledger.OpenRun(ctx, ledger.OpenRunParams{Job: j.Name, Submission: p.key, Fence: fence, Force: force, Now: c.now(), Shards: 1})
+	if err != nil {
+		return sum, fmt.Errorf("submit %s: open: %w", id.TickKey(), err)
+	}
+	sum.Run, sum.Cursor, sum.Outcome = run.ID, run.Cursor, RunOutcome(outcome)
+	t.log = t.log.With(slog.String("run", run.ID.String()))
+	if outcome == ledger.AlreadyFannedOut {
+		sum.Deduped, sum.Total = true, run.Total
+		return sum, nil
+	}
+	t.log.InfoContext(ctx, "submission opened", slog.String("phase", "open"), slog.String("outcome", string(outcome)))
+	return sum, c.fanOutPages(ctx, t, run)
+}
+
+// checkSubmission resolves the submission's job and returns its items
+// sorted by name, refusing what cannot be run with an error naming it.
+func (c *Coordinator) checkSubmission(s Submission) (baton.Job, []baton.Item, error) {
+	j, err := c.Jobs.Lookup(s.Job)
+	if err != nil {
+		return j, nil, fmt.Errorf("%w: %w", ErrSubmission, err)
+	}
+	if err := baton.ValidName("submission", s.Key); err != nil {
+		return j, nil, fmt.Errorf("%w: job %s: dedupe key: %w", ErrSubmission, j.Name, err)
+	}
+	switch {
+	case len(s.Items) == 0:
+		return j, nil, fmt.Errorf("%w: %s+%s: no items", ErrSubmission, j.Name, s.Key)
+	case len(s.Items) > MaxSubmissionItems:
+		return j, nil, fmt.Errorf("%w: %s+%s: %d items, at most %d (a larger list belongs in the job's Items function)",
+			ErrSubmission, j.Name, s.Key, len(s.Items), MaxSubmissionItems)
+	}
+	items := slices.Clone(s.Items)
+	slices.SortFunc(items, func(a, b baton.Item) int { return strings.Compare(a.Name, b.Name) })
+	for i, it := range items {
+		if err := baton.ValidName("item", it.Name); err != nil {
+			return j, nil, fmt.Errorf("%w: %s+%s: %w", ErrSubmission, j.Name, s.Key, err)
+		}
+		if i > 0 && items[i-1].Name == it.Name {
+			return j, nil, fmt.Errorf("%w: %s+%s: item %q listed twice", ErrSubmission, j.Name, s.Key, it.Name)
+		}
+		if len(it.Payload) > baton.MaxPayload {
+			return j, nil, fmt.Errorf("%w: %s+%s: item %q: payload of %d bytes, at most %d (baton.MaxPayload)",
+				ErrSubmission, j.Name, s.Key, it.Name, len(it.Payload), baton.MaxPayload)
+		}
+	}
+	return j, items, nil
+}
