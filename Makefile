@@ -56,9 +56,9 @@ lint: ## go vet and the check that the core imports no AWS package
 	$(GO) vet ./...
 	$(GO) test -count=1 -run 'TestCoreImportsNoAWS' ./internal/archtest
 
-bench: emulators postgres ## benchmarks on every backend, each figure beside its reference (a few minutes)
+bench: emulators postgres ## benchmarks on every backend, each figure beside its reference (about 20 minutes)
 	$(GO) test -c -o $(BIN)/bench.test ./internal/bench
-	./$(BIN)/bench.test -test.run '^TestReport$$' -test.timeout 60m -report -report.out $(BIN)/bench.md
+	./$(BIN)/bench.test -test.run '^TestReport$$' -test.timeout 120m -report -report.out $(BIN)/bench.md
 
 bench-million: ## one run of 1,000,000 run-time items on the embedded store: time, heap, peak RSS (about 10 minutes)
 	$(GO) test -c -o $(BIN)/bench.test ./internal/bench
