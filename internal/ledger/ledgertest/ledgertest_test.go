@@ -285,3 +285,43 @@ func (s pagePayloadsDropped) PutPage(ctx context.Context, p ledger.PutPageParams
 	p.Items = items
 	return s.memStore.PutPage(ctx, p)
 }
+
+func TestListSubmissionsMemStore(t *testing.T) {
+	RunListSubmissions(t, func(*testing.T) SubmissionListerStore { return newMemStore() })
+}
+
+// TestListSubmissionsFindsBrokenStores requires RunListSubmissions to
+// fail against listers broken on purpose.
+func TestListSubmissionsFindsBrokenStores(t *testing.T) {
+	suitecheck.RequireCaught(t, "TestBrokenLister", map[string][]string{
+		"ticks listed":    {"ListSubmissions"},
+		"oldest first":    {"ListSubmissions"},
+		"prefix of a job": {"ListSubmissions"},
+	})
+}
+
+// TestBrokenLister runs RunListSubmissions against the broken lister its
+// child process names.
+func TestBrokenLister(t *testing.T) {
+	name := suitecheck.Broken(t)
+	t.Run("ListSubmissions", func(t *testing.T) {
+		RunListSubmissions(t, func(*testing.T) SubmissionListerStore { return brokenLister{newMemStore(), name} })
+	})
+}
+
+// brokenLister lists a job's submissions wrongly, as its name says.
+type brokenLister struct {
+	*memStore
+	how string
+}
+
+func (s brokenLister) ListSubmissions(_ context.Context, p ledger.ListRunsParams) ([]ledger.Run, error) {
+	switch s.how {
+	case "ticks listed":
+		return s.listSubmissions(p, func(r ledger.Run) bool { return r.ID.Job == p.Job }, false), nil
+	case "oldest first":
+		return s.listSubmissions(p, func(r ledger.Run) bool { return r.ID.Job == p.Job && r.ID.Submitted() }, true), nil
+	default: // a job whose name starts with p.Job's
+		return s.listSubmissions(p, func(r ledger.Run) bool { return strings.HasPrefix(r.ID.Job, p.Job) && r.ID.Submitted() }, false), nil
+	}
+}
