@@ -410,6 +410,8 @@ func TestCoordinatorSubmitFixture(t *testing.T) {
 
 	_, err = invoke[lambdaapp.CoordinatorResponse](t, tb.coordinator, []byte(`{"submit":{"v":1,"job":"fx","key":"k","items":[{"name":"a b","payload":"secret"}]}}`))
 	require.ErrorContains(t, err, `item 0: invalid item name "a b"`)
+	_, err = invoke[lambdaapp.CoordinatorResponse](t, tb.coordinator, []byte(`{"submit":{"v":1,"job":"fx","key":"k","class":"vip","items":[{"name":"a","payload":"secret"}]}}`))
+	require.ErrorContains(t, err, `class "vip" is not a job queue of the catalog`, "a class the stack has no queue for")
 	require.NotContains(t, tb.logs.String(), "secret")
 	require.NotContains(t, tb.logs.String(), "depth")
 }
