@@ -96,6 +96,25 @@ func TestSubmissionsAndRunTimeLists(t *testing.T) {
 		require.Equal(t, http.StatusNotFound, code, body)
 	})
 
+	t.Run("a submission by its key", func(t *testing.T) {
+		find := func(key string) string { return base + "/jobs/orders/submission?" + url.Values{"key": {key}}.Encode() }
+		req, err := http.NewRequestWithContext(t.Context(), http.MethodGet, find("order-42"), nil)
+		require.NoError(t, err)
+		resp, err := c.Do(req)
+		require.NoError(t, err)
+		resp.Body.Close()
+		require.Equal(t, http.StatusSeeOther, resp.StatusCode)
+		require.Equal(t, "/run?"+url.Values{"id": {s.submission.String()}}.Encode(), resp.Header.Get("Location"))
+
+		code, body := get(t, c, find("order-43"))
+		require.Equal(t, http.StatusNotFound, code, body)
+		require.Contains(t, body, "job orders has no submission with the key order-43")
+		code, body = get(t, c, find(hostile))
+		require.Equal(t, http.StatusBadRequest, code, body)
+		require.Contains(t, body, "invalid submission name")
+		requireEscaped(t, body)
+	})
+
 	t.Run("actions the CLI refuses", func(t *testing.T) {
 		for _, q := range []url.Values{
 			{"kind": {"replay-item"}, "run": {s.submission.String()}, "asset": {"order-0001"}},

@@ -554,6 +554,30 @@ func (s *Server) runPage(w http.ResponseWriter, r *http.Request) {
 	s.render(w, r, http.StatusOK, "run", page{Title: id.String(), Nav: "jobs", Live: v.Current && !run.State.Finished(), Now: now, Body: v})
 }
 
+// submissionPage finds the run of a job's submission by its dedupe key
+// (?key=), on every engine, and redirects to its current generation.
+func (s *Server) submissionPage(w http.ResponseWriter, r *http.Request) {
+	j, ok := s.lookupJob(w, r)
+	if !ok {
+		return
+	}
+	key := r.URL.Query().Get("key")
+	if err := baton.ValidName("submission", key); err != nil {
+		s.fail(w, r, http.StatusBadRequest, fmt.Errorf("key: %w", err))
+		return
+	}
+	run, err := ledger.GetRunOf(r.Context(), s.o.Backend.Ledger, ledger.RunID{Job: j.Name, Submission: key, Generation: 1})
+	if errors.Is(err, ledger.ErrNotFound) {
+		s.fail(w, r, http.StatusNotFound, fmt.Errorf("job %s has no submission with the key %s (or it is past its retention)", j.Name, key))
+		return
+	}
+	if err != nil {
+		s.fail(w, r, http.StatusInternalServerError, err)
+		return
+	}
+	http.Redirect(w, r, funcs["runURL"].(func(ledger.RunID) string)(run.ID), http.StatusSeeOther)
+}
+
 func earliest(items []ledger.Item) time.Time {
 	var t time.Time
 	for _, it := range items {
