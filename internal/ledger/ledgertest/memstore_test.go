@@ -264,3 +264,26 @@ func (m *memStore) GetPage(_ context.Context, run ledger.RunID, index int) (ledg
 	}
 	return pg, nil
 }
+
+// ListSubmissions implements ledger.SubmissionLister.
+func (m *memStore) ListSubmissions(_ context.Context, p ledger.ListSubmissionsParams) ([]ledger.Run, error) {
+	return m.submissions(func(r ledger.Run) bool { return r.ID.Job == p.Job }, p.Limit), nil
+}
+
+// submissions are the submission runs that keep says to, most recently
+// updated first, at most limit (0: 20).
+func (m *memStore) submissions(keep func(ledger.Run) bool, limit int) []ledger.Run {
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	var out []ledger.Run
+	for _, r := range m.runs {
+		if r.ID.Submitted() && keep(r) {
+			out = append(out, r)
+		}
+	}
+	slices.SortFunc(out, func(a, b ledger.Run) int { return b.UpdatedAt.Compare(a.UpdatedAt) })
+	if limit <= 0 {
+		limit = 20
+	}
+	return out[:min(limit, len(out))]
+}
