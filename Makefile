@@ -56,9 +56,9 @@ lint: ## go vet and the check that the core imports no AWS package
 	$(GO) vet ./...
 	$(GO) test -count=1 -run 'TestCoreImportsNoAWS' ./internal/archtest
 
-bench: emulators postgres ## benchmarks on every backend, each figure beside its reference (a few minutes)
+bench: emulators postgres ## benchmarks on every backend, each figure beside its reference (about 20 minutes)
 	$(GO) test -c -o $(BIN)/bench.test ./internal/bench
-	./$(BIN)/bench.test -test.run '^TestReport$$' -test.timeout 60m -report -report.out $(BIN)/bench.md
+	./$(BIN)/bench.test -test.run '^TestReport$$' -test.timeout 120m -report -report.out $(BIN)/bench.md
 
 chaos: emulators postgres ## the long chaos suite on every backend, printing its table (a few minutes)
 	$(GO) test -count=1 -timeout 30m -v -run '^TestChaos$$' ./internal/chaos -chaos.long

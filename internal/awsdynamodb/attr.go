@@ -141,6 +141,17 @@ func strAttr(r record, name string) string {
 	return ""
 }
 
+// numAttr returns the number attribute name of r, and whether r has one
+// that parses.
+func numAttr(r record, name string) (int64, bool) {
+	v, ok := r[name].(*types.AttributeValueMemberN)
+	if !ok {
+		return 0, false
+	}
+	n, err := strconv.ParseInt(v.Value, 10, 64)
+	return n, err == nil
+}
+
 // tokenOf returns the write token stored in r ("" when there is none).
 func tokenOf(r record) string { return strAttr(r, attrToken) }
 

@@ -56,6 +56,13 @@ func (r *recorder) before(op string) (lose, dup bool, err error) {
 }
 
 // Counts returns the calls made so far by operation, and resets them.
+// reset forgets the calls counted so far.
+func (r *recorder) reset() {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	r.counts = map[string]int{}
+}
+
 func (r *recorder) Counts() map[string]int {
 	r.mu.Lock()
 	defer r.mu.Unlock()

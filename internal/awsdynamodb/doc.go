@@ -20,12 +20,24 @@
 //	lease   LEASE#<job>              LEASE                      Acquire, Renew, Release
 //	run     RUN#<job>                <nominal, RFC 3339 UTC>    OpenRun, AdvanceRun, FinishRun
 //	item    ITEMS#<run id>           <asset>                    Claim, Complete, Fail, Release, Cancel
+//	        ITEMS#<run id>#P<p>      <asset>                    (the same, for a run spread over partitions)
 //	effect  EFFECT#<job>#<key>       EFFECT                     Put
 //	count   CONTENTION#<job>         CONTENTION                 RecordContention (lease.ContentionCounter: operators' count of refused acquisitions)
 //	pause   PAUSE#<job>              PAUSE                      SetPause, RecordSkipped (lease.Pauser: the job's pause flag and skipped ticks)
 //
-// The run id is job@<nominal>#<generation> (ledger.RunID), so all items of
-// one generation share a partition and ListItems is one Query. The runs of
+// The run id is job@<nominal>#<generation> (ledger.RunID). The items of a
+// generation opened with at most Options.ShardsPerPartition shards (16 by
+// default: 1,024 items) share one partition, so ListItems is one Query;
+// a larger generation spreads them over ceil(shards/ShardsPerPartition)
+// partition keys ITEMS#<run id>#P<p>, p = ledger.ItemPartition(asset,
+// count), so that no partition key takes a share of the run's writes that
+// grows with the run (DynamoDB serves about 1,000 write units per second
+// per partition key value). The count is stored with the run per
+// generation (ledger.Run.Partitions); a store reads it once per
+// generation (GetRun, OpenRun and ListRuns note it as they read), and
+// ListItems then queries the partitions eight at a time and merges them.
+// Runs opened by earlier versions read as one partition, where their
+// items are. The runs of
 // a job share a partition sorted by nominal time, so ListRuns is one Query
 // read backwards. The ledger's job and asset names, and the effects' job
 // names, are checked with ledger.ValidName before they go into a key (so

@@ -7,10 +7,11 @@ import (
 )
 
 // LedgerStore is a ledger.Store on a DynamoDB table: one record per tick
-// (pk RUN#<job>, sk <nominal>) and one per item (pk ITEMS#<run id>,
-// sk <asset>).
+// (pk RUN#<job>, sk <nominal>) and one per item (pk ITEMS#<run id>, or
+// ITEMS#<run id>#P<p> for a large run spread over partitions; sk <asset>).
 type LedgerStore struct {
-	t table
+	t     table
+	parts *partsCache // item partition counts of run generations
 }
 
 var _ ledger.Store = (*LedgerStore)(nil)
@@ -18,7 +19,7 @@ var _ ledger.Store = (*LedgerStore)(nil)
 // NewLedgerStore returns a ledger store on the table called table, which
 // must have the key schema CreateTable makes.
 func NewLedgerStore(client API, table string, o *Options) *LedgerStore {
-	return &LedgerStore{t: newTable(client, table, o)}
+	return &LedgerStore{t: newTable(client, table, o), parts: &partsCache{}}
 }
 
 // validRunID reports what is wrong with id, if anything.

@@ -3,11 +3,14 @@ package awsdynamodb
 import (
 	"context"
 	"fmt"
+	"slices"
+	"strings"
 	"time"
 
 	"github.com/aws/aws-sdk-go-v2/aws"
 	"github.com/aws/aws-sdk-go-v2/service/dynamodb"
 	"github.com/aws/aws-sdk-go-v2/service/dynamodb/types"
+	"golang.org/x/sync/errgroup"
 
 	"github.com/batonhq/baton/internal/ledger"
 )
@@ -76,7 +79,10 @@ func (s *LedgerStore) Claim(ctx context.Context, p ledger.ClaimParams) (ledger.I
 	if err := validItemKey(p.Key); err != nil {
 		return ledger.Item{}, fmt.Errorf("%s: %w", op, err)
 	}
-	k := itemKey(p.Key)
+	k, err := s.itemKeyOf(ctx, p.Key)
+	if err != nil {
+		return ledger.Item{}, err
+	}
 	cutoff := num(toNanos(p.Now) - int64(p.Skew))
 	claim := update{
 		set: []string{
@@ -257,7 +263,11 @@ func (s *LedgerStore) finishAttempt(ctx context.Context, verb string, key ledger
 	u.values[":owner"] = str(owner)
 	u.values[":attempt"] = num(int64(attempt))
 	withStates(u.values)
-	w, err := s.t.update(ctx, op, itemKey(key), u)
+	k, err := s.itemKeyOf(ctx, key)
+	if err != nil {
+		return ledger.Item{}, err
+	}
+	w, err := s.t.update(ctx, op, k, u)
 	if err != nil {
 		return ledger.Item{}, err
 	}
@@ -300,7 +310,10 @@ func (s *LedgerStore) Cancel(ctx context.Context, p ledger.CancelParams) (ledger
 	setReason(&u, p.Reason)
 	s.terminal(&u, p.Now)
 	withStates(u.values)
-	k := itemKey(p.Key)
+	k, err := s.itemKeyOf(ctx, p.Key)
+	if err != nil {
+		return ledger.Item{}, err
+	}
 	for range raceRetries {
 		w, err := s.t.update(ctx, op, k, u)
 		if err != nil {
@@ -340,7 +353,11 @@ func (s *LedgerStore) GetItem(ctx context.Context, key ledger.ItemKey) (ledger.I
 	if err := validItemKey(key); err != nil {
 		return ledger.Item{}, fmt.Errorf("%s: %w", op, err)
 	}
-	rec, err := s.t.get(ctx, op, itemKey(key))
+	k, err := s.itemKeyOf(ctx, key)
+	if err != nil {
+		return ledger.Item{}, err
+	}
+	rec, err := s.t.get(ctx, op, k)
 	if err != nil {
 		return ledger.Item{}, err
 	}
@@ -355,18 +372,60 @@ func (s *LedgerStore) GetItem(ctx context.Context, key ledger.ItemKey) (ledger.I
 }
 
 // ListItems implements ledger.Store with one consistent Query of the run's
-// partition (more pages past 1 MB), in sort key (asset) order.
+// partition (more pages past 1 MB), in sort key (asset) order; for a run
+// spread over partitions, one Query per partition, listPartsAtOnce at a
+// time, merged in asset order.
 func (s *LedgerStore) ListItems(ctx context.Context, run ledger.RunID) ([]ledger.Item, error) {
 	op := "list items of " + run.String()
 	if err := validRunID(run); err != nil {
 		return nil, fmt.Errorf("%s: %w", op, err)
 	}
+	parts, err := s.partitions(ctx, run)
+	if err != nil {
+		return nil, err
+	}
+	if parts <= 1 {
+		return s.listPartition(ctx, op, run, prefixItems+run.String(), "", "")
+	}
+	lists := make([][]ledger.Item, parts)
+	g, gctx := errgroup.WithContext(ctx)
+	g.SetLimit(listPartsAtOnce)
+	for p := range parts {
+		g.Go(func() (err error) {
+			lists[p], err = s.listPartition(gctx, op, run, partPK(run, p), "", "")
+			return err
+		})
+	}
+	if err := g.Wait(); err != nil {
+		return nil, err
+	}
+	items := slices.Concat(lists...)
+	slices.SortFunc(items, func(a, b ledger.Item) int { return strings.Compare(a.Key.Asset, b.Key.Asset) })
+	return items, nil
+}
+
+// listPartsAtOnce bounds the concurrent Queries of ListItems.
+const listPartsAtOnce = 8
+
+// listPartition reads the item records of the partition pk of run, those
+// whose asset is between first and last when last is not "" (from the
+// first when first is ""), in asset order.
+func (s *LedgerStore) listPartition(ctx context.Context, op string, run ledger.RunID, pk, first, last string) ([]ledger.Item, error) {
 	cond := "#pk = :pk"
+	values := record{":pk": str(pk)}
+	switch {
+	case last != "" && first != "":
+		cond += " AND #sk BETWEEN :first AND :last"
+		values[":first"], values[":last"] = str(first), str(last)
+	case last != "":
+		cond += " AND #sk <= :last"
+		values[":last"] = str(last)
+	}
 	recs, err := s.t.query(ctx, op, &dynamodb.QueryInput{
 		TableName:                 aws.String(s.t.name),
 		KeyConditionExpression:    aws.String(cond),
 		ExpressionAttributeNames:  names(cond),
-		ExpressionAttributeValues: record{":pk": str(prefixItems + run.String())},
+		ExpressionAttributeValues: values,
 		ConsistentRead:            aws.Bool(true),
 	}, 0)
 	if err != nil {

@@ -36,8 +36,8 @@ func markPK(run ledger.RunID, level, group int) string {
 }
 
 // ListItemRange implements ledger.Store with one consistent Query of the
-// run's partition bounded on the sort key (asset): it reads the range's
-// records only.
+// run's partition (of first's, for a run spread over partitions) bounded
+// on the sort key (asset): it reads the range's records only.
 func (s *LedgerStore) ListItemRange(ctx context.Context, run ledger.RunID, first, last string) ([]ledger.Item, error) {
 	op := fmt.Sprintf("list items of %s from %q to %q", run, first, last)
 	if err := validRunID(run); err != nil {
@@ -46,35 +46,11 @@ func (s *LedgerStore) ListItemRange(ctx context.Context, run ledger.RunID, first
 	if first > last || last == "" {
 		return nil, nil
 	}
-	cond := "#pk = :pk AND #sk BETWEEN :first AND :last"
-	values := record{":pk": str(prefixItems + run.String()), ":last": str(last), ":first": str(first)}
-	if first == "" {
-		cond = "#pk = :pk AND #sk <= :last"
-		delete(values, ":first")
-	}
-	recs, err := s.t.query(ctx, op, &dynamodb.QueryInput{
-		TableName:                 aws.String(s.t.name),
-		KeyConditionExpression:    aws.String(cond),
-		ExpressionAttributeNames:  names(cond),
-		ExpressionAttributeValues: values,
-		ConsistentRead:            aws.Bool(true),
-	}, 0)
+	parts, err := s.partitions(ctx, run)
 	if err != nil {
 		return nil, err
 	}
-	items := make([]ledger.Item, 0, len(recs))
-	for _, rec := range recs {
-		k, err := keyOf(rec)
-		if err != nil {
-			return nil, fmt.Errorf("%s: %w", op, err)
-		}
-		it, err := decodeItem(ledger.ItemKey{Run: run, Asset: k.sk}, rec)
-		if err != nil {
-			return nil, fmt.Errorf("%s: %w", op, err)
-		}
-		items = append(items, it)
-	}
-	return items, nil
+	return s.listPartition(ctx, op, run, itemPK(run, first, parts), first, last)
 }
 
 // MarkDone implements ledger.Store with one PutItem conditioned on no

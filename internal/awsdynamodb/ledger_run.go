@@ -3,6 +3,7 @@ package awsdynamodb
 import (
 	"context"
 	"fmt"
+	"strconv"
 	"time"
 
 	"github.com/aws/aws-sdk-go-v2/aws"
@@ -70,6 +71,8 @@ func (s *LedgerStore) OpenRun(ctx context.Context, p ledger.OpenRunParams) (ledg
 			"#open_fence = if_not_exists(#open_fence, :fence)",
 			"#open_fence_tok = if_not_exists(#open_fence_tok, :tok)",
 			"#shards = if_not_exists(#shards, :shards)",
+			"#parts = if_not_exists(#parts, :parts)",
+			"#parts_tok = if_not_exists(#parts_tok, :tok)",
 		},
 		cond: "attribute_not_exists(#pk) OR #state = :fanning AND #fence <= :fence", // AND binds tighter
 		values: record{
@@ -79,6 +82,7 @@ func (s *LedgerStore) OpenRun(ctx context.Context, p ledger.OpenRunParams) (ledg
 			":fence":   num(p.Fence),
 			":now":     nanos(p.Now),
 			":shards":  num(int64(max(p.Shards, 1))),
+			":parts":   num(int64(s.t.partitionsFor(p.Shards))),
 		},
 	}
 	for range raceRetries {
@@ -93,6 +97,7 @@ func (s *LedgerStore) OpenRun(ctx context.Context, p ledger.OpenRunParams) (ledg
 		if err != nil {
 			return ledger.Run{}, "", fmt.Errorf("%s: %w", op, err)
 		}
+		s.remember(w.rec, run)
 		switch {
 		case w.applied && strAttr(w.rec, runOpenToken) == tokenOf(w.rec):
 			return run, ledger.Opened, nil
@@ -134,6 +139,8 @@ func (s *LedgerStore) forceRun(ctx context.Context, op string, k key, p ledger.O
 				"#open_fence = :fence",
 				"#open_fence_tok = :tok",
 				"#shards = :shards",
+				"#parts = :parts",
+				"#parts_tok = :tok",
 			},
 			remove: []string{"#" + attrTTL},
 			cond:   "attribute_not_exists(#pk)",
@@ -144,6 +151,7 @@ func (s *LedgerStore) forceRun(ctx context.Context, op string, k key, p ledger.O
 				":fence":   num(p.Fence),
 				":now":     nanos(p.Now),
 				":shards":  num(int64(max(p.Shards, 1))),
+				":parts":   num(int64(s.t.partitionsFor(p.Shards))),
 			},
 		}
 		if cur != nil {
@@ -151,6 +159,10 @@ func (s *LedgerStore) forceRun(ctx context.Context, op string, k key, p ledger.O
 			if err != nil {
 				return ledger.Run{}, "", fmt.Errorf("%s: %w", op, err)
 			}
+			// The superseded generation's partition count stays in the
+			// record, for its items' late messages.
+			u.set = append(u.set, "#"+runPartsOf+strconv.Itoa(prev.ID.Generation)+" = :prevparts")
+			u.values[":prevparts"] = num(int64(max(prev.Partitions, 1)))
 			u.cond = "#gen = :prev"
 			u.values[":prev"] = num(int64(prev.ID.Generation))
 			u.values[":gen"] = num(int64(prev.ID.Generation) + 1)
@@ -164,6 +176,7 @@ func (s *LedgerStore) forceRun(ctx context.Context, op string, k key, p ledger.O
 			if err != nil {
 				return ledger.Run{}, "", fmt.Errorf("%s: %w", op, err)
 			}
+			s.remember(w.rec, run)
 			return run, ledger.Opened, nil
 		}
 		// Another writer changed the generation since the read: read again.
@@ -282,6 +295,7 @@ func (s *LedgerStore) GetRun(ctx context.Context, job string, nominal time.Time)
 	if err != nil {
 		return ledger.Run{}, fmt.Errorf("%s: %w", op, err)
 	}
+	s.remember(rec, run)
 	return run, nil
 }
 
@@ -319,6 +333,7 @@ func (s *LedgerStore) ListRuns(ctx context.Context, p ledger.ListRunsParams) ([]
 		if err != nil {
 			return nil, fmt.Errorf("%s: %w", op, err)
 		}
+		s.remember(rec, run)
 		runs = append(runs, run)
 	}
 	return runs, nil
@@ -359,6 +374,9 @@ func decodeRun(rec record) (ledger.Run, error) {
 	}
 	if strAttr(rec, runOpenFenceTok) != strAttr(rec, runOpenToken) {
 		run.OpenFence = 0
+	}
+	if n, ok := numAttr(rec, runParts); ok && n > 1 && strAttr(rec, runPartsTok) == strAttr(rec, runOpenToken) {
+		run.Partitions = int(n) // 1 reads as 0, as on stores that do not partition
 	}
 	return run, nil
 }

@@ -38,6 +38,14 @@ type Options struct {
 	// sent). The read runs even when the caller's context is done, so that
 	// the outcome is known before the error is returned. 0 means 5s.
 	ResolveTimeout time.Duration
+
+	// ShardsPerPartition is how many shards of a run's items (64 items
+	// each) share one partition key: a generation opened with more
+	// shards spreads its items over ceil(shards/ShardsPerPartition)
+	// partition keys (see the package doc). 0 means
+	// DefaultShardsPerPartition. It applies to generations opened from
+	// then on; the count of each is stored with its run.
+	ShardsPerPartition int
 }
 
 // DefaultRetention is the retention of finished runs and terminal items
@@ -51,11 +59,15 @@ type table struct {
 	name           string
 	retention      time.Duration
 	resolveTimeout time.Duration
+	shardsPerPart  int
 }
 
 func newTable(client API, name string, o *Options) table {
-	t := table{client: client, name: name, retention: DefaultRetention, resolveTimeout: 5 * time.Second}
+	t := table{client: client, name: name, retention: DefaultRetention, resolveTimeout: 5 * time.Second, shardsPerPart: DefaultShardsPerPartition}
 	if o != nil {
+		if o.ShardsPerPartition > 0 {
+			t.shardsPerPart = o.ShardsPerPartition
+		}
 		if o.Retention != 0 {
 			t.retention = o.Retention
 		}

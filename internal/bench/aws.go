@@ -31,6 +31,15 @@ type AWSOptions struct {
 	AllOld bool
 	// MaxReceives is the work queue's redrive limit; 0 means 5.
 	MaxReceives int
+	// ShardsPerPartition is the ledger's (awsdynamodb.Options); 0: its
+	// default.
+	ShardsPerPartition int
+}
+
+// awsEndpoints are an AWS target's endpoints and options.
+type awsEndpoints struct {
+	ddb, sqs aws.Config
+	o        AWSOptions
 }
 
 // idleConns is how many idle connections per host the clients keep: more
@@ -45,7 +54,7 @@ func AWSTarget(name string, ddb, sq aws.Config, o AWSOptions) Target {
 	if o.MaxReceives <= 0 {
 		o.MaxReceives = 5
 	}
-	return Target{Name: name, CallsOnly: o.AllOld, OpenFunc: func(ctx context.Context, name string) (*Env, error) {
+	return Target{Name: name, CallsOnly: o.AllOld, aws: &awsEndpoints{ddb: ddb, sqs: sq, o: o}, OpenFunc: func(ctx context.Context, name string) (*Env, error) {
 		return openAWS(ctx, name, ddb, sq, o)
 	}}
 }
@@ -102,7 +111,7 @@ func openAWS(ctx context.Context, name string, ddbCfg, sqsCfg aws.Config, o AWSO
 		return backend.Backend{
 			Name:        "aws",
 			Leases:      awsdynamodb.NewLeaseStore(api, table, nil),
-			Ledger:      awsdynamodb.NewLedgerStore(api, table, nil),
+			Ledger:      awsdynamodb.NewLedgerStore(api, table, &awsdynamodb.Options{ShardsPerPartition: o.ShardsPerPartition}),
 			Effects:     awsdynamodb.NewEffectStore(api, table, nil),
 			RateLimits:  awsdynamodb.NewRateLimitStore(api, table, nil),
 			Work:        awssqs.New(c, workURL, nil),

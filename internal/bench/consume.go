@@ -21,7 +21,12 @@ type consumers struct {
 	statuses  map[string]int
 	succeeded int
 	lastDone  time.Time
-	done      chan struct{} // closed once want items succeeded
+	// lastExpanded is when the last shard message was expanded; batches
+	// and busy count the batches handled and the time they took.
+	lastExpanded time.Time
+	batches      int
+	busy         time.Duration
+	done         chan struct{} // closed once want items succeeded
 
 	stopFunc func()
 	wg       sync.WaitGroup
@@ -35,8 +40,9 @@ func consume(ctx context.Context, e *engine.Engine, pollers, batch, want int) *c
 	p := e.Poller()
 	p.Concurrency, p.BatchSize = pollers, batch
 	p.HandleFunc = func(ctx context.Context, deadline time.Time, msgs []queue.Delivery) []string {
+		start := time.Now()
 		res := e.Consumer.Handle(ctx, deadline, msgs)
-		c.record(res)
+		c.record(res, time.Since(start))
 		failed := make([]string, len(res.Failed))
 		for i, f := range res.Failed {
 			failed[i] = f.MessageID
@@ -48,12 +54,17 @@ func consume(ctx context.Context, e *engine.Engine, pollers, batch, want int) *c
 	return c
 }
 
-func (c *consumers) record(res consumer.Result) {
+func (c *consumers) record(res consumer.Result, took time.Duration) {
 	now := time.Now()
 	c.mu.Lock()
 	defer c.mu.Unlock()
+	c.batches++
+	c.busy += took
 	for _, it := range res.Items {
 		c.statuses[it.Status]++
+		if it.Status == consumer.StatusExpanded {
+			c.lastExpanded = now
+		}
 		if it.Status == consumer.StatusSucceeded {
 			c.succeeded++
 			c.lastDone = now

@@ -37,13 +37,39 @@
 //  6. Lambda artifacts: bootstrap sizes, time from process start to the
 //     first invocation served through the Runtime API, and peak RSS while
 //     handling a 10-message batch, against a minimal aws-lambda-go handler
-//     built the same way.
+//     built the same way; goals: at most 15 MiB and 50 ms.
 //  7. River (PostgreSQL only): 10,000 zero-work items end to end with
 //     idempotent completion on baton, on River (riverpgxv5) as shipped and
 //     on River tuned for throughput, on the same database, rounds
 //     alternated; round trips per item on each side; beside a bare INSERT
 //     … ON CONFLICT and a bare SKIP LOCKED dequeue (see river.go for the
 //     set-up of each side).
+//  8. Scale: whole ticks of zero-work runs. On the embedded store, 10,000,
+//     100,000 and 1,000,000 items with the coordinator and the consumers
+//     each in a process of its own (the bench binary run again in a role,
+//     TestScaleRole), so that each role's peak RSS (its VmHWM, which it
+//     reports) is its own: tick → all enqueued (the last shard message
+//     expanded, in a hierarchical fan-out), tick → all done, items/s
+//     against the raw conditional write rate ÷ 2, and each role's peak
+//     RSS against the smallest size's. On the emulators, 100,000 items
+//     with 100 consumers' worth of concurrency behind the DynamoDB
+//     throttling proxy (internal/ddbthrottle, DynamoDB's per-partition
+//     limits): the same times, the hottest partition key's peak write and
+//     read units in one second against the limits, the throttled
+//     requests, units and calls per item; then a smaller run with every
+//     item in one partition key, the layout before item partitions, for
+//     contrast.
+//  9. Cost: the AWS list-price cost per million items of the emulator
+//     run, from its measured write and read units (the proxy's), SQS
+//     requests and Lambda requests and GB-seconds (one request per
+//     consumer batch, the batches' measured time at the template's
+//     memory), beside Step Functions Distributed Map (Standard and
+//     Express) and Powertools idempotency doing the same work, each
+//     priced by the formula its row states (Prices, Anchors).
+//  10. Contended: one lease held while 8 and 64 contenders ask for it,
+//     behind the throttling proxy: refused acquisitions' latency, rate,
+//     calls and write units each, and the lease partition key's peak,
+//     against raw conditional writes of as many writers.
 //
 // Figures are wall times on a shared machine: they move with its load. The
 // references move with it too, which is why every figure is read as a

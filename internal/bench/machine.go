@@ -2,12 +2,14 @@ package bench
 
 import (
 	"bufio"
+	"cmp"
 	"errors"
 	"fmt"
 	"os"
 	"path/filepath"
 	"runtime"
 	"slices"
+	"strconv"
 	"strings"
 )
 
@@ -58,8 +60,20 @@ func procField(path, name string) string {
 // SortRows orders rows by scenario, keeping the order of rows within one.
 func SortRows(rows []Row) []Row {
 	out := slices.Clone(rows)
-	slices.SortStableFunc(out, func(a, b Row) int { return strings.Compare(a.Scenario, b.Scenario) })
+	slices.SortStableFunc(out, func(a, b Row) int {
+		if c := cmp.Compare(scenarioNumber(a.Scenario), scenarioNumber(b.Scenario)); c != 0 {
+			return c
+		}
+		return strings.Compare(a.Scenario, b.Scenario)
+	})
 	return out
+}
+
+// scenarioNumber is the number a scenario's name starts with ("10
+// contended": 10), so that rows sort 1, 2, …, 9, 10.
+func scenarioNumber(s string) int {
+	n, _ := strconv.Atoi(strings.SplitN(s, " ", 2)[0])
+	return n
 }
 
 // ModuleRoot returns the nearest directory at or above the working

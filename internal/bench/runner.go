@@ -34,8 +34,25 @@ type Config struct {
 	WideAssets    int
 	WideLatency   time.Duration
 	WideConsumers int
-	// Timeout bounds each scenario.
-	Timeout time.Duration
+	// ScaleSQLite are the run sizes of the scale scenario (8) on the
+	// embedded store, the smallest first; ScaleAWS on the emulators,
+	// with ScaleAWSConsumers batches handled at once; ScaleContrast is
+	// the size of the run kept in one partition key on the emulators, to
+	// show the throttling the partitions avoid (0: none).
+	ScaleSQLite       []int
+	ScaleAWS          []int
+	ScaleAWSConsumers int
+	ScaleContrast     int
+	// ExpandFrom and ExpandItems are the coordinator's hierarchical
+	// fan-out settings in the scale scenario (0: its defaults).
+	ExpandFrom, ExpandItems int
+	// Contended are the contender counts of the refused-acquisition
+	// figures (scenario 10), on the emulators behind the
+	// throttling proxy.
+	Contended []int
+	// Timeout bounds each scenario, ScaleTimeout the scale scenario on
+	// each target (0: Timeout).
+	Timeout, ScaleTimeout time.Duration
 }
 
 // FullConfig is what `make bench` runs: the sizes of the issue.
@@ -52,7 +69,13 @@ func FullConfig() Config {
 		WideAssets:        1000,
 		WideLatency:       200 * time.Millisecond,
 		WideConsumers:     100,
+		ScaleSQLite:       []int{10_000, 100_000, 1_000_000},
+		ScaleAWS:          []int{100_000},
+		ScaleAWSConsumers: 100,
+		ScaleContrast:     10_000,
+		Contended:         []int{8, 64},
 		Timeout:           10 * time.Minute,
+		ScaleTimeout:      45 * time.Minute,
 	}
 }
 
@@ -70,6 +93,13 @@ func SmokeConfig() Config {
 		WideAssets:        40,
 		WideLatency:       10 * time.Millisecond,
 		WideConsumers:     10,
+		ScaleSQLite:       []int{150, 300},
+		ScaleAWS:          []int{300},
+		ScaleAWSConsumers: 4,
+		ScaleContrast:     200,
+		ExpandFrom:        100,
+		ExpandItems:       50,
+		Contended:         []int{2},
 		Timeout:           time.Minute,
 	}
 }
@@ -84,6 +114,9 @@ type Runner struct {
 	// SkipFunc, if set, is asked before each scenario on each target; true
 	// skips it (to profile one scenario, for instance).
 	SkipFunc func(scenario, target string) bool
+	// DoneFunc, if set, is called with the rows so far after each
+	// scenario on each target (to keep a partial report).
+	DoneFunc func(rows []Row)
 
 	seq  int
 	rows []Row
@@ -128,6 +161,7 @@ func Scenarios() []Scenario {
 		{"4 end to end", (*Runner).endToEnd},
 		{"5 freshness", (*Runner).freshness},
 		{"7 river", (*Runner).river},
+		{"8 scale", (*Runner).scale},
 	}
 }
 
@@ -143,13 +177,20 @@ func (r *Runner) Run(ctx context.Context, targets []Target) error {
 				continue
 			}
 			r.logf("%s on %s", s.Name, t.Name)
-			sctx, cancel := context.WithTimeout(ctx, r.Config.Timeout)
+			timeout := r.Config.Timeout
+			if s.Name == "8 scale" && r.Config.ScaleTimeout > 0 {
+				timeout = r.Config.ScaleTimeout
+			}
+			sctx, cancel := context.WithTimeout(ctx, timeout)
 			err := s.RunFunc(r, sctx, t)
 			cancel()
 			if err != nil {
 				r.logf("%s on %s FAILED: %v", s.Name, t.Name, err)
 				errs = append(errs, fmt.Sprintf("%s on %s: %v", s.Name, t.Name, err))
 				r.add(Row{Scenario: s.Name, Backend: t.Name, Figure: "scenario failed", Note: err.Error()})
+			}
+			if r.DoneFunc != nil {
+				r.DoneFunc(r.rows)
 			}
 		}
 	}

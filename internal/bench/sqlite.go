@@ -40,7 +40,7 @@ const rawQueue = "raw"
 
 // SQLiteTarget opens each Env on a new database file in dir.
 func SQLiteTarget(dir string) Target {
-	return Target{Name: "sqlite", OpenFunc: func(ctx context.Context, name string) (*Env, error) {
+	return Target{Name: "sqlite", dir: dir, OpenFunc: func(ctx context.Context, name string) (*Env, error) {
 		return openSQLite(ctx, filepath.Join(dir, name+".db"))
 	}}
 }

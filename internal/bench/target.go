@@ -57,4 +57,10 @@ type Target struct {
 	CallsOnly bool
 	// River adds scenario 7, the comparison with River (PostgreSQL only).
 	River bool
+
+	// dir is the directory of an embedded target's files; aws the
+	// endpoints of an AWS target (for the scale scenario, which puts the
+	// throttling proxy in front of DynamoDB).
+	dir string
+	aws *awsEndpoints
 }

@@ -143,6 +143,14 @@ func describeDeadLetter(ctx context.Context, c *baton.Catalog, l ledger.Store, m
 		row.OnRedrive = "rejected again (unknown job)"
 		return row, nil
 	}
+	switch paged := j.RunTime() || key.Run.Submitted(); {
+	case paged && msg.IsShard():
+		row.OnRedrive = "rejected again (malformed: a shard message for a run of stored pages)"
+		return row, nil
+	case paged != msg.Paged():
+		row.OnRedrive = fmt.Sprintf("rejected again (malformed: version %d does not fit the job's items)", msg.Version)
+		return row, nil
+	}
 	if !j.RunTime() && !j.HasItem(key.Asset) {
 		row.OnRedrive = "rejected again (unknown asset)"
 		return row, nil
@@ -163,6 +171,14 @@ func describeDeadLetter(ctx context.Context, c *baton.Catalog, l ledger.Store, m
 		return row, nil
 	case key.Run.Generation < run.ID.Generation:
 		row.OnRedrive = "acknowledged (superseded by " + run.ID.String() + ")"
+		return row, nil
+	}
+	if msg.IsShard() {
+		// A shard message (hierarchical fan-out) runs nothing itself: it
+		// sends its range's item messages again, whose claims absorb the
+		// items already done.
+		row.ItemState = "-"
+		row.OnRedrive = fmt.Sprintf("expands items %d to %d again", msg.Expand.From, msg.Expand.To-1)
 		return row, nil
 	}
 	it, err := l.GetItem(ctx, key)

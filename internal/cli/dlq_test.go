@@ -244,6 +244,15 @@ func testDLQListPredicts(t *testing.T, f *opsFixture) {
 	for key := range want {
 		msgs = append(msgs, queue.Message{Body: fmt.Appendf(nil, `{"v":1,"key":%q,"fence":1}`, key)})
 	}
+	// A shard message: its redrive expands its range again.
+	shard := ledger.ItemKey{Run: f.run(0, 1), Asset: "GBPUSD"}.String()
+	want[shard] = "expands items 1 to 2 again"
+	msgs = append(msgs, queue.Message{Body: fmt.Appendf(nil, `{"v":3,"key":%q,"fence":1,"expand":{"from":1,"to":3}}`, shard)})
+	// An item message with a page (version 2) for a job of constant items:
+	// the consumer refuses it.
+	paged := ledger.ItemKey{Run: f.run(0, 1), Asset: "PAGED"}.String()
+	want[paged] = "rejected again (malformed: version 2 does not fit the job's items)"
+	msgs = append(msgs, queue.Message{Body: fmt.Appendf(nil, `{"v":2,"key":%q,"fence":1,"page":0}`, paged)})
 	_, err := queue.SendAll(ctx, f.b.DeadLetter, msgs, nil)
 	require.NoError(t, err)
 

@@ -82,6 +82,9 @@ type Consumer struct {
 	// A processor that returns a result despite the stop completes as
 	// usual. The ledger writes still run under Handle's ctx.
 	Stop <-chan struct{}
+	// ItemsFunc, optional, names the items of a shard message's range
+	// (hierarchical fan-out); nil: CatalogItems.
+	ItemsFunc ItemsFunc
 }
 
 // Result is the verdict on a batch. Every message not in Failed may be

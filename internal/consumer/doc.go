@@ -35,6 +35,15 @@
 //     read through a RunCache (one read answers for a tick's messages for
 //     a second; a message the cached record cannot vouch for reads it
 //     again).
+//     A shard message (hierarchical fan-out, message version 3) goes no
+//     further than the vouch: the items of its range (ItemsFunc; the
+//     job's catalog assets by default) are sent as item messages with its
+//     fence, and it is acknowledged (status expanded). A range whose first
+//     item is not the message's key, or that the job does not have, is
+//     poison: dead-lettered with the reason. A failed send leaves it to be
+//     redelivered, and its redelivery sends the range again: the claims
+//     absorb the duplicates, so every shard is expanded exactly once in
+//     effect.
 //  4. Run budget. Past the job's RunBudget since its run opened, an item
 //     not started (no record, FAILED, or abandoned by an expired claim) is
 //     CANCELLED with the reason "run budget … exceeded", and so are the

@@ -23,7 +23,10 @@ type delivery struct {
 	msg message.Message
 	key ledger.ItemKey
 	job baton.Job
-	err error // why the message cannot be processed (malformed, unknown job or asset)
+	// parts is the item partitions of the run's generation
+	// (ledger.Run.Partitions), once the vouch has read it.
+	parts int
+	err   error // why the message cannot be processed (malformed, unknown job or asset)
 }
 
 // verdict is the handling of one message.
@@ -55,6 +58,10 @@ func (c *Consumer) decode(d queue.Delivery) *delivery {
 	}
 	paged := j.RunTime() || key.Run.Submitted() // the run's items are its stored pages
 	switch {
+	case paged && msg.IsShard():
+		out.err = fmt.Errorf("message %s (key %s): %w: the run's items are a stored list (a run-time list or a submission), and a shard message (version %d) names positions of a catalog, which the run has not",
+			d.MessageID, msg.Key, message.ErrMalformed, msg.Version)
+		return out
 	case paged && !msg.Paged():
 		out.err = fmt.Errorf("message %s (key %s): %w: the run's items are a stored list (a run-time list or a submission), and the message names no page of it (version %d)",
 			d.MessageID, msg.Key, message.ErrMalformed, msg.Version)
@@ -152,6 +159,9 @@ func (c *Consumer) run(ctx context.Context, deadline time.Time, d *delivery) ver
 	}
 	if !deadline.IsZero() {
 		m.hardEnd = deadline.Add(-d.job.Limits.DeadlineMargin)
+	}
+	if d.msg.IsShard() {
+		return c.expand(ctx, deadline, m)
 	}
 	m.leaseUntil = leaseEnd(d.job.ItemLease(d.key.Asset), m.now, m.hardEnd)
 	if v, ok := c.gate(ctx, deadline, m); !ok {
@@ -295,7 +305,7 @@ func (c *Consumer) overBudget(ctx context.Context, m *messageRun) (v verdict, ok
 // Otherwise it keeps the inputs' results in m.inputs for the task.
 func (c *Consumer) gateDerived(ctx context.Context, m *messageRun, def baton.Derived) (v verdict, ok bool) {
 	d := m.d
-	items, err := fanin.ReadItems(ctx, c.Ledger, d.job, d.key.Run, append([]string{d.key.Asset}, def.Inputs...))
+	items, err := fanin.ReadItems(ctx, c.Ledger, d.job, d.key.Run, d.parts, append([]string{d.key.Asset}, def.Inputs...))
 	if err != nil {
 		return m.fail(StatusFailed, fmt.Errorf("%s: read inputs: %w", d.key, err)), false
 	}
@@ -545,7 +555,7 @@ func (c *Consumer) fanIn(ctx context.Context, d *delivery, state ledger.ItemStat
 		return nil // the items of a stored list have no derived items
 	}
 	p := fanin.Params{
-		Ledger: c.Ledger, Def: d.job, Run: d.key.Run,
+		Ledger: c.Ledger, Def: d.job, Run: d.key.Run, Partitions: d.parts,
 		Fence: d.msg.Fence, Input: d.key.Asset, Now: c.now(),
 	}
 	if enqueue {

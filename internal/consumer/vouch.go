@@ -54,6 +54,9 @@ func (c *Consumer) vouch(ctx context.Context, m *messageRun) (verdict, bool) {
 		run, cached, err = c.Runs.read(ctx, c.Ledger, id, m.now)
 	}
 	m.run = run
+	if id.Generation == run.ID.Generation {
+		d.parts = run.Partitions
+	}
 	switch {
 	case id.Generation < run.ID.Generation:
 		c.supersede(ctx, m, run.ID)

@@ -24,6 +24,14 @@ import (
 // after a stop, which claims absorb.
 const DefaultCheckpoint = 1000
 
+// Hierarchical fan-out defaults (Coordinator.ExpandFrom, ExpandItems): a
+// catalog of 1,000 assets or more goes out as shard messages of 100
+// assets, which a consumer expands in ten batch sends.
+const (
+	DefaultExpandFrom  = 1000
+	DefaultExpandItems = 100
+)
+
 // Coordinator runs ticks. Its fields are set once; Run and Settle may be
 // called concurrently (each Run call takes the job's lease).
 type Coordinator struct {
@@ -40,8 +48,17 @@ type Coordinator struct {
 	// Checkpoint is the number of messages sent between two checkpoints
 	// of the cursor; 0 means DefaultCheckpoint.
 	Checkpoint int
-	NowFunc    func() time.Time // nil: time.Now
-	Logger     *slog.Logger     // nil: discard
+	// ExpandFrom is the catalog size from which the fan-out is
+	// hierarchical: it sends shard messages of ExpandItems assets each
+	// (message.NewShard), which consumers expand into the item messages,
+	// so that the coordinator sends O(assets/ExpandItems) messages. 0
+	// means DefaultExpandFrom; negative: never.
+	ExpandFrom int
+	// ExpandItems is the assets per shard message; 0 means
+	// DefaultExpandItems. At most message.MaxExpand.
+	ExpandItems int
+	NowFunc     func() time.Time // nil: time.Now
+	Logger      *slog.Logger     // nil: discard
 }
 
 // Trigger asks for the tick a schedule event belongs to.
@@ -81,8 +98,12 @@ type Summary struct {
 	Run     ledger.RunID // zero when skipped
 	Nominal time.Time
 	Outcome RunOutcome
-	// Enqueued is the messages sent by this invocation.
+	// Enqueued is the item messages sent by this invocation, or, in a
+	// hierarchical fan-out, the items its shard messages stand for.
 	Enqueued int
+	// ShardMessages is the shard messages sent by this invocation (0
+	// unless the fan-out is hierarchical).
+	ShardMessages int
 	// Cursor is how many catalog assets the run has sent, in all; Total is
 	// the catalog size. Cursor == Total once fanned out.
 	Cursor, Total int

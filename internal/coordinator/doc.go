@@ -26,7 +26,16 @@
 //     the next invocation (a chunk sent but not checkpointed is sent again:
 //     claims absorb the duplicates). When every asset is sent the run
 //     becomes fanned_out. Derived items are not fanned out: the consumer
-//     enqueues them when their inputs succeed.
+//     enqueues them when their inputs succeed. A catalog of ExpandFrom assets or more (1,000 by default) is fanned
+//     out hierarchically: one shard message (message version 3) per
+//     ExpandItems assets (100), naming the range of the catalog it stands
+//     for; a consumer vouches for it as for an item message and sends the
+//     range's item messages with its fence. The coordinator sends
+//     O(assets/ExpandItems) messages, so one invocation fans out a million
+//     assets (10,000 shard messages, 1,000 batch sends) and no Lambda
+//     timeout bounds the run's size; the cursor counts the assets the
+//     shard messages sent stand for, and a chunk sent twice is expanded
+//     twice, absorbed by the claims like any duplicate.
 //  5. The lease is released (best effort: a failure is logged, and the
 //     lease expires anyway).
 //

@@ -37,6 +37,9 @@ func (c *Coordinator) fanOut(ctx context.Context, t *tickRun, run ledger.Run) er
 	}
 	fanStart := c.now()
 	assets := j.Assets
+	if k := c.expandItems(len(assets)); k > 0 {
+		chunk *= k // a checkpoint per chunk of messages, shard messages too
+	}
 	cursor := run.Cursor
 	done := false
 	for !done {
@@ -74,19 +77,37 @@ func (c *Coordinator) sendChunk(ctx context.Context, t *tickRun, id ledger.RunID
 	assets, fence, sum := t.job.Assets, t.hold.lease.Fence, t.sum
 	var sent int
 	var sendErr error
-	if end > cursor {
+	covered := 0 // assets the messages sent stand for
+	if k := c.expandItems(len(assets)); end > cursor && k > 0 {
+		// Hierarchical: one shard message per k assets, each expanded
+		// by a consumer (see consumer's shard messages).
+		var msgs []queue.Message
+		var ends []int
+		for i := cursor; i < end; i += k {
+			to := min(i+k, end)
+			msgs = append(msgs, message.NewShard(ledger.ItemKey{Run: id, Asset: assets[i]}, fence, i, to).QueueMessage())
+			ends = append(ends, to)
+		}
+		sent, sendErr = queue.SendAll(ctx, c.Queue, msgs, &queue.SendAllOptions{Parallel: sendParallel})
+		sum.ShardMessages += sent
+		if sent > 0 {
+			covered = ends[sent-1] - cursor
+		}
+		sum.Enqueued += covered
+	} else if end > cursor {
 		msgs := make([]queue.Message, 0, end-cursor)
 		for _, a := range assets[cursor:end] {
 			key := ledger.ItemKey{Run: id, Asset: a}
 			msgs = append(msgs, message.New(key, fence, false).QueueMessage())
 		}
 		sent, sendErr = queue.SendAll(ctx, c.Queue, msgs, &queue.SendAllOptions{Parallel: sendParallel})
+		covered = sent
 		sum.Enqueued += sent
 	}
 	if sent == 0 && sendErr != nil {
 		return cursor, false, fmt.Errorf("fan out %s at %d/%d: %w", id, cursor, len(assets), sendErr)
 	}
-	next = cursor + sent
+	next = cursor + covered
 	done = sendErr == nil && next >= len(assets)
 	if _, err := c.Ledger.AdvanceRun(ctx, ledger.AdvanceRunParams{
 		ID: id, Fence: fence, Cursor: next, Done: done, Now: c.now(),
@@ -134,4 +155,21 @@ func (c *Coordinator) renewIfDue(ctx context.Context, log *slog.Logger, lim bato
 	h.lease, h.ttl, h.renewed = l, ttl, now
 	log.InfoContext(ctx, "lease renewed", slog.String("phase", "fan-out"), slog.Time("expires", l.ExpiresAt))
 	return nil
+}
+
+// expandItems returns the assets per shard message of a fan-out of n
+// assets, or 0 when it sends item messages (see Coordinator.ExpandFrom).
+func (c *Coordinator) expandItems(n int) int {
+	from := c.ExpandFrom
+	if from == 0 {
+		from = DefaultExpandFrom
+	}
+	if from < 0 || n < from {
+		return 0
+	}
+	k := c.ExpandItems
+	if k <= 0 {
+		k = DefaultExpandItems
+	}
+	return min(k, message.MaxExpand)
 }

@@ -34,6 +34,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"maps"
 	"slices"
 	"time"
 
@@ -51,6 +52,9 @@ type Params struct {
 	Queue queue.Sender
 	Def   baton.Job
 	Run   ledger.RunID
+	// Partitions is the run's ledger.Run.Partitions (0 when unknown: the
+	// run is read as one partition).
+	Partitions int
 	// Fence goes into the derived items' messages: the fence carried by the
 	// input message that triggered the check.
 	Fence int64
@@ -101,7 +105,7 @@ func Check(ctx context.Context, p Params) (Result, error) {
 			need = append(need, d.Inputs...)
 		}
 		var err error
-		if items, err = ReadItems(ctx, p.Ledger, p.Def, p.Run, need); err != nil {
+		if items, err = ReadItems(ctx, p.Ledger, p.Def, p.Run, p.Partitions, need); err != nil {
 			return res, fmt.Errorf("fan-in %s: %w", p.Run, err)
 		}
 	}
@@ -159,8 +163,10 @@ func Check(ctx context.Context, p Params) (Result, error) {
 // names in chunks, each of names no further apart than ShardItems items
 // of the job in asset order, one record read by itself and a chunk of
 // more by one ListItemRange, so that no read returns more than about
-// ShardItems records.
-func ReadItems(ctx context.Context, store ledger.Store, j baton.Job, run ledger.RunID, names []string) ([]ledger.Item, error) {
+// ShardItems records. For a run of parts item partitions (above 1,
+// ledger.Run.Partitions) the chunks are cut within partitions, each read
+// by a ListItemRange of its partition.
+func ReadItems(ctx context.Context, store ledger.Store, j baton.Job, run ledger.RunID, parts int, names []string) ([]ledger.Item, error) {
 	if len(j.Assets)+len(j.Derived) <= ShardItems {
 		items, err := store.ListItems(ctx, run)
 		if err != nil {
@@ -169,8 +175,39 @@ func ReadItems(ctx context.Context, store ledger.Store, j baton.Job, run ledger.
 		return items, nil
 	}
 	all := j.ItemNames()
-	slices.Sort(all)
 	names = slices.Compact(slices.Sorted(slices.Values(names)))
+	if parts > 1 {
+		// The names of each partition, chunked among that partition's
+		// names of the job.
+		out := make([]ledger.Item, 0, len(names))
+		byPart := make(map[int][]string)
+		for _, n := range names {
+			pt := ledger.ItemPartition(n, parts)
+			byPart[pt] = append(byPart[pt], n)
+		}
+		allOf := make(map[int][]string, len(byPart))
+		for _, n := range all {
+			if pt := ledger.ItemPartition(n, parts); byPart[pt] != nil {
+				allOf[pt] = append(allOf[pt], n)
+			}
+		}
+		for _, pt := range slices.Sorted(maps.Keys(byPart)) {
+			items, err := readChunks(ctx, store, run, allOf[pt], byPart[pt])
+			if err != nil {
+				return nil, err
+			}
+			out = append(out, items...)
+		}
+		return out, nil
+	}
+	return readChunks(ctx, store, run, all, names)
+}
+
+// readChunks reads the records of names (sorted, distinct) among all (the
+// names of the job in one partition), in chunks no further apart than
+// ShardItems names of all (see ReadItems).
+func readChunks(ctx context.Context, store ledger.Store, run ledger.RunID, all, names []string) ([]ledger.Item, error) {
+	all = slices.Sorted(slices.Values(all))
 	out := make([]ledger.Item, 0, len(names))
 	read := func(chunk []string) error {
 		if len(chunk) == 1 {

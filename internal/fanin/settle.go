@@ -6,6 +6,8 @@ import (
 	"fmt"
 	"math"
 	"slices"
+	"strings"
+	"sync"
 	"time"
 
 	"github.com/batonhq/baton"
@@ -70,7 +72,7 @@ func Settle(ctx context.Context, p SettleParams) (ledger.Run, error) {
 		if err != nil {
 			return run, fmt.Errorf("settle %s: %w", run.ID, err)
 		}
-		if _, err := Check(ctx, Params{Ledger: p.Ledger, Queue: p.Queue, Def: p.Def, Run: run.ID, Fence: run.Fence, Items: items, Now: p.Now}); err != nil {
+		if _, err := Check(ctx, Params{Ledger: p.Ledger, Queue: p.Queue, Def: p.Def, Run: run.ID, Partitions: run.Partitions, Fence: run.Fence, Items: items, Now: p.Now}); err != nil {
 			return run, fmt.Errorf("settle %s: %w", run.ID, err)
 		}
 	}
@@ -159,26 +161,119 @@ func SettleShard(ctx context.Context, p ShardParams) (ledger.Run, error) {
 // may be shorter or empty). The order is the ledger's asset order, so a
 // shard is one ListItemRange.
 //
+// A run whose store spreads its items over partitions (Run.Partitions
+// above 1) is cut within partitions instead: the names of each partition
+// (ledger.ItemPartition), in byte-wise order, make shards of at most
+// ShardItems names each, partition 0's first. Every shard is then a range
+// of one partition, which ListItemRange reads in one bounded read.
+//
 // For a job whose items are computed when its run opens (pages), the
 // shards are the run's stored pages (ledger.Page): Total is the fan-out's
 // final position, page×ledger.PageItems + offset, so the run has
 // (Total-1)/ledger.PageItems + 1 pages (one, empty, for an empty list);
 // a shard's names are its page's, read when needed, never all at once.
+// Such a run opens with one shard (its size is not known yet), so a store
+// keeps its items in one place (Partitions 0 or 1), and a page is one
+// ListItemRange too.
 type layout struct {
 	names  []string
 	shards int
 	size   int
-	pages  bool
+	// cuts, for a partitioned run, are the shards' bounds in names:
+	// shard s is names[cuts[s]:cuts[s+1]] (names sorted by partition,
+	// then by name). nil: the plain layout above.
+	cuts []int
+	// at is, for a partitioned run, the index of each name in names.
+	at map[string]int
+	// pages: the shards are the run's stored pages (see above).
+	pages bool
 }
 
+// layoutKey identifies a layout: the job's item lists (by identity: a
+// catalog's job shares its slices) and the run's sizes.
+type layoutKey struct {
+	job                       string
+	assets                    *string
+	derived                   *baton.Derived
+	nAssets, nDerived         int
+	total, shards, partitions int
+}
+
+// layouts keeps the layouts of the runs a process settles: building one
+// sorts the run's names, which a settle per item must not repeat (it
+// would cost O(n log n) per item). A few runs are settled at a time, so
+// the cache is emptied when it grows past layoutsMax.
+var layouts struct {
+	sync.Mutex
+	m map[layoutKey]layout
+}
+
+const layoutsMax = 16
+
 func newLayout(j baton.Job, run ledger.Run) layout {
+	// A run of pages needs no names: nothing to build or keep.
 	if j.RunTime() || run.ID.Submitted() {
 		return layout{pages: true, shards: max(1, (run.Total+ledger.PageItems-1)/ledger.PageItems)}
 	}
+	var first *string
+	if len(j.Assets) > 0 {
+		first = &j.Assets[0]
+	}
+	var firstDerived *baton.Derived
+	if len(j.Derived) > 0 {
+		firstDerived = &j.Derived[0]
+	}
+	k := layoutKey{j.Name, first, firstDerived, len(j.Assets), len(j.Derived), run.Total, run.Shards, run.Partitions}
+	// Built under the lock: the consumers that end a run's first items
+	// together would otherwise each build it (a sorted copy of the run's
+	// names each), and memory would grow with the concurrency times the
+	// run's size.
+	layouts.Lock()
+	defer layouts.Unlock()
+	if l, ok := layouts.m[k]; ok {
+		return l
+	}
+	l := buildLayout(j, run)
+	if layouts.m == nil || len(layouts.m) >= layoutsMax {
+		layouts.m = make(map[layoutKey]layout)
+	}
+	layouts.m[k] = l
+	return l
+}
+
+// buildLayout computes the layout of run (see layout).
+func buildLayout(j baton.Job, run ledger.Run) layout {
 	names := runNames(j, run)
+	if run.Partitions > 1 {
+		return partitioned(names, run.Partitions)
+	}
 	slices.Sort(names)
 	shards := max(run.Shards, 1)
 	return layout{names: names, shards: shards, size: max(1, (len(names)+shards-1)/shards)}
+}
+
+// partitioned returns the layout of names over parts partitions.
+func partitioned(names []string, parts int) layout {
+	part := make(map[string]int, len(names))
+	for _, n := range names {
+		part[n] = ledger.ItemPartition(n, parts)
+	}
+	slices.SortFunc(names, func(a, b string) int {
+		if pa, pb := part[a], part[b]; pa != pb {
+			return pa - pb
+		}
+		return strings.Compare(a, b)
+	})
+	l := layout{names: names, cuts: []int{0}, at: make(map[string]int, len(names))}
+	for i, n := range names {
+		l.at[n] = i
+		if i > 0 && (part[n] != part[names[i-1]] || i-l.cuts[len(l.cuts)-1] == ShardItems) {
+			l.cuts = append(l.cuts, i)
+		}
+	}
+	l.cuts = append(l.cuts, len(names))
+	l.shards = max(1, len(l.cuts)-1)
+	return l
 }
 
 // runNames returns the names of run's items: the first run.Total assets
@@ -190,12 +285,26 @@ func runNames(j baton.Job, run ledger.Run) []string {
 
 // shard returns the names of shard s.
 func (l layout) shard(s int) []string {
+	if l.cuts != nil {
+		if s+1 >= len(l.cuts) {
+			return nil
+		}
+		return l.names[l.cuts[s]:l.cuts[s+1]]
+	}
 	lo := min(s*l.size, len(l.names))
 	return l.names[lo:min(lo+l.size, len(l.names))]
 }
 
 // shardOf returns the shard of the item called name.
 func (l layout) shardOf(name string) (int, bool) {
+	if l.cuts != nil {
+		i, found := l.at[name]
+		if !found {
+			return 0, false
+		}
+		s, _ := slices.BinarySearch(l.cuts, i+1)
+		return s - 1, true
+	}
 	i, found := slices.BinarySearch(l.names, name)
 	return i / l.size, found
 }

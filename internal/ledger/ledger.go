@@ -30,6 +30,19 @@
 // Compatibility: runs opened by earlier versions read Shards 0; they have
 // no marks and settle as one shard.
 //
+// # Item partitions
+//
+// A store may spread a large run's item records over several places
+// (DynamoDB partition keys, which serve about 1,000 write units per
+// second each): Run.Partitions, fixed by the store when the generation
+// opens and 0 or 1 when it keeps every item of the run in one place.
+// The item called asset lives in partition ItemPartition(asset,
+// Partitions), a function of the name alone, so that a store finds an
+// item's record from its key. The core cuts the shards of a partitioned
+// run within partitions (every name of a shard is in one partition), and
+// ListItemRange of a partitioned run reads the partition of its first
+// name only: one bounded read per shard, whatever the run's size.
+//
 // # Item pages
 //
 // A run whose items are computed when it opens (baton.Job.Items) keeps
@@ -49,6 +62,7 @@ package ledger
 import (
 	"context"
 	"errors"
+	"hash/fnv"
 	"time"
 )
 
@@ -113,7 +127,11 @@ type Run struct {
 	// Shards is the number of item shards of this generation, fixed
 	// when it opened (see the package doc). 0 for records written before
 	// it was kept: such a run settles as one shard.
-	Shards     int
+	Shards int
+	// Partitions is the number of places the store spreads this
+	// generation's item records over (see the package doc), set by the
+	// store when the generation opens; 0 or 1: one.
+	Partitions int
 	OpenedAt   time.Time
 	UpdatedAt  time.Time
 	FinishedAt time.Time // zero until complete or partial
@@ -189,6 +207,19 @@ type ListRunsParams struct {
 	Job    string
 	Before time.Time // only runs with Nominal before this; zero: no bound
 	Limit  int       // at most this many; 0 means 20
+}
+
+// ItemPartition returns the partition of the item called asset in a run
+// of parts partitions: the FNV-1a hash of the name modulo parts (0 when
+// parts is below 2). Stores that partition a run's items and the core's
+// shard layout both use it, so it never changes for a stored format.
+func ItemPartition(asset string, parts int) int {
+	if parts < 2 {
+		return 0
+	}
+	h := fnv.New32a()
+	h.Write([]byte(asset))
+	return int(h.Sum32() % uint32(parts))
 }
 
 // MarkGroup is the number of consecutive settle marks of one level that
@@ -365,8 +396,10 @@ type Store interface {
 
 	// ListItemRange returns the item records of the run whose asset is
 	// between first and last, both included (byte-wise order, the order
-	// of ListItems), ordered by asset: one shard of the run. Reads are
-	// strongly consistent. first > last returns no record.
+	// of ListItems), ordered by asset: one shard of the run. When the
+	// run's Partitions is above 1, only those of them in first's
+	// partition (ItemPartition) are returned. Reads are strongly
+	// consistent. first > last returns no record.
 	ListItemRange(ctx context.Context, run RunID, first, last string) ([]Item, error)
 
 	// MarkDone writes the settle mark (Run, Level, Index) with its counts

@@ -13,6 +13,18 @@
 // read by consumers of either version, and messages in flight across an
 // upgrade keep working; Decode reads both. Only items of run-time lists,
 // which earlier versions cannot process anyway, travel as version 2.
+//
+// Version 3 is a shard message (hierarchical fan-out):
+// {"v":3,"key":…,"fence":…,"expand":{"from":…,"to":…}} names a range of
+// the run's items by position, [Expand.From, Expand.To), and the key of
+// the range's first item (so that its run and job are found, and vouched
+// for, as an item message's); the consumer that receives it sends the
+// range's item messages (version 1) with its fence, then acknowledges it.
+// Compatibility: this version reads all three; a consumer of an earlier
+// version refuses a version 3 body as malformed ("version 3, want 1" or
+// "version 3, want 1 or 2") and dead-letters it with that reason, so a
+// coordinator that sends shard messages is deployed with consumers that
+// read them (one build serves both functions).
 package message
 
 import (
@@ -27,12 +39,18 @@ import (
 	"github.com/batonhq/baton/internal/strictjson"
 )
 
-// Version is the latest version of the message body this code writes
-// (see the package doc): 1 for an item without a page, 2 with one.
+// Version is the version of the item message body with a page (see the
+// package doc); Version1 is the item message without one.
 const (
 	Version  = 2
 	Version1 = 1
 )
+
+// ShardVersion is the version of a shard message body.
+const ShardVersion = 3
+
+// MaxExpand is the most items one shard message may name.
+const MaxExpand = 1000
 
 // Message attribute names, set alongside the body so operators can filter
 // and inspect without decoding it.
@@ -59,8 +77,28 @@ type Message struct {
 	Fence   int64  `json:"fence"`
 	Derived bool   `json:"derived,omitempty"`
 	// Page is the index of the stored page that holds the item (version 2
-	// only; 0 in version 1, where it is not encoded).
+	// only; 0 in versions 1 and 3, where it is not encoded).
 	Page int `json:"page"`
+	// Expand, in a shard message (ShardVersion) only, is the range of
+	// the run's items, by position in its item list, that the message
+	// stands for; Key is the key of the first of them.
+	Expand Range `json:"expand,omitzero"`
+}
+
+// Range is the items [From, To) of a run's item list.
+type Range struct {
+	From int `json:"from"`
+	To   int `json:"to"`
+}
+
+// IsShard reports whether m is a shard message: one with a range (Decode
+// accepts a range in a ShardVersion body only).
+func (m Message) IsShard() bool { return m.Expand.To > m.Expand.From }
+
+// NewShard builds the shard message (version 3) for the items [from, to)
+// of the run of first, the key of item from.
+func NewShard(first ledger.ItemKey, fence int64, from, to int) Message {
+	return Message{Version: ShardVersion, Key: first.String(), Fence: fence, Expand: Range{From: from, To: to}}
 }
 
 // New builds the version 1 message for key, an item without a page.
@@ -75,7 +113,7 @@ func NewPaged(key ledger.ItemKey, fence int64, page int) Message {
 }
 
 // Paged reports whether m names the stored page of its item (version 2).
-func (m Message) Paged() bool { return m.Version >= 2 }
+func (m Message) Paged() bool { return m.Version == Version }
 
 // v1 is the body of version 1: no page.
 type v1 struct {
@@ -85,11 +123,23 @@ type v1 struct {
 	Derived bool   `json:"derived,omitempty"`
 }
 
+// v3 is the body of version 3, a shard message: a range, no page.
+type v3 struct {
+	Version int    `json:"v"`
+	Key     string `json:"key"`
+	Fence   int64  `json:"fence"`
+	Expand  Range  `json:"expand"`
+}
+
 // ItemKey parses m.Key.
 func (m Message) ItemKey() (ledger.ItemKey, error) { return ledger.ParseItemKey(m.Key) }
 
 // Encode returns the queue message for m.
 func (m Message) Encode() []byte {
+	if m.Version == ShardVersion {
+		b, _ := json.Marshal(v3{Version: m.Version, Key: m.Key, Fence: m.Fence, Expand: m.Expand}) // cannot fail: plain fields
+		return b
+	}
 	if !m.Paged() {
 		b, _ := json.Marshal(v1{Version: m.Version, Key: m.Key, Fence: m.Fence, Derived: m.Derived}) // cannot fail: plain fields
 		return b
@@ -107,7 +157,7 @@ func (m Message) QueueMessage() queue.Message {
 }
 
 // messageFields are the body's field names, in their one spelling.
-var messageFields = []string{"v", "key", "fence", "derived", "page"}
+var messageFields = []string{"v", "key", "fence", "derived", "page", "expand"}
 
 // describe names the field of a type mismatch, without quoting the value.
 func describe(err error) string {
@@ -138,9 +188,19 @@ func Decode(body []byte) (Message, error) {
 	if hasPage && string(rawPage) == "null" {
 		return Message{}, fmt.Errorf("%w: field \"page\": want a JSON int, got null", ErrMalformed)
 	}
+	_, hasExpand := fields["expand"]
 	switch {
-	case m.Version != Version1 && m.Version != Version:
-		return Message{}, fmt.Errorf("%w: field \"v\": version %d, want %d or %d", ErrMalformed, m.Version, Version1, Version)
+	case m.Version != Version1 && m.Version != Version && m.Version != ShardVersion:
+		return Message{}, fmt.Errorf("%w: field \"v\": version %d, want %d, %d (item) or %d (shard)", ErrMalformed, m.Version, Version1, Version, ShardVersion)
+	case m.Version != ShardVersion && hasExpand:
+		return Message{}, fmt.Errorf("%w: field \"expand\" is only in shard messages (version %d)", ErrMalformed, ShardVersion)
+	case m.Version == ShardVersion:
+		if hasPage {
+			return Message{}, fmt.Errorf("%w: field \"page\" is not part of version %d (a shard message)", ErrMalformed, ShardVersion)
+		}
+		if err := m.Expand.check(fields["expand"], m.Derived); err != nil {
+			return Message{}, fmt.Errorf("%w: %v", ErrMalformed, err)
+		}
 	case m.Version == Version1 && hasPage:
 		return Message{}, fmt.Errorf("%w: field \"page\" is not part of version 1", ErrMalformed)
 	case m.Version == Version && !hasPage:
@@ -160,4 +220,35 @@ func Decode(body []byte) (Message, error) {
 		return Message{}, fmt.Errorf("%w: field \"fence\" is negative", ErrMalformed)
 	}
 	return m, nil
+}
+
+// check validates the range of a shard message, whose body's "expand"
+// member is raw (nil when absent).
+func (r Range) check(raw json.RawMessage, derived bool) error {
+	if raw == nil {
+		return errors.New(`field "expand" is missing (version 3 is a shard message)`)
+	}
+	members, err := strictjson.Object(raw, []string{"from", "to"})
+	if err != nil {
+		return fmt.Errorf(`field "expand": %v`, err)
+	}
+	for name := range members {
+		if name != "from" && name != "to" {
+			return fmt.Errorf(`field "expand": unknown field %s`, strictjson.Quote(name))
+		}
+	}
+	if members["to"] == nil {
+		return errors.New(`field "expand": "to" is missing`)
+	}
+	switch {
+	case derived:
+		return errors.New(`field "derived": a shard message names assets only`)
+	case r.From < 0:
+		return fmt.Errorf(`field "expand": from %d is negative`, r.From)
+	case r.To <= r.From:
+		return fmt.Errorf(`field "expand": to %d is not above from %d`, r.To, r.From)
+	case r.To-r.From > MaxExpand:
+		return fmt.Errorf(`field "expand": %d items, at most %d`, r.To-r.From, MaxExpand)
+	}
+	return nil
 }

@@ -77,6 +77,7 @@ func Cases() []Case {
 		{"FinishRun", TestFinishRun},
 		{"GetRun", TestGetRun},
 		{"ListRuns", TestListRuns},
+		{"ItemPartitions", TestItemPartitions},
 		{"Claim", TestClaim},
 		{"Holder", TestHolder},
 		{"Complete", TestComplete},

@@ -239,3 +239,62 @@ func markView(m ledger.Mark) ledger.Mark {
 	m.At = utc(m.At)
 	return m
 }
+
+// TestItemPartitions: a store that spreads a large run's items over
+// partitions (Run.Partitions above 1) keeps the count for the generation,
+// lists the run whole in asset order, and lists a range of first's
+// partition only. A store that keeps every item in one place skips it.
+func TestItemPartitions(t *testing.T, h Harness) {
+	t.Parallel()
+	b := setup(t, h)
+	const shards = 1000 // 64,000 items: any partitioning store spreads them
+	r, _, err := b.store.OpenRun(b.ctx, ledger.OpenRunParams{Job: b.job, Nominal: nominal, Fence: 1, Shards: shards, Now: at(time.Second)})
+	require.NoError(t, err)
+	if r.Partitions < 2 {
+		t.Skip("the store keeps a run's items in one place (Run.Partitions ≤ 1)")
+	}
+	parts := r.Partitions
+	require.Equal(t, parts, b.getRun(t).Partitions, "stored with the run")
+	r = b.advance(t, 1, 1, 3, true, at(2*time.Second))
+	require.Equal(t, parts, r.Partitions, "kept by later writes")
+
+	names := []string{"A0", "A1", "A2", "A3", "A4", "A5", "A6", "A7", "A8", "A9", "B0", "B1", "B2", "B3", "B4", "B5"}
+	for _, n := range names {
+		b.claim(t, b.key(n), "a", at(3*time.Second))
+	}
+	all, err := b.store.ListItems(b.ctx, b.runID(1))
+	require.NoError(t, err)
+	var got []string
+	for _, it := range all {
+		got = append(got, it.Key.Asset)
+	}
+	require.Equal(t, names, got, "every partition, in asset order")
+
+	for _, first := range []string{"A0", "A5", "B2"} {
+		p := ledger.ItemPartition(first, parts)
+		want := []string{}
+		for _, n := range names {
+			if n >= first && ledger.ItemPartition(n, parts) == p {
+				want = append(want, n)
+			}
+		}
+		items, err := b.store.ListItemRange(b.ctx, b.runID(1), first, "Z")
+		require.NoError(t, err)
+		got := []string{}
+		for _, it := range items {
+			got = append(got, it.Key.Asset)
+		}
+		require.Equal(t, want, got, "the range of %s's partition %d", first, p)
+	}
+
+	// A forced generation of a small run is one partition; the items of
+	// the generation it superseded are still found by their keys.
+	r, _, err = b.store.OpenRun(b.ctx, ledger.OpenRunParams{Job: b.job, Nominal: nominal, Fence: 2, Shards: 1, Force: true, Now: at(4 * time.Second)})
+	require.NoError(t, err)
+	require.LessOrEqual(t, r.Partitions, 1)
+	for _, n := range names {
+		it, err := b.store.GetItem(b.ctx, b.key(n))
+		require.NoError(t, err, n)
+		require.Equal(t, ledger.ItemRunning, it.State, n)
+	}
+}

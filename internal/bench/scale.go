@@ -1,0 +1,275 @@
+package bench
+
+import (
+	"bufio"
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strconv"
+	"time"
+
+	"github.com/batonhq/baton"
+	"github.com/batonhq/baton/internal/backend/sqlitebackend"
+	"github.com/batonhq/baton/internal/coordinator"
+	"github.com/batonhq/baton/internal/engine"
+	"github.com/batonhq/baton/internal/queue"
+)
+
+// The scale scenario (8) runs whole ticks of large zero-work runs: on the
+// embedded store with the coordinator and the consumers each in a process
+// of its own (the bench binary run again in a role), so that each role's
+// peak RSS is its own; on the emulators in this process, behind the
+// DynamoDB throttling proxy (see awsScale).
+
+// ScaleRole is what a role process is asked to do.
+type ScaleRole struct {
+	Role      string // "coordinator" or "consumer"
+	Store     string // the SQLite file
+	Items     int
+	Consumers int // consumer role: batches handled at once
+	// ExpandFrom and ExpandItems are the coordinator's (0: its defaults).
+	ExpandFrom, ExpandItems int
+}
+
+// ScaleResult is what a role process reports, on one line of JSON.
+type ScaleResult struct {
+	// Start is when the coordinator took the trigger (coordinator);
+	// Enqueued when its last message was sent.
+	Start, Enqueued time.Time
+	ShardMessages   int
+	// LastExpanded is when the last shard message was expanded, LastDone
+	// when the last item succeeded (consumer).
+	LastExpanded, LastDone time.Time
+	Statuses               map[string]int
+	Batches                int
+	// Busy is the time spent handling batches, summed over batches.
+	Busy time.Duration
+	// PeakRSS is the process's VmHWM when it reported, in bytes: its own
+	// peak (the rusage of a child would include the parent's memory at
+	// the fork, which Linux carries across exec).
+	PeakRSS int64
+}
+
+// scaleJob is the job of a scale run of n items.
+func scaleJob(n, concurrency int) baton.Job {
+	return syntheticJob("scale", n, concurrency, &sleeper{})
+}
+
+// RunScaleRole runs one role of a scale run on the embedded store and
+// returns what it measured.
+func RunScaleRole(ctx context.Context, role ScaleRole) (ScaleResult, error) {
+	b, err := sqlitebackend.Open(ctx, role.Store)
+	if err != nil {
+		return ScaleResult{}, err
+	}
+	defer b.Close()
+	j := scaleJob(role.Items, queue.MaxBatch)
+	e, err := engine.New(b, engine.Options{Catalog: baton.MustCatalog(j), Consumers: max(role.Consumers, 1),
+		BatchSize: queue.MaxBatch, BatchTimeout: time.Minute, Owner: "scale-" + role.Role})
+	if err != nil {
+		return ScaleResult{}, err
+	}
+	switch role.Role {
+	case "coordinator":
+		e.Coordinator.ExpandFrom, e.Coordinator.ExpandItems = role.ExpandFrom, role.ExpandItems
+		start := time.Now()
+		sum, err := e.Trigger(ctx, j.Name, start, false)
+		if err != nil {
+			return ScaleResult{}, err
+		}
+		if sum.Outcome != coordinator.OutcomeOpened || sum.Cursor != role.Items {
+			return ScaleResult{}, fmt.Errorf("coordinator: %s, cursor %d of %d", sum.Outcome, sum.Cursor, role.Items)
+		}
+		return ScaleResult{Start: start, Enqueued: start.Add(sum.Duration), ShardMessages: sum.ShardMessages}, nil
+	case "consumer":
+		c := consume(ctx, e, max(role.Consumers, 1), queue.MaxBatch, role.Items)
+		last, err := c.Wait(ctx)
+		c.Stop()
+		if err != nil {
+			return ScaleResult{}, err
+		}
+		c.mu.Lock()
+		defer c.mu.Unlock()
+		return ScaleResult{LastDone: last, LastExpanded: c.lastExpanded, Statuses: c.statuses, Batches: c.batches, Busy: c.busy}, nil
+	}
+	return ScaleResult{}, fmt.Errorf("unknown role %q", role.Role)
+}
+
+// ScaleRoleTest is the test that runs a role when the binary is run
+// again with -scale.role (see startRole).
+const ScaleRoleTest = "TestScaleRole"
+
+// roleProcess is a running role process.
+type roleProcess struct {
+	cmd *exec.Cmd
+	out chan roleOutput
+}
+
+type roleOutput struct {
+	res ScaleResult
+	err error
+}
+
+// startRole runs the bench binary again in role.
+func startRole(ctx context.Context, role ScaleRole) (*roleProcess, error) {
+	cmd := exec.CommandContext(ctx, os.Args[0], "-test.run", "^"+ScaleRoleTest+"$", "-test.timeout", "0",
+		"-scale.role", role.Role, "-scale.store", role.Store, "-scale.items", strconv.Itoa(role.Items),
+		"-scale.consumers", strconv.Itoa(role.Consumers),
+		"-scale.expand-from", strconv.Itoa(role.ExpandFrom), "-scale.expand-items", strconv.Itoa(role.ExpandItems))
+	cmd.Stderr = os.Stderr
+	stdout, err := cmd.StdoutPipe()
+	if err != nil {
+		return nil, err
+	}
+	if err := cmd.Start(); err != nil {
+		return nil, fmt.Errorf("start %s process: %w", role.Role, err)
+	}
+	p := &roleProcess{cmd: cmd, out: make(chan roleOutput, 1)}
+	go func() {
+		var res ScaleResult
+		var found bool
+		sc := bufio.NewScanner(stdout)
+		sc.Buffer(make([]byte, 1<<20), 1<<20)
+		for sc.Scan() {
+			line := sc.Bytes()
+			if rest, ok := bytesCut(line, scaleResultPrefix); ok {
+				found = json.Unmarshal(rest, &res) == nil
+			}
+		}
+		err := cmd.Wait()
+		if err == nil && !found {
+			err = fmt.Errorf("%s process reported no result", role.Role)
+		}
+		p.out <- roleOutput{res, err}
+	}()
+	return p, nil
+}
+
+// scaleResultPrefix starts the line a role process reports its result on.
+const scaleResultPrefix = "scale-result: "
+
+// PrintScaleResult prints res as a role process reports it, with the
+// process's peak RSS.
+func PrintScaleResult(res ScaleResult) {
+	res.PeakRSS, _ = peakRSS(os.Getpid())
+	b, _ := json.Marshal(res)
+	fmt.Fprintf(os.Stdout, "%s%s\n", scaleResultPrefix, b)
+}
+
+func bytesCut(b []byte, prefix string) ([]byte, bool) {
+	if len(b) < len(prefix) || string(b[:len(prefix)]) != prefix {
+		return nil, false
+	}
+	return b[len(prefix):], true
+}
+
+// wait waits for the role and returns its result and peak RSS in bytes.
+func (p *roleProcess) wait() (ScaleResult, int64, error) {
+	o := <-p.out
+	if o.err == nil && o.res.PeakRSS <= 0 {
+		o.err = fmt.Errorf("the role process reported no peak RSS")
+	}
+	return o.res, o.res.PeakRSS, o.err
+}
+
+// sqliteScale runs a scale tick of each size in r.Config.ScaleSQLite.
+func (r *Runner) sqliteScale(ctx context.Context, t Target) error {
+	const scenario = "8 scale"
+	var smallest *roleRSS // the peak RSS at the first size
+	for _, n := range r.Config.ScaleSQLite {
+		// The raw reference, on a fresh file of the same directory.
+		env, err := r.open(ctx, t, "scale-raw")
+		if err != nil {
+			return err
+		}
+		raw, err := rawWriteRate(ctx, env, r.Config.Window)
+		env.Close()
+		if err != nil {
+			return err
+		}
+		path := filepath.Join(t.dir, fmt.Sprintf("%sscale-%d.db", r.Prefix, n))
+		b, err := sqlitebackend.Open(ctx, path) // the schema, before both roles open it
+		if err != nil {
+			return err
+		}
+		b.Close()
+		role := ScaleRole{Store: path, Items: n, Consumers: r.Config.EndToEndConsumers,
+			ExpandFrom: r.Config.ExpandFrom, ExpandItems: r.Config.ExpandItems}
+		role.Role = "consumer"
+		cons, err := startRole(ctx, role)
+		if err != nil {
+			return err
+		}
+		role.Role = "coordinator"
+		coord, err := startRole(ctx, role)
+		if err != nil {
+			return err
+		}
+		cres, crss, cerr := coord.wait()
+		ures, urss, uerr := cons.wait()
+		if err := errors.Join(cerr, uerr); err != nil {
+			return fmt.Errorf("%d items: %w", n, err)
+		}
+		os.Remove(path)
+		os.Remove(path + "-wal")
+		os.Remove(path + "-shm")
+		enqueued := cres.Enqueued
+		if cres.ShardMessages > 0 {
+			enqueued = ures.LastExpanded
+		}
+		toEnqueued, toDone := enqueued.Sub(cres.Start), ures.LastDone.Sub(cres.Start)
+		rate := float64(n) / toDone.Seconds()
+		r.logf("  %d items: all enqueued %s, all done %s (%.0f/s; raw %.0f writes/s); %d shard messages; peak RSS coordinator %d MiB, consumer %d MiB; statuses %v",
+			n, toEnqueued.Round(time.Millisecond), toDone.Round(time.Millisecond), rate, raw, cres.ShardMessages, crss>>20, urss>>20, ures.Statuses)
+		sz := number(float64(n))
+		r.add(
+			Row{Scenario: scenario, Backend: t.Name, Figure: sz + " items: tick → all enqueued", Value: toEnqueued.Seconds(), Unit: Duration,
+				Reference: float64(n) / (raw / writesPerItem), RefText: "items ÷ (raw conditional writes/s ÷ 2): the whole run at the raw write rate",
+				Note: fmt.Sprintf("%d shard messages from the coordinator (%s of fan-out)", cres.ShardMessages, cres.Enqueued.Sub(cres.Start).Round(time.Millisecond))},
+			Row{Scenario: scenario, Backend: t.Name, Figure: sz + " items: tick → all done", Value: toDone.Seconds(), Unit: Duration,
+				Reference: float64(n) / (raw / writesPerItem), RefText: "as above"},
+			Row{Scenario: scenario, Backend: t.Name, Figure: fmt.Sprintf("%s items, %d consumers × %d: items/s", sz, role.Consumers, queue.MaxBatch), Value: rate, Unit: Rate,
+				Reference: raw / writesPerItem, RefText: "raw conditional writes/s ÷ 2 writes per item (8 writers, just before)", Goal: RatioAtLeast(0.5)},
+		)
+		if smallest == nil {
+			smallest = &roleRSS{n: n, coord: crss, consumer: urss}
+		}
+		ref := fmt.Sprintf("the same at %s items", number(float64(smallest.n)))
+		r.add(
+			Row{Scenario: scenario, Backend: t.Name, Figure: sz + " items: coordinator peak RSS (own process)", Value: float64(crss), Unit: Bytes,
+				Reference: float64(smallest.coord), RefText: ref, Goal: RatioAtMost(2)},
+			Row{Scenario: scenario, Backend: t.Name, Figure: sz + " items: consumer peak RSS (own process)", Value: float64(urss), Unit: Bytes,
+				Reference: float64(smallest.consumer), RefText: ref, Goal: RatioAtMost(2)},
+		)
+	}
+	return nil
+}
+
+// roleRSS is the peak RSS of each role at one size.
+type roleRSS struct {
+	n               int
+	coord, consumer int64
+}
+
+// rawWriteRate measures raw conditional writes per second with 8 writers
+// for d.
+func rawWriteRate(ctx context.Context, env *Env, d time.Duration) (float64, error) {
+	seq := 0
+	var mu = make(chan struct{}, 1)
+	mu <- struct{}{}
+	l, err := RunWorkers(ctx, 8, d, func(ctx context.Context, _ int) (int, error) {
+		<-mu
+		seq++
+		k := fmt.Sprintf("scale-raw-%d", seq)
+		mu <- struct{}{}
+		return 1, env.RawWriteFunc(ctx, k)
+	})
+	if err != nil {
+		return 0, fmt.Errorf("raw writes: %w", err)
+	}
+	return l.PerSecond(), nil
+}

@@ -1,0 +1,95 @@
+package consumer
+
+import (
+	"context"
+	"fmt"
+	"log/slog"
+	"time"
+
+	"github.com/batonhq/baton"
+	"github.com/batonhq/baton/internal/ledger"
+	"github.com/batonhq/baton/internal/message"
+	"github.com/batonhq/baton/internal/queue"
+)
+
+// StatusExpanded is the status of a shard message whose item messages
+// were sent: acknowledged.
+const StatusExpanded = "expanded"
+
+// expandParallel is the number of batches an expansion keeps in flight,
+// as the coordinator's fan-out does.
+const expandParallel = 10
+
+// ItemsFunc returns the names of the items [from, to) of run's item list
+// (the order the coordinator fans out in), for shard messages.
+type ItemsFunc func(ctx context.Context, j baton.Job, run ledger.Run, from, to int) ([]string, error)
+
+// CatalogItems is the default ItemsFunc: the job's catalog assets
+// [from, to).
+func CatalogItems(_ context.Context, j baton.Job, _ ledger.Run, from, to int) ([]string, error) {
+	if from < 0 || from >= to || to > len(j.Assets) {
+		return nil, fmt.Errorf("items %d to %d: job %s has %d assets", from, to, j.Name, len(j.Assets))
+	}
+	return j.Assets[from:to], nil
+}
+
+// expand handles a shard message (hierarchical fan-out): once the ledger
+// vouches for it as for an item message (its run, generation and fence),
+// it sends the item messages of its range, with its fence, and is
+// acknowledged. A failed send leaves it to be redelivered, and the
+// redelivery sends the range again: the items' claims absorb the
+// duplicates (a claim of a RUNNING or terminal item writes nothing), so
+// every shard is expanded exactly once in effect. A range that does not
+// start with the message's item (the run's list is not what the
+// coordinator sent from) is poison: dead-lettered with the reason.
+func (c *Consumer) expand(ctx context.Context, deadline time.Time, m *messageRun) verdict {
+	d, r := m.d, m.d.msg.Expand
+	if err := ctx.Err(); err != nil {
+		return m.fail(StatusNotStarted, fmt.Errorf("shard %s not expanded: %w", d.msg.Key, err))
+	}
+	if c.stopped() {
+		return m.fail(StatusReleased, fmt.Errorf("shard %s not expanded: %w", d.msg.Key, ErrStopped))
+	}
+	if !deadline.IsZero() && !m.now.Before(deadline.Add(-d.job.Limits.DeadlineMargin)) {
+		return m.fail(StatusNotStarted, fmt.Errorf("shard %s not expanded: %s left before the deadline, margin %s",
+			d.msg.Key, deadline.Sub(m.now), d.job.Limits.DeadlineMargin))
+	}
+	if c.Queue == nil {
+		return m.fail(StatusFailed, fmt.Errorf("shard %s not expanded: the consumer has no queue to send its items to", d.msg.Key))
+	}
+	if v, ok := c.vouch(ctx, m); !ok {
+		return v
+	}
+	items := c.ItemsFunc
+	if items == nil {
+		items = CatalogItems
+	}
+	names, err := items(ctx, d.job, m.run, r.From, r.To)
+	switch {
+	case err != nil:
+		v := m.fail(StatusMalformed, fmt.Errorf("shard %s [%d, %d): %w", d.msg.Key, r.From, r.To, err))
+		v.poison = true
+		return v
+	case len(names) == 0 || names[0] != d.key.Asset:
+		first := ""
+		if len(names) > 0 {
+			first = names[0]
+		}
+		v := m.fail(StatusMalformed, fmt.Errorf("shard %s [%d, %d): item %d of the run is %q, not %q",
+			d.msg.Key, r.From, r.To, r.From, first, d.key.Asset))
+		v.poison = true
+		return v
+	}
+	msgs := make([]queue.Message, len(names))
+	for i, n := range names {
+		msgs[i] = message.New(ledger.ItemKey{Run: d.key.Run, Asset: n}, d.msg.Fence, false).QueueMessage()
+	}
+	sent, err := queue.SendAll(ctx, c.Queue, msgs, &queue.SendAllOptions{Parallel: expandParallel})
+	if err != nil {
+		return m.fail(StatusFailed, fmt.Errorf("shard %s [%d, %d): sent %d of %d item messages: %w",
+			d.msg.Key, r.From, r.To, sent, len(msgs), err))
+	}
+	m.log.DebugContext(ctx, "shard expanded", slog.String("phase", "expand"),
+		slog.Int("from", r.From), slog.Int("to", r.To))
+	return m.ack(StatusExpanded)
+}
