@@ -103,11 +103,3 @@ func TestRateLimitSharedByTwoProcesses(t *testing.T) {
 	require.LessOrEqual(t, m.Rate, m.Limit*1.05)
 	require.GreaterOrEqual(t, m.Rate, m.Limit*0.9)
 }
-
-func TestListSubmissions(t *testing.T) {
-	t.Parallel()
-	ledgertest.RunListSubmissions(t, func(t *testing.T) ledgertest.SubmissionListerStore {
-		c, table := conformanceTable(t)
-		return awsdynamodb.NewLedgerStore(c, table, nil)
-	})
-}

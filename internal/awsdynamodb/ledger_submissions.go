@@ -56,7 +56,7 @@ func (s *LedgerStore) indexSubmission(ctx context.Context, op string, run ledger
 // job's submission index, newest opening first, and one consistent
 // GetItem of the run record per dedupe key listed (the first entry of a
 // key is its latest generation's).
-func (s *LedgerStore) ListSubmissions(ctx context.Context, p ledger.ListRunsParams) ([]ledger.Run, error) {
+func (s *LedgerStore) ListSubmissions(ctx context.Context, p ledger.ListSubmissionsParams) ([]ledger.Run, error) {
 	op := "list submissions of " + p.Job
 	if err := ledger.ValidName("job", p.Job); err != nil {
 		return nil, fmt.Errorf("%s: %w", op, err)

@@ -342,7 +342,7 @@ func buildStatus(ctx context.Context, b backend.Backend, j baton.Job, p statusPa
 	}
 	listed := runs[:min(len(runs), p.Runs)]
 	if lister, ok := b.Ledger.(ledger.SubmissionLister); ok {
-		subs, err := lister.ListSubmissions(ctx, ledger.ListRunsParams{Job: j.Name, Limit: p.Runs})
+		subs, err := lister.ListSubmissions(ctx, ledger.ListSubmissionsParams{Job: j.Name, Limit: p.Runs})
 		if err != nil {
 			return rep, err
 		}

@@ -31,11 +31,17 @@ from enqueue to claim to done, attempts and failures marked, derived items
 after their inputs; the coordinator's lease (holder, fence, expiry,
 contention); the dead-letter queue with each message's reason and what a
 redrive would do with it. Pages of work in flight refresh themselves.
+Submissions show with their job (its recent dedupe keys, each run's state
+and counts) and have timelines like ticks'; a paused job shows as paused
+with its reason. The items of a submission or a run-time list are read a
+few stored pages at a time (256 items per page of the dashboard).
 
 Actions (replay a tick or an item, redrive, cancel, release an expired
 lease) show what they will do on a confirmation page first, then run the
 very command of this CLI, with its guards (replays wait for their run
-like 'baton replay' does, up to --action-timeout). They refuse
+like 'baton replay' does, up to --action-timeout). What the CLI refuses
+is not offered: a submission has no tick to replay, and the items of a
+submission or a run-time list are not named one by one. They refuse
 cross-origin requests and need the browser session's token; --read-only
 hides them.
 

@@ -104,8 +104,3 @@ func TestPrune(t *testing.T) {
 	t.Parallel()
 	ledgertest.RunPrune(t, func(t *testing.T) ledgertest.PrunerStore { return NewLedgerStore(openTestDB(t)) })
 }
-
-func TestListSubmissions(t *testing.T) {
-	t.Parallel()
-	ledgertest.RunListSubmissions(t, func(t *testing.T) ledgertest.SubmissionListerStore { return NewLedgerStore(openTestDB(t)) })
-}

@@ -538,36 +538,3 @@ func tickNominal(id ledger.RunID) time.Time {
 	_, nominal := ledger.TickOf(id)
 	return nominal
 }
-
-// ListSubmissions implements ledger.SubmissionLister: the runs kept under
-// "job+key" (ledger.TickOf), those whose job starts with "job+" (a job
-// name holds no '+'; starts_with compares bytes, whatever the
-// database's collation), sorted by when their generation opened.
-func (s *LedgerStore) ListSubmissions(ctx context.Context, p ledger.ListRunsParams) ([]ledger.Run, error) {
-	op := "list submissions of " + p.Job
-	if err := ledger.ValidName("job", p.Job); err != nil {
-		return nil, fmt.Errorf("%s: %w", op, err)
-	}
-	limit := p.Limit
-	if limit <= 0 {
-		limit = 20
-	}
-	rows, err := s.db.pool.Query(ctx, `SELECT `+ledgerRunColumns+` FROM baton_runs
-		WHERE starts_with(job, $1) ORDER BY opened_at DESC, job LIMIT $2`, p.Job+"+", limit)
-	if err != nil {
-		return nil, fmt.Errorf("%s: %w", op, translate(err))
-	}
-	defer rows.Close()
-	var runs []ledger.Run
-	for rows.Next() {
-		r, err := scanRun(rows.Scan)
-		if err != nil {
-			return nil, fmt.Errorf("%s: %w", op, translate(err))
-		}
-		runs = append(runs, r)
-	}
-	if err := rows.Err(); err != nil {
-		return nil, fmt.Errorf("%s: %w", op, translate(err))
-	}
-	return runs, nil
-}

@@ -647,39 +647,3 @@ var ledgerQueries = [numLedgerStmts]string{
 		WHERE run = :run AND asset = :asset AND state = 'RUNNING' AND owner = :owner AND attempt = :attempt
 		RETURNING ` + ledgerItemColumns,
 }
-
-// ListSubmissions implements ledger.SubmissionLister: the runs kept under
-// "job+key" (ledger.TickOf) are one range of the runs' primary key, from
-// "job+" to "job," ('+' and ',' are consecutive bytes, and a job name
-// holds neither), sorted by when their generation opened.
-func (s *LedgerStore) ListSubmissions(ctx context.Context, p ledger.ListRunsParams) ([]ledger.Run, error) {
-	op := "list submissions of " + p.Job
-	if err := ledger.ValidName("job", p.Job); err != nil {
-		return nil, fmt.Errorf("%s: %w", op, err)
-	}
-	limit := p.Limit
-	if limit <= 0 {
-		limit = 20
-	}
-	rows, err := s.db.sql.QueryContext(ctx, `
-		SELECT `+ledgerRunColumns+` FROM runs
-		WHERE job >= :lo AND job < :hi
-		ORDER BY opened_at DESC, job LIMIT :limit`,
-		sql.Named("lo", p.Job+"+"), sql.Named("hi", p.Job+","), sql.Named("limit", limit))
-	if err != nil {
-		return nil, fmt.Errorf("%s: %w", op, err)
-	}
-	defer rows.Close()
-	var runs []ledger.Run
-	for rows.Next() {
-		r, err := scanLedgerRun(rows.Scan)
-		if err != nil {
-			return nil, fmt.Errorf("%s: %w", op, err)
-		}
-		runs = append(runs, r)
-	}
-	if err := rows.Err(); err != nil {
-		return nil, fmt.Errorf("%s: %w", op, err)
-	}
-	return runs, nil
-}

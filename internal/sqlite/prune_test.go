@@ -19,13 +19,3 @@ func TestPrune(t *testing.T) {
 		return sqlite.NewLedgerStore(db)
 	})
 }
-
-func TestListSubmissions(t *testing.T) {
-	t.Parallel()
-	ledgertest.RunListSubmissions(t, func(t *testing.T) ledgertest.SubmissionListerStore {
-		db, err := sqlite.Open(t.Context(), filepath.Join(t.TempDir(), "baton.db"), nil)
-		require.NoError(t, err)
-		t.Cleanup(func() { require.NoError(t, db.Close()) })
-		return sqlite.NewLedgerStore(db)
-	})
-}

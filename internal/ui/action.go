@@ -97,6 +97,9 @@ func ParseAction(c *baton.Catalog, v url.Values) (Action, error) {
 		if job, err = c.Lookup(a.Run.Job); err != nil {
 			return Action{}, err
 		}
+		if (kind == ReplayItem || kind == Cancel) && (job.RunTime() || a.Run.Submission != "") {
+			return Action{}, fmt.Errorf("refused: %s", listItemRefusal(job, a.Run))
+		}
 	}
 	if s := v.Get("asset"); s != "" {
 		if !job.HasItem(s) {

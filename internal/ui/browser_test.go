@@ -55,6 +55,8 @@ func TestBrowser(t *testing.T) {
 	chromium := browserPath(t)
 	s := newStore(t)
 	base := s.serve(t, "--refresh", "200ms")
+	ls := newListStore(t)
+	listBase := ls.serve(t)
 	require.NoError(t, os.MkdirAll(*screensDir, 0o755))
 
 	opts := append(chromedp.DefaultExecAllocatorOptions[:],
@@ -77,7 +79,7 @@ func TestBrowser(t *testing.T) {
 			t.Errorf("a page opened a %s dialog: %q", d.Type, d.Message)
 		}
 	}))
-	ctx, cancel := context.WithTimeout(bctx, 45*time.Second)
+	ctx, cancel := context.WithTimeout(bctx, 55*time.Second)
 	defer cancel()
 
 	shot := func(name string) chromedp.Action[chromedp.Void] {
@@ -104,7 +106,9 @@ func TestBrowser(t *testing.T) {
 		require.NoError(t, err)
 		return v
 	}
-	runURL := func(id ledger.RunID) string { return base + "/run?" + url.Values{"id": {id.String()}}.Encode() }
+	runURL := func(id ledger.RunID, at ...string) string {
+		return append(at, base)[0] + "/run?" + url.Values{"id": {id.String()}}.Encode()
+	}
 
 	// The jobs, then a job's runs and staleness.
 	require.NoError(t, chromedp.Do(ctx,
@@ -175,9 +179,36 @@ func TestBrowser(t *testing.T) {
 	require.Contains(t, text("pre.output"), "released the expired lease of fx")
 	require.NoError(t, chromedp.Do(ctx, chromedp.Click(chromedp.CSS("#back")), chromedp.WaitVisible(chromedp.CSS("#lease-state"))))
 	require.Equal(t, "free", text("#lease-state"))
+
+	// Submissions and run-time lists: the submission is on the jobs page,
+	// from which its run's timeline shows its stored items; a paused job
+	// says why, as text.
+	require.NoError(t, chromedp.Do(ctx,
+		chromedp.Navigate(listBase+"/"), chromedp.WaitVisible(chromedp.CSS("#jobs")), shot("jobs-submissions"),
+	))
+	require.Equal(t, "order-42", text(`#jobs tr[data-job="orders"] ul.subs a`))
+	require.Contains(t, text(`#jobs tr[data-job="sweep"] .paused-note`), "by ops: migration <script>window.__pwned=1</script>")
+	require.NoError(t, chromedp.Do(ctx,
+		chromedp.Click(chromedp.CSS(`#jobs tr[data-job="orders"] ul.subs a`)), chromedp.WaitVisible(chromedp.CSS("#timeline")), shot("run-submission"),
+	))
+	require.Equal(t, submissionItems, count("#timeline g.row"))
+	require.Equal(t, submissionItems, count("#timeline g.row:has(rect.seg)"), "every submitted item has a bar")
+	require.Equal(t, 1, count(fmt.Sprintf(`#timeline g.row[data-asset=%q][data-state="DEAD"]`, deadOrder)))
+	require.Contains(t, text(fmt.Sprintf(`#items tr[data-asset=%q] td.error`, deadOrder)), "rejected <script>window.__pwned=1</script>")
+	require.Zero(t, count(`a[data-action="replay-item"], a[data-action="cancel"]`), "the CLI refuses these on a submission")
+	require.Contains(t, text("#refusals"), "A submission has no tick to replay")
+	// The run-time list: four pages of its 300 items, then the rest.
+	require.NoError(t, chromedp.Do(ctx,
+		chromedp.Navigate(runURL(ls.sweep, listBase)), chromedp.WaitVisible(chromedp.CSS("#timeline")), shot("run-time-list"),
+	))
+	require.Equal(t, 4*ledger.PageItems, count("#timeline g.row"))
+	require.Contains(t, text("#window"), "Items 1–256 of the run's stored list")
+	require.NoError(t, chromedp.Do(ctx, chromedp.Click(chromedp.CSS("#window-next")), chromedp.WaitVisible(chromedp.CSS("#window-prev"))))
+	require.Equal(t, sweepItems-4*ledger.PageItems, count("#timeline g.row"))
+	require.False(t, pwned())
 	require.Zero(t, dialogs.Load())
 
-	for _, name := range []string{"jobs", "job", "run-complete", "run-partial", "run-in-flight", "dlq", "lease", "confirm", "outcome"} {
+	for _, name := range []string{"jobs", "job", "run-complete", "run-partial", "run-in-flight", "dlq", "lease", "confirm", "outcome", "jobs-submissions", "run-submission", "run-time-list"} {
 		b, err := os.ReadFile(filepath.Join(*screensDir, name+".png"))
 		require.NoError(t, err)
 		require.True(t, strings.HasPrefix(string(b), "\x89PNG\r\n\x1a\n"), "%s is not a PNG", name)

@@ -77,10 +77,14 @@ func (s *Server) plan(ctx context.Context, a Action) (plan, error) {
 		n := len(j.Assets) + len(j.Derived)
 		run, err := l.GetRun(ctx, a.Job, a.Tick)
 		switch {
+		case errors.Is(err, ledger.ErrNotFound) && j.RunTime():
+			p.Lines = append(p.Lines, fmt.Sprintf("The tick has no run: the coordinator takes the job's lease, opens run %s#1, computes its items (the job's Items function) and fans them out.", a.Job+"@"+a.Tick.Format(time.RFC3339)))
 		case errors.Is(err, ledger.ErrNotFound):
 			p.Lines = append(p.Lines, fmt.Sprintf("The tick has no run: the coordinator takes the job's lease, opens run %s#1 and fans out its %d items.", a.Job+"@"+a.Tick.Format(time.RFC3339), n))
 		case err != nil:
 			return p, err
+		case run.State == ledger.RunFanningOut && j.RunTime():
+			p.Lines = append(p.Lines, fmt.Sprintf("Run %s is still fanning out (%d sent so far): the coordinator takes the job's lease and resumes it from its stored pages.", run.ID, run.Cursor))
 		case run.State == ledger.RunFanningOut:
 			p.Lines = append(p.Lines, fmt.Sprintf("Run %s is still fanning out (%d of %d sent): the coordinator takes the job's lease and resumes it from there.", run.ID, run.Cursor, len(j.Assets)))
 		case !a.Force:
@@ -88,8 +92,12 @@ func (s *Server) plan(ctx context.Context, a Action) (plan, error) {
 		default:
 			next := run.ID
 			next.Generation++
+			every := fmt.Sprintf("every one of its %d items runs again", n)
+			if j.RunTime() {
+				every = "its items are computed again (the job's Items function) and every one runs"
+			}
 			p.Lines = append(p.Lines,
-				fmt.Sprintf("Opens generation %d (%s): every one of its %d items runs again.", next.Generation, next, n),
+				fmt.Sprintf("Opens generation %d (%s): %s.", next.Generation, next, every),
 				fmt.Sprintf("Messages of %s still in flight are acknowledged as superseded; its records stay as they are.", run.ID))
 			if !run.State.Finished() {
 				p.Lines = append(p.Lines, fmt.Sprintf("%s is %s: items of it still running are cut short.", run.ID, run.State))

@@ -2,7 +2,9 @@
 // their schedules and next ticks, a job's runs, a run's timeline (one bar
 // per item from enqueue to claim to done), staleness per asset over the
 // recent runs, the coordinator's lease and the dead-letter queue, with the
-// operator's actions behind a confirmation.
+// operator's actions behind a confirmation. A job's submissions show
+// beside its ticks, and a run whose items are stored with it (a
+// submission, a run-time list) is read a few stored pages at a time.
 //
 // Everything is rendered on the server (html/template, SVG for the
 // timeline and the staleness chart) from assets embedded in the binary; a
@@ -19,6 +21,13 @@
 // (StartedAt: attempts before it failed or were taken over) and its end
 // (FinishedAt). The enqueue times are therefore lower bounds: the ledger
 // does not record when a message was sent.
+//
+// The items of a submission's run or of a run-time list are the run's
+// stored pages (ledger.Store.GetPage): a run's page reads pagesShown of
+// them from ?from= and the item records of those pages only
+// (ListItemRange), so that its cost does not grow with the run; a job's
+// page counts such runs from their run records. Submissions are listed
+// when the ledger has the optional ledger.SubmissionLister.
 //
 // # Actions
 //

@@ -148,6 +148,7 @@ func New(o Options) (*Server, error) {
 	mux.HandleFunc("GET /jobs/{job}", s.jobPage)
 	mux.HandleFunc("GET /jobs/{job}/lease", s.leasePage)
 	mux.HandleFunc("GET /run", s.runPage)
+	mux.HandleFunc("GET /jobs/{job}/submission", s.submissionPage)
 	mux.HandleFunc("GET /dlq", s.dlqPage)
 	mux.HandleFunc("GET /confirm", s.confirmPage)
 	mux.HandleFunc("POST /act", s.act)

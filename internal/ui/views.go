@@ -1,12 +1,15 @@
 package ui
 
 import (
+	"context"
 	"errors"
 	"fmt"
 	"html/template"
 	"math"
 	"net/http"
 	"net/url"
+	"strconv"
+	"strings"
 	"time"
 
 	"github.com/batonhq/baton"
@@ -14,6 +17,7 @@ import (
 	"github.com/batonhq/baton/internal/ledger"
 	"github.com/batonhq/baton/internal/queue"
 	"github.com/batonhq/baton/internal/schedule"
+	"github.com/batonhq/baton/internal/strictjson"
 )
 
 var funcs = template.FuncMap{
@@ -37,6 +41,11 @@ var funcs = template.FuncMap{
 	"confirmURL": func(a Action) template.URL { return template.URL("/confirm?" + a.Values().Encode()) },
 	"f1":         func(f float64) string { return fmt.Sprintf("%.1f", f) },
 	"add":        func(a, b float64) float64 { return a + b },
+	"add1":       func(n int) int { return n + 1 },
+	"plus":       func(a, b int) int { return a + b },
+	"sub1":       func(n int) int { return n - 1 },
+	"pagesShown": func() int { return pagesShown },
+	"pageItems":  func() int { return ledger.PageItems },
 	"dict": func(kv ...any) (map[string]any, error) {
 		if len(kv)%2 != 0 {
 			return nil, errors.New("dict: odd arguments")
@@ -60,6 +69,9 @@ var funcs = template.FuncMap{
 	"runURL": func(id ledger.RunID) string {
 		return "/run?" + url.Values{"id": {id.String()}}.Encode()
 	},
+	"windowURL": func(id ledger.RunID, from int) string {
+		return "/run?" + url.Values{"id": {id.String()}, "from": {strconv.Itoa(from)}}.Encode()
+	},
 }
 
 // itemStates are the columns of the runs table, in lifecycle order.
@@ -73,6 +85,65 @@ type jobRow struct {
 	Latest         *ledger.Run
 	Lease          leaseView
 	Items          int
+	RunTime        bool // the items are computed when a run opens
+	Pause          *lease.Pause
+	Subs           submissions
+}
+
+// submissions are a job's recent submissions, when the ledger lists them.
+type submissions struct {
+	Listed bool // the ledger can list them (ledger.SubmissionLister)
+	Runs   []runRow
+}
+
+// readPause is the job's pause record, nil when the job was never paused
+// or the lease store cannot pause jobs.
+func (s *Server) readPause(r *http.Request, job string) (*lease.Pause, error) {
+	pauser, ok := lease.PauserOf(s.o.Backend.Leases)
+	if !ok {
+		return nil, nil
+	}
+	p, err := pauser.PauseOf(r.Context(), job)
+	if err != nil {
+		return nil, fmt.Errorf("pause of %s: %w", job, err)
+	}
+	if p.Since.IsZero() {
+		return nil, nil
+	}
+	return &p, nil
+}
+
+// readSubmissions lists up to limit of the job's submissions, newest
+// first, with their counts from the run records (a submission's items
+// are not read here: it may have a hundred thousand).
+func (s *Server) readSubmissions(r *http.Request, job string, limit int) (submissions, error) {
+	lister, ok := s.o.Backend.Ledger.(ledger.SubmissionLister)
+	if !ok {
+		return submissions{}, nil
+	}
+	runs, err := lister.ListSubmissions(r.Context(), ledger.ListSubmissionsParams{Job: job, Limit: limit})
+	if err != nil {
+		return submissions{}, fmt.Errorf("list submissions of %s: %w", job, err)
+	}
+	out := submissions{Listed: true}
+	for _, run := range runs {
+		out.Runs = append(out.Runs, recordRow(run))
+	}
+	return out, nil
+}
+
+// recordRow is a run's row from its record alone: its items (Total, once
+// fanned out) and, once finished, its counts per end state; the states in
+// between are not counted.
+func recordRow(run ledger.Run) runRow {
+	row := runRow{Run: run, Recorded: true, Items: max(run.Total, run.Cursor)}
+	if run.State.Finished() {
+		row.Counts = []stateCount{{string(ledger.ItemSucceeded), run.Succeeded}, {string(ledger.ItemDead), run.Dead}, {string(ledger.ItemCancelled), run.Cancelled}}
+		if !run.FinishedAt.IsZero() && !run.OpenedAt.IsZero() {
+			row.OpenToDone = run.FinishedAt.Sub(run.OpenedAt)
+		}
+	}
+	return row
 }
 
 func (s *Server) jobsPage(w http.ResponseWriter, r *http.Request) {
@@ -81,9 +152,21 @@ func (s *Server) jobsPage(w http.ResponseWriter, r *http.Request) {
 	var rows []jobRow
 	live := false
 	for _, j := range s.o.Catalog.Jobs() {
-		row := jobRow{Name: j.Name, Schedule: j.Schedule, Items: len(j.Assets) + len(j.Derived)}
+		row := jobRow{Name: j.Name, Schedule: j.Schedule, Items: len(j.Assets) + len(j.Derived), RunTime: j.RunTime()}
 		if sched, err := schedule.Parse(j.Schedule); err == nil {
 			row.Next, row.Prev = sched.Next(now), sched.Prev(now)
+		}
+		var err error
+		if row.Pause, err = s.readPause(r, j.Name); err != nil {
+			s.fail(w, r, http.StatusInternalServerError, err)
+			return
+		}
+		if row.Subs, err = s.readSubmissions(r, j.Name, 5); err != nil {
+			s.fail(w, r, http.StatusInternalServerError, err)
+			return
+		}
+		for _, sub := range row.Subs.Runs {
+			live = live || !sub.Run.State.Finished()
 		}
 		runs, err := s.o.Backend.Ledger.ListRuns(ctx, ledger.ListRunsParams{Job: j.Name, Limit: 1})
 		if err != nil {
@@ -152,6 +235,11 @@ type runRow struct {
 	Run        ledger.Run
 	Counts     []stateCount
 	TickToDone time.Duration // 0 until finished
+	// Recorded: the counts are the run record's (end states only, once
+	// finished; see recordRow), not its items'.
+	Recorded   bool
+	Items      int           // Recorded: the items fanned out so far
+	OpenToDone time.Duration // Recorded: from the run's opening to its finish
 }
 
 type stateCount struct {
@@ -168,6 +256,9 @@ type jobView struct {
 	Lease     leaseView
 	Staleness staleness
 	Replay    *Action // the latest tick, to replay
+	Pause     *lease.Pause
+	Subs      submissions
+	RunTime   bool
 }
 
 func (s *Server) lookupJob(w http.ResponseWriter, r *http.Request) (baton.Job, bool) {
@@ -186,7 +277,16 @@ func (s *Server) jobPage(w http.ResponseWriter, r *http.Request) {
 	}
 	ctx := r.Context()
 	now := s.o.NowFunc().UTC()
-	v := jobView{Job: j}
+	v := jobView{Job: j, RunTime: j.RunTime()}
+	var err error
+	if v.Pause, err = s.readPause(r, j.Name); err != nil {
+		s.fail(w, r, http.StatusInternalServerError, err)
+		return
+	}
+	if v.Subs, err = s.readSubmissions(r, j.Name, s.o.Runs); err != nil {
+		s.fail(w, r, http.StatusInternalServerError, err)
+		return
+	}
 	if sched, err := schedule.Parse(j.Schedule); err == nil {
 		v.Next = sched.Next(now)
 		if prev := sched.Prev(now); !prev.IsZero() {
@@ -199,8 +299,22 @@ func (s *Server) jobPage(w http.ResponseWriter, r *http.Request) {
 		return
 	}
 	live := false
+	for _, sub := range v.Subs.Runs {
+		live = live || !sub.Run.State.Finished()
+	}
 	byRun := make([][]ledger.Item, len(runs))
 	for i, run := range runs {
+		if j.RunTime() {
+			// A run-time list may be a million items: its row is drawn
+			// from the run record, its items only on the run's page.
+			row := recordRow(run)
+			if run.State.Finished() && !run.FinishedAt.IsZero() {
+				row.TickToDone = run.FinishedAt.Sub(run.ID.Nominal)
+			}
+			live = live || !run.State.Finished()
+			v.Runs = append(v.Runs, row)
+			continue
+		}
 		items, err := s.o.Backend.Ledger.ListItems(ctx, run.ID)
 		if err != nil {
 			s.fail(w, r, http.StatusInternalServerError, fmt.Errorf("list items of %s: %w", run.ID, err))
@@ -266,6 +380,88 @@ type runView struct {
 	Cancel       *Action
 	DeadLetters  int // depth of the dead-letter queue, -1 when unknown
 	QueueVisible int
+	// Window: the run's items are its stored pages (a run-time list or a
+	// submission), of which the page shows a few; nil for a job's
+	// constant items, all shown.
+	Window   *itemWindow
+	Expected int      // the job's constant items (Window nil)
+	Refusals []string // the actions the CLI refuses on this run, and why
+}
+
+// pagesShown is how many stored pages of a run's item list one run page
+// shows: ledger.PageItems (64) items each.
+const pagesShown = 4
+
+// itemWindow is the part of a run's stored item list a run page shows.
+type itemWindow struct {
+	From, To   int      // the pages shown: From to To-1
+	Names      []string // their items, in order
+	First      int      // the position in the list of Names[0] (0-based)
+	Final      bool     // the list ends on the pages shown
+	Unwritten  bool     // page To is not stored yet (the run is fanning out)
+	Prev, Next int      // the ?from= of the previous and the next window; -1: none
+}
+
+// readWindow reads pages from..from+pagesShown-1 of run id's item list,
+// page by page, and the item records of those pages only (one range read
+// each: a page is a contiguous range of the run's records).
+func (s *Server) readWindow(ctx context.Context, id ledger.RunID, from int) (*itemWindow, []ledger.Item, error) {
+	l := s.o.Backend.Ledger
+	w := &itemWindow{From: from, To: from, First: from * ledger.PageItems, Prev: -1, Next: -1}
+	if from > 0 {
+		w.Prev = max(0, from-pagesShown)
+	}
+	var items []ledger.Item
+	for i := from; i < from+pagesShown; i++ {
+		p, err := l.GetPage(ctx, id, i)
+		if errors.Is(err, ledger.ErrNotFound) {
+			w.Unwritten = true
+			break
+		}
+		if err != nil {
+			return nil, nil, fmt.Errorf("page %d of %s: %w", i, id, err)
+		}
+		w.To = i + 1
+		if len(p.Items) > 0 {
+			got, err := l.ListItemRange(ctx, id, p.Items[0].Name, p.Items[len(p.Items)-1].Name)
+			if err != nil {
+				return nil, nil, fmt.Errorf("items of page %d of %s: %w", i, id, err)
+			}
+			items = append(items, got...)
+		}
+		for _, it := range p.Items {
+			w.Names = append(w.Names, it.Name)
+		}
+		if p.Final {
+			w.Final = true
+			break
+		}
+	}
+	if !w.Final && !w.Unwritten {
+		w.Next = w.To
+	}
+	return w, items, nil
+}
+
+// listRefusals are the actions the CLI refuses on a run whose items are
+// stored pages, in its words.
+func listRefusals(j baton.Job, id ledger.RunID) []string {
+	var out []string
+	if id.Submission != "" {
+		out = append(out, fmt.Sprintf("A submission has no tick to replay: submitting key %s again (baton submit) returns this run within the job's retention.", id.Submission))
+	}
+	out = append(out, listItemRefusal(j, id))
+	return out
+}
+
+// listItemRefusal is why an item of a run whose items are stored pages
+// cannot be replayed or cancelled one by one, nor the run cancelled: the
+// CLI's replay item and cancel name a job's constant items.
+func listItemRefusal(j baton.Job, id ledger.RunID) string {
+	if id.Submission != "" {
+		return fmt.Sprintf("Items of a submission are not the job's items: 'baton replay item' and 'baton cancel' name %s's constant items (%s), not a submission's, and refuse or miss these.", j.Name, strings.Join(j.ItemNames(), ", "))
+	}
+	return fmt.Sprintf("Job %s computes its items when its run opens: 'baton replay item' refuses to name one (replay the tick instead), and 'baton cancel' names a job's constant items, which it has none of.", j.Name)
 }
 
 type itemRow struct {
@@ -295,23 +491,42 @@ func (s *Server) runPage(w http.ResponseWriter, r *http.Request) {
 		s.fail(w, r, http.StatusInternalServerError, err)
 		return
 	}
-	items, err := s.o.Backend.Ledger.ListItems(ctx, id)
-	if err != nil {
+	listed := j // the job as far as this page's items go
+	var window *itemWindow
+	var items []ledger.Item
+	if j.RunTime() || id.Submission != "" {
+		// The items are the run's stored pages: read a few pages from
+		// ?from=, never the whole run.
+		from := 0
+		if f := r.URL.Query().Get("from"); f != "" {
+			if from, err = strconv.Atoi(f); err != nil || from < 0 {
+				s.fail(w, r, http.StatusBadRequest, fmt.Errorf("from: want a page number (0 or more), got %s", strictjson.Quote(f)))
+				return
+			}
+		}
+		window, items, err = s.readWindow(ctx, id, from)
+		if err != nil {
+			s.fail(w, r, http.StatusInternalServerError, err)
+			return
+		}
+		listed.Assets, listed.Derived, listed.Items = window.Names, nil, nil
+	} else if items, err = s.o.Backend.Ledger.ListItems(ctx, id); err != nil {
 		s.fail(w, r, http.StatusInternalServerError, fmt.Errorf("list items of %s: %w", id, err))
 		return
 	}
 	now := s.o.NowFunc().UTC()
-	v := runView{Job: j, ID: id, Run: run, Current: run.ID.Generation == id.Generation, Counts: countStates(j, items), DeadLetters: -1}
+	v := runView{Job: j, ID: id, Run: run, Current: run.ID.Generation == id.Generation, Counts: countStates(listed, items), DeadLetters: -1,
+		Window: window, Expected: len(j.Assets) + len(j.Derived)}
 	shown := run
 	if !v.Current {
 		// Only the current generation has a run record: an older one is
 		// drawn from its items, as finished.
 		shown = ledger.Run{ID: id, State: ledger.RunPartial, OpenedAt: earliest(items)}
 	}
-	v.Timeline = buildTimeline(j, shown, items, now)
+	v.Timeline = buildTimeline(listed, shown, items, now)
 	for _, row := range v.Timeline.Rows {
 		ir := itemRow{timelineRow: row}
-		if v.Current {
+		if v.Current && window == nil {
 			terminal := ledger.ItemState(row.State).Terminal()
 			ir.Replay = &Action{Kind: ReplayItem, Run: id, Asset: row.Asset, Force: terminal}
 			if !terminal {
@@ -320,8 +535,13 @@ func (s *Server) runPage(w http.ResponseWriter, r *http.Request) {
 		}
 		v.Items = append(v.Items, ir)
 	}
-	if v.Current {
+	if window != nil {
+		v.Refusals = listRefusals(j, id)
+	}
+	if v.Current && id.Submission == "" {
 		v.ReplayTick = &Action{Kind: ReplayTick, Job: j.Name, Tick: id.Nominal.UTC(), Force: run.State != ledger.RunFanningOut}
+	}
+	if v.Current && window == nil {
 		if !run.State.Finished() {
 			v.Cancel = &Action{Kind: Cancel, Run: id}
 		}
@@ -332,6 +552,30 @@ func (s *Server) runPage(w http.ResponseWriter, r *http.Request) {
 		}
 	}
 	s.render(w, r, http.StatusOK, "run", page{Title: id.String(), Nav: "jobs", Live: v.Current && !run.State.Finished(), Now: now, Body: v})
+}
+
+// submissionPage finds the run of a job's submission by its dedupe key
+// (?key=), on every engine, and redirects to its current generation.
+func (s *Server) submissionPage(w http.ResponseWriter, r *http.Request) {
+	j, ok := s.lookupJob(w, r)
+	if !ok {
+		return
+	}
+	key := r.URL.Query().Get("key")
+	if err := baton.ValidName("submission", key); err != nil {
+		s.fail(w, r, http.StatusBadRequest, fmt.Errorf("key: %w", err))
+		return
+	}
+	run, err := ledger.GetRunOf(r.Context(), s.o.Backend.Ledger, ledger.RunID{Job: j.Name, Submission: key, Generation: 1})
+	if errors.Is(err, ledger.ErrNotFound) {
+		s.fail(w, r, http.StatusNotFound, fmt.Errorf("job %s has no submission with the key %s (or it is past its retention)", j.Name, key))
+		return
+	}
+	if err != nil {
+		s.fail(w, r, http.StatusInternalServerError, err)
+		return
+	}
+	http.Redirect(w, r, funcs["runURL"].(func(ledger.RunID) string)(run.ID), http.StatusSeeOther)
 }
 
 func earliest(items []ledger.Item) time.Time {

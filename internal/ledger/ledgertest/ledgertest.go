@@ -94,6 +94,7 @@ func Cases() []Case {
 		{"ListMarks", TestListMarks},
 		{"PutPage", TestPutPage},
 		{"SubmissionRuns", TestSubmissionRuns},
+		{"ListSubmissions", TestListSubmissions},
 		{"Concurrent", TestConcurrent},
 		{"StateMachine", TestStateMachine},
 	}

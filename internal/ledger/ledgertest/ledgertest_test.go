@@ -22,13 +22,14 @@ func TestRunMemStore(t *testing.T) {
 // stores broken on purpose (see internal/suitecheck).
 func TestSuiteFindsBrokenStores(t *testing.T) {
 	suitecheck.RequireCaught(t, "TestBrokenStore", map[string][]string{
-		"mark overwritten":       {"MarkDone"},
-		"range past last":        {"ListItemRange"},
-		"marks of every group":   {"ListMarks"},
-		"resume takes shards":    {"Shards"},
-		"force keeps old shards": {"Shards"},
-		"page overwritten":       {"PutPage"},
-		"page payloads dropped":  {"PutPage"},
+		"mark overwritten":        {"MarkDone"},
+		"range past last":         {"ListItemRange"},
+		"marks of every group":    {"ListMarks"},
+		"resume takes shards":     {"Shards"},
+		"force keeps old shards":  {"Shards"},
+		"page overwritten":        {"PutPage"},
+		"page payloads dropped":   {"PutPage"},
+		"submissions of a prefix": {"ListSubmissions"},
 	})
 }
 
@@ -37,15 +38,24 @@ func TestSuiteFindsBrokenStores(t *testing.T) {
 func TestBrokenStore(t *testing.T) {
 	name := suitecheck.Broken(t)
 	stores := map[string]func() ledger.Store{
-		"mark overwritten":       func() ledger.Store { return markOverwritten{newMemStore()} },
-		"range past last":        func() ledger.Store { return rangePastLast{newMemStore()} },
-		"marks of every group":   func() ledger.Store { return marksOfEveryGroup{newMemStore()} },
-		"resume takes shards":    func() ledger.Store { return resumeTakesShards{newMemStore()} },
-		"force keeps old shards": func() ledger.Store { return forceKeepsOldShards{newMemStore()} },
-		"page overwritten":       func() ledger.Store { return pageOverwritten{newMemStore()} },
-		"page payloads dropped":  func() ledger.Store { return pagePayloadsDropped{newMemStore()} },
+		"mark overwritten":        func() ledger.Store { return markOverwritten{newMemStore()} },
+		"range past last":         func() ledger.Store { return rangePastLast{newMemStore()} },
+		"marks of every group":    func() ledger.Store { return marksOfEveryGroup{newMemStore()} },
+		"resume takes shards":     func() ledger.Store { return resumeTakesShards{newMemStore()} },
+		"force keeps old shards":  func() ledger.Store { return forceKeepsOldShards{newMemStore()} },
+		"page overwritten":        func() ledger.Store { return pageOverwritten{newMemStore()} },
+		"page payloads dropped":   func() ledger.Store { return pagePayloadsDropped{newMemStore()} },
+		"submissions of a prefix": func() ledger.Store { return submissionsOfAPrefix{newMemStore()} },
 	}
 	Run(t, Harness{NewStore: func(*testing.T) ledger.Store { return stores[name]() }})
+}
+
+// submissionsOfAPrefix lists the submissions of every job whose name
+// starts with the job's, as a range read with a bound too wide would.
+type submissionsOfAPrefix struct{ *memStore }
+
+func (s submissionsOfAPrefix) ListSubmissions(_ context.Context, p ledger.ListSubmissionsParams) ([]ledger.Run, error) {
+	return s.submissions(func(r ledger.Run) bool { return strings.HasPrefix(r.ID.Job, p.Job) }, p.Limit), nil
 }
 
 // markOverwritten writes a mark whether or not it exists.
@@ -284,44 +294,4 @@ func (s pagePayloadsDropped) PutPage(ctx context.Context, p ledger.PutPageParams
 	}
 	p.Items = items
 	return s.memStore.PutPage(ctx, p)
-}
-
-func TestListSubmissionsMemStore(t *testing.T) {
-	RunListSubmissions(t, func(*testing.T) SubmissionListerStore { return newMemStore() })
-}
-
-// TestListSubmissionsFindsBrokenStores requires RunListSubmissions to
-// fail against listers broken on purpose.
-func TestListSubmissionsFindsBrokenStores(t *testing.T) {
-	suitecheck.RequireCaught(t, "TestBrokenLister", map[string][]string{
-		"ticks listed":    {"ListSubmissions"},
-		"oldest first":    {"ListSubmissions"},
-		"prefix of a job": {"ListSubmissions"},
-	})
-}
-
-// TestBrokenLister runs RunListSubmissions against the broken lister its
-// child process names.
-func TestBrokenLister(t *testing.T) {
-	name := suitecheck.Broken(t)
-	t.Run("ListSubmissions", func(t *testing.T) {
-		RunListSubmissions(t, func(*testing.T) SubmissionListerStore { return brokenLister{newMemStore(), name} })
-	})
-}
-
-// brokenLister lists a job's submissions wrongly, as its name says.
-type brokenLister struct {
-	*memStore
-	how string
-}
-
-func (s brokenLister) ListSubmissions(_ context.Context, p ledger.ListRunsParams) ([]ledger.Run, error) {
-	switch s.how {
-	case "ticks listed":
-		return s.listSubmissions(p, func(r ledger.Run) bool { return r.ID.Job == p.Job }, false), nil
-	case "oldest first":
-		return s.listSubmissions(p, func(r ledger.Run) bool { return r.ID.Job == p.Job && r.ID.Submitted() }, true), nil
-	default: // a job whose name starts with p.Job's
-		return s.listSubmissions(p, func(r ledger.Run) bool { return strings.HasPrefix(r.ID.Job, p.Job) && r.ID.Submitted() }, false), nil
-	}
 }

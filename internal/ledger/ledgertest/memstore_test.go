@@ -266,29 +266,22 @@ func (m *memStore) GetPage(_ context.Context, run ledger.RunID, index int) (ledg
 }
 
 // ListSubmissions implements ledger.SubmissionLister.
-func (m *memStore) ListSubmissions(_ context.Context, p ledger.ListRunsParams) ([]ledger.Run, error) {
-	return m.listSubmissions(p, func(r ledger.Run) bool { return r.ID.Job == p.Job && r.ID.Submitted() }, false), nil
+func (m *memStore) ListSubmissions(_ context.Context, p ledger.ListSubmissionsParams) ([]ledger.Run, error) {
+	return m.submissions(func(r ledger.Run) bool { return r.ID.Job == p.Job }, p.Limit), nil
 }
 
-func (m *memStore) listSubmissions(p ledger.ListRunsParams, keep func(ledger.Run) bool, oldestFirst bool) []ledger.Run {
+// submissions are the submission runs that keep says to, most recently
+// updated first, at most limit (0: 20).
+func (m *memStore) submissions(keep func(ledger.Run) bool, limit int) []ledger.Run {
 	m.mu.Lock()
 	defer m.mu.Unlock()
 	var out []ledger.Run
 	for _, r := range m.runs {
-		if keep(r) {
+		if r.ID.Submitted() && keep(r) {
 			out = append(out, r)
 		}
 	}
-	slices.SortFunc(out, func(a, b ledger.Run) int {
-		if c := b.OpenedAt.Compare(a.OpenedAt); c != 0 {
-			if oldestFirst {
-				return -c
-			}
-			return c
-		}
-		return strings.Compare(a.ID.String(), b.ID.String())
-	})
-	limit := p.Limit
+	slices.SortFunc(out, func(a, b ledger.Run) int { return b.UpdatedAt.Compare(a.UpdatedAt) })
 	if limit <= 0 {
 		limit = 20
 	}

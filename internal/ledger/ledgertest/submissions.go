@@ -74,3 +74,45 @@ func TestSubmissionRuns(t *testing.T, h Harness) {
 	require.Len(t, runs, 1)
 	require.False(t, runs[0].ID.Submitted())
 }
+
+// TestListSubmissions checks the optional ledger.SubmissionLister: a
+// job's submissions, one record per dedupe key (its current generation),
+// the most recently updated first, at most Limit, and neither its ticks
+// nor another job's submissions. Skipped for a store without it.
+func TestListSubmissions(t *testing.T, h Harness) {
+	t.Parallel()
+	b := setup(t, h)
+	lister, ok := b.store.(ledger.SubmissionLister)
+	if !ok {
+		t.Skip("the store does not list submissions (no ledger.SubmissionLister)")
+	}
+	open := func(job, key string, d time.Duration, force bool) {
+		t.Helper()
+		_, _, err := b.store.OpenRun(b.ctx, ledger.OpenRunParams{Job: job, Submission: key, Nominal: nominal, Fence: 1, Force: force, Now: at(d)})
+		require.NoError(t, err)
+	}
+	open(b.job, "a", time.Second, false)
+	open(b.job, "b", 2*time.Second, false)
+	open(b.job, "a", 3*time.Second, true) // a's generation 2, updated last
+	open(b.job, "", time.Second, false)   // a tick
+	open(b.job+"0", "c", time.Second, false)
+	open(b.job+"-x", "d", time.Second, false)
+
+	runs, err := lister.ListSubmissions(b.ctx, ledger.ListSubmissionsParams{Job: b.job})
+	require.NoError(t, err)
+	ids := make([]ledger.RunID, len(runs))
+	for i, r := range runs {
+		ids[i] = r.ID
+	}
+	require.Equal(t, []ledger.RunID{
+		{Job: b.job, Submission: "a", Generation: 2},
+		{Job: b.job, Submission: "b", Generation: 1},
+	}, ids)
+
+	runs, err = lister.ListSubmissions(b.ctx, ledger.ListSubmissionsParams{Job: b.job, Limit: 1})
+	require.NoError(t, err)
+	require.Len(t, runs, 1)
+	runs, err = lister.ListSubmissions(b.ctx, ledger.ListSubmissionsParams{Job: b.job + "-none"})
+	require.NoError(t, err)
+	require.Empty(t, runs)
+}
