@@ -37,6 +37,10 @@ func NewCatalog(jobs ...Job) (*Catalog, error) {
 				return nil, fmt.Errorf("catalog: jobs %s and %s share queue %s with different MaxConcurrency (%d, %d)",
 					other.Name, j.Name, q.Name, other.Queue.Concurrency(), q.Concurrency())
 			}
+			if other, ok := queues[q.Name]; ok && other.Queue.Priority != q.Priority {
+				return nil, fmt.Errorf("catalog: jobs %s and %s share queue %s with different Priority (%d, %d)",
+					other.Name, j.Name, q.Name, other.Queue.Priority, q.Priority)
+			}
 			queues[q.Name] = j
 		}
 		if _, dup := c.jobs[j.Name]; dup {

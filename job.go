@@ -125,6 +125,15 @@ type JobQueue struct {
 	// 2..1000, as Lambda's ScalingConfig.MaximumConcurrency; 0 means
 	// DefaultQueueConcurrency.
 	MaxConcurrency int
+	// Priority orders the queue among the other queues with a Priority
+	// on the embedded store: those share one pool of consumers (the sum
+	// of their MaxConcurrency) that serves the highest Priority first,
+	// while each queue still gets at least its MaxConcurrency's share of
+	// the pool's batches when it has work. 0: no order (a pool of its
+	// own). On AWS and PostgreSQL every queue keeps its own consumers and
+	// the Priority has no effect (two event-source mappings cannot order
+	// work; a queue's MaxConcurrency is its share).
+	Priority int
 }
 
 // DefaultQueueConcurrency is a job queue's MaxConcurrency when unset.
@@ -271,6 +280,10 @@ func (j Job) Validate() error {
 		return fmt.Errorf("job %s: catch-up: Window and MaxPerTrigger must not be negative", j.Name)
 	case j.Queue.Name == "" && j.Queue.MaxConcurrency != 0:
 		return fmt.Errorf("job %s: queue: MaxConcurrency %d without a Name (the shared queue's consumers are the deployment's)", j.Name, j.Queue.MaxConcurrency)
+	case j.Queue.Name == "" && j.Queue.Priority != 0:
+		return fmt.Errorf("job %s: queue: Priority %d without a Name", j.Name, j.Queue.Priority)
+	case j.Queue.Priority < 0:
+		return fmt.Errorf("job %s: queue %s: Priority %d must not be negative", j.Name, j.Queue.Name, j.Queue.Priority)
 	case j.Queue.MaxConcurrency != 0 && (j.Queue.MaxConcurrency < 2 || j.Queue.MaxConcurrency > 1000):
 		return fmt.Errorf("job %s: queue %s: MaxConcurrency %d, want 2..1000 (Lambda's ScalingConfig.MaximumConcurrency)", j.Name, j.Queue.Name, j.Queue.MaxConcurrency)
 	}

@@ -20,6 +20,8 @@ func TestJobQueueValidation(t *testing.T) {
 		{Name: "q", MaxConcurrency: 1}:         "MaxConcurrency 1, want 2..1000",
 		{Name: "q", MaxConcurrency: 1001}:      "MaxConcurrency 1001, want 2..1000",
 		{Name: "no spaces", MaxConcurrency: 2}: `invalid queue name "no spaces"`,
+		{Priority: 1}:                          "Priority 1 without a Name",
+		{Name: "q", Priority: -1}:              "Priority -1 must not be negative",
 	} {
 		require.ErrorContains(t, job("j", q).Validate(), want, "%+v", q)
 	}
@@ -29,6 +31,8 @@ func TestJobQueueValidation(t *testing.T) {
 
 	_, err := baton.NewCatalog(job("a", baton.JobQueue{Name: "q", MaxConcurrency: 3}), job("b", baton.JobQueue{Name: "q", MaxConcurrency: 5}))
 	require.ErrorContains(t, err, "jobs a and b share queue q with different MaxConcurrency (3, 5)")
+	_, err = baton.NewCatalog(job("a", baton.JobQueue{Name: "q", Priority: 1}), job("b", baton.JobQueue{Name: "q", Priority: 2}))
+	require.ErrorContains(t, err, "jobs a and b share queue q with different Priority (1, 2)")
 	c, err := baton.NewCatalog(job("a", baton.JobQueue{Name: "q", MaxConcurrency: 3}), job("b", baton.JobQueue{Name: "q", MaxConcurrency: 3}), job("c", baton.JobQueue{}))
 	require.NoError(t, err)
 	require.Equal(t, map[string][]string{"q": {"a", "b"}}, c.Queues())

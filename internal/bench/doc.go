@@ -70,6 +70,11 @@
 //     behind the throttling proxy: refused acquisitions' latency, rate,
 //     calls and write units each, and the lease partition key's peak,
 //     against raw conditional writes of as many writers.
+//  12. Priority (embedded store only): 6,000 urgent items queued with
+//     2,000 bulk ones in two priority classes of one pool (shares 6/8 and
+//     2/8): the bulk class's part of the completions while both have
+//     items, against its share, and the urgent class's part of the first
+//     tenth (Priority).
 //
 // Figures are wall times on a shared machine: they move with its load. The
 // references move with it too, which is why every figure is read as a

@@ -99,6 +99,12 @@ func TestReport(t *testing.T) {
 		r.add(rows...)
 		err = errors.Join(err, rerr)
 	}
+	if r.SkipFunc == nil || !r.SkipFunc("12 priority", targets[0].Name) {
+		r.logf("12 priority on %s", targets[0].Name)
+		rows, perr := Priority(t.Context(), t.TempDir(), 6000, 2000)
+		r.add(rows...)
+		err = errors.Join(err, perr)
+	}
 	r.logf("6 lambda")
 	if lerr := r.Lambda(t.Context(), lambdaParams(t, true)); lerr != nil {
 		r.logf("6 lambda FAILED: %v", lerr)

@@ -60,6 +60,7 @@ type pool struct {
 	queue       backend.Queue
 	consumer    *consumer.Consumer
 	concurrency int
+	priority    int // baton.JobQueue.Priority
 }
 
 // New returns an engine on b.
@@ -118,7 +119,7 @@ func (e *Engine) openJobQueues() (queue.Sender, error) {
 		return nil, err
 	}
 	for _, q := range queues {
-		e.pools = append(e.pools, pool{name: q.Name, queue: q.Queue, concurrency: q.Concurrency})
+		e.pools = append(e.pools, pool{name: q.Name, queue: q.Queue, concurrency: q.Concurrency, priority: q.Priority})
 	}
 	return router, nil
 }
@@ -128,6 +129,7 @@ type JobQueue struct {
 	Name        string
 	Queue       backend.Queue
 	Concurrency int
+	Priority    int
 }
 
 // JobQueues opens, on b, the queues c's jobs name (baton.JobQueue) and
@@ -158,7 +160,7 @@ func JobQueues(ctx context.Context, b backend.Backend, c *baton.Catalog) (queue.
 		}
 		jobs := queues[name]
 		j, _ := c.Lookup(jobs[0])
-		out = append(out, JobQueue{Name: name, Queue: q, Concurrency: j.Queue.Concurrency()})
+		out = append(out, JobQueue{Name: name, Queue: q, Concurrency: j.Queue.Concurrency(), Priority: j.Queue.Priority})
 		for _, job := range jobs {
 			routes[job] = q
 		}
@@ -205,13 +207,69 @@ func (e *Engine) Poller() *poller.Poller {
 
 // Pollers returns the poller of the shared work queue and one per job
 // queue, each with its own consumer and concurrency (the job queue's
-// MaxConcurrency), so that a noisy job cannot starve the others.
+// MaxConcurrency), so that a noisy job cannot starve the others. On the
+// embedded store the job queues with a Priority share one poller instead
+// (PriorityPoller).
 func (e *Engine) Pollers() []*poller.Poller {
 	ps := []*poller.Poller{e.Poller()}
+	var ordered []pool
 	for _, p := range e.pools {
+		if p.priority > 0 && e.backend.Name == "sqlite" {
+			ordered = append(ordered, p)
+			continue
+		}
 		ps = append(ps, e.poller(p.queue, p.consumer, p.concurrency))
 	}
+	if len(ordered) > 0 {
+		ps = append(ps, e.priorityPoller(ordered))
+	}
 	return ps
+}
+
+// priorityPoller returns one poller over the pools, highest Priority
+// first, whose concurrency is the sum of theirs: each receive serves the
+// highest class with work, but a class behind its share (its
+// concurrency's part of the sum) goes first (queue.Priority). Each batch
+// comes from one class and is handled by that class's consumer.
+func (e *Engine) priorityPoller(pools []pool) *poller.Poller {
+	sort.SliceStable(pools, func(a, b int) bool { return pools[a].priority > pools[b].priority })
+	total := 0
+	for _, p := range pools {
+		total += p.concurrency
+	}
+	classes := make([]queue.Class, len(pools))
+	for i, p := range pools {
+		classes[i] = queue.Class{Receiver: p.queue, Share: float64(p.concurrency) / float64(total)}
+	}
+	pr, err := queue.NewPriority(classes...)
+	if err != nil {
+		panic(err) // shares of concurrencies: in 0..1, summing to 1
+	}
+	pl := e.poller(pr, nil, total)
+	pl.HandleFunc = func(ctx context.Context, deadline time.Time, msgs []queue.Delivery) []string {
+		if len(msgs) == 0 {
+			return nil
+		}
+		i, _, err := pr.Class(msgs[0].ReceiptHandle)
+		if err != nil {
+			failed := make([]string, len(msgs))
+			for k, m := range msgs {
+				failed[k] = m.MessageID
+			}
+			return failed
+		}
+		// The consumer changes visibility on its own queue: it gets the
+		// handles that queue knows (the poller deletes by the prefixed ones).
+		own := make([]queue.Delivery, len(msgs))
+		for k, m := range msgs {
+			own[k] = m
+			if _, h, err := pr.Class(m.ReceiptHandle); err == nil {
+				own[k].ReceiptHandle = h
+			}
+		}
+		return handle(ctx, pools[i].consumer, deadline, own)
+	}
+	return pl
 }
 
 func (e *Engine) poller(from queue.Receiver, c *consumer.Consumer, concurrency int) *poller.Poller {
@@ -233,14 +291,19 @@ func (e *Engine) poller(from queue.Receiver, c *consumer.Consumer, concurrency i
 		NowFunc:     e.opts.NowFunc,
 		Logger:      e.opts.Logger,
 		HandleFunc: func(ctx context.Context, deadline time.Time, msgs []queue.Delivery) []string {
-			res := c.Handle(ctx, deadline, msgs)
-			failed := make([]string, len(res.Failed))
-			for i, f := range res.Failed {
-				failed[i] = f.MessageID
-			}
-			return failed
+			return handle(ctx, c, deadline, msgs)
 		},
 	}
+}
+
+// handle hands a batch to c and returns the ids of its failed messages.
+func handle(ctx context.Context, c *consumer.Consumer, deadline time.Time, msgs []queue.Delivery) []string {
+	res := c.Handle(ctx, deadline, msgs)
+	failed := make([]string, len(res.Failed))
+	for i, f := range res.Failed {
+		failed[i] = f.MessageID
+	}
+	return failed
 }
 
 // Consume runs the consumers until ctx is done; batches in flight finish.

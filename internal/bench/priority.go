@@ -1,0 +1,109 @@
+package bench
+
+import (
+	"context"
+	"fmt"
+	"path/filepath"
+	"sync"
+	"time"
+
+	"github.com/batonhq/baton"
+	"github.com/batonhq/baton/internal/backend/sqlitebackend"
+	"github.com/batonhq/baton/internal/engine"
+	"github.com/batonhq/baton/internal/ledger"
+)
+
+// Priority measures priority classes on the embedded store: high urgent
+// items (queue Priority 2, MaxConcurrency 6) queued with low bulk items
+// (Priority 1, MaxConcurrency 2: a least share of 2/8), each item taking
+// work of its own (a millisecond's sleep), all of them in one pool of 8
+// consumers. The figures: the bulk class's part of the completions while
+// both classes still had items (read against its share; goal at least
+// 0.8 × share), and the urgent class's part of the first 10 % of
+// completions.
+func Priority(ctx context.Context, dir string, high, low int) ([]Row, error) {
+	var mu sync.Mutex
+	var order []string
+	job := func(name string, n, prio, conc int) baton.Job {
+		assets := make([]string, n)
+		for i := range assets {
+			assets[i] = fmt.Sprintf("%s-%d", name, i)
+		}
+		return baton.Job{
+			Name: name, Schedule: "rate(1 minute)", Assets: assets,
+			Queue: baton.JobQueue{Name: name, MaxConcurrency: conc, Priority: prio},
+			Processor: baton.ProcessorFunc(func(ctx context.Context, _ baton.Task) ([]byte, error) {
+				time.Sleep(time.Millisecond)
+				mu.Lock()
+				order = append(order, name)
+				mu.Unlock()
+				return []byte("ok"), nil
+			}),
+		}
+	}
+	b, err := sqlitebackend.Open(ctx, filepath.Join(dir, "priority.db"))
+	if err != nil {
+		return nil, err
+	}
+	defer b.Close()
+	e, err := engine.New(b, engine.Options{Catalog: baton.MustCatalog(job("urgent", high, 2, 6), job("bulk", low, 1, 2)), Consumers: 1, BatchSize: 10, BatchTimeout: time.Minute})
+	if err != nil {
+		return nil, err
+	}
+	now := time.Now()
+	nominal := map[string]time.Time{}
+	for _, j := range []string{"urgent", "bulk"} {
+		sum, err := e.Trigger(ctx, j, now, false)
+		if err != nil {
+			return nil, err
+		}
+		nominal[j] = sum.Nominal
+	}
+	cctx, cancel := context.WithCancel(ctx)
+	var wg sync.WaitGroup
+	wg.Go(func() { _ = e.Consume(cctx) })
+	defer func() { cancel(); wg.Wait() }()
+	start := time.Now()
+	for _, j := range []string{"urgent", "bulk"} {
+		wctx, stop := context.WithTimeout(ctx, 10*time.Minute)
+		run, _, err := e.WaitSettled(wctx, j, nominal[j], 0)
+		stop()
+		if err != nil {
+			return nil, err
+		}
+		if run.State != ledger.RunComplete {
+			return nil, fmt.Errorf("priority: run of %s %s", j, run.State)
+		}
+	}
+	took := time.Since(start)
+	mu.Lock()
+	defer mu.Unlock()
+	var h, l int
+	for _, c := range order {
+		if h >= high || l >= low {
+			break
+		}
+		if c == "urgent" {
+			h++
+		} else {
+			l++
+		}
+	}
+	first := max(len(order)/10, 1)
+	urgentFirst := 0
+	for _, c := range order[:first] {
+		if c == "urgent" {
+			urgentFirst++
+		}
+	}
+	const share = 2.0 / 8
+	note := fmt.Sprintf("%d urgent and %d bulk items, 8 consumers, all done in %s", high, low, took.Round(time.Millisecond))
+	return []Row{
+		{Scenario: "12 priority", Backend: "sqlite", Figure: "bulk's part of the completions while both classes had items",
+			Value: float64(l) / float64(h+l), Reference: share, RefText: "its share, 2/8", Unit: Count, Goal: RatioAtLeast(0.8),
+			Note: fmt.Sprintf("%d urgent, %d bulk; %s", h, l, note)},
+		{Scenario: "12 priority", Backend: "sqlite", Figure: "urgent's part of the first 10 % of completions",
+			Value: float64(urgentFirst) / float64(first), Reference: 1 - share, RefText: "its share, 6/8", Unit: Count, Goal: RatioAtLeast(0.9),
+			Note: fmt.Sprintf("%d of %d", urgentFirst, first)},
+	}, nil
+}

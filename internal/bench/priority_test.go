@@ -1,0 +1,20 @@
+package bench
+
+import (
+	"testing"
+
+	"github.com/stretchr/testify/require"
+)
+
+// The priority scenario at a small size: its figures are there and meet
+// their goals.
+func TestPrioritySmall(t *testing.T) {
+	t.Parallel()
+	rows, err := Priority(t.Context(), t.TempDir(), 300, 100)
+	require.NoError(t, err)
+	require.Len(t, rows, 2)
+	for _, r := range rows {
+		t.Logf("%s: %.3f (reference %.3f) %s", r.Figure, r.Value, r.Reference, r.Note)
+		require.True(t, r.Met(), "%+v", r)
+	}
+}
