@@ -159,3 +159,45 @@ func (p *Priority) ChangeVisibility(ctx context.Context, cp ChangeVisibilityPara
 	cp.ReceiptHandle = h
 	return p.classes[i].Receiver.ChangeVisibility(ctx, cp)
 }
+
+// DeleteBatch deletes the messages from the classes they came from, one
+// DeleteAll per class (a batch's messages are of one class when Receive
+// returned them). Failed entries are named by the handles given.
+func (p *Priority) DeleteBatch(ctx context.Context, handles []string) error {
+	if err := CheckHandles(handles); err != nil {
+		return err
+	}
+	byClass := map[int][]string{}
+	given := map[string]string{} // the handle given, by class and queue handle
+	var failed []EntryError
+	var errs []error
+	for _, h := range handles {
+		i, qh, err := p.Class(h)
+		if err != nil {
+			failed = append(failed, EntryError{ID: h, Err: err})
+			continue
+		}
+		byClass[i] = append(byClass[i], qh)
+		given[strconv.Itoa(i)+":"+qh] = h
+	}
+	for i, hs := range byClass {
+		err := DeleteAll(ctx, p.classes[i].Receiver, hs)
+		var be *BatchError
+		switch {
+		case err == nil:
+		case errors.As(err, &be):
+			for _, f := range be.Failed {
+				failed = append(failed, EntryError{ID: given[strconv.Itoa(i)+":"+f.ID], Err: f.Err})
+			}
+		default:
+			errs = append(errs, fmt.Errorf("class %d: %w", i, err))
+		}
+	}
+	if err := errors.Join(errs...); err != nil {
+		return err
+	}
+	if len(failed) > 0 {
+		return &BatchError{Failed: failed}
+	}
+	return nil
+}

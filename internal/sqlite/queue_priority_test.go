@@ -1,6 +1,7 @@
 package sqlite
 
 import (
+	"errors"
 	"fmt"
 	"testing"
 	"time"
@@ -98,5 +99,22 @@ func TestPriorityServesTheLowClassItsShare(t *testing.T) {
 	}
 	if err := p.Delete(t.Context(), "9:x"); err != queue.ErrInvalidReceipt {
 		t.Fatalf("delete of an unknown class's handle: %v", err)
+	}
+	// A batch delete goes to the batch's class; a handle of no class fails
+	// alone, by the handle given.
+	handles := []string{"9:x"}
+	ds = ds[:min(len(ds), queue.MaxBatch-1)]
+	for _, d := range ds {
+		handles = append(handles, d.ReceiptHandle)
+	}
+	err = queue.DeleteAll(t.Context(), p, handles)
+	var be *queue.BatchError
+	if !errors.As(err, &be) || len(be.Failed) != 1 || be.Failed[0].ID != "9:x" || !errors.Is(be.Failed[0].Err, queue.ErrInvalidReceipt) {
+		t.Fatalf("batch delete with one unknown handle: %v", err)
+	}
+	for _, d := range ds {
+		if err := p.Delete(t.Context(), d.ReceiptHandle); !errors.Is(err, queue.ErrInvalidReceipt) {
+			t.Fatalf("delete after the batch delete: %v, want the message gone", err)
+		}
 	}
 }
