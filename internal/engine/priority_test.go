@@ -15,7 +15,7 @@ import (
 	"github.com/batonhq/baton/internal/ledger"
 )
 
-// PriorityShares runs a flood of high-class items queued with low-class
+// priorityOrder runs a flood of high-class items queued with low-class
 // items on the embedded store, the classes being job queues with a
 // Priority (urgent: 2, MaxConcurrency 6; bulk: 1, MaxConcurrency 2, so a
 // least share of 2/8), and returns the order in which items completed
