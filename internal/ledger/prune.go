@@ -12,11 +12,24 @@ type PruneParams struct {
 	// Before: runs finished before it are removed, with every record of
 	// theirs (items of every generation, settle marks, item pages).
 	Before time.Time
-	// MaxRecords bounds the records one call deletes (0 means 5,000), so
+	// MaxRecords bounds the records one call deletes (0 means
+	// DefaultPruneRecords), so
 	// that a pass takes bounded work whatever a run's size; a run whose
 	// records do not fit is finished by the next call (its run record is
 	// removed last).
 	MaxRecords int
+}
+
+// DefaultPruneRecords is the bound of one Prune call when
+// PruneParams.MaxRecords is 0.
+const DefaultPruneRecords = 5000
+
+// Limit returns MaxRecords, or DefaultPruneRecords when it is not set.
+func (p PruneParams) Limit() int {
+	if p.MaxRecords <= 0 {
+		return DefaultPruneRecords
+	}
+	return p.MaxRecords
 }
 
 // PruneResult says what Prune removed.

@@ -18,10 +18,7 @@ var _ ledger.Pruner = (*LedgerStore)(nil)
 // pages, in chunks of at most 1,000 rows, its run record last, until
 // p.MaxRecords records are removed.
 func (s *LedgerStore) Prune(ctx context.Context, p ledger.PruneParams) (ledger.PruneResult, error) {
-	limit := p.MaxRecords
-	if limit <= 0 {
-		limit = 5000
-	}
+	limit := p.Limit()
 	var res ledger.PruneResult
 	for res.Records < limit {
 		var job string

@@ -17,10 +17,7 @@ var _ ledger.Pruner = (*LedgerStore)(nil)
 // record last, until p.MaxRecords records are removed. Each chunk is one
 // write transaction.
 func (s *LedgerStore) Prune(ctx context.Context, p ledger.PruneParams) (ledger.PruneResult, error) {
-	limit := p.MaxRecords
-	if limit <= 0 {
-		limit = 5000
-	}
+	limit := p.Limit()
 	var res ledger.PruneResult
 	for res.Records < limit {
 		var job string
