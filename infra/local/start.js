@@ -45,8 +45,10 @@ function fail(msg) {
 // on a request mid-flight (a cancelled context closes the connection:
 // ECONNRESET, "aborted") used to kill the whole server, and every later test
 // failed with "connection refused". Such an error is logged and ignored;
-// anything else still stops the process.
+// anything else still stops the process. The handler replaces the launcher's
+// own (failed), which would otherwise run too and stop the server anyway.
 function startDynamoDB(host, port) {
+  process.removeListener("uncaughtException", failed);
   process.on("uncaughtException", (err) => {
     if (err && (err.code === "ECONNRESET" || err.message === "aborted")) {
       console.error(`start.js: a client aborted a request (${err.code || err.message}); ignored`);

@@ -212,11 +212,27 @@ func (s *server) start(dir string) (Endpoint, error) {
 	s.mu.Lock()
 	s.cmd, s.stdin = cmd, stdin
 	s.mu.Unlock()
+	go s.watch(exited, stderr)
 	return Endpoint{
 		URL:         url,
 		Region:      Region,
 		Credentials: credentials.NewStaticCredentialsProvider("AKIDLOCALEMULATOR", "local-emulator-secret", ""),
 	}, nil
+}
+
+// watch reports on the test binary's standard error when the server dies
+// before Stop, with the end of what it wrote to its own: every later call
+// to it fails with "connection refused", which says nothing of why.
+func (s *server) watch(exited <-chan error, stderr fmt.Stringer) {
+	err := <-exited
+	s.mu.Lock()
+	stopped := s.stopped
+	s.mu.Unlock()
+	if stopped {
+		return
+	}
+	fmt.Fprintf(os.Stderr, "localaws: the %s emulator exited while tests used it (%v); its standard error ends with:\n%s\n",
+		s.pkg, err, strings.TrimSpace(stderr.String()))
 }
 
 // waitAnswer polls url until the server returns any HTTP response.
