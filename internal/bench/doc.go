@@ -60,12 +60,25 @@
 //     item in one partition key, the layout before item partitions, for
 //     contrast.
 //  9. Cost: the AWS list-price cost per million items of the emulator
-//     run, from its measured write and read units (the proxy's), SQS
-//     requests and Lambda requests and GB-seconds (one request per
-//     consumer batch, the batches' measured time at the template's
-//     memory), beside Step Functions Distributed Map (Standard and
-//     Express) and Powertools idempotency doing the same work, each
-//     priced by the formula its row states (Prices, Anchors).
+//     scale run (Prices, ListPrices: us-east-1, with their sources and
+//     the date they were confirmed), from its counts: the proxy's write
+//     and read units (write units per started KB, read units per started
+//     4 KB, half for an eventually consistent read), the SQS requests as
+//     SQS bills them (every attempt of every action, the pollers' empty
+//     receives included, each 64 KB chunk of a payload one request:
+//     awscall.Counter.Billed), one Lambda request per consumer batch plus
+//     the coordinator's invocation, and their GB-seconds at the
+//     template's 256 MB. The durations are priced twice. As measured on
+//     the emulators (each invocation rounded up to 1 ms) they are an
+//     upper bound: each batch waits on single-threaded Node.js servers
+//     under load. The goal line judges the second figure, each
+//     invocation at AWS's latency (Latency, AWSLatency): its own time
+//     (none of its calls outstanding) divided by the vCPU share 256 MB
+//     buys, plus the calls of its longest chain of sequential calls at a
+//     cited latency per call, plus 1 ms of rounding. Beside them, Step
+//     Functions Distributed Map (Standard and Express) and Powertools
+//     idempotency doing the same work, each priced from the same counts
+//     by the formula its row states (Anchors).
 //  10. Contended: one lease held while 8 and 64 contenders ask for it,
 //     behind the throttling proxy: refused acquisitions' latency, rate,
 //     calls and write units each, and the lease partition key's peak,
@@ -84,8 +97,15 @@
 // The report runs as a test binary (the emulators are test support):
 //
 //	go test -c -o bin/bench.test ./internal/bench
-//	bin/bench.test -test.run '^TestReport$' -report [-report.only REGEXP]
+//	bin/bench.test -test.run '^TestReport$' -report [-report.only REGEXP] [-report.out bin/bench.md]
 //
-// In report mode standard output holds the table alone. Without -report
-// the package's tests run every scenario at a tiny size instead.
+// In report mode standard output holds the table alone; -report.out
+// writes it to a file too, and the rows that have a goal, met or not, to
+// a second file beside it (bin/bench-goals.md: GoalsMarkdown). The cost
+// rows alone, from a smaller emulator run:
+//
+//	bin/bench.test -test.run '^TestReport$' -report -report.only '^8 scale on aws \(dynalite' -report.scale.aws 20000
+//
+// Without -report the package's tests run every scenario at a tiny size
+// instead.
 package bench

@@ -59,6 +59,11 @@ type awsRun struct {
 	shardMessages      int
 	batches            int
 	busy, coordinator  time.Duration
+	// sqsRequests are the SQS requests as billed (awscall.Counter.Billed);
+	// timed sums the timings of the consumer batches and the
+	// coordinator's invocation.
+	sqsRequests int
+	timed       invocations
 }
 
 // awsScaleRun runs a tick of n items through the proxy p on endpoints ep,
@@ -88,16 +93,22 @@ func (r *Runner) awsScaleRun(ctx context.Context, p *ddbthrottle.Proxy, ep awsEn
 	p.Reset()
 	env.Calls.Reset()
 	start := time.Now()
-	sum, err := e.Trigger(ctx, j.Name, start, false)
+	coordinatorCalls := &callTimes{}
+	sum, err := e.Trigger(withCallTimes(ctx, coordinatorCalls), j.Name, start, false)
 	if err != nil {
 		return run, fmt.Errorf("coordinator: %w", err)
 	}
 	run.coordinator, run.shardMessages = sum.Duration, sum.ShardMessages
+	run.timed.add(timing(start, time.Now(), coordinatorCalls))
 	last, werr := pollers.Wait(ctx)
 	pollers.Stop()
 	run.stats, run.calls = p.Stats(), env.Calls.Snapshot()
+	if billed, ok := env.Calls.(interface{ Billed(string) int }); ok {
+		run.sqsRequests = billed.Billed("SQS")
+	}
 	pollers.mu.Lock()
 	run.done, run.batches, run.busy = pollers.succeeded, pollers.batches, pollers.busy
+	run.timed.merge(pollers.timed)
 	expanded := pollers.lastExpanded
 	pollers.mu.Unlock()
 	if werr != nil {
