@@ -58,8 +58,9 @@ func AcquireWithBackoff(ctx context.Context, s Store, p AcquireParams, b Backoff
 // the short waits of a first refusal on a lease that is still fought
 // over. It keeps:
 //
-//   - the bound, halved for every ten seconds without a refusal, so that
-//     it shrinks back once the contention is over;
+//   - the bound, halved for every ten seconds it went without a refusal
+//     after its latest wait ended (waiting is not quiet), so that it
+//     shrinks back once the contention is over;
 //   - the fence of its latest refusal, to tell a lease that changed hands
 //     since (BusyCap) from one that did not (Cap);
 //   - the end of the wait its latest refusal drew: an Acquire called
@@ -76,7 +77,7 @@ type Contender struct {
 	bound   time.Duration // 0: Base
 	refused time.Time     // the latest refusal
 	fence   int64         // the holder's fence at the latest refusal
-	until   time.Time     // the end of the latest refusal's wait
+	until   time.Time     // the end of the latest refusal's wait (not reset with the job: the decay's start)
 	held    *HeldError    // the latest refusal
 }
 
@@ -114,14 +115,17 @@ func (c *Contender) Acquire(ctx context.Context, s Store, p AcquireParams) (Leas
 	c.mu.Lock()
 	start := now()
 	if c.job != p.Job {
-		c.job, c.fence, c.until, c.held = p.Job, 0, time.Time{}, nil
+		c.job, c.fence, c.held = p.Job, 0, nil
 	}
 	bound, fence, held := c.bound, c.fence, c.held
-	if quiet := start.Sub(c.refused); !c.refused.IsZero() && quiet >= decayEvery {
+	if quiet := start.Sub(c.until); !c.refused.IsZero() && quiet >= decayEvery {
 		bound >>= min(int(quiet/decayEvery), 32)
 	}
 	bound = min(max(bound, base), busy)
 	rest := c.until.Sub(start)
+	if held == nil {
+		rest = 0 // another job's wait
+	}
 	c.mu.Unlock()
 	if rest > 0 {
 		if err := sleep(ctx, rest); err != nil {

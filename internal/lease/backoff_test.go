@@ -239,3 +239,36 @@ func TestContenderWaitsOutAnEarlierWait(t *testing.T) {
 	require.Equal(t, 1, calls)
 	require.Empty(t, waits)
 }
+
+// The bound decays with the time after the latest wait ended, not the
+// time spent waiting.
+func TestContenderWaitingIsNotQuiet(t *testing.T) {
+	t.Parallel()
+	now := time.Date(2026, 11, 21, 12, 0, 0, 0, time.UTC)
+	var bounds []time.Duration
+	c := &lease.Contender{Backoff: lease.Backoff{
+		Base: 10 * time.Millisecond, Cap: time.Second, BusyCap: 32 * time.Second,
+		NowFunc:   func() time.Time { return now },
+		SleepFunc: func(_ context.Context, d time.Duration) error { now = now.Add(d); return nil },
+		RandFunc:  func(n time.Duration) time.Duration { bounds = append(bounds, n); return n },
+	}}
+	p := lease.AcquireParams{Job: "j", Owner: "me", TTL: time.Minute}
+	s := &movingStore{n: 6, step: 1, expires: now.Add(time.Hour)}
+	_, _, err := c.Acquire(t.Context(), s, p)
+	require.NoError(t, err)
+	require.Equal(t, []time.Duration{10, 80, 640, 5120, 32000, 32000}, scale(bounds, time.Millisecond))
+
+	// The last wait was 32 s; 5 s after it ended the bound is still whole,
+	// 25 s after it ended it is a quarter.
+	for _, tc := range []struct {
+		quiet time.Duration
+		want  time.Duration
+	}{{5 * time.Second, 32000}, {25 * time.Second, 8000}} {
+		bounds = nil
+		now = now.Add(tc.quiet)
+		s = &movingStore{n: 1, fence: s.fence + 1, step: 1, expires: now.Add(time.Hour)}
+		_, _, err = c.Acquire(t.Context(), s, p)
+		require.NoError(t, err)
+		require.Equal(t, []time.Duration{tc.want}, scale(bounds, time.Millisecond), "%s after the wait", tc.quiet)
+	}
+}
