@@ -21,8 +21,9 @@
 //     records (PutItem with attribute_not_exists; SQLite INSERT … ON
 //     CONFLICT DO UPDATE … WHERE) by as many writers. Then the same
 //     counts as callers that want the lease do it (each a lease.Contender
-//     that acquires, releases at once and asks again), in nine rounds
-//     that alternate the counts after one raw writer: calls per
+//     that acquires, releases at once and asks again), in fifteen rounds
+//     of half a second per count that alternate the counts after one raw
+//     writer, every other round in the reverse order: calls per
 //     acquisition (goal ≤ 5), acquisitions/s against one writer's raw
 //     writes ÷ 2, refused calls' latency, and the median acquisitions/s
 //     with 64 contenders against 8 of the same rounds (goal ≥ 100 %).

@@ -93,9 +93,9 @@ func (r *Runner) lease(ctx context.Context, t Target) error {
 // a caller that wants a lease does: a lease.Contender (kept across its
 // acquisitions and the rounds, as a warm process keeps it) that acquires,
 // releases at once and asks again. The rounds alternate the contender
-// counts, after one writer's raw conditional writes (the reference), so
-// that a change of the machine's load falls on all of them alike; each
-// rate is the median of its rounds.
+// counts (in the reverse order every other round), after one writer's raw
+// conditional writes (the reference), so that a change of the machine's
+// load falls on all of them alike; each rate is the median of its rounds.
 func (r *Runner) leaseBackoff(ctx context.Context, t Target, env *Env) error {
 	type tally struct {
 		rates     []float64
@@ -115,8 +115,16 @@ func (r *Runner) leaseBackoff(ctx context.Context, t Target, env *Env) error {
 	var rawRates []float64
 	var rawSeq atomic.Int64
 	rounds := max(r.Config.BackoffRounds, 1)
+	window := r.Config.BackoffWindow
+	if window <= 0 {
+		window = r.Config.Window
+	}
+	order := make([]int, len(counts))
+	for i := range order {
+		order[i] = i
+	}
 	for round := range rounds {
-		l, err := RunWorkers(ctx, 1, r.Config.Window, func(ctx context.Context, w int) (int, error) {
+		l, err := RunWorkers(ctx, 1, window, func(ctx context.Context, w int) (int, error) {
 			start := time.Now()
 			if err := env.RawWriteFunc(ctx, fmt.Sprintf("b-%d", rawSeq.Add(1))); err != nil {
 				return 0, err
@@ -129,13 +137,17 @@ func (r *Runner) leaseBackoff(ctx context.Context, t Target, env *Env) error {
 		}
 		rawRates = append(rawRates, l.PerSecond()/2)
 		line := fmt.Sprintf("  backoff round %d: raw %.0f writes/s", round+1, l.PerSecond())
-		for i, n := range counts {
+		// Every other round takes the counts in the reverse order, so
+		// that none always follows the raw writer or another count.
+		slices.Reverse(order)
+		for _, i := range order {
+			n := counts[i]
 			tl := &tallies[i]
 			job := fmt.Sprintf("backoff-%d", n)
 			leases := timedAcquire{Store: env.Backend.Leases, refused: &tl.refused}
 			var won, calls, released atomic.Int64
-			wctx, cancel := context.WithTimeout(ctx, r.Config.Window)
-			l, err := RunWorkers(wctx, n, r.Config.Window, func(ctx context.Context, w int) (int, error) {
+			wctx, cancel := context.WithTimeout(ctx, window)
+			l, err := RunWorkers(wctx, n, window, func(ctx context.Context, w int) (int, error) {
 				owner := fmt.Sprintf("contender-%d", w)
 				got, c, err := contenders[i][w].Acquire(ctx, leases, lease.AcquireParams{Job: job, Owner: owner, TTL: time.Minute, Skew: time.Second})
 				calls.Add(int64(c))

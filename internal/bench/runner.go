@@ -18,9 +18,10 @@ type Config struct {
 	Window time.Duration
 	Rounds int
 	// BackoffRounds is how many rounds of the contenders retrying with
-	// backoff alternate the contender counts (each a Window long); their
-	// rates are the medians of the rounds.
+	// backoff alternate the contender counts, each count BackoffWindow
+	// long (0: Window); their rates are the medians of the rounds.
 	BackoffRounds int
+	BackoffWindow time.Duration
 	// FanOutItems is the size of the fan-out (scenario 3), FanOutRounds
 	// how many times raw sends and the coordinator alternate (the best of
 	// each is kept).
@@ -65,7 +66,8 @@ func FullConfig() Config {
 		Contenders:        []int{1, 8, 64},
 		Window:            time.Second,
 		Rounds:            3,
-		BackoffRounds:     9,
+		BackoffRounds:     15,
+		BackoffWindow:     500 * time.Millisecond,
 		FanOutItems:       10_000,
 		FanOutRounds:      5,
 		EndToEndItems:     10_000,
