@@ -25,7 +25,9 @@ import (
 // contenders' next attempts are what ends the lease's idle time, so the
 // bound stays within Cap. Once the fence has moved between two refusals,
 // the lease is being acquired as soon as it is free without this caller's
-// attempts, which only add load: the bound may grow to BusyCap. The sum of
+// attempts, which only add load (and, when they win, turn the holder that
+// just released it into one more contender): the bound is at least Cap
+// and may grow to BusyCap. The sum of
 // the contenders' attempts on a busy lease then stays a small share of
 // the server however many there are (see BENCHMARKS.md, scenario 2).
 type Backoff struct {
@@ -143,7 +145,9 @@ func (c *Contender) Acquire(ctx context.Context, s Store, p AcquireParams) (Leas
 		}
 		limit := ceiling
 		if fence != 0 && held.Holder.Fence != fence {
-			limit = busy
+			// Taken since the previous refusal: waits shorter than Cap
+			// would only find it taken again.
+			limit, bound = busy, max(bound, ceiling)
 		}
 		fence = held.Holder.Fence
 		bound = min(bound, limit)

@@ -137,8 +137,9 @@ func (s *movingStore) Acquire(_ context.Context, p lease.AcquireParams) (lease.L
 
 // While one holder keeps the lease the bound stays within Cap; once the
 // fence moves between two refusals (the lease is taken as soon as it is
-// free, without this caller) it may grow to BusyCap, and it comes back
-// within Cap when a refusal shows the same holder again.
+// free, without this caller) it starts at Cap at least and may grow to
+// BusyCap, and it comes back within Cap when a refusal shows the same
+// holder again.
 func TestContenderBusyLease(t *testing.T) {
 	t.Parallel()
 	now := time.Date(2026, 11, 21, 12, 0, 0, 0, time.UTC)
@@ -154,8 +155,8 @@ func TestContenderBusyLease(t *testing.T) {
 	_, calls, err := c.Acquire(t.Context(), s, p)
 	require.NoError(t, err)
 	require.Equal(t, 7, calls)
-	require.Equal(t, []time.Duration{10, 80, 640, 5120, 8000, 8000}, scale(bounds, time.Millisecond),
-		"the first refusal knows no earlier fence (Cap); from the second on the lease is seen changing hands (BusyCap)")
+	require.Equal(t, []time.Duration{10, 1000, 8000, 8000, 8000, 8000}, scale(bounds, time.Millisecond),
+		"the first refusal knows no earlier fence (Cap); from the second on the lease is seen changing hands: from Cap up to BusyCap")
 
 	bounds = nil
 	_, _, err = c.Acquire(t.Context(), &movingStore{n: 2, fence: 100, expires: now.Add(time.Hour)}, p)
@@ -168,12 +169,12 @@ func TestContenderBusyLease(t *testing.T) {
 	d := &lease.Contender{Backoff: lease.Backoff{Cap: 2 * time.Second, NowFunc: c.Backoff.NowFunc, SleepFunc: c.Backoff.SleepFunc, RandFunc: c.Backoff.RandFunc}}
 	_, _, err = d.Acquire(t.Context(), &movingStore{n: 6, step: 1, expires: now.Add(time.Hour)}, p)
 	require.NoError(t, err)
-	require.Equal(t, []time.Duration{10, 80, 640, 5120, 16000, 16000}, scale(bounds, time.Millisecond))
+	require.Equal(t, []time.Duration{10, 2000, 16000, 16000, 16000, 16000}, scale(bounds, time.Millisecond))
 	bounds = nil
 	d = &lease.Contender{Backoff: lease.Backoff{Cap: 2 * time.Second, BusyCap: time.Second, NowFunc: c.Backoff.NowFunc, SleepFunc: c.Backoff.SleepFunc, RandFunc: c.Backoff.RandFunc}}
 	_, _, err = d.Acquire(t.Context(), &movingStore{n: 5, step: 1, expires: now.Add(time.Hour)}, p)
 	require.NoError(t, err)
-	require.Equal(t, []time.Duration{10, 80, 640, 2000, 2000}, scale(bounds, time.Millisecond))
+	require.Equal(t, []time.Duration{10, 2000, 2000, 2000, 2000}, scale(bounds, time.Millisecond))
 }
 
 // An Acquire that gives up while it waits leaves the rest of its wait to
@@ -256,7 +257,7 @@ func TestContenderWaitingIsNotQuiet(t *testing.T) {
 	s := &movingStore{n: 6, step: 1, expires: now.Add(time.Hour)}
 	_, _, err := c.Acquire(t.Context(), s, p)
 	require.NoError(t, err)
-	require.Equal(t, []time.Duration{10, 80, 640, 5120, 32000, 32000}, scale(bounds, time.Millisecond))
+	require.Equal(t, []time.Duration{10, 1000, 8000, 32000, 32000, 32000}, scale(bounds, time.Millisecond))
 
 	// The last wait was 32 s; 5 s after it ended the bound is still whole,
 	// 25 s after it ended it is a quarter.
