@@ -27,9 +27,9 @@ import (
 // the lease is being acquired as soon as it is free without this caller's
 // attempts, which only add load (and, when they win, turn the holder that
 // just released it into one more contender): the bound is at least Cap
-// and may grow to BusyCap. The sum of
-// the contenders' attempts on a busy lease then stays a small share of
-// the server however many there are (see BENCHMARKS.md, scenario 2).
+// and may grow to BusyCap. N contenders of a busy lease then make about
+// N/(BusyCap/2) attempts a second between them (64 with the defaults:
+// about 4), a small share of any server (see BENCHMARKS.md, scenario 2).
 type Backoff struct {
 	Base time.Duration // the first wait's bound; 0 means 10ms
 	Cap  time.Duration // the largest bound while one holder keeps the lease; 0 means 4s
