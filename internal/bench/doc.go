@@ -22,8 +22,10 @@
 //     CONFLICT DO UPDATE … WHERE) by as many writers. Then the same
 //     counts as callers that want the lease do it (each a lease.Contender
 //     that acquires, releases at once and asks again), in forty rounds of
-//     200 ms per count that alternate the counts after one raw writer,
-//     every other round in the reverse order: calls per acquisition (goal
+//     200 ms per count (after a 50 ms lead-in, whose acquisitions count in
+//     the calls but not in the rates: the waits that ended while the
+//     other counts ran all call then) that alternate the counts after one
+//     raw writer, every other round in the reverse order: calls per acquisition (goal
 //     ≤ 5), acquisitions/s (medians of the rounds) against one writer's
 //     raw writes ÷ 2, refused calls' latency, and acquisitions/s with 64
 //     contenders ÷ with 8 in the same round, the median of the rounds
