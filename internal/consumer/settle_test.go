@@ -114,8 +114,8 @@ func TestLargeRunSettlesByItsLastItemAndAfterACrash(t *testing.T) {
 }
 
 // The items of a batch that share a shard settle it once, when the batch
-// is done: one read per batch of the shard's probe (the item fanned out
-// last) while it is in flight, and one list of the shard by the batch
+// is done: one read per batch of the shard's probe (its last names)
+// while it is in flight, and one list of the shard by the batch
 // that ends it. The run finishes with the last batch, before Handle
 // returns.
 func TestBatchSettlesItsShardOnce(t *testing.T) {

@@ -114,13 +114,17 @@ type ShardParams struct {
 
 // SettleShard settles the shard of the item that just ended (and those
 // of Items, each distinct shard once), with work bounded whatever the
-// run's size. It first reads one record, the shard's probe: the item of
-// the shard fanned out last (for a page, its last item), which is mostly
-// the last to end; while the probe is in flight or not yet claimed, so is
-// the shard, and nothing more is read (the probe's own end settles the
-// shard later). Otherwise it lists the shard's items (at most about
-// ShardItems), and when every one is terminal writes the shard's settle
-// mark (ledger.Store.MarkDone), then climbs the run's settle tree:
+// run's size. It first reads the shard's probe: its last ProbeItems names
+// in byte-wise order, one small ListItemRange. Items are fanned out in
+// their job's order, mostly the names' order, so these are mostly the
+// last to end, and when items end in any order a few of them are still
+// in flight until the shard's last ones end: while one of the probe's
+// items is in flight or not yet claimed, so is the shard, and nothing
+// more is read (that item's own end settles the shard later). Otherwise
+// (or when the shard's last name is one of the items that ended, which
+// mostly ends it) it lists the shard's items (at most about ShardItems),
+// and when every one is terminal writes the shard's settle mark
+// (ledger.Store.MarkDone), then climbs the run's settle tree:
 // when the mark completes its group of ledger.MarkGroup marks, the group's
 // mark is written one level up, and so on; the single node of the top
 // level finishes the run with the counts summed up the tree. A run of one
@@ -131,8 +135,8 @@ type ShardParams struct {
 // crash between any two writes is recovered by a redelivered message of
 // the shard (its consumer settles again) or by the coordinator's Settle.
 // The last item of a run, whoever ends it, sees its shard complete (its
-// reads follow its own write and every other item's: the probe is
-// terminal, and so is every item of the list), and the last shard's
+// reads follow its own write and every other item's: the probe's items
+// are terminal, and so is every item of the list), and the last shard's
 // marker sees every group complete: a run settles when its last item
 // ends.
 //
@@ -175,9 +179,12 @@ func SettleShard(ctx context.Context, p ShardParams) (ledger.Run, error) {
 	return run, nil
 }
 
+// ProbeItems is the number of names of a shard's probe (see SettleShard).
+const ProbeItems = 8
+
 // shardProbe says whether settleShard reads the shard's probe first (see
-// SettleShard), and which items just ended: when the probe is one of
-// them, it is terminal and its read is skipped.
+// SettleShard), and which items just ended: when the shard's last name is
+// one of them, the probe is skipped.
 type shardProbe struct {
 	ended []string // nil: no probe, list the shard at once
 }
@@ -214,10 +221,6 @@ type layout struct {
 	at map[string]int
 	// pages: the shards are the run's stored pages (see above).
 	pages bool
-	// probes are each shard's probe: its name fanned out last (the job's
-	// item order: assets, then derived items). nil for pages (a page's
-	// last item is its probe).
-	probes []string
 }
 
 // layoutKey identifies a layout: the job's item lists (by identity: a
@@ -275,27 +278,12 @@ func newLayout(j baton.Job, run ledger.Run) layout {
 // buildLayout computes the layout of run (see layout).
 func buildLayout(j baton.Job, run ledger.Run) layout {
 	names := runNames(j, run)
-	order := make(map[string]int, len(names)) // fan-out order
-	for i, n := range names {
-		order[n] = i
-	}
-	var l layout
 	if run.Partitions > 1 {
-		l = partitioned(names, run.Partitions)
-	} else {
-		slices.Sort(names)
-		shards := max(run.Shards, 1)
-		l = layout{names: names, shards: shards, size: max(1, (len(names)+shards-1)/shards)}
+		return partitioned(names, run.Partitions)
 	}
-	l.probes = make([]string, l.shards)
-	for s := range l.shards {
-		for _, n := range l.shard(s) {
-			if l.probes[s] == "" || order[n] > order[l.probes[s]] {
-				l.probes[s] = n
-			}
-		}
-	}
-	return l
+	slices.Sort(names)
+	shards := max(run.Shards, 1)
+	return layout{names: names, shards: shards, size: max(1, (len(names)+shards-1)/shards)}
 }
 
 // partitioned returns the layout of names over parts partitions.
@@ -399,7 +387,7 @@ func (c *counts) add(o counts) {
 // settleShard settles shard s of run (see SettleShard); page is shard s's
 // page when the caller has it (pages only); complete says whether every
 // item of the shard is terminal (false when the probe found it in
-// flight).
+// flight too).
 func (l layout) settleShard(ctx context.Context, store ledger.Store, run ledger.Run, s int, page *ledger.Page, probe shardProbe, now time.Time) (_ ledger.Run, complete bool, _ error) {
 	var names []string
 	if l.pages {
@@ -417,19 +405,13 @@ func (l layout) settleShard(ctx context.Context, store ledger.Store, run ledger.
 	} else {
 		names = l.shard(s)
 	}
-	if probe.ended != nil && len(names) > 0 {
-		name := names[len(names)-1]
-		if !l.pages {
-			name = l.probes[s]
+	if probe.ended != nil && len(names) > ProbeItems && !slices.Contains(probe.ended, names[len(names)-1]) {
+		ended, err := allEnded(ctx, store, run.ID, names[len(names)-ProbeItems:])
+		if err != nil {
+			return run, false, fmt.Errorf("settle %s shard %d: probe: %w", run.ID, s, err)
 		}
-		if !slices.Contains(probe.ended, name) {
-			ended, err := probeEnded(ctx, store, run.ID, name)
-			if err != nil {
-				return run, false, fmt.Errorf("settle %s shard %d: %w", run.ID, s, err)
-			}
-			if !ended {
-				return run, false, nil // in flight
-			}
+		if !ended {
+			return run, false, nil // in flight
 		}
 	}
 	var items []ledger.Item
@@ -490,19 +472,15 @@ func (l layout) settleShard(ctx context.Context, store ledger.Store, run ledger.
 	return fin, true, nil
 }
 
-// ended reads whether the item called name is terminal: one record, a
-// range of one name.
-func probeEnded(ctx context.Context, store ledger.Store, id ledger.RunID, name string) (bool, error) {
-	items, err := store.ListItemRange(ctx, id, name, name)
+// allEnded reads whether every item called one of names, consecutive
+// names of a shard, is terminal: one ListItemRange.
+func allEnded(ctx context.Context, store ledger.Store, id ledger.RunID, names []string) (bool, error) {
+	items, err := store.ListItemRange(ctx, id, names[0], names[len(names)-1])
 	if err != nil {
-		return false, fmt.Errorf("probe %q: %w", name, err)
+		return false, err
 	}
-	for _, it := range items {
-		if it.Key.Asset == name {
-			return it.State.Terminal(), nil
-		}
-	}
-	return false, nil // not claimed yet
+	_, done := shardCounts(names, items)
+	return done, nil
 }
 
 // shardCounts decides whether every item called one of names is terminal

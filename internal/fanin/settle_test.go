@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"math/rand/v2"
 	"path/filepath"
 	"slices"
 	"sync"
@@ -161,15 +162,15 @@ func TestSettleShardFinishesAtTheLastItem(t *testing.T) {
 	require.Zero(t, b.l.wholeRuns, "no settle reads the whole run")
 }
 
-// While the item of a shard fanned out last (its probe) has not ended, a
-// settle reads that one record and nothing else; the shard is listed once
-// the probe has ended. Items ending in fan-out order end their shard's
-// probe last, so a run of 300 items in 5 shards costs about one record
-// read per item ended, not a shard's.
+// While one of the last fanin.ProbeItems names of a shard (its probe) has
+// not ended, a settle reads those records only; the shard is listed once
+// they have all ended. Items ending in name order end their shard's probe
+// last, so a run of 300 items in 5 shards lists each shard once, at its
+// last item.
 func TestSettleShardReadsTheProbeOnlyWhileItIsInFlight(t *testing.T) {
 	t.Parallel()
 	b := setupBig(t, 300, nil)
-	names := b.job.ItemNames()
+	names := slices.Sorted(slices.Values(b.job.ItemNames()))
 	listed := 0 // settles that listed a shard
 	for i, a := range names {
 		b.end(t, a, false)
@@ -181,9 +182,11 @@ func TestSettleShardReadsTheProbeOnlyWhileItIsInFlight(t *testing.T) {
 		}
 		b.l.set(func(c *crashing) {
 			require.Equal(t, 1, c.ranges, "%s: one read", a)
-			if c.read > 1 {
-				listed++ // the probe itself ended: its shard is complete
-				require.Equal(t, c.read, len(b.shardOf(t, a)), "%s: its shard", a)
+			if shard := b.shardOf(t, a); a == shard[len(shard)-1] {
+				listed++ // the shard's last name ends it: no probe
+				require.Equal(t, len(shard), c.read, "%s: its shard", a)
+			} else {
+				require.LessOrEqual(t, c.read, fanin.ProbeItems, "%s: the probe's records only", a)
 			}
 		})
 	}
@@ -192,6 +195,27 @@ func TestSettleShardReadsTheProbeOnlyWhileItIsInFlight(t *testing.T) {
 	require.NoError(t, err)
 	require.Equal(t, ledger.RunComplete, got.State)
 	require.Equal(t, 300, got.Succeeded)
+}
+
+// Items that end in no order: the run finishes at its last item, and not
+// before, and the probe keeps most settles from listing their shard.
+func TestSettleShardInRandomOrder(t *testing.T) {
+	t.Parallel()
+	b := setupBig(t, 300, nil)
+	names := slices.Clone(b.job.ItemNames())
+	rand.New(rand.NewPCG(1, 2)).Shuffle(len(names), func(i, j int) { names[i], names[j] = names[j], names[i] })
+	for i, a := range names {
+		b.end(t, a, false)
+		run, err := b.settle(t, a)
+		require.NoError(t, err)
+		if i < len(names)-1 {
+			require.Equal(t, ledger.RunFannedOut, run.State, "after %d of %d items", i+1, len(names))
+		} else {
+			require.Equal(t, ledger.RunComplete, run.State, "at the last item")
+		}
+	}
+	t.Logf("%d reads, %d records for %d items", b.l.ranges, b.l.read, len(names))
+	require.Less(t, b.l.read, len(names)*fanin.ShardItems/3, "records read")
 }
 
 // shardOf returns the names of asset's shard: the run's names in
@@ -206,13 +230,13 @@ func (b *bigRun) shardOf(t *testing.T, asset string) []string {
 	return names[lo:min(lo+size, len(names))]
 }
 
-// Items that end against the fan-out order end each shard's probe first:
-// the probe no longer stops the settles, and the run still finishes at its
-// last item, whichever it is, and not before.
-func TestSettleShardFinishesAtTheLastItemAgainstTheFanOutOrder(t *testing.T) {
+// Items that end in reverse name order end each shard's probe first: the
+// probe no longer stops the settles, and the run still finishes at its
+// last item, and not before.
+func TestSettleShardFinishesAtTheLastItemInReverseOrder(t *testing.T) {
 	t.Parallel()
 	b := setupBig(t, 300, nil)
-	names := slices.Clone(b.job.ItemNames())
+	names := slices.Sorted(slices.Values(b.job.ItemNames()))
 	slices.Reverse(names)
 	for i, a := range names {
 		b.end(t, a, false)
