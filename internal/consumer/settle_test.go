@@ -164,3 +164,44 @@ func TestBatchSettlesItsShardOnce(t *testing.T) {
 		}
 	}
 }
+
+// While its run still fans out (the coordinator has not marked it fanned
+// out yet), a consumer's batches do not each read the run again to
+// settle: the run is read where a shard is complete, so the reads per
+// message stay within the vouching goal (≤ 0.05), and a shard completed
+// meanwhile is left to the coordinator's sweep after its fan-out.
+func TestSettleDuringFanOutReadsTheRunPerShardNotPerBatch(t *testing.T) {
+	t.Parallel()
+	led, effects := newStores(t)
+	counting := &countingLedger{Store: led}
+	assets := make([]string, 640)
+	for i := range assets {
+		assets[i] = fmt.Sprintf("F%03d", i)
+	}
+	j := baton.Job{Name: "fanning", Schedule: "rate(1 minute)", Assets: assets,
+		Processor: baton.ProcessorFunc(func(context.Context, baton.Task) ([]byte, error) { return nil, nil }),
+		Limits:    baton.Limits{ItemLease: time.Minute}}
+	clock := clocktest.New(t0) // stands still: the run cache's answers last a second
+	c := &consumer.Consumer{Ledger: counting, Queue: &memQueue{}, Jobs: baton.MustCatalog(j), Effects: effects, Owner: "c1",
+		NowFunc: clock.Now, Runs: &consumer.RunCache{}}
+	ctx := t.Context()
+	run, _, err := led.OpenRun(ctx, ledger.OpenRunParams{Job: j.Name, Nominal: tick, Fence: 1, Shards: fanin.Shards(len(assets)), Now: tick})
+	require.NoError(t, err)
+	_, err = led.AdvanceRun(ctx, ledger.AdvanceRunParams{ID: run.ID, Fence: 1, Cursor: len(assets) - 10, Now: tick}) // not done
+	require.NoError(t, err)
+	for i := 0; i < len(assets); i += 10 {
+		batch := make([]queue.Delivery, 0, 10)
+		for _, a := range assets[i : i+10] {
+			m := message.New(ledger.ItemKey{Run: run.ID, Asset: a}, 1, false).QueueMessage()
+			batch = append(batch, queue.Delivery{MessageID: a, ReceiptHandle: a, Body: m.Body, Attributes: m.Attributes, ReceiveCount: 1, SentAt: clock.Now()})
+		}
+		res := c.Handle(ctx, time.Time{}, batch)
+		require.Empty(t, res.Failed)
+	}
+	perMessage := float64(counting.getRuns.Load()) / float64(len(assets))
+	t.Logf("run reads per message while the run fans out: %.3f (%d reads, %d messages, %d shards)", perMessage, counting.getRuns.Load(), len(assets), run.Shards)
+	require.LessOrEqual(t, perMessage, 0.05)
+	got, err := led.GetRun(ctx, j.Name, tick)
+	require.NoError(t, err)
+	require.Equal(t, ledger.RunFanningOut, got.State, "no consumer finishes a run still fanning out")
+}

@@ -246,30 +246,27 @@ func (c *Consumer) settleShard(ctx context.Context, ms []*messageRun) {
 	// (or finished since, which the finish's condition finds). One still
 	// fanning out then may be a cached record from before the coordinator
 	// marked it fanned out (a run whose items all end within the cache's
-	// second, as a graph of derived items can): read it again, which
-	// refreshes the cache too.
+	// second, as a graph of derived items can): SettleShard reads it again
+	// where it would finish (Refresh), which refreshes the cache too, and
+	// not for every batch that ends while the fan-out goes on.
 	run := m.run
 	for _, o := range ms[1:] {
 		if run.ID != d.key.Run || (run.State == ledger.RunFanningOut && o.run.ID == d.key.Run) {
 			run = o.run
 		}
 	}
-	if run.ID == d.key.Run && run.State == ledger.RunFanningOut {
-		fresh, _, err := c.Runs.read(ctx, c.Ledger, d.key.Run, c.now())
-		if err != nil {
-			m.log.WarnContext(ctx, "settle: read run failed; the coordinator settles the run later", slog.String("phase", "settle"), slog.Any("error", err))
-			return
-		}
-		run = fresh
+	if run.ID != d.key.Run || (run.State != ledger.RunFannedOut && run.State != ledger.RunFanningOut) {
+		return
 	}
-	if run.ID != d.key.Run || (run.State != ledger.RunFannedOut && !(d.msg.Paged() && run.State == ledger.RunFanningOut)) {
-		return // a stored list's shards settle while it still fans out (fanin.SettleShard)
+	refresh := func(ctx context.Context) (ledger.Run, error) {
+		fresh, _, err := c.Runs.read(ctx, c.Ledger, d.key.Run, c.now())
+		return fresh, err
 	}
 	var more []string
 	for _, o := range ms[1:] {
 		more = append(more, o.d.key.Asset)
 	}
-	run, err := fanin.SettleShard(ctx, fanin.ShardParams{Ledger: c.Ledger, Def: d.job, Run: run, Item: d.key.Asset, Items: more, Page: m.page, Now: c.now()})
+	run, err := fanin.SettleShard(ctx, fanin.ShardParams{Ledger: c.Ledger, Def: d.job, Run: run, Item: d.key.Asset, Items: more, Page: m.page, Refresh: refresh, Now: c.now()})
 	if err != nil {
 		m.log.WarnContext(ctx, "settle failed; a redelivery or the coordinator settles the run later", slog.String("phase", "settle"), slog.Any("error", err))
 		return

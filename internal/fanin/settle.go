@@ -109,7 +109,17 @@ type ShardParams struct {
 	// shard. nil for other jobs; with such a job, nil settles nothing
 	// (the coordinator's Settle does).
 	Page *ledger.Page
-	Now  time.Time
+	// Refresh, optional, reads the run again. With it, SettleShard also
+	// settles a catalog run that Run shows still fanning out (a record
+	// cached before its coordinator marked it fanned out): it checks the
+	// ended items' shards as the job's catalog cuts them, and reads the run
+	// again only when one is complete, settling it if the run is fanned
+	// out by then; and a run of pages read fanning out whose shard is
+	// complete is read again to climb to its finish. So a consumer reads
+	// the run once per complete shard, not once per batch. Without it a
+	// catalog run read fanning out settles nothing here.
+	Refresh func(context.Context) (ledger.Run, error)
+	Now     time.Time
 }
 
 // SettleShard settles the shard of the item that just ended (and those
@@ -147,19 +157,56 @@ type ShardParams struct {
 func SettleShard(ctx context.Context, p ShardParams) (ledger.Run, error) {
 	run := p.Run
 	l := newLayout(p.Def, run)
-	if run.State != ledger.RunFannedOut && !(l.pages && run.State == ledger.RunFanningOut) {
+	fanning := run.State == ledger.RunFanningOut && (l.pages || p.Refresh != nil)
+	if run.State != ledger.RunFannedOut && !fanning {
 		return run, nil
 	}
 	ended := append([]string{p.Item}, p.Items...)
 	if l.pages {
-		if p.Page == nil || p.Page.Run != run.ID || p.Page.Index >= l.shards {
+		// A run still fanning out has as many pages as it has stored so
+		// far, more than the record read says, maybe (a cached one).
+		if p.Page == nil || p.Page.Run != run.ID || (run.State != ledger.RunFanningOut && p.Page.Index >= l.shards) {
 			return run, nil
 		}
 		if !slices.ContainsFunc(ended, func(n string) bool { _, ok := p.Page.Find(n); return ok }) {
 			return run, nil // not an item of the page
 		}
-		run, _, err := l.settleShard(ctx, p.Ledger, run, p.Page.Index, p.Page, shardProbe{ended: ended}, p.Now)
-		return run, err
+		got, complete, err := l.settleShard(ctx, p.Ledger, run, p.Page.Index, p.Page, shardProbe{ended: ended}, p.Now)
+		if err != nil || !complete || got.State != ledger.RunFanningOut || p.Refresh == nil {
+			return got, err
+		}
+		// The shard is complete and the run was read still fanning out:
+		// the fan-out may have ended since (the record was cached), and
+		// then the shard climbs to the run's finish, which a run of pages
+		// read fanning out never does.
+		fresh, err := p.Refresh(ctx)
+		if err != nil || fresh.ID != run.ID || fresh.State != ledger.RunFannedOut {
+			return got, err
+		}
+		l = newLayout(p.Def, fresh)
+		if p.Page.Index >= l.shards {
+			return fresh, nil
+		}
+		got, _, err = l.settleShard(ctx, p.Ledger, fresh, p.Page.Index, p.Page, shardProbe{}, p.Now)
+		return got, err
+	}
+	if run.State == ledger.RunFanningOut {
+		// A catalog run read fanning out (a record cached before its
+		// coordinator marked it fanned out): its Total is not set yet, so
+		// its shards are those of the catalog the job has now, which are
+		// the run's unless the catalog changed since it opened. Only a
+		// shard found complete reads the run again, and only a run fanned
+		// out by then settles.
+		guess := run
+		guess.Total = len(p.Def.Assets)
+		if done, err := newLayout(p.Def, guess).anyComplete(ctx, p.Ledger, guess, ended); err != nil || !done {
+			return run, err
+		}
+		fresh, err := p.Refresh(ctx)
+		if err != nil || fresh.ID != run.ID || fresh.State != ledger.RunFannedOut {
+			return run, err // still fanning out: its coordinator settles it after the fan-out
+		}
+		run, l = fresh, newLayout(p.Def, fresh)
 	}
 	if run.Shards == 0 && len(l.names) > LegacySettleMax {
 		return run, nil
@@ -180,6 +227,23 @@ func SettleShard(ctx context.Context, p ShardParams) (ledger.Run, error) {
 	return run, nil
 }
 
+// anyComplete reports whether a shard of the ended items is complete,
+// reading as settleShard does and writing nothing.
+func (l layout) anyComplete(ctx context.Context, store ledger.Store, run ledger.Run, ended []string) (bool, error) {
+	var seen []int
+	for _, n := range ended {
+		s, ok := l.shardOf(n)
+		if !ok || slices.Contains(seen, s) {
+			continue
+		}
+		seen = append(seen, s)
+		if _, done, err := l.settleShard(ctx, store, run, s, nil, shardProbe{ended: ended, checkOnly: true}, time.Time{}); err != nil || done {
+			return done, err
+		}
+	}
+	return false, nil
+}
+
 // ProbeItems is the number of names of a shard's probe (see SettleShard).
 const ProbeItems = 8
 
@@ -188,6 +252,9 @@ const ProbeItems = 8
 // one of them, the probe is skipped.
 type shardProbe struct {
 	ended []string // nil: no probe, list the shard at once
+	// checkOnly: settleShard only says whether the shard is complete, and
+	// writes nothing.
+	checkOnly bool
 }
 
 // layout is how a run's items fall into shards: the run's item names (the
@@ -428,6 +495,9 @@ func (l layout) settleShard(ctx context.Context, store ledger.Store, run ledger.
 	if !done {
 		keepWindow(wk, names, items)
 		return run, false, nil // in flight
+	}
+	if probe.checkOnly {
+		return run, true, nil
 	}
 	dropWindow(wk)
 	// Climb: node (level, index) is done with counts c; n nodes at level.

@@ -469,3 +469,49 @@ func TestSweepAfterFanOutMarksShardsThatEndedDuringIt(t *testing.T) {
 		})
 	}
 }
+
+// A consumer whose cached run record still says fanning out (read before
+// the coordinator marked it fanned out, so its Total is not set) settles
+// with the catalog's shards and reads the run again only when a shard is
+// complete: no read per batch, no mark while the fresh record still
+// fans out, and a mark once it is fanned out.
+func TestSettleOfARunReadFanningOutReadsItOncePerCompleteShard(t *testing.T) {
+	t.Parallel()
+	b := setupBig(t, 300, nil)
+	stale := b.run
+	stale.State, stale.Total, stale.Cursor = ledger.RunFanningOut, 0, 0
+	fannedOut := false
+	refreshes := 0
+	refresh := func(ctx context.Context) (ledger.Run, error) {
+		refreshes++
+		if !fannedOut {
+			r := stale
+			r.Cursor = 250
+			return r, nil
+		}
+		return b.l.GetRun(ctx, b.job.Name, b.now)
+	}
+	names := b.job.ItemNames()
+	settle := func(a string) ledger.Run {
+		run, err := fanin.SettleShard(t.Context(), fanin.ShardParams{Ledger: b.l, Def: b.job, Run: stale, Item: a, Refresh: refresh, Now: b.now})
+		require.NoError(t, err)
+		return run
+	}
+	for _, a := range names[:len(names)-1] {
+		b.end(t, a, false)
+		require.NotEqual(t, ledger.RunComplete, settle(a).State)
+	}
+	require.LessOrEqual(t, refreshes, b.run.Shards, "a read per complete shard, not per settle")
+	require.Positive(t, refreshes, "a complete shard reads the run again")
+	marks, err := b.l.ListMarks(t.Context(), b.run.ID, 0, 0)
+	require.NoError(t, err)
+	require.Empty(t, marks, "no mark while the run read again still fans out")
+
+	fannedOut = true
+	last := names[len(names)-1]
+	b.end(t, last, false)
+	settle(last)
+	marks, err = b.l.ListMarks(t.Context(), b.run.ID, 0, 0)
+	require.NoError(t, err)
+	require.Len(t, marks, 1, "once fanned out, the last item's shard is marked (the coordinator's sweep after the fan-out marks the others)")
+}
