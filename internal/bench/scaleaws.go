@@ -63,6 +63,7 @@ type awsRun struct {
 	// (ITEMS#<run>#P<p>), hottestItem the hottest of them.
 	itemKeys          int
 	hottestItem       ddbthrottle.PartitionStats
+	invocations       int // coordinator invocations of the fan-out
 	busy, coordinator time.Duration
 }
 
@@ -94,11 +95,11 @@ func (r *Runner) awsScaleRun(ctx context.Context, p *ddbthrottle.Proxy, ep awsEn
 	p.Reset()
 	env.Calls.Reset()
 	start := time.Now()
-	sum, err := e.Trigger(ctx, j.Name, start, false)
+	sum, invocations, err := fanOutWhole(ctx, e, j.Name, start)
 	if err != nil {
 		return run, fmt.Errorf("coordinator: %w", err)
 	}
-	run.coordinator, run.shardMessages = sum.Duration, sum.ShardMessages
+	run.coordinator, run.shardMessages, run.invocations = time.Since(start), sum.ShardMessages, invocations
 	last, werr := pollers.Wait(ctx)
 	pollers.Stop()
 	run.stats, run.calls = p.Stats(), env.Calls.Snapshot()
@@ -118,7 +119,7 @@ func (r *Runner) awsScaleRun(ctx context.Context, p *ddbthrottle.Proxy, ep awsEn
 		return run, nil // not finished: what was measured stands
 	}
 	run.toDone = last.Sub(start)
-	run.toEnqueued = sum.Duration
+	run.toEnqueued = run.coordinator
 	if sum.ShardMessages > 0 {
 		run.toEnqueued = expanded.Sub(start)
 	}
@@ -178,8 +179,8 @@ func (r *Runner) awsScale(ctx context.Context, t Target) error {
 		name := scaleSize(n, sz.runTime)
 		enqNote := fmt.Sprintf("%d shard messages from the coordinator (%s of fan-out)", run.shardMessages, run.coordinator.Round(time.Millisecond))
 		if sz.runTime {
-			enqNote = fmt.Sprintf("the coordinator stored %d pages and sent a message per item (%s of fan-out); %d item partition keys",
-				(n+ledger.PageItems-1)/ledger.PageItems, run.coordinator.Round(time.Millisecond), run.itemKeys)
+			enqNote = fmt.Sprintf("the coordinator stored %d pages and sent a message per item (%s of fan-out, %d invocations of at most a minute); %d item partition keys",
+				(n+ledger.PageItems-1)/ledger.PageItems, run.coordinator.Round(time.Millisecond), run.invocations, run.itemKeys)
 		}
 		perRaw := float64(n) / (run.raw / writesPerItem)
 		rate := float64(n) / run.toDone.Seconds()
