@@ -1,6 +1,7 @@
 package coordinator
 
 import (
+	"cmp"
 	"context"
 	"errors"
 	"fmt"
@@ -86,8 +87,9 @@ type submitParams struct {
 	// queue, when set, is where the items go (a submission's class).
 	queue queue.Sender
 	// size is the list's size when known (a submission's items, a
-	// replayed run's): with the job's ExpectedItems, the larger fixes the
-	// run's item partitions (see openShards).
+	// replayed run's), which fixes the run's item partitions (see
+	// openShards); 0: not known (a chain's items function), the job's
+	// ExpectedItems does.
 	size int
 }
 
@@ -150,7 +152,7 @@ func (c *Coordinator) submitRun(ctx context.Context, p submitParams) (sum Summar
 	sum.Fence = fence
 
 	run, outcome, err := c.Ledger.OpenRun(ctx, ledger.OpenRunParams{Job: j.Name, Submission: p.key, Fence: fence, Force: force, Now: c.now(),
-		Shards: pagesOf(max(p.size, j.ExpectedItems)), Pages: true})
+		Shards: pagesOf(cmp.Or(p.size, j.ExpectedItems)), Pages: true})
 	if err != nil {
 		return sum, fmt.Errorf("submit %s: open: %w", id.TickKey(), err)
 	}
