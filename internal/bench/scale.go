@@ -92,7 +92,7 @@ func RunScaleRole(ctx context.Context, role ScaleRole) (ScaleResult, error) {
 	case "coordinator":
 		e.Coordinator.ExpandFrom, e.Coordinator.ExpandItems = role.ExpandFrom, role.ExpandItems
 		start := time.Now()
-		sum, invocations, err := fanOutWhole(ctx, e, j.Name, start)
+		sum, invocations, err := fanOutWhole(ctx, e, j.Name, start, nil)
 		if err != nil {
 			return ScaleResult{}, err
 		}
@@ -317,35 +317,51 @@ func rawWriteRate(ctx context.Context, env *Env, d time.Duration) (float64, erro
 	return l.PerSecond(), nil
 }
 
-// fanOutWhole triggers the tick at of job on e until its fan-out has
-// ended: a run-time list of a million items takes its coordinator longer
+// fanOutWhole triggers the tick at of job on e until its run is fanned
+// out: a run-time list of a million items takes its coordinator longer
 // than one invocation's deadline (the engine's batch timeout, as a
 // Lambda's), and the next invocation resumes it from its checkpoint, as
-// the schedule's next trigger would. It returns the last invocation's
-// summary, with Enqueued summed over the invocations, and how many there
-// were.
-func fanOutWhole(ctx context.Context, e *engine.Engine, job string, at time.Time) (coordinator.Summary, int, error) {
+// the schedule's next trigger would (one that finds the lease still held
+// tries again shortly). It returns the first invocation's summary with
+// Cursor, Total and Stopped from the last and Enqueued summed over them,
+// and how many there were; logf, if set, hears of each.
+func fanOutWhole(ctx context.Context, e *engine.Engine, job string, at time.Time, logf func(string, ...any)) (coordinator.Summary, int, error) {
 	var sum coordinator.Summary
 	enqueued := 0
 	for n := 1; ; n++ {
 		s, err := e.Trigger(ctx, job, at, false)
 		if err != nil {
-			return s, n, err
+			return s, n, fmt.Errorf("invocation %d: %w", n, err)
 		}
 		enqueued += s.Enqueued
-		if n > 1 && s.Outcome == coordinator.OutcomeOpened {
-			return s, n, fmt.Errorf("invocation %d opened a new run", n)
-		}
 		if n == 1 {
 			sum = s
 		}
 		sum.Cursor, sum.Total, sum.Stopped = s.Cursor, s.Total, s.Stopped
-		if s.Stopped == "" {
-			sum.Enqueued = enqueued
+		sum.Enqueued = enqueued
+		if logf != nil {
+			logf("  coordinator invocation %d: %s, cursor %d, %d enqueued, stopped %q", n, s.Outcome, s.Cursor, s.Enqueued, s.Stopped)
+		}
+		run, err := e.Backend().Ledger.GetRun(ctx, job, sum.Nominal)
+		if err != nil {
+			return sum, n, fmt.Errorf("invocation %d: read the run: %w", n, err)
+		}
+		if run.ID != sum.Run {
+			return sum, n, fmt.Errorf("invocation %d: the tick's run is %s, not %s", n, run.ID, sum.Run)
+		}
+		if run.State != ledger.RunFanningOut {
+			sum.Cursor = run.Cursor
 			return sum, n, nil
 		}
 		if n == 100 {
-			return sum, n, fmt.Errorf("still fanning out after %d invocations (cursor %d)", n, s.Cursor)
+			return sum, n, fmt.Errorf("still fanning out after %d invocations (cursor %d)", n, run.Cursor)
+		}
+		if s.Outcome == coordinator.OutcomeSkipped {
+			select { // the lease is still held: as a retried trigger would
+			case <-ctx.Done():
+				return sum, n, ctx.Err()
+			case <-time.After(200 * time.Millisecond):
+			}
 		}
 	}
 }

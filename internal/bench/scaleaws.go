@@ -95,7 +95,7 @@ func (r *Runner) awsScaleRun(ctx context.Context, p *ddbthrottle.Proxy, ep awsEn
 	p.Reset()
 	env.Calls.Reset()
 	start := time.Now()
-	sum, invocations, err := fanOutWhole(ctx, e, j.Name, start)
+	sum, invocations, err := fanOutWhole(ctx, e, j.Name, start, r.logf)
 	if err != nil {
 		return run, fmt.Errorf("coordinator: %w", err)
 	}
