@@ -2,6 +2,7 @@ package bench
 
 import (
 	"bufio"
+	"cmp"
 	"context"
 	"encoding/json"
 	"errors"
@@ -99,7 +100,7 @@ func RunScaleRole(ctx context.Context, role ScaleRole) (ScaleResult, error) {
 		if sum.Outcome != coordinator.OutcomeOpened || sum.Cursor != role.Items || role.RunTime && sum.Enqueued != role.Items {
 			return ScaleResult{}, fmt.Errorf("coordinator: %s, cursor %d, %d enqueued, of %d", sum.Outcome, sum.Cursor, sum.Enqueued, role.Items)
 		}
-		return ScaleResult{Start: start, Enqueued: time.Now(), ShardMessages: sum.ShardMessages, Invocations: invocations}, nil
+		return ScaleResult{Start: start, Enqueued: cmp.Or(sum.FannedOutAt, time.Now()), ShardMessages: sum.ShardMessages, Invocations: invocations}, nil
 	case "consumer":
 		c := consume(ctx, e, max(role.Consumers, 1), queue.MaxBatch, role.Items)
 		last, err := c.Wait(ctx)
@@ -337,7 +338,7 @@ func fanOutWhole(ctx context.Context, e *engine.Engine, job string, at time.Time
 		if n == 1 {
 			sum = s
 		}
-		sum.Cursor, sum.Total, sum.Stopped = s.Cursor, s.Total, s.Stopped
+		sum.Cursor, sum.Total, sum.Stopped, sum.FannedOutAt = s.Cursor, s.Total, s.Stopped, s.FannedOutAt
 		sum.Enqueued = enqueued
 		if logf != nil {
 			logf("  coordinator invocation %d: %s, cursor %d, %d enqueued, stopped %q", n, s.Outcome, s.Cursor, s.Enqueued, s.Stopped)

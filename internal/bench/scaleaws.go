@@ -120,6 +120,9 @@ func (r *Runner) awsScaleRun(ctx context.Context, p *ddbthrottle.Proxy, ep awsEn
 	}
 	run.toDone = last.Sub(start)
 	run.toEnqueued = run.coordinator
+	if !sum.FannedOutAt.IsZero() {
+		run.toEnqueued = sum.FannedOutAt.Sub(start) // before the settling pass that follows
+	}
 	if sum.ShardMessages > 0 {
 		run.toEnqueued = expanded.Sub(start)
 	}

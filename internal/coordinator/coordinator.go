@@ -128,6 +128,10 @@ type Summary struct {
 	Pending        bool
 	AcquireLatency time.Duration
 	Duration       time.Duration
+	// FannedOutAt is when this invocation ended the fan-out of a stored
+	// list's run (its last message sent and the run marked fanned out),
+	// before it settled it; zero otherwise.
+	FannedOutAt time.Time
 	// Pause is the job's pause record when the outcome is OutcomePaused.
 	Pause *lease.Pause
 }

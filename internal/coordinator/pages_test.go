@@ -35,6 +35,7 @@ func TestRunTimeListStoredInPagesAndSent(t *testing.T) {
 	require.Equal(t, coordinator.OutcomeOpened, sum.Outcome)
 	require.Equal(t, 150, sum.Enqueued)
 	require.Equal(t, 2*ledger.PageItems+22, sum.Total, "the cursor is a position: page×64 + offset")
+	require.False(t, sum.FannedOutAt.IsZero(), "the invocation ended the fan-out")
 
 	// Three pages of 64, 64 and 22 items, in order, the last final.
 	for p, want := range []int{64, 64, 22} {
