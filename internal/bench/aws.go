@@ -66,12 +66,12 @@ func openAWS(ctx context.Context, name string, ddbCfg, sqsCfg aws.Config, o AWSO
 	counter := &awscall.Counter{}
 	ddb := dynamodb.NewFromConfig(ddbCfg, func(opt *dynamodb.Options) {
 		opt.HTTPClient = hc
-		opt.APIOptions = append(opt.APIOptions, counter.Middleware())
+		opt.APIOptions = append(opt.APIOptions, counter.Middleware(), timeCalls)
 	})
 	ddbPlain := dynamodb.NewFromConfig(ddbCfg, func(opt *dynamodb.Options) { opt.HTTPClient = hc })
 	sq := sqs.NewFromConfig(sqsCfg, func(opt *sqs.Options) {
 		opt.HTTPClient = hc
-		opt.APIOptions = append(opt.APIOptions, counter.Middleware())
+		opt.APIOptions = append(opt.APIOptions, counter.Middleware(), timeCalls)
 	})
 	sqPlain := sqs.NewFromConfig(sqsCfg, func(opt *sqs.Options) { opt.HTTPClient = hc })
 

@@ -22,10 +22,12 @@ type consumers struct {
 	succeeded int
 	lastDone  time.Time
 	// lastExpanded is when the last shard message was expanded; batches
-	// and busy count the batches handled and the time they took.
+	// and busy count the batches handled and the time they took; timed
+	// sums each batch's timing (its calls, on an AWS target).
 	lastExpanded time.Time
 	batches      int
 	busy         time.Duration
+	timed        invocations
 	done         chan struct{} // closed once want items succeeded
 
 	stopFunc func()
@@ -40,9 +42,11 @@ func consume(ctx context.Context, e *engine.Engine, pollers, batch, want int) *c
 	p := e.Poller()
 	p.Concurrency, p.BatchSize = pollers, batch
 	p.HandleFunc = func(ctx context.Context, deadline time.Time, msgs []queue.Delivery) []string {
+		ct := &callTimes{}
 		start := time.Now()
-		res := e.Consumer.Handle(ctx, deadline, msgs)
-		c.record(res, time.Since(start))
+		res := e.Consumer.Handle(withCallTimes(ctx, ct), deadline, msgs)
+		end := time.Now()
+		c.record(res, end.Sub(start), timing(start, end, ct))
 		failed := make([]string, len(res.Failed))
 		for i, f := range res.Failed {
 			failed[i] = f.MessageID
@@ -54,12 +58,13 @@ func consume(ctx context.Context, e *engine.Engine, pollers, batch, want int) *c
 	return c
 }
 
-func (c *consumers) record(res consumer.Result, took time.Duration) {
+func (c *consumers) record(res consumer.Result, took time.Duration, inv invocation) {
 	now := time.Now()
 	c.mu.Lock()
 	defer c.mu.Unlock()
 	c.batches++
 	c.busy += took
+	c.timed.add(inv)
 	for _, it := range res.Items {
 		c.statuses[it.Status]++
 		if it.Status == consumer.StatusExpanded {

@@ -19,7 +19,17 @@
 //  2. Lease acquire and release latency (p50, p99) and throughput with 1, 8
 //     and 64 contenders on one job, against raw conditional writes of new
 //     records (PutItem with attribute_not_exists; SQLite INSERT … ON
-//     CONFLICT DO UPDATE … WHERE) by as many writers.
+//     CONFLICT DO UPDATE … WHERE) by as many writers. Then the same
+//     counts as callers that want the lease do it (each a lease.Contender
+//     that acquires, releases at once and asks again), in forty rounds of
+//     200 ms per count (after a 50 ms lead-in, whose acquisitions count in
+//     the calls but not in the rates: the waits that ended while the
+//     other counts ran all call then) that alternate the counts after one
+//     raw writer, every other round in the reverse order: calls per acquisition (goal
+//     ≤ 5), acquisitions/s (medians of the rounds) against one writer's
+//     raw writes ÷ 2, refused calls' latency, and acquisitions/s with 64
+//     contenders ÷ with 8 in the same round, the median of the rounds
+//     (goal ≥ 1; both counts' medians and their ratio beside it).
 //  3. Fan-out of 10,000 items by the coordinator, against raw batch sends
 //     (SendMessageBatch; a 10-row insert transaction on SQLite) of the same
 //     messages to the same endpoint, 4 and 16 in flight. Five rounds
@@ -70,12 +80,25 @@
 //     with every item in one partition key, the layout before item
 //     partitions, for contrast.
 //  9. Cost: the AWS list-price cost per million items of the emulator
-//     run, from its measured write and read units (the proxy's), SQS
-//     requests and Lambda requests and GB-seconds (one request per
-//     consumer batch, the batches' measured time at the template's
-//     memory), beside Step Functions Distributed Map (Standard and
-//     Express) and Powertools idempotency doing the same work, each
-//     priced by the formula its row states (Prices, Anchors).
+//     scale run (Prices, ListPrices: us-east-1, with their sources and
+//     the date they were confirmed), from its counts: the proxy's write
+//     and read units (write units per started KB, read units per started
+//     4 KB, half for an eventually consistent read), the SQS requests as
+//     SQS bills them (every attempt of every action, the pollers' empty
+//     receives included, each 64 KB chunk of a payload one request:
+//     awscall.Counter.Billed), one Lambda request per consumer batch plus
+//     the coordinator's invocation, and their GB-seconds at the
+//     template's 256 MB. The durations are priced twice. As measured on
+//     the emulators (each invocation rounded up to 1 ms) they are an
+//     upper bound: each batch waits on single-threaded Node.js servers
+//     under load. The goal line judges the second figure, each
+//     invocation at AWS's latency (Latency, AWSLatency): its own time
+//     (none of its calls outstanding) divided by the vCPU share 256 MB
+//     buys, plus the calls of its longest chain of sequential calls at a
+//     cited latency per call, plus 1 ms of rounding. Beside them, Step
+//     Functions Distributed Map (Standard and Express) and Powertools
+//     idempotency doing the same work, each priced from the same counts
+//     by the formula its row states (Anchors).
 //  10. Contended: one lease held while 8 and 64 contenders ask for it,
 //     behind the throttling proxy: refused acquisitions' latency, rate,
 //     calls and write units each, and the lease partition key's peak,
@@ -94,8 +117,15 @@
 // The report runs as a test binary (the emulators are test support):
 //
 //	go test -c -o bin/bench.test ./internal/bench
-//	bin/bench.test -test.run '^TestReport$' -report [-report.only REGEXP]
+//	bin/bench.test -test.run '^TestReport$' -report [-report.only REGEXP] [-report.out bin/bench.md]
 //
-// In report mode standard output holds the table alone. Without -report
-// the package's tests run every scenario at a tiny size instead.
+// In report mode standard output holds the table alone; -report.out
+// writes it to a file too, and the rows that have a goal, met or not, to
+// a second file beside it (bin/bench-goals.md: GoalsMarkdown). The cost
+// rows alone, from a smaller emulator run:
+//
+//	bin/bench.test -test.run '^TestReport$' -report -report.only '^8 scale on aws \(dynalite' -report.scale.aws 20000
+//
+// Without -report the package's tests run every scenario at a tiny size
+// instead.
 package bench

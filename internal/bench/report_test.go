@@ -31,6 +31,7 @@ var (
 	reportOut = flag.String("report.out", "", "with -report: also write the table to this file")
 	million   = flag.Bool("million", false, "run the run-time list of 1,000,000 items on the embedded store (make bench-million)")
 	only      = flag.String("report.only", "", "with -report: run only the scenarios whose \"<scenario> on <backend>\" matches this regular expression")
+	awsItems  = flag.Int("report.scale.aws", 0, "with -report: the size of the scale run on the emulators, whose counts the cost rows price (0: 100,000); the contrast run is then a tenth of it")
 )
 
 // tableOut is where the report's table goes: the process's standard
@@ -59,6 +60,9 @@ func TestReport(t *testing.T) {
 	fmt.Fprintf(progress, "machine: %s\n", Machine())
 	ddb, sq := localaws.DynamoDB(t), localaws.SQS(t)
 	r := &Runner{Config: FullConfig(), Progress: progress, Prefix: fmt.Sprintf("r%d-", time.Now().Unix()%100000)}
+	if *awsItems > 0 {
+		r.Config.ScaleAWS, r.Config.ScaleContrast = []int{*awsItems}, max(1, *awsItems/10)
+	}
 	if *only != "" {
 		re := regexp.MustCompile(*only)
 		r.SkipFunc = func(scenario, target string) bool { return !re.MatchString(scenario + " on " + target) }
@@ -119,6 +123,10 @@ func TestReport(t *testing.T) {
 	require.NoError(t, werr)
 	if *reportOut != "" {
 		require.NoError(t, os.WriteFile(*reportOut, buf.Bytes(), 0o644))
+		// The goal lines alone, beside it: BENCHMARKS.md's Goals section.
+		var goals bytes.Buffer
+		require.NoError(t, GoalsMarkdown(&goals, SortRows(rows)))
+		require.NoError(t, os.WriteFile(strings.TrimSuffix(*reportOut, ".md")+"-goals.md", goals.Bytes(), 0o644))
 	}
 	require.NoError(t, err)
 }

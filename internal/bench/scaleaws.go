@@ -65,6 +65,11 @@ type awsRun struct {
 	hottestItem       ddbthrottle.PartitionStats
 	invocations       int // coordinator invocations of the fan-out
 	busy, coordinator time.Duration
+	// sqsRequests are the SQS requests as billed (awscall.Counter.Billed);
+	// timed sums the timings of the consumer batches and the
+	// coordinator's invocation.
+	sqsRequests int
+	timed       invocations
 }
 
 // awsScaleRun runs a tick of n items through the proxy p on endpoints ep,
@@ -95,14 +100,19 @@ func (r *Runner) awsScaleRun(ctx context.Context, p *ddbthrottle.Proxy, ep awsEn
 	p.Reset()
 	env.Calls.Reset()
 	start := time.Now()
-	sum, invocations, err := fanOutWhole(ctx, e, j.Name, start, r.logf)
+	coordinatorCalls := &callTimes{}
+	sum, invocations, err := fanOutWhole(withCallTimes(ctx, coordinatorCalls), e, j.Name, start, r.logf)
 	if err != nil {
 		return run, fmt.Errorf("coordinator: %w", err)
 	}
 	run.coordinator, run.shardMessages, run.invocations = time.Since(start), sum.ShardMessages, invocations
+	run.timed.add(timing(start, time.Now(), coordinatorCalls))
 	last, werr := pollers.Wait(ctx)
 	pollers.Stop()
 	run.stats, run.calls = p.Stats(), env.Calls.Snapshot()
+	if billed, ok := env.Calls.(interface{ Billed(string) int }); ok {
+		run.sqsRequests = billed.Billed("SQS")
+	}
 	for _, ps := range run.stats.Partitions { // hottest first
 		if itemPartitionKey.MatchString(ps.Key) {
 			if run.itemKeys == 0 {
@@ -113,6 +123,7 @@ func (r *Runner) awsScaleRun(ctx context.Context, p *ddbthrottle.Proxy, ep awsEn
 	}
 	pollers.mu.Lock()
 	run.done, run.batches, run.busy = pollers.succeeded, pollers.batches, pollers.busy
+	run.timed.merge(pollers.timed)
 	expanded := pollers.lastExpanded
 	pollers.mu.Unlock()
 	if werr != nil {
@@ -206,7 +217,7 @@ func (r *Runner) awsScale(ctx context.Context, t Target) error {
 			Row{Scenario: scenario, Backend: backend, Figure: name + ": write units per item", Value: run.stats.WriteUnits / float64(n), Unit: Count,
 				Reference: writesPerItem, RefText: "a claim and a completion of under 1 KB"},
 			Row{Scenario: scenario, Backend: backend, Figure: name + ": read units per item", Value: run.stats.ReadUnits / float64(n), Unit: Count,
-				Reference: 0, RefText: "—", Note: "the settling list of the item's shard (strongly consistent) dominates"},
+				Reference: 0, RefText: "—", Note: "the settling reads (strongly consistent: a probe of 8 of its shard's names per batch and shard, the shard once they have ended) dominate"},
 			Row{Scenario: scenario, Backend: backend, Figure: name + ": calls per item", Value: float64(Total(run.calls)) / float64(n), Unit: Count,
 				Reference: 0, RefText: "—", Note: perItem(run.calls, n)},
 		)

@@ -106,6 +106,36 @@ func Markdown(w io.Writer, rows []Row) error {
 	return err
 }
 
+// GoalsMarkdown writes the rows that have a goal as one markdown table:
+// each figure, its value (with its ratio to its reference when the goal
+// is a ratio, and its note), the goal and whether the run met it. It is
+// the goal lines of BENCHMARKS.md, generated from the run.
+func GoalsMarkdown(w io.Writer, rows []Row) error {
+	var b strings.Builder
+	b.WriteString("| # | backend | figure | value | goal | result |\n")
+	b.WriteString("|---|---|---|--:|---|---|\n")
+	for _, r := range rows {
+		if r.Goal == nil {
+			continue
+		}
+		value := format(r.Value, r.Unit)
+		if ratio := r.Ratio(); !math.IsNaN(ratio) && strings.Contains(r.Goal.Text, "%") {
+			value += " = " + percent(ratio) + " of " + format(r.Reference, r.Unit)
+		}
+		if r.Note != "" {
+			value += " (" + r.Note + ")"
+		}
+		result := "❌ not met"
+		if r.Met() {
+			result = "✅ met"
+		}
+		fmt.Fprintf(&b, "| %s | %s | %s | %s | %s | %s |\n",
+			cell(r.Scenario), cell(r.Backend), cell(r.Figure), cell(value), cell(r.Goal.Text), result)
+	}
+	_, err := io.WriteString(w, b.String())
+	return err
+}
+
 // cell escapes what would break a table cell.
 func cell(s string) string { return strings.ReplaceAll(s, "|", `\|`) }
 

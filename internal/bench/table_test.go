@@ -32,6 +32,22 @@ func TestMarkdown(t *testing.T) {
 	require.Equal(t, want, b.String())
 }
 
+func TestGoalsMarkdown(t *testing.T) {
+	t.Parallel()
+	rows := []Row{
+		{Scenario: "1 calls", Backend: "aws", Figure: "acquire", Value: 2, Reference: 1, Unit: Count},
+		{Scenario: "3 fan-out", Backend: "sqlite", Figure: "a|b", Value: 8500, Reference: 10000, Unit: Rate, Goal: RatioAtLeast(0.8)},
+		{Scenario: "9 cost", Backend: "aws", Figure: "$", Value: 1.91, Reference: 1.5, Unit: Count, Goal: AtMost(1.5, Count), Note: "writes $1.27"},
+	}
+	var b bytes.Buffer
+	require.NoError(t, GoalsMarkdown(&b, rows))
+	want := "| # | backend | figure | value | goal | result |\n" +
+		"|---|---|---|--:|---|---|\n" +
+		"| 3 fan-out | sqlite | a\\|b | 8,500 /s = 85.0 % of 10,000 /s | ≥ 80 % | ✅ met |\n" +
+		"| 9 cost | aws | $ | 1.91 (writes $1.27) | ≤ 1.50 | ❌ not met |\n"
+	require.Equal(t, want, b.String())
+}
+
 func TestSamplesPercentile(t *testing.T) {
 	t.Parallel()
 	var s Samples

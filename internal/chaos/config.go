@@ -41,7 +41,9 @@ type Config struct {
 	Processes int
 	KillEvery time.Duration
 	// Settle bounds how long the system is left to settle after the last
-	// tick.
+	// tick without progress: while runs keep finishing or the queue keeps
+	// shrinking the wait goes on, up to four times Settle, so that a
+	// loaded machine's slow progress is not taken for a stuck run.
 	Settle time.Duration
 	// Latency is the processor's simulated provider latency per asset.
 	Latency time.Duration

@@ -252,15 +252,20 @@ func (r *runner) sendStale(ctx context.Context, nominal time.Time) {
 }
 
 // settle passes a fault-free coordinator over the job until every tick's
-// run has finished and the work queue is empty, or cfg.Settle has passed.
+// run has finished and the work queue is empty. It gives up after
+// cfg.Settle without progress (no run finished, the queue no smaller), or
+// after four times cfg.Settle in all: a machine under load settles
+// slowly, a stuck run does not settle at all.
 func (r *runner) settle(ctx context.Context) {
 	start := time.Now()
+	limit := start.Add(4 * r.cfg.Settle)
 	deadline := start.Add(r.cfg.Settle)
 	quiet := 0
-	unfinished := 0
+	unfinished, depth := -1, -1
 	for time.Now().Before(deadline) && ctx.Err() == nil {
 		_, _ = r.coords.pass(ctx, r.lastAt)
-		if unfinished = r.unfinished(ctx); unfinished == 0 && r.queueEmpty(ctx) {
+		u, d := r.unfinished(ctx), r.queueDepth(ctx)
+		if u == 0 && d == 0 {
 			if quiet++; quiet >= 2 {
 				r.logf("%s: settled in %s", r.h.Name, time.Since(start).Round(100*time.Millisecond))
 				return
@@ -268,9 +273,17 @@ func (r *runner) settle(ctx context.Context) {
 		} else {
 			quiet = 0
 		}
+		if (unfinished >= 0 && u < unfinished) || (depth >= 0 && d < depth) {
+			deadline = time.Now().Add(r.cfg.Settle) // progress: wait on, within the limit
+			if deadline.After(limit) {
+				deadline = limit
+			}
+		}
+		unfinished, depth = u, d
 		_ = sleep(ctx, 250*time.Millisecond)
 	}
-	r.logf("%s: not settled after %s: %d runs unfinished", r.h.Name, r.cfg.Settle, unfinished)
+	r.logf("%s: not settled after %s (the last %s without progress): %d runs unfinished, %d messages queued",
+		r.h.Name, time.Since(start).Round(100*time.Millisecond), r.cfg.Settle, unfinished, depth)
 }
 
 // unfinished counts the ticks whose run is not complete or partial.
@@ -285,14 +298,18 @@ func (r *runner) unfinished(ctx context.Context) int {
 	return n
 }
 
-// queueEmpty reports whether the work queue holds no message, visible or
-// in flight; a queue that cannot count is taken as empty.
-func (r *runner) queueEmpty(ctx context.Context) bool {
+// queueDepth counts the work queue's messages, visible, in flight or
+// delayed; a queue that cannot count is taken as empty, and one that
+// fails to answer as holding one message.
+func (r *runner) queueDepth(ctx context.Context) int {
 	d, err := queue.OpsOf(r.b.Work).Depth(ctx)
 	if errors.Is(err, errors.ErrUnsupported) {
-		return true
+		return 0
 	}
-	return err == nil && d.Total() == 0
+	if err != nil {
+		return 1
+	}
+	return d.Total()
 }
 
 // deadLetters returns every message of the dead-letter queue.

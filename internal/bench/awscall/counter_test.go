@@ -12,6 +12,7 @@ import (
 	"github.com/aws/aws-sdk-go-v2/aws/retry"
 	"github.com/aws/aws-sdk-go-v2/credentials"
 	"github.com/aws/aws-sdk-go-v2/service/sqs"
+	sqstypes "github.com/aws/aws-sdk-go-v2/service/sqs/types"
 	"github.com/stretchr/testify/require"
 
 	"github.com/batonhq/baton/internal/bench/awscall"
@@ -128,4 +129,69 @@ func TestCounterConcurrentUse(t *testing.T) {
 		<-done
 	}
 	require.Equal(t, 80, c.Calls("ListQueues"))
+}
+
+// fakeBodies answers each request with the next body of a list.
+type fakeBodies struct {
+	n      atomic.Int32
+	bodies []string
+}
+
+func (f *fakeBodies) Do(req *http.Request) (*http.Response, error) {
+	i := int(f.n.Add(1)) - 1
+	return &http.Response{
+		StatusCode: http.StatusOK,
+		Header:     http.Header{"Content-Type": []string{"application/x-amz-json-1.0"}},
+		Body:       io.NopCloser(strings.NewReader(f.bodies[min(i, len(f.bodies)-1)])),
+		Request:    req,
+	}, nil
+}
+
+func TestCounterBillsSQSRequestsByChunk(t *testing.T) {
+	t.Parallel()
+	var c awscall.Counter
+	big := strings.Repeat("x", 100<<10) // two 64 KB chunks
+	f := &fakeBodies{bodies: []string{
+		`{"Successful":[],"Failed":[]}`,
+		`{"Messages":[{"MessageId":"m","ReceiptHandle":"r","Body":"` + big + `"}]}`,
+		`{}`, // an empty receive
+		`{}`,
+	}}
+	client := sqs.New(sqs.Options{
+		Region:                           "us-east-1",
+		Credentials:                      credentials.NewStaticCredentialsProvider("k", "s", ""),
+		BaseEndpoint:                     aws.String("http://127.0.0.1:1"),
+		HTTPClient:                       f,
+		DisableMessageChecksumValidation: true,
+	}, func(o *sqs.Options) { o.APIOptions = append(o.APIOptions, c.Middleware()) })
+	q := aws.String("http://127.0.0.1:1/q")
+	entries := []sqstypes.SendMessageBatchRequestEntry{
+		{Id: aws.String("a"), MessageBody: aws.String(strings.Repeat("y", 70<<10))},
+		{Id: aws.String("b"), MessageBody: aws.String(strings.Repeat("z", 60<<10)), MessageAttributes: map[string]sqstypes.MessageAttributeValue{
+			"k": {DataType: aws.String("String"), StringValue: aws.String("v")},
+		}},
+	}
+	_, err := client.SendMessageBatch(t.Context(), &sqs.SendMessageBatchInput{QueueUrl: q, Entries: entries})
+	require.NoError(t, err)
+	require.Equal(t, 3, c.Billed("SQS"), "130 KB and 9 bytes sent: 3 chunks")
+	_, err = client.ReceiveMessage(t.Context(), &sqs.ReceiveMessageInput{QueueUrl: q})
+	require.NoError(t, err)
+	require.Equal(t, 5, c.Billed("SQS"), "100 KB received: 2 chunks")
+	_, err = client.ReceiveMessage(t.Context(), &sqs.ReceiveMessageInput{QueueUrl: q})
+	require.NoError(t, err)
+	_, err = client.DeleteMessage(t.Context(), &sqs.DeleteMessageInput{QueueUrl: q, ReceiptHandle: aws.String("r")})
+	require.NoError(t, err)
+	require.Equal(t, 7, c.Billed("SQS"), "an empty receive and a delete: 1 each")
+	require.Zero(t, c.Billed("DynamoDB"))
+	c.Reset()
+	require.Zero(t, c.Billed("SQS"))
+}
+
+func TestCounterBillsEveryAttempt(t *testing.T) {
+	t.Parallel()
+	var c awscall.Counter
+	client := newClient(&fakeSQS{failFirst: 2, body: `{"QueueUrls":[]}`}, &c, false)
+	_, err := client.ListQueues(t.Context(), &sqs.ListQueuesInput{})
+	require.NoError(t, err)
+	require.Equal(t, 3, c.Billed("SQS"))
 }
