@@ -68,6 +68,29 @@ func ExampleJob_items() {
 	// catalog: job ingest: both Assets and Items: a job's items are constant (Assets) or computed when its run opens (Items), not both
 }
 
+// A run-time list of about a million items declares its expected size,
+// from which its run's item partitions are fixed when it opens (the
+// list's final size is not known yet); a size out of range, or one on a
+// job with constant Assets, is refused by name.
+func ExampleJob_expectedItems() {
+	items := func(ctx context.Context, req baton.ItemsRequest) (baton.ItemsPage, error) {
+		return baton.ItemsPage{}, nil // SELECT name FROM assets WHERE name > $cursor …
+	}
+	_, err := baton.NewCatalog(baton.Job{Name: "ingest", Schedule: "rate(1 hour)", Items: items,
+		ExpectedItems: 1_000_000, Processor: noop})
+	fmt.Println("valid:", err == nil)
+	_, err = baton.NewCatalog(baton.Job{Name: "ingest", Schedule: "rate(1 hour)", Items: items,
+		ExpectedItems: -1, Processor: noop})
+	fmt.Println(err)
+	_, err = baton.NewCatalog(baton.Job{Name: "fx", Schedule: "rate(1 hour)", Assets: []string{"EURUSD"},
+		ExpectedItems: 10, Processor: noop})
+	fmt.Println(err)
+	// Output:
+	// valid: true
+	// catalog: job ingest: ExpectedItems -1: must be between 0 and 100000000
+	// catalog: job fx: ExpectedItems without Items: a job with constant Assets has their number of items
+}
+
 // A processor reads its item's payload from the task.
 func ExampleTask_payload() {
 	p := baton.ProcessorFunc(func(ctx context.Context, t baton.Task) ([]byte, error) {

@@ -45,6 +45,21 @@ type Job struct {
 	// with constant Assets and Derived beside it in the same catalog, as
 	// the job model's end-to-end test runs them.
 	Items ItemsFunc
+	// ExpectedItems, optional, is how many items a run of a job with
+	// Items is expected to have, declared because the list's final size
+	// is not known when the run opens. The run's item partitions are
+	// fixed from it then and stored with the run: on DynamoDB, a run of
+	// about 1,024 expected items or more spreads its item records over
+	// one partition key per 1,024 expected items (16 pages of 64), a
+	// page's items in one key and consecutive pages in different keys,
+	// so that no key takes more than a small share of the run's writes
+	// (DynamoDB serves about 1,000 write units per second per key). A
+	// run that turns out larger keeps working: its later pages share
+	// the same keys, which then hold more items each. 0 (the default)
+	// keeps every item of a run in one place, which suits lists of up to
+	// a few thousand items; the embedded store and PostgreSQL ignore it.
+	// At most MaxExpectedItems; only with Items.
+	ExpectedItems int
 	// Derived are the items computed from other items of the same run
 	// (fan-in), in the order they are listed.
 	Derived []Derived
@@ -223,10 +238,13 @@ func (l Limits) withDefaults() Limits {
 	return l
 }
 
+// MaxExpectedItems bounds Job.ExpectedItems: 100,000,000 items.
+const MaxExpectedItems = 100_000_000
+
 // Validate reports the first problem with j, naming the job and what is
 // wrong: a bad name, a schedule that does not parse, no assets (and no
-// Items), both Assets and Items, Items with derived items, a
-// duplicate or clashing item name, a derived item whose input is not an
+// Items), both Assets and Items, Items with derived items, an
+// ExpectedItems out of range or without Items, a duplicate or clashing item name, a derived item whose input is not an
 // item of the job or is itself, derived items that form a cycle (named:
 // `derived "A" → "B" → "A" forms a cycle`), a negative limit, no
 // processor. Zero limits are valid (they take
@@ -248,6 +266,10 @@ func (j Job) Validate() error {
 		return fmt.Errorf("job %s: derived items with Items: a job whose items are computed when its run opens has no derived items in this version", j.Name)
 	case j.Items == nil && len(j.Assets) == 0:
 		return fmt.Errorf("job %s: no assets (and no Items function)", j.Name)
+	case j.ExpectedItems < 0 || j.ExpectedItems > MaxExpectedItems:
+		return fmt.Errorf("job %s: ExpectedItems %d: must be between 0 and %d", j.Name, j.ExpectedItems, MaxExpectedItems)
+	case j.ExpectedItems > 0 && j.Items == nil:
+		return fmt.Errorf("job %s: ExpectedItems without Items: a job with constant Assets has their number of items", j.Name)
 	}
 	seen := map[string]bool{}
 	for _, a := range j.Assets {

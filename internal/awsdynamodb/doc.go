@@ -37,7 +37,15 @@
 // generation (GetRun, OpenRun and ListRuns note it as they read), and
 // ListItems then queries the partitions eight at a time and merges them.
 // Runs opened by earlier versions read as one partition, where their
-// items are. The runs of
+// items are. A run whose items are its stored pages (a run-time list or
+// a submission, opened with ledger.OpenRunParams.Pages; its shards are
+// the pages of its declared expected size) is partitioned by page
+// instead: p = ledger.PagePartition(page, count), page i mod count, so
+// that a page is one Query and the pages consumers work on together fall
+// in different keys; the run record says so (parts_page, absent in
+// records of earlier versions: by name), and a store finds an item's page
+// from the ranges of the pages it read or wrote, or by searching the
+// stored pages. The runs of
 // a job share a partition sorted by nominal time, so ListRuns is one Query
 // read backwards. The ledger's job and asset names, and the effects' job
 // names, are checked with ledger.ValidName before they go into a key (so

@@ -10,8 +10,9 @@ import (
 // (pk RUN#<job>, sk <nominal>) and one per item (pk ITEMS#<run id>, or
 // ITEMS#<run id>#P<p> for a large run spread over partitions; sk <asset>).
 type LedgerStore struct {
-	t     table
-	parts *partsCache // item partition counts of run generations
+	t      table
+	parts  *partsCache // item partitioning of run generations
+	ranges *pageRanges // name ranges of stored pages (runs partitioned by page)
 }
 
 var _ ledger.Store = (*LedgerStore)(nil)
@@ -19,7 +20,7 @@ var _ ledger.Store = (*LedgerStore)(nil)
 // NewLedgerStore returns a ledger store on the table called table, which
 // must have the key schema CreateTable makes.
 func NewLedgerStore(client API, table string, o *Options) *LedgerStore {
-	return &LedgerStore{t: newTable(client, table, o), parts: &partsCache{}}
+	return &LedgerStore{t: newTable(client, table, o), parts: &partsCache{}, ranges: &pageRanges{}}
 }
 
 // validRunID reports what is wrong with id, if anything.

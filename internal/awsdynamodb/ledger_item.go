@@ -380,10 +380,11 @@ func (s *LedgerStore) ListItems(ctx context.Context, run ledger.RunID) ([]ledger
 	if err := validRunID(run); err != nil {
 		return nil, fmt.Errorf("%s: %w", op, err)
 	}
-	parts, err := s.partitions(ctx, run)
+	l, err := s.partitions(ctx, run)
 	if err != nil {
 		return nil, err
 	}
+	parts := l.n
 	if parts <= 1 {
 		return s.listPartition(ctx, op, run, prefixItems+run.String(), "", "")
 	}

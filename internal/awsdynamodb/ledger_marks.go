@@ -2,6 +2,7 @@ package awsdynamodb
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"strconv"
 
@@ -46,11 +47,14 @@ func (s *LedgerStore) ListItemRange(ctx context.Context, run ledger.RunID, first
 	if first > last || last == "" {
 		return nil, nil
 	}
-	parts, err := s.partitions(ctx, run)
+	pk, err := s.itemPKOf(ctx, run, first)
+	if errors.Is(err, ledger.ErrNotFound) {
+		return nil, nil // first is on no page of a run partitioned by page: no record
+	}
 	if err != nil {
 		return nil, err
 	}
-	return s.listPartition(ctx, op, run, itemPK(run, first, parts), first, last)
+	return s.listPartition(ctx, op, run, pk, first, last)
 }
 
 // MarkDone implements ledger.Store with one PutItem conditioned on no

@@ -71,6 +71,7 @@ func (s *LedgerStore) PutPage(ctx context.Context, p ledger.PutPageParams) (ledg
 	if err != nil {
 		return ledger.Page{}, fmt.Errorf("%s: %w", op, err)
 	}
+	s.ranges.add(pg)
 	if !w.applied {
 		return pg, fmt.Errorf("%s: written already: %w", op, ledger.ErrTerminal)
 	}
@@ -97,6 +98,7 @@ func (s *LedgerStore) GetPage(ctx context.Context, run ledger.RunID, index int) 
 	if err != nil {
 		return ledger.Page{}, fmt.Errorf("%s: %w", op, err)
 	}
+	s.ranges.add(pg)
 	return pg, nil
 }
 

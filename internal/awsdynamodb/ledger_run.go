@@ -73,6 +73,8 @@ func (s *LedgerStore) OpenRun(ctx context.Context, p ledger.OpenRunParams) (ledg
 			"#shards = if_not_exists(#shards, :shards)",
 			"#parts = if_not_exists(#parts, :parts)",
 			"#parts_tok = if_not_exists(#parts_tok, :tok)",
+			"#parts_page = if_not_exists(#parts_page, :ppage)",
+			"#parts_page_tok = if_not_exists(#parts_page_tok, :tok)",
 		},
 		cond: "attribute_not_exists(#pk) OR #state = :fanning AND #fence <= :fence", // AND binds tighter
 		values: record{
@@ -83,6 +85,7 @@ func (s *LedgerStore) OpenRun(ctx context.Context, p ledger.OpenRunParams) (ledg
 			":now":     nanos(p.Now),
 			":shards":  num(int64(max(p.Shards, 1))),
 			":parts":   num(int64(s.t.partitionsFor(p.Shards))),
+			":ppage":   num(boolNum(p.Pages)),
 		},
 	}
 	for range raceRetries {
@@ -152,6 +155,8 @@ func (s *LedgerStore) forceRun(ctx context.Context, op string, k key, p ledger.O
 				"#shards = :shards",
 				"#parts = :parts",
 				"#parts_tok = :tok",
+				"#parts_page = :ppage",
+				"#parts_page_tok = :tok",
 			},
 			remove: []string{"#" + attrTTL},
 			cond:   "attribute_not_exists(#pk)",
@@ -163,6 +168,7 @@ func (s *LedgerStore) forceRun(ctx context.Context, op string, k key, p ledger.O
 				":now":     nanos(p.Now),
 				":shards":  num(int64(max(p.Shards, 1))),
 				":parts":   num(int64(s.t.partitionsFor(p.Shards))),
+				":ppage":   num(boolNum(p.Pages)),
 			},
 		}
 		if cur != nil {
@@ -174,6 +180,8 @@ func (s *LedgerStore) forceRun(ctx context.Context, op string, k key, p ledger.O
 			// record, for its items' late messages.
 			u.set = append(u.set, "#"+runPartsOf+strconv.Itoa(prev.ID.Generation)+" = :prevparts")
 			u.values[":prevparts"] = num(int64(max(prev.Partitions, 1)))
+			u.set = append(u.set, "#"+runPartsPageOf+strconv.Itoa(prev.ID.Generation)+" = :prevppage")
+			u.values[":prevppage"] = num(boolNum(prev.Pages))
 			u.cond = "#gen = :prev"
 			u.values[":prev"] = num(int64(prev.ID.Generation))
 			u.values[":gen"] = num(int64(prev.ID.Generation) + 1)
@@ -388,6 +396,16 @@ func decodeRun(rec record) (ledger.Run, error) {
 	}
 	if n, ok := numAttr(rec, runParts); ok && n > 1 && strAttr(rec, runPartsTok) == strAttr(rec, runOpenToken) {
 		run.Partitions = int(n) // 1 reads as 0, as on stores that do not partition
+		byPage, _ := numAttr(rec, runPartsPage)
+		run.Pages = byPage == 1 && strAttr(rec, runPartsPageTok) == strAttr(rec, runOpenToken)
 	}
 	return run, nil
+}
+
+// boolNum is b as a stored number: 1 or 0.
+func boolNum(b bool) int64 {
+	if b {
+		return 1
+	}
+	return 0
 }

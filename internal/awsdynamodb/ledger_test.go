@@ -2,6 +2,7 @@ package awsdynamodb_test
 
 import (
 	"context"
+	"fmt"
 	"strconv"
 	"sync"
 	"testing"
@@ -496,4 +497,41 @@ func TestClaimRetriesWhenClaimableMeanwhile(t *testing.T) {
 	require.NoError(t, err)
 	require.Equal(t, 1, it.Attempt)
 	require.Equal(t, map[string]int{"PutItem": 1, "GetItem": 1, "UpdateItem": 1}, b.rec.Counts())
+}
+
+// A run record of an earlier version spread over partitions has no
+// parts_page: its items were placed by name, and it keeps reading so
+// (Pages false, items found by ledger.ItemPartition) even when this
+// version resumes it with Pages: the resuming write's token is not the
+// opener's.
+func TestRunRecordOfEarlierVersionIsPartitionedByName(t *testing.T) {
+	t.Parallel()
+	b := setup(t, &awsdynamodb.Options{ShardsPerPartition: 2})
+	ctx := context.Background()
+	job := uniqueName(t)
+	nominal := t0.Add(time.Minute)
+	run, _, err := b.ledger.OpenRun(ctx, ledger.OpenRunParams{Job: job, Nominal: nominal, Fence: 3, Shards: 7, Pages: true, Now: t0})
+	require.NoError(t, err)
+	require.True(t, run.Pages)
+	_, err = b.client.UpdateItem(ctx, &dynamodb.UpdateItemInput{
+		TableName:        aws.String(b.table),
+		Key:              map[string]types.AttributeValue{"pk": &types.AttributeValueMemberS{Value: "RUN#" + job}, "sk": &types.AttributeValueMemberS{Value: "2026-11-21T12:01:00Z"}},
+		UpdateExpression: aws.String("REMOVE parts_page, parts_page_tok"),
+	})
+	require.NoError(t, err)
+	fresh := awsdynamodb.NewLedgerStore(b.client, b.table, &awsdynamodb.Options{ShardsPerPartition: 2})
+	got, err := fresh.GetRun(ctx, job, nominal)
+	require.NoError(t, err)
+	require.Equal(t, 4, got.Partitions)
+	require.False(t, got.Pages)
+
+	run, outcome, err := fresh.OpenRun(ctx, ledger.OpenRunParams{Job: job, Nominal: nominal, Fence: 4, Shards: 7, Pages: true, Now: t0.Add(time.Second)})
+	require.NoError(t, err)
+	require.Equal(t, ledger.Resumed, outcome)
+	require.False(t, run.Pages, "written by the resume, but not read as the opener's")
+	require.Equal(t, "1", attrN(b.raw(t, "RUN#"+job, "2026-11-21T12:01:00Z"), "parts_page"))
+	_, err = fresh.Claim(ctx, ledger.ClaimParams{Key: ledger.ItemKey{Run: run.ID, Asset: "N07"}, Owner: "o", LeaseUntil: t0.Add(time.Minute), Now: t0})
+	require.NoError(t, err, "no page is needed to place it")
+	rec := b.raw(t, fmt.Sprintf("ITEMS#%s#P%d", run.ID, ledger.ItemPartition("N07", 4)), "N07")
+	require.Equal(t, "RUNNING", attrS(rec, "state"), "placed by name")
 }

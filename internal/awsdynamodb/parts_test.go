@@ -72,3 +72,66 @@ func assets(items []ledger.Item) []string {
 	}
 	return out
 }
+
+// A generation opened with Pages is partitioned by page: page i's items
+// live under ITEMS#<run id>#P<i mod partitions>, and a store that never
+// read the pages finds an item's page by searching them (ranges, claims,
+// cancels by key); a name on no page is not found, and nothing is written
+// for it.
+func TestPagePartitions(t *testing.T) {
+	t.Parallel()
+	ctx := context.Background()
+	b := setup(t, &awsdynamodb.Options{ShardsPerPartition: 2})
+	job := uniqueName(t)
+	run, _, err := b.ledger.OpenRun(ctx, ledger.OpenRunParams{Job: job, Nominal: t0, Fence: 1, Shards: 7, Pages: true, Now: t0})
+	require.NoError(t, err)
+	require.Equal(t, 4, run.Partitions, "ceil(7 expected pages / 2)")
+	require.True(t, run.Pages)
+
+	const pages = 11 // more than expected: pages 4… wrap around the partitions
+	for p := range pages {
+		var items []ledger.PageItem
+		for i := range 5 {
+			items = append(items, ledger.PageItem{Name: fmt.Sprintf("N%02d-%d", p, i)})
+		}
+		_, err := b.ledger.PutPage(ctx, ledger.PutPageParams{Run: run.ID, Index: p, Items: items, Final: p == pages-1, Now: t0})
+		require.NoError(t, err)
+	}
+	for p := range pages {
+		fresh := awsdynamodb.NewLedgerStore(b.client, b.table, nil) // knows no page
+		name := fmt.Sprintf("N%02d-3", p)
+		_, err := fresh.Claim(ctx, ledger.ClaimParams{Key: ledger.ItemKey{Run: run.ID, Asset: name}, Owner: "o", LeaseUntil: t0.Add(time.Minute), Now: t0})
+		require.NoError(t, err, name)
+		rec := b.raw(t, fmt.Sprintf("ITEMS#%s#P%d", run.ID, p%4), name)
+		require.Equal(t, "RUNNING", attrS(rec, "state"), "%s is in its page's partition", name)
+	}
+	fresh := awsdynamodb.NewLedgerStore(b.client, b.table, nil)
+	got, err := fresh.ListItemRange(ctx, run.ID, "N05-0", "N05-4")
+	require.NoError(t, err)
+	require.Equal(t, []string{"N05-3"}, assets(got), "one page, one range")
+	got, err = fresh.ListItemRange(ctx, run.ID, "N01-0", "N99")
+	require.NoError(t, err)
+	require.Equal(t, []string{"N01-3", "N05-3", "N09-3"}, assets(got), "page 1's partition holds pages 1, 5 and 9")
+	for _, name := range []string{"N05-9", "A", "N99"} { // between pages, before the first, after the last
+		_, err = awsdynamodb.NewLedgerStore(b.client, b.table, nil).GetItem(ctx, ledger.ItemKey{Run: run.ID, Asset: name})
+		require.ErrorIs(t, err, ledger.ErrNotFound, name)
+		_, err = fresh.Cancel(ctx, ledger.CancelParams{Key: ledger.ItemKey{Run: run.ID, Asset: name}, Reason: "x", Now: t0})
+		require.Error(t, err, name)
+	}
+	all, err := fresh.ListItems(ctx, run.ID)
+	require.NoError(t, err)
+	require.Len(t, all, pages)
+	// A name within a page's range is that page's (an absent item is
+	// cancelled there, as anywhere).
+	_, err = fresh.Cancel(ctx, ledger.CancelParams{Key: ledger.ItemKey{Run: run.ID, Asset: "N03-35"}, Reason: "x", Now: t0})
+	require.NoError(t, err)
+	require.Equal(t, "CANCELLED", attrS(b.raw(t, fmt.Sprintf("ITEMS#%s#P3", run.ID), "N03-35"), "state"))
+
+	// Superseded by a generation of one place, generation 1's items are
+	// still found in their pages' partitions by a store that never saw it.
+	_, _, err = b.ledger.OpenRun(ctx, ledger.OpenRunParams{Job: job, Nominal: t0, Fence: 2, Force: true, Shards: 1, Now: t0})
+	require.NoError(t, err)
+	it, err := awsdynamodb.NewLedgerStore(b.client, b.table, nil).GetItem(ctx, ledger.ItemKey{Run: run.ID, Asset: "N06-3"})
+	require.NoError(t, err)
+	require.Equal(t, ledger.ItemRunning, it.State)
+}

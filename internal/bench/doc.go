@@ -54,21 +54,31 @@
 //     alternated; round trips per item on each side; beside a bare INSERT
 //     … ON CONFLICT and a bare SKIP LOCKED dequeue (see river.go for the
 //     set-up of each side).
-//  8. Scale: whole ticks of zero-work runs. On the embedded store, 10,000,
-//     100,000 and 1,000,000 items with the coordinator and the consumers
-//     each in a process of its own (the bench binary run again in a role,
-//     TestScaleRole), so that each role's peak RSS (its VmHWM, which it
-//     reports) is its own: tick → all enqueued (the last shard message
-//     expanded, in a hierarchical fan-out), tick → all done, items/s
-//     against the raw conditional write rate ÷ 2, and each role's peak
-//     RSS against the smallest size's. On the emulators, 100,000 items
-//     with 100 consumers' worth of concurrency behind the DynamoDB
-//     throttling proxy (internal/ddbthrottle, DynamoDB's per-partition
-//     limits): the same times, the hottest partition key's peak write and
-//     read units in one second against the limits, the throttled
-//     requests, units and calls per item; then a smaller run with every
-//     item in one partition key, the layout before item partitions, for
-//     contrast.
+//  8. Scale: whole ticks of zero-work runs, of two kinds of job: a
+//     catalog of N assets (the job's definition holds the N names, so
+//     both processes do), and a run-time list of N items (baton.Job.Items
+//     with ExpectedItems N: an items function that serves pages of 1,000
+//     names and holds none; the coordinator stores and sends the list a
+//     page at a time, the consumers read the pages they check against
+//     through a cache of at most 512 pages and 8 MiB). On the embedded
+//     store, catalogs of 10,000 and 100,000 items and run-time lists of
+//     10,000, 100,000 and 1,000,000, with the coordinator and the
+//     consumers each in a process of its own (the bench binary run again
+//     in a role, TestScaleRole), so that each role's peak RSS (its VmHWM,
+//     which it reports) is its own: tick → all enqueued (the last shard
+//     message expanded, in a hierarchical fan-out; for a run-time list,
+//     the coordinator's last message), tick → all done, items/s against
+//     the raw conditional write rate ÷ 2, and each role's peak RSS
+//     against the smallest size's of the same kind (goal: within 2×). On
+//     the emulators, 100,000 items of each kind with 100 consumers' worth
+//     of concurrency behind the DynamoDB throttling proxy
+//     (internal/ddbthrottle, DynamoDB's per-partition limits): the same
+//     times, the hottest partition key's peak write and read units in one
+//     second against the limits (for the run-time list, the hottest item
+//     partition key too: its items are partitioned by page), the
+//     throttled requests, units and calls per item; then a smaller run
+//     with every item in one partition key, the layout before item
+//     partitions, for contrast.
 //  9. Cost: the AWS list-price cost per million items of the emulator
 //     scale run (Prices, ListPrices: us-east-1, with their sources and
 //     the date they were confirmed), from its counts: the proxy's write

@@ -3,6 +3,7 @@ package bench
 import (
 	"context"
 	"fmt"
+	"strconv"
 	"sync/atomic"
 	"time"
 
@@ -52,4 +53,34 @@ func (s *sleeper) Process(ctx context.Context, _ baton.Task) ([]byte, error) {
 	case <-ctx.Done():
 		return nil, ctx.Err()
 	}
+}
+
+// runTimeJob is a job whose n items (it-0000000, it-0000001, …) are
+// computed when its run opens, by an items function that serves pages of
+// 1,000 names and holds none, with ExpectedItems n declared; otherwise as
+// syntheticJob. No process holds its list whole: the coordinator stores
+// and sends it a page at a time, the consumers read the pages they need.
+func runTimeJob(name string, n int, concurrency int, p baton.Processor) baton.Job {
+	j := syntheticJob(name, 1, concurrency, p)
+	j.Assets = nil
+	j.ExpectedItems = n
+	j.Items = func(_ context.Context, req baton.ItemsRequest) (baton.ItemsPage, error) {
+		from := 0
+		if req.Cursor != "" {
+			var err error
+			if from, err = strconv.Atoi(req.Cursor); err != nil {
+				return baton.ItemsPage{}, fmt.Errorf("bad cursor %q", req.Cursor)
+			}
+		}
+		to := min(from+1000, n)
+		page := baton.ItemsPage{Items: make([]baton.Item, 0, max(to-from, 0))}
+		for i := from; i < to; i++ {
+			page.Items = append(page.Items, baton.Item{Name: fmt.Sprintf("it-%07d", i)})
+		}
+		if to < n {
+			page.Next = strconv.Itoa(to)
+		}
+		return page, nil
+	}
+	return j
 }

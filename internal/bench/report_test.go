@@ -237,6 +237,23 @@ func TestSmoke(t *testing.T) {
 		require.Equal(t, 2.0, all["lease acquire, contended, as shipped (lease port + contention record)"])
 	}
 
+	// The scale scenario runs a run-time list too: its memory rows on the
+	// embedded store, and on the emulators its items spread over item
+	// partition keys by page.
+	figures := map[string]Row{}
+	for _, row := range rows {
+		figures[row.Backend+": "+row.Figure] = row
+	}
+	for _, f := range []string{"coordinator peak RSS (own process)", "consumer peak RSS (own process)", "tick → all done"} {
+		require.Contains(t, figures, "sqlite: run-time list of 300 items: "+f)
+	}
+	if !testing.Short() {
+		hot, ok := figures["aws, behind the throttling proxy: run-time list of 300 items: hottest item partition key, peak write units in one second"]
+		require.True(t, ok)
+		require.Positive(t, hot.Value)
+		require.Contains(t, hot.Note, "5 item partition keys written", "300 items, 5 pages, one page per key")
+	}
+
 	var buf bytes.Buffer
 	require.NoError(t, Markdown(&buf, SortRows(rows)))
 	require.Equal(t, len(rows)+2, strings.Count(buf.String(), "\n"))

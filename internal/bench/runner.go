@@ -44,10 +44,21 @@ type Config struct {
 	// with ScaleAWSConsumers batches handled at once; ScaleContrast is
 	// the size of the run kept in one partition key on the emulators, to
 	// show the throttling the partitions avoid (0: none).
-	ScaleSQLite       []int
-	ScaleAWS          []int
-	ScaleAWSConsumers int
-	ScaleContrast     int
+	ScaleSQLite []int
+	ScaleAWS    []int
+	// ScaleSQLiteRunTime and ScaleAWSRunTime are the sizes of the same
+	// runs of a job whose items are computed when its run opens (a
+	// run-time list, with ExpectedItems declared), on the embedded store
+	// and on the emulators.
+	ScaleSQLiteRunTime []int
+	ScaleAWSRunTime    []int
+	// ScaleAWSRunTimeShardsPerPartition is the DynamoDB store's
+	// ShardsPerPartition in the run-time list runs on the emulators (0:
+	// its default); the smoke run sets 1, so that its small list is
+	// spread over item partitions too.
+	ScaleAWSRunTimeShardsPerPartition int
+	ScaleAWSConsumers                 int
+	ScaleContrast                     int
 	// ExpandFrom and ExpandItems are the coordinator's hierarchical
 	// fan-out settings in the scale scenario (0: its defaults).
 	ExpandFrom, ExpandItems int
@@ -63,52 +74,58 @@ type Config struct {
 // FullConfig is what `make bench` runs: the sizes of the issue.
 func FullConfig() Config {
 	return Config{
-		Contenders:        []int{1, 8, 64},
-		Window:            time.Second,
-		Rounds:            3,
-		BackoffRounds:     40,
-		BackoffWindow:     200 * time.Millisecond,
-		FanOutItems:       10_000,
-		FanOutRounds:      5,
-		EndToEndItems:     10_000,
-		EndToEndConsumers: 8,
-		Latency:           1600 * time.Millisecond,
-		WideAssets:        1000,
-		WideLatency:       200 * time.Millisecond,
-		WideConsumers:     100,
-		ScaleSQLite:       []int{10_000, 100_000, 1_000_000},
-		ScaleAWS:          []int{100_000},
-		ScaleAWSConsumers: 100,
-		ScaleContrast:     10_000,
-		Contended:         []int{8, 64},
-		Timeout:           10 * time.Minute,
-		ScaleTimeout:      45 * time.Minute,
+		Contenders:         []int{1, 8, 64},
+		Window:             time.Second,
+		Rounds:             3,
+		BackoffRounds:      40,
+		BackoffWindow:      200 * time.Millisecond,
+		FanOutItems:        10_000,
+		FanOutRounds:       5,
+		EndToEndItems:      10_000,
+		EndToEndConsumers:  8,
+		Latency:            1600 * time.Millisecond,
+		WideAssets:         1000,
+		WideLatency:        200 * time.Millisecond,
+		WideConsumers:      100,
+		ScaleSQLite:        []int{10_000, 100_000},
+		ScaleSQLiteRunTime: []int{10_000, 100_000, 1_000_000},
+		ScaleAWS:           []int{100_000},
+		ScaleAWSRunTime:    []int{100_000},
+		ScaleAWSConsumers:  100,
+		ScaleContrast:      10_000,
+		Contended:          []int{8, 64},
+		Timeout:            10 * time.Minute,
+		ScaleTimeout:       45 * time.Minute,
 	}
 }
 
 // SmokeConfig runs every scenario at a tiny size, to test the code.
 func SmokeConfig() Config {
 	return Config{
-		Contenders:        []int{1, 4},
-		Window:            50 * time.Millisecond,
-		Rounds:            1,
-		BackoffRounds:     2,
-		FanOutItems:       120,
-		FanOutRounds:      2,
-		EndToEndItems:     60,
-		EndToEndConsumers: 2,
-		Latency:           20 * time.Millisecond,
-		WideAssets:        40,
-		WideLatency:       10 * time.Millisecond,
-		WideConsumers:     10,
-		ScaleSQLite:       []int{150, 300},
-		ScaleAWS:          []int{300},
-		ScaleAWSConsumers: 4,
-		ScaleContrast:     200,
-		ExpandFrom:        100,
-		ExpandItems:       50,
-		Contended:         []int{2},
-		Timeout:           time.Minute,
+		Contenders:         []int{1, 4},
+		Window:             50 * time.Millisecond,
+		Rounds:             1,
+		BackoffRounds:      2,
+		FanOutItems:        120,
+		FanOutRounds:       2,
+		EndToEndItems:      60,
+		EndToEndConsumers:  2,
+		Latency:            20 * time.Millisecond,
+		WideAssets:         40,
+		WideLatency:        10 * time.Millisecond,
+		WideConsumers:      10,
+		ScaleSQLite:        []int{150, 300},
+		ScaleSQLiteRunTime: []int{150, 300},
+		ScaleAWS:           []int{300},
+		ScaleAWSRunTime:    []int{300},
+
+		ScaleAWSRunTimeShardsPerPartition: 1,
+		ScaleAWSConsumers:                 4,
+		ScaleContrast:                     200,
+		ExpandFrom:                        100,
+		ExpandItems:                       50,
+		Contended:                         []int{2},
+		Timeout:                           time.Minute,
 	}
 }
 

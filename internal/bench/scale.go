@@ -2,6 +2,7 @@ package bench
 
 import (
 	"bufio"
+	"cmp"
 	"context"
 	"encoding/json"
 	"errors"
@@ -16,6 +17,7 @@ import (
 	"github.com/batonhq/baton/internal/backend/sqlitebackend"
 	"github.com/batonhq/baton/internal/coordinator"
 	"github.com/batonhq/baton/internal/engine"
+	"github.com/batonhq/baton/internal/ledger"
 	"github.com/batonhq/baton/internal/queue"
 )
 
@@ -33,6 +35,9 @@ type ScaleRole struct {
 	Consumers int // consumer role: batches handled at once
 	// ExpandFrom and ExpandItems are the coordinator's (0: its defaults).
 	ExpandFrom, ExpandItems int
+	// RunTime runs a job whose items are computed when its run opens
+	// (runTimeJob) instead of a catalog of Items assets (scaleJob).
+	RunTime bool
 }
 
 // ScaleResult is what a role process reports, on one line of JSON.
@@ -41,6 +46,10 @@ type ScaleResult struct {
 	// Enqueued when its last message was sent.
 	Start, Enqueued time.Time
 	ShardMessages   int
+	// Invocations is the number of coordinator invocations the fan-out
+	// took (each stops at the engine's batch timeout, as a Lambda's
+	// deadline; the next resumes it).
+	Invocations int
 	// LastExpanded is when the last shard message was expanded, LastDone
 	// when the last item succeeded (consumer).
 	LastExpanded, LastDone time.Time
@@ -48,14 +57,21 @@ type ScaleResult struct {
 	Batches                int
 	// Busy is the time spent handling batches, summed over batches.
 	Busy time.Duration
+	// PageReads is the number of pages of a run-time list the consumer
+	// read (its membership checks; consumer.PageCache).
+	PageReads int64
 	// PeakRSS is the process's VmHWM when it reported, in bytes: its own
 	// peak (the rusage of a child would include the parent's memory at
 	// the fork, which Linux carries across exec).
 	PeakRSS int64
 }
 
-// scaleJob is the job of a scale run of n items.
-func scaleJob(n, concurrency int) baton.Job {
+// scaleJob is the job of a scale run of n items: a catalog of n assets,
+// or with runTime a run-time list of n items.
+func scaleJob(n, concurrency int, runTime bool) baton.Job {
+	if runTime {
+		return runTimeJob("scale", n, concurrency, &sleeper{})
+	}
 	return syntheticJob("scale", n, concurrency, &sleeper{})
 }
 
@@ -67,7 +83,7 @@ func RunScaleRole(ctx context.Context, role ScaleRole) (ScaleResult, error) {
 		return ScaleResult{}, err
 	}
 	defer b.Close()
-	j := scaleJob(role.Items, queue.MaxBatch)
+	j := scaleJob(role.Items, queue.MaxBatch, role.RunTime)
 	e, err := engine.New(b, engine.Options{Catalog: baton.MustCatalog(j), Consumers: max(role.Consumers, 1),
 		BatchSize: queue.MaxBatch, BatchTimeout: time.Minute, Owner: "scale-" + role.Role})
 	if err != nil {
@@ -77,14 +93,14 @@ func RunScaleRole(ctx context.Context, role ScaleRole) (ScaleResult, error) {
 	case "coordinator":
 		e.Coordinator.ExpandFrom, e.Coordinator.ExpandItems = role.ExpandFrom, role.ExpandItems
 		start := time.Now()
-		sum, err := e.Trigger(ctx, j.Name, start, false)
+		sum, invocations, err := fanOutWhole(ctx, e, j.Name, start, nil)
 		if err != nil {
 			return ScaleResult{}, err
 		}
-		if sum.Outcome != coordinator.OutcomeOpened || sum.Cursor != role.Items {
-			return ScaleResult{}, fmt.Errorf("coordinator: %s, cursor %d of %d", sum.Outcome, sum.Cursor, role.Items)
+		if sum.Outcome != coordinator.OutcomeOpened || sum.Cursor != role.Items || role.RunTime && sum.Enqueued != role.Items {
+			return ScaleResult{}, fmt.Errorf("coordinator: %s, cursor %d, %d enqueued, of %d", sum.Outcome, sum.Cursor, sum.Enqueued, role.Items)
 		}
-		return ScaleResult{Start: start, Enqueued: start.Add(sum.Duration), ShardMessages: sum.ShardMessages}, nil
+		return ScaleResult{Start: start, Enqueued: cmp.Or(sum.FannedOutAt, time.Now()), ShardMessages: sum.ShardMessages, Invocations: invocations}, nil
 	case "consumer":
 		c := consume(ctx, e, max(role.Consumers, 1), queue.MaxBatch, role.Items)
 		last, err := c.Wait(ctx)
@@ -94,7 +110,8 @@ func RunScaleRole(ctx context.Context, role ScaleRole) (ScaleResult, error) {
 		}
 		c.mu.Lock()
 		defer c.mu.Unlock()
-		return ScaleResult{LastDone: last, LastExpanded: c.lastExpanded, Statuses: c.statuses, Batches: c.batches, Busy: c.busy}, nil
+		return ScaleResult{LastDone: last, LastExpanded: c.lastExpanded, Statuses: c.statuses, Batches: c.batches, Busy: c.busy,
+			PageReads: e.Consumer.Pages.Reads()}, nil
 	}
 	return ScaleResult{}, fmt.Errorf("unknown role %q", role.Role)
 }
@@ -119,7 +136,8 @@ func startRole(ctx context.Context, role ScaleRole) (*roleProcess, error) {
 	cmd := exec.CommandContext(ctx, os.Args[0], "-test.run", "^"+ScaleRoleTest+"$", "-test.timeout", "0",
 		"-scale.role", role.Role, "-scale.store", role.Store, "-scale.items", strconv.Itoa(role.Items),
 		"-scale.consumers", strconv.Itoa(role.Consumers),
-		"-scale.expand-from", strconv.Itoa(role.ExpandFrom), "-scale.expand-items", strconv.Itoa(role.ExpandItems))
+		"-scale.expand-from", strconv.Itoa(role.ExpandFrom), "-scale.expand-items", strconv.Itoa(role.ExpandItems),
+		"-scale.runtime="+strconv.FormatBool(role.RunTime))
 	cmd.Stderr = os.Stderr
 	stdout, err := cmd.StdoutPipe()
 	if err != nil {
@@ -176,11 +194,22 @@ func (p *roleProcess) wait() (ScaleResult, int64, error) {
 	return o.res, o.res.PeakRSS, o.err
 }
 
-// sqliteScale runs a scale tick of each size in r.Config.ScaleSQLite.
+// sqliteScale runs a scale tick of each size in r.Config.ScaleSQLite (a
+// catalog job), then of each in r.Config.ScaleSQLiteRunTime (a run-time
+// list).
 func (r *Runner) sqliteScale(ctx context.Context, t Target) error {
+	if err := r.sqliteScaleSizes(ctx, t, r.Config.ScaleSQLite, false); err != nil {
+		return err
+	}
+	return r.sqliteScaleSizes(ctx, t, r.Config.ScaleSQLiteRunTime, true)
+}
+
+// sqliteScaleSizes runs a scale tick of each of sizes, of a run-time list
+// with runTime.
+func (r *Runner) sqliteScaleSizes(ctx context.Context, t Target, sizes []int, runTime bool) error {
 	const scenario = "8 scale"
 	var smallest *roleRSS // the peak RSS at the first size
-	for _, n := range r.Config.ScaleSQLite {
+	for _, n := range sizes {
 		// The raw reference, on a fresh file of the same directory.
 		env, err := r.open(ctx, t, "scale-raw")
 		if err != nil {
@@ -198,7 +227,7 @@ func (r *Runner) sqliteScale(ctx context.Context, t Target) error {
 		}
 		b.Close()
 		role := ScaleRole{Store: path, Items: n, Consumers: r.Config.EndToEndConsumers,
-			ExpandFrom: r.Config.ExpandFrom, ExpandItems: r.Config.ExpandItems}
+			ExpandFrom: r.Config.ExpandFrom, ExpandItems: r.Config.ExpandItems, RunTime: runTime}
 		role.Role = "consumer"
 		cons, err := startRole(ctx, role)
 		if err != nil {
@@ -223,30 +252,45 @@ func (r *Runner) sqliteScale(ctx context.Context, t Target) error {
 		}
 		toEnqueued, toDone := enqueued.Sub(cres.Start), ures.LastDone.Sub(cres.Start)
 		rate := float64(n) / toDone.Seconds()
-		r.logf("  %d items: all enqueued %s, all done %s (%.0f/s; raw %.0f writes/s); %d shard messages; peak RSS coordinator %d MiB, consumer %d MiB; statuses %v",
-			n, toEnqueued.Round(time.Millisecond), toDone.Round(time.Millisecond), rate, raw, cres.ShardMessages, crss>>20, urss>>20, ures.Statuses)
-		sz := number(float64(n))
+		r.logf("  %s: all enqueued %s, all done %s (%.0f/s; raw %.0f writes/s); %d shard messages, %d page reads; peak RSS coordinator %d MiB, consumer %d MiB; statuses %v",
+			scaleSize(n, runTime), toEnqueued.Round(time.Millisecond), toDone.Round(time.Millisecond), rate, raw, cres.ShardMessages, ures.PageReads, crss>>20, urss>>20, ures.Statuses)
+		sz := scaleSize(n, runTime)
+		enqNote := fmt.Sprintf("%d shard messages from the coordinator (%s of fan-out)", cres.ShardMessages, cres.Enqueued.Sub(cres.Start).Round(time.Millisecond))
+		if runTime {
+			pages := (n + ledger.PageItems - 1) / ledger.PageItems
+			enqNote = fmt.Sprintf("the coordinator stored %d pages and sent a message per item, in %d invocations of at most a minute; the consumer read %d pages (%.4f per item)",
+				pages, cres.Invocations, ures.PageReads, float64(ures.PageReads)/float64(n))
+		}
 		r.add(
-			Row{Scenario: scenario, Backend: t.Name, Figure: sz + " items: tick → all enqueued", Value: toEnqueued.Seconds(), Unit: Duration,
+			Row{Scenario: scenario, Backend: t.Name, Figure: sz + ": tick → all enqueued", Value: toEnqueued.Seconds(), Unit: Duration,
 				Reference: float64(n) / (raw / writesPerItem), RefText: "items ÷ (raw conditional writes/s ÷ 2): the whole run at the raw write rate",
-				Note: fmt.Sprintf("%d shard messages from the coordinator (%s of fan-out)", cres.ShardMessages, cres.Enqueued.Sub(cres.Start).Round(time.Millisecond))},
-			Row{Scenario: scenario, Backend: t.Name, Figure: sz + " items: tick → all done", Value: toDone.Seconds(), Unit: Duration,
+				Note: enqNote},
+			Row{Scenario: scenario, Backend: t.Name, Figure: sz + ": tick → all done", Value: toDone.Seconds(), Unit: Duration,
 				Reference: float64(n) / (raw / writesPerItem), RefText: "as above"},
-			Row{Scenario: scenario, Backend: t.Name, Figure: fmt.Sprintf("%s items, %d consumers × %d: items/s", sz, role.Consumers, queue.MaxBatch), Value: rate, Unit: Rate,
+			Row{Scenario: scenario, Backend: t.Name, Figure: fmt.Sprintf("%s, %d consumers × %d: items/s", sz, role.Consumers, queue.MaxBatch), Value: rate, Unit: Rate,
 				Reference: raw / writesPerItem, RefText: "raw conditional writes/s ÷ 2 writes per item (8 writers, just before)", Goal: RatioAtLeast(0.5)},
 		)
 		if smallest == nil {
 			smallest = &roleRSS{n: n, coord: crss, consumer: urss}
 		}
-		ref := fmt.Sprintf("the same at %s items", number(float64(smallest.n)))
+		ref := "the same at " + scaleSize(smallest.n, runTime)
 		r.add(
-			Row{Scenario: scenario, Backend: t.Name, Figure: sz + " items: coordinator peak RSS (own process)", Value: float64(crss), Unit: Bytes,
+			Row{Scenario: scenario, Backend: t.Name, Figure: sz + ": coordinator peak RSS (own process)", Value: float64(crss), Unit: Bytes,
 				Reference: float64(smallest.coord), RefText: ref, Goal: RatioAtMost(2)},
-			Row{Scenario: scenario, Backend: t.Name, Figure: sz + " items: consumer peak RSS (own process)", Value: float64(urss), Unit: Bytes,
+			Row{Scenario: scenario, Backend: t.Name, Figure: sz + ": consumer peak RSS (own process)", Value: float64(urss), Unit: Bytes,
 				Reference: float64(smallest.consumer), RefText: ref, Goal: RatioAtMost(2)},
 		)
 	}
 	return nil
+}
+
+// scaleSize names a scale run of n items in its rows: "10,000 items", or
+// "run-time list of 10,000 items".
+func scaleSize(n int, runTime bool) string {
+	if runTime {
+		return "run-time list of " + number(float64(n)) + " items"
+	}
+	return number(float64(n)) + " items"
 }
 
 // roleRSS is the peak RSS of each role at one size.
@@ -272,4 +316,53 @@ func rawWriteRate(ctx context.Context, env *Env, d time.Duration) (float64, erro
 		return 0, fmt.Errorf("raw writes: %w", err)
 	}
 	return l.PerSecond(), nil
+}
+
+// fanOutWhole triggers the tick at of job on e until its run is fanned
+// out: a run-time list of a million items takes its coordinator longer
+// than one invocation's deadline (the engine's batch timeout, as a
+// Lambda's), and the next invocation resumes it from its checkpoint, as
+// the schedule's next trigger would (one that finds the lease still held
+// tries again shortly). It returns the first invocation's summary with
+// Cursor, Total and Stopped from the last and Enqueued summed over them,
+// and how many there were; logf, if set, hears of each.
+func fanOutWhole(ctx context.Context, e *engine.Engine, job string, at time.Time, logf func(string, ...any)) (coordinator.Summary, int, error) {
+	var sum coordinator.Summary
+	enqueued := 0
+	for n := 1; ; n++ {
+		s, err := e.Trigger(ctx, job, at, false)
+		if err != nil {
+			return s, n, fmt.Errorf("invocation %d: %w", n, err)
+		}
+		enqueued += s.Enqueued
+		if n == 1 {
+			sum = s
+		}
+		sum.Cursor, sum.Total, sum.Stopped, sum.FannedOutAt = s.Cursor, s.Total, s.Stopped, s.FannedOutAt
+		sum.Enqueued = enqueued
+		if logf != nil {
+			logf("  coordinator invocation %d: %s, cursor %d, %d enqueued, stopped %q", n, s.Outcome, s.Cursor, s.Enqueued, s.Stopped)
+		}
+		run, err := e.Backend().Ledger.GetRun(ctx, job, sum.Nominal)
+		if err != nil {
+			return sum, n, fmt.Errorf("invocation %d: read the run: %w", n, err)
+		}
+		if run.ID != sum.Run {
+			return sum, n, fmt.Errorf("invocation %d: the tick's run is %s, not %s", n, run.ID, sum.Run)
+		}
+		if run.State != ledger.RunFanningOut {
+			sum.Cursor = run.Cursor
+			return sum, n, nil
+		}
+		if n == 100 {
+			return sum, n, fmt.Errorf("still fanning out after %d invocations (cursor %d)", n, run.Cursor)
+		}
+		if s.Outcome == coordinator.OutcomeSkipped {
+			select { // the lease is still held: as a retried trigger would
+			case <-ctx.Done():
+				return sum, n, ctx.Err()
+			case <-time.After(200 * time.Millisecond):
+			}
+		}
+	}
 }

@@ -13,6 +13,7 @@ var (
 	scaleConsumers   = flag.Int("scale.consumers", 1, "with -scale.role consumer: batches handled at once")
 	scaleExpandFrom  = flag.Int("scale.expand-from", 0, "with -scale.role coordinator: Coordinator.ExpandFrom")
 	scaleExpandItems = flag.Int("scale.expand-items", 0, "with -scale.role coordinator: Coordinator.ExpandItems")
+	scaleRunTime     = flag.Bool("scale.runtime", false, "with -scale.role: a run-time list job instead of a catalog")
 )
 
 // TestScaleRole is a role process of the scale scenario: the bench binary
@@ -23,7 +24,7 @@ func TestScaleRole(t *testing.T) {
 	}
 	res, err := RunScaleRole(context.Background(), ScaleRole{
 		Role: *scaleRole, Store: *scaleStore, Items: *scaleItems, Consumers: *scaleConsumers,
-		ExpandFrom: *scaleExpandFrom, ExpandItems: *scaleExpandItems,
+		ExpandFrom: *scaleExpandFrom, ExpandItems: *scaleExpandItems, RunTime: *scaleRunTime,
 	})
 	if err != nil {
 		t.Fatal(err)

@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"net/http/httptest"
+	"regexp"
 	"time"
 
 	"github.com/aws/aws-sdk-go-v2/aws"
@@ -58,7 +59,12 @@ type awsRun struct {
 	calls              map[string]int
 	shardMessages      int
 	batches            int
-	busy, coordinator  time.Duration
+	// itemKeys is the number of item partition keys written
+	// (ITEMS#<run>#P<p>), hottestItem the hottest of them.
+	itemKeys          int
+	hottestItem       ddbthrottle.PartitionStats
+	invocations       int // coordinator invocations of the fan-out
+	busy, coordinator time.Duration
 	// sqsRequests are the SQS requests as billed (awscall.Counter.Billed);
 	// timed sums the timings of the consumer batches and the
 	// coordinator's invocation.
@@ -67,8 +73,9 @@ type awsRun struct {
 }
 
 // awsScaleRun runs a tick of n items through the proxy p on endpoints ep,
-// with the item partitions of shardsPerPart (0: the default).
-func (r *Runner) awsScaleRun(ctx context.Context, p *ddbthrottle.Proxy, ep awsEndpoints, n, shardsPerPart int) (awsRun, error) {
+// with the item partitions of shardsPerPart (0: the default); of a
+// run-time list with runTime.
+func (r *Runner) awsScaleRun(ctx context.Context, p *ddbthrottle.Proxy, ep awsEndpoints, n, shardsPerPart int, runTime bool) (awsRun, error) {
 	o := ep.o
 	o.ShardsPerPartition = shardsPerPart
 	r.seq++
@@ -81,7 +88,7 @@ func (r *Runner) awsScaleRun(ctx context.Context, p *ddbthrottle.Proxy, ep awsEn
 	if run.raw, err = rawWriteRate(ctx, env, r.Config.Window); err != nil {
 		return run, err
 	}
-	j := scaleJob(n, queue.MaxBatch)
+	j := scaleJob(n, queue.MaxBatch, runTime)
 	e, err := engine.New(env.Backend, engine.Options{Catalog: baton.MustCatalog(j), Consumers: r.Config.ScaleAWSConsumers,
 		BatchSize: queue.MaxBatch, BatchTimeout: time.Minute, Owner: "scale"})
 	if err != nil {
@@ -94,17 +101,25 @@ func (r *Runner) awsScaleRun(ctx context.Context, p *ddbthrottle.Proxy, ep awsEn
 	env.Calls.Reset()
 	start := time.Now()
 	coordinatorCalls := &callTimes{}
-	sum, err := e.Trigger(withCallTimes(ctx, coordinatorCalls), j.Name, start, false)
+	sum, invocations, err := fanOutWhole(withCallTimes(ctx, coordinatorCalls), e, j.Name, start, r.logf)
 	if err != nil {
 		return run, fmt.Errorf("coordinator: %w", err)
 	}
-	run.coordinator, run.shardMessages = sum.Duration, sum.ShardMessages
+	run.coordinator, run.shardMessages, run.invocations = time.Since(start), sum.ShardMessages, invocations
 	run.timed.add(timing(start, time.Now(), coordinatorCalls))
 	last, werr := pollers.Wait(ctx)
 	pollers.Stop()
 	run.stats, run.calls = p.Stats(), env.Calls.Snapshot()
 	if billed, ok := env.Calls.(interface{ Billed(string) int }); ok {
 		run.sqsRequests = billed.Billed("SQS")
+	}
+	for _, ps := range run.stats.Partitions { // hottest first
+		if itemPartitionKey.MatchString(ps.Key) {
+			if run.itemKeys == 0 {
+				run.hottestItem = ps
+			}
+			run.itemKeys++
+		}
 	}
 	pollers.mu.Lock()
 	run.done, run.batches, run.busy = pollers.succeeded, pollers.batches, pollers.busy
@@ -115,7 +130,10 @@ func (r *Runner) awsScaleRun(ctx context.Context, p *ddbthrottle.Proxy, ep awsEn
 		return run, nil // not finished: what was measured stands
 	}
 	run.toDone = last.Sub(start)
-	run.toEnqueued = sum.Duration
+	run.toEnqueued = run.coordinator
+	if !sum.FannedOutAt.IsZero() {
+		run.toEnqueued = sum.FannedOutAt.Sub(start) // before the settling pass that follows
+	}
 	if sum.ShardMessages > 0 {
 		run.toEnqueued = expanded.Sub(start)
 	}
@@ -130,6 +148,10 @@ func (r *Runner) awsScaleRun(ctx context.Context, p *ddbthrottle.Proxy, ep awsEn
 	return run, nil
 }
 
+// itemPartitionKey matches the partition key of an item partition of a
+// run spread over several (see package awsdynamodb).
+var itemPartitionKey = regexp.MustCompile(`^ITEMS#[^#]+#[0-9]+#P[0-9]+$`)
+
 // awsScale runs the emulator sizes behind the proxy, then the contrast
 // run with every item in one partition key.
 func (r *Runner) awsScale(ctx context.Context, t Target) error {
@@ -140,51 +162,78 @@ func (r *Runner) awsScale(ctx context.Context, t Target) error {
 	}
 	defer stop()
 	backend := t.Name + ", behind the throttling proxy"
+	type size struct {
+		n       int
+		runTime bool
+	}
+	var sizes []size
 	for _, n := range r.Config.ScaleAWS {
-		run, err := r.awsScaleRun(ctx, p, ep, n, 0)
+		sizes = append(sizes, size{n, false})
+	}
+	for _, n := range r.Config.ScaleAWSRunTime {
+		sizes = append(sizes, size{n, true})
+	}
+	for _, sz := range sizes {
+		n := sz.n
+		perPart := 0
+		if sz.runTime {
+			perPart = r.Config.ScaleAWSRunTimeShardsPerPartition
+		}
+		run, err := r.awsScaleRun(ctx, p, ep, n, perPart, sz.runTime)
 		if err != nil {
-			return fmt.Errorf("%d items: %w", n, err)
+			return fmt.Errorf("%s: %w", scaleSize(n, sz.runTime), err)
 		}
 		hot := run.stats.Hottest()
-		r.logf("  %d items: done %d, all enqueued %s, all done %s; hottest partition %s peak %.0f WU/s, %d throttles; %d shard messages, %d batches",
-			n, run.done, run.toEnqueued.Round(time.Millisecond), run.toDone.Round(time.Millisecond), hot.Key, hot.PeakWriteUnits,
+		r.logf("  %s: done %d, all enqueued %s, all done %s; hottest partition %s peak %.0f WU/s, %d throttles; %d shard messages, %d batches",
+			scaleSize(n, sz.runTime), run.done, run.toEnqueued.Round(time.Millisecond), run.toDone.Round(time.Millisecond), hot.Key, hot.PeakWriteUnits,
 			run.stats.Throttles, run.shardMessages, run.batches)
 		if !run.finished {
-			return fmt.Errorf("%d items: %d succeeded, the run did not settle", n, run.done)
+			return fmt.Errorf("%s: %d succeeded, the run did not settle", scaleSize(n, sz.runTime), run.done)
 		}
-		sz := number(float64(n))
+		name := scaleSize(n, sz.runTime)
+		enqNote := fmt.Sprintf("%d shard messages from the coordinator (%s of fan-out)", run.shardMessages, run.coordinator.Round(time.Millisecond))
+		if sz.runTime {
+			enqNote = fmt.Sprintf("the coordinator stored %d pages and sent a message per item (%s of fan-out, %d invocations of at most a minute); %d item partition keys",
+				(n+ledger.PageItems-1)/ledger.PageItems, run.coordinator.Round(time.Millisecond), run.invocations, run.itemKeys)
+		}
 		perRaw := float64(n) / (run.raw / writesPerItem)
 		rate := float64(n) / run.toDone.Seconds()
 		r.add(
-			Row{Scenario: scenario, Backend: backend, Figure: sz + " items: tick → all enqueued", Value: run.toEnqueued.Seconds(), Unit: Duration,
+			Row{Scenario: scenario, Backend: backend, Figure: name + ": tick → all enqueued", Value: run.toEnqueued.Seconds(), Unit: Duration,
 				Reference: perRaw, RefText: "items ÷ (raw conditional writes/s ÷ 2), raw writes through the proxy",
-				Note: fmt.Sprintf("%d shard messages from the coordinator (%s of fan-out)", run.shardMessages, run.coordinator.Round(time.Millisecond))},
-			Row{Scenario: scenario, Backend: backend, Figure: sz + " items: tick → all done", Value: run.toDone.Seconds(), Unit: Duration,
+				Note: enqNote},
+			Row{Scenario: scenario, Backend: backend, Figure: name + ": tick → all done", Value: run.toDone.Seconds(), Unit: Duration,
 				Reference: perRaw, RefText: "as above"},
-			Row{Scenario: scenario, Backend: backend, Figure: fmt.Sprintf("%s items, %d consumers × %d: items/s", sz, r.Config.ScaleAWSConsumers, queue.MaxBatch),
+			Row{Scenario: scenario, Backend: backend, Figure: fmt.Sprintf("%s, %d consumers × %d: items/s", name, r.Config.ScaleAWSConsumers, queue.MaxBatch),
 				Value: rate, Reference: run.raw / writesPerItem, Unit: Rate, RefText: "raw conditional writes/s ÷ 2 writes per item (8 writers, just before)"},
-			Row{Scenario: scenario, Backend: backend, Figure: sz + " items: hottest partition key, peak write units in one second", Value: hot.PeakWriteUnits,
+			Row{Scenario: scenario, Backend: backend, Figure: name + ": hottest partition key, peak write units in one second", Value: hot.PeakWriteUnits,
 				Reference: ddbthrottle.DefaultWriteUnits, Unit: Count, RefText: "DynamoDB's limit per partition key value", Goal: RatioAtMost(1),
 				Note: fmt.Sprintf("%s; %d partition keys written", hot.Key, len(run.stats.Partitions))},
-			Row{Scenario: scenario, Backend: backend, Figure: sz + " items: hottest partition key, peak read units in one second", Value: run.stats.HottestRead().PeakReadUnits,
+			Row{Scenario: scenario, Backend: backend, Figure: name + ": hottest partition key, peak read units in one second", Value: run.stats.HottestRead().PeakReadUnits,
 				Reference: ddbthrottle.DefaultReadUnits, Unit: Count, RefText: "DynamoDB's limit per partition key value", Goal: RatioAtMost(1),
 				Note: run.stats.HottestRead().Key},
-			Row{Scenario: scenario, Backend: backend, Figure: sz + " items: requests throttled", Value: float64(run.stats.Throttles), Unit: Count,
+			Row{Scenario: scenario, Backend: backend, Figure: name + ": requests throttled", Value: float64(run.stats.Throttles), Unit: Count,
 				Reference: 0, RefText: "none", Goal: AtMost(0, Count)},
-			Row{Scenario: scenario, Backend: backend, Figure: sz + " items: write units per item", Value: run.stats.WriteUnits / float64(n), Unit: Count,
+			Row{Scenario: scenario, Backend: backend, Figure: name + ": write units per item", Value: run.stats.WriteUnits / float64(n), Unit: Count,
 				Reference: writesPerItem, RefText: "a claim and a completion of under 1 KB"},
-			Row{Scenario: scenario, Backend: backend, Figure: sz + " items: read units per item", Value: run.stats.ReadUnits / float64(n), Unit: Count,
+			Row{Scenario: scenario, Backend: backend, Figure: name + ": read units per item", Value: run.stats.ReadUnits / float64(n), Unit: Count,
 				Reference: 0, RefText: "—", Note: "the settling reads (strongly consistent: a probe of 8 of its shard's names per batch and shard, the shard once they have ended) dominate"},
-			Row{Scenario: scenario, Backend: backend, Figure: sz + " items: calls per item", Value: float64(Total(run.calls)) / float64(n), Unit: Count,
+			Row{Scenario: scenario, Backend: backend, Figure: name + ": calls per item", Value: float64(Total(run.calls)) / float64(n), Unit: Count,
 				Reference: 0, RefText: "—", Note: perItem(run.calls, n)},
 		)
-		r.addCost(backend, run)
+		if sz.runTime {
+			r.add(Row{Scenario: scenario, Backend: backend, Figure: name + ": hottest item partition key, peak write units in one second", Value: run.hottestItem.PeakWriteUnits,
+				Reference: ddbthrottle.DefaultWriteUnits, Unit: Count, RefText: "DynamoDB's limit per partition key value", Goal: RatioAtMost(1),
+				Note: fmt.Sprintf("%s; %d item partition keys written, a page's items in one", run.hottestItem.Key, run.itemKeys)})
+		} else {
+			r.addCost(backend, run)
+		}
 	}
 	if n := r.Config.ScaleContrast; n > 0 {
 		// Every item in one partition key, as before item partitions: a
 		// run bounded so that the throttling shows without waiting it out.
 		cctx, cancel := context.WithTimeout(ctx, 2*time.Minute)
-		run, err := r.awsScaleRun(cctx, p, ep, n, 1<<30)
+		run, err := r.awsScaleRun(cctx, p, ep, n, 1<<30, false)
 		cancel()
 		if err != nil && !errors.Is(err, context.DeadlineExceeded) {
 			return fmt.Errorf("contrast, %d items: %w", n, err)

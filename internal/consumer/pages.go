@@ -13,10 +13,21 @@ import (
 	"github.com/batonhq/baton/internal/ledger"
 )
 
-// pageCacheBytes bounds the encoded bytes of the pages a PageCache keeps:
-// past it the cache starts afresh. Pages are written once and never
-// change, so a cached page is never stale.
-const pageCacheBytes = 32 << 20
+// A PageCache keeps at most pageCachePages pages and pageCacheBytes bytes
+// of them (each item counted with its name, its payload and
+// pageItemOverhead for the Go values that hold them): past either bound
+// the cache starts afresh. Its memory is thus bounded whatever the
+// list's size (about 8 MiB at most; 512 pages of 64 items with names of
+// 20 bytes take about 2.5 MiB), and a list larger than the cache is not
+// held whole. A consumer works on a few pages at a time (the messages of
+// a page are sent together), so starting afresh costs a read again of
+// those few pages. Pages are written once and never change, so a cached
+// page is never stale.
+const (
+	pageCachePages   = 512
+	pageCacheBytes   = 8 << 20
+	pageItemOverhead = 64
+)
 
 // PageCache keeps the stored pages of run-time item lists (ledger.Page)
 // that a consumer read to check its messages' items against, so that the
@@ -64,11 +75,11 @@ func (pc *PageCache) get(ctx context.Context, l ledger.Store, run ledger.RunID, 
 	pg := v.(ledger.Page)
 	size := 0
 	for _, it := range pg.Items {
-		size += ledger.PageItemSize(it)
+		size += len(it.Name) + len(it.Payload) + pageItemOverhead
 	}
 	pc.mu.Lock()
 	defer pc.mu.Unlock()
-	if pc.pages == nil || pc.bytes+size > pageCacheBytes {
+	if pc.pages == nil || pc.bytes+size > pageCacheBytes || len(pc.pages) >= pageCachePages {
 		pc.pages, pc.bytes = make(map[string]ledger.Page), 0
 	}
 	pc.pages[k] = pg

@@ -128,6 +128,10 @@ type Summary struct {
 	Pending        bool
 	AcquireLatency time.Duration
 	Duration       time.Duration
+	// FannedOutAt is when this invocation ended the fan-out of a stored
+	// list's run (its last message sent and the run marked fanned out),
+	// before it settled it; zero otherwise.
+	FannedOutAt time.Time
 	// Pause is the job's pause record when the outcome is OutcomePaused.
 	Pause *lease.Pause
 }
@@ -326,7 +330,7 @@ func (c *Coordinator) open(ctx context.Context, t *tickRun) (ledger.Run, ledger.
 	openStart := c.now()
 	run, outcome, err := c.Ledger.OpenRun(ctx, ledger.OpenRunParams{
 		Job: t.job.Name, Nominal: sum.Nominal, Fence: t.hold.lease.Fence, Force: t.tr.Force, Now: openStart,
-		Shards: fanin.Shards(len(t.job.Assets) + len(t.job.Derived)),
+		Shards: openShards(t.job), Pages: t.job.RunTime(),
 	})
 	if err != nil {
 		return run, outcome, fmt.Errorf("run %s %s: open: %w", t.job.Name, sum.Nominal.Format(time.RFC3339), err)
@@ -337,6 +341,20 @@ func (c *Coordinator) open(ctx context.Context, t *tickRun) (ledger.Run, ledger.
 		slog.Int("cursor", run.Cursor), slog.Duration("duration", c.now().Sub(openStart)))
 	return run, outcome, nil
 }
+
+// openShards is the shard count a run of j opens with: one per
+// fanin.ShardItems of its catalog items; for a run-time list, one per
+// page of its declared expected size (baton.Job.ExpectedItems; 0: one),
+// from which a store that partitions fixes the run's item partitions.
+func openShards(j baton.Job) int {
+	if j.RunTime() {
+		return pagesOf(j.ExpectedItems)
+	}
+	return fanin.Shards(len(j.Assets) + len(j.Derived))
+}
+
+// pagesOf is the number of pages of a list of n items (at least 1).
+func pagesOf(n int) int { return max(1, (n+ledger.PageItems-1)/ledger.PageItems) }
 
 // finish ends a Run that acquired the lease, whatever its result: it
 // releases the lease and reports the run's duration.

@@ -68,7 +68,7 @@ func (c *Coordinator) fanOutPages(ctx context.Context, t *tickRun, run ledger.Ru
 			break
 		}
 	}
-	sum.Total = cursor
+	sum.Total, sum.FannedOutAt = cursor, c.now()
 	log.InfoContext(ctx, "fanned out", slog.String("phase", "fan-out"), slog.Int("enqueued", sum.Enqueued),
 		slog.Int("pages", src.pagesRead+src.pagesWritten), slog.Int("pages_written", src.pagesWritten),
 		slog.Int("item_calls", src.calls), slog.Duration("duration", c.now().Sub(fanStart)))

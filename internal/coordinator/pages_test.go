@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"strings"
+	"sync"
 	"testing"
 
 	"github.com/stretchr/testify/require"
@@ -34,6 +35,7 @@ func TestRunTimeListStoredInPagesAndSent(t *testing.T) {
 	require.Equal(t, coordinator.OutcomeOpened, sum.Outcome)
 	require.Equal(t, 150, sum.Enqueued)
 	require.Equal(t, 2*ledger.PageItems+22, sum.Total, "the cursor is a position: page×64 + offset")
+	require.False(t, sum.FannedOutAt.IsZero(), "the invocation ended the fan-out")
 
 	// Three pages of 64, 64 and 22 items, in order, the last final.
 	for p, want := range []int{64, 64, 22} {
@@ -146,4 +148,51 @@ func TestRunTimeResumeAfterStoredPages(t *testing.T) {
 	for a, n := range counts {
 		require.Equal(t, 1, n, a)
 	}
+}
+
+// openSpy records the OpenRun calls of a ledger store.
+type openSpy struct {
+	ledger.Store
+	mu    sync.Mutex
+	opens []ledger.OpenRunParams
+}
+
+func (s *openSpy) OpenRun(ctx context.Context, p ledger.OpenRunParams) (ledger.Run, ledger.OpenOutcome, error) {
+	s.mu.Lock()
+	s.opens = append(s.opens, p)
+	s.mu.Unlock()
+	return s.Store.OpenRun(ctx, p)
+}
+
+// A run-time list's run opens with Pages and one shard per page of the
+// job's declared expected size (so that a store partitions it from the
+// start); without a declared size, with one; a submission, from its item
+// count.
+func TestRunTimeListOpensWithExpectedPages(t *testing.T) {
+	t.Parallel()
+	sized := runTimeJob("sized", baton.ItemList(64, baton.Item{Name: "a"}))
+	sized.ExpectedItems = 100_000
+	plain := runTimeJob("plain", baton.ItemList(64, baton.Item{Name: "a"}))
+	b := setup(t, sized, plain, bigJob("cat", 200))
+	spy := &openSpy{Store: b.ledger}
+	c := b.coordinator("c1")
+	c.Ledger = spy
+	for _, j := range []string{"sized", "plain", "cat"} {
+		_, err := c.Run(t.Context(), coordinator.Trigger{Job: j, At: t0})
+		require.NoError(t, err, j)
+	}
+	var subs []baton.Item
+	for i := range 300 {
+		subs = append(subs, baton.Item{Name: fmt.Sprintf("s%03d", i)})
+	}
+	_, err := c.Submit(t.Context(), coordinator.Submission{Job: "plain", Key: "k1", Items: subs})
+	require.NoError(t, err)
+	spy.mu.Lock()
+	defer spy.mu.Unlock()
+	require.Len(t, spy.opens, 4)
+	got := func(i int) [2]any { return [2]any{spy.opens[i].Shards, spy.opens[i].Pages} }
+	require.Equal(t, [2]any{1563, true}, got(0), "⌈100,000 / 64⌉ pages")
+	require.Equal(t, [2]any{1, true}, got(1), "no declared size: one")
+	require.Equal(t, [2]any{4, false}, got(2), "a catalog: ⌈200 / 64⌉ shards")
+	require.Equal(t, [2]any{5, true}, got(3), "a submission: ⌈300 / 64⌉ pages")
 }

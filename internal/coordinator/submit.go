@@ -1,6 +1,7 @@
 package coordinator
 
 import (
+	"cmp"
 	"context"
 	"errors"
 	"fmt"
@@ -67,7 +68,7 @@ func (c *Coordinator) Submit(ctx context.Context, s Submission) (Summary, error)
 	if s.Class != "" {
 		to = c.Classes[s.Class] // checkSubmission checked it
 	}
-	return c.submitRun(ctx, submitParams{job: j, key: s.Key, items: baton.ItemList(ledger.PageItems*16, items...), deadline: s.Deadline, queue: to})
+	return c.submitRun(ctx, submitParams{job: j, key: s.Key, items: baton.ItemList(ledger.PageItems*16, items...), deadline: s.Deadline, queue: to, size: len(items)})
 }
 
 // submitParams are the inputs of submitRun.
@@ -85,6 +86,11 @@ type submitParams struct {
 	replay bool
 	// queue, when set, is where the items go (a submission's class).
 	queue queue.Sender
+	// size is the list's size when known (a submission's items, a
+	// replayed run's), which fixes the run's item partitions (see
+	// openShards); 0: not known (a chain's items function), the job's
+	// ExpectedItems does.
+	size int
 }
 
 // submitRun opens (or finds, or resumes) the run of job+key and fans its
@@ -145,7 +151,8 @@ func (c *Coordinator) submitRun(ctx context.Context, p submitParams) (sum Summar
 	}
 	sum.Fence = fence
 
-	run, outcome, err := c.Ledger.OpenRun(ctx, ledger.OpenRunParams{Job: j.Name, Submission: p.key, Fence: fence, Force: force, Now: c.now(), Shards: 1})
+	run, outcome, err := c.Ledger.OpenRun(ctx, ledger.OpenRunParams{Job: j.Name, Submission: p.key, Fence: fence, Force: force, Now: c.now(),
+		Shards: pagesOf(cmp.Or(p.size, j.ExpectedItems)), Pages: true})
 	if err != nil {
 		return sum, fmt.Errorf("submit %s: open: %w", id.TickKey(), err)
 	}
@@ -199,7 +206,7 @@ func (c *Coordinator) ReplaySubmission(ctx context.Context, job, key string, dea
 			return Summary{Job: job, Run: run.ID}, fmt.Errorf("replay %s: the stored parent of %s: %w", id.TickKey(), run.ID, err)
 		}
 	}
-	return c.submitRun(ctx, submitParams{job: j, key: key, items: storedItems(c.Ledger, run.ID), parent: parent, deadline: deadline, replay: true})
+	return c.submitRun(ctx, submitParams{job: j, key: key, items: storedItems(c.Ledger, run.ID), parent: parent, deadline: deadline, replay: true, size: run.Total})
 }
 
 // storedItems serves the item list stored with run, page by page (the

@@ -274,9 +274,10 @@ type shardProbe struct {
 // final position, page×ledger.PageItems + offset, so the run has
 // (Total-1)/ledger.PageItems + 1 pages (one, empty, for an empty list);
 // a shard's names are its page's, read when needed, never all at once.
-// Such a run opens with one shard (its size is not known yet), so a store
-// keeps its items in one place (Partitions 0 or 1), and a page is one
-// ListItemRange too.
+// Such a run opens with one shard per page of its expected size
+// (baton.Job.ExpectedItems; its final size is not known yet), and a store
+// that partitions it does so by page (ledger.PagePartition), so a page is
+// one ListItemRange too, whatever the run's Partitions.
 type layout struct {
 	names  []string
 	shards int

@@ -91,7 +91,10 @@ func (p *processor) Process(_ context.Context, t baton.Task) ([]byte, error) {
 // It waits for the run to settle by its consumers and checks every item
 // ran once with its payload, the items function was not asked again for
 // the pages stored before the failure, and the consumers read each page
-// at most a few times (it logs the extra reads per item).
+// at most a few times (it logs the extra reads per item). The job declares
+// ExpectedItems 4n, so that on DynamoDB the run's items are partitioned
+// by page (see ledger's "Item partitions"); it checks the run says so
+// where the store partitions.
 func Run(t *testing.T, b backend.Backend, n int) {
 	t.Helper()
 	src := &Source{N: n, PageSize: 97, FailAt: n / 2}
@@ -99,6 +102,10 @@ func Run(t *testing.T, b backend.Backend, n int) {
 	job := baton.Job{
 		Name: "runtime", Schedule: "rate(1 minute)", Items: src.Func, Processor: proc,
 		Limits: baton.Limits{ItemLease: 10 * time.Second, ClockSkew: 100 * time.Millisecond},
+		// Declared four times too large: on DynamoDB the run is spread
+		// over item partitions by page (4 of them at 1,000 items), which
+		// a smaller list than declared leaves partly empty.
+		ExpectedItems: 4 * n,
 	}
 	cat, err := baton.NewCatalog(job)
 	require.NoError(t, err)
@@ -116,6 +123,7 @@ func Run(t *testing.T, b backend.Backend, n int) {
 	run, err := b.Ledger.GetRun(t.Context(), "runtime", sum.Nominal)
 	require.NoError(t, err)
 	require.Equal(t, ledger.RunFanningOut, run.State, "the run stays open to resume")
+	require.Equal(t, run.Partitions > 1, run.Pages, "a store that partitions the run does so by page")
 	stored := run.Cursor / ledger.PageItems // pages sent whole before the failure
 	callsBefore := src.Calls()
 
@@ -166,7 +174,8 @@ func Run(t *testing.T, b backend.Backend, n int) {
 	require.Equal(t, n, seen)
 
 	reads := eng.Consumer.Pages.Reads()
-	t.Logf("%d items, %d pages: %d page reads by the consumers, %.4f extra reads per item", n, pages, reads, float64(reads)/float64(n))
+	t.Logf("%d items, %d pages: %d page reads by the consumers, %.4f extra reads per item; item partitions %d (by page: %v)",
+		n, pages, reads, float64(reads)/float64(n), run.Partitions, run.Pages)
 	require.LessOrEqual(t, reads, int64(4*pages), "consumers read a page once per consumer at most, not once per item")
 }
 

@@ -43,6 +43,21 @@
 // ListItemRange of a partitioned run reads the partition of its first
 // name only: one bounded read per shard, whatever the run's size.
 //
+// A run whose items are its stored pages (see "Item pages"; opened with
+// OpenRunParams.Pages) is partitioned by page instead, when the store
+// partitions it: every item of page i lives in partition
+// PagePartition(i, Partitions), so that a page, a shard of the run, is
+// one bounded read, and consecutive pages, which consumers work on at
+// the same time, are in different places. Its Shards, given at open
+// from the expected size of the list (baton.Job.ExpectedItems, or a
+// submission's item count), fix the partition count; a longer list than
+// expected wraps around the same partitions. A store finds the page of
+// an item called asset from the run's stored pages (their names are in
+// order), so an item's record is still found from its key alone.
+// Compatibility: runs opened before Pages was kept read Pages false;
+// their items were kept in one place (their Shards were 1), and are
+// found there.
+//
 // # Item pages
 //
 // A run whose items are computed when it opens (baton.Job.Items) keeps
@@ -132,6 +147,10 @@ type Run struct {
 	// generation's item records over (see the package doc), set by the
 	// store when the generation opens; 0 or 1: one.
 	Partitions int
+	// Pages: the generation was opened with OpenRunParams.Pages and its
+	// items are partitioned by page (meaningful when Partitions is above
+	// 1; false on stores that keep a run's items in one place).
+	Pages      bool
 	OpenedAt   time.Time
 	UpdatedAt  time.Time
 	FinishedAt time.Time // zero until complete or partial
@@ -183,7 +202,12 @@ type OpenRunParams struct {
 	// Shards is the shard count of a generation this call opens (0 means
 	// 1); resuming keeps the stored count.
 	Shards int
-	Now    time.Time
+	// Pages says that the run's items are its stored pages (a run-time
+	// list or a submission): a store that partitions the generation it
+	// opens places the items by page (see "Item partitions"), and keeps
+	// that with the run (Run.Pages). Resuming keeps the stored choice.
+	Pages bool
+	Now   time.Time
 }
 
 // AdvanceRunParams are the inputs of Store.AdvanceRun.
@@ -220,6 +244,17 @@ func ItemPartition(asset string, parts int) int {
 	h := fnv.New32a()
 	h.Write([]byte(asset))
 	return int(h.Sum32() % uint32(parts))
+}
+
+// PagePartition returns the partition of the items of page index in a
+// run partitioned by page over parts partitions (see "Item partitions"):
+// index modulo parts (0 when parts is below 2). It never changes for a
+// stored format.
+func PagePartition(index, parts int) int {
+	if parts < 2 || index < 0 {
+		return 0
+	}
+	return index % parts
 }
 
 // MarkGroup is the number of consecutive settle marks of one level that
@@ -309,8 +344,9 @@ type Store interface {
 	// OpenRun opens or resumes the run of the tick (Job, Nominal).
 	//  - No record: writes generation 1, fanning_out, Cursor 0 → Opened.
 	//    Whenever a generation is opened its OpenFence is the caller's
-	//    Fence and its Shards the caller's (below 1: 1); resuming leaves
-	//    OpenFence and Shards as they are.
+	//    Fence, its Shards the caller's (below 1: 1) and, on a store that
+	//    partitions it, Pages the caller's; resuming leaves OpenFence,
+	//    Shards, Partitions and Pages as they are.
 	//  - fanning_out and not Force: sets Fence if the caller's is higher
 	//    → Resumed (ErrConflict if the stored fence is higher: a newer
 	//    coordinator owns it).

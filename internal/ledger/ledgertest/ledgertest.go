@@ -93,6 +93,7 @@ func Cases() []Case {
 		{"MarkDone", TestMarkDone},
 		{"ListMarks", TestListMarks},
 		{"PutPage", TestPutPage},
+		{"PagePartitions", TestPagePartitions},
 		{"SubmissionRuns", TestSubmissionRuns},
 		{"ListSubmissions", TestListSubmissions},
 		{"Concurrent", TestConcurrent},

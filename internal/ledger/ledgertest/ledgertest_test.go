@@ -30,6 +30,7 @@ func TestSuiteFindsBrokenStores(t *testing.T) {
 		"page overwritten":        {"PutPage"},
 		"page payloads dropped":   {"PutPage"},
 		"submissions of a prefix": {"ListSubmissions"},
+		"pages placed by name":    {"PagePartitions"},
 	})
 }
 
@@ -46,6 +47,7 @@ func TestBrokenStore(t *testing.T) {
 		"page overwritten":        func() ledger.Store { return pageOverwritten{newMemStore()} },
 		"page payloads dropped":   func() ledger.Store { return pagePayloadsDropped{newMemStore()} },
 		"submissions of a prefix": func() ledger.Store { return submissionsOfAPrefix{newMemStore()} },
+		"pages placed by name":    func() ledger.Store { return pagesPlacedByName{newMemStore()} },
 	}
 	Run(t, Harness{NewStore: func(*testing.T) ledger.Store { return stores[name]() }})
 }
@@ -56,6 +58,37 @@ type submissionsOfAPrefix struct{ *memStore }
 
 func (s submissionsOfAPrefix) ListSubmissions(_ context.Context, p ledger.ListSubmissionsParams) ([]ledger.Run, error) {
 	return s.submissions(func(r ledger.Run) bool { return strings.HasPrefix(r.ID.Job, p.Job) }, p.Limit), nil
+}
+
+// pagesPlacedByName spreads a large run over 8 partitions and keeps its
+// Pages, but places its items by name (ledger.ItemPartition), as a store
+// that ignores Pages would: a range reads first's name partition only.
+type pagesPlacedByName struct{ *memStore }
+
+func (s pagesPlacedByName) OpenRun(ctx context.Context, p ledger.OpenRunParams) (ledger.Run, ledger.OpenOutcome, error) {
+	r, out, err := s.memStore.OpenRun(ctx, p)
+	if err == nil && out == ledger.Opened && p.Shards > 16 {
+		s.mu.Lock()
+		r.Partitions, r.Pages = 8, p.Pages
+		s.runs[r.ID.TickKey()] = r
+		s.mu.Unlock()
+	}
+	return r, out, err
+}
+
+func (s pagesPlacedByName) ListItemRange(ctx context.Context, run ledger.RunID, first, last string) ([]ledger.Item, error) {
+	items, err := s.memStore.ListItemRange(ctx, run, first, last)
+	r, rerr := ledger.GetRunOf(ctx, s.memStore, run)
+	if err != nil || rerr != nil || r.ID != run || r.Partitions < 2 {
+		return items, err
+	}
+	var out []ledger.Item
+	for _, it := range items {
+		if ledger.ItemPartition(it.Key.Asset, r.Partitions) == ledger.ItemPartition(first, r.Partitions) {
+			out = append(out, it)
+		}
+	}
+	return out, nil
 }
 
 // markOverwritten writes a mark whether or not it exists.

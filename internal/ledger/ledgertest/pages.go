@@ -134,3 +134,97 @@ func manyItems(n int) []ledger.PageItem {
 	}
 	return items
 }
+
+// TestPagePartitions checks a run opened with Pages (its items are its
+// stored pages) and a large Shards: the items of one page are exactly one
+// ListItemRange of the page's names, every item is found by its key
+// (claim, complete, get, list) wherever the store keeps it, a name on no
+// page is not found, and resuming or superseding the generation keeps
+// where its items are. A store that partitions it (Partitions above 1)
+// must keep Pages, and then a range read from a page's first name
+// returns that page's partition only: no item of the next pages.
+func TestPagePartitions(t *testing.T, h Harness) {
+	t.Parallel()
+	b := setup(t, h)
+	const shards = 1000 // 64,000 expected items: any partitioning store spreads them
+	r, out, err := b.store.OpenRun(b.ctx, ledger.OpenRunParams{Job: b.job, Nominal: nominal, Fence: 1, Shards: shards, Pages: true, Now: at(time.Second)})
+	require.NoError(t, err)
+	require.Equal(t, ledger.Opened, out)
+	parted := r.Partitions > 1
+	if parted {
+		require.True(t, r.Pages, "a run opened with Pages and partitioned keeps Pages")
+	}
+	// Five pages of three items, names ascending from page to page.
+	var pages [][]string
+	for p := range 5 {
+		var names []string
+		var items []ledger.PageItem
+		for i := range 3 {
+			n := fmt.Sprintf("n%d-%d", p, i)
+			names = append(names, n)
+			items = append(items, ledger.PageItem{Name: n})
+		}
+		pages = append(pages, names)
+		_, err := b.store.PutPage(b.ctx, ledger.PutPageParams{Run: b.runID(1), Index: p, Items: items, Final: p == 4, Now: at(time.Second)})
+		require.NoError(t, err)
+	}
+	r, out, err = b.store.OpenRun(b.ctx, ledger.OpenRunParams{Job: b.job, Nominal: nominal, Fence: 1, Shards: 1, Now: at(2 * time.Second)})
+	require.NoError(t, err)
+	require.Equal(t, ledger.Resumed, out)
+	if parted {
+		require.True(t, r.Pages, "resuming keeps Pages")
+		require.Equal(t, b.getRun(t).Partitions, r.Partitions)
+	}
+	var all []string
+	for _, names := range pages {
+		for _, n := range names {
+			all = append(all, n)
+			it := b.claim(t, b.key(n), "a", at(3*time.Second))
+			if n != "n2-1" {
+				_, err := b.store.Complete(b.ctx, ledger.CompleteParams{Key: b.key(n), Owner: "a", Attempt: it.Attempt, Now: at(4 * time.Second)})
+				require.NoError(t, err, n)
+			}
+		}
+	}
+	for p, names := range pages {
+		items, err := b.store.ListItemRange(b.ctx, b.runID(1), names[0], names[len(names)-1])
+		require.NoError(t, err)
+		require.Equal(t, names, assetsOf(items), "page %d is one range", p)
+		for _, it := range items {
+			want := ledger.ItemSucceeded
+			if it.Key.Asset == "n2-1" {
+				want = ledger.ItemRunning
+			}
+			require.Equal(t, want, it.State, it.Key.Asset)
+		}
+		if parted {
+			items, err := b.store.ListItemRange(b.ctx, b.runID(1), names[0], "z")
+			require.NoError(t, err)
+			require.Equal(t, names, assetsOf(items), "page %d's partition holds no item of the next pages", p)
+		}
+	}
+	every, err := b.store.ListItems(b.ctx, b.runID(1))
+	require.NoError(t, err)
+	require.Equal(t, all, assetsOf(every), "every page, in asset order")
+	_, err = b.store.GetItem(b.ctx, b.key("n2-9"))
+	require.ErrorIs(t, err, ledger.ErrNotFound, "a name on no page")
+
+	// Superseded by a generation of one place, the first generation's
+	// items are still found by their keys.
+	_, _, err = b.store.OpenRun(b.ctx, ledger.OpenRunParams{Job: b.job, Nominal: nominal, Fence: 2, Shards: 1, Force: true, Now: at(5 * time.Second)})
+	require.NoError(t, err)
+	for _, n := range all {
+		it, err := b.store.GetItem(b.ctx, b.key(n))
+		require.NoError(t, err, n)
+		require.Equal(t, n == "n2-1", it.State == ledger.ItemRunning, n)
+	}
+}
+
+// assetsOf returns the asset names of items, in their order.
+func assetsOf(items []ledger.Item) []string {
+	out := []string{}
+	for _, it := range items {
+		out = append(out, it.Key.Asset)
+	}
+	return out
+}
