@@ -139,15 +139,20 @@ func (c *Consumer) Handle(ctx context.Context, deadline time.Time, msgs []queue.
 	}
 
 	verdicts := make([]verdict, len(ds))
+	ended := &endedItems{}
 	var g errgroup.Group // a message's failure is its verdict: none stops the others
 	g.SetLimit(parallel)
 	for i, d := range ds {
+		d.ended = ended
 		g.Go(func() error {
 			verdicts[i] = c.handle(ctx, deadline, d)
 			return nil
 		})
 	}
 	_ = g.Wait()
+	// Before any message is acknowledged: the batch's items that ended
+	// settle their shards, each shard once (see settle).
+	c.settleEnded(ctx, ended.take(), parallel)
 
 	var res Result
 	counts := map[string]int{}

@@ -72,19 +72,22 @@
 //     together.
 //  8. Settle (invariant 11, at any size). The consumer that ends an item
 //     (completed, DEAD, cancelled) settles the item's shard
-//     (fanin.SettleShard): it reads the shard's items only (about
-//     fanin.ShardItems whatever the run's size; ledger.Store.ListItemRange)
-//     and, when all are terminal, writes the shard's write-once settle
-//     mark and climbs the run's tree of marks; the marker that completes
-//     the top level finishes the run (complete or partial, with its
-//     counts). The last item's consumer sees its shard complete, and the
-//     last shard's marker sees every other shard marked, so a run settles
-//     when its last item ends, whoever ends it. A settle that fails is
-//     logged; a redelivery of a terminal item's message that comes an item
-//     lease or more after its end settles again, and any coordinator
-//     invocation settles what is left, so a crash between a mark and the
-//     finish is recovered. Runs opened by earlier versions (no shard
-//     count) settle here only up to fanin.LegacySettleMax items.
+//     (fanin.SettleShard), once the batch is done and before any of its
+//     messages is acknowledged, each shard of the batch's items once: it
+//     reads the shard's probe (its last fanin.ProbeItems names, one small
+//     ledger.Store.ListItemRange) and, once those have ended, the shard's
+//     items (about fanin.ShardItems whatever the run's size), and when
+//     all are terminal writes the shard's write-once settle mark and
+//     climbs the run's tree of marks; the marker that completes the top
+//     level finishes the run (complete or partial, with its counts). The
+//     last item's consumer sees its shard complete, and the last shard's
+//     marker sees every other shard marked, so a run settles when its
+//     last item ends, whoever ends it. A settle that fails is logged; a
+//     redelivery of a terminal item's message that comes an item lease or
+//     more after its end settles again, and any coordinator invocation
+//     settles what is left, so a crash between a mark and the finish is
+//     recovered. Runs opened by earlier versions (no shard count) settle
+//     here only up to fanin.LegacySettleMax items.
 //
 // # Claim
 //

@@ -27,6 +27,10 @@ type delivery struct {
 	// (ledger.Run.Partitions), once the vouch has read it.
 	parts int
 	err   error // why the message cannot be processed (malformed, unknown job or asset)
+	// ended, set by Handle, collects the batch's items that ended, whose
+	// shards Handle settles once the batch is done; nil: each settles as
+	// it ends.
+	ended *endedItems
 }
 
 // verdict is the handling of one message.

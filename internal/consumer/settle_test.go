@@ -26,6 +26,16 @@ type finishCrash struct {
 	ledger.Store
 	crash     atomic.Bool
 	wholeRuns atomic.Int64
+	// ranges and read count ListItemRange calls and the records they
+	// returned.
+	ranges, read atomic.Int64
+}
+
+func (f *finishCrash) ListItemRange(ctx context.Context, run ledger.RunID, first, last string) ([]ledger.Item, error) {
+	items, err := f.Store.ListItemRange(ctx, run, first, last)
+	f.ranges.Add(1)
+	f.read.Add(int64(len(items)))
+	return items, err
 }
 
 func (f *finishCrash) FinishRun(ctx context.Context, p ledger.FinishRunParams) (ledger.Run, error) {
@@ -101,4 +111,56 @@ func TestLargeRunSettlesByItsLastItemAndAfterACrash(t *testing.T) {
 		require.Equal(t, len(assets), r.Succeeded)
 	})
 	require.Zero(t, l.wholeRuns.Load(), "no consumer listed the run whole")
+}
+
+// The items of a batch that share a shard settle it once, when the batch
+// is done: one read per batch of the shard's probe (its last names)
+// while it is in flight, and one list of the shard by the batch
+// that ends it. The run finishes with the last batch, before Handle
+// returns.
+func TestBatchSettlesItsShardOnce(t *testing.T) {
+	t.Parallel()
+	led, effects := newStores(t)
+	l := &finishCrash{Store: led}
+	assets := make([]string, 300)
+	for i := range assets {
+		assets[i] = fmt.Sprintf("P%03d", i)
+	}
+	j := baton.Job{Name: "wide", Schedule: "rate(1 minute)", Assets: assets,
+		Processor: baton.ProcessorFunc(func(context.Context, baton.Task) ([]byte, error) { return []byte("ok"), nil }),
+		Limits:    baton.Limits{ItemLease: time.Minute, Concurrency: 10}}
+	clock := clocktest.New(t0)
+	c := &consumer.Consumer{Ledger: l, Queue: &memQueue{}, Jobs: baton.MustCatalog(j), Effects: effects, Owner: "c1", NowFunc: clock.Now}
+	ctx := t.Context()
+	run, _, err := l.OpenRun(ctx, ledger.OpenRunParams{Job: j.Name, Nominal: tick, Fence: 1, Shards: fanin.Shards(len(assets)), Now: tick})
+	require.NoError(t, err)
+	require.Equal(t, 5, run.Shards) // 60 items each: 6 batches of 10
+	_, err = l.AdvanceRun(ctx, ledger.AdvanceRunParams{ID: run.ID, Fence: 1, Cursor: len(assets), Done: true, Now: tick})
+	require.NoError(t, err)
+
+	for i := 0; i < len(assets); i += 10 {
+		var batch []queue.Delivery
+		for _, a := range assets[i : i+10] {
+			m := message.New(ledger.ItemKey{Run: run.ID, Asset: a}, 1, false).QueueMessage()
+			batch = append(batch, queue.Delivery{MessageID: a, ReceiptHandle: a, Body: m.Body, Attributes: m.Attributes, ReceiveCount: 1, SentAt: clock.Now()})
+		}
+		l.ranges.Store(0)
+		l.read.Store(0)
+		res := c.Handle(ctx, time.Time{}, batch)
+		require.Empty(t, res.Failed)
+		require.Equal(t, int64(1), l.ranges.Load(), "batch %d: one read for its shard", i/10)
+		r, err := l.GetRun(ctx, j.Name, tick)
+		require.NoError(t, err)
+		if (i/10)%6 < 5 {
+			require.Zero(t, l.read.Load(), "batch %d: the probe is not claimed yet", i/10)
+		} else {
+			require.Equal(t, int64(60), l.read.Load(), "batch %d ends its shard: one list of it", i/10)
+		}
+		if i+10 < len(assets) {
+			require.Equal(t, ledger.RunFannedOut, r.State, "after batch %d", i/10)
+		} else {
+			require.Equal(t, ledger.RunComplete, r.State, "settled by the last batch")
+			require.Equal(t, len(assets), r.Succeeded)
+		}
+	}
 }

@@ -8,6 +8,8 @@ import (
 	"sync"
 	"time"
 
+	"golang.org/x/sync/errgroup"
+
 	"github.com/batonhq/baton/internal/fanin"
 	"github.com/batonhq/baton/internal/ledger"
 )
@@ -160,15 +162,85 @@ func (rc *RunCache) read(ctx context.Context, l ledger.Store, id ledger.RunID, n
 }
 
 // settle settles the shard of the message's item, which just ended, and
-// the run when it was the last (fanin.SettleShard): one list of the
-// item's shard per item that ends, and a few more reads and writes when
-// the shard is complete, whatever the run's size. The last item's
-// consumer sees its shard complete (its list follows its own write), and
-// the marker of the last shard sees every other one marked, so a run
-// settles when its last item ends, whoever ends it. The run is the one the
-// vouch read. Failures are logged only: a redelivery or the coordinator
-// settles the run later.
+// the run when it was the last (fanin.SettleShard): one read of the
+// shard's probe (its last few names), and when they have ended a list of
+// the shard and a few more reads and writes, whatever the run's size.
+// The last item's consumer sees its shard complete (its reads follow its
+// own write), and the marker of the last shard sees every other one
+// marked, so a run settles when its last item ends, whoever ends it.
+//
+// In a batch (Handle), the settle waits for the batch's end, so that the
+// items of the batch that share a shard settle it once between them: the
+// batch's reads follow all of its writes, and no message of it is
+// acknowledged before. A crash before then leaves the messages to be
+// delivered again, and a redelivery of an item that ended settles again.
+// Failures are logged only: a redelivery or the coordinator settles the
+// run later.
 func (c *Consumer) settle(ctx context.Context, m *messageRun) {
+	if m.d.ended != nil {
+		m.d.ended.add(m)
+		return
+	}
+	c.settleShard(ctx, []*messageRun{m})
+}
+
+// endedItems collects the items of a batch that ended (settle).
+type endedItems struct {
+	mu sync.Mutex
+	ms []*messageRun
+}
+
+func (e *endedItems) add(m *messageRun) {
+	e.mu.Lock()
+	defer e.mu.Unlock()
+	e.ms = append(e.ms, m)
+}
+
+// take returns the items collected, and stops collecting: an item that
+// ends later settles at once.
+func (e *endedItems) take() []*messageRun {
+	e.mu.Lock()
+	defer e.mu.Unlock()
+	ms := e.ms
+	e.ms = nil
+	return ms
+}
+
+// settleEnded settles the shards of the batch's items that ended, parallel
+// runs or pages at once: one fanin.SettleShard per run (per stored page,
+// for a run of pages), which settles each distinct shard of its items once.
+func (c *Consumer) settleEnded(ctx context.Context, ms []*messageRun, parallel int) {
+	type groupKey struct {
+		run  string
+		page int
+	}
+	var keys []groupKey
+	groups := map[groupKey][]*messageRun{}
+	for _, m := range ms {
+		k := groupKey{run: m.d.key.Run.String(), page: -1}
+		if m.page != nil {
+			k.page = m.page.Index
+		}
+		if _, ok := groups[k]; !ok {
+			keys = append(keys, k)
+		}
+		groups[k] = append(groups[k], m)
+	}
+	var g errgroup.Group
+	g.SetLimit(max(1, parallel))
+	for _, k := range keys {
+		g.Go(func() error {
+			c.settleShard(ctx, groups[k])
+			return nil
+		})
+	}
+	_ = g.Wait()
+}
+
+// settleShard settles the shards of ms, items of one run (and of one
+// stored page, for a run of pages) that ended (see settle).
+func (c *Consumer) settleShard(ctx context.Context, ms []*messageRun) {
+	m := ms[0]
 	d := m.d
 	// The run as the vouch read it: a run fanned out then is still one
 	// (or finished since, which the finish's condition finds). One still
@@ -177,6 +249,11 @@ func (c *Consumer) settle(ctx context.Context, m *messageRun) {
 	// second, as a graph of derived items can): read it again, which
 	// refreshes the cache too.
 	run := m.run
+	for _, o := range ms[1:] {
+		if run.ID != d.key.Run || (run.State == ledger.RunFanningOut && o.run.ID == d.key.Run) {
+			run = o.run
+		}
+	}
 	if run.ID == d.key.Run && run.State == ledger.RunFanningOut {
 		fresh, _, err := c.Runs.read(ctx, c.Ledger, d.key.Run, c.now())
 		if err != nil {
@@ -188,7 +265,11 @@ func (c *Consumer) settle(ctx context.Context, m *messageRun) {
 	if run.ID != d.key.Run || (run.State != ledger.RunFannedOut && !(d.msg.Paged() && run.State == ledger.RunFanningOut)) {
 		return // a stored list's shards settle while it still fans out (fanin.SettleShard)
 	}
-	run, err := fanin.SettleShard(ctx, fanin.ShardParams{Ledger: c.Ledger, Def: d.job, Run: run, Item: d.key.Asset, Page: m.page, Now: c.now()})
+	var more []string
+	for _, o := range ms[1:] {
+		more = append(more, o.d.key.Asset)
+	}
+	run, err := fanin.SettleShard(ctx, fanin.ShardParams{Ledger: c.Ledger, Def: d.job, Run: run, Item: d.key.Asset, Items: more, Page: m.page, Now: c.now()})
 	if err != nil {
 		m.log.WarnContext(ctx, "settle failed; a redelivery or the coordinator settles the run later", slog.String("phase", "settle"), slog.Any("error", err))
 		return

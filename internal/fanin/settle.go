@@ -83,7 +83,7 @@ func Settle(ctx context.Context, p SettleParams) (ledger.Run, error) {
 	for s := range l.shards {
 		var err error
 		var complete bool
-		if run, complete, err = l.settleShard(ctx, p.Ledger, run, s, nil, p.Now); err != nil || run.State.Finished() {
+		if run, complete, err = l.settleShard(ctx, p.Ledger, run, s, nil, shardProbe{}, p.Now); err != nil || run.State.Finished() {
 			return run, err
 		}
 		if !complete && !p.Sweep {
@@ -100,6 +100,10 @@ type ShardParams struct {
 	Run    ledger.Run // as read: SettleShard acts only on a run fanned out
 	// Item is the item that just ended: SettleShard settles its shard.
 	Item string
+	// Items are more items that just ended, of the same run (and of Page,
+	// for a run of pages): a consumer that ended several items of a batch
+	// settles their shards in one call, each distinct shard once.
+	Items []string
 	// Page is the stored page that holds Item, for a job whose items are
 	// computed when its run opens (baton.Job.Items): the page is the
 	// shard. nil for other jobs; with such a job, nil settles nothing
@@ -108,10 +112,19 @@ type ShardParams struct {
 	Now  time.Time
 }
 
-// SettleShard settles the shard of the item that just ended, with work
-// bounded whatever the run's size: it lists the shard's items (at most
-// about ShardItems), and when every one is terminal writes the shard's
-// settle mark (ledger.Store.MarkDone), then climbs the run's settle tree:
+// SettleShard settles the shard of the item that just ended (and those
+// of Items, each distinct shard once), with work bounded whatever the
+// run's size. It first reads the shard's probe: its last ProbeItems names
+// in byte-wise order, one small ListItemRange. Items are fanned out in
+// their job's order, mostly the names' order, so these are mostly the
+// last to end, and when items end in any order a few of them are still
+// in flight until the shard's last ones end: while one of the probe's
+// items is in flight or not yet claimed, so is the shard, and nothing
+// more is read (that item's own end settles the shard later). Otherwise
+// (or when the shard's last name is one of the items that ended, which
+// mostly ends it) it lists the shard's items (at most about ShardItems),
+// and when every one is terminal writes the shard's settle mark
+// (ledger.Store.MarkDone), then climbs the run's settle tree:
 // when the mark completes its group of ledger.MarkGroup marks, the group's
 // mark is written one level up, and so on; the single node of the top
 // level finishes the run with the counts summed up the tree. A run of one
@@ -122,8 +135,10 @@ type ShardParams struct {
 // crash between any two writes is recovered by a redelivered message of
 // the shard (its consumer settles again) or by the coordinator's Settle.
 // The last item of a run, whoever ends it, sees its shard complete (its
-// list follows its own write), and the last shard's marker sees every
-// group complete: a run settles when its last item ends.
+// reads follow its own write and every other item's: the probe's items
+// are terminal, and so is every item of the list), and the last shard's
+// marker sees every group complete: a run settles when its last item
+// ends.
 //
 // A run opened by an earlier version (Shards 0) settles here only when it
 // holds at most LegacySettleMax items. SettleShard returns the run as it
@@ -134,25 +149,44 @@ func SettleShard(ctx context.Context, p ShardParams) (ledger.Run, error) {
 	if run.State != ledger.RunFannedOut && !(l.pages && run.State == ledger.RunFanningOut) {
 		return run, nil
 	}
+	ended := append([]string{p.Item}, p.Items...)
 	if l.pages {
 		if p.Page == nil || p.Page.Run != run.ID || p.Page.Index >= l.shards {
 			return run, nil
 		}
-		if _, ok := p.Page.Find(p.Item); !ok {
+		if !slices.ContainsFunc(ended, func(n string) bool { _, ok := p.Page.Find(n); return ok }) {
 			return run, nil // not an item of the page
 		}
-		run, _, err := l.settleShard(ctx, p.Ledger, run, p.Page.Index, p.Page, p.Now)
+		run, _, err := l.settleShard(ctx, p.Ledger, run, p.Page.Index, p.Page, shardProbe{ended: ended}, p.Now)
 		return run, err
 	}
 	if run.Shards == 0 && len(l.names) > LegacySettleMax {
 		return run, nil
 	}
-	s, ok := l.shardOf(p.Item)
-	if !ok {
-		return run, nil // not an item of the run
+	var shards []int
+	for _, n := range ended {
+		if s, ok := l.shardOf(n); ok && !slices.Contains(shards, s) {
+			shards = append(shards, s) // an item not of the run settles nothing
+		}
 	}
-	run, _, err := l.settleShard(ctx, p.Ledger, run, s, nil, p.Now)
-	return run, err
+	slices.Sort(shards)
+	for _, s := range shards {
+		var err error
+		if run, _, err = l.settleShard(ctx, p.Ledger, run, s, nil, shardProbe{ended: ended}, p.Now); err != nil || run.State.Finished() {
+			return run, err
+		}
+	}
+	return run, nil
+}
+
+// ProbeItems is the number of names of a shard's probe (see SettleShard).
+const ProbeItems = 8
+
+// shardProbe says whether settleShard reads the shard's probe first (see
+// SettleShard), and which items just ended: when the shard's last name is
+// one of them, the probe is skipped.
+type shardProbe struct {
+	ended []string // nil: no probe, list the shard at once
 }
 
 // layout is how a run's items fall into shards: the run's item names (the
@@ -352,8 +386,9 @@ func (c *counts) add(o counts) {
 
 // settleShard settles shard s of run (see SettleShard); page is shard s's
 // page when the caller has it (pages only); complete says whether every
-// item of the shard is terminal.
-func (l layout) settleShard(ctx context.Context, store ledger.Store, run ledger.Run, s int, page *ledger.Page, now time.Time) (_ ledger.Run, complete bool, _ error) {
+// item of the shard is terminal (false when the probe found it in
+// flight too).
+func (l layout) settleShard(ctx context.Context, store ledger.Store, run ledger.Run, s int, page *ledger.Page, probe shardProbe, now time.Time) (_ ledger.Run, complete bool, _ error) {
 	var names []string
 	if l.pages {
 		if page == nil {
@@ -369,6 +404,15 @@ func (l layout) settleShard(ctx context.Context, store ledger.Store, run ledger.
 		}
 	} else {
 		names = l.shard(s)
+	}
+	if probe.ended != nil && len(names) > ProbeItems && !slices.Contains(probe.ended, names[len(names)-1]) {
+		ended, err := allEnded(ctx, store, run.ID, names[len(names)-ProbeItems:])
+		if err != nil {
+			return run, false, fmt.Errorf("settle %s shard %d: probe: %w", run.ID, s, err)
+		}
+		if !ended {
+			return run, false, nil // in flight
+		}
 	}
 	var items []ledger.Item
 	if len(names) > 0 {
@@ -426,6 +470,17 @@ func (l layout) settleShard(ctx context.Context, store ledger.Store, run ledger.
 		return run, true, fmt.Errorf("settle %s: finish: %w", run.ID, err)
 	}
 	return fin, true, nil
+}
+
+// allEnded reads whether every item called one of names, consecutive
+// names of a shard, is terminal: one ListItemRange.
+func allEnded(ctx context.Context, store ledger.Store, id ledger.RunID, names []string) (bool, error) {
+	items, err := store.ListItemRange(ctx, id, names[0], names[len(names)-1])
+	if err != nil {
+		return false, err
+	}
+	_, done := shardCounts(names, items)
+	return done, nil
 }
 
 // shardCounts decides whether every item called one of names is terminal

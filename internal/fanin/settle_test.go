@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"math/rand/v2"
 	"path/filepath"
 	"slices"
 	"sync"
@@ -34,6 +35,9 @@ type crashing struct {
 	failFinish        bool
 	failMarkAt        int // fail MarkDone at this level; -1: never
 	listed, wholeRuns int
+	// ranges and read count ListItemRange calls and the records they
+	// returned.
+	ranges, read int
 }
 
 var errCrash = errors.New("crashed on purpose")
@@ -62,6 +66,8 @@ func (c *crashing) ListItemRange(ctx context.Context, run ledger.RunID, first, l
 	items, err := c.Store.ListItemRange(ctx, run, first, last)
 	c.mu.Lock()
 	c.listed = max(c.listed, len(items))
+	c.ranges++
+	c.read += len(items)
 	c.mu.Unlock()
 	return items, err
 }
@@ -154,6 +160,113 @@ func TestSettleShardFinishesAtTheLastItem(t *testing.T) {
 	require.Equal(t, ledger.RunPartial, got.State)
 	require.LessOrEqual(t, b.l.listed, fanin.ShardItems, "a settle reads one shard")
 	require.Zero(t, b.l.wholeRuns, "no settle reads the whole run")
+}
+
+// While one of the last fanin.ProbeItems names of a shard (its probe) has
+// not ended, a settle reads those records only; the shard is listed once
+// they have all ended. Items ending in name order end their shard's probe
+// last, so a run of 300 items in 5 shards lists each shard once, at its
+// last item.
+func TestSettleShardReadsTheProbeOnlyWhileItIsInFlight(t *testing.T) {
+	t.Parallel()
+	b := setupBig(t, 300, nil)
+	names := slices.Sorted(slices.Values(b.job.ItemNames()))
+	listed := 0 // settles that listed a shard
+	for i, a := range names {
+		b.end(t, a, false)
+		b.l.set(func(c *crashing) { c.ranges, c.read = 0, 0 })
+		run, err := b.settle(t, a)
+		require.NoError(t, err)
+		if i < len(names)-1 {
+			require.Equal(t, ledger.RunFannedOut, run.State, "after %d of %d items", i+1, len(names))
+		}
+		b.l.set(func(c *crashing) {
+			require.Equal(t, 1, c.ranges, "%s: one read", a)
+			if shard := b.shardOf(t, a); a == shard[len(shard)-1] {
+				listed++ // the shard's last name ends it: no probe
+				require.Equal(t, len(shard), c.read, "%s: its shard", a)
+			} else {
+				require.LessOrEqual(t, c.read, fanin.ProbeItems, "%s: the probe's records only", a)
+			}
+		})
+	}
+	require.Equal(t, 5, listed, "one list per shard, at its last item")
+	got, err := b.l.GetRun(t.Context(), b.job.Name, b.now)
+	require.NoError(t, err)
+	require.Equal(t, ledger.RunComplete, got.State)
+	require.Equal(t, 300, got.Succeeded)
+}
+
+// Items that end in no order: the run finishes at its last item, and not
+// before, and the probe keeps most settles from listing their shard.
+func TestSettleShardInRandomOrder(t *testing.T) {
+	t.Parallel()
+	b := setupBig(t, 300, nil)
+	names := slices.Clone(b.job.ItemNames())
+	rand.New(rand.NewPCG(1, 2)).Shuffle(len(names), func(i, j int) { names[i], names[j] = names[j], names[i] })
+	for i, a := range names {
+		b.end(t, a, false)
+		run, err := b.settle(t, a)
+		require.NoError(t, err)
+		if i < len(names)-1 {
+			require.Equal(t, ledger.RunFannedOut, run.State, "after %d of %d items", i+1, len(names))
+		} else {
+			require.Equal(t, ledger.RunComplete, run.State, "at the last item")
+		}
+	}
+	t.Logf("%d reads, %d records for %d items", b.l.ranges, b.l.read, len(names))
+	require.Less(t, b.l.read, len(names)*fanin.ShardItems/3, "records read")
+}
+
+// shardOf returns the names of asset's shard: the run's names in
+// byte-wise order, cut in b.run.Shards equal parts.
+func (b *bigRun) shardOf(t *testing.T, asset string) []string {
+	t.Helper()
+	names := slices.Sorted(slices.Values(b.job.ItemNames()))
+	size := (len(names) + b.run.Shards - 1) / b.run.Shards
+	i := slices.Index(names, asset)
+	require.GreaterOrEqual(t, i, 0)
+	lo := i / size * size
+	return names[lo:min(lo+size, len(names))]
+}
+
+// Items that end in reverse name order end each shard's probe first: the
+// probe no longer stops the settles, and the run still finishes at its
+// last item, and not before.
+func TestSettleShardFinishesAtTheLastItemInReverseOrder(t *testing.T) {
+	t.Parallel()
+	b := setupBig(t, 300, nil)
+	names := slices.Sorted(slices.Values(b.job.ItemNames()))
+	slices.Reverse(names)
+	for i, a := range names {
+		b.end(t, a, false)
+		run, err := b.settle(t, a)
+		require.NoError(t, err)
+		if i < len(names)-1 {
+			require.Equal(t, ledger.RunFannedOut, run.State, "after %d of %d items", i+1, len(names))
+		} else {
+			require.Equal(t, ledger.RunComplete, run.State, "at the last item")
+		}
+	}
+}
+
+// A settle of several items that ended (a consumer's batch) settles each
+// of their shards once: a probe that is one of them is not read, and the
+// run finishes when they were its last.
+func TestSettleShardOfSeveralItemsSettlesEachShardOnce(t *testing.T) {
+	t.Parallel()
+	b := setupBig(t, 300, nil)
+	names := b.job.ItemNames()
+	for _, a := range names {
+		b.end(t, a, false)
+	}
+	run, err := fanin.SettleShard(t.Context(), fanin.ShardParams{Ledger: b.l, Def: b.job, Run: b.run,
+		Item: names[0], Items: names[1:], Now: b.now})
+	require.NoError(t, err)
+	require.Equal(t, ledger.RunComplete, run.State)
+	require.Equal(t, 300, run.Succeeded)
+	require.Equal(t, 5, b.l.ranges, "one list per shard, no probe read")
+	require.Equal(t, 300, b.l.read)
 }
 
 // A crash between the last shard's mark and the run's finish: the next
