@@ -29,6 +29,7 @@ const (
 	StatusRequeued   = "requeued"    // held by a live claim at its last receive: sent again as a new message, acknowledged
 	StatusOverBudget = "over_budget" // not started: its run's RunBudget had passed; CANCELLED with the reason, acknowledged
 	StatusReleased   = "released"    // given back at a graceful stop (Consumer.Stop): not started, or its claim released; redelivered
+	// StatusExpanded and StatusRan (shard messages) are in expand.go and bulk.go.
 )
 
 // Consumer processes item messages. Its fields are set once; Handle may be
@@ -119,6 +120,12 @@ type MessageOutcome struct {
 	// TickToDone is from the tick's nominal time to the completion
 	// (succeeded only): the staleness of the result.
 	TickToDone time.Duration
+	// Ran, for a shard message of a bulk job (status ran), are the
+	// outcomes of its items, run here, in the range's order; HandedOver
+	// is how many of them were sent as item messages (they did not end
+	// here).
+	Ran        []MessageOutcome
+	HandedOver int
 }
 
 // Handle processes msgs, up to the job's Limits.Concurrency at once (the

@@ -165,6 +165,9 @@ func (c *Consumer) run(ctx context.Context, deadline time.Time, d *delivery) ver
 		m.hardEnd = deadline.Add(-d.job.Limits.DeadlineMargin)
 	}
 	if d.msg.IsShard() {
+		if d.job.Bulk {
+			return c.runShard(ctx, deadline, m)
+		}
 		return c.expand(ctx, deadline, m)
 	}
 	m.leaseUntil = leaseEnd(d.job.ItemLease(d.key.Asset), m.now, m.hardEnd)
