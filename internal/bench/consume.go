@@ -65,7 +65,7 @@ func (c *consumers) record(res consumer.Result, took time.Duration, inv invocati
 	c.batches++
 	c.busy += took
 	c.timed.add(inv)
-	for _, it := range res.Items {
+	for _, it := range res.Outcomes() {
 		c.statuses[it.Status]++
 		if it.Status == consumer.StatusExpanded {
 			c.lastExpanded = now

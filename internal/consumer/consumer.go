@@ -100,6 +100,20 @@ type Result struct {
 	Items []MessageOutcome
 }
 
+// Outcomes returns the outcome of every message of the batch and of every
+// item run in place: each message's outcome (Items), followed, for a
+// shard message of a bulk job, by its items' (MessageOutcome.Ran). What
+// counts items (metrics, logs) reads these; an item run in place has the
+// message id "<shard message id>/<item>".
+func (r Result) Outcomes() []MessageOutcome {
+	out := make([]MessageOutcome, 0, len(r.Items))
+	for _, o := range r.Items {
+		out = append(out, o)
+		out = append(out, o.Ran...)
+	}
+	return out
+}
+
 // Failure is one message's failure or dead-letter reason.
 type Failure struct {
 	MessageID string
