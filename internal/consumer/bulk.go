@@ -19,6 +19,9 @@ import (
 // items' own outcomes.
 const StatusRan = "ran"
 
+// handOverTimeout bounds the send of a shard's hand-overs.
+const handOverTimeout = 30 * time.Second
+
 // runShard handles a shard message of a bulk job (baton.Job.Bulk): once
 // the ledger vouches for it (shardItems, as expand), it runs the items of
 // its range here, each through the item path of an item message of its
@@ -80,7 +83,14 @@ func (c *Consumer) runShard(ctx context.Context, deadline time.Time, m *messageR
 	}
 	m.out.HandedOver = len(over)
 	if len(over) > 0 {
-		sent, err := queue.SendAll(ctx, c.Queue, over, &queue.SendAllOptions{Parallel: expandParallel})
+		// The items handed over at the deadline are sent after their
+		// context may have ended (a poller's batch context ends at the
+		// deadline): the send outlives it, bounded. Where the invocation
+		// is cut off (Lambda), the send is lost with it and the shard's
+		// redelivery hands them over.
+		sctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), handOverTimeout)
+		defer cancel()
+		sent, err := queue.SendAll(sctx, c.Queue, over, &queue.SendAllOptions{Parallel: expandParallel})
 		if err != nil {
 			return m.fail(StatusFailed, fmt.Errorf("shard %s [%d, %d): handed over %d of %d items not ended here: %w",
 				d.msg.Key, r.From, r.To, sent, len(over), err))
