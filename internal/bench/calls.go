@@ -127,7 +127,7 @@ func callCases() []callCase {
 		},
 		{
 			figure: "item new (consumer: vouch, claim, process, complete, settle)", ref: 4,
-			why: "1 run read (the vouch; a per-process cache answers for a tick's other messages for a second) + 2 conditional writes + 1 read of the item's shard: its probe (the settle; its last 8 names, or the whole shard, at most about 64 records whatever the run's size, once they have ended)",
+			why: "1 run read (the vouch; a per-process cache answers for a tick's other messages for a second) + 2 conditional writes + 1 read of the item's shard: its probe (the settle; 8 of its names, or the whole shard, at most about 64 records whatever the run's size, once they have ended)",
 			measureFunc: func(ctx context.Context, env *Env, k callKit) error {
 				return handle(ctx, k, consumer.StatusSucceeded)
 			},

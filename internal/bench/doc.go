@@ -19,7 +19,17 @@
 //  2. Lease acquire and release latency (p50, p99) and throughput with 1, 8
 //     and 64 contenders on one job, against raw conditional writes of new
 //     records (PutItem with attribute_not_exists; SQLite INSERT … ON
-//     CONFLICT DO UPDATE … WHERE) by as many writers.
+//     CONFLICT DO UPDATE … WHERE) by as many writers. Then the same
+//     counts as callers that want the lease do it (each a lease.Contender
+//     that acquires, releases at once and asks again), in forty rounds of
+//     200 ms per count (after a 50 ms lead-in, whose acquisitions count in
+//     the calls but not in the rates: the waits that ended while the
+//     other counts ran all call then) that alternate the counts after one
+//     raw writer, every other round in the reverse order: calls per acquisition (goal
+//     ≤ 5), acquisitions/s (medians of the rounds) against one writer's
+//     raw writes ÷ 2, refused calls' latency, and acquisitions/s with 64
+//     contenders ÷ with 8 in the same round, the median of the rounds
+//     (goal ≥ 1; both counts' medians and their ratio beside it).
 //  3. Fan-out of 10,000 items by the coordinator, against raw batch sends
 //     (SendMessageBatch; a 10-row insert transaction on SQLite) of the same
 //     messages to the same endpoint, 4 and 16 in flight. Five rounds

@@ -17,6 +17,11 @@ type Config struct {
 	// on the machine affects both.
 	Window time.Duration
 	Rounds int
+	// BackoffRounds is how many rounds of the contenders retrying with
+	// backoff alternate the contender counts, each count BackoffWindow
+	// long (0: Window); their rates are the medians of the rounds.
+	BackoffRounds int
+	BackoffWindow time.Duration
 	// FanOutItems is the size of the fan-out (scenario 3), FanOutRounds
 	// how many times raw sends and the coordinator alternate (the best of
 	// each is kept).
@@ -61,6 +66,8 @@ func FullConfig() Config {
 		Contenders:        []int{1, 8, 64},
 		Window:            time.Second,
 		Rounds:            3,
+		BackoffRounds:     40,
+		BackoffWindow:     200 * time.Millisecond,
 		FanOutItems:       10_000,
 		FanOutRounds:      5,
 		EndToEndItems:     10_000,
@@ -85,6 +92,7 @@ func SmokeConfig() Config {
 		Contenders:        []int{1, 4},
 		Window:            50 * time.Millisecond,
 		Rounds:            1,
+		BackoffRounds:     2,
 		FanOutItems:       120,
 		FanOutRounds:      2,
 		EndToEndItems:     60,

@@ -176,7 +176,7 @@ func (r *Runner) awsScale(ctx context.Context, t Target) error {
 			Row{Scenario: scenario, Backend: backend, Figure: sz + " items: write units per item", Value: run.stats.WriteUnits / float64(n), Unit: Count,
 				Reference: writesPerItem, RefText: "a claim and a completion of under 1 KB"},
 			Row{Scenario: scenario, Backend: backend, Figure: sz + " items: read units per item", Value: run.stats.ReadUnits / float64(n), Unit: Count,
-				Reference: 0, RefText: "—", Note: "the settling reads (strongly consistent: a probe of its shard's last 8 names per batch and shard, the shard once they have ended) dominate"},
+				Reference: 0, RefText: "—", Note: "the settling reads (strongly consistent: a probe of 8 of its shard's names per batch and shard, the shard once they have ended) dominate"},
 			Row{Scenario: scenario, Backend: backend, Figure: sz + " items: calls per item", Value: float64(Total(run.calls)) / float64(n), Unit: Count,
 				Reference: 0, RefText: "—", Note: perItem(run.calls, n)},
 		)

@@ -89,7 +89,7 @@
 //     (completed, DEAD, cancelled) settles the item's shard
 //     (fanin.SettleShard), once the batch is done and before any of its
 //     messages is acknowledged, each shard of the batch's items once: it
-//     reads the shard's probe (its last fanin.ProbeItems names, one small
+//     reads the shard's probe (fanin.ProbeItems of its names, one small
 //     ledger.Store.ListItemRange) and, once those have ended, the shard's
 //     items (about fanin.ShardItems whatever the run's size), and when
 //     all are terminal writes the shard's write-once settle mark and

@@ -2,6 +2,7 @@ package consumer_test
 
 import (
 	"context"
+	"sync"
 	"testing"
 	"time"
 
@@ -24,10 +25,13 @@ func TestRunTimeItemsCheckedAgainstTheirPage(t *testing.T) {
 	t.Parallel()
 	led, effects := newStores(t)
 	ctx := context.Background()
+	var mu sync.Mutex // a batch's items run at once
 	var got []string
 	job := baton.Job{
 		Name: "rt", Schedule: "rate(1 minute)", Items: baton.ItemList(10),
 		Processor: baton.ProcessorFunc(func(_ context.Context, t baton.Task) ([]byte, error) {
+			mu.Lock()
+			defer mu.Unlock()
 			got = append(got, t.Asset+"="+string(t.Payload))
 			return nil, nil
 		}),

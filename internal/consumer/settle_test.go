@@ -126,7 +126,7 @@ func TestBatchSettlesItsShardOnce(t *testing.T) {
 	for i := range assets {
 		assets[i] = fmt.Sprintf("P%03d", i)
 	}
-	j := baton.Job{Name: "wide", Schedule: "rate(1 minute)", Assets: assets,
+	j := baton.Job{Name: "batched", Schedule: "rate(1 minute)", Assets: assets,
 		Processor: baton.ProcessorFunc(func(context.Context, baton.Task) ([]byte, error) { return []byte("ok"), nil }),
 		Limits:    baton.Limits{ItemLease: time.Minute, Concurrency: 10}}
 	clock := clocktest.New(t0)

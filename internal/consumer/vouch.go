@@ -163,11 +163,11 @@ func (rc *RunCache) read(ctx context.Context, l ledger.Store, id ledger.RunID, n
 
 // settle settles the shard of the message's item, which just ended, and
 // the run when it was the last (fanin.SettleShard): one read of the
-// shard's probe (its last few names), and when they have ended a list of
-// the shard and a few more reads and writes, whatever the run's size.
-// The last item's consumer sees its shard complete (its reads follow its
-// own write), and the marker of the last shard sees every other one
-// marked, so a run settles when its last item ends, whoever ends it.
+// shard's probe (a few of its names), and when they have ended a list of
+// the shard and a few more reads and writes, whatever the run's size. The
+// last item's consumer sees its shard complete (its reads follow its own
+// write), and the marker of the last shard sees every other one marked,
+// so a run settles when its last item ends, whoever ends it.
 //
 // In a batch (Handle), the settle waits for the batch's end, so that the
 // items of the batch that share a shard settle it once between them: the

@@ -20,17 +20,18 @@
 // ShardItems items each): consecutive ranges of the run's item names in
 // byte-wise order, so a shard is one ledger.Store.ListItemRange. The
 // consumer that ends an item settles its shard (SettleShard): it reads
-// the shard's probe, its last ProbeItems names, and lists the shard only
-// once those have ended (a consumer settles the shards of a batch's items
-// once the batch is done, each shard once); a shard whose items are all
-// terminal gets a write-once settle mark with its counts
-// (ledger.Store.MarkDone), and ledger.MarkGroup marks of one level make
-// one mark of the level above, up to a level of one group, whose
-// completion finishes the run with the counts summed up the tree. Every
-// step is idempotent and is retaken by whoever comes next (a mark found
-// written is climbed from), so a crash anywhere is recovered by a
-// redelivered message or by the coordinator's Settle, which settles every
-// shard, one at a time. A run of one shard finishes without a mark.
+// the shard's probe, ProbeItems of its names (its last ones, or those a
+// list found in flight), and lists the shard only once those have ended
+// (a consumer settles the shards of a batch's items once the batch is
+// done, each shard once); a shard whose items are all terminal gets a
+// write-once settle mark with its counts (ledger.Store.MarkDone), and
+// ledger.MarkGroup marks of one level make one mark of the level above,
+// up to a level of one group, whose completion finishes the run with the
+// counts summed up the tree. Every step is idempotent and is retaken by
+// whoever comes next (a mark found written is climbed from), so a crash
+// anywhere is recovered by a redelivered message or by the coordinator's
+// Settle, which settles every shard, one at a time. A run of one shard
+// finishes without a mark.
 package fanin
 
 import (

@@ -114,17 +114,18 @@ type ShardParams struct {
 
 // SettleShard settles the shard of the item that just ended (and those
 // of Items, each distinct shard once), with work bounded whatever the
-// run's size. It first reads the shard's probe: its last ProbeItems names
-// in byte-wise order, one small ListItemRange. Items are fanned out in
-// their job's order, mostly the names' order, so these are mostly the
-// last to end, and when items end in any order a few of them are still
-// in flight until the shard's last ones end: while one of the probe's
-// items is in flight or not yet claimed, so is the shard, and nothing
-// more is read (that item's own end settles the shard later). Otherwise
-// (or when the shard's last name is one of the items that ended, which
-// mostly ends it) it lists the shard's items (at most about ShardItems),
-// and when every one is terminal writes the shard's settle mark
-// (ledger.Store.MarkDone), then climbs the run's settle tree:
+// run's size. It first reads the shard's probe: ProbeItems consecutive
+// names of the shard, one small ListItemRange; its last ones in
+// byte-wise order (items are fanned out in their job's order, mostly the
+// names' order, so these are mostly the last to end), or, once this
+// process has listed the shard in flight, those of the list's names in
+// flight (see probeWindows). While one of the probe's items is in flight
+// or not yet claimed, so is the shard, and nothing more is read (that
+// item's own end settles the shard later). Otherwise (or when the
+// shard's last name is one of the items that ended, which mostly ends it)
+// it lists the shard's items (at most about ShardItems), and when every
+// one is terminal writes the shard's settle mark (ledger.Store.MarkDone),
+// then climbs the run's settle tree:
 // when the mark completes its group of ledger.MarkGroup marks, the group's
 // mark is written one level up, and so on; the single node of the top
 // level finishes the run with the counts summed up the tree. A run of one
@@ -405,8 +406,10 @@ func (l layout) settleShard(ctx context.Context, store ledger.Store, run ledger.
 	} else {
 		names = l.shard(s)
 	}
+	wk := windowKey{run.ID.String(), s}
 	if probe.ended != nil && len(names) > ProbeItems && !slices.Contains(probe.ended, names[len(names)-1]) {
-		ended, err := allEnded(ctx, store, run.ID, names[len(names)-ProbeItems:])
+		at := probeWindow(wk, len(names))
+		ended, err := allEnded(ctx, store, run.ID, names[at:at+ProbeItems])
 		if err != nil {
 			return run, false, fmt.Errorf("settle %s shard %d: probe: %w", run.ID, s, err)
 		}
@@ -423,8 +426,10 @@ func (l layout) settleShard(ctx context.Context, store ledger.Store, run ledger.
 	}
 	c, done := shardCounts(names, items)
 	if !done {
+		keepWindow(wk, names, items)
 		return run, false, nil // in flight
 	}
+	dropWindow(wk)
 	// Climb: node (level, index) is done with counts c; n nodes at level.
 	// A run-time list still fanning out has a number of pages not known
 	// yet: its shards are marked as they end, and only full groups climb,
@@ -470,6 +475,78 @@ func (l layout) settleShard(ctx context.Context, store ledger.Store, run ledger.
 		return run, true, fmt.Errorf("settle %s: finish: %w", run.ID, err)
 	}
 	return fin, true, nil
+}
+
+// windowKey identifies a shard of a run in probeWindows.
+type windowKey struct {
+	run   string
+	shard int
+}
+
+// probeWindows keeps, for the shards this process listed in flight, where
+// their probe lies: the ProbeItems consecutive names of the shard that
+// held the most items in flight at that list (an offset in the shard's
+// names). A shard not listed yet is probed at its tail, the names fanned
+// out last when items go out in name order; when they do not (a queue
+// that delivers out of order, items expanded from shard messages), the
+// tail can end early and every settle would list the shard, which the
+// window of the names seen in flight avoids. Any ProbeItems names of the
+// shard make a correct probe (when one of them is in flight, so is the
+// shard), so a window out of date costs a list, never a settle. It is
+// emptied when it grows past probeWindowsMax.
+var probeWindows struct {
+	sync.Mutex
+	m map[windowKey]int
+}
+
+const probeWindowsMax = 4096
+
+// probeWindow returns the offset of the probe of shard k, of n names.
+func probeWindow(k windowKey, n int) int {
+	probeWindows.Lock()
+	defer probeWindows.Unlock()
+	if at, ok := probeWindows.m[k]; ok && at+ProbeItems <= n {
+		return at
+	}
+	return n - ProbeItems
+}
+
+// keepWindow records the probe of shard k, whose names are in flight in
+// items (a list of the shard): the window of ProbeItems names with the
+// most of them in flight or not claimed yet, the last one among equals.
+func keepWindow(k windowKey, names []string, items []ledger.Item) {
+	if len(names) <= ProbeItems {
+		return
+	}
+	ended := make(map[string]bool, len(items))
+	for _, it := range items {
+		ended[it.Key.Asset] = it.State.Terminal()
+	}
+	best, bestAt, in := -1, 0, 0
+	for i, n := range names {
+		if !ended[n] {
+			in++
+		}
+		if i >= ProbeItems && !ended[names[i-ProbeItems]] {
+			in--
+		}
+		if i >= ProbeItems-1 && in >= best {
+			best, bestAt = in, i-ProbeItems+1
+		}
+	}
+	probeWindows.Lock()
+	defer probeWindows.Unlock()
+	if probeWindows.m == nil || len(probeWindows.m) >= probeWindowsMax {
+		probeWindows.m = make(map[windowKey]int)
+	}
+	probeWindows.m[k] = bestAt
+}
+
+// dropWindow forgets the probe of shard k, which has ended.
+func dropWindow(k windowKey) {
+	probeWindows.Lock()
+	defer probeWindows.Unlock()
+	delete(probeWindows.m, k)
 }
 
 // allEnded reads whether every item called one of names, consecutive
