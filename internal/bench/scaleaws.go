@@ -102,7 +102,21 @@ func (r *Runner) awsScaleRun(ctx context.Context, p *ddbthrottle.Proxy, ep awsEn
 	}
 	run.coordinator, run.shardMessages = sum.Duration, sum.ShardMessages
 	run.timed.add(timing(start, time.Now(), coordinatorCalls))
+	watch, stopWatch := context.WithCancel(ctx)
+	go func() { // the run's finish ends the wait too (consumers.ended)
+		for watch.Err() == nil {
+			if got, err := env.Plain.Ledger.GetRun(watch, j.Name, sum.Run.Nominal); err == nil && got.State.Finished() {
+				pollers.ended(got.FinishedAt)
+				return
+			}
+			select {
+			case <-watch.Done():
+			case <-time.After(time.Second):
+			}
+		}
+	}()
 	last, werr := pollers.Wait(ctx)
+	stopWatch()
 	pollers.Stop()
 	run.stats, run.calls = p.Stats(), env.Calls.Snapshot()
 	if billed, ok := env.Calls.(interface{ Billed(string) int }); ok {
@@ -219,7 +233,10 @@ func (r *Runner) awsScale(ctx context.Context, t Target) error {
 func (r *Runner) awsScaleBulk(ctx context.Context, p *ddbthrottle.Proxy, ep awsEndpoints, backend string, items awsRun) error {
 	const scenario = "8 scale"
 	n := items.n
-	run, err := r.awsScaleRun(ctx, p, ep, n, 0, true)
+	// Bounded: a bulk run that does not settle is reported, not waited for.
+	bctx, cancel := context.WithTimeout(ctx, 3*items.toDone+2*time.Minute)
+	defer cancel()
+	run, err := r.awsScaleRun(bctx, p, ep, n, 0, true)
 	if err != nil {
 		return err
 	}

@@ -26,7 +26,9 @@ const handOverTimeout = 30 * time.Second
 // the ledger vouches for it (shardItems, as expand), it runs the items of
 // its range here, each through the item path of an item message of its
 // own (run: gate, claim, process, record), up to the job's
-// Limits.Concurrency at once. Each item that did not end here (its
+// Limits.Concurrency at once: in a batch (Handle), the items of all its
+// bulk shards share the batch's parallelism, so that an invocation runs
+// as many items at once in bulk as it runs messages. Each item that did not end here (its
 // verdict would leave an item message to be redelivered: failed with
 // attempts left, held by a live claim elsewhere, not started before the
 // deadline less the job's margin or at a stop, a store error) is handed
@@ -57,11 +59,16 @@ func (c *Consumer) runShard(ctx context.Context, deadline time.Time, m *messageR
 	if own {
 		ended = &endedItems{}
 	}
+	slots := d.slots
+	if slots == nil {
+		slots = make(chan struct{}, max(1, d.job.Limits.Concurrency))
+	}
 	verdicts := make([]verdict, len(names))
 	var g errgroup.Group // an item's failure is its verdict: none stops the others
-	g.SetLimit(max(1, d.job.Limits.Concurrency))
 	for i, name := range names {
+		slots <- struct{}{}
 		g.Go(func() error {
+			defer func() { <-slots }()
 			verdicts[i] = c.run(ctx, deadline, shardItem(d, name, ended))
 			return nil
 		})

@@ -31,6 +31,10 @@ type delivery struct {
 	// shards Handle settles once the batch is done; nil: each settles as
 	// it ends.
 	ended *endedItems
+	// slots, set by Handle, bounds the items of the batch's bulk shards
+	// running at once (runShard) to the batch's parallelism; nil: each
+	// shard runs its job's Limits.Concurrency at once.
+	slots chan struct{}
 }
 
 // verdict is the handling of one message.
