@@ -162,7 +162,7 @@ func (c *Consumer) Handle(ctx context.Context, deadline time.Time, msgs []queue.
 	verdicts := make([]verdict, len(ds))
 	ended := &endedItems{}
 	slots := make(chan struct{}, parallel) // a batch's bulk items run parallel at once, as its messages do
-	var g errgroup.Group // a message's failure is its verdict: none stops the others
+	var g errgroup.Group                   // a message's failure is its verdict: none stops the others
 	g.SetLimit(parallel)
 	for i, d := range ds {
 		d.ended, d.slots = ended, slots
