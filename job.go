@@ -96,6 +96,9 @@ type Job struct {
 	// message, and the shard message is acknowledged once every item of it
 	// is terminal or handed over. It saves the queue requests of the items
 	// (three per item: send, receive, delete) and settles each shard once.
+	// A failed item is handed over at once: its retry comes when its
+	// message is received, without the visibility timeout that delays a
+	// per-item retry (queues have no delayed send in this version).
 	// For many short items; a job of long items gains little. A job with
 	// Items (a run-time list) cannot be Bulk in this version: its runs
 	// fan out by stored pages, not shard messages. Derived items run as

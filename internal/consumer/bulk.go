@@ -52,7 +52,7 @@ func (c *Consumer) runShard(ctx context.Context, deadline time.Time, m *messageR
 	if !ok {
 		return v
 	}
-	stop := c.hideShard(ctx, m)
+	stop := c.hideShard(ctx, m, deadline)
 	defer stop()
 
 	ended, own := d.ended, d.ended == nil
@@ -130,10 +130,12 @@ func shardItem(d *delivery, name string, ended *endedItems) *delivery {
 // hideShard keeps the shard message hidden while its items run, when the
 // queue can (queue.VisibilityChanger): every third of the job's item
 // lease, it hides the message for one lease (plus the clock-skew
-// allowance) from then, so that no other consumer receives it meanwhile.
+// allowance) from then, or until the deadline and the hand-over's bound
+// when that is later, so that no other consumer receives it meanwhile
+// (and its visibility is never cut below what the run may take).
 // A failed extension is logged: a redelivery finds the items held and
 // hands them over. The returned func stops it.
-func (c *Consumer) hideShard(ctx context.Context, m *messageRun) func() {
+func (c *Consumer) hideShard(ctx context.Context, m *messageRun, deadline time.Time) func() {
 	vc, ok := c.Queue.(queue.VisibilityChanger)
 	if !ok || m.d.d.ReceiptHandle == "" {
 		return func() {}
@@ -153,8 +155,13 @@ func (c *Consumer) hideShard(ctx context.Context, m *messageRun) func() {
 				return
 			case <-t.C:
 			}
+			now := c.now()
+			hide := lease
+			if !deadline.IsZero() {
+				hide = max(hide, deadline.Sub(now)+handOverTimeout)
+			}
 			err := vc.ChangeVisibility(ctx, queue.ChangeVisibilityParams{
-				ReceiptHandle: m.d.d.ReceiptHandle, Timeout: lease + skew, Now: c.now(),
+				ReceiptHandle: m.d.d.ReceiptHandle, Timeout: hide + skew, Now: now,
 			})
 			if err != nil {
 				m.log.WarnContext(ctx, "shard message visibility not extended", slog.String("phase", "bulk"), slog.Any("error", err))
