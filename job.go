@@ -98,6 +98,27 @@ type Job struct {
 	// others cannot starve it. The zero value: the deployment's shared work
 	// queue.
 	Queue JobQueue
+	// Bulk runs the job's runs shard by shard in place: the consumer that
+	// receives a shard message (the coordinator fans a bulk job's assets
+	// out as shard messages of Coordinator.ExpandItems, 100 by default,
+	// whatever the catalog's size) runs the shard's items itself, up to
+	// Limits.Concurrency at once, instead of sending one message per item.
+	// Each item is still claimed, processed and completed on its own,
+	// exactly as a message of its own would be (idempotency key, fence,
+	// effects, heartbeats, cancellation); an item that fails with
+	// attempts left, is held by a live claim elsewhere, or cannot start
+	// before the invocation's deadline is handed over as an ordinary item
+	// message, and the shard message is acknowledged once every item of it
+	// is terminal or handed over. It saves the queue requests of the items
+	// (three per item: send, receive, delete) and settles each shard once.
+	// A failed item is handed over at once: its retry comes when its
+	// message is received, without the visibility timeout that delays a
+	// per-item retry (queues have no delayed send in this version).
+	// For many short items; a job of long items gains little. A job with
+	// Items (a run-time list) cannot be Bulk in this version: its runs
+	// fan out by stored pages, not shard messages. Derived items run as
+	// messages of their own.
+	Bulk bool
 	// Processor processes one item. Required.
 	Processor Processor
 
@@ -244,7 +265,8 @@ const MaxExpectedItems = 100_000_000
 // Validate reports the first problem with j, naming the job and what is
 // wrong: a bad name, a schedule that does not parse, no assets (and no
 // Items), both Assets and Items, Items with derived items, an
-// ExpectedItems out of range or without Items, a duplicate or clashing item name, a derived item whose input is not an
+// ExpectedItems out of range or without Items, Bulk with Items, a
+// duplicate or clashing item name, a derived item whose input is not an
 // item of the job or is itself, derived items that form a cycle (named:
 // `derived "A" → "B" → "A" forms a cycle`), a negative limit, no
 // processor. Zero limits are valid (they take
@@ -270,6 +292,8 @@ func (j Job) Validate() error {
 		return fmt.Errorf("job %s: ExpectedItems %d: must be between 0 and %d", j.Name, j.ExpectedItems, MaxExpectedItems)
 	case j.ExpectedItems > 0 && j.Items == nil:
 		return fmt.Errorf("job %s: ExpectedItems without Items: a job with constant Assets has their number of items", j.Name)
+	case j.Items != nil && j.Bulk:
+		return fmt.Errorf("job %s: Bulk with Items: a run-time list fans out by its stored pages, not by shard messages, so it cannot run in bulk in this version; list the items as Assets, or drop Bulk", j.Name)
 	}
 	seen := map[string]bool{}
 	for _, a := range j.Assets {

@@ -28,7 +28,8 @@ type consumers struct {
 	batches      int
 	busy         time.Duration
 	timed        invocations
-	done         chan struct{} // closed once want items succeeded
+	done         chan struct{} // closed once want items succeeded, or the run finished (ended)
+	doneOnce     sync.Once
 
 	stopFunc func()
 	wg       sync.WaitGroup
@@ -65,7 +66,7 @@ func (c *consumers) record(res consumer.Result, took time.Duration, inv invocati
 	c.batches++
 	c.busy += took
 	c.timed.add(inv)
-	for _, it := range res.Items {
+	for _, it := range res.Outcomes() {
 		c.statuses[it.Status]++
 		if it.Status == consumer.StatusExpanded {
 			c.lastExpanded = now
@@ -74,7 +75,7 @@ func (c *consumers) record(res consumer.Result, took time.Duration, inv invocati
 			c.succeeded++
 			c.lastDone = now
 			if c.succeeded == c.want {
-				close(c.done)
+				c.doneOnce.Do(func() { close(c.done) })
 			}
 		}
 	}
@@ -93,6 +94,19 @@ func (c *consumers) Wait(ctx context.Context) (time.Time, error) {
 		defer c.mu.Unlock()
 		return time.Time{}, fmt.Errorf("%d of %d items succeeded (statuses %v): %w", c.succeeded, c.want, c.statuses, ctx.Err())
 	}
+}
+
+// ended ends Wait: the run finished (its items all ended) though fewer
+// than want successes were reported, as when a completion whose reply was
+// lost is reported failed and its item's next delivery is a duplicate.
+// The run's finish at is then the last item's end.
+func (c *consumers) ended(at time.Time) {
+	c.mu.Lock()
+	if at.After(c.lastDone) {
+		c.lastDone = at
+	}
+	c.mu.Unlock()
+	c.doneOnce.Do(func() { close(c.done) })
 }
 
 // Stop stops the pollers; batches in flight finish.

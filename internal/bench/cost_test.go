@@ -51,11 +51,19 @@ func TestBatonUsageAndCostRows(t *testing.T) {
 	require.Less(t, atAWS.LambdaSeconds, measured.LambdaSeconds)
 
 	r := &Runner{}
-	r.addCost("aws", run)
+	r.addCost("aws", run, perItemMode)
 	rows := r.Rows()
-	require.Len(t, rows, 4+len(Anchors(atAWS)))
+	require.Len(t, rows, 6+len(Anchors(atAWS)))
+	require.Nil(t, rows[0].Goal, "per-item mode is kept beside the goal line, not judged")
+	require.InDelta(t, 0.45, rows[4].Value, 1e-9, "SQS requests per item as billed")
+
+	r = &Runner{}
+	r.addCost("aws", run, bulkMode)
+	rows = r.Rows()
+	require.Len(t, rows, 6, "the anchors are priced once, from per-item mode")
 	judged := rows[0]
-	require.NotNil(t, judged.Goal, "the goal line is the figure at AWS latency")
+	require.Contains(t, judged.Figure, "bulk mode")
+	require.NotNil(t, judged.Goal, "the goal line is bulk mode's figure at AWS latency")
 	require.InDelta(t, Sum(ListPrices.PerMillion(atAWS)), judged.Value, 1e-9)
 	require.Nil(t, rows[1].Goal, "the emulators' time is an upper bound, not judged")
 	require.InDelta(t, Sum(ListPrices.PerMillion(measured)), rows[1].Value, 1e-9)

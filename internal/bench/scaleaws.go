@@ -74,8 +74,9 @@ type awsRun struct {
 
 // awsScaleRun runs a tick of n items through the proxy p on endpoints ep,
 // with the item partitions of shardsPerPart (0: the default); of a
-// run-time list with runTime.
-func (r *Runner) awsScaleRun(ctx context.Context, p *ddbthrottle.Proxy, ep awsEndpoints, n, shardsPerPart int, runTime bool) (awsRun, error) {
+// run-time list with runTime; with bulk the job is a bulk job
+// (baton.Job.Bulk: its shard messages run in place).
+func (r *Runner) awsScaleRun(ctx context.Context, p *ddbthrottle.Proxy, ep awsEndpoints, n, shardsPerPart int, runTime, bulk bool) (awsRun, error) {
 	o := ep.o
 	o.ShardsPerPartition = shardsPerPart
 	r.seq++
@@ -89,6 +90,7 @@ func (r *Runner) awsScaleRun(ctx context.Context, p *ddbthrottle.Proxy, ep awsEn
 		return run, err
 	}
 	j := scaleJob(n, queue.MaxBatch, runTime)
+	j.Bulk = bulk
 	e, err := engine.New(env.Backend, engine.Options{Catalog: baton.MustCatalog(j), Consumers: r.Config.ScaleAWSConsumers,
 		BatchSize: queue.MaxBatch, BatchTimeout: time.Minute, Owner: "scale"})
 	if err != nil {
@@ -107,7 +109,21 @@ func (r *Runner) awsScaleRun(ctx context.Context, p *ddbthrottle.Proxy, ep awsEn
 	}
 	run.coordinator, run.shardMessages, run.invocations = time.Since(start), sum.ShardMessages, invocations
 	run.timed.add(timing(start, time.Now(), coordinatorCalls))
+	watch, stopWatch := context.WithCancel(ctx)
+	go func() { // the run's finish ends the wait too (consumers.ended)
+		for watch.Err() == nil {
+			if got, err := env.Plain.Ledger.GetRun(watch, j.Name, sum.Run.Nominal); err == nil && got.State.Finished() {
+				pollers.ended(got.FinishedAt)
+				return
+			}
+			select {
+			case <-watch.Done():
+			case <-time.After(time.Second):
+			}
+		}
+	}()
 	last, werr := pollers.Wait(ctx)
+	stopWatch()
 	pollers.Stop()
 	run.stats, run.calls = p.Stats(), env.Calls.Snapshot()
 	if billed, ok := env.Calls.(interface{ Billed(string) int }); ok {
@@ -179,7 +195,7 @@ func (r *Runner) awsScale(ctx context.Context, t Target) error {
 		if sz.runTime {
 			perPart = r.Config.ScaleAWSRunTimeShardsPerPartition
 		}
-		run, err := r.awsScaleRun(ctx, p, ep, n, perPart, sz.runTime)
+		run, err := r.awsScaleRun(ctx, p, ep, n, perPart, sz.runTime, false)
 		if err != nil {
 			return fmt.Errorf("%s: %w", scaleSize(n, sz.runTime), err)
 		}
@@ -226,14 +242,17 @@ func (r *Runner) awsScale(ctx context.Context, t Target) error {
 				Reference: ddbthrottle.DefaultWriteUnits, Unit: Count, RefText: "DynamoDB's limit per partition key value", Goal: RatioAtMost(1),
 				Note: fmt.Sprintf("%s; %d item partition keys written, a page's items in one", run.hottestItem.Key, run.itemKeys)})
 		} else {
-			r.addCost(backend, run)
+			r.addCost(backend, run, perItemMode)
+			if err := r.awsScaleBulk(ctx, p, ep, backend, run); err != nil {
+				return fmt.Errorf("%d items, bulk: %w", n, err)
+			}
 		}
 	}
 	if n := r.Config.ScaleContrast; n > 0 {
 		// Every item in one partition key, as before item partitions: a
 		// run bounded so that the throttling shows without waiting it out.
 		cctx, cancel := context.WithTimeout(ctx, 2*time.Minute)
-		run, err := r.awsScaleRun(cctx, p, ep, n, 1<<30, false)
+		run, err := r.awsScaleRun(cctx, p, ep, n, 1<<30, false, false)
 		cancel()
 		if err != nil && !errors.Is(err, context.DeadlineExceeded) {
 			return fmt.Errorf("contrast, %d items: %w", n, err)
@@ -254,6 +273,37 @@ func (r *Runner) awsScale(ctx context.Context, t Target) error {
 				Reference: 0, Unit: Count, RefText: "none"},
 		)
 	}
+	return nil
+}
+
+// awsScaleBulk runs the tick of items' size (the per-item mode run) again
+// as a bulk job (baton.Job.Bulk), and adds its latency beside per-item mode's and its
+// cost rows (the goal line judges them).
+func (r *Runner) awsScaleBulk(ctx context.Context, p *ddbthrottle.Proxy, ep awsEndpoints, backend string, items awsRun) error {
+	const scenario = "8 scale"
+	n := items.n
+	// Bounded: a bulk run that does not settle is reported, not waited for.
+	bctx, cancel := context.WithTimeout(ctx, 3*items.toDone+2*time.Minute)
+	defer cancel()
+	run, err := r.awsScaleRun(bctx, p, ep, n, 0, false, true)
+	if err != nil {
+		return err
+	}
+	r.logf("  %d items, bulk: done %d, all done %s (per-item mode %s); %d shard messages, %d batches, %.3f SQS requests and %.3f write units per item",
+		n, run.done, run.toDone.Round(time.Millisecond), items.toDone.Round(time.Millisecond), run.shardMessages, run.batches,
+		float64(run.sqsRequests)/float64(n), run.stats.WriteUnits/float64(n))
+	if !run.finished {
+		return fmt.Errorf("%d succeeded, the run did not settle", run.done)
+	}
+	sz := number(float64(n))
+	r.add(
+		Row{Scenario: scenario, Backend: backend, Figure: sz + " items, bulk mode (Job.Bulk: shards run in place): tick → all done", Value: run.toDone.Seconds(), Unit: Duration,
+			Reference: items.toDone.Seconds(), RefText: "per-item mode, the run just before",
+			Note: fmt.Sprintf("%d shard messages, %d consumer batches; calls per item: %s", run.shardMessages, run.batches, perItem(run.calls, n))},
+		Row{Scenario: scenario, Backend: backend, Figure: fmt.Sprintf("%s items, bulk mode, %d consumers × %d: items/s", sz, r.Config.ScaleAWSConsumers, queue.MaxBatch),
+			Value: float64(n) / run.toDone.Seconds(), Reference: float64(n) / items.toDone.Seconds(), Unit: Rate, RefText: "per-item mode"},
+	)
+	r.addCost(backend, run, bulkMode)
 	return nil
 }
 

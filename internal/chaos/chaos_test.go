@@ -92,21 +92,30 @@ func config() chaos.Config {
 // TestChaos runs the suite on every engine and fails when a goal is
 // missed: 0 items lost, 0 effects applied twice, 0 runs stuck, 100 % of
 // the poison dead-lettered with its reason, 100 % of the superseded
-// messages acknowledged as such.
+// messages acknowledged as such. Each engine runs it twice: with the job
+// processed item by item, and as a bulk job (baton.Job.Bulk: its shard
+// messages run in place), with the same goals.
 func TestChaos(t *testing.T) {
 	t.Parallel()
 	for _, h := range harnesses {
-		t.Run(h.Name, func(t *testing.T) {
-			t.Parallel()
-			cfg := config()
-			cfg.Logf = t.Logf
-			rep := chaos.Run(t, h, cfg)
-			if *long {
-				fmt.Println(rep.Table()) // the table as it is, for RELIABILITY.md
-			} else {
-				t.Log("\n" + rep.Table())
+		for _, bulk := range []bool{false, true} {
+			name := h.Name
+			if bulk {
+				name += "-bulk"
 			}
-			require.Empty(t, rep.Missed(), "chaos goals missed on %s:\n%s", h.Name, rep.Table())
-		})
+			t.Run(name, func(t *testing.T) {
+				t.Parallel()
+				cfg := config()
+				cfg.Bulk = bulk
+				cfg.Logf = t.Logf
+				rep := chaos.Run(t, h, cfg)
+				if *long {
+					fmt.Println(rep.Table()) // the table as it is, for RELIABILITY.md
+				} else {
+					t.Log("\n" + rep.Table())
+				}
+				require.Empty(t, rep.Missed(), "chaos goals missed on %s:\n%s", name, rep.Table())
+			})
+		}
 	}
 }

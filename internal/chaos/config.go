@@ -47,6 +47,10 @@ type Config struct {
 	Settle time.Duration
 	// Latency is the processor's simulated provider latency per asset.
 	Latency time.Duration
+	// Bulk makes the chaos job a bulk job (baton.Job.Bulk): its shard
+	// messages are run in place by the consumers, under the same faults
+	// and goals.
+	Bulk bool
 	// Logf, if set, gets the run's progress (a long run's ticks, the
 	// settling).
 	Logf func(format string, args ...any)

@@ -121,6 +121,7 @@ type consumerOptions struct {
 	Owner   string
 	Journal *Journal
 	Latency time.Duration
+	Bulk    bool          // the chaos job is Bulk (Job)
 	Skew    time.Duration // added to the real clock
 	Seed    uint64
 	// Duplicates and Kills are Config's; Calm, when it reports true, stops
@@ -165,7 +166,7 @@ func runConsumer(ctx context.Context, b backend.Backend, o consumerOptions) erro
 		b.DeadLetter = nil
 	}
 	eng, err := engine.New(faulty(b), engine.Options{
-		Catalog: baton.MustCatalog(Job(o.Latency, o.Journal)), Owner: o.Owner,
+		Catalog: baton.MustCatalog(Job(o.Latency, o.Journal, o.Bulk)), Owner: o.Owner,
 		NowFunc: now, BatchTimeout: batchTimeout,
 	})
 	if err != nil {
@@ -255,6 +256,9 @@ func (c *consumerRun) handleBatch(ctx context.Context, deadline time.Time, msgs 
 	}
 	for _, it := range res.Items {
 		c.o.Journal.Add(Record{Kind: KindOutcome, Key: it.Key, Status: it.Status, Acked: !failed[it.MessageID], At: started.UnixNano()})
+		for _, in := range it.Ran { // a bulk shard's items, acknowledged with it
+			c.o.Journal.Add(Record{Kind: KindOutcome, Key: in.Key, Status: in.Status, Acked: !failed[it.MessageID], At: started.UnixNano()})
+		}
 	}
 	return ids
 }

@@ -165,11 +165,11 @@ type coordinators struct {
 
 // newCoordinators returns n coordinator engines on b. skew draws each
 // one's clock offset.
-func newCoordinators(b backend.Backend, n int, d *dice, kills float64, skew func() time.Duration) (*coordinators, error) {
+func newCoordinators(b backend.Backend, n int, d *dice, kills float64, skew func() time.Duration, bulk bool) (*coordinators, error) {
 	c := &coordinators{dice: d, kills: kills, opened: &openings{}}
 	b.Ledger = openingLedger{Store: b.Ledger, o: c.opened}
 	fb := faulty(b)
-	cat := baton.MustCatalog(Job(0, nil))
+	cat := baton.MustCatalog(Job(0, nil, bulk))
 	for i := range n + 1 {
 		off := skew()
 		e, err := engine.New(fb, engine.Options{
@@ -194,7 +194,7 @@ func newCoordinators(b backend.Backend, n int, d *dice, kills float64, skew func
 // the lease is killed with probability kills.
 func (c *coordinators) invoke(ctx context.Context, slot int, at time.Time, force bool) (coordinator.Summary, error) {
 	plan := &invocationPlan{dice: c.dice, kills: c.kills}
-	sum, err := c.engines[slot].Trigger(withFault(ctx, plan), Job(0, nil).Name, at, force)
+	sum, err := c.engines[slot].Trigger(withFault(ctx, plan), Job(0, nil, false).Name, at, force)
 	c.invocations.Add(1)
 	acquired, killed := plan.state()
 	if acquired {
@@ -230,7 +230,7 @@ func (c *coordinators) tick(ctx context.Context, at time.Time) {
 // open (mid-flight), retried while another invocation holds the lease, or
 // when one was killed before it opened the generation.
 func (c *coordinators) replay(ctx context.Context, at time.Time) {
-	job, nominal := Job(0, nil).Name, c.nominal(at)
+	job, nominal := Job(0, nil, false).Name, c.nominal(at)
 	ledger := c.final.Coordinator.Ledger
 	before := 0
 	for wait := time.Now().Add(10 * time.Second); before == 0; {
@@ -265,7 +265,7 @@ func (c *coordinators) nominal(at time.Time) time.Time { return at.UTC().Truncat
 // tick of at, which resumes the runs left fanning out and settles the
 // finished ones, back to the earliest unfinished run.
 func (c *coordinators) pass(ctx context.Context, at time.Time) (coordinator.Summary, error) {
-	return c.final.Trigger(ctx, Job(0, nil).Name, at, false)
+	return c.final.Trigger(ctx, Job(0, nil, false).Name, at, false)
 }
 
 // sleep waits d or until ctx ends (then it returns ctx's error).

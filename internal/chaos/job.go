@@ -45,9 +45,13 @@ const WideAssets = 60
 // from six of them, every bar written through the task's fenced effects)
 // and WideAssets more assets (W00, W01, …, each writing one fenced effect
 // without latency), with Limits, the given simulated provider latency, and
-// its processor wrapped to journal every application in j.
-func Job(latency time.Duration, j *Journal) baton.Job {
+// its processor wrapped to journal every application in j. With bulk its
+// runs are processed shard by shard in place (baton.Job.Bulk): the
+// coordinator sends one shard message of every asset, which a consumer
+// runs, handing over what does not end there.
+func Job(latency time.Duration, j *Journal, bulk bool) baton.Job {
 	job := fx.Job(&fx.Options{Latency: latency})
+	job.Bulk = bulk
 	for i := range WideAssets {
 		job.Assets = append(job.Assets, fmt.Sprintf("W%02d", i))
 	}

@@ -33,6 +33,7 @@ type workerConfig struct {
 	Seed       uint64        `json:"seed"`
 	Skew       time.Duration `json:"skew"`
 	Latency    time.Duration `json:"latency"`
+	Bulk       bool          `json:"bulk"`
 	Duplicates float64       `json:"duplicates"`
 	Kills      float64       `json:"kills"`
 	// CalmFile, once it exists, stops the injection (the run settles).
@@ -102,7 +103,7 @@ func work(v string, harnesses []Harness) error {
 		}
 	}()
 	return runConsumer(ctx, b, consumerOptions{
-		Owner: wc.Owner, Journal: j, Latency: wc.Latency, Skew: wc.Skew, Seed: wc.Seed,
+		Owner: wc.Owner, Journal: j, Latency: wc.Latency, Bulk: wc.Bulk, Skew: wc.Skew, Seed: wc.Seed,
 		Duplicates: wc.Duplicates, Kills: wc.Kills,
 		Calm: func() bool {
 			select {

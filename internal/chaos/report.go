@@ -225,7 +225,7 @@ func (r *runner) countInjected(rep *Report, records []Record) {
 // checkRuns finds the stuck runs, the lost items and the stored effects
 // that are not the committed attempt's.
 func (r *runner) checkRuns(ctx context.Context, rep *Report) error {
-	job := Job(0, nil)
+	job := Job(0, nil, false)
 	for _, nominal := range r.ticks {
 		tick := fx.Name + "@" + nominal.Format(time.RFC3339)
 		run, err := r.b.Ledger.GetRun(ctx, job.Name, nominal)

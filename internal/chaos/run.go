@@ -49,7 +49,7 @@ func Run(t testing.TB, h Harness, cfg Config) *Report {
 	}
 	t.Cleanup(func() { _ = b.Close() })
 	r.b = b
-	if r.coords, err = newCoordinators(b, cfg.Triggers, r.dice, cfg.CoordinatorKills, r.skew); err != nil {
+	if r.coords, err = newCoordinators(b, cfg.Triggers, r.dice, cfg.CoordinatorKills, r.skew, cfg.Bulk); err != nil {
 		t.Fatal(err)
 	}
 
@@ -74,7 +74,7 @@ func Run(t testing.TB, h Harness, cfg Config) *Report {
 			t.Fatal(err)
 		}
 		o := consumerOptions{
-			Owner: owner, Journal: j, Latency: cfg.Latency, Skew: r.skew(), Seed: cfg.Seed + uint64(i+1)*104729,
+			Owner: owner, Journal: j, Latency: cfg.Latency, Bulk: cfg.Bulk, Skew: r.skew(), Seed: cfg.Seed + uint64(i+1)*104729,
 			Duplicates: cfg.Duplicates, Kills: cfg.ConsumerKills, Calm: r.calm.Load, Cover: true,
 			WrapLedger: cfg.WrapLedger, WrapHandle: cfg.WrapHandle, NoDeadLetter: cfg.NoDeadLetter,
 		}
@@ -92,7 +92,7 @@ func Run(t testing.TB, h Harness, cfg Config) *Report {
 	if h.Processes && cfg.Processes > 0 {
 		r.procs = &processes{
 			base: workerConfig{
-				Harness: h.Name, Spec: r.spec, JournalDir: r.journals, Seed: cfg.Seed, Latency: cfg.Latency,
+				Harness: h.Name, Spec: r.spec, JournalDir: r.journals, Seed: cfg.Seed, Latency: cfg.Latency, Bulk: cfg.Bulk,
 				Duplicates: cfg.Duplicates, Kills: cfg.ConsumerKills, CalmFile: calmFile,
 			},
 			logDir: dir, dice: newDice(cfg.Seed + 1), skew: r.skew,
@@ -182,7 +182,7 @@ func (r *runner) trigger(ctx context.Context) {
 			plain = append(plain, i)
 		}
 	}
-	items := len(Job(0, nil).ItemNames())
+	items := len(Job(0, nil, false).ItemNames())
 	n := max(len(poisonKinds), int(math.Round(cfg.Poison*float64(cfg.Ticks*items)*(1+cfg.Replays))))
 	poisonAt := make([][]int, cfg.Ticks)
 	for p := range n {

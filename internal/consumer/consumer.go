@@ -29,6 +29,7 @@ const (
 	StatusRequeued   = "requeued"    // held by a live claim at its last receive: sent again as a new message, acknowledged
 	StatusOverBudget = "over_budget" // not started: its run's RunBudget had passed; CANCELLED with the reason, acknowledged
 	StatusReleased   = "released"    // given back at a graceful stop (Consumer.Stop): not started, or its claim released; redelivered
+	// StatusExpanded and StatusRan (shard messages) are in expand.go and bulk.go.
 )
 
 // Consumer processes item messages. Its fields are set once; Handle may be
@@ -99,6 +100,20 @@ type Result struct {
 	Items []MessageOutcome
 }
 
+// Outcomes returns the outcome of every message of the batch and of every
+// item run in place: each message's outcome (Items), followed, for a
+// shard message of a bulk job, by its items' (MessageOutcome.Ran). What
+// counts items (metrics, logs) reads these; an item run in place has the
+// message id "<shard message id>/<item>".
+func (r Result) Outcomes() []MessageOutcome {
+	out := make([]MessageOutcome, 0, len(r.Items))
+	for _, o := range r.Items {
+		out = append(out, o)
+		out = append(out, o.Ran...)
+	}
+	return out
+}
+
 // Failure is one message's failure or dead-letter reason.
 type Failure struct {
 	MessageID string
@@ -119,6 +134,12 @@ type MessageOutcome struct {
 	// TickToDone is from the tick's nominal time to the completion
 	// (succeeded only): the staleness of the result.
 	TickToDone time.Duration
+	// Ran, for a shard message of a bulk job (status ran), are the
+	// outcomes of its items, run here, in the range's order; HandedOver
+	// is how many of them were sent as item messages (they did not end
+	// here).
+	Ran        []MessageOutcome
+	HandedOver int
 }
 
 // Handle processes msgs, up to the job's Limits.Concurrency at once (the
@@ -140,10 +161,11 @@ func (c *Consumer) Handle(ctx context.Context, deadline time.Time, msgs []queue.
 
 	verdicts := make([]verdict, len(ds))
 	ended := &endedItems{}
-	var g errgroup.Group // a message's failure is its verdict: none stops the others
+	slots := make(chan struct{}, parallel) // a batch's bulk items run parallel at once, as its messages do
+	var g errgroup.Group                   // a message's failure is its verdict: none stops the others
 	g.SetLimit(parallel)
 	for i, d := range ds {
-		d.ended = ended
+		d.ended, d.slots = ended, slots
 		g.Go(func() error {
 			verdicts[i] = c.handle(ctx, deadline, d)
 			return nil

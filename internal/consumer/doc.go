@@ -44,6 +44,21 @@
 //     redelivered, and its redelivery sends the range again: the claims
 //     absorb the duplicates, so every shard is expanded exactly once in
 //     effect.
+//     A shard message of a bulk job (baton.Job.Bulk) is run in place
+//     instead (status ran): each item of its range goes through steps 2
+//     to 8 here, as a message of its own would (with the shard's fence
+//     and receive count), up to the job's Limits.Concurrency at once. An
+//     item whose verdict would leave its message to be redelivered
+//     (failed with attempts left, held by a live claim, not started at
+//     the deadline less the margin or at a stop, a store error) is handed
+//     over: its item message is sent, and it goes on as in per-item mode.
+//     The shard message is acknowledged once every item is terminal or
+//     handed over (a failed hand-over leaves it to be redelivered), its
+//     visibility extended every third of an item lease meanwhile; a
+//     redelivery finds the items that ended terminal (duplicates, not
+//     run again) and hands over those held by a live claim, so every
+//     item runs to its end once in effect. The items' outcomes are in
+//     MessageOutcome.Ran (Result.Outcomes lists them with the batch's).
 //  4. Run budget. Past the job's RunBudget since its run opened, an item
 //     not started (no record, FAILED, or abandoned by an expired claim) is
 //     CANCELLED with the reason "run budget … exceeded", and so are the

@@ -44,40 +44,8 @@ func CatalogItems(_ context.Context, j baton.Job, _ ledger.Run, from, to int) ([
 // coordinator sent from) is poison: dead-lettered with the reason.
 func (c *Consumer) expand(ctx context.Context, deadline time.Time, m *messageRun) verdict {
 	d, r := m.d, m.d.msg.Expand
-	if err := ctx.Err(); err != nil {
-		return m.fail(StatusNotStarted, fmt.Errorf("shard %s not expanded: %w", d.msg.Key, err))
-	}
-	if c.stopped() {
-		return m.fail(StatusReleased, fmt.Errorf("shard %s not expanded: %w", d.msg.Key, ErrStopped))
-	}
-	if !deadline.IsZero() && !m.now.Before(deadline.Add(-d.job.Limits.DeadlineMargin)) {
-		return m.fail(StatusNotStarted, fmt.Errorf("shard %s not expanded: %s left before the deadline, margin %s",
-			d.msg.Key, deadline.Sub(m.now), d.job.Limits.DeadlineMargin))
-	}
-	if c.Queue == nil {
-		return m.fail(StatusFailed, fmt.Errorf("shard %s not expanded: the consumer has no queue to send its items to", d.msg.Key))
-	}
-	if v, ok := c.vouch(ctx, m); !ok {
-		return v
-	}
-	items := c.ItemsFunc
-	if items == nil {
-		items = CatalogItems
-	}
-	names, err := items(ctx, d.job, m.run, r.From, r.To)
-	switch {
-	case err != nil:
-		v := m.fail(StatusMalformed, fmt.Errorf("shard %s [%d, %d): %w", d.msg.Key, r.From, r.To, err))
-		v.poison = true
-		return v
-	case len(names) == 0 || names[0] != d.key.Asset:
-		first := ""
-		if len(names) > 0 {
-			first = names[0]
-		}
-		v := m.fail(StatusMalformed, fmt.Errorf("shard %s [%d, %d): item %d of the run is %q, not %q",
-			d.msg.Key, r.From, r.To, r.From, first, d.key.Asset))
-		v.poison = true
+	names, v, ok := c.shardItems(ctx, deadline, m, "expanded")
+	if !ok {
 		return v
 	}
 	msgs := make([]queue.Message, len(names))
@@ -92,4 +60,49 @@ func (c *Consumer) expand(ctx context.Context, deadline time.Time, m *messageRun
 	m.log.DebugContext(ctx, "shard expanded", slog.String("phase", "expand"),
 		slog.Int("from", r.From), slog.Int("to", r.To))
 	return m.ack(StatusExpanded)
+}
+
+// shardItems gates a shard message as an item's (ctx, a stop, the
+// deadline less the job's margin, the vouch) and returns the names of its
+// range; what is to be done ("expanded", "run") names the refusal. ok is
+// false when the message stops here with v.
+func (c *Consumer) shardItems(ctx context.Context, deadline time.Time, m *messageRun, what string) (names []string, v verdict, ok bool) {
+	d, r := m.d, m.d.msg.Expand
+	if err := ctx.Err(); err != nil {
+		return nil, m.fail(StatusNotStarted, fmt.Errorf("shard %s not %s: %w", d.msg.Key, what, err)), false
+	}
+	if c.stopped() {
+		return nil, m.fail(StatusReleased, fmt.Errorf("shard %s not %s: %w", d.msg.Key, what, ErrStopped)), false
+	}
+	if !deadline.IsZero() && !m.now.Before(deadline.Add(-d.job.Limits.DeadlineMargin)) {
+		return nil, m.fail(StatusNotStarted, fmt.Errorf("shard %s not %s: %s left before the deadline, margin %s",
+			d.msg.Key, what, deadline.Sub(m.now), d.job.Limits.DeadlineMargin)), false
+	}
+	if c.Queue == nil {
+		return nil, m.fail(StatusFailed, fmt.Errorf("shard %s not %s: the consumer has no queue to send its items to", d.msg.Key, what)), false
+	}
+	if v, ok := c.vouch(ctx, m); !ok {
+		return nil, v, false
+	}
+	items := c.ItemsFunc
+	if items == nil {
+		items = CatalogItems
+	}
+	names, err := items(ctx, d.job, m.run, r.From, r.To)
+	switch {
+	case err != nil:
+		v := m.fail(StatusMalformed, fmt.Errorf("shard %s [%d, %d): %w", d.msg.Key, r.From, r.To, err))
+		v.poison = true
+		return nil, v, false
+	case len(names) == 0 || names[0] != d.key.Asset:
+		first := ""
+		if len(names) > 0 {
+			first = names[0]
+		}
+		v := m.fail(StatusMalformed, fmt.Errorf("shard %s [%d, %d): item %d of the run is %q, not %q",
+			d.msg.Key, r.From, r.To, r.From, first, d.key.Asset))
+		v.poison = true
+		return nil, v, false
+	}
+	return names, verdict{}, true
 }

@@ -31,6 +31,10 @@ type delivery struct {
 	// shards Handle settles once the batch is done; nil: each settles as
 	// it ends.
 	ended *endedItems
+	// slots, set by Handle, bounds the items of the batch's bulk shards
+	// running at once (runShard) to the batch's parallelism; nil: each
+	// shard runs its job's Limits.Concurrency at once.
+	slots chan struct{}
 }
 
 // verdict is the handling of one message.
@@ -165,6 +169,9 @@ func (c *Consumer) run(ctx context.Context, deadline time.Time, d *delivery) ver
 		m.hardEnd = deadline.Add(-d.job.Limits.DeadlineMargin)
 	}
 	if d.msg.IsShard() {
+		if d.job.Bulk {
+			return c.runShard(ctx, deadline, m)
+		}
 		return c.expand(ctx, deadline, m)
 	}
 	m.leaseUntil = leaseEnd(d.job.ItemLease(d.key.Asset), m.now, m.hardEnd)

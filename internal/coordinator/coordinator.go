@@ -57,7 +57,9 @@ type Coordinator struct {
 	// hierarchical: it sends shard messages of ExpandItems assets each
 	// (message.NewShard), which consumers expand into the item messages,
 	// so that the coordinator sends O(assets/ExpandItems) messages. 0
-	// means DefaultExpandFrom; negative: never.
+	// means DefaultExpandFrom; negative: never. A bulk job
+	// (baton.Job.Bulk) fans out in shard messages whatever its size
+	// (unless negative), which its consumers run in place.
 	ExpandFrom int
 	// ExpandItems is the assets per shard message; 0 means
 	// DefaultExpandItems. At most message.MaxExpand.

@@ -37,7 +37,7 @@ func (c *Coordinator) fanOut(ctx context.Context, t *tickRun, run ledger.Run) er
 	}
 	fanStart := c.now()
 	assets := j.Assets
-	if k := c.expandItems(len(assets)); k > 0 {
+	if k := c.expandItems(t.job); k > 0 {
 		chunk *= k // a checkpoint per chunk of messages, shard messages too
 	}
 	cursor := run.Cursor
@@ -78,7 +78,7 @@ func (c *Coordinator) sendChunk(ctx context.Context, t *tickRun, id ledger.RunID
 	var sent int
 	var sendErr error
 	covered := 0 // assets the messages sent stand for
-	if k := c.expandItems(len(assets)); end > cursor && k > 0 {
+	if k := c.expandItems(t.job); end > cursor && k > 0 {
 		// Hierarchical: one shard message per k assets, each expanded
 		// by a consumer (see consumer's shard messages).
 		var msgs []queue.Message
@@ -157,14 +157,19 @@ func (c *Coordinator) renewIfDue(ctx context.Context, log *slog.Logger, lim bato
 	return nil
 }
 
-// expandItems returns the assets per shard message of a fan-out of n
+// expandItems returns the assets per shard message of a fan-out of j's
 // assets, or 0 when it sends item messages (see Coordinator.ExpandFrom).
-func (c *Coordinator) expandItems(n int) int {
+// A bulk job (baton.Job.Bulk) fans out in shard messages at any size,
+// unless ExpandFrom is negative.
+func (c *Coordinator) expandItems(j baton.Job) int {
 	from := c.ExpandFrom
 	if from == 0 {
 		from = DefaultExpandFrom
 	}
-	if from < 0 || n < from {
+	if from > 0 && j.Bulk {
+		from = 1
+	}
+	if from < 0 || len(j.Assets) < from {
 		return 0
 	}
 	k := c.ExpandItems

@@ -3,7 +3,8 @@
 // submission deduped by its key, a two-level graph of derived items, a
 // chain to a second job, a heartbeating long item, shared rate limits (N
 // starts per interval, M in flight) and
-// two priority classes (job queues with their concurrency shares),
+// two priority classes (job queues with their concurrency shares), a
+// bulk job whose shards run in place,
 // each through the coordinator, the queue, the consumers and the ledger
 // of the backend under test.
 package jobmodeltest
@@ -45,6 +46,7 @@ func Run(t *testing.T, open func(t *testing.T, jobQueues ...string) backend.Back
 		{"InFlightLimit", itemstest.RunInFlightLimit, nil},
 		{"PriorityClasses", itemstest.RunPriorities, ClassQueues},
 		{"RunTimeListSettlesDuringFanOut", itemstest.RunSettleDuringFanOut, nil},
+		{"BulkShardsRunInPlace", itemstest.RunBulk, nil},
 	} {
 		t.Run(c.name, func(t *testing.T) {
 			t.Parallel()

@@ -78,7 +78,7 @@ func (h *ConsumerHandler) Handle(ctx context.Context, ev events.SQSEvent) (event
 	for _, f := range res.DeadLettered {
 		reasons[f.MessageID] = f.Err
 	}
-	for _, it := range res.Items {
+	for _, it := range res.Outcomes() {
 		run, _, _ := strings.Cut(it.Key, "/")
 		attrs := []any{
 			slog.String("phase", "item"), slog.String("job", jobOfKey(it.Key)), slog.String("run", run), slog.String("message_id", it.MessageID),
@@ -134,8 +134,10 @@ func (h *ConsumerHandler) metrics(ctx context.Context, inv invocation, res consu
 	for _, it := range res.Items {
 		job := jobOfKey(it.Key)
 		jobOfMessage[it.MessageID] = job
-		t := of(job)
-		t.messages++
+		of(job).messages++
+	}
+	for _, it := range res.Outcomes() { // a bulk shard's items too
+		t := of(jobOfKey(it.Key))
 		t.status[it.Status]++
 		if it.Status == consumer.StatusSucceeded && it.TickToDone > 0 {
 			t.tickToDone = append(t.tickToDone, ms(it.TickToDone))

@@ -24,7 +24,12 @@
 // version refuses a version 3 body as malformed ("version 3, want 1" or
 // "version 3, want 1 or 2") and dead-letters it with that reason, so a
 // coordinator that sends shard messages is deployed with consumers that
-// read them (one build serves both functions).
+// read them (one build serves both functions). The shard message of a
+// bulk job (baton.Job.Bulk) is the same version 3 body: its consumer runs
+// the range's items in place rather than sending their messages, and
+// sends the version 1 message of each item it hands over. A consumer
+// built before Bulk expands it instead, which runs the same items: the
+// mode is the consumer's, never the format's.
 package message
 
 import (

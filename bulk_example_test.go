@@ -1,0 +1,32 @@
+package baton_test
+
+import (
+	"context"
+	"fmt"
+
+	"github.com/batonhq/baton"
+)
+
+// A job of many short items runs in bulk: its consumers run each shard
+// message's items in place (up to Limits.Concurrency at once), each item
+// still claimed, processed and completed on its own, instead of sending
+// one queue message per item. A run-time list cannot run in bulk.
+func ExampleJob_bulk() {
+	sensors := make([]string, 5000)
+	for i := range sensors {
+		sensors[i] = fmt.Sprintf("sensor-%04d", i)
+	}
+	_, err := baton.NewCatalog(baton.Job{
+		Name: "poll", Schedule: "rate(5 minutes)", Assets: sensors, Bulk: true,
+		Limits:    baton.Limits{Concurrency: 32},
+		Processor: noop,
+	})
+	fmt.Println("valid:", err == nil)
+
+	items := func(context.Context, baton.ItemsRequest) (baton.ItemsPage, error) { return baton.ItemsPage{}, nil }
+	_, err = baton.NewCatalog(baton.Job{Name: "ingest", Schedule: "rate(5 minutes)", Items: items, Bulk: true, Processor: noop})
+	fmt.Println(err)
+	// Output:
+	// valid: true
+	// catalog: job ingest: Bulk with Items: a run-time list fans out by its stored pages, not by shard messages, so it cannot run in bulk in this version; list the items as Assets, or drop Bulk
+}

@@ -1,0 +1,126 @@
+package itemstest
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"sync"
+	"sync/atomic"
+	"testing"
+	"time"
+
+	"github.com/stretchr/testify/require"
+
+	"github.com/batonhq/baton"
+	"github.com/batonhq/baton/internal/backend"
+	"github.com/batonhq/baton/internal/engine"
+	"github.com/batonhq/baton/internal/ledger"
+	"github.com/batonhq/baton/internal/message"
+	"github.com/batonhq/baton/internal/queue"
+)
+
+// countingQueue counts the messages sent to a work queue by kind.
+type countingQueue struct {
+	backend.Queue
+	items, shards atomic.Int64
+	mu            sync.Mutex
+	handedOver    []string // the assets of the item messages sent
+}
+
+func (q *countingQueue) SendBatch(ctx context.Context, msgs []queue.Message) error {
+	err := q.Queue.SendBatch(ctx, msgs)
+	var be *queue.BatchError
+	if err != nil && !errors.As(err, &be) {
+		return err
+	}
+	failed := map[string]bool{}
+	if be != nil {
+		for _, e := range be.Failed {
+			failed[e.ID] = true
+		}
+	}
+	for _, m := range msgs {
+		msg, derr := message.Decode(m.Body)
+		if derr != nil || failed[m.ID] {
+			continue
+		}
+		if msg.IsShard() {
+			q.shards.Add(1)
+			continue
+		}
+		q.items.Add(1)
+		if k, kerr := msg.ItemKey(); kerr == nil {
+			q.mu.Lock()
+			q.handedOver = append(q.handedOver, k.Asset)
+			q.mu.Unlock()
+		}
+	}
+	return err
+}
+
+// RunBulk runs one tick of a bulk job (baton.Job.Bulk) of 300 assets on
+// b: the coordinator sends three shard messages and the consumers run
+// their items in place, so no item message is sent but the one of the
+// item that fails its first attempt, which is handed over and retried on
+// its own. Every item runs to its end once (twice for the failing one),
+// with the fence of its shard, and the run settles complete.
+func RunBulk(t *testing.T, b backend.Backend) {
+	t.Helper()
+	const n = 300
+	assets := make([]string, n)
+	for i := range assets {
+		assets[i] = fmt.Sprintf("b-%04d", i)
+	}
+	flaky := assets[137]
+	var mu sync.Mutex
+	calls := map[string]int{}
+	proc := baton.ProcessorFunc(func(_ context.Context, task baton.Task) ([]byte, error) {
+		mu.Lock()
+		calls[task.Asset]++
+		mu.Unlock()
+		if task.Asset == flaky && task.Attempt == 1 {
+			return nil, errors.New("flaky upstream (on purpose)")
+		}
+		return []byte(task.Asset), nil
+	})
+	job := baton.Job{Name: "bulk", Schedule: "rate(1 hour)", Assets: assets, Bulk: true, Processor: proc,
+		Limits: baton.Limits{ItemLease: 10 * time.Second, ClockSkew: 100 * time.Millisecond, Concurrency: 8}}
+	cat, err := baton.NewCatalog(job)
+	require.NoError(t, err)
+	work := &countingQueue{Queue: b.Work}
+	b.Work = work
+	eng, err := engine.New(b, engine.Options{Catalog: cat, Consumers: 2, BatchSize: 10, BatchTimeout: 2 * time.Minute, RetryDelay: 100 * time.Millisecond})
+	require.NoError(t, err)
+
+	ctx, cancel := context.WithCancel(t.Context())
+	var wg sync.WaitGroup
+	wg.Go(func() { _ = eng.Consume(ctx) })
+	defer func() { cancel(); wg.Wait() }()
+	sum, err := eng.Trigger(t.Context(), "bulk", time.Now(), false)
+	require.NoError(t, err)
+	require.Equal(t, n, sum.Enqueued)
+	require.Equal(t, 3, sum.ShardMessages, "a bulk job fans out in shard messages below the expansion threshold too")
+	run := waitFinished(t, b.Ledger, sum.Run)
+	require.Equal(t, ledger.RunComplete, run.State)
+	require.Equal(t, n, run.Succeeded)
+
+	require.Equal(t, int64(3), work.shards.Load())
+	work.mu.Lock()
+	require.Equal(t, []string{flaky}, work.handedOver, "the only item message is the failed item's hand-over")
+	work.mu.Unlock()
+	items, err := b.Ledger.ListItems(t.Context(), sum.Run)
+	require.NoError(t, err)
+	require.Len(t, items, n)
+	for _, it := range items {
+		require.Equal(t, ledger.ItemSucceeded, it.State, it.Key.Asset)
+		require.Equal(t, []byte(it.Key.Asset), it.Result)
+		require.Equal(t, sum.Fence, it.Fence, "%s carries its shard's fence", it.Key.Asset)
+		want := 1
+		if it.Key.Asset == flaky {
+			want = 2
+		}
+		mu.Lock()
+		require.Equal(t, want, calls[it.Key.Asset], it.Key.Asset)
+		mu.Unlock()
+	}
+}
