@@ -117,6 +117,12 @@ func openAWS(ctx context.Context, name string, ddbCfg, sqsCfg aws.Config, o AWSO
 			Work:        awssqs.New(c, workURL, nil),
 			DeadLetter:  awssqs.New(c, dlqURL, nil),
 			MaxReceives: o.MaxReceives,
+			// Idle consumers long-poll for the longest wait SQS allows, as
+			// Lambda's event source mapping does: the empty receives the
+			// cost rows count are then those a deployment pays, not a
+			// short poll's (a thousand receive loops at half a second
+			// made 1.1 requests per item of a bulk run on their own).
+			ReceiveWait: awssqs.MaxWait,
 			CloseFunc:   func() error { return nil },
 		}
 	}
