@@ -34,6 +34,10 @@ type AWSOptions struct {
 	// ShardsPerPartition is the ledger's (awsdynamodb.Options); 0: its
 	// default.
 	ShardsPerPartition int
+	// ReceiveWait, when set, is the idle consumers' long-poll wait (the
+	// scale runs: Config.ScaleLongPoll); else the engine's short default,
+	// which lets a scenario's consumers stop at once.
+	ReceiveWait time.Duration
 }
 
 // awsEndpoints are an AWS target's endpoints and options.
@@ -107,6 +111,10 @@ func openAWS(ctx context.Context, name string, ddbCfg, sqsCfg aws.Config, o AWSO
 		}
 		return errors.Join(errs...)
 	}
+	// With a long poll the empty receives the cost rows count are those a
+	// deployment pays, not a short poll's (a thousand receive loops at
+	// half a second made 1.1 requests per item of a bulk run on their own).
+	receiveWait := min(o.ReceiveWait, awssqs.MaxWait)
 	backend := func(api awsdynamodb.API, c *sqs.Client) backend.Backend {
 		return backend.Backend{
 			Name:        "aws",
@@ -117,12 +125,7 @@ func openAWS(ctx context.Context, name string, ddbCfg, sqsCfg aws.Config, o AWSO
 			Work:        awssqs.New(c, workURL, nil),
 			DeadLetter:  awssqs.New(c, dlqURL, nil),
 			MaxReceives: o.MaxReceives,
-			// Idle consumers long-poll for the longest wait SQS allows, as
-			// Lambda's event source mapping does: the empty receives the
-			// cost rows count are then those a deployment pays, not a
-			// short poll's (a thousand receive loops at half a second
-			// made 1.1 requests per item of a bulk run on their own).
-			ReceiveWait: awssqs.MaxWait,
+			ReceiveWait: receiveWait,
 			CloseFunc:   func() error { return nil },
 		}
 	}

@@ -59,6 +59,13 @@ type Config struct {
 	ScaleAWSRunTimeShardsPerPartition int
 	ScaleAWSConsumers                 int
 	ScaleContrast                     int
+	// ScaleLongPoll is the idle consumers' long-poll wait in the scale
+	// runs on the emulators (0: the engine's short default), as Lambda's
+	// event source mapping long-polls, so that the cost rows count the
+	// empty receives a deployment pays; ScaleBulkLongPoll is the bulk
+	// run's. The smoke run keeps the default: a long poll outlives its
+	// consumers' stop by up to its wait.
+	ScaleLongPoll, ScaleBulkLongPoll time.Duration
 	// ExpandFrom and ExpandItems are the coordinator's hierarchical
 	// fan-out settings in the scale scenario (0: its defaults).
 	ExpandFrom, ExpandItems int
@@ -92,6 +99,8 @@ func FullConfig() Config {
 		ScaleAWS:           []int{100_000},
 		ScaleAWSRunTime:    []int{100_000},
 		ScaleAWSConsumers:  100,
+		ScaleLongPoll:      20 * time.Second,
+		ScaleBulkLongPoll:  5 * time.Second,
 		ScaleContrast:      10_000,
 		Contended:          []int{8, 64},
 		Timeout:            10 * time.Minute,

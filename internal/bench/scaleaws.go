@@ -79,6 +79,13 @@ type awsRun struct {
 func (r *Runner) awsScaleRun(ctx context.Context, p *ddbthrottle.Proxy, ep awsEndpoints, n, shardsPerPart int, runTime, bulk bool) (awsRun, error) {
 	o := ep.o
 	o.ShardsPerPartition = shardsPerPart
+	o.ReceiveWait = r.Config.ScaleLongPoll
+	if bulk {
+		// Shorter: on the local SQS server a bulk run whose consumers
+		// long-poll 20 s did not settle (not understood yet); 5 s still
+		// keeps the empty receives to one per loop every 5 s.
+		o.ReceiveWait = r.Config.ScaleBulkLongPoll
+	}
 	r.seq++
 	env, err := openAWS(ctx, fmt.Sprintf("%sscale-%d", r.Prefix, r.seq), ep.ddb, ep.sqs, o)
 	if err != nil {
@@ -123,6 +130,18 @@ func (r *Runner) awsScaleRun(ctx context.Context, p *ddbthrottle.Proxy, ep awsEn
 		}
 	}()
 	last, werr := pollers.Wait(ctx)
+	if werr == nil {
+		// Every item has succeeded: the batch that ended the last ones
+		// may still be settling the run. Stopping the consumers now would
+		// cut that short, and the run would be reported unsettled.
+		settleBy := time.Now().Add(30 * time.Second)
+		for time.Now().Before(settleBy) && ctx.Err() == nil {
+			if got, err := env.Plain.Ledger.GetRun(ctx, j.Name, sum.Run.Nominal); err == nil && got.State.Finished() {
+				break
+			}
+			time.Sleep(100 * time.Millisecond)
+		}
+	}
 	stopWatch()
 	pollers.Stop()
 	run.stats, run.calls = p.Stats(), env.Calls.Snapshot()
