@@ -65,36 +65,55 @@ function startDynamoDB(host, port) {
   });
 }
 
-// The one change made to local-aws-sqs 2.0.2 as loaded: its visibility
-// routine, shared by ReceiveMessage and ChangeMessageVisibility, increments
-// ApproximateReceiveCount on both; on SQS only a receive counts (and so only
-// receives count towards a redrive policy's maxReceiveCount). The third
-// argument is true for ChangeMessageVisibility.
+// The changes made to local-aws-sqs 2.0.2 as loaded (sqsFixes).
+//
+// Receive count: its visibility routine, shared by ReceiveMessage and
+// ChangeMessageVisibility, increments ApproximateReceiveCount on both; on
+// SQS only a receive counts (and so only receives count towards a redrive
+// policy's maxReceiveCount). The third argument is true for
+// ChangeMessageVisibility.
 const sqsFix = {
   from: "Wt=function(t,e,i){if(!t)return;let r=this.VisibilityTimeout*1e3;typeof e==\"number\"&&!isNaN(e)&&(r=e*1e3);let n=Number(t.record.attributes.ApproximateReceiveCount)+1;",
   to: "Wt=function(t,e,i){if(!t)return;let r=this.VisibilityTimeout*1e3;typeof e==\"number\"&&!isNaN(e)&&(r=e*1e3);let n=Number(t.record.attributes.ApproximateReceiveCount)+(i?0:1);",
 };
 
-// loadSQS loads local-aws-sqs with sqsFix applied, and fails when the
-// bundle no longer holds the code it fixes (a new version: check whether
+// Long polls: its receive collects visible messages every 10 ms and
+// answers only when it holds MaxNumberOfMessages or the wait is over, so a
+// long poll that found one message kept it (hidden) for the whole wait. SQS
+// answers a long poll as soon as it has a message to return.
+const sqsLongPollFix = {
+  from: "if(r.length==e){clearInterval(c),clearTimeout(n),o();break}}},10)",
+  to: "if(r.length==e){clearInterval(c),clearTimeout(n),o();break}}r.length>0&&(clearInterval(c),clearTimeout(n),o())},10)",
+};
+
+const sqsFixes = [
+  { name: "receive-count", ...sqsFix },
+  { name: "long-poll", ...sqsLongPollFix },
+];
+
+// loadSQS loads local-aws-sqs with sqsFixes applied, and fails when the
+// bundle no longer holds the code one fixes (a new version: check whether
 // the bug is still there and update or drop the fix).
 function loadSQS() {
   const fs = require("fs");
   const path = require("path");
   const Module = require("module");
   const file = require.resolve("local-aws-sqs");
-  const src = fs.readFileSync(file, "utf8");
-  if (src.split(sqsFix.from).length !== 2) {
-    throw new Error(`${file}: the receive-count fix no longer applies; review sqsFix in start.js`);
+  let src = fs.readFileSync(file, "utf8");
+  for (const fix of sqsFixes) {
+    if (src.split(fix.from).length !== 2) {
+      throw new Error(`${file}: the ${fix.name} fix no longer applies; review sqsFixes in start.js`);
+    }
+    src = src.replace(fix.from, fix.to);
   }
   const m = new Module(file, module);
   m.filename = file;
   m.paths = Module._nodeModulePaths(path.dirname(file));
-  m._compile(src.replace(sqsFix.from, sqsFix.to), file);
+  m._compile(src, file);
   return m.exports;
 }
 
-// startSQS starts local-aws-sqs (JSON and query protocols), with sqsFix.
+// startSQS starts local-aws-sqs (JSON and query protocols), with sqsFixes.
 // Queue URLs are http://<host>:<port>/123456789012/<name>; ARNs use
 // us-east-1.
 function startSQS(host, port) {

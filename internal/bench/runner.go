@@ -62,10 +62,9 @@ type Config struct {
 	// ScaleLongPoll is the idle consumers' long-poll wait in the scale
 	// runs on the emulators (0: the engine's short default), as Lambda's
 	// event source mapping long-polls, so that the cost rows count the
-	// empty receives a deployment pays; ScaleBulkLongPoll is the bulk
-	// run's. The smoke run keeps the default: a long poll outlives its
-	// consumers' stop by up to its wait.
-	ScaleLongPoll, ScaleBulkLongPoll time.Duration
+	// empty receives a deployment pays. The smoke run keeps the default:
+	// a long poll outlives its consumers' stop by up to its wait.
+	ScaleLongPoll time.Duration
 	// ExpandFrom and ExpandItems are the coordinator's hierarchical
 	// fan-out settings in the scale scenario (0: its defaults).
 	ExpandFrom, ExpandItems int
@@ -100,7 +99,6 @@ func FullConfig() Config {
 		ScaleAWSRunTime:    []int{100_000},
 		ScaleAWSConsumers:  100,
 		ScaleLongPoll:      20 * time.Second,
-		ScaleBulkLongPoll:  5 * time.Second,
 		ScaleContrast:      10_000,
 		Contended:          []int{8, 64},
 		Timeout:            10 * time.Minute,

@@ -80,12 +80,6 @@ func (r *Runner) awsScaleRun(ctx context.Context, p *ddbthrottle.Proxy, ep awsEn
 	o := ep.o
 	o.ShardsPerPartition = shardsPerPart
 	o.ReceiveWait = r.Config.ScaleLongPoll
-	if bulk {
-		// Shorter: on the local SQS server a bulk run whose consumers
-		// long-poll 20 s did not settle (not understood yet); 5 s still
-		// keeps the empty receives to one per loop every 5 s.
-		o.ReceiveWait = r.Config.ScaleBulkLongPoll
-	}
 	r.seq++
 	env, err := openAWS(ctx, fmt.Sprintf("%sscale-%d", r.Prefix, r.seq), ep.ddb, ep.sqs, o)
 	if err != nil {
