@@ -49,6 +49,14 @@ func arrangeStatus(t *testing.T, f *opsFixture) (stuckKey ledger.ItemKey) {
 	dead := message.New(ledger.ItemKey{Run: f.run(0, 1), Asset: "USDJPY"}, 1, false).QueueMessage()
 	_, err = queue.SendAll(ctx, f.b.DeadLetter, []queue.Message{dead}, nil)
 	require.NoError(t, err)
+
+	// The replays' last receives may still hold a message of tick 3 (on
+	// SQS a receive runs out its wait; its batch is handled and deleted
+	// soon after): the status is compared with a queue at rest.
+	require.Eventually(t, func() bool {
+		d, err := queue.OpsOf(f.b.Work).Depth(ctx)
+		return err == nil && d.InFlight == 0
+	}, 30*time.Second, 100*time.Millisecond, "the work queue comes to rest")
 	return stuckKey
 }
 
