@@ -85,8 +85,11 @@ func Small() Config {
 		Consumers:        3,
 		Processes:        2,
 		KillEvery:        700 * time.Millisecond,
-		Settle:           20 * time.Second,
-		Latency:          10 * time.Millisecond,
+		// Longer than a killed bulk consumer's shard message stays
+		// hidden: its batch deadline (2 s) plus the hand-over's bound
+		// (30 s), which its extensions set, come before its redelivery.
+		Settle:  40 * time.Second,
+		Latency: 10 * time.Millisecond,
 	}
 }
 
