@@ -179,7 +179,7 @@ func mark(ok bool) string {
 // queue, and makes the Report.
 func (r *runner) report(ctx context.Context) (*Report, error) {
 	rep := &Report{
-		Engine: r.h.Name, Seed: r.cfg.Seed, Ticks: len(r.ticks), Took: r.took,
+		Engine: engineName(r.h.Name, r.cfg.Bulk), Seed: r.cfg.Seed, Ticks: len(r.ticks), Took: r.took,
 		ConsumerKills: map[Window]int{}, Invocations: int(r.coords.invocations.Load()),
 		LeaseHolders: int(r.coords.holders.Load()), CoordinatorKills: int(r.coords.killed.Load()), Replays: r.coords.opened.replays(),
 		StaleCopies: int(r.staleSent.Load()), PoisonSent: r.poisonSent, Skew: Limits.ClockSkew / 2,
@@ -374,4 +374,13 @@ func (r *runner) checkDeadLetters(ctx context.Context, rep *Report) error {
 	}
 	rep.PoisonWithReason = len(withReason)
 	return nil
+}
+
+// engineName is the report's name of the engine: its harness's, and "a
+// bulk job" when the chaos job ran in bulk mode.
+func engineName(harness string, bulk bool) string {
+	if bulk {
+		return harness + " (a bulk job: shards run in place)"
+	}
+	return harness
 }
