@@ -92,10 +92,7 @@ func RunBulk(t *testing.T, b backend.Backend) {
 	eng, err := engine.New(b, engine.Options{Catalog: cat, Consumers: 2, BatchSize: 10, BatchTimeout: 2 * time.Minute, RetryDelay: 100 * time.Millisecond})
 	require.NoError(t, err)
 
-	ctx, cancel := context.WithCancel(t.Context())
-	var wg sync.WaitGroup
-	wg.Go(func() { _ = eng.Consume(ctx) })
-	defer func() { cancel(); wg.Wait() }()
+	defer consume(t, eng)()
 	sum, err := eng.Trigger(t.Context(), "bulk", time.Now(), false)
 	require.NoError(t, err)
 	require.Equal(t, n, sum.Enqueued)

@@ -127,10 +127,7 @@ func Run(t *testing.T, b backend.Backend, n int) {
 	stored := run.Cursor / ledger.PageItems // pages sent whole before the failure
 	callsBefore := src.Calls()
 
-	ctx, cancel := context.WithCancel(t.Context())
-	var wg sync.WaitGroup
-	wg.Go(func() { _ = eng.Consume(ctx) })
-	defer func() { cancel(); wg.Wait() }()
+	defer consume(t, eng)()
 
 	sum, err = eng.Trigger(t.Context(), "runtime", at, false)
 	require.NoError(t, err)
@@ -181,6 +178,15 @@ func Run(t *testing.T, b backend.Backend, n int) {
 
 // waitFinished polls the run until it is finished, with a bound; it never
 // settles the run itself (the consumers must).
+// consume runs eng's consumers until the returned func, which stops them
+// and waits for their batches in flight.
+func consume(t *testing.T, eng *engine.Engine) (stop func()) {
+	ctx, cancel := context.WithCancel(t.Context())
+	var wg sync.WaitGroup
+	wg.Go(func() { _ = eng.Consume(ctx) })
+	return func() { cancel(); wg.Wait() }
+}
+
 func waitFinished(t *testing.T, l ledger.Store, id ledger.RunID) ledger.Run {
 	t.Helper()
 	ctx, stop := context.WithTimeout(t.Context(), 90*time.Second)
@@ -214,10 +220,7 @@ func RunSubmission(t *testing.T, b backend.Backend, n int) {
 	require.NoError(t, err)
 	eng, err := engine.New(b, engine.Options{Catalog: cat, Consumers: 4, BatchSize: 10, BatchTimeout: 30 * time.Second, RetryDelay: 100 * time.Millisecond})
 	require.NoError(t, err)
-	ctx, cancel := context.WithCancel(t.Context())
-	var wg sync.WaitGroup
-	wg.Go(func() { _ = eng.Consume(ctx) })
-	defer func() { cancel(); wg.Wait() }()
+	defer consume(t, eng)()
 
 	items := make([]baton.Item, n)
 	for i := range items {
@@ -304,10 +307,7 @@ func RunChain(t *testing.T, b backend.Backend) {
 	require.NoError(t, err)
 	eng, err := engine.New(b, engine.Options{Catalog: cat, Consumers: 2, BatchSize: 10, BatchTimeout: 30 * time.Second, RetryDelay: 100 * time.Millisecond})
 	require.NoError(t, err)
-	ctx, cancel := context.WithCancel(t.Context())
-	var wg sync.WaitGroup
-	wg.Go(func() { _ = eng.Consume(ctx) })
-	defer func() { cancel(); wg.Wait() }()
+	defer consume(t, eng)()
 
 	at := time.Now()
 	up, err := eng.Trigger(t.Context(), "up", at, false)
@@ -391,10 +391,7 @@ func RunRateLimit(t *testing.T, b backend.Backend) {
 	require.NoError(t, err)
 	eng, err := engine.New(b, engine.Options{Catalog: cat, Consumers: 4, BatchSize: 10, BatchTimeout: 30 * time.Second, RetryDelay: 100 * time.Millisecond})
 	require.NoError(t, err)
-	ctx, cancel := context.WithCancel(t.Context())
-	var wg sync.WaitGroup
-	wg.Go(func() { _ = eng.Consume(ctx) })
-	defer func() { cancel(); wg.Wait() }()
+	defer consume(t, eng)()
 
 	sum, err := eng.Trigger(t.Context(), "limited", time.Now(), false)
 	require.NoError(t, err)
@@ -475,10 +472,7 @@ func RunPriorities(t *testing.T, b backend.Backend) {
 	require.NoError(t, err)
 	urgent, err := eng.Trigger(t.Context(), "urgent", at, false)
 	require.NoError(t, err)
-	ctx, cancel := context.WithCancel(t.Context())
-	var wg sync.WaitGroup
-	wg.Go(func() { _ = eng.Consume(ctx) })
-	defer func() { cancel(); wg.Wait() }()
+	defer consume(t, eng)()
 	u := waitFinished(t, b.Ledger, urgent.Run)
 	require.Equal(t, 60, u.Succeeded)
 	bk := waitFinished(t, b.Ledger, bulk.Run)
@@ -539,10 +533,7 @@ func RunSettleDuringFanOut(t *testing.T, b backend.Backend) {
 	eng, err := engine.New(b, engine.Options{Catalog: cat, Consumers: 4, BatchSize: 10, BatchTimeout: 2 * time.Minute, RetryDelay: 100 * time.Millisecond})
 	require.NoError(t, err)
 	eng.Coordinator.Checkpoint = 64
-	ctx, cancel := context.WithCancel(t.Context())
-	var wg sync.WaitGroup
-	wg.Go(func() { _ = eng.Consume(ctx) })
-	defer func() { cancel(); wg.Wait() }()
+	defer consume(t, eng)()
 	sum, err := eng.Trigger(t.Context(), "slowlist", time.Now(), false)
 	require.NoError(t, err)
 	require.Equal(t, n, sum.Enqueued)
@@ -593,10 +584,7 @@ func RunInFlightLimit(t *testing.T, b backend.Backend) {
 	require.NoError(t, err)
 	eng, err := engine.New(b, engine.Options{Catalog: cat, Consumers: 8, BatchSize: 1, BatchTimeout: 30 * time.Second, RetryDelay: 100 * time.Millisecond})
 	require.NoError(t, err)
-	ctx, cancel := context.WithCancel(t.Context())
-	var wg sync.WaitGroup
-	wg.Go(func() { _ = eng.Consume(ctx) })
-	defer func() { cancel(); wg.Wait() }()
+	defer consume(t, eng)()
 
 	sum, err := eng.Trigger(t.Context(), "inflight", time.Now(), false)
 	require.NoError(t, err)
