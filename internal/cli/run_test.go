@@ -46,6 +46,12 @@ func TestRunOnceEndToEnd(t *testing.T) {
 		// --force opens the next generation and re-runs every item.
 		code, out, _ = runMain(t, "run", "--once", "--force", "--store", store)
 		require.Equal(t, ExitOK, code)
+		if strings.Contains(out, "#1 opened") {
+			// The minute turned between the second and third runs: --force
+			// on a tick that never ran opens its first generation.
+			t.Log("tick changed before --force; skipping the next-generation check")
+			return
+		}
 		require.Regexp(t, `run fx@\S+#2 (opened|already)`, out)
 	}
 }
