@@ -114,10 +114,10 @@ type Job struct {
 	// A failed item is handed over at once: its retry comes when its
 	// message is received, without the visibility timeout that delays a
 	// per-item retry (queues have no delayed send in this version).
-	// For many short items; a job of long items gains little. A job with
-	// Items (a run-time list) cannot be Bulk in this version: its runs
-	// fan out by stored pages, not shard messages. Derived items run as
-	// messages of their own.
+	// For many short items; a job of long items gains little. A bulk job
+	// with Items (a run-time list) fans out one page shard message per
+	// stored page (up to 64 items), whose consumer runs the page's items
+	// in place the same way. Derived items run as messages of their own.
 	Bulk bool
 	// Processor processes one item. Required.
 	Processor Processor
@@ -265,7 +265,7 @@ const MaxExpectedItems = 100_000_000
 // Validate reports the first problem with j, naming the job and what is
 // wrong: a bad name, a schedule that does not parse, no assets (and no
 // Items), both Assets and Items, Items with derived items, an
-// ExpectedItems out of range or without Items, Bulk with Items, a
+// ExpectedItems out of range or without Items, a
 // duplicate or clashing item name, a derived item whose input is not an
 // item of the job or is itself, derived items that form a cycle (named:
 // `derived "A" → "B" → "A" forms a cycle`), a negative limit, no
@@ -292,8 +292,6 @@ func (j Job) Validate() error {
 		return fmt.Errorf("job %s: ExpectedItems %d: must be between 0 and %d", j.Name, j.ExpectedItems, MaxExpectedItems)
 	case j.ExpectedItems > 0 && j.Items == nil:
 		return fmt.Errorf("job %s: ExpectedItems without Items: a job with constant Assets has their number of items", j.Name)
-	case j.Items != nil && j.Bulk:
-		return fmt.Errorf("job %s: Bulk with Items: a run-time list fans out by its stored pages, not by shard messages, so it cannot run in bulk in this version; list the items as Assets, or drop Bulk", j.Name)
 	}
 	seen := map[string]bool{}
 	for _, a := range j.Assets {

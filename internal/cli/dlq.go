@@ -144,10 +144,13 @@ func describeDeadLetter(ctx context.Context, c *baton.Catalog, l ledger.Store, m
 		return row, nil
 	}
 	switch paged := j.RunTime() || key.Run.Submitted(); {
-	case paged && msg.IsShard():
+	case paged && msg.IsShard() && !msg.PageShard():
 		row.OnRedrive = "rejected again (malformed: a shard message for a run of stored pages)"
 		return row, nil
-	case paged != msg.Paged():
+	case !paged && msg.PageShard():
+		row.OnRedrive = "rejected again (malformed: a page shard for a job of constant items)"
+		return row, nil
+	case paged != msg.Paged() && !msg.PageShard():
 		row.OnRedrive = fmt.Sprintf("rejected again (malformed: version %d does not fit the job's items)", msg.Version)
 		return row, nil
 	}
@@ -179,6 +182,9 @@ func describeDeadLetter(ctx context.Context, c *baton.Catalog, l ledger.Store, m
 		// items already done.
 		row.ItemState = "-"
 		row.OnRedrive = fmt.Sprintf("expands items %d to %d again", msg.Expand.From, msg.Expand.To-1)
+		if msg.PageShard() {
+			row.OnRedrive = fmt.Sprintf("expands page %d again", msg.Page)
+		}
 		return row, nil
 	}
 	it, err := l.GetItem(ctx, key)

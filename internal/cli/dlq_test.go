@@ -253,6 +253,10 @@ func testDLQListPredicts(t *testing.T, f *opsFixture) {
 	paged := ledger.ItemKey{Run: f.run(0, 1), Asset: "PAGED"}.String()
 	want[paged] = "rejected again (malformed: version 2 does not fit the job's items)"
 	msgs = append(msgs, queue.Message{Body: fmt.Appendf(nil, `{"v":2,"key":%q,"fence":1,"page":0}`, paged)})
+	// A page shard (version 4) for a job of constant items: refused too.
+	pageShard := ledger.ItemKey{Run: f.run(0, 1), Asset: "PAGESHARD"}.String()
+	want[pageShard] = "rejected again (malformed: a page shard for a job of constant items)"
+	msgs = append(msgs, queue.Message{Body: fmt.Appendf(nil, `{"v":4,"key":%q,"fence":1,"page":0}`, pageShard)})
 	_, err := queue.SendAll(ctx, f.b.DeadLetter, msgs, nil)
 	require.NoError(t, err)
 

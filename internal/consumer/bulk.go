@@ -9,7 +9,6 @@ import (
 	"golang.org/x/sync/errgroup"
 
 	"github.com/batonhq/baton/internal/ledger"
-	"github.com/batonhq/baton/internal/message"
 	"github.com/batonhq/baton/internal/queue"
 )
 
@@ -44,7 +43,7 @@ const handOverTimeout = 30 * time.Second
 // item's. The items that end settle their shards once the batch is done
 // (settle): each shard of the range once, not once per item.
 func (c *Consumer) runShard(ctx context.Context, deadline time.Time, m *messageRun) verdict {
-	d, r := m.d, m.d.msg.Expand
+	d := m.d
 	if dl, ok := ctx.Deadline(); ok && (deadline.IsZero() || dl.Before(deadline)) {
 		deadline = dl // the context's deadline is the invocation's too
 	}
@@ -85,7 +84,7 @@ func (c *Consumer) runShard(ctx context.Context, deadline time.Time, m *messageR
 		counts[v.outcome.Status]++
 		if v.err != nil {
 			key := ledger.ItemKey{Run: d.key.Run, Asset: names[i]}
-			over = append(over, message.New(key, d.msg.Fence, false).QueueMessage())
+			over = append(over, itemMessage(d.msg, key).QueueMessage())
 		}
 	}
 	m.out.HandedOver = len(over)
@@ -99,11 +98,11 @@ func (c *Consumer) runShard(ctx context.Context, deadline time.Time, m *messageR
 		defer cancel()
 		sent, err := queue.SendAll(sctx, c.Queue, over, &queue.SendAllOptions{Parallel: expandParallel})
 		if err != nil {
-			return m.fail(StatusFailed, fmt.Errorf("shard %s [%d, %d): handed over %d of %d items not ended here: %w",
-				d.msg.Key, r.From, r.To, sent, len(over), err))
+			return m.fail(StatusFailed, fmt.Errorf("%s: handed over %d of %d items not ended here: %w",
+				shardName(d.msg), sent, len(over), err))
 		}
 	}
-	attrs := []any{slog.String("phase", "bulk"), slog.Int("from", r.From), slog.Int("to", r.To), slog.Int("handed_over", len(over))}
+	attrs := append([]any{slog.String("phase", "bulk"), slog.Int("handed_over", len(over))}, shardAttrs(d.msg)...)
 	for s, n := range counts {
 		attrs = append(attrs, slog.Int(s, n))
 	}
@@ -112,7 +111,8 @@ func (c *Consumer) runShard(ctx context.Context, deadline time.Time, m *messageR
 }
 
 // shardItem is the delivery of the item name of the shard message d, as
-// the item message an expansion sends (version 1, d's fence): its
+// the item message an expansion sends (version 1 with d's fence, or
+// version 2 naming its page for a page shard): its
 // receive count is the shard's (a redelivered shard's items are
 // redelivered items), and it has no receipt handle (the shard's
 // visibility is runShard's to extend, not its items' heartbeats').
@@ -123,7 +123,7 @@ func shardItem(d *delivery, name string, ended *endedItems) *delivery {
 			MessageID: d.d.MessageID + "/" + name, ReceiveCount: d.d.ReceiveCount, SentAt: d.d.SentAt,
 			Attributes: d.d.Attributes,
 		},
-		msg: message.New(key, d.msg.Fence, false), key: key, job: d.job, ended: ended,
+		msg: itemMessage(d.msg, key), key: key, job: d.job, ended: ended,
 	}
 }
 

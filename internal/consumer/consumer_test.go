@@ -149,10 +149,11 @@ func TestMalformedMessages(t *testing.T) {
 		name, body, want string
 	}{
 		{"not json", `hello`, "not a baton item message"},
-		{"wrong version", `{"v":4,"key":"fx@2026-11-21T12:01:00Z#1/EURUSD","fence":1}`, "version 4, want 1, 2 (item) or 3 (shard)"},
+		{"wrong version", `{"v":5,"key":"fx@2026-11-21T12:01:00Z#1/EURUSD","fence":1}`, "version 5, want 1, 2 (item), 3 (shard) or 4 (page shard)"},
 		{"bad key", `{"v":1,"key":"EURUSD","fence":1}`, `invalid item key "EURUSD"`},
 		{"unknown job", `{"v":1,"key":"crypto@2026-11-21T12:01:00Z#1/BTCUSD","fence":1}`, `unknown job "crypto"`},
 		{"unknown asset", `{"v":1,"key":"fx@2026-11-21T12:01:00Z#1/BTCUSD","fence":1}`, `no asset or derived item "BTCUSD"`},
+		{"page shard for constant items", `{"v":4,"key":"fx@2026-11-21T12:01:00Z#1/EURUSD","fence":1,"page":0}`, "the message is a page shard of a stored item list"},
 	}
 	for _, withDLQ := range []bool{false, true} {
 		name := "without dead-letter queue"

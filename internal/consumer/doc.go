@@ -38,7 +38,10 @@
 //     A shard message (hierarchical fan-out, message version 3) goes no
 //     further than the vouch: the items of its range (ItemsFunc; the
 //     job's catalog assets by default) are sent as item messages with its
-//     fence, and it is acknowledged (status expanded). A range whose first
+//     fence, and it is acknowledged (status expanded). A page shard
+//     message (version 4) does the same with the items of its stored page
+//     (read through Pages), sent as version 2 messages naming the page; a
+//     page that is not stored is unvouched. A range whose first
 //     item is not the message's key, or that the job does not have, is
 //     poison: dead-lettered with the reason. A failed send leaves it to be
 //     redelivered, and its redelivery sends the range again: the claims

@@ -2,6 +2,7 @@ package consumer
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"log/slog"
 	"time"
@@ -35,31 +36,57 @@ func CatalogItems(_ context.Context, j baton.Job, _ ledger.Run, from, to int) ([
 
 // expand handles a shard message (hierarchical fan-out): once the ledger
 // vouches for it as for an item message (its run, generation and fence),
-// it sends the item messages of its range, with its fence, and is
-// acknowledged. A failed send leaves it to be redelivered, and the
+// it sends the item messages of its range, with its fence (version 1; for
+// a page shard, version 2 naming the page), and is acknowledged. A failed send leaves it to be redelivered, and the
 // redelivery sends the range again: the items' claims absorb the
 // duplicates (a claim of a RUNNING or terminal item writes nothing), so
 // every shard is expanded exactly once in effect. A range that does not
 // start with the message's item (the run's list is not what the
 // coordinator sent from) is poison: dead-lettered with the reason.
 func (c *Consumer) expand(ctx context.Context, deadline time.Time, m *messageRun) verdict {
-	d, r := m.d, m.d.msg.Expand
+	d := m.d
 	names, v, ok := c.shardItems(ctx, deadline, m, "expanded")
 	if !ok {
 		return v
 	}
 	msgs := make([]queue.Message, len(names))
 	for i, n := range names {
-		msgs[i] = message.New(ledger.ItemKey{Run: d.key.Run, Asset: n}, d.msg.Fence, false).QueueMessage()
+		msgs[i] = itemMessage(d.msg, ledger.ItemKey{Run: d.key.Run, Asset: n}).QueueMessage()
 	}
 	sent, err := queue.SendAll(ctx, c.Queue, msgs, &queue.SendAllOptions{Parallel: expandParallel})
 	if err != nil {
-		return m.fail(StatusFailed, fmt.Errorf("shard %s [%d, %d): sent %d of %d item messages: %w",
-			d.msg.Key, r.From, r.To, sent, len(msgs), err))
+		return m.fail(StatusFailed, fmt.Errorf("%s: sent %d of %d item messages: %w", shardName(d.msg), sent, len(msgs), err))
 	}
-	m.log.DebugContext(ctx, "shard expanded", slog.String("phase", "expand"),
-		slog.Int("from", r.From), slog.Int("to", r.To))
+	m.log.DebugContext(ctx, "shard expanded", append([]any{slog.String("phase", "expand")}, shardAttrs(d.msg)...)...)
 	return m.ack(StatusExpanded)
+}
+
+// itemMessage is the item message of key that the shard message shard
+// stands for: version 1 with the shard's fence, or, for a page shard,
+// version 2 naming its page.
+func itemMessage(shard message.Message, key ledger.ItemKey) message.Message {
+	if shard.PageShard() {
+		return message.NewPaged(key, shard.Fence, shard.Page)
+	}
+	return message.New(key, shard.Fence, false)
+}
+
+// shardName names the shard message msg in errors: its key and its range
+// or page.
+func shardName(msg message.Message) string {
+	if msg.PageShard() {
+		return fmt.Sprintf("page shard %s (page %d)", msg.Key, msg.Page)
+	}
+	return fmt.Sprintf("shard %s [%d, %d)", msg.Key, msg.Expand.From, msg.Expand.To)
+}
+
+// shardAttrs are the log attributes of the shard message msg: its range,
+// or its page.
+func shardAttrs(msg message.Message) []any {
+	if msg.PageShard() {
+		return []any{slog.Int("page", msg.Page)}
+	}
+	return []any{slog.Int("from", msg.Expand.From), slog.Int("to", msg.Expand.To)}
 }
 
 // shardItems gates a shard message as an item's (ctx, a stop, the
@@ -84,6 +111,9 @@ func (c *Consumer) shardItems(ctx context.Context, deadline time.Time, m *messag
 	if v, ok := c.vouch(ctx, m); !ok {
 		return nil, v, false
 	}
+	if d.msg.PageShard() {
+		return c.pageItems(ctx, m)
+	}
 	items := c.ItemsFunc
 	if items == nil {
 		items = CatalogItems
@@ -103,6 +133,36 @@ func (c *Consumer) shardItems(ctx context.Context, deadline time.Time, m *messag
 			d.msg.Key, r.From, r.To, r.From, first, d.key.Asset))
 		v.poison = true
 		return nil, v, false
+	}
+	return names, verdict{}, true
+}
+
+// pageItems returns the names of the items of the stored page a page
+// shard message stands for (read through the consumer's page cache, which
+// the items' own messages then find). A page that is not stored is
+// unvouched, as an item message's; a page whose first item is not the
+// message's is poison: dead-lettered with the reason.
+func (c *Consumer) pageItems(ctx context.Context, m *messageRun) (names []string, v verdict, ok bool) {
+	d := m.d
+	pg, err := c.Pages.get(ctx, c.Ledger, d.key.Run, d.msg.Page)
+	switch {
+	case errors.Is(err, ledger.ErrNotFound):
+		v, _ := c.unvouched(ctx, m, fmt.Errorf("%w: %s: page %d of the run's item list is not stored", ErrUnvouched, shardName(d.msg), d.msg.Page))
+		return nil, v, false
+	case err != nil:
+		return nil, m.fail(StatusFailed, fmt.Errorf("%s: read the page: %w", shardName(d.msg), err)), false
+	case len(pg.Items) == 0 || pg.Items[0].Name != d.key.Asset:
+		first := ""
+		if len(pg.Items) > 0 {
+			first = pg.Items[0].Name
+		}
+		v := m.fail(StatusMalformed, fmt.Errorf("%s: the page's first item is %q, not %q", shardName(d.msg), first, d.key.Asset))
+		v.poison = true
+		return nil, v, false
+	}
+	names = make([]string, len(pg.Items))
+	for i, it := range pg.Items {
+		names[i] = it.Name
 	}
 	return names, verdict{}, true
 }

@@ -66,11 +66,15 @@ func (c *Consumer) decode(d queue.Delivery) *delivery {
 	}
 	paged := j.RunTime() || key.Run.Submitted() // the run's items are its stored pages
 	switch {
-	case paged && msg.IsShard():
+	case paged && msg.IsShard() && !msg.PageShard():
 		out.err = fmt.Errorf("message %s (key %s): %w: the run's items are a stored list (a run-time list or a submission), and a shard message (version %d) names positions of a catalog, which the run has not",
 			d.MessageID, msg.Key, message.ErrMalformed, msg.Version)
 		return out
-	case paged && !msg.Paged():
+	case !paged && msg.PageShard():
+		out.err = fmt.Errorf("message %s (key %s): %w: job %s has constant items, and the message is a page shard of a stored item list (version %d)",
+			d.MessageID, msg.Key, message.ErrMalformed, j.Name, msg.Version)
+		return out
+	case paged && !msg.Paged() && !msg.PageShard():
 		out.err = fmt.Errorf("message %s (key %s): %w: the run's items are a stored list (a run-time list or a submission), and the message names no page of it (version %d)",
 			d.MessageID, msg.Key, message.ErrMalformed, msg.Version)
 		return out

@@ -83,3 +83,98 @@ func TestRunTimeItemsCheckedAgainstTheirPage(t *testing.T) {
 	_, err = led.GetItem(ctx, key("c"))
 	require.ErrorIs(t, err, ledger.ErrNotFound, "nothing written for an item off the list")
 }
+
+// A page shard message (version 4) of a stored list expands into its
+// page's item messages (version 2, naming the page, with its fence),
+// read through the page cache that its items' messages then find; a
+// bulk job runs the page's items in place instead. A page that is not
+// stored is unvouched and one whose first item is not the message's is
+// poison: both dead-lettered with the reason, nothing sent.
+func TestPageShardExpandsItsPage(t *testing.T) {
+	t.Parallel()
+	for _, bulk := range []bool{false, true} {
+		name := "expanded"
+		if bulk {
+			name = "bulk"
+		}
+		t.Run(name, func(t *testing.T) {
+			t.Parallel()
+			led, effects := newStores(t)
+			ctx := context.Background()
+			var mu sync.Mutex
+			got := map[string]int{}
+			job := baton.Job{
+				Name: "rt", Schedule: "rate(1 minute)", Items: baton.ItemList(10), Bulk: bulk,
+				Processor: baton.ProcessorFunc(func(_ context.Context, t baton.Task) ([]byte, error) {
+					mu.Lock()
+					defer mu.Unlock()
+					got[t.Asset+"="+string(t.Payload)]++
+					return nil, nil
+				}),
+			}
+			work, dlq, pages := &memQueue{}, &memQueue{}, &consumer.PageCache{}
+			c := &consumer.Consumer{Ledger: led, Queue: work, DeadLetter: dlq, Jobs: baton.MustCatalog(job), Effects: effects,
+				Owner: "c1", NowFunc: func() time.Time { return tick.Add(time.Second) }, Pages: pages}
+			run, _, err := led.OpenRun(ctx, ledger.OpenRunParams{Job: "rt", Nominal: tick, Fence: 1, Now: tick})
+			require.NoError(t, err)
+			for p, names := range [][]string{{"a", "b"}, {"c", "d", "e"}} {
+				var items []ledger.PageItem
+				for _, n := range names {
+					items = append(items, ledger.PageItem{Name: n, Payload: []byte("p-" + n)})
+				}
+				_, err = led.PutPage(ctx, ledger.PutPageParams{Run: run.ID, Index: p, Final: p == 1, Now: tick, Items: items})
+				require.NoError(t, err)
+			}
+			_, err = led.AdvanceRun(ctx, ledger.AdvanceRunParams{ID: run.ID, Fence: 1, Cursor: ledger.PageItems + 3, Done: true, Now: tick})
+			require.NoError(t, err)
+			key := func(a string) ledger.ItemKey { return ledger.ItemKey{Run: run.ID, Asset: a} }
+			deliver := func(msgs ...queue.Message) consumer.Result {
+				var ds []queue.Delivery
+				for i, m := range msgs {
+					ds = append(ds, queue.Delivery{MessageID: "m" + string(rune('0'+i)), Body: m.Body, Attributes: m.Attributes, ReceiveCount: 1})
+				}
+				return c.Handle(ctx, time.Time{}, ds)
+			}
+
+			res := deliver(message.NewPageShard(key("c"), 1, 1).QueueMessage())
+			require.Empty(t, res.Failed)
+			require.Empty(t, res.DeadLettered)
+			sent := work.take()
+			if bulk {
+				require.Equal(t, consumer.StatusRan, res.Items[0].Status)
+				require.Empty(t, sent, "a bulk page shard runs its items here and sends nothing")
+				require.Equal(t, map[string]int{"c=p-c": 1, "d=p-d": 1, "e=p-e": 1}, got)
+			} else {
+				require.Equal(t, consumer.StatusExpanded, res.Items[0].Status)
+				require.Len(t, sent, 3)
+				for i, m := range sent {
+					msg, err := message.Decode(m.Body)
+					require.NoError(t, err)
+					require.Equal(t, message.NewPaged(key([]string{"c", "d", "e"}[i]), 1, 1), msg)
+				}
+				require.Empty(t, got, "an expansion runs nothing itself")
+				res = deliver(sent...)
+				require.Empty(t, res.Failed)
+				require.Equal(t, map[string]int{"c=p-c": 1, "d=p-d": 1, "e=p-e": 1}, got)
+			}
+			require.Equal(t, int64(1), pages.Reads(), "the shard's page read serves its items too")
+
+			for name, tc := range map[string]struct {
+				msg  message.Message
+				want string
+			}{
+				"page not stored": {message.NewPageShard(key("x"), 1, 7), "page 7 of the run's item list is not stored"},
+				"not the first":   {message.NewPageShard(key("d"), 1, 1), `the page's first item is "c", not "d"`},
+				"fence":           {message.NewPageShard(key("a"), 9, 0), "fence 9 is above any fence the run recorded"},
+			} {
+				res := deliver(tc.msg.QueueMessage())
+				require.Len(t, res.DeadLettered, 1, name)
+				require.ErrorContains(t, res.DeadLettered[0].Err, tc.want, name)
+				require.Empty(t, work.take(), "%s: nothing sent", name)
+			}
+			require.Len(t, dlq.all(), 3)
+			_, err = led.GetItem(ctx, key("a"))
+			require.ErrorIs(t, err, ledger.ErrNotFound, "nothing ran for the refused shards")
+		})
+	}
+}

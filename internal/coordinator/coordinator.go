@@ -51,7 +51,10 @@ type Coordinator struct {
 	// owner).
 	Owner string
 	// Checkpoint is the number of messages sent between two checkpoints
-	// of the cursor; 0 means DefaultCheckpoint.
+	// of the cursor (shard messages, for a catalog that fans out in
+	// them); for a stored list (a run-time list or a submission), the
+	// number of items, in whole pages, whether they go as item messages
+	// or page shards. 0 means DefaultCheckpoint.
 	Checkpoint int
 	// ExpandFrom is the catalog size from which the fan-out is
 	// hierarchical: it sends shard messages of ExpandItems assets each

@@ -35,7 +35,14 @@
 //     assets (10,000 shard messages, 1,000 batch sends) and no Lambda
 //     timeout bounds the run's size; the cursor counts the assets the
 //     shard messages sent stand for, and a chunk sent twice is expanded
-//     twice, absorbed by the claims like any duplicate.
+//     twice, absorbed by the claims like any duplicate. A run whose
+//     items are a stored list (a run-time list or a submission) fans out
+//     by its pages (up to 64 items each), stored as they are filled: a
+//     page past ExpandFrom items (every page, for a job that declares
+//     ExpectedItems of ExpandFrom or more, or a bulk job) goes out as one
+//     page shard message (message version 4) that a consumer expands into
+//     the page's item messages (version 2) or runs in place; the others
+//     as their items' messages.
 //  5. The lease is released (best effort: a failure is logged, and the
 //     lease expires anyway).
 //

@@ -23,7 +23,10 @@ var ErrItems = errors.New("items function")
 // opens (baton.Job.Items): page by page, each page of the run's list is
 // read from the ledger, or, the first time, filled from the items
 // function and stored (ledger.Store.PutPage, written once), and its items
-// are sent as version 2 messages naming their page. The cursor is a
+// are sent as version 2 messages naming their page, or, for the pages of
+// a large list (see pageShard), the page as one page shard message that a
+// consumer expands (or runs in place, for a bulk job), so that the
+// coordinator sends O(pages) messages, not O(items). The cursor is a
 // position, page×ledger.PageItems + offset, checkpointed about every
 // Checkpoint messages; a resumed fan-out reads the pages already stored
 // and asks the items function only for what follows them. Memory holds
@@ -95,24 +98,76 @@ func (c *Coordinator) settleFannedOut(ctx context.Context, t *tickRun, id ledger
 	}
 }
 
-// sendPages sends the run's items from position cursor on, at least
-// chunk messages (whole pages) or to the list's end, and checkpoints the
-// position past the messages sent.
+// maxChunkPages bounds the pages of one chunk of a fan-out of pages:
+// each page may be filled from the items function and stored, so the
+// deadline and the lease are checked at least every maxChunkPages pages.
+const maxChunkPages = 64
+
+// pageShard reports whether page p of a run of j's stored list goes out
+// as a page shard message (message.NewPageShard) rather than as its items'
+// messages: when the job is bulk (its consumers run a page's items in
+// place), when it declares ExpectedItems of at least the expansion
+// threshold (Coordinator.ExpandFrom), and otherwise for the pages past
+// that threshold, so that a small list goes out as item messages (no
+// expansion hop) and a large one as O(pages) messages whatever it
+// declared. The answer depends on the job and p only, so a resumed
+// fan-out sends a page as it was sent before. A negative ExpandFrom turns
+// page shards off, as it does catalog shards.
+func (c *Coordinator) pageShard(j baton.Job, p int) bool {
+	from := c.ExpandFrom
+	if from == 0 {
+		from = DefaultExpandFrom
+	}
+	switch {
+	case from < 0:
+		return false
+	case j.Bulk, j.ExpectedItems >= from:
+		return true
+	}
+	return p*ledger.PageItems >= from
+}
+
+// sendPages sends the run's items from position cursor on, whole pages
+// until their messages stand for at least chunk items, or to the list's
+// end, at most maxChunkPages pages, and checkpoints the position past
+// the messages sent. A chunk counts items, not messages, whether they go
+// as item messages or page shards: the pages come from the items function
+// as the fan-out goes, and what a chunk holds back waits for its last
+// page, so a list of page shards is sent and checkpointed as often as
+// one of item messages.
 func (c *Coordinator) sendPages(ctx context.Context, t *tickRun, src *pageSource, id ledger.RunID, cursor, chunk int) (next int, done bool, err error) {
 	fence, sum := t.hold.lease.Fence, t.sum
 	p, off := cursor/ledger.PageItems, cursor%ledger.PageItems
 	var msgs []queue.Message
-	var ends []int // the position after each message
+	var ends []int   // the position after each message
+	var covers []int // the items each message stands for
+	var shard []bool // whether each message is a page shard
 	final := false
-	for len(msgs) < chunk {
+	for pages, items := 0, 0; items < chunk && pages < maxChunkPages; pages++ {
 		page, err := src.page(ctx, p)
 		if err != nil {
 			return cursor, false, fmt.Errorf("fan out %s at %d: page %d: %w", id, cursor, p, err)
 		}
-		for i := off; i < len(page.Items); i++ {
-			key := ledger.ItemKey{Run: id, Asset: page.Items[i].Name}
-			msgs = append(msgs, message.NewPaged(key, fence, p).QueueMessage())
-			ends = append(ends, p*ledger.PageItems+i+1)
+		switch {
+		case off >= len(page.Items):
+		case c.pageShard(t.job, p):
+			// The whole page, even resumed part-way: the claims of the
+			// items already sent absorb their second messages.
+			first := ledger.ItemKey{Run: id, Asset: page.Items[0].Name}
+			msgs = append(msgs, message.NewPageShard(first, fence, p).QueueMessage())
+			ends = append(ends, p*ledger.PageItems+len(page.Items))
+			covers = append(covers, len(page.Items)-off)
+			shard = append(shard, true)
+			items += len(page.Items) - off
+		default:
+			for i := off; i < len(page.Items); i++ {
+				key := ledger.ItemKey{Run: id, Asset: page.Items[i].Name}
+				msgs = append(msgs, message.NewPaged(key, fence, p).QueueMessage())
+				ends = append(ends, p*ledger.PageItems+i+1)
+				covers = append(covers, 1)
+				shard = append(shard, false)
+			}
+			items += len(page.Items) - off
 		}
 		if page.Final {
 			final = true
@@ -127,7 +182,12 @@ func (c *Coordinator) sendPages(ctx context.Context, t *tickRun, src *pageSource
 	var sendErr error
 	if len(msgs) > 0 {
 		sent, sendErr = queue.SendAll(ctx, c.sender(t), msgs, &queue.SendAllOptions{Parallel: sendParallel})
-		sum.Enqueued += sent
+		for i := range sent {
+			sum.Enqueued += covers[i]
+			if shard[i] {
+				sum.ShardMessages++
+			}
+		}
 	}
 	if sent == 0 && sendErr != nil {
 		return cursor, false, fmt.Errorf("fan out %s at %d: %w", id, cursor, sendErr)
@@ -135,6 +195,9 @@ func (c *Coordinator) sendPages(ctx context.Context, t *tickRun, src *pageSource
 	next = cursor
 	if sent > 0 {
 		next = ends[sent-1]
+	}
+	if sent == 0 && len(msgs) == 0 && !final {
+		next = p * ledger.PageItems // pages with nothing left to send
 	}
 	done = final && sendErr == nil && sent == len(msgs)
 	if _, err := c.Ledger.AdvanceRun(ctx, ledger.AdvanceRunParams{ID: id, Fence: fence, Cursor: next, Done: done, Now: c.now()}); err != nil {

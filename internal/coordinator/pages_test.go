@@ -7,6 +7,7 @@ import (
 	"strings"
 	"sync"
 	"testing"
+	"time"
 
 	"github.com/stretchr/testify/require"
 
@@ -14,6 +15,7 @@ import (
 	"github.com/batonhq/baton/internal/coordinator"
 	"github.com/batonhq/baton/internal/ledger"
 	"github.com/batonhq/baton/internal/message"
+	"github.com/batonhq/baton/internal/queue"
 )
 
 // runTimeJob is a job whose items come from items.
@@ -195,4 +197,136 @@ func TestRunTimeListOpensWithExpectedPages(t *testing.T) {
 	require.Equal(t, [2]any{1, true}, got(1), "no declared size: one")
 	require.Equal(t, [2]any{4, false}, got(2), "a catalog: ⌈200 / 64⌉ shards")
 	require.Equal(t, [2]any{5, true}, got(3), "a submission: ⌈300 / 64⌉ pages")
+}
+
+// pageCoverage counts, per item name, the messages that stand for it:
+// an item message for its item, a page shard for every item of its
+// stored page (read from the ledger); it checks each page shard's key
+// is its page's first item.
+func pageCoverage(t *testing.T, b *bundle, id ledger.RunID) (counts map[string]int, shards, items int) {
+	t.Helper()
+	counts = map[string]int{}
+	b.queue.mu.Lock()
+	defer b.queue.mu.Unlock()
+	for _, m := range b.queue.msgs {
+		msg, err := message.Decode(m.Body)
+		require.NoError(t, err)
+		k, err := msg.ItemKey()
+		require.NoError(t, err)
+		require.Equal(t, id, k.Run)
+		if !msg.PageShard() {
+			require.Equal(t, message.Version, msg.Version, "an item of a stored list names its page")
+			counts[k.Asset]++
+			items++
+			continue
+		}
+		shards++
+		pg, err := b.ledger.GetPage(t.Context(), id, msg.Page)
+		require.NoError(t, err)
+		require.Equal(t, pg.Items[0].Name, k.Asset, "a page shard's key is its page's first item")
+		for _, it := range pg.Items {
+			counts[it.Name]++
+		}
+	}
+	return counts, shards, items
+}
+
+// A large stored list fans out by its pages: past ExpandFrom items (1,000
+// by default) each stored page goes out as one page shard message
+// (version 4) instead of its items' messages; a job that declares
+// ExpectedItems of ExpandFrom or more, or a bulk job, sends every page
+// so; a negative ExpandFrom sends item messages only. Every item is
+// covered by exactly one message.
+func TestRunTimeLargeListGoesOutAsPageShards(t *testing.T) {
+	t.Parallel()
+	const n = 3000
+	pages := (n + ledger.PageItems - 1) / ledger.PageItems // 47
+	items := make([]baton.Item, n)
+	for i := range items {
+		items[i] = baton.Item{Name: fmt.Sprintf("i%05d", i)}
+	}
+	for name, tc := range map[string]struct {
+		expected   int
+		bulk       bool
+		expandFrom int
+		shards     int
+		itemMsgs   int
+	}{
+		"past the threshold":       {shards: pages - 16, itemMsgs: 16 * ledger.PageItems},
+		"declared large":           {expected: 5000, shards: pages},
+		"bulk":                     {bulk: true, shards: pages},
+		"threshold turned off":     {expandFrom: -1, itemMsgs: n},
+		"declared, but turned off": {expected: 5000, expandFrom: -1, itemMsgs: n},
+	} {
+		t.Run(name, func(t *testing.T) {
+			t.Parallel()
+			j := runTimeJob("big", baton.ItemList(500, items...))
+			j.ExpectedItems, j.Bulk = tc.expected, tc.bulk
+			b := setup(t, j)
+			c := b.coordinator("c1")
+			c.ExpandFrom = tc.expandFrom
+			sum, err := c.Run(t.Context(), coordinator.Trigger{Job: "big", At: t0})
+			require.NoError(t, err)
+			require.Equal(t, n, sum.Enqueued, "items sent, whatever the messages")
+			require.Equal(t, tc.shards, sum.ShardMessages)
+			counts, shards, itemMsgs := pageCoverage(t, b, sum.Run)
+			require.Equal(t, tc.shards, shards)
+			require.Equal(t, tc.itemMsgs, itemMsgs)
+			require.Len(t, counts, n)
+			for a, k := range counts {
+				require.Equal(t, 1, k, a)
+			}
+			run, err := b.ledger.GetRun(t.Context(), "big", tick)
+			require.NoError(t, err)
+			require.Equal(t, ledger.RunFannedOut, run.State)
+		})
+	}
+}
+
+// A fan-out of page shards stopped by the deadline resumes from its
+// checkpoint in the next invocation: every item is covered by exactly one
+// page shard across the two, and the pages stored before the stop are
+// read, not asked of the items function again.
+func TestRunTimePageShardsResume(t *testing.T) {
+	t.Parallel()
+	const n = 2000
+	items := make([]baton.Item, n)
+	for i := range items {
+		items[i] = baton.Item{Name: fmt.Sprintf("i%05d", i)}
+	}
+	list := baton.ItemList(100, items...)
+	var calls int
+	fn := func(ctx context.Context, req baton.ItemsRequest) (baton.ItemsPage, error) {
+		calls++
+		return list(ctx, req)
+	}
+	j := runTimeJob("big", fn)
+	j.ExpectedItems = n
+	b := setup(t, j)
+	b.queue.BeforeFunc = func([]queue.Message) error { b.clock.Advance(time.Second); return nil }
+	c := b.coordinator("c1")
+	c.Checkpoint = 2 * ledger.PageItems // two pages per chunk: one send, one second
+
+	sum, err := c.Run(t.Context(), coordinator.Trigger{Job: "big", At: t0, Deadline: t0.Add(3 * time.Second)})
+	require.NoError(t, err)
+	require.Equal(t, coordinator.StoppedDeadline, sum.Stopped)
+	require.Equal(t, 2, sum.ShardMessages, "one chunk of two page shards before the deadline (less its margin)")
+	require.Equal(t, 2*ledger.PageItems, sum.Cursor)
+	callsBefore := calls
+
+	sum2, err := b.coordinator("c2").Run(t.Context(), coordinator.Trigger{Job: "big", At: t0.Add(20 * time.Second), Deadline: b.clock.Now().Add(10 * time.Minute)})
+	require.NoError(t, err)
+	require.Equal(t, coordinator.OutcomeResumed, sum2.Outcome)
+	pages := (n + ledger.PageItems - 1) / ledger.PageItems
+	require.Equal(t, pages-2, sum2.ShardMessages)
+	require.Equal(t, n-2*ledger.PageItems, sum2.Enqueued)
+	require.LessOrEqual(t, calls-callsBefore, (n-2*ledger.PageItems)/100+2, "the resumed fan-out asks the function only past the stored pages")
+
+	counts, shards, itemMsgs := pageCoverage(t, b, sum.Run)
+	require.Equal(t, pages, shards)
+	require.Zero(t, itemMsgs)
+	require.Len(t, counts, n)
+	for a, k := range counts {
+		require.Equal(t, 1, k, a)
+	}
 }

@@ -121,3 +121,76 @@ func RunBulk(t *testing.T, b backend.Backend) {
 		mu.Unlock()
 	}
 }
+
+// RunBulkRunTime runs one tick of a bulk job with a run-time list
+// (baton.Job.Bulk with Items) of 300 items on b: the coordinator stores
+// the list in five pages and sends one page shard message per page, the
+// consumers run each page's items in place, and the only item message
+// is the hand-over of the item that fails its first attempt (version 2,
+// naming its page). Every item runs to its end once (twice for the
+// failing one) with its payload and its shard's fence, and the run
+// settles complete.
+func RunBulkRunTime(t *testing.T, b backend.Backend) {
+	t.Helper()
+	const n = 300
+	src := &Source{N: n, PageSize: 50}
+	flaky := Name(201)
+	var mu sync.Mutex
+	calls := map[string]int{}
+	proc := baton.ProcessorFunc(func(_ context.Context, task baton.Task) ([]byte, error) {
+		mu.Lock()
+		calls[task.Asset]++
+		mu.Unlock()
+		if task.Asset == flaky && task.Attempt == 1 {
+			return nil, errors.New("flaky upstream (on purpose)")
+		}
+		return task.Payload, nil
+	})
+	job := baton.Job{Name: "bulkrt", Schedule: "rate(1 hour)", Items: src.Func, Bulk: true, Processor: proc,
+		Limits: baton.Limits{ItemLease: 10 * time.Second, ClockSkew: 100 * time.Millisecond, Concurrency: 8}}
+	cat, err := baton.NewCatalog(job)
+	require.NoError(t, err)
+	work := &countingQueue{Queue: b.Work}
+	b.Work = work
+	eng, err := engine.New(b, engine.Options{Catalog: cat, Consumers: 2, BatchSize: 10, BatchTimeout: 2 * time.Minute, RetryDelay: 100 * time.Millisecond})
+	require.NoError(t, err)
+
+	defer consume(t, eng)()
+	sum, err := eng.Trigger(t.Context(), "bulkrt", time.Now(), false)
+	require.NoError(t, err)
+	pages := (n + ledger.PageItems - 1) / ledger.PageItems
+	require.Equal(t, n, sum.Enqueued)
+	require.Equal(t, pages, sum.ShardMessages, "a bulk run-time list fans out one page shard per stored page")
+	run := waitFinished(t, b.Ledger, sum.Run)
+	require.Equal(t, ledger.RunComplete, run.State)
+	require.Equal(t, n, run.Succeeded)
+
+	require.Equal(t, int64(pages), work.shards.Load())
+	work.mu.Lock()
+	require.Equal(t, []string{flaky}, work.handedOver, "the only item message is the failed item's hand-over")
+	work.mu.Unlock()
+	seen := 0
+	for p := 0; p < pages; p++ {
+		pg, err := b.Ledger.GetPage(t.Context(), sum.Run, p)
+		require.NoError(t, err, "page %d", p)
+		items, err := b.Ledger.ListItemRange(t.Context(), sum.Run, pg.Items[0].Name, pg.Items[len(pg.Items)-1].Name)
+		require.NoError(t, err)
+		require.Len(t, items, len(pg.Items), "page %d", p)
+		for k, it := range items {
+			i := seen + k
+			require.Equal(t, Name(i), it.Key.Asset)
+			require.Equal(t, ledger.ItemSucceeded, it.State, it.Key.Asset)
+			require.Equal(t, Payload(i), it.Result, "%s got its payload", it.Key.Asset)
+			require.Equal(t, sum.Fence, it.Fence, "%s carries its shard's fence", it.Key.Asset)
+			want := 1
+			if it.Key.Asset == flaky {
+				want = 2
+			}
+			mu.Lock()
+			require.Equal(t, want, calls[it.Key.Asset], it.Key.Asset)
+			mu.Unlock()
+		}
+		seen += len(items)
+	}
+	require.Equal(t, n, seen)
+}

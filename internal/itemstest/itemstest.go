@@ -133,6 +133,10 @@ func Run(t *testing.T, b backend.Backend, n int) {
 	require.NoError(t, err)
 	require.Equal(t, coordinator.OutcomeResumed, sum.Outcome)
 	require.Equal(t, id, sum.Run)
+	// ExpectedItems of the expansion threshold or more: every page went
+	// out as one page shard message, which consumers expand.
+	resumedPages := (n - stored*ledger.PageItems + ledger.PageItems - 1) / ledger.PageItems
+	require.Equal(t, resumedPages, sum.ShardMessages, "the resumed fan-out sends one page shard per page")
 	// The resumed fan-out asks the function again only from the cursor of
 	// the last stored page: at most the pages of the list after it.
 	maxCalls := (n-stored*ledger.PageItems)/src.PageSize + 3

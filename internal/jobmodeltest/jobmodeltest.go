@@ -47,6 +47,7 @@ func Run(t *testing.T, open func(t *testing.T, jobQueues ...string) backend.Back
 		{"PriorityClasses", itemstest.RunPriorities, ClassQueues},
 		{"RunTimeListSettlesDuringFanOut", itemstest.RunSettleDuringFanOut, nil},
 		{"BulkShardsRunInPlace", itemstest.RunBulk, nil},
+		{"BulkRunTimePagesRunInPlace", itemstest.RunBulkRunTime, nil},
 	} {
 		t.Run(c.name, func(t *testing.T) {
 			t.Parallel()

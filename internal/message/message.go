@@ -30,6 +30,23 @@
 // sends the version 1 message of each item it hands over. A consumer
 // built before Bulk expands it instead, which runs the same items: the
 // mode is the consumer's, never the format's.
+//
+// Version 4 is a page shard message, the shard message of a run whose
+// items are a stored list (a run-time list or a submission):
+// {"v":4,"key":…,"fence":…,"page":…} stands for every item of the run's
+// stored page "page", and its key is the key of the page's first item.
+// The consumer that receives it reads the page (vouched for as an item
+// message's run, generation and fence) and sends the page's item messages
+// (version 2, naming the page) with its fence, or, for a bulk job, runs
+// the page's items in place. Compatibility: this version reads all four;
+// a consumer of an earlier version refuses a version 4 body as malformed
+// ("version 4, want 1, 2 (item) or 3 (shard)") and dead-letters it with
+// that reason, so, as for version 3, a coordinator that sends page shards
+// is deployed with consumers that read them (one build serves both
+// functions). A coordinator sends them only for the pages of a large
+// list (see the coordinator's fan-out): the messages of small lists and
+// of every list's first pages are version 2, which every consumer since
+// run-time lists reads.
 package message
 
 import (
@@ -51,8 +68,12 @@ const (
 	Version1 = 1
 )
 
-// ShardVersion is the version of a shard message body.
-const ShardVersion = 3
+// ShardVersion is the version of a shard message body; PageShardVersion
+// that of a page shard message (a stored page of a run's item list).
+const (
+	ShardVersion     = 3
+	PageShardVersion = 4
+)
 
 // MaxExpand is the most items one shard message may name.
 const MaxExpand = 1000
@@ -81,8 +102,9 @@ type Message struct {
 	Key     string `json:"key"`
 	Fence   int64  `json:"fence"`
 	Derived bool   `json:"derived,omitempty"`
-	// Page is the index of the stored page that holds the item (version 2
-	// only; 0 in versions 1 and 3, where it is not encoded).
+	// Page is the index of the stored page that holds the item (version
+	// 2), or the page a page shard message stands for (version 4); 0 in
+	// versions 1 and 3, where it is not encoded.
 	Page int `json:"page"`
 	// Expand, in a shard message (ShardVersion) only, is the range of
 	// the run's items, by position in its item list, that the message
@@ -96,9 +118,22 @@ type Range struct {
 	To   int `json:"to"`
 }
 
-// IsShard reports whether m is a shard message: one with a range (Decode
-// accepts a range in a ShardVersion body only).
-func (m Message) IsShard() bool { return m.Expand.To > m.Expand.From }
+// IsShard reports whether m is a shard message: one that stands for
+// several items, by a range of a catalog's positions (version 3) or by a
+// stored page (version 4, PageShard).
+func (m Message) IsShard() bool {
+	return m.Version == PageShardVersion || m.Expand.To > m.Expand.From
+}
+
+// PageShard reports whether m is a page shard message (version 4): it
+// stands for every item of the stored page m.Page.
+func (m Message) PageShard() bool { return m.Version == PageShardVersion }
+
+// NewPageShard builds the page shard message (version 4) for the stored
+// page page of the run of first, the key of the page's first item.
+func NewPageShard(first ledger.ItemKey, fence int64, page int) Message {
+	return Message{Version: PageShardVersion, Key: first.String(), Fence: fence, Page: page}
+}
 
 // NewShard builds the shard message (version 3) for the items [from, to)
 // of the run of first, the key of item from.
@@ -145,7 +180,7 @@ func (m Message) Encode() []byte {
 		b, _ := json.Marshal(v3{Version: m.Version, Key: m.Key, Fence: m.Fence, Expand: m.Expand}) // cannot fail: plain fields
 		return b
 	}
-	if !m.Paged() {
+	if !m.Paged() && !m.PageShard() {
 		b, _ := json.Marshal(v1{Version: m.Version, Key: m.Key, Fence: m.Fence, Derived: m.Derived}) // cannot fail: plain fields
 		return b
 	}
@@ -195,8 +230,9 @@ func Decode(body []byte) (Message, error) {
 	}
 	_, hasExpand := fields["expand"]
 	switch {
-	case m.Version != Version1 && m.Version != Version && m.Version != ShardVersion:
-		return Message{}, fmt.Errorf("%w: field \"v\": version %d, want %d, %d (item) or %d (shard)", ErrMalformed, m.Version, Version1, Version, ShardVersion)
+	case m.Version != Version1 && m.Version != Version && m.Version != ShardVersion && m.Version != PageShardVersion:
+		return Message{}, fmt.Errorf("%w: field \"v\": version %d, want %d, %d (item), %d (shard) or %d (page shard)",
+			ErrMalformed, m.Version, Version1, Version, ShardVersion, PageShardVersion)
 	case m.Version != ShardVersion && hasExpand:
 		return Message{}, fmt.Errorf("%w: field \"expand\" is only in shard messages (version %d)", ErrMalformed, ShardVersion)
 	case m.Version == ShardVersion:
@@ -208,11 +244,11 @@ func Decode(body []byte) (Message, error) {
 		}
 	case m.Version == Version1 && hasPage:
 		return Message{}, fmt.Errorf("%w: field \"page\" is not part of version 1", ErrMalformed)
-	case m.Version == Version && !hasPage:
-		return Message{}, fmt.Errorf("%w: field \"page\" is missing (required in version 2)", ErrMalformed)
+	case (m.Version == Version || m.Version == PageShardVersion) && !hasPage:
+		return Message{}, fmt.Errorf("%w: field \"page\" is missing (required in version %d)", ErrMalformed, m.Version)
 	case m.Page < 0:
 		return Message{}, fmt.Errorf("%w: field \"page\" is negative", ErrMalformed)
-	case m.Version == Version && m.Derived:
+	case (m.Version == Version || m.Version == PageShardVersion) && m.Derived:
 		return Message{}, fmt.Errorf("%w: field \"derived\": an item of a stored page is never derived", ErrMalformed)
 	}
 	if m.Key == "" {

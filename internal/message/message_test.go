@@ -35,7 +35,11 @@ func TestDecode(t *testing.T) {
 		`{"v":1,"key":"fx@2026-11-21T12:01:00Z#1/EURUSD","fence":1} {}`:                                     "trailing data",
 		`{"V":1,"key":"fx@2026-11-21T12:01:00Z#1/EURUSD","fence":1}`:                                        `field "V": names are case-sensitive, want "v"`,
 		`{"v":1,"key":"fx@2026-11-21T12:01:00Z#1/EURUSD","key":"x","fence":1}`:                              `field "key" appears twice`,
-		`{"v":4,"key":"fx@2026-11-21T12:01:00Z#1/EURUSD","fence":1}`:                                        "version 4, want 1, 2 (item) or 3 (shard)",
+		`{"v":5,"key":"fx@2026-11-21T12:01:00Z#1/EURUSD","fence":1}`:                                        "version 5, want 1, 2 (item), 3 (shard) or 4 (page shard)",
+		`{"v":4,"key":"fx@2026-11-21T12:01:00Z#1/EURUSD","fence":1}`:                                        `field "page" is missing (required in version 4)`,
+		`{"v":4,"key":"fx@2026-11-21T12:01:00Z#1/EURUSD","fence":1,"page":-2}`:                              `"page" is negative`,
+		`{"v":4,"key":"fx@2026-11-21T12:01:00Z#1/a","fence":1,"page":0,"derived":true}`:                     `never derived`,
+		`{"v":4,"key":"fx@2026-11-21T12:01:00Z#1/a","fence":1,"page":0,"expand":{"from":0,"to":2}}`:         `"expand" is only in shard messages (version 3)`,
 		`{"v":2,"key":"fx@2026-11-21T12:01:00Z#1/EURUSD","fence":1}`:                                        `field "page" is missing`,
 		`{"v":1,"key":"fx@2026-11-21T12:01:00Z#1/EURUSD","fence":1,"page":0}`:                               `"page" is not part of version 1`,
 		`{"v":2,"key":"fx@2026-11-21T12:01:00Z#1/EURUSD","fence":1,"page":-1}`:                              `"page" is negative`,
@@ -75,6 +79,7 @@ func FuzzDecode(f *testing.F) {
 		`{"v":1,"key":"fx@2026-11-21T12:01:00Z#1/DXY","fence":2,"derived":true}`,
 		`{"v":2,"key":"fx@2026-11-21T12:01:00Z#1/item-00042","fence":2,"page":7}`,
 		`{"v":3,"key":"fx@2026-11-21T12:01:00Z#1/EURUSD","fence":2,"expand":{"from":0,"to":100}}`,
+		`{"v":4,"key":"fx@2026-11-21T12:01:00Z#1/item-00000","fence":2,"page":3}`,
 		`{"V":1}`, `{"v":1,"key":"x"} x`, `[]`,
 	} {
 		f.Add([]byte(s))
@@ -96,7 +101,7 @@ func FuzzDecode(f *testing.F) {
 
 // The fixtures under testdata are bodies as this version writes them: an
 // item message without a page (version 1), one with a page (version 2)
-// and a shard message (version 3). A change of a format changes its
+// a shard message (version 3) and a page shard message (version 4). A change of a format changes its
 // version and adds a fixture.
 func TestFixtures(t *testing.T) {
 	t.Parallel()
@@ -106,6 +111,7 @@ func TestFixtures(t *testing.T) {
 		"item-v1.json":  message.New(key, 3, false),
 		"item-v2.json":  message.NewPaged(key, 3, 7),
 		"shard-v3.json": message.NewShard(key, 3, 0, 100),
+		"page-v4.json":  message.NewPageShard(key, 3, 7),
 	} {
 		body, err := os.ReadFile(filepath.Join("testdata", file))
 		require.NoError(t, err)
@@ -118,4 +124,8 @@ func TestFixtures(t *testing.T) {
 	require.False(t, message.NewShard(key, 3, 0, 100).Paged())
 	require.False(t, message.New(key, 3, false).IsShard())
 	require.False(t, message.NewPaged(key, 3, 7).IsShard())
+	require.True(t, message.NewPageShard(key, 3, 7).IsShard())
+	require.True(t, message.NewPageShard(key, 3, 7).PageShard())
+	require.False(t, message.NewPageShard(key, 3, 7).Paged(), "a page shard is not an item message of its page")
+	require.False(t, message.NewShard(key, 3, 0, 100).PageShard())
 }
