@@ -258,8 +258,12 @@ func (r *Runner) sqliteScaleSizes(ctx context.Context, t Target, sizes []int, ru
 		enqNote := fmt.Sprintf("%d shard messages from the coordinator (%s of fan-out)", cres.ShardMessages, cres.Enqueued.Sub(cres.Start).Round(time.Millisecond))
 		if runTime {
 			pages := (n + ledger.PageItems - 1) / ledger.PageItems
-			enqNote = fmt.Sprintf("the coordinator stored %d pages and sent a message per item, in %d invocations of at most a minute; the consumer read %d pages (%.4f per item)",
-				pages, cres.Invocations, ures.PageReads, float64(ures.PageReads)/float64(n))
+			sent := "a message per item"
+			if cres.ShardMessages > 0 {
+				sent = fmt.Sprintf("%d page shard messages (%s of fan-out), which the consumers expanded", cres.ShardMessages, cres.Enqueued.Sub(cres.Start).Round(time.Millisecond))
+			}
+			enqNote = fmt.Sprintf("the coordinator stored %d pages and sent %s, in %d invocations of at most a minute; the consumer read %d pages (%.4f per item)",
+				pages, sent, cres.Invocations, ures.PageReads, float64(ures.PageReads)/float64(n))
 		}
 		r.add(
 			Row{Scenario: scenario, Backend: t.Name, Figure: sz + ": tick → all enqueued", Value: toEnqueued.Seconds(), Unit: Duration,

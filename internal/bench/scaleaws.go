@@ -222,8 +222,12 @@ func (r *Runner) awsScale(ctx context.Context, t Target) error {
 		name := scaleSize(n, sz.runTime)
 		enqNote := fmt.Sprintf("%d shard messages from the coordinator (%s of fan-out)", run.shardMessages, run.coordinator.Round(time.Millisecond))
 		if sz.runTime {
-			enqNote = fmt.Sprintf("the coordinator stored %d pages and sent a message per item (%s of fan-out, %d invocations of at most a minute); %d item partition keys",
-				(n+ledger.PageItems-1)/ledger.PageItems, run.coordinator.Round(time.Millisecond), run.invocations, run.itemKeys)
+			sent := "a message per item"
+			if run.shardMessages > 0 {
+				sent = fmt.Sprintf("%d page shard messages, which the consumers expanded", run.shardMessages)
+			}
+			enqNote = fmt.Sprintf("the coordinator stored %d pages and sent %s (%s of fan-out, %d invocations of at most a minute); %d item partition keys",
+				(n+ledger.PageItems-1)/ledger.PageItems, sent, run.coordinator.Round(time.Millisecond), run.invocations, run.itemKeys)
 		}
 		perRaw := float64(n) / (run.raw / writesPerItem)
 		rate := float64(n) / run.toDone.Seconds()
