@@ -57,7 +57,11 @@ type Job struct {
 	// run that turns out larger keeps working: its later pages share
 	// the same keys, which then hold more items each. 0 (the default)
 	// keeps every item of a run in one place, which suits lists of up to
-	// a few thousand items; the embedded store and PostgreSQL ignore it.
+	// a few thousand items; the embedded store and PostgreSQL ignore the
+	// partitions. On every engine, a run of 1,000 expected items or more
+	// fans out one message per stored page (up to 64 items), which a
+	// consumer expands into the page's item messages; without it, only
+	// the pages past the list's first 1,000 items go out so.
 	// At most MaxExpectedItems; only with Items.
 	ExpectedItems int
 	// Derived are the items computed from other items of the same run
