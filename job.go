@@ -58,10 +58,11 @@ type Job struct {
 	// the same keys, which then hold more items each. 0 (the default)
 	// keeps every item of a run in one place, which suits lists of up to
 	// a few thousand items; the embedded store and PostgreSQL ignore the
-	// partitions. On every engine, a run of 1,000 expected items or more
-	// fans out one message per stored page (up to 64 items), which a
-	// consumer expands into the page's item messages; without it, only
-	// the pages past the list's first 1,000 items go out so.
+	// partitions. On every engine, a run of at least the coordinator's
+	// expansion threshold (1,000 items by default) expected fans out one
+	// message per stored page (up to 64 items), which a consumer expands
+	// into the page's item messages (or runs in place, for a bulk job);
+	// without it, only the pages past the threshold go out so.
 	// At most MaxExpectedItems; only with Items.
 	ExpectedItems int
 	// Derived are the items computed from other items of the same run

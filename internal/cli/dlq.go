@@ -143,7 +143,8 @@ func describeDeadLetter(ctx context.Context, c *baton.Catalog, l ledger.Store, m
 		row.OnRedrive = "rejected again (unknown job)"
 		return row, nil
 	}
-	switch paged := j.RunTime() || key.Run.Submitted(); {
+	paged := j.RunTime() || key.Run.Submitted() // the run's items are its stored pages
+	switch {
 	case paged && msg.IsShard() && !msg.PageShard():
 		row.OnRedrive = "rejected again (malformed: a shard message for a run of stored pages)"
 		return row, nil
@@ -154,7 +155,7 @@ func describeDeadLetter(ctx context.Context, c *baton.Catalog, l ledger.Store, m
 		row.OnRedrive = fmt.Sprintf("rejected again (malformed: version %d does not fit the job's items)", msg.Version)
 		return row, nil
 	}
-	if !j.RunTime() && !j.HasItem(key.Asset) {
+	if !paged && !j.HasItem(key.Asset) {
 		row.OnRedrive = "rejected again (unknown asset)"
 		return row, nil
 	}
@@ -181,9 +182,23 @@ func describeDeadLetter(ctx context.Context, c *baton.Catalog, l ledger.Store, m
 		// sends its range's item messages again, whose claims absorb the
 		// items already done.
 		row.ItemState = "-"
-		row.OnRedrive = fmt.Sprintf("expands items %d to %d again", msg.Expand.From, msg.Expand.To-1)
+		verb := "expands"
+		if j.Bulk {
+			verb = "runs in place" // a bulk job's consumer runs a shard's items itself
+		}
+		row.OnRedrive = fmt.Sprintf("%s items %d to %d again", verb, msg.Expand.From, msg.Expand.To-1)
 		if msg.PageShard() {
-			row.OnRedrive = fmt.Sprintf("expands page %d again", msg.Page)
+			pg, err := l.GetPage(ctx, key.Run, msg.Page)
+			switch {
+			case errors.Is(err, ledger.ErrNotFound):
+				row.OnRedrive = fmt.Sprintf("rejected again (page %d of the run's list is not stored)", msg.Page)
+			case err != nil:
+				return row, fmt.Errorf("look up page %d of %s: %w", msg.Page, key.Run, err)
+			case len(pg.Items) == 0 || pg.Items[0].Name != key.Asset:
+				row.OnRedrive = fmt.Sprintf("rejected again (malformed: %s is not the first item of page %d)", key.Asset, msg.Page)
+			default:
+				row.OnRedrive = fmt.Sprintf("%s the %d items of page %d again", verb, len(pg.Items), msg.Page)
+			}
 		}
 		return row, nil
 	}

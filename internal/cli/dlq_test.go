@@ -3,6 +3,8 @@ package cli
 import (
 	"encoding/json"
 	"fmt"
+	"os"
+	"path/filepath"
 	"testing"
 	"time"
 
@@ -253,6 +255,25 @@ func testDLQListPredicts(t *testing.T, f *opsFixture) {
 	paged := ledger.ItemKey{Run: f.run(0, 1), Asset: "PAGED"}.String()
 	want[paged] = "rejected again (malformed: version 2 does not fit the job's items)"
 	msgs = append(msgs, queue.Message{Body: fmt.Appendf(nil, `{"v":2,"key":%q,"fence":1,"page":0}`, paged)})
+	// Page shards (version 4) of a submission's stored page: expanded
+	// again when the page is stored and starts with the message's item.
+	itemsFile := filepath.Join(t.TempDir(), "items.json")
+	require.NoError(t, os.WriteFile(itemsFile, []byte(`[{"name":"GBPUSD"},{"name":"EURUSD"}]`), 0o600))
+	code, out, errOut = f.main("submit", "--key", "dl", "--items", itemsFile)
+	require.Equal(t, ExitOK, code, "%s\n%s", out, errOut)
+	sub := baton.RunID{Job: "fx", Submission: "dl", Generation: 1}
+	for asset, tc := range map[string]struct {
+		page int
+		want string
+	}{
+		"EURUSD": {0, "expands the 2 items of page 0 again"},
+		"GBPUSD": {0, "rejected again (malformed: GBPUSD is not the first item of page 0)"},
+		"USDJPY": {3, "rejected again (page 3 of the run's list is not stored)"},
+	} {
+		k := ledger.ItemKey{Run: sub, Asset: asset}.String()
+		want[k] = tc.want
+		msgs = append(msgs, queue.Message{Body: fmt.Appendf(nil, `{"v":4,"key":%q,"fence":1,"page":%d}`, k, tc.page)})
+	}
 	// A page shard (version 4) for a job of constant items: refused too.
 	pageShard := ledger.ItemKey{Run: f.run(0, 1), Asset: "PAGESHARD"}.String()
 	want[pageShard] = "rejected again (malformed: a page shard for a job of constant items)"

@@ -31,8 +31,9 @@ const handOverTimeout = 30 * time.Second
 // verdict would leave an item message to be redelivered: failed with
 // attempts left, held by a live claim elsewhere, not started before the
 // deadline less the job's margin or at a stop, a store error) is handed
-// over: sent as the item message (version 1, the shard's fence) that an
-// expansion would have sent, which then takes the per-item path. The
+// over: sent as the item message that an expansion would have sent
+// (version 1 with the shard's fence; version 2 naming its page, for a
+// page shard), which then takes the per-item path. The
 // shard message is acknowledged only once every item is terminal or
 // handed over; a crash before then leaves it to be redelivered, and the
 // redelivery runs the range again: terminal items are duplicates

@@ -175,6 +175,22 @@ func TestPageShardExpandsItsPage(t *testing.T) {
 			require.Len(t, dlq.all(), 3)
 			_, err = led.GetItem(ctx, key("a"))
 			require.ErrorIs(t, err, ledger.ErrNotFound, "nothing ran for the refused shards")
+
+			// A forced replay supersedes generation 1: its page shard still
+			// queued is acknowledged, and every item of its page is
+			// cancelled with the reason, as their own messages would be.
+			gen2, _, err := led.OpenRun(ctx, ledger.OpenRunParams{Job: "rt", Nominal: tick, Fence: 2, Force: true, Now: tick})
+			require.NoError(t, err)
+			require.Equal(t, 2, gen2.ID.Generation)
+			res = deliver(message.NewPageShard(key("a"), 1, 0).QueueMessage())
+			require.Equal(t, consumer.StatusSuperseded, res.Items[0].Status)
+			require.Empty(t, work.take(), "a superseded shard sends nothing")
+			for _, a := range []string{"a", "b"} {
+				it, err := led.GetItem(ctx, key(a))
+				require.NoError(t, err, a)
+				require.Equal(t, ledger.ItemCancelled, it.State, a)
+				require.Equal(t, consumer.SupersededPrefix+gen2.ID.String(), it.Error, a)
+			}
 		})
 	}
 }

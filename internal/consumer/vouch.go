@@ -84,23 +84,71 @@ const SupersededPrefix = "superseded by "
 // supersede records that the message's item, of a generation a forced
 // replay superseded, will not run: the item of the older generation, when
 // absent, RUNNING or FAILED, is CANCELLED with a reason naming the current
-// run, so that status can count what the replay cut short. The write is on
-// the item's own record (no record is shared by a run's items). It is
-// bookkeeping: the message is acknowledged whatever the write's outcome.
+// run, so that status can count what the replay cut short; for a shard
+// message, every item it stands for (its range, or its stored page), as
+// their own messages would have. The writes are on the items' own records
+// (no record is shared by a run's items). It is bookkeeping: the message
+// is acknowledged whatever the writes' outcome.
 func (c *Consumer) supersede(ctx context.Context, m *messageRun, current ledger.RunID) {
-	key := m.d.key
-	_, err := c.Ledger.Cancel(ctx, ledger.CancelParams{Key: key, Reason: SupersededPrefix + current.String(), Now: m.now})
+	keys := []ledger.ItemKey{m.d.key}
+	if m.d.msg.IsShard() {
+		names, err := c.supersededNames(ctx, m)
+		if err != nil {
+			m.log.WarnContext(ctx, "superseded shard message acknowledged; its items not found to cancel", slog.String("phase", "vouch"),
+				slog.String("current_run", current.String()), slog.Any("error", err))
+			return
+		}
+		keys = keys[:0]
+		for _, n := range names {
+			keys = append(keys, ledger.ItemKey{Run: m.d.key.Run, Asset: n})
+		}
+	}
+	cancelled := 0
+	var failed error
+	for _, key := range keys {
+		_, err := c.Ledger.Cancel(ctx, ledger.CancelParams{Key: key, Reason: SupersededPrefix + current.String(), Now: m.now})
+		switch {
+		case err == nil:
+			cancelled++
+		case errors.Is(err, ledger.ErrTerminal):
+		default:
+			failed = err
+		}
+	}
 	switch {
-	case err == nil:
-		m.log.InfoContext(ctx, "superseded message acknowledged; its item cancelled", slog.String("phase", "vouch"),
-			slog.String("current_run", current.String()))
-	case errors.Is(err, ledger.ErrTerminal):
+	case failed != nil:
+		m.log.WarnContext(ctx, "superseded message acknowledged; recording it failed", slog.String("phase", "vouch"),
+			slog.String("current_run", current.String()), slog.Int("cancelled", cancelled), slog.Any("error", failed))
+	case cancelled > 0:
+		m.log.InfoContext(ctx, "superseded message acknowledged; its items cancelled", slog.String("phase", "vouch"),
+			slog.String("current_run", current.String()), slog.Int("cancelled", cancelled))
+	default:
 		m.log.InfoContext(ctx, "superseded message acknowledged", slog.String("phase", "vouch"),
 			slog.String("current_run", current.String()))
-	default:
-		m.log.WarnContext(ctx, "superseded message acknowledged; recording it failed", slog.String("phase", "vouch"),
-			slog.String("current_run", current.String()), slog.Any("error", err))
 	}
+}
+
+// supersededNames returns the names of the items a superseded shard
+// message stands for: its stored page's (of its own, older, generation),
+// or its range of the job's items.
+func (c *Consumer) supersededNames(ctx context.Context, m *messageRun) ([]string, error) {
+	d := m.d
+	if d.msg.PageShard() {
+		pg, err := c.Pages.get(ctx, c.Ledger, d.key.Run, d.msg.Page)
+		if err != nil {
+			return nil, fmt.Errorf("%s: read the page: %w", shardName(d.msg), err)
+		}
+		names := make([]string, len(pg.Items))
+		for i, it := range pg.Items {
+			names[i] = it.Name
+		}
+		return names, nil
+	}
+	items := c.ItemsFunc
+	if items == nil {
+		items = CatalogItems
+	}
+	return items(ctx, d.job, m.run, d.msg.Expand.From, d.msg.Expand.To)
 }
 
 // unvouched ends the message's run as poison with reason.

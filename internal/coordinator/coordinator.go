@@ -17,7 +17,8 @@ import (
 )
 
 // DefaultCheckpoint is the number of messages sent between two
-// checkpoints of the fan-out cursor when Coordinator.Checkpoint is 0. Each
+// checkpoints of the fan-out cursor when Coordinator.Checkpoint is 0 (of
+// items, in whole pages, for a stored list: see Checkpoint). Each
 // chunk waits for its last batch and its checkpoint before the next one
 // starts, so a larger chunk fans out faster (twice as fast at 10,000
 // messages on the emulators as 100), for at most one chunk of duplicates
@@ -62,7 +63,11 @@ type Coordinator struct {
 	// so that the coordinator sends O(assets/ExpandItems) messages. 0
 	// means DefaultExpandFrom; negative: never. A bulk job
 	// (baton.Job.Bulk) fans out in shard messages whatever its size
-	// (unless negative), which its consumers run in place.
+	// (unless negative), which its consumers run in place. A stored list
+	// (a run-time list or a submission) sends its pages past ExpandFrom
+	// items as page shards (message.NewPageShard), every page for a bulk
+	// job or one that declares ExpectedItems of ExpandFrom or more, none
+	// for a submission to a class.
 	ExpandFrom int
 	// ExpandItems is the assets per shard message; 0 means
 	// DefaultExpandItems. At most message.MaxExpand.

@@ -103,25 +103,29 @@ func (c *Coordinator) settleFannedOut(ctx context.Context, t *tickRun, id ledger
 // deadline and the lease are checked at least every maxChunkPages pages.
 const maxChunkPages = 64
 
-// pageShard reports whether page p of a run of j's stored list goes out
-// as a page shard message (message.NewPageShard) rather than as its items'
+// pageShard reports whether page p of the run t fans out goes out as a
+// page shard message (message.NewPageShard) rather than as its items'
 // messages: when the job is bulk (its consumers run a page's items in
 // place), when it declares ExpectedItems of at least the expansion
 // threshold (Coordinator.ExpandFrom), and otherwise for the pages past
 // that threshold, so that a small list goes out as item messages (no
 // expansion hop) and a large one as O(pages) messages whatever it
-// declared. The answer depends on the job and p only, so a resumed
-// fan-out sends a page as it was sent before. A negative ExpandFrom turns
-// page shards off, as it does catalog shards.
-func (c *Coordinator) pageShard(j baton.Job, p int) bool {
+// declared. A negative ExpandFrom turns page shards off, as it does
+// catalog shards, and so does a submission to a priority class
+// (Submission.Class): its items must reach the class's queue, and a
+// consumer sends what it expands or hands over to the job's. The answer
+// depends on the job, the class and p only, and a page shard stands for
+// whole pages, so a resumed fan-out covers every item whichever way it
+// sends a page.
+func (c *Coordinator) pageShard(t *tickRun, p int) bool {
 	from := c.ExpandFrom
 	if from == 0 {
 		from = DefaultExpandFrom
 	}
 	switch {
-	case from < 0:
+	case from < 0, t.queue != nil:
 		return false
-	case j.Bulk, j.ExpectedItems >= from:
+	case t.job.Bulk, t.job.ExpectedItems >= from:
 		return true
 	}
 	return p*ledger.PageItems >= from
@@ -150,7 +154,7 @@ func (c *Coordinator) sendPages(ctx context.Context, t *tickRun, src *pageSource
 		}
 		switch {
 		case off >= len(page.Items):
-		case c.pageShard(t.job, p):
+		case c.pageShard(t, p):
 			// The whole page, even resumed part-way: the claims of the
 			// items already sent absorb their second messages.
 			first := ledger.ItemKey{Run: id, Asset: page.Items[0].Name}

@@ -38,7 +38,10 @@ type Submission struct {
 	// Class, optional, is the priority class of the submission: a job
 	// queue of the catalog (baton.JobQueue), its items sent there instead
 	// of to the job's own queue, so that they are served with that class's
-	// consumers (its concurrency share). "": the job's queue.
+	// consumers (its concurrency share). "": the job's queue. A class
+	// submission's items always go out as item messages (never as page
+	// shards, whatever its size or the job's Bulk), so that every one of
+	// them is sent to the class's queue.
 	Class string
 	// Deadline is the invocation's deadline; zero: none besides ctx.
 	Deadline time.Time

@@ -168,6 +168,20 @@ func TestSubmitToAClass(t *testing.T) {
 	require.NoError(t, err)
 	require.Len(t, b.queue.keys(t), 2, "no class: the job's queue")
 
+	// A large class submission still sends every item to the class's
+	// queue: no page shards, which consumers would expand into the job's.
+	var many []baton.Item
+	for i := range 1500 {
+		many = append(many, baton.Item{Name: fmt.Sprintf("m%04d", i)})
+	}
+	sum, err = c.Submit(t.Context(), coordinator.Submission{Job: "ingest", Key: "k4", Class: "urgent", Items: many})
+	require.NoError(t, err)
+	require.Zero(t, sum.ShardMessages)
+	require.Len(t, urgent.keys(t), 2+1500, "every item of a large class submission went to the class's queue")
+	big, err := c.Submit(t.Context(), coordinator.Submission{Job: "ingest", Key: "k5", Items: many})
+	require.NoError(t, err)
+	require.Positive(t, big.ShardMessages, "without a class, the same submission goes out in page shards past the threshold")
+
 	_, err = c.Submit(t.Context(), coordinator.Submission{Job: "ingest", Key: "k3", Class: "vip", Items: items})
 	require.ErrorIs(t, err, coordinator.ErrSubmission)
 	require.ErrorContains(t, err, `class "vip" is not a job queue of the catalog (classes: [urgent])`)

@@ -43,10 +43,14 @@
 // ("version 4, want 1, 2 (item) or 3 (shard)") and dead-letters it with
 // that reason, so, as for version 3, a coordinator that sends page shards
 // is deployed with consumers that read them (one build serves both
-// functions). A coordinator sends them only for the pages of a large
-// list (see the coordinator's fan-out): the messages of small lists and
-// of every list's first pages are version 2, which every consumer since
-// run-time lists reads.
+// functions). A coordinator sends them for the pages past its expansion
+// threshold (Coordinator.ExpandFrom, 1,000 items by default), and for
+// every page of a bulk job with a run-time list or of a job that declares
+// ExpectedItems of the threshold or more, whatever the list's size;
+// never for a submission to a priority class. Deploy consumers of this
+// version before, or with, a coordinator that runs such jobs: the runs of
+// other jobs' lists of up to 1,000 items travel as version 2 only, which
+// every consumer since run-time lists reads.
 package message
 
 import (
