@@ -156,7 +156,23 @@ func (r *Runner) awsScaleRun(ctx context.Context, p *ddbthrottle.Proxy, ep awsEn
 	expanded := pollers.lastExpanded
 	pollers.mu.Unlock()
 	if werr != nil {
-		return run, nil // not finished: what was measured stands
+		// Not finished: what was measured stands, and the log says which
+		// items had not succeeded and how the run stood.
+		r.logf("    the run did not finish: %v", werr)
+		if items, err := checkSucceeded(context.WithoutCancel(ctx), env.Plain.Ledger, sum.Run, n); err != nil {
+			r.logf("    %v", err)
+			shown := 0
+			for _, it := range items {
+				if it.State != ledger.ItemSucceeded && shown < 20 {
+					r.logf("    %s: %s, attempt %d, lease until %s, error %q", it.Key.Asset, it.State, it.Attempt, it.LeaseUntil.Format(time.RFC3339Nano), it.Error)
+					shown++
+				}
+			}
+		}
+		if got, err := env.Plain.Ledger.GetRun(context.WithoutCancel(ctx), j.Name, sum.Run.Nominal); err == nil {
+			r.logf("    run %s: %s, total %d, succeeded %d", got.ID, got.State, got.Total, got.Succeeded)
+		}
+		return run, nil
 	}
 	run.toDone = last.Sub(start)
 	run.toEnqueued = run.coordinator
