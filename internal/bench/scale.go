@@ -332,18 +332,19 @@ func rawWriteRate(ctx context.Context, env *Env, d time.Duration) (float64, erro
 // and how many there were; logf, if set, hears of each.
 func fanOutWhole(ctx context.Context, e *engine.Engine, job string, at time.Time, logf func(string, ...any)) (coordinator.Summary, int, error) {
 	var sum coordinator.Summary
-	enqueued := 0
+	enqueued, shards := 0, 0
 	for n := 1; ; n++ {
 		s, err := e.Trigger(ctx, job, at, false)
 		if err != nil {
 			return s, n, fmt.Errorf("invocation %d: %w", n, err)
 		}
 		enqueued += s.Enqueued
+		shards += s.ShardMessages
 		if n == 1 {
 			sum = s
 		}
 		sum.Cursor, sum.Total, sum.Stopped, sum.FannedOutAt = s.Cursor, s.Total, s.Stopped, s.FannedOutAt
-		sum.Enqueued = enqueued
+		sum.Enqueued, sum.ShardMessages = enqueued, shards
 		if logf != nil {
 			logf("  coordinator invocation %d: %s, cursor %d, %d enqueued, stopped %q", n, s.Outcome, s.Cursor, s.Enqueued, s.Stopped)
 		}
