@@ -156,7 +156,7 @@ func (r *Runner) Lambda(ctx context.Context, p LambdaParams) error {
 		Row{Scenario: scenario, Backend: "lambda", Figure: fmt.Sprintf("consumer: the next %d-message batch, served warm by the same process, %s", batchSize, platform),
 			Value: cons.warm.Seconds(), Reference: cons.served.Seconds(), Unit: Duration,
 			RefText: "its first invocation, cold: what the warm batch does not take is the cold start's own share",
-			Note: fmt.Sprintf("cold − warm: %s", (cons.served - cons.warm).Round(10*time.Microsecond))},
+			Note:    fmt.Sprintf("cold − warm: %s", (cons.served - cons.warm).Round(10*time.Microsecond))},
 		row(fmt.Sprintf("consumer: peak RSS (VmHWM) after a %d-message batch", batchSize), float64(cons.hwm), float64(minimal.hwm), Bytes),
 		row("coordinator: peak RSS (VmHWM) after a tick", float64(coord.hwm), float64(minimal.hwm), Bytes),
 	)

@@ -15,6 +15,15 @@ import (
 	"github.com/batonhq/baton/internal/queue"
 )
 
+// deliverTo hands msgs to c as one batch of first deliveries, m0, m1, ….
+func deliverTo(ctx context.Context, c *consumer.Consumer, msgs ...queue.Message) consumer.Result {
+	var ds []queue.Delivery
+	for i, m := range msgs {
+		ds = append(ds, queue.Delivery{MessageID: "m" + string(rune('0'+i)), Body: m.Body, Attributes: m.Attributes, ReceiveCount: 1})
+	}
+	return c.Handle(ctx, time.Time{}, ds)
+}
+
 // A job whose items are computed when its run opens: the consumer checks
 // each message's item against the stored page its message names, with one
 // read per page (PageCache), gives the processor the item's payload, and
@@ -49,13 +58,7 @@ func TestRunTimeItemsCheckedAgainstTheirPage(t *testing.T) {
 	_, err = led.AdvanceRun(ctx, ledger.AdvanceRunParams{ID: run.ID, Fence: 1, Cursor: 2, Done: true, Now: tick})
 	require.NoError(t, err)
 	key := func(a string) ledger.ItemKey { return ledger.ItemKey{Run: run.ID, Asset: a} }
-	deliver := func(msgs ...queue.Message) consumer.Result {
-		var ds []queue.Delivery
-		for i, m := range msgs {
-			ds = append(ds, queue.Delivery{MessageID: "m" + string(rune('0'+i)), Body: m.Body, Attributes: m.Attributes, ReceiveCount: 1})
-		}
-		return c.Handle(ctx, time.Time{}, ds)
-	}
+	deliver := func(msgs ...queue.Message) consumer.Result { return deliverTo(ctx, c, msgs...) }
 
 	res := deliver(message.NewPaged(key("a"), 1, 0).QueueMessage(), message.NewPaged(key("b"), 1, 0).QueueMessage())
 	require.Empty(t, res.Failed)
@@ -128,13 +131,7 @@ func TestPageShardExpandsItsPage(t *testing.T) {
 			_, err = led.AdvanceRun(ctx, ledger.AdvanceRunParams{ID: run.ID, Fence: 1, Cursor: ledger.PageItems + 3, Done: true, Now: tick})
 			require.NoError(t, err)
 			key := func(a string) ledger.ItemKey { return ledger.ItemKey{Run: run.ID, Asset: a} }
-			deliver := func(msgs ...queue.Message) consumer.Result {
-				var ds []queue.Delivery
-				for i, m := range msgs {
-					ds = append(ds, queue.Delivery{MessageID: "m" + string(rune('0'+i)), Body: m.Body, Attributes: m.Attributes, ReceiveCount: 1})
-				}
-				return c.Handle(ctx, time.Time{}, ds)
-			}
+			deliver := func(msgs ...queue.Message) consumer.Result { return deliverTo(ctx, c, msgs...) }
 
 			res := deliver(message.NewPageShard(key("c"), 1, 1).QueueMessage())
 			require.Empty(t, res.Failed)

@@ -72,26 +72,8 @@ func RunBulk(t *testing.T, b backend.Backend) {
 		assets[i] = fmt.Sprintf("b-%04d", i)
 	}
 	flaky := assets[137]
-	var mu sync.Mutex
-	calls := map[string]int{}
-	proc := baton.ProcessorFunc(func(_ context.Context, task baton.Task) ([]byte, error) {
-		mu.Lock()
-		calls[task.Asset]++
-		mu.Unlock()
-		if task.Asset == flaky && task.Attempt == 1 {
-			return nil, errors.New("flaky upstream (on purpose)")
-		}
-		return []byte(task.Asset), nil
-	})
-	job := baton.Job{Name: "bulk", Schedule: "rate(1 hour)", Assets: assets, Bulk: true, Processor: proc,
-		Limits: baton.Limits{ItemLease: 10 * time.Second, ClockSkew: 100 * time.Millisecond, Concurrency: 8}}
-	cat, err := baton.NewCatalog(job)
-	require.NoError(t, err)
-	work := &countingQueue{Queue: b.Work}
-	b.Work = work
-	eng, err := engine.New(b, engine.Options{Catalog: cat, Consumers: 2, BatchSize: 10, BatchTimeout: 2 * time.Minute, RetryDelay: 100 * time.Millisecond})
-	require.NoError(t, err)
-
+	job := baton.Job{Name: "bulk", Schedule: "rate(1 hour)", Assets: assets}
+	eng, work, calls := bulkEngine(t, b, job, flaky, func(task baton.Task) []byte { return []byte(task.Asset) })
 	defer consume(t, eng)()
 	sum, err := eng.Trigger(t.Context(), "bulk", time.Now(), false)
 	require.NoError(t, err)
@@ -116,9 +98,7 @@ func RunBulk(t *testing.T, b backend.Backend) {
 		if it.Key.Asset == flaky {
 			want = 2
 		}
-		mu.Lock()
-		require.Equal(t, want, calls[it.Key.Asset], it.Key.Asset)
-		mu.Unlock()
+		require.Equal(t, want, calls.get(it.Key.Asset), it.Key.Asset)
 	}
 }
 
@@ -135,26 +115,8 @@ func RunBulkRunTime(t *testing.T, b backend.Backend) {
 	const n = 300
 	src := &Source{N: n, PageSize: 50}
 	flaky := Name(201)
-	var mu sync.Mutex
-	calls := map[string]int{}
-	proc := baton.ProcessorFunc(func(_ context.Context, task baton.Task) ([]byte, error) {
-		mu.Lock()
-		calls[task.Asset]++
-		mu.Unlock()
-		if task.Asset == flaky && task.Attempt == 1 {
-			return nil, errors.New("flaky upstream (on purpose)")
-		}
-		return task.Payload, nil
-	})
-	job := baton.Job{Name: "bulkrt", Schedule: "rate(1 hour)", Items: src.Func, Bulk: true, Processor: proc,
-		Limits: baton.Limits{ItemLease: 10 * time.Second, ClockSkew: 100 * time.Millisecond, Concurrency: 8}}
-	cat, err := baton.NewCatalog(job)
-	require.NoError(t, err)
-	work := &countingQueue{Queue: b.Work}
-	b.Work = work
-	eng, err := engine.New(b, engine.Options{Catalog: cat, Consumers: 2, BatchSize: 10, BatchTimeout: 2 * time.Minute, RetryDelay: 100 * time.Millisecond})
-	require.NoError(t, err)
-
+	job := baton.Job{Name: "bulkrt", Schedule: "rate(1 hour)", Items: src.Func}
+	eng, work, calls := bulkEngine(t, b, job, flaky, func(task baton.Task) []byte { return task.Payload })
 	defer consume(t, eng)()
 	sum, err := eng.Trigger(t.Context(), "bulkrt", time.Now(), false)
 	require.NoError(t, err)
@@ -186,11 +148,49 @@ func RunBulkRunTime(t *testing.T, b backend.Backend) {
 			if it.Key.Asset == flaky {
 				want = 2
 			}
-			mu.Lock()
-			require.Equal(t, want, calls[it.Key.Asset], it.Key.Asset)
-			mu.Unlock()
+			require.Equal(t, want, calls.get(it.Key.Asset), it.Key.Asset)
 		}
 		seen += len(items)
 	}
 	require.Equal(t, n, seen)
+}
+
+// bulkCalls counts a bulk job's processor calls per item.
+type bulkCalls struct {
+	mu sync.Mutex
+	n  map[string]int
+}
+
+// get returns the calls of item so far.
+func (c *bulkCalls) get(item string) int {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	return c.n[item]
+}
+
+// bulkEngine makes job a bulk job on b (Concurrency 8, short leases)
+// whose processor counts its calls, fails flaky's first attempt and
+// returns result(task) otherwise, with a work queue that counts the
+// shard and item messages sent, and an engine of two consumers.
+func bulkEngine(t *testing.T, b backend.Backend, job baton.Job, flaky string, result func(baton.Task) []byte) (*engine.Engine, *countingQueue, *bulkCalls) {
+	t.Helper()
+	calls := &bulkCalls{n: map[string]int{}}
+	job.Bulk = true
+	job.Limits = baton.Limits{ItemLease: 10 * time.Second, ClockSkew: 100 * time.Millisecond, Concurrency: 8}
+	job.Processor = baton.ProcessorFunc(func(_ context.Context, task baton.Task) ([]byte, error) {
+		calls.mu.Lock()
+		calls.n[task.Asset]++
+		calls.mu.Unlock()
+		if task.Asset == flaky && task.Attempt == 1 {
+			return nil, errors.New("flaky upstream (on purpose)")
+		}
+		return result(task), nil
+	})
+	cat, err := baton.NewCatalog(job)
+	require.NoError(t, err)
+	work := &countingQueue{Queue: b.Work}
+	b.Work = work
+	eng, err := engine.New(b, engine.Options{Catalog: cat, Consumers: 2, BatchSize: 10, BatchTimeout: 2 * time.Minute, RetryDelay: 100 * time.Millisecond})
+	require.NoError(t, err)
+	return eng, work, calls
 }
