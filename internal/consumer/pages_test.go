@@ -3,6 +3,7 @@ package consumer_test
 import (
 	"context"
 	"sync"
+	"sync/atomic"
 	"testing"
 	"time"
 
@@ -190,4 +191,51 @@ func TestPageShardExpandsItsPage(t *testing.T) {
 			}
 		})
 	}
+}
+
+// cancelAfterCompletes cancels a context once n completions were written,
+// as a batch that reaches its deadline right after its last item ends.
+type cancelAfterCompletes struct {
+	ledger.Store
+	n      atomic.Int64
+	cancel context.CancelFunc
+}
+
+func (c *cancelAfterCompletes) Complete(ctx context.Context, p ledger.CompleteParams) (ledger.Item, error) {
+	it, err := c.Store.Complete(ctx, p)
+	if err == nil && c.n.Add(-1) == 0 {
+		c.cancel()
+	}
+	return it, err
+}
+
+// A batch whose context ends right after its items ended (a poller's
+// batch context ends at its deadline) still settles them: the run
+// finishes by its consumer, not at the job's next trigger.
+func TestBatchPastItsContextStillSettles(t *testing.T) {
+	t.Parallel()
+	led, effects := newStores(t)
+	ctx, cancel := context.WithCancel(context.Background())
+	defer cancel()
+	l := &cancelAfterCompletes{Store: led, cancel: cancel}
+	l.n.Store(2)
+	job := baton.Job{Name: "rt", Schedule: "rate(1 minute)", Items: baton.ItemList(10),
+		Processor: baton.ProcessorFunc(func(context.Context, baton.Task) ([]byte, error) { return nil, nil })}
+	c := &consumer.Consumer{Ledger: l, Queue: &memQueue{}, Jobs: baton.MustCatalog(job), Effects: effects,
+		Owner: "c1", NowFunc: func() time.Time { return tick.Add(time.Second) }, Pages: &consumer.PageCache{}}
+	run, _, err := led.OpenRun(context.Background(), ledger.OpenRunParams{Job: "rt", Nominal: tick, Fence: 1, Now: tick})
+	require.NoError(t, err)
+	_, err = led.PutPage(context.Background(), ledger.PutPageParams{Run: run.ID, Index: 0, Final: true, Now: tick,
+		Items: []ledger.PageItem{{Name: "a"}, {Name: "b"}}})
+	require.NoError(t, err)
+	_, err = led.AdvanceRun(context.Background(), ledger.AdvanceRunParams{ID: run.ID, Fence: 1, Cursor: 2, Done: true, Now: tick})
+	require.NoError(t, err)
+	key := func(a string) ledger.ItemKey { return ledger.ItemKey{Run: run.ID, Asset: a} }
+
+	res := deliverTo(ctx, c, message.NewPaged(key("a"), 1, 0).QueueMessage(), message.NewPaged(key("b"), 1, 0).QueueMessage())
+	require.Empty(t, res.Failed)
+	require.Error(t, ctx.Err(), "the batch's context ended with its last completion")
+	fin, err := led.GetRun(context.Background(), "rt", tick)
+	require.NoError(t, err)
+	require.Equal(t, ledger.RunComplete, fin.State, "the batch settled its items past its context")
 }

@@ -257,7 +257,19 @@ func (e *endedItems) take() []*messageRun {
 // settleEnded settles the shards of the batch's items that ended, parallel
 // runs or pages at once: one fanin.SettleShard per run (per stored page,
 // for a run of pages), which settles each distinct shard of its items once.
+//
+// The settle outlives ctx by at most settleTimeout: the items it settles
+// have ended, and their messages are acknowledged whatever it does, so a
+// batch that reached its deadline (a poller's batch context ends there)
+// still marks their shards rather than leaving the run to the job's next
+// trigger. Where the invocation itself is cut off (Lambda), the batch is
+// redelivered and its duplicates settle.
 func (c *Consumer) settleEnded(ctx context.Context, ms []*messageRun, parallel int) {
+	if len(ms) == 0 {
+		return
+	}
+	ctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), settleTimeout)
+	defer cancel()
 	type groupKey struct {
 		run  string
 		page int
@@ -284,6 +296,10 @@ func (c *Consumer) settleEnded(ctx context.Context, ms []*messageRun, parallel i
 	}
 	_ = g.Wait()
 }
+
+// settleTimeout bounds the settle of a batch's ended items past the
+// batch's context (see settleEnded).
+const settleTimeout = 10 * time.Second
 
 // settleShard settles the shards of ms, items of one run (and of one
 // stored page, for a run of pages) that ended (see settle).
