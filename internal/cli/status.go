@@ -814,9 +814,7 @@ func storedNames(ctx context.Context, l ledger.Store, id ledger.RunID) ([]string
 		if err != nil {
 			return nil, fmt.Errorf("read the item list of %s: %w", id, err)
 		}
-		for _, it := range pg.Items {
-			names = append(names, it.Name)
-		}
+		names = append(names, pg.Names()...)
 		if pg.Final {
 			return names, nil
 		}

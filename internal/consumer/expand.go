@@ -114,11 +114,7 @@ func (c *Consumer) shardItems(ctx context.Context, deadline time.Time, m *messag
 	if d.msg.PageShard() {
 		return c.pageItems(ctx, m)
 	}
-	items := c.ItemsFunc
-	if items == nil {
-		items = CatalogItems
-	}
-	names, err := items(ctx, d.job, m.run, r.From, r.To)
+	names, err := c.itemsFunc()(ctx, d.job, m.run, r.From, r.To)
 	switch {
 	case err != nil:
 		v := m.fail(StatusMalformed, fmt.Errorf("shard %s [%d, %d): %w", d.msg.Key, r.From, r.To, err))
@@ -135,6 +131,14 @@ func (c *Consumer) shardItems(ctx context.Context, deadline time.Time, m *messag
 		return nil, v, false
 	}
 	return names, verdict{}, true
+}
+
+// itemsFunc is c.ItemsFunc, or CatalogItems when it is nil.
+func (c *Consumer) itemsFunc() ItemsFunc {
+	if c.ItemsFunc != nil {
+		return c.ItemsFunc
+	}
+	return CatalogItems
 }
 
 // pageItems returns the names of the items of the stored page a page
@@ -160,9 +164,5 @@ func (c *Consumer) pageItems(ctx context.Context, m *messageRun) (names []string
 		v.poison = true
 		return nil, v, false
 	}
-	names = make([]string, len(pg.Items))
-	for i, it := range pg.Items {
-		names[i] = it.Name
-	}
-	return names, verdict{}, true
+	return pg.Names(), verdict{}, true
 }

@@ -138,17 +138,9 @@ func (c *Consumer) supersededNames(ctx context.Context, m *messageRun) ([]string
 		if err != nil {
 			return nil, fmt.Errorf("%s: read the page: %w", shardName(d.msg), err)
 		}
-		names := make([]string, len(pg.Items))
-		for i, it := range pg.Items {
-			names[i] = it.Name
-		}
-		return names, nil
+		return pg.Names(), nil
 	}
-	items := c.ItemsFunc
-	if items == nil {
-		items = CatalogItems
-	}
-	return items(ctx, d.job, m.run, d.msg.Expand.From, d.msg.Expand.To)
+	return c.itemsFunc()(ctx, d.job, m.run, d.msg.Expand.From, d.msg.Expand.To)
 }
 
 // unvouched ends the message's run as poison with reason.

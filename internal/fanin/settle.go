@@ -467,10 +467,7 @@ func (l layout) settleShard(ctx context.Context, store ledger.Store, run ledger.
 			}
 			page = &pg
 		}
-		names = make([]string, len(page.Items))
-		for i, it := range page.Items {
-			names[i] = it.Name
-		}
+		names = page.Names()
 	} else {
 		names = l.shard(s)
 	}

@@ -197,6 +197,15 @@ func DecodePageItems(b []byte) ([]PageItem, error) {
 	return items, nil
 }
 
+// Names returns the names of the page's items, in order.
+func (p Page) Names() []string {
+	names := make([]string, len(p.Items))
+	for i, it := range p.Items {
+		names[i] = it.Name
+	}
+	return names
+}
+
 // Find returns the item of p called name, by binary search.
 func (p Page) Find(name string) (PageItem, bool) {
 	lo, hi := 0, len(p.Items)

@@ -429,9 +429,7 @@ func (s *Server) readWindow(ctx context.Context, id ledger.RunID, from int) (*it
 			}
 			items = append(items, got...)
 		}
-		for _, it := range p.Items {
-			w.Names = append(w.Names, it.Name)
-		}
+		w.Names = append(w.Names, p.Names()...)
 		if p.Final {
 			w.Final = true
 			break
