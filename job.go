@@ -290,7 +290,7 @@ func (j Job) Validate() error {
 	case j.Items != nil && len(j.Assets) > 0:
 		return fmt.Errorf("job %s: both Assets and Items: a job's items are constant (Assets) or computed when its run opens (Items), not both", j.Name)
 	case j.Items != nil && len(j.Derived) > 0:
-		return fmt.Errorf("job %s: derived items with Items: a job whose items are computed when its run opens has no derived items in this version", j.Name)
+		return fmt.Errorf("job %s: derived items with Items: a job whose items are computed when its run opens has no derived items; summarise its runs with a chained job (Chains) whose processor reads Task.ParentResults", j.Name)
 	case j.Items == nil && len(j.Assets) == 0:
 		return fmt.Errorf("job %s: no assets (and no Items function)", j.Name)
 	case j.ExpectedItems < 0 || j.ExpectedItems > MaxExpectedItems:

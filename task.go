@@ -42,6 +42,10 @@ type Task struct {
 	// with Heartbeat. Never nil when the runtime calls the processor; nil
 	// in a Task built by hand, where Heartbeat does nothing.
 	Claim Claim
+	// Runs reads the results of the catalog's runs from the engine the
+	// task runs on (see Task.ParentResults). Never nil when the runtime
+	// calls the processor; nil in a Task built by hand.
+	Runs RunReader
 }
 
 // Heartbeat renews the task's claim on its item: see Claim.Heartbeat. With

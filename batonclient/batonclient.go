@@ -242,22 +242,14 @@ func (c *Client) Wait(ctx context.Context, id baton.RunID, every time.Duration) 
 }
 
 // ItemResult is one item of a run as the ledger holds it.
-type ItemResult struct {
-	Item     string
-	State    string // RUNNING, SUCCEEDED, FAILED, DEAD or CANCELLED; "" when it never started
-	Attempts int
-	// Result is the processor's result (SUCCEEDED); Error the last
-	// failure or cancel reason.
-	Result     []byte
-	Error      string
-	FinishedAt time.Time
-}
+type ItemResult = baton.ItemResult
 
 // Results yields the run's items in name order, a page at a time (memory
 // flat in the run's size): for a run with a stored list (a submission, a
 // job with baton.Job.Items) every item of the list, started or not; for
 // a tick of constant assets, the items that started. It stops at the
-// first error, which it yields.
+// first error, which it yields; a run that does not exist yields an error
+// matching baton.ErrNoRun.
 func (c *Client) Results(ctx context.Context, id baton.RunID) iter.Seq2[ItemResult, error] {
 	return func(yield func(ItemResult, error) bool) {
 		j, err := c.eng.Catalog().Lookup(id.Job)
@@ -265,53 +257,12 @@ func (c *Client) Results(ctx context.Context, id baton.RunID) iter.Seq2[ItemResu
 			yield(ItemResult{}, err)
 			return
 		}
-		if !id.Submitted() && !j.RunTime() {
-			items, err := c.b.Ledger.ListItems(ctx, id)
-			if err != nil {
-				yield(ItemResult{}, fmt.Errorf("results of %s: %w", id, err))
-				return
-			}
-			for _, it := range items {
-				if !yield(result(it.Key.Asset, it), nil) {
-					return
-				}
-			}
-			return
-		}
-		for p := 0; ; p++ {
-			pg, err := c.b.Ledger.GetPage(ctx, id, p)
-			if errors.Is(err, ledger.ErrNotFound) {
-				return // the list is not stored whole yet
-			}
-			if err != nil {
-				yield(ItemResult{}, fmt.Errorf("results of %s: page %d: %w", id, p, err))
-				return
-			}
-			if len(pg.Items) > 0 {
-				recs, err := c.b.Ledger.ListItemRange(ctx, id, pg.Items[0].Name, pg.Items[len(pg.Items)-1].Name)
-				if err != nil {
-					yield(ItemResult{}, fmt.Errorf("results of %s: page %d: %w", id, p, err))
-					return
-				}
-				byName := make(map[string]ledger.Item, len(recs))
-				for _, r := range recs {
-					byName[r.Key.Asset] = r
-				}
-				for _, it := range pg.Items {
-					if !yield(result(it.Name, byName[it.Name]), nil) {
-						return
-					}
-				}
-			}
-			if pg.Final {
+		for r, err := range ledger.Results(ctx, c.b.Ledger, id, id.Submitted() || j.RunTime()) {
+			if !yield(r, err) || err != nil {
 				return
 			}
 		}
 	}
-}
-
-func result(name string, it ledger.Item) ItemResult {
-	return ItemResult{Item: name, State: string(it.State), Attempts: it.Attempt, Result: it.Result, Error: it.Error, FinishedAt: it.FinishedAt}
 }
 
 // Work processes the work queue with the catalog's processors until ctx

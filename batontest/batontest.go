@@ -12,6 +12,7 @@ package batontest
 import (
 	"context"
 	"fmt"
+	"iter"
 	"sync"
 	"time"
 
@@ -60,6 +61,34 @@ type TaskParams struct {
 	// Claim is the task's claim; nil: the task has none, and its
 	// Heartbeat does nothing (see NewClaim for one a test controls).
 	Claim baton.Claim
+	// Payload is the item's payload (a run-time list's); Parent the run
+	// that started the task's run through a Chain; Runs what the task
+	// reads runs' results with (see Runs). All optional.
+	Payload []byte
+	Parent  baton.RunID
+	Runs    baton.RunReader
+}
+
+// Runs is a baton.RunReader over results a test sets, by run: for a
+// processor that summarises its parent run (Task.ParentResults). Results
+// yields a run's results in the order given; a run it does not hold
+// yields an error matching baton.ErrNoRun.
+type Runs map[baton.RunID][]baton.ItemResult
+
+// Results yields run's results.
+func (r Runs) Results(_ context.Context, run baton.RunID) iter.Seq2[baton.ItemResult, error] {
+	return func(yield func(baton.ItemResult, error) bool) {
+		results, ok := r[run]
+		if !ok {
+			yield(baton.ItemResult{}, fmt.Errorf("results of %s: %w", run, baton.ErrNoRun))
+			return
+		}
+		for _, res := range results {
+			if !yield(res, nil) {
+				return
+			}
+		}
+	}
 }
 
 // NewTask returns the task p describes, its Effects bound to e with the
@@ -81,6 +110,9 @@ func (e *Effects) NewTask(p TaskParams) baton.Task {
 		Inputs:  p.Inputs,
 		Effects: effect.Bind(e.store, p.Job, p.Generation, p.Attempt, e.clock),
 		Claim:   p.Claim,
+		Payload: p.Payload,
+		Parent:  p.Parent,
+		Runs:    p.Runs,
 	}
 }
 

@@ -433,6 +433,7 @@ func (c *Consumer) process(ctx context.Context, m *messageRun) (result []byte, d
 		Effects: effect.Bind(c.Effects, d.key.Run.Job, d.key.Run.Generation, item.Attempt, c.now),
 		Claim:   cl,
 		Limiter: m.limits,
+		Runs:    runReader{ledger: c.Ledger, jobs: c.Jobs},
 	}
 	if c.Stop != nil {
 		// A stop ends the processor's context with ErrStopped as its

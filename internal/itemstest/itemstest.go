@@ -354,6 +354,68 @@ func RunChain(t *testing.T, b backend.Backend) {
 	require.Equal(t, 4, chained, "each chained item ran once: one run per chain and parent")
 }
 
+// RunSummary runs the fan-in over a run-time list: a tick of "feeds",
+// whose 25 items are computed when the run opens, chains to "summary",
+// whose one item reads every feed's result through Task.ParentResults (the
+// engine the task runs on, no second client) and sums them. The summary
+// sees all 25 results, in name order, and a run that does not exist is
+// ErrNoRun.
+func RunSummary(t *testing.T, b backend.Backend) {
+	t.Helper()
+	const feeds = 25
+	items := make([]baton.Item, feeds)
+	want := 0
+	for i := range items {
+		items[i] = baton.Item{Name: fmt.Sprintf("feed-%02d", i), Payload: []byte(strconv.Itoa(i + 1))}
+		want += i + 1
+	}
+	lim := baton.Limits{ItemLease: 10 * time.Second, ClockSkew: 100 * time.Millisecond}
+	fetch := baton.ProcessorFunc(func(_ context.Context, t baton.Task) ([]byte, error) {
+		return t.Payload, nil // the feed's "size"
+	})
+	summary := baton.ProcessorFunc(func(ctx context.Context, t baton.Task) ([]byte, error) {
+		sum, n, last := 0, 0, ""
+		for r, err := range t.ParentResults(ctx) {
+			if err != nil {
+				return nil, err
+			}
+			if r.State != "SUCCEEDED" || r.Item <= last {
+				return nil, baton.Permanent(fmt.Errorf("result %s: state %s after %q", r.Item, r.State, last))
+			}
+			v, err := strconv.Atoi(string(r.Result))
+			if err != nil {
+				return nil, baton.Permanent(fmt.Errorf("result %s: %w", r.Item, err))
+			}
+			sum, n, last = sum+v, n+1, r.Item
+		}
+		missing := "read"
+		for _, err := range t.Runs.Results(ctx, baton.RunID{Job: "feeds", Submission: "never", Generation: 1}) {
+			if errors.Is(err, baton.ErrNoRun) {
+				missing = "no such run"
+			}
+		}
+		return fmt.Appendf(nil, "%d items, sum %d; a missing run: %s", n, sum, missing), nil
+	})
+	cat, err := baton.NewCatalog(
+		baton.Job{Name: "feeds", Schedule: "rate(1 hour)", Items: baton.ItemList(10, items...), Processor: fetch, Limits: lim,
+			Chains: []baton.Chain{{Job: "summary"}}},
+		baton.Job{Name: "summary", Schedule: "rate(1 day)", Assets: []string{"total"}, Processor: summary, Limits: lim},
+	)
+	require.NoError(t, err)
+	eng, err := engine.New(b, engine.Options{Catalog: cat, Consumers: 2, BatchSize: 10, BatchTimeout: 30 * time.Second, RetryDelay: 100 * time.Millisecond})
+	require.NoError(t, err)
+	defer consume(t, eng)()
+
+	up, err := eng.Trigger(t.Context(), "feeds", time.Now(), false)
+	require.NoError(t, err)
+	require.Equal(t, ledger.RunComplete, waitFinished(t, b.Ledger, up.Run).State)
+	down := ledger.RunID{Job: "summary", Submission: baton.ChainKey(up.Run), Generation: 1}
+	require.Equal(t, ledger.RunComplete, waitFinished(t, b.Ledger, down).State)
+	total, err := b.Ledger.GetItem(t.Context(), ledger.ItemKey{Run: down, Asset: "total"})
+	require.NoError(t, err)
+	require.Equal(t, fmt.Sprintf("%d items, sum %d; a missing run: no such run", feeds, want), string(total.Result))
+}
+
 // RunRateLimit runs a tick of a job of 40 items on b whose every item
 // takes a start of a shared limit of 10 per 250 ms before it starts
 // (PerItem), and whose processor takes one more of a second limit through
