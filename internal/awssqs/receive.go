@@ -42,7 +42,6 @@ func (q *Queue) Receive(ctx context.Context, p queue.ReceiveParams) ([]queue.Del
 		// Also the deprecated list, which SQS still honours and is all
 		// local-aws-sqs reads (it ignores MessageSystemAttributeNames: see
 		// TestSQSSystemAttributeNamesIgnored in the launcher's tests).
-		//lint:ignore SA1019 the local SQS server reads only this list
 		AttributeNames: []types.QueueAttributeName{
 			types.QueueAttributeName(types.MessageSystemAttributeNameApproximateReceiveCount),
 			types.QueueAttributeName(types.MessageSystemAttributeNameSentTimestamp),

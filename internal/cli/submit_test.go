@@ -100,7 +100,7 @@ func TestReplaySubmission(t *testing.T) {
 	require.EqualValues(t, 2, raw["succeeded"])
 
 	// status lists the job's submissions, each by its current generation.
-	code, out, errOut = runMain(t, "submit", "--store", store, "--key", "req-2", "--items", items)
+	code, _, errOut = runMain(t, "submit", "--store", store, "--key", "req-2", "--items", items)
 	require.Equal(t, ExitOK, code, errOut)
 	code, out, errOut = runMain(t, "status", "--store", store, "--json")
 	require.Equal(t, ExitOK, code, errOut)

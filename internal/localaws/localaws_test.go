@@ -190,8 +190,7 @@ func TestSQSSendReceiveDelete(t *testing.T) {
 		QueueUrl:              aws.String(url),
 		MaxNumberOfMessages:   10,
 		MessageAttributeNames: []string{"All"},
-		//lint:ignore SA1019 the emulator reads only this list
-		AttributeNames: []sqstypes.QueueAttributeName{"ApproximateReceiveCount", "SentTimestamp"},
+		AttributeNames:        []sqstypes.QueueAttributeName{"ApproximateReceiveCount", "SentTimestamp"},
 	})
 	require.NoError(t, err)
 	require.Len(t, out.Messages, 1)
@@ -244,8 +243,7 @@ func receive(t *testing.T, c *sqs.Client, url string, visibility int32) []sqstyp
 		QueueUrl:            aws.String(url),
 		MaxNumberOfMessages: 10,
 		VisibilityTimeout:   visibility,
-		//lint:ignore SA1019 the emulator reads only this list
-		AttributeNames: []sqstypes.QueueAttributeName{"All"},
+		AttributeNames:      []sqstypes.QueueAttributeName{"All"},
 	})
 	require.NoError(t, err)
 	return out.Messages
@@ -398,7 +396,6 @@ func TestSQSRedriveToDLQ(t *testing.T) {
 	require.Eventually(t, func() bool {
 		out, err = c.ReceiveMessage(t.Context(), &sqs.ReceiveMessageInput{
 			QueueUrl: aws.String(dlq), MessageAttributeNames: []string{"All"},
-			//lint:ignore SA1019 the emulator reads only this list
 			AttributeNames: []sqstypes.QueueAttributeName{"All"},
 		})
 		require.NoError(t, err)
