@@ -86,6 +86,10 @@ func cloneDerived(ds []Derived) []Derived {
 	out := make([]Derived, len(ds))
 	for i, d := range ds {
 		out[i] = Derived{Name: d.Name, Inputs: append([]string(nil), d.Inputs...), Lease: d.Lease}
+		if d.Retry != nil {
+			r := *d.Retry
+			out[i].Retry = &r
+		}
 	}
 	return out
 }

@@ -41,7 +41,8 @@ type Job struct {
 	// its derived items. And its consumers check membership against the
 	// pages, which a derived item would fail. Fan-in over a run-time list
 	// belongs in the chained job (Chains: it starts when the run
-	// finishes, with the parent's id to read its results), or in a job
+	// finishes, and its processor reads the run's results with
+	// Task.ParentResults), or in a job
 	// with constant Assets and Derived beside it in the same catalog, as
 	// the job model's end-to-end test runs them.
 	Items ItemsFunc
@@ -71,6 +72,10 @@ type Job struct {
 	// Limits are the timing and retry limits; zero fields take the
 	// defaults of DefaultLimits.
 	Limits Limits
+	// Retry is how long a failed item waits before its next attempt
+	// (see RetryPolicy); a processor's RetryAfter error names its own.
+	// The zero value keeps the engine's redelivery delay.
+	Retry RetryPolicy
 	// StalenessBudget, optional, is how long after its tick a run's items
 	// may finish before operators are told: the stack's alarm on
 	// tick-to-done uses it. 0: no budget.
@@ -203,6 +208,9 @@ type Derived struct {
 	// Limits.ItemLease: for a derived item that takes longer than the
 	// assets (a heartbeat renews it by as much). 0: the job's.
 	Lease time.Duration
+	// Retry, optional, is this item's retry policy in place of the job's
+	// Retry. nil: the job's.
+	Retry *RetryPolicy
 }
 
 // Limits are the timing and retry limits the runtime applies to a job.
@@ -341,6 +349,17 @@ func (j Job) Validate() error {
 			return fmt.Errorf("job %s: %w", j.Name, err)
 		}
 	}
+	if err := j.Retry.validate(); err != nil {
+		return fmt.Errorf("job %s: retry policy: %w", j.Name, err)
+	}
+	for _, d := range j.Derived {
+		if d.Retry == nil {
+			continue
+		}
+		if err := d.Retry.validate(); err != nil {
+			return fmt.Errorf("job %s: derived %s: retry policy: %w", j.Name, d.Name, err)
+		}
+	}
 	seenLimits := map[string]bool{}
 	for _, r := range j.RateLimits {
 		if err := r.check(); err != nil {
@@ -366,6 +385,16 @@ func (j Job) ItemNames() []string {
 		names = append(names, x.Name)
 	}
 	return names
+}
+
+// ItemRetry returns the retry policy of the item called name: its
+// Derived.Retry when it is a derived item that sets one, else the job's
+// Retry.
+func (j Job) ItemRetry(name string) RetryPolicy {
+	if x, ok := j.DerivedItem(name); ok && x.Retry != nil {
+		return *x.Retry
+	}
+	return j.Retry
 }
 
 // ItemLease returns the lease of the item called name: its Derived.Lease

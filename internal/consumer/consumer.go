@@ -86,6 +86,13 @@ type Consumer struct {
 	// ItemsFunc, optional, names the items of a shard message's range
 	// (hierarchical fan-out); nil: CatalogItems.
 	ItemsFunc ItemsFunc
+	// RetryDelay, optional, is how long a failed message stays hidden
+	// when nothing names its delay (a job's baton.RetryPolicy, a
+	// processor's baton.RetryAfter). 0: as the queue hides it (the rest
+	// of its visibility timeout). A delay is applied when Queue is a
+	// queue.VisibilityChanger for the batch's queue; Failure.Delay says
+	// which was.
+	RetryDelay time.Duration
 }
 
 // Result is the verdict on a batch. Every message not in Failed may be
@@ -117,7 +124,11 @@ func (r Result) Outcomes() []MessageOutcome {
 // Failure is one message's failure or dead-letter reason.
 type Failure struct {
 	MessageID string
-	Err       error
+	// Delay is how long the failed message was hidden before its next
+	// delivery (see Consumer.RetryDelay); 0 when it was left as the
+	// queue hides it.
+	Delay time.Duration
+	Err   error
 }
 
 // MessageOutcome is what happened to one message of a batch: the
@@ -178,14 +189,14 @@ func (c *Consumer) Handle(ctx context.Context, deadline time.Time, msgs []queue.
 
 	var res Result
 	counts := map[string]int{}
-	for _, v := range verdicts {
+	for i, v := range verdicts {
 		res.Items = append(res.Items, v.outcome)
 		counts[v.outcome.Status]++
 		switch {
 		case v.deadLettered:
 			res.DeadLettered = append(res.DeadLettered, Failure{MessageID: v.outcome.MessageID, Err: v.err})
 		case v.err != nil:
-			res.Failed = append(res.Failed, Failure{MessageID: v.outcome.MessageID, Err: v.err})
+			res.Failed = append(res.Failed, c.delay(ctx, ds[i].d, v))
 		}
 	}
 	attrs := []any{

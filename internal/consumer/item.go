@@ -43,6 +43,10 @@ type verdict struct {
 	err          error // nil: acknowledge
 	deadLettered bool  // forwarded to the dead-letter queue (and so acknowledged)
 	poison       bool  // err says why no receive will ever succeed: dead-letter it now
+	// delay, for a failed attempt with attempts left, is how long its
+	// message waits before the next delivery (see retryDelay); 0: the
+	// consumer's default.
+	delay time.Duration
 }
 
 // decode parses the message and resolves its job and asset.
@@ -566,8 +570,11 @@ func (c *Consumer) recordFailure(ctx context.Context, m *messageRun, perr error,
 		c.settle(ctx, m)
 		return m.ack(StatusDead)
 	}
-	m.log.DebugContext(ctx, "item failed", slog.String("phase", "process"), slog.Int("attempt", attempt), slog.Any("error", perr))
-	return m.fail(StatusFailed, fmt.Errorf("%s attempt %d: %w", d.key, attempt, perr))
+	v := m.fail(StatusFailed, fmt.Errorf("%s attempt %d: %w", d.key, attempt, perr))
+	v.delay = c.retryDelay(ctx, m, perr)
+	m.log.DebugContext(ctx, "item failed", slog.String("phase", "process"), slog.Int("attempt", attempt),
+		slog.Duration("retry_in", v.delay), slog.Any("error", perr))
+	return v
 }
 
 // fanIn runs the fan-in check for the derived items downstream of d's

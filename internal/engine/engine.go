@@ -95,7 +95,7 @@ func New(b backend.Backend, o Options) (*Engine, error) {
 			Ledger: b.Ledger, Queue: queue.ReceivedFrom(router, from), Jobs: o.Catalog, Effects: b.Effects, Runs: &consumer.RunCache{}, Pages: &consumer.PageCache{}, RateLimits: b.RateLimits,
 			ChainsFunc: e.Coordinator.StartChains,
 			Owner:      owner, NowFunc: o.NowFunc, Logger: o.Logger,
-			MaxReceives: b.MaxReceives,
+			MaxReceives: b.MaxReceives, RetryDelay: o.retryDelay(),
 		}
 		if b.DeadLetter != nil {
 			c.DeadLetter = b.DeadLetter
@@ -272,11 +272,20 @@ func (e *Engine) priorityPoller(pools []pool) *poller.Poller {
 	return pl
 }
 
-func (e *Engine) poller(from queue.Receiver, c *consumer.Consumer, concurrency int) *poller.Poller {
-	retry := e.opts.RetryDelay
-	if retry <= 0 {
-		retry = time.Second
+// retryDelay is the consumers' RetryDelay: how long a failed message
+// whose delay nothing names stays hidden.
+func (o Options) retryDelay() time.Duration {
+	if o.RetryDelay <= 0 {
+		return time.Second
 	}
+	return o.RetryDelay
+}
+
+// poller returns the poller of c's queue. Failed messages are hidden by
+// the consumer itself, each for its own delay (a job's retry policy, a
+// processor's RetryAfter, else Options.RetryDelay): the poller leaves
+// them as they are.
+func (e *Engine) poller(from queue.Receiver, c *consumer.Consumer, concurrency int) *poller.Poller {
 	wait := e.backend.ReceiveWait
 	if wait <= 0 {
 		wait = 500 * time.Millisecond
@@ -287,7 +296,6 @@ func (e *Engine) poller(from queue.Receiver, c *consumer.Consumer, concurrency i
 		Timeout:     e.batchTimeout(),
 		Concurrency: concurrency,
 		Wait:        wait,
-		RetryDelay:  retry,
 		NowFunc:     e.opts.NowFunc,
 		Logger:      e.opts.Logger,
 		HandleFunc: func(ctx context.Context, deadline time.Time, msgs []queue.Delivery) []string {

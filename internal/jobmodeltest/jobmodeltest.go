@@ -42,6 +42,7 @@ func Run(t *testing.T, open func(t *testing.T, jobQueues ...string) backend.Back
 		{"RunTimeListBesideDAG", func(t *testing.T, b backend.Backend) { dagtest.RunBesideRunTimeList(t, b, RunTimeItems) }, nil},
 		{"Chain", itemstest.RunChain, nil},
 		{"SummaryOverRunTimeItems", itemstest.RunSummary, nil},
+		{"RetryDelays", itemstest.RunRetryDelays, nil},
 		{"HeartbeatingLongItem", heartbeattest.Run, nil},
 		{"SharedRateLimits", itemstest.RunRateLimit, nil},
 		{"InFlightLimit", itemstest.RunInFlightLimit, nil},

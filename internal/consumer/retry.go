@@ -1,0 +1,63 @@
+package consumer
+
+import (
+	"context"
+	"errors"
+	"log/slog"
+	"time"
+
+	"github.com/batonhq/baton"
+	"github.com/batonhq/baton/internal/queue"
+)
+
+// visibilityTimeout bounds the visibility changes of a batch's failed
+// messages, made after the batch's own deadline may have passed.
+const visibilityTimeout = 5 * time.Second
+
+// retryDelay is how long the item of m, whose attempt failed with perr
+// and has attempts left, waits before its next attempt: the delay perr
+// names with baton.RetryAfter, clamped to [baton.MinRetryAfter,
+// baton.MaxRetryDelay] (and logged when it is), else the item's
+// baton.RetryPolicy; 0 when neither names one.
+func (c *Consumer) retryDelay(ctx context.Context, m *messageRun, perr error) time.Duration {
+	asked, ok := baton.RetryAfterOf(perr)
+	if !ok {
+		return m.d.job.ItemRetry(m.d.key.Asset).Delay(m.item.Attempt)
+	}
+	d := min(max(asked, baton.MinRetryAfter), baton.MaxRetryDelay)
+	if d != asked {
+		m.log.WarnContext(ctx, "retry delay clamped", slog.String("phase", "fail"),
+			slog.Duration("asked", asked), slog.Duration("retry_in", d),
+			slog.Duration("min", baton.MinRetryAfter), slog.Duration("max", baton.MaxRetryDelay))
+	}
+	return d
+}
+
+// delay hides the failed message d for its verdict's delay (or the
+// consumer's RetryDelay) when the queue can (queue.VisibilityChanger),
+// and returns its Failure, whose Delay says whether it did. A change that
+// fails leaves the message as the queue hides it: it comes back later,
+// never earlier, than asked.
+func (c *Consumer) delay(ctx context.Context, d queue.Delivery, v verdict) Failure {
+	f := Failure{MessageID: v.outcome.MessageID, Err: v.err}
+	delay := v.delay
+	if delay <= 0 {
+		delay = c.RetryDelay
+	}
+	vc, ok := c.Queue.(queue.VisibilityChanger)
+	if delay <= 0 || !ok || d.ReceiptHandle == "" {
+		return f
+	}
+	ctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), visibilityTimeout)
+	defer cancel()
+	err := vc.ChangeVisibility(ctx, queue.ChangeVisibilityParams{ReceiptHandle: d.ReceiptHandle, Timeout: delay, Now: c.now()})
+	if err != nil {
+		if !errors.Is(err, queue.ErrInvalidReceipt) {
+			c.logger().WarnContext(ctx, "retry delay not applied; the message comes back with its visibility timeout",
+				slog.String("phase", "fail"), slog.String("message_id", d.MessageID), slog.Duration("retry_in", delay), slog.Any("error", err))
+		}
+		return f
+	}
+	f.Delay = delay
+	return f
+}
