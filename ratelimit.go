@@ -4,6 +4,8 @@ import (
 	"context"
 	"fmt"
 	"time"
+
+	"github.com/batonhq/baton/internal/ratelimit"
 )
 
 // RateLimit is a named limit of Starts starts per Per, or of InFlight
@@ -51,21 +53,7 @@ func (r RateLimit) check() error {
 	if err := ValidName("rate limit", r.Name); err != nil {
 		return err
 	}
-	switch {
-	case r.InFlight < 0:
-		return fmt.Errorf("rate limit %s: InFlight must not be negative", r.Name)
-	case r.InFlight > 0 && (r.Starts != 0 || r.Per != 0 || r.Shards != 0):
-		return fmt.Errorf("rate limit %s: InFlight excludes Starts, Per and Shards (a limit is one or the other)", r.Name)
-	case r.InFlight > 0:
-		return nil
-	case r.Starts < 1:
-		return fmt.Errorf("rate limit %s: Starts must be at least 1", r.Name)
-	case r.Per < time.Millisecond:
-		return fmt.Errorf("rate limit %s: Per must be at least 1ms", r.Name)
-	case r.Shards < 0 || r.Shards > r.Starts:
-		return fmt.Errorf("rate limit %s: Shards must be within 0..Starts (%d)", r.Name, r.Starts)
-	}
-	return nil
+	return ratelimit.Limit{Name: r.Name, Starts: r.Starts, Per: r.Per, Shards: r.Shards, InFlight: r.InFlight}.Check()
 }
 
 // Limiter takes starts of the catalog's rate limits for a task.

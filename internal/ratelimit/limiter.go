@@ -23,7 +23,8 @@ type Limit struct {
 // slots of a full in-flight limit again.
 const SlotPoll = 200 * time.Millisecond
 
-// Check reports what is wrong with l.
+// Check reports what is wrong with l: the one check of a limit's
+// numbers, which baton.Job.Validate makes too.
 func (l Limit) Check() error {
 	switch {
 	case l.Name == "":
@@ -31,7 +32,7 @@ func (l Limit) Check() error {
 	case l.InFlight < 0:
 		return fmt.Errorf("rate limit %s: InFlight must not be negative", l.Name)
 	case l.InFlight > 0 && (l.Starts != 0 || l.Per != 0 || l.Shards != 0):
-		return fmt.Errorf("rate limit %s: InFlight excludes Starts, Per and Shards", l.Name)
+		return fmt.Errorf("rate limit %s: InFlight excludes Starts, Per and Shards (a limit is one or the other)", l.Name)
 	case l.InFlight > 0:
 		return nil
 	case l.Starts < 1:
