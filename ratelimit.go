@@ -2,6 +2,7 @@ package baton
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"time"
 
@@ -47,11 +48,42 @@ type RateLimit struct {
 	// job starts (an item waiting for one does not start; past the
 	// invocation's deadline it is retried).
 	PerItem bool
+	// Keyed makes the limit apply per key, the key chosen at run time:
+	// Starts per Per (or InFlight at once) for each key, a host, a tenant
+	// or a symbol, each key's counters and slots its own records. A
+	// processor takes a start for a key with Task.WaitKey; a PerItem
+	// keyed limit takes the item's key from Key. Keys need no
+	// declaration: a key's records are made at its first start and
+	// removed once idle (see docs/flow-control.md).
+	Keyed bool
+	// Key, for a PerItem keyed limit, is each item's key: a function of
+	// its task (Task.Asset, Task.Payload). An empty or over-long key
+	// fails the item's start with the reason.
+	Key func(Task) string
 }
+
+// MaxLimitKey is the longest key of a keyed limit, in bytes.
+const MaxLimitKey = 256
+
+// Errors of Task.Wait and Task.WaitKey, matched with errors.Is; the error
+// names the limit and the key.
+var (
+	// ErrUnknownLimit: the task's job declares no limit of that name.
+	ErrUnknownLimit = errors.New("unknown rate limit")
+	// ErrLimitKey: an empty key, a key over MaxLimitKey bytes, a key
+	// given to a limit that is not Keyed, or none given to one that is.
+	ErrLimitKey = errors.New("bad rate limit key")
+)
 
 func (r RateLimit) check() error {
 	if err := ValidName("rate limit", r.Name); err != nil {
 		return err
+	}
+	switch {
+	case r.Key != nil && !(r.Keyed && r.PerItem):
+		return fmt.Errorf("rate limit %s: Key is the item's key of a Keyed PerItem limit; set both", r.Name)
+	case r.Keyed && r.PerItem && r.Key == nil:
+		return fmt.Errorf("rate limit %s: a Keyed PerItem limit needs Key, the function that gives each item's key", r.Name)
 	}
 	return ratelimit.Limit{Name: r.Name, Starts: r.Starts, Per: r.Per, Shards: r.Shards, InFlight: r.InFlight}.Check()
 }
@@ -62,6 +94,8 @@ type Limiter interface {
 	// with an error when ctx ends first or name is not a limit of the
 	// task's job.
 	Wait(ctx context.Context, name string) error
+	// WaitKey is Wait for key of a Keyed limit.
+	WaitKey(ctx context.Context, name, key string) error
 }
 
 // Wait takes one start of the job's rate limit called name (see
@@ -73,6 +107,18 @@ func (t Task) Wait(ctx context.Context, name string) error {
 		return nil
 	}
 	return t.Limiter.Wait(ctx, name)
+}
+
+// WaitKey takes one start of the job's Keyed rate limit called name for
+// key (see RateLimit.Keyed): the limit holds for each key on its own, so
+// one key's load never takes another's starts. Errors match
+// ErrUnknownLimit and ErrLimitKey. With no Limiter (a Task built by hand)
+// it returns at once.
+func (t Task) WaitKey(ctx context.Context, name, key string) error {
+	if t.Limiter == nil {
+		return nil
+	}
+	return t.Limiter.WaitKey(ctx, name, key)
 }
 
 // RateLimit returns the job's rate limit called name.
@@ -87,11 +133,15 @@ func (j Job) RateLimit(name string) (RateLimit, bool) {
 
 // checkRateLimits refuses two jobs declaring one limit differently.
 func (c *Catalog) checkRateLimits() error {
-	seen := map[string]RateLimit{}
+	type decl struct {
+		starts, shards, inFlight int
+		per                      time.Duration
+		keyed                    bool
+	}
+	seen := map[string]decl{}
 	for _, name := range c.names {
 		for _, r := range c.jobs[name].RateLimits {
-			want := r
-			want.PerItem = false
+			want := decl{starts: r.Starts, shards: r.Shards, inFlight: r.InFlight, per: r.Per, keyed: r.Keyed}
 			if prev, ok := seen[r.Name]; ok && prev != want {
 				return fmt.Errorf("catalog: rate limit %s is declared differently by two jobs (%+v and %+v)", r.Name, prev, want)
 			}

@@ -29,6 +29,7 @@ const (
 	StatusRequeued   = "requeued"    // held by a live claim at its last receive: sent again as a new message, acknowledged
 	StatusOverBudget = "over_budget" // not started: its run's RunBudget had passed; CANCELLED with the reason, acknowledged
 	StatusReleased   = "released"    // given back at a graceful stop (Consumer.Stop): not started, or its claim released; redelivered
+	StatusLimited    = "limited"     // not started: its key of a keyed PerItem limit was busy (ErrLimited); redelivered later, no attempt spent
 	// StatusExpanded and StatusRan (shard messages) are in expand.go and bulk.go.
 )
 

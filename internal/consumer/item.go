@@ -117,7 +117,7 @@ func (c *Consumer) handle(ctx context.Context, deadline time.Time, d *delivery) 
 			return v
 		}
 		exhausted := c.MaxReceives > 0 && d.d.ReceiveCount >= c.MaxReceives
-		if v.err != nil && exhausted && errors.Is(v.err, ledger.ErrHeld) {
+		if v.err != nil && exhausted && (errors.Is(v.err, ledger.ErrHeld) || errors.Is(v.err, ErrLimited)) {
 			if rv, ok := c.requeue(ctx, d, v); ok {
 				return rv
 			}
@@ -139,7 +139,7 @@ func (c *Consumer) handle(ctx context.Context, deadline time.Time, d *delivery) 
 
 // requeue sends d again as a new message (receive count 1) and
 // acknowledges it, for a message whose item is held by a live claim at its
-// last receive. Dead-lettering it could lose the item: the claim may be a
+// last receive (or, never claimed, waits on a busy key: ErrLimited). Dead-lettering it could lose the item: the claim may be a
 // dead consumer's, taken from this very message (a queue may deliver one
 // message twice at once, and a poller that retries a held message sooner
 // than its visibility timeout spends its receives while the claim lasts),

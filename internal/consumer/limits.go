@@ -39,24 +39,63 @@ func newTaskLimiter(c *Consumer, job baton.Job, key string, until time.Time) *ta
 }
 
 func (l *taskLimiter) Wait(ctx context.Context, name string) error {
+	return l.wait(ctx, name, "", false)
+}
+
+func (l *taskLimiter) WaitKey(ctx context.Context, name, key string) error {
+	return l.wait(ctx, name, key, true)
+}
+
+// record is the record name of limit name for key (keyed) after checking
+// them: the limit's name, or its key's (ratelimit.KeyedName).
+func (l *taskLimiter) record(name, key string, keyed bool) (baton.RateLimit, string, error) {
 	r, ok := l.job.RateLimit(name)
-	if !ok {
-		return fmt.Errorf("job %s declares no rate limit %q", l.job.Name, name)
+	switch {
+	case !ok:
+		return r, "", fmt.Errorf("job %s declares no rate limit %q: %w", l.job.Name, name, baton.ErrUnknownLimit)
+	case r.Keyed && !keyed:
+		return r, "", fmt.Errorf("rate limit %s: %w: it is Keyed; take it with Task.WaitKey", name, baton.ErrLimitKey)
+	case !r.Keyed && keyed:
+		return r, "", fmt.Errorf("rate limit %s: %w: it is not Keyed, and key %s was given; take it with Task.Wait", name, baton.ErrLimitKey, quoteKey(key))
+	case keyed && key == "":
+		return r, "", fmt.Errorf("rate limit %s: %w: empty key", name, baton.ErrLimitKey)
+	case keyed && len(key) > baton.MaxLimitKey:
+		return r, "", fmt.Errorf("rate limit %s: %w: key %s is %d bytes, at most %d", name, baton.ErrLimitKey, quoteKey(key), len(key), baton.MaxLimitKey)
+	case keyed:
+		return r, ratelimit.KeyedName(name, key), nil
+	}
+	return r, name, nil
+}
+
+// quoteKey quotes a key for a message or a log, cut to 64 bytes: a key is
+// data, never logged whole.
+func quoteKey(key string) string {
+	const most = 64
+	if len(key) > most {
+		return strconv.Quote(key[:most]) + "…"
+	}
+	return strconv.Quote(key)
+}
+
+func (l *taskLimiter) wait(ctx context.Context, name, key string, keyed bool) error {
+	r, record, err := l.record(name, key, keyed)
+	if err != nil {
+		return err
 	}
 	if l.store == nil {
 		return fmt.Errorf("rate limit %s: %w", name, ErrNoRateLimits)
 	}
 	lm := ratelimit.Limiter{Store: l.store, NowFunc: l.now}
 	if r.InFlight == 0 {
-		return lm.Wait(ctx, ratelimit.Limit{Name: r.Name, Starts: r.Starts, Per: r.Per, Shards: r.Shards})
+		return lm.Wait(ctx, ratelimit.Limit{Name: record, Starts: r.Starts, Per: r.Per, Shards: r.Shards})
 	}
 	l.mu.Lock()
-	_, have := l.held[name]
+	_, have := l.held[record]
 	l.mu.Unlock()
 	if have {
 		return nil // the item holds a slot of it already
 	}
-	slot, err := lm.Acquire(ctx, ratelimit.Limit{Name: r.Name, InFlight: r.InFlight}, l.holder, l.holdUntil)
+	slot, err := lm.Acquire(ctx, ratelimit.Limit{Name: record, InFlight: r.InFlight}, l.holder, l.holdUntil)
 	if err != nil {
 		return err
 	}
@@ -64,7 +103,7 @@ func (l *taskLimiter) Wait(ctx context.Context, name string) error {
 	if l.held == nil {
 		l.held = map[string]int{}
 	}
-	l.held[name] = slot
+	l.held[record] = slot
 	l.mu.Unlock()
 	return nil
 }
@@ -112,10 +151,23 @@ func (l *taskLimiter) freeAll(ctx context.Context, log *slog.Logger) {
 	}
 }
 
+// ErrLimited matches the reason of a message given back because its
+// item's key of a keyed PerItem limit had no start free within
+// KeyedWait: it is redelivered after RetryDelay or the limit's window,
+// without an attempt spent, and requeued rather than dead-lettered at its
+// last receive.
+var ErrLimited = errors.New("waiting on a keyed rate limit")
+
+// KeyedWait bounds how long an item waits for a start of a keyed PerItem
+// limit before its message is given back: a hot key's items must not hold
+// the consumer's slots that other keys' items could use.
+const KeyedWait = 2 * time.Second
+
 // itemLimits takes a start (or a slot) of each of the job's PerItem
 // limits before its item starts, waiting until the deadline less the
 // margin at most; a wait cut short leaves the item unstarted (retried
-// later).
+// later). A keyed limit's start is waited for KeyedWait at most: then the
+// message is given back (ErrLimited) for a later delivery.
 func (c *Consumer) itemLimits(ctx context.Context, deadline time.Time, m *messageRun) (verdict, bool) {
 	d := m.d
 	var per []baton.RateLimit
@@ -133,9 +185,39 @@ func (c *Consumer) itemLimits(ctx context.Context, deadline time.Time, m *messag
 		defer cancel()
 	}
 	for _, r := range per {
-		if err := m.limits.Wait(ctx, r.Name); err != nil {
+		if !r.Keyed {
+			if err := m.limits.Wait(ctx, r.Name); err != nil {
+				return m.fail(StatusNotStarted, fmt.Errorf("%s not started: %w", d.key, err)), false
+			}
+			continue
+		}
+		task := baton.Task{Key: d.key, Asset: d.key.Asset, Nominal: d.key.Run.Nominal, Inputs: m.inputs, Payload: m.payload, Parent: m.parent}
+		key := r.Key(task)
+		wctx, cancel := context.WithTimeoutCause(ctx, KeyedWait, ErrLimited)
+		err := m.limits.WaitKey(wctx, r.Name, key)
+		cancel()
+		switch {
+		case errors.Is(err, baton.ErrLimitKey):
+			return m.fail(StatusNotStarted, fmt.Errorf("%s not started: %w", d.key, err)), false
+		case err != nil && ctx.Err() == nil && errors.Is(context.Cause(wctx), ErrLimited):
+			m.log.DebugContext(ctx, "item given back: its key's limit is busy", slog.String("phase", "limit"),
+				slog.String("rate_limit", r.Name), slog.String("limit_key", quoteKey(key)))
+			v := m.fail(StatusLimited, fmt.Errorf("%s not started: rate limit %s key %s: %w", d.key, r.Name, quoteKey(key), ErrLimited))
+			v.delay = limitedDelay(r)
+			return v, false
+		case err != nil:
 			return m.fail(StatusNotStarted, fmt.Errorf("%s not started: %w", d.key, err)), false
 		}
 	}
 	return verdict{}, true
+}
+
+// limitedDelay is how long a message given back by a busy key waits: the
+// rest of a window is at most Per, and a slot comes back within about
+// SlotPoll; at least a second, the shortest a queue hides a message for.
+func limitedDelay(r baton.RateLimit) time.Duration {
+	if r.InFlight > 0 {
+		return time.Second
+	}
+	return max(time.Second, min(r.Per, time.Minute))
 }

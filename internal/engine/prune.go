@@ -6,6 +6,7 @@ import (
 	"time"
 
 	"github.com/batonhq/baton/internal/ledger"
+	"github.com/batonhq/baton/internal/ratelimit"
 )
 
 // DefaultPruneEvery is how often Prune runs a pass when asked for 0.
@@ -13,8 +14,10 @@ const DefaultPruneEvery = 5 * time.Minute
 
 // PrunePass prunes, for each job of the catalog, its runs finished more
 // than its retention (baton.Job.Retention) ago, at most maxRecords
-// records per job (0: the store's default): one bounded pass. A backend
-// without a pruner (DynamoDB keeps by TTL) prunes nothing.
+// records per job (0: the store's default), and the rate limits' idle
+// counters and slots (ratelimit.Pruner; a keyed limit's keys without
+// number): one bounded pass. A backend without a pruner (DynamoDB keeps
+// by TTL) prunes nothing.
 func (e *Engine) PrunePass(ctx context.Context, maxRecords int) (ledger.PruneResult, error) {
 	var all ledger.PruneResult
 	p := e.backend.Pruner
@@ -22,6 +25,13 @@ func (e *Engine) PrunePass(ctx context.Context, maxRecords int) (ledger.PruneRes
 		return all, nil
 	}
 	now := e.now()
+	if lp, ok := e.backend.RateLimits.(ratelimit.Pruner); ok {
+		n, err := lp.PruneLimits(ctx, now)
+		all.Records += n
+		if err != nil {
+			return all, err
+		}
+	}
 	for _, name := range e.opts.Catalog.Names() {
 		j, err := e.opts.Catalog.Lookup(name)
 		if err != nil {

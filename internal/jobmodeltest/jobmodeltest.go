@@ -43,6 +43,7 @@ func Run(t *testing.T, open func(t *testing.T, jobQueues ...string) backend.Back
 		{"Chain", itemstest.RunChain, nil},
 		{"SummaryOverRunTimeItems", itemstest.RunSummary, nil},
 		{"RetryDelays", itemstest.RunRetryDelays, nil},
+		{"KeyedLimits", itemstest.RunKeyedLimits, nil},
 		{"HeartbeatingLongItem", heartbeattest.Run, nil},
 		{"SharedRateLimits", itemstest.RunRateLimit, nil},
 		{"InFlightLimit", itemstest.RunInFlightLimit, nil},

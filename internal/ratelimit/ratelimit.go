@@ -80,6 +80,23 @@ type SlotParams struct {
 	Now   time.Time // the caller's time, which Until is compared with
 }
 
+// Pruner is an optional ability of a Store that keeps no time to live of
+// its own (the embedded store, PostgreSQL; DynamoDB removes its records
+// by TTL): removing the records of idle limits and keys, so that keys
+// without number (a keyed limit's hosts, tenants) do not grow the store
+// without bound.
+type Pruner interface {
+	// PruneLimits removes the counters whose window ended before now
+	// (their Expires), and the slots free or run out for more than
+	// SlotIdle at now; it returns how many records it removed. A slot
+	// removed is free, as a freed one is.
+	PruneLimits(ctx context.Context, now time.Time) (int, error)
+}
+
+// SlotIdle is how long a free or run-out slot record is kept before
+// PruneLimits removes it.
+const SlotIdle = time.Hour
+
 // Store keeps the counters of rate limit windows and the slots of
 // in-flight limits. Its methods may be
 // called concurrently from several processes.

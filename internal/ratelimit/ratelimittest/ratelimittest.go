@@ -44,6 +44,8 @@ func Cases() []Case {
 		{"HoldExpires", TestHoldExpires},
 		{"SlotsAreSeparate", TestSlotsAreSeparate},
 		{"ConcurrentHoldsOneWinner", TestConcurrentHoldsOneWinner},
+		{"KeyedRecordsAreSeparate", TestKeyedRecordsAreSeparate},
+		{"PruneRemovesIdleRecords", TestPruneRemovesIdleRecords},
 	}
 }
 
@@ -220,4 +222,72 @@ func TestConcurrentHoldsOneWinner(t *testing.T, h Harness) {
 		require.NoError(t, err)
 	}
 	require.Equal(t, int64(1), won.Load())
+}
+
+// keys are key texts a keyed limit may be given: each must get records of
+// its own, whatever it holds.
+var keys = []string{"feeds.example.com", "a/b", "a#b", "a%23b", "a b", "a+b", "日本語", "#", "SLOT", "0"}
+
+// TestKeyedRecordsAreSeparate: the counters and slots of a keyed limit's
+// keys (ratelimit.KeyedName), whatever their text, count and hold apart
+// from each other and from the limit's own.
+func TestKeyedRecordsAreSeparate(t *testing.T, h Harness) {
+	t.Parallel()
+	s := h.NewStore(t)
+	ctx, name := t.Context(), uniqueName()
+	records := []string{name}
+	for _, k := range keys {
+		records = append(records, ratelimit.KeyedName(name, k))
+	}
+	for _, rec := range records {
+		n, err := s.Take(ctx, ratelimit.TakeParams{Name: rec, Window: 3, Max: 1, Expires: expires})
+		require.NoError(t, err, "%q: a counter of its own", rec)
+		require.Equal(t, 1, n)
+		require.NoError(t, s.Hold(ctx, ratelimit.SlotParams{Name: rec, Slot: 0, Holder: "h-" + rec, Until: t0.Add(time.Minute), Now: t0}), "%q: a slot of its own", rec)
+	}
+	for _, rec := range records {
+		_, err := s.Take(ctx, ratelimit.TakeParams{Name: rec, Window: 3, Max: 1, Expires: expires})
+		require.ErrorIs(t, err, ratelimit.ErrFull, "%q", rec)
+	}
+}
+
+// TestPruneRemovesIdleRecords: a store that keeps no time to live
+// (ratelimit.Pruner) removes the counters of ended windows and the slots
+// free or run out for ratelimit.SlotIdle, and nothing live: a live
+// counter keeps its count and a live slot its holder.
+func TestPruneRemovesIdleRecords(t *testing.T, h Harness) {
+	t.Parallel()
+	s := h.NewStore(t)
+	p, ok := s.(ratelimit.Pruner)
+	if !ok {
+		t.Skip("the store removes idle records by its own time to live (DynamoDB TTL)")
+	}
+	ctx, name := t.Context(), uniqueName()
+	// Long ago, so that no other case's records are old enough to go.
+	base := time.Date(2001, 1, 1, 0, 0, 0, 0, time.UTC)
+	idle, live := ratelimit.KeyedName(name, "idle/host"), ratelimit.KeyedName(name, "live/host")
+	for w := range int64(3) {
+		_, err := s.Take(ctx, ratelimit.TakeParams{Name: idle, Window: w, Max: 5, Expires: base.Add(time.Duration(w) * time.Second)})
+		require.NoError(t, err)
+	}
+	_, err := s.Take(ctx, ratelimit.TakeParams{Name: live, Window: 9, Max: 2, Expires: base.Add(48 * time.Hour)})
+	require.NoError(t, err)
+	require.NoError(t, s.Hold(ctx, ratelimit.SlotParams{Name: idle, Slot: 0, Holder: "crashed", Until: base, Now: base}))
+	require.NoError(t, s.Hold(ctx, ratelimit.SlotParams{Name: live, Slot: 0, Holder: "alive", Until: base.Add(48 * time.Hour), Now: base}))
+
+	now := base.Add(2 * time.Hour)
+	n, err := p.PruneLimits(ctx, now)
+	require.NoError(t, err)
+	// A take may remove its name's windows before the previous one: of the
+	// idle key's three ended windows, two at least are left to prune.
+	require.GreaterOrEqual(t, n, 3, "ended windows and a slot run out for over an hour")
+	// The idle key's window 0 starts afresh; the live one keeps its count.
+	got, err := s.Take(ctx, ratelimit.TakeParams{Name: idle, Window: 0, Max: 5, Expires: base.Add(48 * time.Hour)})
+	require.NoError(t, err)
+	require.Equal(t, 1, got, "the ended window's counter was removed")
+	got, err = s.Take(ctx, ratelimit.TakeParams{Name: live, Window: 9, Max: 2, Expires: base.Add(48 * time.Hour)})
+	require.NoError(t, err)
+	require.Equal(t, 2, got, "a live counter is kept")
+	require.ErrorIs(t, s.Hold(ctx, ratelimit.SlotParams{Name: live, Slot: 0, Holder: "other", Until: now.Add(time.Minute), Now: now}), ratelimit.ErrFull, "a live slot is kept")
+	require.ErrorIs(t, s.Free(ctx, ratelimit.SlotParams{Name: idle, Slot: 0, Holder: "crashed"}), ratelimit.ErrNotHolder, "the run-out slot was removed")
 }
