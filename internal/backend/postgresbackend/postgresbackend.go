@@ -72,6 +72,11 @@ type Params struct {
 	// ReceiveWait is the long-poll wait of an idle consumer's receives; 0
 	// means DefaultReceiveWait.
 	ReceiveWait time.Duration
+	// RetryWindow is how long each operation retries a lost or refused
+	// connection (a server restarting or failing over) before it fails; 0
+	// means postgres.DefaultRetryWindow (a minute), a negative window
+	// none.
+	RetryWindow time.Duration
 }
 
 // Open connects to the database, checks that Setup brought it to this
@@ -90,12 +95,13 @@ func Open(ctx context.Context, p Params) (backend.Backend, error) {
 	var db *postgres.DB
 	if p.Pool != nil {
 		db, p.DSN = postgres.New(p.Pool), p.Pool.Config().ConnString()
+		db.SetRetryWindow(p.RetryWindow)
 	} else {
 		var err error
 		if p.MaxConns == 0 && !strings.Contains(p.DSN, "pool_max_conns") {
 			p.MaxConns = DefaultMaxConns
 		}
-		if db, err = postgres.Open(ctx, p.DSN, &postgres.Options{MaxConns: p.MaxConns}); err != nil {
+		if db, err = postgres.Open(ctx, p.DSN, &postgres.Options{MaxConns: p.MaxConns, RetryWindow: p.RetryWindow}); err != nil {
 			return backend.Backend{}, fmt.Errorf("postgres backend: %w", err)
 		}
 	}
