@@ -124,6 +124,7 @@ func TestPostgresUsage(t *testing.T) {
 		{[]string{"setup", "--backend", "postgres", "--dsn", "x", "--max-receives", "0"}, "--max-receives must be at least 1"},
 		{[]string{"setup", "--backend", "sqlite"}, "cannot be set up"},
 		{[]string{"status", "--backend", "postgres"}, "no database: set --dsn or BATON_PG_DSN"},
+		{[]string{"status", "--backend", "postgres", "--dsn", "x", "--pg-retry", "-1s"}, "--pg-retry must not be negative"},
 	} {
 		code, _, errOut := runMain(t, tc.args...)
 		require.Equal(t, ExitUsage, code, "%v: %s", tc.args, errOut)

@@ -54,6 +54,10 @@ const DefaultReceiveWait = 500 * time.Millisecond
 // ten items a batch each, queue for connections.
 const DefaultMaxConns = 16
 
+// DefaultRetryWindow is how long each operation retries a lost or
+// refused connection when Params.RetryWindow is 0.
+const DefaultRetryWindow = postgres.DefaultRetryWindow
+
 // ErrNotSetUp matches Open's error when the database lacks the schema or
 // the queues ('baton setup --backend postgres' makes them).
 var ErrNotSetUp = errors.New("not set up (run 'baton setup --backend postgres')")
@@ -74,8 +78,7 @@ type Params struct {
 	ReceiveWait time.Duration
 	// RetryWindow is how long each operation retries a lost or refused
 	// connection (a server restarting or failing over) before it fails; 0
-	// means postgres.DefaultRetryWindow (a minute), a negative window
-	// none.
+	// means DefaultRetryWindow (a minute), a negative window none.
 	RetryWindow time.Duration
 }
 
