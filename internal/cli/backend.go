@@ -87,13 +87,15 @@ func (b *backendFlags) open(ctx context.Context) (backend.Backend, error) {
 
 // postgresFlags say which database --backend postgres uses.
 type postgresFlags struct {
-	dsn string
+	dsn   string
+	retry time.Duration
 }
 
 func (p *postgresFlags) register(fs *pflag.FlagSet) {
 	// The variable is read after parsing (dsnOrEnv), so that --help never
 	// prints a password as the flag's default.
 	fs.StringVar(&p.dsn, "dsn", "", "PostgreSQL connection string, postgres://user:password@host:port/db (--backend postgres; from $"+postgresbackend.EnvDSN+" when unset: prefer it, a flag shows in the process list)")
+	fs.DurationVar(&p.retry, "pg-retry", postgresbackend.DefaultRetryWindow, "how long each PostgreSQL operation retries a lost or refused connection (a server restart, a failover) before failing; 0: never (--backend postgres)")
 }
 
 // dsnOrEnv is --dsn, else $BATON_PG_DSN.
@@ -108,7 +110,14 @@ func (p *postgresFlags) open(ctx context.Context) (backend.Backend, error) {
 	if p.dsnOrEnv() == "" {
 		return backend.Backend{}, usagef("--backend postgres: no database: set --dsn or %s", postgresbackend.EnvDSN)
 	}
-	b, err := postgresbackend.Open(ctx, postgresbackend.Params{DSN: p.dsn})
+	if p.retry < 0 {
+		return backend.Backend{}, usagef("--pg-retry must not be negative, got %s", p.retry)
+	}
+	window := p.retry
+	if window == 0 {
+		window = -1 // Params: a negative window is none
+	}
+	b, err := postgresbackend.Open(ctx, postgresbackend.Params{DSN: p.dsn, RetryWindow: window})
 	if err != nil {
 		return backend.Backend{}, fmt.Errorf("--backend postgres: %w", err)
 	}

@@ -99,6 +99,21 @@ func TestPostgresPath(t *testing.T) {
 	require.False(t, strings.Contains(errOut, "panic"))
 }
 
+// replay tick on PostgreSQL runs consumers in this process by default, as
+// on the embedded store: with no other consumer running (no 'baton serve'
+// nor 'baton run'), the tick settles instead of waiting out --timeout.
+func TestReplayTickOnPostgresConsumesByDefault(t *testing.T) {
+	t.Parallel()
+	dsn := pgtest.DSN(t)
+	_, err := postgresbackend.Setup(t.Context(), dsn, 0)
+	require.NoError(t, err)
+	at := time.Now().UTC().Add(-2 * time.Minute)
+	code, out, errOut := runMain(t, "replay", "tick", "--backend", "postgres", "--dsn", dsn, "--job", fx.Name,
+		"--at", at.Format(time.RFC3339), "--timeout", "15s")
+	require.Equal(t, ExitOK, code, "stdout:\n%s\nstderr:\n%s", out, errOut)
+	require.Regexp(t, `run fx@\S+#1: complete — 8 succeeded, 0 dead, 0 cancelled`, out)
+}
+
 func TestPostgresUsage(t *testing.T) {
 	t.Setenv(postgresbackend.EnvDSN, "")
 	for _, tc := range []struct {
@@ -109,6 +124,7 @@ func TestPostgresUsage(t *testing.T) {
 		{[]string{"setup", "--backend", "postgres", "--dsn", "x", "--max-receives", "0"}, "--max-receives must be at least 1"},
 		{[]string{"setup", "--backend", "sqlite"}, "cannot be set up"},
 		{[]string{"status", "--backend", "postgres"}, "no database: set --dsn or BATON_PG_DSN"},
+		{[]string{"status", "--backend", "postgres", "--dsn", "x", "--pg-retry", "-1s"}, "--pg-retry must not be negative"},
 	} {
 		code, _, errOut := runMain(t, tc.args...)
 		require.Equal(t, ExitUsage, code, "%v: %s", tc.args, errOut)

@@ -23,10 +23,11 @@ as the schedule. Replays are idempotent: a tick whose run finished is not
 run again, and an item already SUCCEEDED is not processed again, unless
 --force asks for a new generation.
 
-On the embedded store, replay runs consumers in this process while it waits,
-since there may be no other (a 'baton run' consuming at the same time is
-fine); with --backend aws the deployed consumers process the messages and
-replay only waits (--consumers adds some in this process).`
+On the embedded store and on PostgreSQL, replay runs 4 consumers in this
+process while it waits, since there may be no other (a 'baton run' or
+'baton serve' consuming at the same time is fine: claims are per item);
+with --backend aws the deployed consumers process the messages and replay
+only waits (--consumers adds some in this process; --consumers 0 runs none).`
 
 func replaySubcommands() []command {
 	return []command{
@@ -55,7 +56,7 @@ type replayFlags struct {
 
 func (f *replayFlags) register(e *env, fs *pflag.FlagSet) {
 	f.common = &e.backend
-	fs.IntVar(&f.consumers, "consumers", -1, "batches consumed at once in this process while waiting (default: 4 on sqlite, 0 on aws, where the deployed consumers work)")
+	fs.IntVar(&f.consumers, "consumers", -1, "batches consumed at once in this process while waiting (default: 4 on sqlite and postgres, 0 on aws, where the deployed consumers work)")
 	fs.DurationVar(&f.timeout, "timeout", 2*time.Minute, "give up waiting when no item has finished for this long")
 	fs.BoolVar(&f.wait, "wait", true, "wait for the runs to settle and report them (--wait=false: enqueue and exit)")
 	fs.DurationVar(&f.leaseWait, "lease-wait", 30*time.Second, "keep retrying a tick this long while another coordinator holds the job's lease")
@@ -101,10 +102,7 @@ func (f *replayFlags) start(ctx context.Context, e *env, jobName string, consume
 	}
 	consumers := f.consumers
 	if consumers < 0 {
-		consumers = 0
-		if b.Name == "sqlite" {
-			consumers = 4
-		}
+		consumers = defaultReplayConsumers(b.Name)
 	}
 	eng, err := engine.New(b, engine.Options{Catalog: e.catalog, Consumers: max(consumers, 1), Logger: logger, Owner: "replay:" + operatorOwner()})
 	if err != nil {
@@ -116,6 +114,19 @@ func (f *replayFlags) start(ctx context.Context, e *env, jobName string, consume
 		r.consume(ctx)
 	}
 	return r, nil
+}
+
+// defaultReplayConsumers is how many consumers a replay runs in its own
+// process on the backend called name: none on AWS, whose deployed
+// consumers take the messages; some on the embedded store and PostgreSQL,
+// where consumers run only in baton's own processes and none may be
+// running (extra ones are harmless: receives never share a message, and
+// claims are per item).
+func defaultReplayConsumers(name string) int {
+	if name == "aws" {
+		return 0
+	}
+	return 4
 }
 
 // consume runs the in-process consumers, if any, until close.

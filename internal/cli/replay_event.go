@@ -25,9 +25,9 @@ handler runs through the Lambda library's JSON path with the function's
 timeout as deadline, and its JSON response is printed.
 
 After a coordinator event the command waits for the tick's run to settle
-(--wait, with consumers in this process on the embedded store), as
-'replay tick' does. Event times in the future are refused by the
-coordinator (beyond its trigger skew).
+(--wait, with consumers in this process on the embedded store and on
+PostgreSQL), as 'replay tick' does. Event times in the future are refused
+by the coordinator (beyond its trigger skew).
 
 Exit status: 0 when the handler succeeded (and, for the consumer, reported
 no failed record); 1 when it returned an error, reported failed records, or

@@ -14,6 +14,10 @@
 // them; under CI=true it fails the test instead, so that an environment
 // that lost its server cannot pass by skipping.
 //
+// A test that stops or restarts its server (an immediate stop, as
+// 'pg_ctl stop -m immediate', then a start on the same port and cluster)
+// starts one of its own with NewServer.
+//
 // A package whose tests use it stops the server after its tests:
 //
 //	func TestMain(m *testing.M) { code := m.Run(); pgtest.Stop(); os.Exit(code) }
@@ -50,14 +54,22 @@ const InstallHint = "PostgreSQL server binaries not found (initdb, postgres): in
 
 var srv server
 
-// server is the one PostgreSQL server of a test binary.
+// server is a PostgreSQL server: the one shared by a test binary (srv),
+// or one a test started for itself (Server).
 type server struct {
 	once sync.Once
 	err  error
+	bin  string // the server binaries' directory
+	cred *syscall.Credential
 	dir  string // the cluster's temporary directory
 	port int
-	cmd  *exec.Cmd
-	done chan struct{} // closed when the server process exited
+	// durable keeps PostgreSQL's default commit durability (synchronous
+	// commit), so that a crash loses no acknowledged commit; the shared
+	// server trades it for speed.
+	durable bool
+	cmd     *exec.Cmd
+	done    chan struct{} // closed when the server process exited
+	logs    *tailbuf.Buffer
 
 	mu      sync.Mutex
 	stopped bool
@@ -195,6 +207,7 @@ func (s *server) start(bin string) error {
 	if err != nil {
 		return err
 	}
+	s.bin, s.cred = bin, cred
 	// /tmp rather than TMPDIR: the postgres user must reach the directory,
 	// and a unix socket path must stay short.
 	parent := os.TempDir()
@@ -211,10 +224,9 @@ func (s *server) start(bin string) error {
 			return err
 		}
 	}
-	data := filepath.Join(dir, "data")
 	ctx, cancel := context.WithTimeout(context.Background(), startTimeout)
 	defer cancel()
-	initdb := exec.CommandContext(ctx, filepath.Join(bin, "initdb"), "-D", data, "-U", "postgres",
+	initdb := exec.CommandContext(ctx, filepath.Join(bin, "initdb"), "-D", s.data(), "-U", "postgres",
 		"--auth=trust", "--encoding=UTF8", "--locale=C", "--no-sync")
 	initdb.SysProcAttr = &syscall.SysProcAttr{Credential: cred}
 	initdb.Dir = dir
@@ -228,31 +240,46 @@ func (s *server) start(bin string) error {
 		return err
 	}
 	s.port = port
-	cmd := exec.Command(filepath.Join(bin, "postgres"), "-D", data,
-		"-p", strconv.Itoa(port), "-k", dir, "-c", "listen_addresses=127.0.0.1",
-		"-c", "fsync=off", "-c", "synchronous_commit=off", "-c", "full_page_writes=off",
-		"-c", "max_connections=300", "-c", "shared_buffers=64MB")
-	cmd.Dir = dir
-	cmd.SysProcAttr = procAttr(cred)
-	logs := tailbuf.New(8 << 10)
-	cmd.Stdout, cmd.Stderr = logs, logs
+	if err := s.launch(); err != nil {
+		s.stop()
+		return err
+	}
+	return nil
+}
+
+func (s *server) data() string { return filepath.Join(s.dir, "data") }
+
+// launch starts the postgres process on the cluster and port start made
+// (again, after a crash: it then recovers from its write-ahead log) and
+// waits until it answers.
+func (s *server) launch() error {
+	args := []string{"-D", s.data(), "-p", strconv.Itoa(s.port), "-k", s.dir, "-c", "listen_addresses=127.0.0.1",
+		"-c", "fsync=off", "-c", "full_page_writes=off", "-c", "max_connections=300", "-c", "shared_buffers=64MB"}
+	if !s.durable {
+		args = append(args, "-c", "synchronous_commit=off")
+	}
+	cmd := exec.Command(filepath.Join(s.bin, "postgres"), args...)
+	cmd.Dir = s.dir
+	cmd.SysProcAttr = procAttr(s.cred)
+	s.logs = tailbuf.New(8 << 10)
+	cmd.Stdout, cmd.Stderr = s.logs, s.logs
 	if err := cmd.Start(); err != nil {
-		s.removeDir()
 		return fmt.Errorf("start postgres: %w", err)
 	}
-	s.cmd, s.done = cmd, make(chan struct{})
-	go func() { _ = cmd.Wait(); close(s.done) }()
+	done := make(chan struct{})
+	s.cmd, s.done = cmd, done
+	go func() { _ = cmd.Wait(); close(done) }()
+	ctx, cancel := context.WithTimeout(context.Background(), startTimeout)
+	defer cancel()
 	for {
-		if err := exec1(ctx, dsnFor(port, "postgres"), "SELECT 1"); err == nil {
+		if err := exec1(ctx, dsnFor(s.port, "postgres"), "SELECT 1"); err == nil {
 			return nil
 		}
 		select {
-		case <-s.done:
-			s.removeDir()
-			return fmt.Errorf("postgres exited at start:\n%s", logs.String())
+		case <-done:
+			return fmt.Errorf("postgres exited at start:\n%s", s.logs.String())
 		case <-ctx.Done():
-			s.stop()
-			return fmt.Errorf("postgres not ready within %s:\n%s", startTimeout, logs.String())
+			return fmt.Errorf("postgres not ready within %s:\n%s", startTimeout, s.logs.String())
 		case <-time.After(50 * time.Millisecond):
 		}
 	}
@@ -275,18 +302,32 @@ func (s *server) stop() {
 		return
 	}
 	s.stopped = true
-	if s.cmd != nil && s.cmd.Process != nil {
-		// SIGINT is PostgreSQL's fast shutdown: it ends the sessions and
-		// exits cleanly; SIGKILL after a while if it does not.
-		_ = s.cmd.Process.Signal(syscall.SIGINT)
-		select {
-		case <-s.done:
-		case <-time.After(20 * time.Second):
-			kill(s.cmd)
-			<-s.done
-		}
-	}
+	s.halt(syscall.SIGINT)
 	s.removeDir()
+}
+
+// halt signals the server process, if it runs, and waits for it to exit:
+// SIGINT is PostgreSQL's fast shutdown (it ends the sessions and exits
+// cleanly), SIGQUIT its immediate shutdown (what 'pg_ctl stop -m
+// immediate' sends: every process exits at once, and the next start
+// recovers from the write-ahead log). SIGKILL after a while if it does
+// not exit.
+func (s *server) halt(sig syscall.Signal) {
+	if s.cmd == nil || s.cmd.Process == nil {
+		return
+	}
+	select {
+	case <-s.done:
+		return
+	default:
+	}
+	_ = s.cmd.Process.Signal(sig)
+	select {
+	case <-s.done:
+	case <-time.After(20 * time.Second):
+		kill(s.cmd)
+		<-s.done
+	}
 }
 
 func (s *server) removeDir() {

@@ -44,8 +44,23 @@
 //
 // Every backend error goes through one translation (translate, errors.go):
 // a missing table becomes ErrNoSchema, naming the command that creates it;
-// a connection that cannot be made is ErrUnavailable; the context's errors
-// are kept. The ports' sentinels are returned for the conditions their
+// a connection that cannot be made or is lost is ErrUnavailable; the
+// context's errors are kept.
+//
+// # Connection losses
+//
+// A connection refused, lost or cut by a server stopping or starting is
+// transient (the one classification: transient, errors.go). Every
+// statement retries it with jittered exponential backoff, for the DB's
+// retry window (a minute by default; Options.RetryWindow) and within its
+// context, so that a server restart or failover costs latency, not
+// errors: consumers, coordinators and operator commands ride it out. A
+// statement that never reached the server is sent again as it is. One
+// whose connection was lost after it was sent may have applied: every
+// write here is conditional or idempotent, so its re-run either applies
+// again to the same effect or is refused, and an operation whose refusal
+// could be its own first run's write tells the two apart by what the
+// record holds (retry.go, and each operation's comment). The ports' sentinels are returned for the conditions their
 // contracts name, wrapped with the operation and the key.
 package postgres
 
@@ -61,8 +76,9 @@ import (
 // DB is a connection pool to a database that holds (or will hold) baton's
 // schema, with the listener its queues' long polls share.
 type DB struct {
-	pool     *pgxpool.Pool
-	ownsPool bool
+	pool        *pgxpool.Pool
+	ownsPool    bool
+	retryWindow time.Duration // see SetRetryWindow
 
 	listenOnce sync.Once
 	listener   *listener
@@ -73,11 +89,16 @@ type Options struct {
 	// MaxConns bounds the pool's connections; 0 keeps pgxpool's default
 	// (the larger of 4 and the number of CPUs) or the DSN's pool_max_conns.
 	MaxConns int32
+	// RetryWindow is how long an operation retries a transient connection
+	// error before it fails (SetRetryWindow): 0 means DefaultRetryWindow,
+	// a negative window none.
+	RetryWindow time.Duration
 }
 
 // New returns a DB on pool, which the caller keeps and closes after the
-// DB.
-func New(pool *pgxpool.Pool) *DB { return &DB{pool: pool} }
+// DB. Its operations retry transient connection errors for
+// DefaultRetryWindow (SetRetryWindow changes it).
+func New(pool *pgxpool.Pool) *DB { return &DB{pool: pool, retryWindow: DefaultRetryWindow} }
 
 // Open connects to the database at dsn (a postgres:// URL or a key=value
 // string, as pgx reads it) and checks that it answers. Close closes the
@@ -100,7 +121,13 @@ func Open(ctx context.Context, dsn string, o *Options) (*DB, error) {
 		pool.Close()
 		return nil, fmt.Errorf("postgres %s: %w", describe(cfg.ConnConfig.Host, cfg.ConnConfig.Port, cfg.ConnConfig.Database), translate(err))
 	}
-	return &DB{pool: pool, ownsPool: true}, nil
+	d := &DB{pool: pool, ownsPool: true}
+	if o != nil {
+		d.SetRetryWindow(o.RetryWindow)
+	} else {
+		d.SetRetryWindow(0)
+	}
+	return d, nil
 }
 
 func describe(host string, port uint16, db string) string {

@@ -34,6 +34,8 @@ RETURNING 1`
 // Put implements effect.Store: one conditional upsert, sent in one batch
 // with a read of the stored pair, which a refusal reports (the refused
 // upsert locks the row, so the read sees the record that refused it).
+// A re-run after an unknown outcome applies again to the same effect (its
+// condition is "at least", not "newer than").
 func (s *EffectStore) Put(ctx context.Context, r effect.Record) error {
 	if err := effect.Validate(r); err != nil {
 		return err
@@ -42,21 +44,19 @@ func (s *EffectStore) Put(ctx context.Context, r effect.Record) error {
 	if value == nil {
 		value = []byte{}
 	}
-	b := &pgx.Batch{}
-	b.Queue(effectPutSQL, r.Job, r.Key, value, r.Generation, r.Attempt, toNanos(r.WrittenAt))
-	b.Queue(`SELECT generation, attempt FROM baton_effects WHERE job = $1 AND key = $2`, r.Job, r.Key)
-	br := s.db.pool.SendBatch(ctx, b)
 	var one, gen, attempt int
-	err := br.QueryRow().Scan(&one)
-	applied := err == nil
-	if err != nil && !errors.Is(err, pgx.ErrNoRows) {
-		_ = br.Close()
-		return fmt.Errorf("put effect %s %q: %w", r.Job, r.Key, translate(err))
-	}
-	err = br.QueryRow().Scan(&gen, &attempt)
-	if cerr := br.Close(); err == nil {
-		err = cerr
-	}
+	var applied bool
+	err := s.db.batch(ctx, nil, func(b *pgx.Batch) {
+		b.Queue(effectPutSQL, r.Job, r.Key, value, r.Generation, r.Attempt, toNanos(r.WrittenAt))
+		b.Queue(`SELECT generation, attempt FROM baton_effects WHERE job = $1 AND key = $2`, r.Job, r.Key)
+	}, func(br pgx.BatchResults) error {
+		err := br.QueryRow().Scan(&one)
+		applied = err == nil
+		if err != nil && !errors.Is(err, pgx.ErrNoRows) {
+			return err
+		}
+		return br.QueryRow().Scan(&gen, &attempt)
+	})
 	if err != nil {
 		return fmt.Errorf("put effect %s %q: %w", r.Job, r.Key, translate(err))
 	}
@@ -73,7 +73,7 @@ func (s *EffectStore) Get(ctx context.Context, job, key string) (effect.Record, 
 	}
 	r := effect.Record{Job: job, Key: key}
 	var writtenAt int64
-	err := s.db.pool.QueryRow(ctx, `SELECT value, generation, attempt, written_at FROM baton_effects WHERE job = $1 AND key = $2`, job, key).
+	err := s.db.queryRow(ctx, nil, `SELECT value, generation, attempt, written_at FROM baton_effects WHERE job = $1 AND key = $2`, job, key).
 		Scan(&r.Value, &r.Generation, &r.Attempt, &writtenAt)
 	if errors.Is(err, pgx.ErrNoRows) {
 		return effect.Record{}, effect.NotFoundError(job, key)

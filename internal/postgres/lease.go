@@ -20,6 +20,15 @@ import (
 // fence. It is sent in one batch with a read of the row: a refused upsert
 // still locks the row, so the read returns the holder that refused it, in
 // the same round trip. Renew and Release are one conditional UPDATE each.
+//
+// Sent again after an unknown outcome (a connection lost in flight):
+// Acquire's re-run is the owner's own acquisition again, which the row
+// allows (owner = excluded.owner) and which takes the next fence, so the
+// fence the caller gets is the newest and never one another holder had;
+// Renew's re-run applies again to the same effect; a Release re-run that
+// finds the lease no longer the caller's reports success (it is not the
+// caller's either way). RecordContention, a count for operators, is sent
+// once: a re-run could count a refusal twice.
 type LeaseStore struct {
 	db *DB
 }
@@ -63,23 +72,24 @@ func (s *LeaseStore) Acquire(ctx context.Context, p lease.AcquireParams) (lease.
 		return lease.Lease{}, fmt.Errorf("acquire lease %q: %w", p.Job, err)
 	}
 	now := toNanos(p.Now)
-	b := &pgx.Batch{}
-	b.Queue(leaseAcquireSQL, p.Job, p.Owner, toNanos(p.Now.Add(p.TTL)), now, now-int64(p.Skew))
-	b.Queue(leaseSelectSQL, p.Job)
-	br := s.db.pool.SendBatch(ctx, b)
-	got, err := scanLease(p.Job, br.QueryRow())
-	refused := errors.Is(err, pgx.ErrNoRows)
-	if err != nil && !refused {
-		_ = br.Close()
-		return lease.Lease{}, fmt.Errorf("acquire lease %q: %w", p.Job, translate(err))
-	}
-	holder, herr := scanLease(p.Job, br.QueryRow())
-	if cerr := br.Close(); herr == nil {
-		herr = cerr
-	}
+	var got, holder lease.Lease
+	var refused bool
+	err := s.db.batch(ctx, nil, func(b *pgx.Batch) {
+		b.Queue(leaseAcquireSQL, p.Job, p.Owner, toNanos(p.Now.Add(p.TTL)), now, now-int64(p.Skew))
+		b.Queue(leaseSelectSQL, p.Job)
+	}, func(br pgx.BatchResults) error {
+		var err error
+		got, err = scanLease(p.Job, br.QueryRow())
+		refused = errors.Is(err, pgx.ErrNoRows)
+		if err != nil && !refused {
+			return err
+		}
+		holder, err = scanLease(p.Job, br.QueryRow())
+		return err
+	})
 	switch {
-	case herr != nil:
-		return lease.Lease{}, fmt.Errorf("acquire lease %q: %w", p.Job, translate(herr))
+	case err != nil:
+		return lease.Lease{}, fmt.Errorf("acquire lease %q: %w", p.Job, translate(err))
 	case refused:
 		return lease.Lease{}, &lease.HeldError{Holder: holder}
 	}
@@ -91,7 +101,7 @@ func (s *LeaseStore) Renew(ctx context.Context, p lease.RenewParams) (lease.Leas
 	if err := checkLeaseParams(p.Job, p.Owner, p.TTL, p.Now); err != nil {
 		return lease.Lease{}, fmt.Errorf("renew lease %q: %w", p.Job, err)
 	}
-	got, err := scanLease(p.Job, s.db.pool.QueryRow(ctx, leaseRenewSQL, p.Job, p.Owner, p.Fence, toNanos(p.Now.Add(p.TTL)), toNanos(p.Now)))
+	got, err := scanLease(p.Job, s.db.queryRow(ctx, nil, leaseRenewSQL, p.Job, p.Owner, p.Fence, toNanos(p.Now.Add(p.TTL)), toNanos(p.Now)))
 	if errors.Is(err, pgx.ErrNoRows) {
 		return lease.Lease{}, fmt.Errorf("renew lease %q by %q (fence %d): %w", p.Job, p.Owner, p.Fence, lease.ErrNotHolder)
 	}
@@ -106,11 +116,12 @@ func (s *LeaseStore) Release(ctx context.Context, p lease.ReleaseParams) error {
 	if err := checkLeaseHolder(p.Job, p.Owner); err != nil {
 		return fmt.Errorf("release lease %q: %w", p.Job, err)
 	}
-	tag, err := s.db.pool.Exec(ctx, leaseReleaseSQL, p.Job, p.Owner, p.Fence)
+	var a attempts
+	tag, err := s.db.exec(ctx, &a, leaseReleaseSQL, p.Job, p.Owner, p.Fence)
 	if err != nil {
 		return fmt.Errorf("release lease %q: %w", p.Job, translate(err))
 	}
-	if tag.RowsAffected() == 0 {
+	if tag.RowsAffected() == 0 && !a.unsure {
 		return fmt.Errorf("release lease %q by %q (fence %d): %w", p.Job, p.Owner, p.Fence, lease.ErrNotHolder)
 	}
 	return nil
@@ -121,7 +132,7 @@ func (s *LeaseStore) Inspect(ctx context.Context, job string) (lease.Lease, erro
 	if job == "" {
 		return lease.Lease{}, fmt.Errorf("inspect lease: empty job: %w", errLeaseParams)
 	}
-	got, err := scanLease(job, s.db.pool.QueryRow(ctx, leaseSelectSQL, job))
+	got, err := scanLease(job, s.db.queryRow(ctx, nil, leaseSelectSQL, job))
 	if errors.Is(err, pgx.ErrNoRows) {
 		return lease.Lease{}, fmt.Errorf("inspect lease %q: %w", job, lease.ErrNotFound)
 	}
@@ -138,7 +149,7 @@ func (s *LeaseStore) RecordContention(ctx context.Context, job string, holder le
 	if job == "" {
 		return errors.New("record contention: empty job")
 	}
-	_, err := s.db.pool.Exec(ctx, `
+	_, err := s.db.exec(ctx, &attempts{sendOnce: true}, `
 INSERT INTO baton_lease_contention AS c (job, count, last_at, holder, holder_fence, holder_until)
 VALUES ($1, 1, $2, $3, $4, $5)
 ON CONFLICT (job) DO UPDATE SET
@@ -158,7 +169,7 @@ ON CONFLICT (job) DO UPDATE SET
 func (s *LeaseStore) Contention(ctx context.Context, job string) (lease.Contention, error) {
 	r := lease.Contention{Job: job, Holder: lease.Lease{Job: job}}
 	var last, until int64
-	err := s.db.pool.QueryRow(ctx, `SELECT count, last_at, holder, holder_fence, holder_until FROM baton_lease_contention WHERE job = $1`, job).
+	err := s.db.queryRow(ctx, nil, `SELECT count, last_at, holder, holder_fence, holder_until FROM baton_lease_contention WHERE job = $1`, job).
 		Scan(&r.Count, &last, &r.Holder.Owner, &r.Holder.Fence, &until)
 	if errors.Is(err, pgx.ErrNoRows) {
 		return lease.Contention{Job: job, Holder: lease.Lease{Job: job}}, nil

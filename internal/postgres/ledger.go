@@ -38,14 +38,36 @@ func (s *LedgerStore) OpenRun(ctx context.Context, p ledger.OpenRunParams) (ledg
 	p.Job, p.Nominal = ledger.TickOf(ledger.RunID{Job: p.Job, Nominal: p.Nominal, Submission: p.Submission})
 	tick := ledger.RunIDOf(p.Job, p.Nominal, 0).TickKey()
 	args := pgx.NamedArgs{"job": p.Job, "nominal": toNanos(p.Nominal), "fence": p.Fence, "now": toNanos(p.Now), "shards": max(p.Shards, 1)}
+	// This very open, applied by an attempt whose answer was lost: the
+	// record holds its fence as the opening one and its Now as the opening
+	// time (a fence is taken once per lease acquisition).
+	mine := func(r ledger.Run) bool {
+		return r.OpenFence == p.Fence && sameTime(r.OpenedAt, p.Now) && r.Cursor == 0
+	}
+	var a attempts
 	if p.Force {
-		r, err := scanRun(s.db.pool.QueryRow(ctx, ledgerForceRun.sql, ledgerForceRun.args(args)...).Scan)
+		// A forced open re-run would open yet another generation: it is
+		// sent once, and after an unknown outcome its guarded variant is
+		// sent instead, which refuses to replace the open it finds to be
+		// this one's (mine); the record read then is this open's.
+		r, err := scanRun(s.db.queryRow(ctx, &attempts{sendOnce: true}, ledgerForceRun.sql, ledgerForceRun.args(args)...).Scan)
+		if _, sent := transient(err); sent {
+			r, err = scanRun(s.db.queryRow(ctx, nil, ledgerForceRunAgain.sql, ledgerForceRunAgain.args(args)...).Scan)
+		}
+		if errors.Is(err, pgx.ErrNoRows) {
+			if r, err = s.GetRun(ctx, p.Job, p.Nominal); err == nil && !mine(r) {
+				err = fmt.Errorf("forced open refused by run %s: %w", r.ID, ledger.ErrConflict)
+			}
+			if err != nil {
+				return ledger.Run{}, "", fmt.Errorf("open run %s: %w", tick, err)
+			}
+		}
 		if err != nil {
 			return ledger.Run{}, "", fmt.Errorf("open run %s: %w", tick, translate(err))
 		}
 		return r, ledger.Opened, nil
 	}
-	r, err := scanRun(s.db.pool.QueryRow(ctx, ledgerInsertRun.sql, ledgerInsertRun.args(args)...).Scan)
+	r, err := scanRun(s.db.queryRow(ctx, &a, ledgerInsertRun.sql, ledgerInsertRun.args(args)...).Scan)
 	if err == nil {
 		return r, ledger.Opened, nil
 	}
@@ -54,10 +76,14 @@ func (s *LedgerStore) OpenRun(ctx context.Context, p ledger.OpenRunParams) (ledg
 	}
 	// The record exists (records are never deleted): resume it, or read
 	// what refused the resume.
-	cur, resumed, wrote, err := s.lockedRun(ctx, p.Job, p.Nominal, ledgerResumeRun, args)
+	cur, resumed, wrote, err := s.lockedRun(ctx, &a, p.Job, p.Nominal, ledgerResumeRun, args)
 	switch {
 	case err != nil:
 		return ledger.Run{}, "", fmt.Errorf("open run %s: %w", tick, err)
+	case wrote && a.unsure && mine(resumed):
+		// The insert re-run after its own first run applied: the resume
+		// that followed found this open, not an earlier one.
+		return resumed, ledger.Opened, nil
 	case wrote:
 		return resumed, ledger.Resumed, nil
 	case cur == nil:
@@ -74,7 +100,14 @@ func (s *LedgerStore) AdvanceRun(ctx context.Context, p ledger.AdvanceRunParams)
 		"job": tickJob(p.ID), "nominal": toNanos(tickNominal(p.ID)), "generation": p.ID.Generation,
 		"fence": p.Fence, "cursor": p.Cursor, "done": p.Done, "now": toNanos(p.Now),
 	}
-	r, err := s.runWrite(ctx, p.ID, ledgerAdvanceRun, args, func(cur ledger.Run) error {
+	// A re-run applies again to the same effect, unless the first run
+	// ended the fan-out (Done): the record then holds its fence, cursor
+	// and Now.
+	mine := func(cur ledger.Run) bool {
+		return cur.ID.Generation == p.ID.Generation && cur.Fence == p.Fence && cur.Cursor == p.Cursor &&
+			sameTime(cur.UpdatedAt, p.Now) && (cur.State == ledger.RunFanningOut) != p.Done
+	}
+	r, err := s.runWrite(ctx, p.ID, ledgerAdvanceRun, args, mine, func(cur ledger.Run) error {
 		return fmt.Errorf("run %s is %s (fence %d, cursor %d): %w", cur.ID, cur.State, cur.Fence, cur.Cursor, ledger.ErrConflict)
 	})
 	return r, wrapLedger("advance run", p.ID, err)
@@ -86,7 +119,13 @@ func (s *LedgerStore) FinishRun(ctx context.Context, p ledger.FinishRunParams) (
 		"job": tickJob(p.ID), "nominal": toNanos(tickNominal(p.ID)), "generation": p.ID.Generation,
 		"succeeded": p.Succeeded, "dead": p.Dead, "cancelled": p.Cancelled, "now": toNanos(p.Now),
 	}
-	r, err := s.runWrite(ctx, p.ID, ledgerFinishRun, args, func(cur ledger.Run) error {
+	// A re-run after the first applied finds the run finished with its
+	// counts at its Now.
+	mine := func(cur ledger.Run) bool {
+		return cur.ID.Generation == p.ID.Generation && cur.State.Finished() && sameTime(cur.FinishedAt, p.Now) &&
+			cur.Succeeded == p.Succeeded && cur.Dead == p.Dead && cur.Cancelled == p.Cancelled
+	}
+	r, err := s.runWrite(ctx, p.ID, ledgerFinishRun, args, mine, func(cur ledger.Run) error {
 		switch {
 		case cur.ID.Generation != p.ID.Generation:
 			return fmt.Errorf("the tick's run is %s: %w", cur.ID, ledger.ErrConflict)
@@ -100,15 +139,19 @@ func (s *LedgerStore) FinishRun(ctx context.Context, p ledger.FinishRunParams) (
 
 // runWrite runs a conditional statement on the run record of id; when
 // refused, refusal picks the sentinel from the record that refused it.
-func (s *LedgerStore) runWrite(ctx context.Context, id ledger.RunID, stmt namedSQL, args pgx.NamedArgs, refusal func(ledger.Run) error) (ledger.Run, error) {
-	r, err := scanRun(s.db.pool.QueryRow(ctx, stmt.sql, stmt.args(args)...).Scan)
+// After a connection lost with the statement in flight, the statement is
+// sent again (attempts): a refusal by a record that mine recognises as
+// the statement's own write is its success.
+func (s *LedgerStore) runWrite(ctx context.Context, id ledger.RunID, stmt namedSQL, args pgx.NamedArgs, mine func(ledger.Run) bool, refusal func(ledger.Run) error) (ledger.Run, error) {
+	var a attempts
+	r, err := scanRun(s.db.queryRow(ctx, &a, stmt.sql, stmt.args(args)...).Scan)
 	if err == nil {
 		return r, nil
 	}
 	if !errors.Is(err, pgx.ErrNoRows) {
 		return ledger.Run{}, translate(err)
 	}
-	cur, wrote, ok, err := s.lockedRun(ctx, tickJob(id), tickNominal(id), stmt, args)
+	cur, wrote, ok, err := s.lockedRun(ctx, &a, tickJob(id), tickNominal(id), stmt, args)
 	switch {
 	case err != nil:
 		return ledger.Run{}, err
@@ -116,6 +159,8 @@ func (s *LedgerStore) runWrite(ctx context.Context, id ledger.RunID, stmt namedS
 		return wrote, nil
 	case cur == nil:
 		return ledger.Run{}, ledger.ErrNotFound
+	case a.unsure && mine(*cur):
+		return *cur, nil
 	}
 	return *cur, refusal(*cur)
 }
@@ -123,36 +168,37 @@ func (s *LedgerStore) runWrite(ctx context.Context, id ledger.RunID, stmt namedS
 // lockedRun sends, in one batch, a read of the run record FOR UPDATE and
 // stmt: it returns the record read (nil when there is none) and, when stmt
 // applied, the record it wrote.
-func (s *LedgerStore) lockedRun(ctx context.Context, job string, nominal time.Time, stmt namedSQL, args pgx.NamedArgs) (cur *ledger.Run, wrote ledger.Run, ok bool, err error) {
-	b := &pgx.Batch{}
-	b.Queue(`SELECT `+ledgerRunColumns+` FROM baton_runs WHERE job = $1 AND nominal = $2 FOR UPDATE`, job, toNanos(nominal))
-	b.Queue(stmt.sql, stmt.args(args)...)
-	br := s.db.pool.SendBatch(ctx, b)
-	defer func() {
-		if cerr := br.Close(); err == nil && cerr != nil {
-			err = translate(cerr)
+func (s *LedgerStore) lockedRun(ctx context.Context, a *attempts, job string, nominal time.Time, stmt namedSQL, args pgx.NamedArgs) (cur *ledger.Run, wrote ledger.Run, ok bool, err error) {
+	err = s.db.batch(ctx, a, func(b *pgx.Batch) {
+		b.Queue(`SELECT `+ledgerRunColumns+` FROM baton_runs WHERE job = $1 AND nominal = $2 FOR UPDATE`, job, toNanos(nominal))
+		b.Queue(stmt.sql, stmt.args(args)...)
+	}, func(br pgx.BatchResults) error {
+		cur, wrote, ok = nil, ledger.Run{}, false
+		r, err := scanRun(br.QueryRow().Scan)
+		switch {
+		case err == nil:
+			cur = &r
+		case !errors.Is(err, pgx.ErrNoRows):
+			return err
 		}
-	}()
-	r, err := scanRun(br.QueryRow().Scan)
-	switch {
-	case err == nil:
-		cur = &r
-	case !errors.Is(err, pgx.ErrNoRows):
+		wrote, err = scanRun(br.QueryRow().Scan)
+		switch {
+		case err == nil:
+			ok = true
+		case !errors.Is(err, pgx.ErrNoRows):
+			return err
+		}
+		return nil
+	})
+	if err != nil {
 		return nil, ledger.Run{}, false, translate(err)
 	}
-	wrote, err = scanRun(br.QueryRow().Scan)
-	switch {
-	case err == nil:
-		return cur, wrote, true, nil
-	case errors.Is(err, pgx.ErrNoRows):
-		return cur, ledger.Run{}, false, nil
-	}
-	return nil, ledger.Run{}, false, translate(err)
+	return cur, wrote, ok, nil
 }
 
 // GetRun implements ledger.Store.
 func (s *LedgerStore) GetRun(ctx context.Context, job string, nominal time.Time) (ledger.Run, error) {
-	r, err := scanRun(s.db.pool.QueryRow(ctx, `SELECT `+ledgerRunColumns+` FROM baton_runs WHERE job = $1 AND nominal = $2`, job, toNanos(nominal)).Scan)
+	r, err := scanRun(s.db.queryRow(ctx, nil, `SELECT `+ledgerRunColumns+` FROM baton_runs WHERE job = $1 AND nominal = $2`, job, toNanos(nominal)).Scan)
 	if errors.Is(err, pgx.ErrNoRows) {
 		err = ledger.ErrNotFound
 	}
@@ -172,21 +218,10 @@ func (s *LedgerStore) ListRuns(ctx context.Context, p ledger.ListRunsParams) ([]
 	if !p.Before.IsZero() {
 		before = toNanos(p.Before)
 	}
-	rows, err := s.db.pool.Query(ctx, `SELECT `+ledgerRunColumns+` FROM baton_runs
-		WHERE job = $1 AND nominal < $2 ORDER BY nominal DESC LIMIT $3`, p.Job, before, limit)
+	runs, err := queryAll(ctx, s.db, `SELECT `+ledgerRunColumns+` FROM baton_runs
+		WHERE job = $1 AND nominal < $2 ORDER BY nominal DESC LIMIT $3`, []any{p.Job, before, limit},
+		func(rows pgx.Rows) (ledger.Run, error) { return scanRun(rows.Scan) })
 	if err != nil {
-		return nil, fmt.Errorf("list runs of %s: %w", p.Job, translate(err))
-	}
-	defer rows.Close()
-	var runs []ledger.Run
-	for rows.Next() {
-		r, err := scanRun(rows.Scan)
-		if err != nil {
-			return nil, fmt.Errorf("list runs of %s: %w", p.Job, translate(err))
-		}
-		runs = append(runs, r)
-	}
-	if err := rows.Err(); err != nil {
 		return nil, fmt.Errorf("list runs of %s: %w", p.Job, translate(err))
 	}
 	return runs, nil
@@ -198,7 +233,17 @@ func (s *LedgerStore) Claim(ctx context.Context, p ledger.ClaimParams) (ledger.I
 		"owner": p.Owner, "lease_until": toNanos(p.LeaseUntil), "fence": p.Fence,
 		"max_attempts": p.MaxAttempts, "skew": int64(p.Skew), "now": toNanos(p.Now),
 	})
-	it, err := s.itemWrite(ctx, p.Key, ledgerClaim, args, func(cur ledger.Item) error {
+	// A claim re-run after its first run applied is refused by that very
+	// claim, RUNNING under this owner with this lease from this Now (an
+	// owner claims an item once per Now): the claim's success. Any other
+	// holder is a conflict reported as such, so the re-run never takes an
+	// item another consumer holds, nor reports as another's a claim that
+	// is this one's.
+	mine := func(cur ledger.Item) bool {
+		return cur.State == ledger.ItemRunning && cur.Owner == p.Owner &&
+			sameTime(cur.LeaseUntil, p.LeaseUntil) && sameTime(cur.UpdatedAt, p.Now) && sameTime(cur.StartedAt, p.Now)
+	}
+	it, err := s.itemWrite(ctx, p.Key, ledgerClaim, args, mine, func(cur ledger.Item) error {
 		switch {
 		case cur.State == ledger.ItemRunning:
 			return fmt.Errorf("held by %s (attempt %d) until %s: %w",
@@ -216,7 +261,7 @@ func (s *LedgerStore) Claim(ctx context.Context, p ledger.ClaimParams) (ledger.I
 
 // Complete implements ledger.Store.
 func (s *LedgerStore) Complete(ctx context.Context, p ledger.CompleteParams) (ledger.Item, error) {
-	return s.holderWrite(ctx, "complete", ledgerComplete, p.Key, p.Owner, p.Attempt,
+	return s.holderWrite(ctx, "complete", ledgerComplete, p.Key, p.Owner, p.Attempt, ledger.ItemSucceeded, p.Now,
 		pgx.NamedArgs{"result": p.Result, "now": toNanos(p.Now)})
 }
 
@@ -226,27 +271,35 @@ func (s *LedgerStore) Fail(ctx context.Context, p ledger.FailParams) (ledger.Ite
 	if p.Permanent || (p.MaxAttempts > 0 && p.Attempt >= p.MaxAttempts) {
 		state, finished = ledger.ItemDead, toNanos(p.Now)
 	}
-	return s.holderWrite(ctx, "fail", ledgerFail, p.Key, p.Owner, p.Attempt,
+	return s.holderWrite(ctx, "fail", ledgerFail, p.Key, p.Owner, p.Attempt, state, p.Now,
 		pgx.NamedArgs{"state": string(state), "reason": p.Reason, "finished_at": finished, "now": toNanos(p.Now)})
 }
 
 // Release implements ledger.Store.
 func (s *LedgerStore) Release(ctx context.Context, p ledger.ReleaseParams) (ledger.Item, error) {
-	return s.holderWrite(ctx, "release", ledgerRelease, p.Key, p.Owner, p.Attempt,
+	return s.holderWrite(ctx, "release", ledgerRelease, p.Key, p.Owner, p.Attempt, ledger.ItemRunning, p.Now,
 		pgx.NamedArgs{"now": toNanos(p.Now)})
 }
 
 // Extend implements ledger.Store.
 func (s *LedgerStore) Extend(ctx context.Context, p ledger.ExtendParams) (ledger.Item, error) {
-	return s.holderWrite(ctx, "extend", ledgerExtend, p.Key, p.Owner, p.Attempt,
+	return s.holderWrite(ctx, "extend", ledgerExtend, p.Key, p.Owner, p.Attempt, ledger.ItemRunning, p.Now,
 		pgx.NamedArgs{"lease_until": toNanos(p.LeaseUntil), "now": toNanos(p.Now)})
 }
 
 // holderWrite runs stmt, whose condition is the one Complete, Fail,
 // Release and Extend share: the item is RUNNING under owner and attempt.
-func (s *LedgerStore) holderWrite(ctx context.Context, op string, stmt namedSQL, key ledger.ItemKey, owner string, attempt int, args pgx.NamedArgs) (ledger.Item, error) {
+// A Release or Extend re-run after its first run applied applies again to
+// the same effect; a Complete or Fail re-run is refused by its own first
+// run's record, in state want under owner and attempt at now: its
+// success.
+func (s *LedgerStore) holderWrite(ctx context.Context, op string, stmt namedSQL, key ledger.ItemKey, owner string, attempt int,
+	want ledger.ItemState, now time.Time, args pgx.NamedArgs) (ledger.Item, error) {
 	args["owner"], args["attempt"] = owner, attempt
-	it, err := s.itemWrite(ctx, key, stmt, itemArgs(key, args), func(cur ledger.Item) error {
+	mine := func(cur ledger.Item) bool {
+		return cur.State == want && cur.Owner == owner && cur.Attempt == attempt && sameTime(cur.UpdatedAt, now)
+	}
+	it, err := s.itemWrite(ctx, key, stmt, itemArgs(key, args), mine, func(cur ledger.Item) error {
 		if cur.State.Terminal() {
 			return fmt.Errorf("item is %s: %w", cur.State, ledger.ErrTerminal)
 		}
@@ -258,7 +311,12 @@ func (s *LedgerStore) holderWrite(ctx context.Context, op string, stmt namedSQL,
 // Cancel implements ledger.Store.
 func (s *LedgerStore) Cancel(ctx context.Context, p ledger.CancelParams) (ledger.Item, error) {
 	args := itemArgs(p.Key, pgx.NamedArgs{"reason": p.Reason, "now": toNanos(p.Now)})
-	it, err := s.itemWrite(ctx, p.Key, ledgerCancel, args, func(cur ledger.Item) error {
+	// A re-run is refused by its own first run's record: CANCELLED with
+	// this reason at this Now.
+	mine := func(cur ledger.Item) bool {
+		return cur.State == ledger.ItemCancelled && cur.Error == p.Reason && sameTime(cur.UpdatedAt, p.Now)
+	}
+	it, err := s.itemWrite(ctx, p.Key, ledgerCancel, args, mine, func(cur ledger.Item) error {
 		if cur.State.Terminal() {
 			return fmt.Errorf("item is %s: %w", cur.State, ledger.ErrTerminal)
 		}
@@ -270,42 +328,58 @@ func (s *LedgerStore) Cancel(ctx context.Context, p ledger.CancelParams) (ledger
 // itemWrite runs a conditional statement on the item of key; when
 // refused, refusal picks the sentinel from the record that refused it
 // (ErrNotFound when there is none).
-func (s *LedgerStore) itemWrite(ctx context.Context, key ledger.ItemKey, stmt namedSQL, args pgx.NamedArgs, refusal func(ledger.Item) error) (ledger.Item, error) {
-	it, err := scanItem(s.db.pool.QueryRow(ctx, stmt.sql, stmt.args(args)...).Scan, key.Run)
+//
+// After a connection lost with the statement in flight, the statement is
+// sent again (attempts, retry.go): it may have applied, its answer lost.
+// Its conditions hold the guarantees a re-run needs: it either applies
+// again to the same effect, or is refused by the record as the first run
+// left it. A refusal by a record that mine recognises as the statement's
+// own write (its owner, attempt and Now) is then its success, with that
+// record; any other refusal is reported as always.
+func (s *LedgerStore) itemWrite(ctx context.Context, key ledger.ItemKey, stmt namedSQL, args pgx.NamedArgs, mine func(ledger.Item) bool, refusal func(ledger.Item) error) (ledger.Item, error) {
+	var a attempts
+	it, err := scanItem(s.db.queryRow(ctx, &a, stmt.sql, stmt.args(args)...).Scan, key.Run)
 	if err == nil {
 		return it, nil
 	}
 	if !errors.Is(err, pgx.ErrNoRows) {
 		return ledger.Item{}, translate(err)
 	}
-	b := &pgx.Batch{}
-	b.Queue(`SELECT `+ledgerItemColumns+` FROM baton_items WHERE run = $1 AND asset = $2 FOR UPDATE`, key.Run.String(), key.Asset)
-	b.Queue(stmt.sql, stmt.args(args)...)
-	br := s.db.pool.SendBatch(ctx, b)
-	defer br.Close()
-	cur, err := scanItem(br.QueryRow().Scan, key.Run)
-	found := err == nil
-	if err != nil && !errors.Is(err, pgx.ErrNoRows) {
-		return ledger.Item{}, translate(err)
-	}
-	wrote, err := scanItem(br.QueryRow().Scan, key.Run)
+	var cur, wrote ledger.Item
+	var found, applied bool
+	err = s.db.batch(ctx, &a, func(b *pgx.Batch) {
+		b.Queue(`SELECT `+ledgerItemColumns+` FROM baton_items WHERE run = $1 AND asset = $2 FOR UPDATE`, key.Run.String(), key.Asset)
+		b.Queue(stmt.sql, stmt.args(args)...)
+	}, func(br pgx.BatchResults) error {
+		var err error
+		cur, err = scanItem(br.QueryRow().Scan, key.Run)
+		found = err == nil
+		if err != nil && !errors.Is(err, pgx.ErrNoRows) {
+			return err
+		}
+		wrote, err = scanItem(br.QueryRow().Scan, key.Run)
+		applied = err == nil
+		if err != nil && !errors.Is(err, pgx.ErrNoRows) {
+			return err
+		}
+		return nil
+	})
 	switch {
-	case err == nil:
-		return wrote, translate(br.Close())
-	case !errors.Is(err, pgx.ErrNoRows):
+	case err != nil:
 		return ledger.Item{}, translate(err)
+	case applied:
+		return wrote, nil
 	case !found:
 		return ledger.Item{}, ledger.ErrNotFound
-	}
-	if err := br.Close(); err != nil {
-		return ledger.Item{}, translate(err)
+	case a.unsure && mine(cur):
+		return cur, nil
 	}
 	return cur, refusal(cur)
 }
 
 // GetItem implements ledger.Store.
 func (s *LedgerStore) GetItem(ctx context.Context, key ledger.ItemKey) (ledger.Item, error) {
-	it, err := scanItem(s.db.pool.QueryRow(ctx, `SELECT `+ledgerItemColumns+` FROM baton_items WHERE run = $1 AND asset = $2`,
+	it, err := scanItem(s.db.queryRow(ctx, nil, `SELECT `+ledgerItemColumns+` FROM baton_items WHERE run = $1 AND asset = $2`,
 		key.Run.String(), key.Asset).Scan, key.Run)
 	if errors.Is(err, pgx.ErrNoRows) {
 		err = ledger.ErrNotFound
@@ -318,20 +392,9 @@ func (s *LedgerStore) GetItem(ctx context.Context, key ledger.ItemKey) (ledger.I
 
 // ListItems implements ledger.Store.
 func (s *LedgerStore) ListItems(ctx context.Context, run ledger.RunID) ([]ledger.Item, error) {
-	rows, err := s.db.pool.Query(ctx, `SELECT `+ledgerItemColumns+` FROM baton_items WHERE run = $1 ORDER BY asset`, run.String())
+	items, err := queryAll(ctx, s.db, `SELECT `+ledgerItemColumns+` FROM baton_items WHERE run = $1 ORDER BY asset`, []any{run.String()},
+		func(rows pgx.Rows) (ledger.Item, error) { return scanItem(rows.Scan, run) })
 	if err != nil {
-		return nil, fmt.Errorf("list items of %s: %w", run, translate(err))
-	}
-	defer rows.Close()
-	var items []ledger.Item
-	for rows.Next() {
-		it, err := scanItem(rows.Scan, run)
-		if err != nil {
-			return nil, fmt.Errorf("list items of %s: %w", run, translate(err))
-		}
-		items = append(items, it)
-	}
-	if err := rows.Err(); err != nil {
 		return nil, fmt.Errorf("list items of %s: %w", run, translate(err))
 	}
 	return items, nil
@@ -394,6 +457,15 @@ const ledgerRunColumns = `job, nominal, generation, state, cursor, total, fence,
 const ledgerItemColumns = `asset, state, owner, attempt, lease_until, fence, error, result,
 	created_at, started_at, finished_at, updated_at`
 
+// ledgerForceSQL is the forced open's upsert, without its RETURNING.
+const ledgerForceSQL = `
+		INSERT INTO baton_runs AS r (job, nominal, generation, state, fence, open_fence, shards, opened_at, updated_at)
+		VALUES (@job, @nominal, 1, 'fanning_out', @fence, @fence, @shards, @now, @now)
+		ON CONFLICT (job, nominal) DO UPDATE SET
+			generation = r.generation + 1, state = 'fanning_out', cursor = 0, total = 0,
+			fence = excluded.fence, open_fence = excluded.fence, shards = excluded.shards, opened_at = excluded.opened_at,
+			updated_at = excluded.updated_at, finished_at = 0, succeeded = 0, dead = 0, cancelled = 0`
+
 // ledgerClaimExhausted is Claim's condition for DEAD instead of another
 // attempt. SET expressions all read the row as it was before the
 // statement.
@@ -418,13 +490,13 @@ var (
 		RETURNING ` + ledgerRunColumns)
 
 	// Opened, forced: generation 1, or the next one from scratch.
-	ledgerForceRun = named(`
-		INSERT INTO baton_runs AS r (job, nominal, generation, state, fence, open_fence, shards, opened_at, updated_at)
-		VALUES (@job, @nominal, 1, 'fanning_out', @fence, @fence, @shards, @now, @now)
-		ON CONFLICT (job, nominal) DO UPDATE SET
-			generation = r.generation + 1, state = 'fanning_out', cursor = 0, total = 0,
-			fence = excluded.fence, open_fence = excluded.fence, shards = excluded.shards, opened_at = excluded.opened_at,
-			updated_at = excluded.updated_at, finished_at = 0, succeeded = 0, dead = 0, cancelled = 0
+	ledgerForceRun = named(ledgerForceSQL + `
+		RETURNING ` + ledgerRunColumns)
+
+	// ledgerForceRun sent again after an unknown outcome: refused when the
+	// record is that very open (the same fence and Now, not advanced yet).
+	ledgerForceRunAgain = named(ledgerForceSQL + `
+		WHERE NOT (r.open_fence = excluded.open_fence AND r.opened_at = excluded.opened_at AND r.cursor = 0)
 		RETURNING ` + ledgerRunColumns)
 
 	ledgerAdvanceRun = named(`
@@ -526,6 +598,10 @@ func (n namedSQL) args(args pgx.NamedArgs) []any {
 	}
 	return out
 }
+
+// sameTime says whether a time read back from a record is t as this
+// package stores it (Unix nanoseconds).
+func sameTime(stored, t time.Time) bool { return toNanos(stored) == toNanos(t) }
 
 // tickJob and tickNominal are the (job, nominal) the record of run id is
 // kept under (ledger.TickOf): a submission's under job+key and the epoch.

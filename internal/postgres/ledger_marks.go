@@ -14,21 +14,10 @@ import (
 // primary key (asset compares byte-wise, COLLATE "C"), so it reads the
 // shard's rows only.
 func (s *LedgerStore) ListItemRange(ctx context.Context, run ledger.RunID, first, last string) ([]ledger.Item, error) {
-	rows, err := s.db.pool.Query(ctx, `SELECT `+ledgerItemColumns+` FROM baton_items
-		WHERE run = $1 AND asset >= $2 AND asset <= $3 ORDER BY asset`, run.String(), first, last)
+	items, err := queryAll(ctx, s.db, `SELECT `+ledgerItemColumns+` FROM baton_items
+		WHERE run = $1 AND asset >= $2 AND asset <= $3 ORDER BY asset`, []any{run.String(), first, last},
+		func(rows pgx.Rows) (ledger.Item, error) { return scanItem(rows.Scan, run) })
 	if err != nil {
-		return nil, fmt.Errorf("list items of %s from %q to %q: %w", run, first, last, translate(err))
-	}
-	defer rows.Close()
-	var items []ledger.Item
-	for rows.Next() {
-		it, err := scanItem(rows.Scan, run)
-		if err != nil {
-			return nil, fmt.Errorf("list items of %s from %q to %q: %w", run, first, last, translate(err))
-		}
-		items = append(items, it)
-	}
-	if err := rows.Err(); err != nil {
 		return nil, fmt.Errorf("list items of %s from %q to %q: %w", run, first, last, translate(err))
 	}
 	return items, nil
@@ -40,32 +29,35 @@ const markColumns = `level, idx, succeeded, dead, cancelled, at`
 // sent in one batch with a read of the mark. The read runs after the
 // insert in the same transaction, so it sees the mark whoever wrote it
 // (a concurrent insert of the same mark waits for the first to commit,
-// then does nothing).
+// then does nothing). A re-send after an unknown outcome finds the mark
+// its first send wrote: the same counts at the same Now are its success.
 func (s *LedgerStore) MarkDone(ctx context.Context, p ledger.MarkParams) (ledger.Mark, error) {
 	if err := validMark(p); err != nil {
 		return ledger.Mark{}, err
 	}
 	subject := fmt.Sprintf("mark %s level %d index %d", p.Run, p.Level, p.Index)
-	b := &pgx.Batch{}
-	b.Queue(`INSERT INTO baton_marks (run, level, idx, succeeded, dead, cancelled, at)
+	var a attempts
+	var m ledger.Mark
+	var exists bool
+	err := s.db.batch(ctx, &a, func(b *pgx.Batch) {
+		b.Queue(`INSERT INTO baton_marks (run, level, idx, succeeded, dead, cancelled, at)
 		VALUES ($1, $2, $3, $4, $5, $6, $7) ON CONFLICT (run, level, idx) DO NOTHING RETURNING `+markColumns,
-		p.Run.String(), p.Level, p.Index, p.Succeeded, p.Dead, p.Cancelled, toNanos(p.Now))
-	b.Queue(`SELECT `+markColumns+` FROM baton_marks WHERE run = $1 AND level = $2 AND idx = $3`, p.Run.String(), p.Level, p.Index)
-	br := s.db.pool.SendBatch(ctx, b)
-	_, err := scanMark(br.QueryRow().Scan, p.Run)
-	exists := errors.Is(err, pgx.ErrNoRows)
-	if err != nil && !exists {
-		_ = br.Close()
-		return ledger.Mark{}, fmt.Errorf("%s: %w", subject, translate(err))
-	}
-	m, err := scanMark(br.QueryRow().Scan, p.Run)
-	if cerr := br.Close(); err == nil {
-		err = cerr
-	}
+			p.Run.String(), p.Level, p.Index, p.Succeeded, p.Dead, p.Cancelled, toNanos(p.Now))
+		b.Queue(`SELECT `+markColumns+` FROM baton_marks WHERE run = $1 AND level = $2 AND idx = $3`, p.Run.String(), p.Level, p.Index)
+	}, func(br pgx.BatchResults) error {
+		_, err := scanMark(br.QueryRow().Scan, p.Run)
+		exists = errors.Is(err, pgx.ErrNoRows)
+		if err != nil && !exists {
+			return err
+		}
+		m, err = scanMark(br.QueryRow().Scan, p.Run)
+		return err
+	})
+	mine := m.Succeeded == p.Succeeded && m.Dead == p.Dead && m.Cancelled == p.Cancelled && sameTime(m.At, p.Now)
 	switch {
 	case err != nil:
 		return ledger.Mark{}, fmt.Errorf("%s: %w", subject, translate(err))
-	case exists:
+	case exists && !(a.unsure && mine):
 		return m, fmt.Errorf("%s: written already: %w", subject, ledger.ErrTerminal)
 	}
 	return m, nil
@@ -73,22 +65,11 @@ func (s *LedgerStore) MarkDone(ctx context.Context, p ledger.MarkParams) (ledger
 
 // ListMarks implements ledger.Store.
 func (s *LedgerStore) ListMarks(ctx context.Context, run ledger.RunID, level, group int) ([]ledger.Mark, error) {
-	rows, err := s.db.pool.Query(ctx, `SELECT `+markColumns+` FROM baton_marks
+	marks, err := queryAll(ctx, s.db, `SELECT `+markColumns+` FROM baton_marks
 		WHERE run = $1 AND level = $2 AND idx >= $3 AND idx < $4 ORDER BY idx`,
-		run.String(), level, group*ledger.MarkGroup, (group+1)*ledger.MarkGroup)
+		[]any{run.String(), level, group * ledger.MarkGroup, (group + 1) * ledger.MarkGroup},
+		func(rows pgx.Rows) (ledger.Mark, error) { return scanMark(rows.Scan, run) })
 	if err != nil {
-		return nil, fmt.Errorf("list marks of %s level %d group %d: %w", run, level, group, translate(err))
-	}
-	defer rows.Close()
-	var marks []ledger.Mark
-	for rows.Next() {
-		m, err := scanMark(rows.Scan, run)
-		if err != nil {
-			return nil, fmt.Errorf("list marks of %s level %d group %d: %w", run, level, group, translate(err))
-		}
-		marks = append(marks, m)
-	}
-	if err := rows.Err(); err != nil {
 		return nil, fmt.Errorf("list marks of %s level %d group %d: %w", run, level, group, translate(err))
 	}
 	return marks, nil

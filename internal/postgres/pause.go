@@ -18,14 +18,15 @@ var _ lease.Pauser = (*LeaseStore)(nil)
 
 // SetPause implements lease.Pauser: one conditional upsert (a new pause
 // unless paused already) or update (a resume of a paused job), then the
-// record.
+// record. Both are idempotent: a re-run after an unknown outcome finds
+// the job paused (or resumed) and does nothing.
 func (s *LeaseStore) SetPause(ctx context.Context, p lease.SetPauseParams) (lease.Pause, error) {
 	if p.Job == "" {
 		return lease.Pause{}, errors.New("set pause: empty job")
 	}
 	var err error
 	if p.Paused {
-		_, err = s.db.pool.Exec(ctx, `
+		_, err = s.db.exec(ctx, nil, `
 INSERT INTO baton_job_pause AS j (job, paused, since, until, by_whom, reason, skipped, last_skipped)
 VALUES ($1, true, $2, 0, $3, $4, 0, 0)
 ON CONFLICT (job) DO UPDATE SET
@@ -33,7 +34,7 @@ ON CONFLICT (job) DO UPDATE SET
     reason = excluded.reason, skipped = 0, last_skipped = 0
 WHERE NOT j.paused`, p.Job, toNanos(p.Now), p.By, p.Reason)
 	} else {
-		_, err = s.db.pool.Exec(ctx, `
+		_, err = s.db.exec(ctx, nil, `
 UPDATE baton_job_pause SET paused = false, until = $2, by_whom = $3, reason = $4
 WHERE job = $1 AND paused`, p.Job, toNanos(p.Now), p.By, p.Reason)
 	}
@@ -47,7 +48,7 @@ WHERE job = $1 AND paused`, p.Job, toNanos(p.Now), p.By, p.Reason)
 func (s *LeaseStore) PauseOf(ctx context.Context, job string) (lease.Pause, error) {
 	r := lease.Pause{Job: job}
 	var since, until, last int64
-	err := s.db.pool.QueryRow(ctx, `SELECT paused, since, until, by_whom, reason, skipped, last_skipped FROM baton_job_pause WHERE job = $1`, job).
+	err := s.db.queryRow(ctx, nil, `SELECT paused, since, until, by_whom, reason, skipped, last_skipped FROM baton_job_pause WHERE job = $1`, job).
 		Scan(&r.Paused, &since, &until, &r.By, &r.Reason, &r.Skipped, &last)
 	if errors.Is(err, pgx.ErrNoRows) {
 		return r, nil
@@ -61,12 +62,13 @@ func (s *LeaseStore) PauseOf(ctx context.Context, job string) (lease.Pause, erro
 
 // RecordSkipped implements lease.Pauser: one conditional UPDATE counts
 // the tick when the job is paused and the tick is newer than the last
-// counted; the record is read after it.
+// counted (so that a re-run counts it once); the record is read after
+// it.
 func (s *LeaseStore) RecordSkipped(ctx context.Context, job string, nominal time.Time) (lease.Pause, error) {
 	if job == "" {
 		return lease.Pause{}, errors.New("record skipped: empty job")
 	}
-	_, err := s.db.pool.Exec(ctx, `
+	_, err := s.db.exec(ctx, nil, `
 UPDATE baton_job_pause SET skipped = skipped + 1, last_skipped = $2
 WHERE job = $1 AND paused AND last_skipped < $2`, job, toNanos(nominal))
 	if err != nil {

@@ -24,7 +24,7 @@ func (s *LedgerStore) Prune(ctx context.Context, p ledger.PruneParams) (ledger.P
 		var job string
 		var nominal int64
 		var gen int
-		err := s.db.pool.QueryRow(ctx, `SELECT job, nominal, generation FROM baton_runs
+		err := s.db.queryRow(ctx, nil, `SELECT job, nominal, generation FROM baton_runs
 			WHERE finished_at > 0 AND finished_at < $1 AND (job = $2 OR left(job, length($2) + 1) = $2 || '+')
 			ORDER BY finished_at LIMIT 1`, toNanos(p.Before), p.Job).Scan(&job, &nominal, &gen)
 		if errors.Is(err, pgx.ErrNoRows) {
@@ -62,7 +62,7 @@ func (s *LedgerStore) pruneRun(ctx context.Context, job string, nominal int64, g
 				if n >= budget {
 					return false, n, nil
 				}
-				tag, err := s.db.pool.Exec(ctx, q, run, min(budget-n, 1000))
+				tag, err := s.db.exec(ctx, nil, q, run, min(budget-n, 1000)) // deletes: a re-run deletes what is left
 				if err != nil {
 					return false, n, fmt.Errorf("prune %s: %w", run, translate(err))
 				}
@@ -76,7 +76,7 @@ func (s *LedgerStore) pruneRun(ctx context.Context, job string, nominal int64, g
 	if n >= budget {
 		return false, n, nil
 	}
-	if _, err := s.db.pool.Exec(ctx, `DELETE FROM baton_runs WHERE job = $1 AND nominal = $2 AND generation = $3`, job, nominal, gen); err != nil {
+	if _, err := s.db.exec(ctx, nil, `DELETE FROM baton_runs WHERE job = $1 AND nominal = $2 AND generation = $3`, job, nominal, gen); err != nil {
 		return false, n, fmt.Errorf("prune run %s: %w", id.TickKey(), translate(err))
 	}
 	return true, n + 1, nil

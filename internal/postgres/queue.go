@@ -98,21 +98,25 @@ func OpenQueue(ctx context.Context, db *DB, name string, o *QueueOptions) (*Queu
 		return q, nil
 	}
 	at := toNanos(q.nowFunc())
-	err := pgx.BeginFunc(ctx, db.pool, func(tx pgx.Tx) error {
-		for _, n := range []string{name, dlq} {
-			if n == "" {
-				continue
+	// Idempotent (an insert that does nothing on conflict, an update to the
+	// same values): a transaction cut by a lost connection is run again.
+	err := db.retry(ctx, nil, func() error {
+		return pgx.BeginFunc(ctx, db.pool, func(tx pgx.Tx) error {
+			for _, n := range []string{name, dlq} {
+				if n == "" {
+					continue
+				}
+				if _, err := tx.Exec(ctx, `INSERT INTO baton_queues (name, created_at) VALUES ($1, $2) ON CONFLICT DO NOTHING`, n, at); err != nil {
+					return fmt.Errorf("create %s: %w", n, err)
+				}
 			}
-			if _, err := tx.Exec(ctx, `INSERT INTO baton_queues (name, created_at) VALUES ($1, $2) ON CONFLICT DO NOTHING`, n, at); err != nil {
-				return fmt.Errorf("create %s: %w", n, err)
+			if dlq != "" {
+				if _, err := tx.Exec(ctx, `UPDATE baton_queues SET dead_letter = $1, max_receives = $2 WHERE name = $3`, dlq, maxReceives, name); err != nil {
+					return fmt.Errorf("store dead-letter policy: %w", err)
+				}
 			}
-		}
-		if dlq != "" {
-			if _, err := tx.Exec(ctx, `UPDATE baton_queues SET dead_letter = $1, max_receives = $2 WHERE name = $3`, dlq, maxReceives, name); err != nil {
-				return fmt.Errorf("store dead-letter policy: %w", err)
-			}
-		}
-		return nil
+			return nil
+		})
 	})
 	if err != nil {
 		return nil, fmt.Errorf("open queue %s: %w", name, translate(err))
@@ -127,7 +131,7 @@ func (q *Queue) Name() string { return q.name }
 // receive count, or "" and 0 when the queue has none; queue.ErrNotFound
 // when the queue does not exist.
 func (q *Queue) DeadLetterPolicy(ctx context.Context) (deadLetter string, maxReceives int, err error) {
-	err = q.db.pool.QueryRow(ctx, `SELECT dead_letter, max_receives FROM baton_queues WHERE name = $1`, q.name).Scan(&deadLetter, &maxReceives)
+	err = q.db.queryRow(ctx, nil, `SELECT dead_letter, max_receives FROM baton_queues WHERE name = $1`, q.name).Scan(&deadLetter, &maxReceives)
 	if errors.Is(err, pgx.ErrNoRows) {
 		return "", 0, fmt.Errorf("dead-letter policy of %s: %w", q.name, queue.ErrNotFound)
 	}
@@ -150,7 +154,10 @@ ins AS (
 SELECT (SELECT count(*) FROM ins), (SELECT count(*) FROM q), pg_notify('` + notifyChannel + `', $1)`
 
 // SendBatch stores msgs in one statement: every entry is sent or none is,
-// so it never returns a *queue.BatchError.
+// so it never returns a *queue.BatchError. A send cut by a lost
+// connection after it reached the server is sent again, and may then be
+// stored twice: the queue's delivery is at least once, as SQS's is, and
+// consumers take a duplicate for what it is (the item's claim).
 func (q *Queue) SendBatch(ctx context.Context, msgs []queue.Message) error {
 	if err := queue.CheckBatch(msgs); err != nil {
 		return fmt.Errorf("send to %s: %w", q.name, err)
@@ -168,7 +175,7 @@ func (q *Queue) SendBatch(ctx context.Context, msgs []queue.Message) error {
 		}
 	}
 	var sent, exists int
-	err := q.db.pool.QueryRow(ctx, sqlSend, q.name, toNanos(q.nowFunc()), bodies, attrs).Scan(&sent, &exists, nil)
+	err := q.db.queryRow(ctx, nil, sqlSend, q.name, toNanos(q.nowFunc()), bodies, attrs).Scan(&sent, &exists, nil)
 	if err != nil {
 		return fmt.Errorf("send to %s: %w", q.name, translate(err))
 	}
@@ -263,48 +270,48 @@ func (q *Queue) Receive(ctx context.Context, p queue.ReceiveParams) ([]queue.Del
 
 // receiveOnce is one look for visible messages at now. Messages it
 // dead-letters leave room for others: it looks again until it has max
-// messages or found no more.
+// messages or found no more. A look cut by a lost connection is made
+// again: messages the lost one took, if it applied, are hidden until the
+// visibility timeout, then delivered again (their receive counted once
+// more), as after a consumer's crash.
 func (q *Queue) receiveOnce(ctx context.Context, max int, visibility time.Duration, now time.Time) ([]queue.Delivery, error) {
 	at := toNanos(now)
 	prefix := rand.Text() + "-"
 	var out []queue.Delivery
 	seen := []int64{}
 	for len(out) < max {
-		rows, err := q.db.pool.Query(ctx, sqlReceive, q.name, at, max-len(out), at+int64(visibility), prefix, seen)
+		type row struct {
+			kind, receipt, attrs string
+			body                 []byte
+			id, sentAt           int64
+			count                int
+		}
+		rows, err := queryAll(ctx, q.db, sqlReceive, []any{q.name, at, max - len(out), at + int64(visibility), prefix, seen},
+			func(rows pgx.Rows) (row, error) {
+				var r row
+				err := rows.Scan(&r.kind, &r.id, &r.receipt, &r.body, &r.attrs, &r.sentAt, &r.count)
+				return r, err
+			})
 		if err != nil {
 			return nil, fmt.Errorf("receive from %s: %w", q.name, translate(err))
 		}
 		exists, took, dead := false, 0, 0
-		for rows.Next() {
-			var (
-				kind, receipt, attrs string
-				body                 []byte
-				id, sentAt           int64
-				count                int
-			)
-			if err := rows.Scan(&kind, &id, &receipt, &body, &attrs, &sentAt, &count); err != nil {
-				rows.Close()
-				return nil, fmt.Errorf("receive from %s: %w", q.name, translate(err))
-			}
-			switch kind {
+		for _, r := range rows {
+			switch r.kind {
 			case "q":
 				exists = true
 			case "d":
 				dead++
 			case "t":
 				took++
-				seen = append(seen, id)
-				d := queue.Delivery{MessageID: strconv.FormatInt(id, 10), ReceiptHandle: receipt, Body: body,
-					ReceiveCount: count, SentAt: fromNanos(sentAt)}
-				if d.Attributes, err = decodeAttributes(attrs); err != nil {
-					rows.Close()
+				seen = append(seen, r.id)
+				d := queue.Delivery{MessageID: strconv.FormatInt(r.id, 10), ReceiptHandle: r.receipt, Body: r.body,
+					ReceiveCount: r.count, SentAt: fromNanos(r.sentAt)}
+				if d.Attributes, err = decodeAttributes(r.attrs); err != nil {
 					return nil, fmt.Errorf("receive from %s: message %s: %w", q.name, d.MessageID, err)
 				}
 				out = append(out, d)
 			}
-		}
-		if err := rows.Err(); err != nil {
-			return nil, fmt.Errorf("receive from %s: %w", q.name, translate(err))
 		}
 		if !exists {
 			return nil, fmt.Errorf("receive from %s: %w", q.name, queue.ErrNotFound)
@@ -329,17 +336,20 @@ func receiptID(h string) (int64, bool) {
 
 // Delete removes the message last received with receiptHandle. It returns
 // queue.ErrInvalidReceipt when the handle is not the latest of a message
-// in this queue.
+// in this queue. A delete re-run after its first run applied finds the
+// message gone; it reports success then (the message is deleted either
+// way, and the handle can no longer be anyone else's).
 func (q *Queue) Delete(ctx context.Context, receiptHandle string) error {
 	id, ok := receiptID(receiptHandle)
 	if !ok {
 		return fmt.Errorf("delete from %s: %w", q.name, queue.ErrInvalidReceipt)
 	}
-	tag, err := q.db.pool.Exec(ctx, `DELETE FROM baton_messages WHERE id = $1 AND queue = $2 AND receipt = $3`, id, q.name, receiptHandle)
+	var a attempts
+	tag, err := q.db.exec(ctx, &a, `DELETE FROM baton_messages WHERE id = $1 AND queue = $2 AND receipt = $3`, id, q.name, receiptHandle)
 	if err != nil {
 		return fmt.Errorf("delete from %s: %w", q.name, translate(err))
 	}
-	if tag.RowsAffected() == 0 {
+	if tag.RowsAffected() == 0 && !a.unsure {
 		return fmt.Errorf("delete from %s: %w", q.name, queue.ErrInvalidReceipt)
 	}
 	return nil
@@ -347,7 +357,8 @@ func (q *Queue) Delete(ctx context.Context, receiptHandle string) error {
 
 // DeleteBatch removes the messages last received with handles in one
 // statement (see queue.BatchDeleter). The handles that are not the latest
-// of a message in this queue fail with queue.ErrInvalidReceipt.
+// of a message in this queue fail with queue.ErrInvalidReceipt, except
+// after a re-run whose first run may have deleted them (as Delete).
 func (q *Queue) DeleteBatch(ctx context.Context, handles []string) error {
 	if err := queue.CheckHandles(handles); err != nil {
 		return fmt.Errorf("delete batch from %s: %w", q.name, err)
@@ -359,23 +370,27 @@ func (q *Queue) DeleteBatch(ctx context.Context, handles []string) error {
 		}
 	}
 	deleted := map[string]bool{}
+	var a attempts
 	if len(ids) > 0 {
-		rows, err := q.db.pool.Query(ctx, `DELETE FROM baton_messages WHERE id = ANY ($1) AND queue = $2 AND receipt = ANY ($3) RETURNING receipt`,
-			ids, q.name, handles)
+		err := q.db.retry(ctx, &a, func() error {
+			rows, err := q.db.pool.Query(ctx, `DELETE FROM baton_messages WHERE id = ANY ($1) AND queue = $2 AND receipt = ANY ($3) RETURNING receipt`,
+				ids, q.name, handles)
+			if err != nil {
+				return err
+			}
+			receipts, err := pgx.CollectRows(rows, pgx.RowTo[string])
+			for _, r := range receipts {
+				deleted[r] = true
+			}
+			return err
+		})
 		if err != nil {
 			return fmt.Errorf("delete batch from %s: %w", q.name, translate(err))
-		}
-		receipts, err := pgx.CollectRows(rows, pgx.RowTo[string])
-		if err != nil {
-			return fmt.Errorf("delete batch from %s: %w", q.name, translate(err))
-		}
-		for _, r := range receipts {
-			deleted[r] = true
 		}
 	}
 	var failed []queue.EntryError
 	for _, h := range handles {
-		if !deleted[h] {
+		if _, ok := receiptID(h); !deleted[h] && !(a.unsure && ok) {
 			failed = append(failed, queue.EntryError{ID: h, Err: queue.ErrInvalidReceipt})
 		}
 	}
@@ -400,7 +415,8 @@ func (q *Queue) ChangeVisibility(ctx context.Context, p queue.ChangeVisibilityPa
 	if now.IsZero() {
 		now = q.nowFunc()
 	}
-	tag, err := q.db.pool.Exec(ctx, `UPDATE baton_messages SET visible_at = $1 WHERE id = $2 AND queue = $3 AND receipt = $4`,
+	// Idempotent: a re-run sets the same visibility.
+	tag, err := q.db.exec(ctx, nil, `UPDATE baton_messages SET visible_at = $1 WHERE id = $2 AND queue = $3 AND receipt = $4`,
 		now.Add(p.Timeout).UnixNano(), id, q.name, p.ReceiptHandle)
 	if err != nil {
 		return fmt.Errorf("change visibility in %s: %w", q.name, translate(err))

@@ -6,6 +6,8 @@ import (
 	"strconv"
 	"time"
 
+	"github.com/jackc/pgx/v5"
+
 	"github.com/batonhq/baton/internal/queue"
 )
 
@@ -15,7 +17,7 @@ import (
 func (q *Queue) Depth(ctx context.Context) (queue.Depth, error) {
 	at := q.nowFunc().UnixNano()
 	var d queue.Depth
-	err := q.db.pool.QueryRow(ctx, `SELECT count(*) FILTER (WHERE visible_at <= $1), count(*) FILTER (WHERE visible_at > $1)
+	err := q.db.queryRow(ctx, nil, `SELECT count(*) FILTER (WHERE visible_at <= $1), count(*) FILTER (WHERE visible_at > $1)
 		FROM baton_messages WHERE queue = $2`, at, q.name).Scan(&d.Visible, &d.InFlight)
 	if err != nil {
 		return queue.Depth{}, fmt.Errorf("depth of %s: %w", q.name, translate(err))
@@ -57,28 +59,24 @@ func (q *Queue) Inspect(ctx context.Context, limit int) ([]StoredMessage, error)
 	if limit > 0 {
 		lim = &limit
 	}
-	rows, err := q.db.pool.Query(ctx, `SELECT id, body, attributes, sent_at, receive_count, visible_at, moved_from, moved_at
-		FROM baton_messages WHERE queue = $1 ORDER BY id LIMIT $2`, q.name, lim)
+	out, err := queryAll(ctx, q.db, `SELECT id, body, attributes, sent_at, receive_count, visible_at, moved_from, moved_at
+		FROM baton_messages WHERE queue = $1 ORDER BY id LIMIT $2`, []any{q.name, lim},
+		func(rows pgx.Rows) (StoredMessage, error) {
+			var m StoredMessage
+			var id, sentAt, visibleAt, movedAt int64
+			var attrs string
+			if err := rows.Scan(&id, &m.Body, &attrs, &sentAt, &m.ReceiveCount, &visibleAt, &m.MovedFrom, &movedAt); err != nil {
+				return m, err
+			}
+			m.MessageID = strconv.FormatInt(id, 10)
+			m.SentAt, m.VisibleAt, m.MovedAt = fromNanos(sentAt), fromNanos(visibleAt), fromNanos(movedAt)
+			var err error
+			if m.Attributes, err = decodeAttributes(attrs); err != nil {
+				return m, fmt.Errorf("message %s: %w", m.MessageID, err)
+			}
+			return m, nil
+		})
 	if err != nil {
-		return nil, fmt.Errorf("peek at %s: %w", q.name, translate(err))
-	}
-	defer rows.Close()
-	var out []StoredMessage
-	for rows.Next() {
-		var m StoredMessage
-		var id, sentAt, visibleAt, movedAt int64
-		var attrs string
-		if err := rows.Scan(&id, &m.Body, &attrs, &sentAt, &m.ReceiveCount, &visibleAt, &m.MovedFrom, &movedAt); err != nil {
-			return nil, fmt.Errorf("peek at %s: %w", q.name, translate(err))
-		}
-		m.MessageID = strconv.FormatInt(id, 10)
-		m.SentAt, m.VisibleAt, m.MovedAt = fromNanos(sentAt), fromNanos(visibleAt), fromNanos(movedAt)
-		if m.Attributes, err = decodeAttributes(attrs); err != nil {
-			return nil, fmt.Errorf("peek at %s: message %s: %w", q.name, m.MessageID, err)
-		}
-		out = append(out, m)
-	}
-	if err := rows.Err(); err != nil {
 		return nil, fmt.Errorf("peek at %s: %w", q.name, translate(err))
 	}
 	return out, nil
@@ -106,7 +104,8 @@ func (q *Queue) MoveTo(ctx context.Context, dst queue.Sender, max int) (int, err
 	}
 	at := q.nowFunc().UnixNano()
 	var n int
-	err := q.db.pool.QueryRow(ctx, `
+	// Sent once: a re-run after an unknown outcome would move max more.
+	err := q.db.queryRow(ctx, &attempts{sendOnce: lim != nil}, `
 WITH moved AS (
 	UPDATE baton_messages SET queue = $1, visible_at = 0, receive_count = 0, receipt = '', moved_from = $2, moved_at = $3
 	WHERE id IN (SELECT id FROM baton_messages WHERE queue = $2 AND visible_at <= $3 ORDER BY visible_at, id LIMIT $4 FOR UPDATE SKIP LOCKED)

@@ -23,17 +23,23 @@ func NewRateLimitStore(db *DB) *RateLimitStore { return &RateLimitStore{db: db} 
 // on the count (INSERT … ON CONFLICT DO UPDATE … WHERE count < max); when
 // it writes nothing, a read of the count. The first take of a window also
 // removes the name's windows before the previous one.
+//
+// A take re-run after an unknown outcome may take a second unit: the
+// window then admits one fewer, never more than Max (a limit is kept on
+// the safe side). Hold re-run applies again (the slot is the holder's);
+// a Free re-run that finds the slot no longer the holder's reports
+// success (it is not the holder's either way).
 func (s *RateLimitStore) Take(ctx context.Context, p ratelimit.TakeParams) (int, error) {
 	subject := fmt.Sprintf("rate limit %s window %d shard %d", p.Name, p.Window, p.Shard)
 	if p.Max < 1 || p.Window < 0 || p.Shard < 0 || p.Name == "" {
 		return 0, fmt.Errorf("%s: name, max ≥ 1, window and shard ≥ 0 required", subject)
 	}
 	var n int
-	err := s.db.pool.QueryRow(ctx, `INSERT INTO baton_rate_limits (name, win, shard, count, expires) VALUES ($1, $2, $3, 1, $4)
+	err := s.db.queryRow(ctx, nil, `INSERT INTO baton_rate_limits (name, win, shard, count, expires) VALUES ($1, $2, $3, 1, $4)
 		ON CONFLICT (name, win, shard) DO UPDATE SET count = baton_rate_limits.count + 1 WHERE baton_rate_limits.count < $5
 		RETURNING count`, p.Name, p.Window, p.Shard, toNanos(p.Expires), p.Max).Scan(&n)
 	if errors.Is(err, pgx.ErrNoRows) {
-		if err := s.db.pool.QueryRow(ctx, `SELECT count FROM baton_rate_limits WHERE name = $1 AND win = $2 AND shard = $3`,
+		if err := s.db.queryRow(ctx, nil, `SELECT count FROM baton_rate_limits WHERE name = $1 AND win = $2 AND shard = $3`,
 			p.Name, p.Window, p.Shard).Scan(&n); err != nil {
 			return 0, fmt.Errorf("%s: %w", subject, translate(err))
 		}
@@ -43,7 +49,7 @@ func (s *RateLimitStore) Take(ctx context.Context, p ratelimit.TakeParams) (int,
 		return 0, fmt.Errorf("%s: %w", subject, translate(err))
 	}
 	if n == 1 {
-		if _, err := s.db.pool.Exec(ctx, `DELETE FROM baton_rate_limits WHERE name = $1 AND win < $2::bigint - 1`, p.Name, p.Window); err != nil {
+		if _, err := s.db.exec(ctx, nil, `DELETE FROM baton_rate_limits WHERE name = $1 AND win < $2::bigint - 1`, p.Name, p.Window); err != nil {
 			return n, fmt.Errorf("%s: clean up: %w", subject, translate(err))
 		}
 	}
@@ -63,7 +69,7 @@ func (s *RateLimitStore) Hold(ctx context.Context, p ratelimit.SlotParams) error
 	if err := checkSlot(p); err != nil {
 		return err
 	}
-	tag, err := s.db.pool.Exec(ctx, `INSERT INTO baton_rate_slots (name, slot, holder, until) VALUES ($1, $2, $3, $4)
+	tag, err := s.db.exec(ctx, nil, `INSERT INTO baton_rate_slots (name, slot, holder, until) VALUES ($1, $2, $3, $4)
 		ON CONFLICT (name, slot) DO UPDATE SET holder = $3, until = $4
 		WHERE baton_rate_slots.until <= $5 OR baton_rate_slots.holder = $3`,
 		p.Name, p.Slot, p.Holder, toNanos(p.Until), toNanos(p.Now))
@@ -81,12 +87,13 @@ func (s *RateLimitStore) Free(ctx context.Context, p ratelimit.SlotParams) error
 	if err := checkSlot(p); err != nil {
 		return err
 	}
-	tag, err := s.db.pool.Exec(ctx, `UPDATE baton_rate_slots SET holder = '', until = 0
+	var a attempts
+	tag, err := s.db.exec(ctx, &a, `UPDATE baton_rate_slots SET holder = '', until = 0
 		WHERE name = $1 AND slot = $2 AND holder = $3`, p.Name, p.Slot, p.Holder)
 	if err != nil {
 		return fmt.Errorf("rate limit %s slot %d: free: %w", p.Name, p.Slot, translate(err))
 	}
-	if tag.RowsAffected() == 0 {
+	if tag.RowsAffected() == 0 && !a.unsure {
 		return fmt.Errorf("rate limit %s slot %d: %w", p.Name, p.Slot, ratelimit.ErrNotHolder)
 	}
 	return nil

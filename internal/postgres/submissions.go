@@ -4,6 +4,8 @@ import (
 	"context"
 	"fmt"
 
+	"github.com/jackc/pgx/v5"
+
 	"github.com/batonhq/baton/internal/ledger"
 )
 
@@ -17,21 +19,10 @@ func (s *LedgerStore) ListSubmissions(ctx context.Context, p ledger.ListSubmissi
 	if limit <= 0 {
 		limit = 20
 	}
-	rows, err := s.db.pool.Query(ctx, `SELECT `+ledgerRunColumns+` FROM baton_runs
-		WHERE starts_with(job, $1) ORDER BY updated_at DESC, job LIMIT $2`, p.Job+"+", limit)
+	runs, err := queryAll(ctx, s.db, `SELECT `+ledgerRunColumns+` FROM baton_runs
+		WHERE starts_with(job, $1) ORDER BY updated_at DESC, job LIMIT $2`, []any{p.Job + "+", limit},
+		func(rows pgx.Rows) (ledger.Run, error) { return scanRun(rows.Scan) })
 	if err != nil {
-		return nil, fmt.Errorf("list submissions of %s: %w", p.Job, translate(err))
-	}
-	defer rows.Close()
-	var runs []ledger.Run
-	for rows.Next() {
-		r, err := scanRun(rows.Scan)
-		if err != nil {
-			return nil, fmt.Errorf("list submissions of %s: %w", p.Job, translate(err))
-		}
-		runs = append(runs, r)
-	}
-	if err := rows.Err(); err != nil {
 		return nil, fmt.Errorf("list submissions of %s: %w", p.Job, translate(err))
 	}
 	return runs, nil

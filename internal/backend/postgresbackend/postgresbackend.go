@@ -54,6 +54,10 @@ const DefaultReceiveWait = 500 * time.Millisecond
 // ten items a batch each, queue for connections.
 const DefaultMaxConns = 16
 
+// DefaultRetryWindow is how long each operation retries a lost or
+// refused connection when Params.RetryWindow is 0.
+const DefaultRetryWindow = postgres.DefaultRetryWindow
+
 // ErrNotSetUp matches Open's error when the database lacks the schema or
 // the queues ('baton setup --backend postgres' makes them).
 var ErrNotSetUp = errors.New("not set up (run 'baton setup --backend postgres')")
@@ -72,6 +76,10 @@ type Params struct {
 	// ReceiveWait is the long-poll wait of an idle consumer's receives; 0
 	// means DefaultReceiveWait.
 	ReceiveWait time.Duration
+	// RetryWindow is how long each operation retries a lost or refused
+	// connection (a server restarting or failing over) before it fails; 0
+	// means DefaultRetryWindow (a minute), a negative window none.
+	RetryWindow time.Duration
 }
 
 // Open connects to the database, checks that Setup brought it to this
@@ -90,12 +98,13 @@ func Open(ctx context.Context, p Params) (backend.Backend, error) {
 	var db *postgres.DB
 	if p.Pool != nil {
 		db, p.DSN = postgres.New(p.Pool), p.Pool.Config().ConnString()
+		db.SetRetryWindow(p.RetryWindow)
 	} else {
 		var err error
 		if p.MaxConns == 0 && !strings.Contains(p.DSN, "pool_max_conns") {
 			p.MaxConns = DefaultMaxConns
 		}
-		if db, err = postgres.Open(ctx, p.DSN, &postgres.Options{MaxConns: p.MaxConns}); err != nil {
+		if db, err = postgres.Open(ctx, p.DSN, &postgres.Options{MaxConns: p.MaxConns, RetryWindow: p.RetryWindow}); err != nil {
 			return backend.Backend{}, fmt.Errorf("postgres backend: %w", err)
 		}
 	}
