@@ -233,3 +233,27 @@ func scanLease(job string, row pgx.Row) (lease.Lease, error) {
 	l.ExpiresAt, l.AcquiredAt = fromNanos(expires), fromNanos(acquired)
 	return l, nil
 }
+
+// List returns every record of the store, by job (key): the operators'
+// view of the application locks (baton lock list).
+func (s *LeaseStore) List(ctx context.Context) ([]lease.Lease, error) {
+	rows, err := s.db.pool.Query(ctx, s.q(`SELECT job, owner, fence, expires_at, acquired_at FROM baton_leases ORDER BY job COLLATE "C"`))
+	if err != nil {
+		return nil, fmt.Errorf("list leases: %w", translate(err))
+	}
+	defer rows.Close()
+	var out []lease.Lease
+	for rows.Next() {
+		var l lease.Lease
+		var expires, acquired int64
+		if err := rows.Scan(&l.Job, &l.Owner, &l.Fence, &expires, &acquired); err != nil {
+			return nil, fmt.Errorf("list leases: %w", translate(err))
+		}
+		l.ExpiresAt, l.AcquiredAt = fromNanos(expires), fromNanos(acquired)
+		out = append(out, l)
+	}
+	if err := rows.Err(); err != nil {
+		return nil, fmt.Errorf("list leases: %w", translate(err))
+	}
+	return out, nil
+}
