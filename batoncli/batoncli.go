@@ -16,6 +16,7 @@
 //	replay   a tick, a range of ticks (backfill), an item or an event again
 //	dlq      list and redrive the dead-letter queue
 //	lease    show a job's lease; release one whose holder is dead
+//	lock     show application locks (batonlock); release one whose holder is dead
 //	cancel   cancel a run's items that are not terminal
 //	pause    pause a job: its ticks are skipped and recorded until resume
 //	resume   resume a paused job

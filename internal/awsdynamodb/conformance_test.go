@@ -103,3 +103,14 @@ func TestRateLimitSharedByTwoProcesses(t *testing.T) {
 	require.LessOrEqual(t, m.Rate, m.Limit*1.05)
 	require.GreaterOrEqual(t, m.Rate, m.Limit*0.9)
 }
+
+func TestLockConformance(t *testing.T) {
+	t.Parallel()
+	leasetest.Run(t, leasetest.Harness{
+		NewStore: func(t *testing.T) lease.Store {
+			c, table := conformanceTable(t)
+			return awsdynamodb.NewLockStore(c, table, nil)
+		},
+		Capabilities: leasetest.Capabilities{LatestRefusalByClock: false},
+	})
+}

@@ -24,7 +24,14 @@ const (
 	contentionHolder      = "holder"
 	contentionHolderFence = "holder_fence"
 	contentionHolderUntil = "holder_until" // unix nanoseconds
+	contentionStreak      = "streak_at"    // unix nanoseconds: the first refusal of the current streak
+	contentionTTL         = "ttl_ns"       // the latest refused caller's TTL, nanoseconds
 )
+
+// Compatibility: a contention record written before streaks were kept has
+// no streak_at (nor ttl_ns). It reads with a zero StreakStart and TTL
+// (never escalated), and its next refusal starts its streak, as a
+// refusal by another holder does.
 
 // The lease store counts refused acquisitions per job with one
 // unconditional UpdateItem per refusal (ADD count), so counts from every
@@ -36,25 +43,42 @@ func contentionKey(job string) key { return key{prefixContention + job, skConten
 
 // RecordContention implements lease.ContentionCounter: it adds one
 // refusal of job's lease by holder at now. The last one written is kept
-// as Last/Holder.
-func (s *LeaseStore) RecordContention(ctx context.Context, job string, holder lease.Lease, now time.Time) error {
+// as Last/Holder. It is one UpdateItem conditioned on the record naming
+// the same holder with a streak, which continues the streak; when the
+// condition fails (another holder, a new record, or one without a
+// streak), one more, unconditional, UpdateItem starts a streak at now.
+func (s *LeaseStore) RecordContention(ctx context.Context, job string, holder lease.Lease, now time.Time, ttl time.Duration) error {
 	if job == "" {
 		return errors.New("record contention: empty job")
 	}
 	op := "record contention of " + job
+	names := map[string]string{
+		"#count": contentionCount, "#last": contentionLast, "#holder": contentionHolder,
+		"#fence": contentionHolderFence, "#until": contentionHolderUntil, "#ttl": contentionTTL,
+		"#streak": contentionStreak,
+	}
+	values := record{
+		":one": num(1), ":now": nanos(now), ":holder": str(holder.Owner),
+		":fence": num(holder.Fence), ":until": nanos(holder.ExpiresAt), ":ttl": num(int64(ttl)),
+	}
+	const set = "ADD #count :one SET #last = :now, #holder = :holder, #fence = :fence, #until = :until, #ttl = :ttl"
 	_, err := s.t.client.UpdateItem(ctx, &dynamodb.UpdateItemInput{
-		TableName:        aws.String(s.t.name),
-		Key:              contentionKey(job).attrs(),
-		UpdateExpression: aws.String("ADD #count :one SET #last = :now, #holder = :holder, #fence = :fence, #until = :until"),
-		ExpressionAttributeNames: map[string]string{
-			"#count": contentionCount, "#last": contentionLast, "#holder": contentionHolder,
-			"#fence": contentionHolderFence, "#until": contentionHolderUntil,
-		},
-		ExpressionAttributeValues: record{
-			":one": num(1), ":now": nanos(now), ":holder": str(holder.Owner),
-			":fence": num(holder.Fence), ":until": nanos(holder.ExpiresAt),
-		},
+		TableName:                 aws.String(s.t.name),
+		Key:                       s.keys.contention(job).attrs(),
+		UpdateExpression:          aws.String(set),
+		ConditionExpression:       aws.String("#holder = :holder AND attribute_exists(#streak)"),
+		ExpressionAttributeNames:  names,
+		ExpressionAttributeValues: values,
 	})
+	if _, failed := conditionFailed(err); failed {
+		_, err = s.t.client.UpdateItem(ctx, &dynamodb.UpdateItemInput{
+			TableName:                 aws.String(s.t.name),
+			Key:                       s.keys.contention(job).attrs(),
+			UpdateExpression:          aws.String(set + ", #streak = :now"),
+			ExpressionAttributeNames:  names,
+			ExpressionAttributeValues: values,
+		})
+	}
 	if err != nil {
 		return translateError(s.t.name, op, err)
 	}
@@ -65,7 +89,7 @@ func (s *LeaseStore) RecordContention(ctx context.Context, job string, holder le
 // consistent read); Count is 0 when it was never refused.
 func (s *LeaseStore) Contention(ctx context.Context, job string) (lease.Contention, error) {
 	op := "contention of " + job
-	rec, err := s.t.get(ctx, op, contentionKey(job))
+	rec, err := s.t.get(ctx, op, s.keys.contention(job))
 	if err != nil {
 		return lease.Contention{}, err
 	}
@@ -79,6 +103,8 @@ func (s *LeaseStore) Contention(ctx context.Context, job string) (lease.Contenti
 	r.Holder.Owner = d.str(contentionHolder)
 	r.Holder.Fence = d.int64(contentionHolderFence)
 	r.Holder.ExpiresAt = d.time(contentionHolderUntil)
+	r.StreakStart = d.time(contentionStreak)
+	r.TTL = time.Duration(d.int64(contentionTTL))
 	if d.err != nil {
 		return lease.Contention{}, fmt.Errorf("%s: %w", op, d.err)
 	}

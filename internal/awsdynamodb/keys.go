@@ -30,7 +30,9 @@ const (
 	prefixRun    = "RUN#"
 	prefixItems  = "ITEMS#"
 	prefixEffect = "EFFECT#"
+	prefixLock   = "LOCK#"
 	skLease      = "LEASE"
+	skLock       = "LOCK"
 	skEffect     = "EFFECT"
 )
 

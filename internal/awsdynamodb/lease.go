@@ -21,6 +21,27 @@ const (
 // LeaseStore is a lease.Store on a DynamoDB table.
 type LeaseStore struct {
 	t table
+	// keys name the records: the jobs' leases (leaseKeys) or the
+	// application locks (lockKeys).
+	keys leaseKeys
+}
+
+// leaseKeys name a lease store's records.
+type leaseKeys struct {
+	lease      func(job string) key
+	contention func(job string) key
+}
+
+// jobLeaseKeys are the jobs' leases: LEASE#<job> LEASE, CONTENTION#<job>
+// CONTENTION.
+var jobLeaseKeys = leaseKeys{lease: leaseKey, contention: contentionKey}
+
+// lockKeys are the application locks (batonlock): LOCK#<key> LOCK, and
+// their contention in the same partition, LOCK#<key> CONTENTION. No other
+// record kind has the prefix, so no lock is a job's lease.
+var lockKeys = leaseKeys{
+	lease:      func(k string) key { return key{prefixLock + k, skLock} },
+	contention: func(k string) key { return key{prefixLock + k, skContention} },
 }
 
 var _ lease.Store = (*LeaseStore)(nil)
@@ -28,7 +49,16 @@ var _ lease.Store = (*LeaseStore)(nil)
 // NewLeaseStore returns a lease store on the table called table, which must
 // have the key schema CreateTable makes.
 func NewLeaseStore(client API, table string, o *Options) *LeaseStore {
-	return &LeaseStore{t: newTable(client, table, o)}
+	return &LeaseStore{t: newTable(client, table, o), keys: jobLeaseKeys}
+}
+
+// NewLockStore returns the store of the table's application locks
+// (batonlock): the same records and operations as the jobs' leases, under
+// the partition keys LOCK#<key>, which no other record kind uses. Lock
+// records carry no ttl attribute: they are never deleted, so a key's
+// fence never goes back.
+func NewLockStore(client API, table string, o *Options) *LeaseStore {
+	return &LeaseStore{t: newTable(client, table, o), keys: lockKeys}
 }
 
 // Acquire implements lease.Store. It is one UpdateItem that mints the
@@ -60,7 +90,7 @@ func (s *LeaseStore) Acquire(ctx context.Context, p lease.AcquireParams) (lease.
 		},
 	}
 	for range raceRetries {
-		w, err := s.t.update(ctx, op, leaseKey(p.Job), u)
+		w, err := s.t.update(ctx, op, s.keys.lease(p.Job), u)
 		if err != nil {
 			return lease.Lease{}, err
 		}
@@ -86,7 +116,7 @@ func (s *LeaseStore) Renew(ctx context.Context, p lease.RenewParams) (lease.Leas
 	if err := checkLeaseParams(p.Job, p.Owner, p.TTL); err != nil {
 		return lease.Lease{}, fmt.Errorf("%s: %w", op, err)
 	}
-	w, err := s.t.update(ctx, op, leaseKey(p.Job), update{
+	w, err := s.t.update(ctx, op, s.keys.lease(p.Job), update{
 		set:  []string{"#expires_at = :expires"},
 		cond: "#owner = :owner AND #fence = :fence AND #expires_at > :now",
 		values: record{
@@ -116,7 +146,7 @@ func (s *LeaseStore) Release(ctx context.Context, p lease.ReleaseParams) error {
 	if err := checkLeaseParams(p.Job, p.Owner, time.Nanosecond); err != nil {
 		return fmt.Errorf("%s: %w", op, err)
 	}
-	w, err := s.t.update(ctx, op, leaseKey(p.Job), update{
+	w, err := s.t.update(ctx, op, s.keys.lease(p.Job), update{
 		set:    []string{"#expires_at = :zero"},
 		remove: []string{"#owner"},
 		cond:   "#owner = :owner AND #fence = :fence",
@@ -141,7 +171,7 @@ func (s *LeaseStore) Inspect(ctx context.Context, job string) (lease.Lease, erro
 	if job == "" {
 		return lease.Lease{}, fmt.Errorf("%s: %w", op, errEmptyJob)
 	}
-	rec, err := s.t.get(ctx, op, leaseKey(job))
+	rec, err := s.t.get(ctx, op, s.keys.lease(job))
 	if err != nil {
 		return lease.Lease{}, err
 	}

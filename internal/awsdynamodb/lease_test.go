@@ -9,9 +9,11 @@ import (
 	"time"
 
 	"github.com/aws/aws-sdk-go-v2/aws"
+	"github.com/aws/aws-sdk-go-v2/service/dynamodb"
 	"github.com/aws/aws-sdk-go-v2/service/dynamodb/types"
 	"github.com/stretchr/testify/require"
 
+	"github.com/batonhq/baton/internal/awsdynamodb"
 	"github.com/batonhq/baton/internal/lease"
 )
 
@@ -251,4 +253,66 @@ func TestLeaseAcquireRetriesWhenFreedMeanwhile(t *testing.T) {
 	require.NoError(t, err)
 	require.Equal(t, int64(1), l.Fence)
 	require.Equal(t, map[string]int{"UpdateItem": 2, "GetItem": 1}, b.rec.Counts())
+}
+
+// A lock is under LOCK#<key> (its contention in the same partition), never
+// the LEASE# record of a job of the same name, and carries no ttl: its
+// fence is never garbage collected.
+func TestLockRecord(t *testing.T) {
+	t.Parallel()
+	b := setup(t, nil)
+	ctx := context.Background()
+	name := uniqueName(t)
+	locks := awsdynamodb.NewLockStore(b.rec, b.table, nil)
+
+	job, err := b.leases.Acquire(ctx, lease.AcquireParams{Job: name, Owner: "coordinator", TTL: time.Minute, Now: t0})
+	require.NoError(t, err)
+	l, err := locks.Acquire(ctx, lease.AcquireParams{Job: name, Owner: "app", TTL: time.Minute, Now: t0})
+	require.NoError(t, err, "the job's lease must not hold the lock of the same name")
+	require.EqualValues(t, 1, l.Fence)
+	rec := b.raw(t, "LOCK#"+name, "LOCK")
+	require.Equal(t, "app", attrS(rec, "owner"))
+	require.NotContains(t, rec, "ttl", "locks are never garbage collected")
+	require.Equal(t, "coordinator", attrS(b.raw(t, "LEASE#"+name, "LEASE"), "owner"))
+
+	_, err = locks.Acquire(ctx, lease.AcquireParams{Job: name, Owner: "other", TTL: time.Minute, Now: t0})
+	require.ErrorIs(t, err, lease.ErrHeld)
+	require.NoError(t, locks.RecordContention(ctx, name, l, t0, time.Minute))
+	require.Equal(t, "1", attrN(b.raw(t, "LOCK#"+name, "CONTENTION"), "count"))
+	c, err := b.leases.Contention(ctx, name)
+	require.NoError(t, err)
+	require.Zero(t, c.Count, "a lock's contention is not its namesake job's")
+	_ = job
+}
+
+// A contention record written before streaks were kept (no streak_at)
+// reads without a streak, and its next refusal starts one, even by the
+// same holder.
+func TestContentionRecordWithoutStreak(t *testing.T) {
+	t.Parallel()
+	b := setup(t, nil)
+	ctx := context.Background()
+	job := uniqueName(t)
+	_, err := b.client.PutItem(ctx, &dynamodb.PutItemInput{TableName: aws.String(b.table), Item: map[string]types.AttributeValue{
+		"pk": &types.AttributeValueMemberS{Value: "CONTENTION#" + job}, "sk": &types.AttributeValueMemberS{Value: "CONTENTION"},
+		"count": &types.AttributeValueMemberN{Value: "7"}, "last_at": &types.AttributeValueMemberN{Value: "1000"},
+		"holder": &types.AttributeValueMemberS{Value: "a"}, "holder_fence": &types.AttributeValueMemberN{Value: "3"},
+		"holder_until": &types.AttributeValueMemberN{Value: "2000"},
+	}})
+	require.NoError(t, err)
+	got, err := b.leases.Contention(ctx, job)
+	require.NoError(t, err)
+	require.EqualValues(t, 7, got.Count)
+	require.True(t, got.StreakStart.IsZero())
+	require.Zero(t, got.TTL)
+
+	require.NoError(t, b.leases.RecordContention(ctx, job, lease.Lease{Owner: "a", Fence: 3}, t0, time.Minute))
+	got, err = b.leases.Contention(ctx, job)
+	require.NoError(t, err)
+	require.EqualValues(t, 8, got.Count)
+	require.True(t, t0.Equal(got.StreakStart), "streak start %s", got.StreakStart)
+	require.NoError(t, b.leases.RecordContention(ctx, job, lease.Lease{Owner: "a", Fence: 3}, t0.Add(time.Minute), time.Minute))
+	got, err = b.leases.Contention(ctx, job)
+	require.NoError(t, err)
+	require.True(t, t0.Equal(got.StreakStart), "the same holder continues the streak: %s", got.StreakStart)
 }

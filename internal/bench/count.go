@@ -93,9 +93,9 @@ type CountedContention struct {
 	Counter lease.ContentionCounter
 }
 
-func (c CountedContention) RecordContention(ctx context.Context, job string, holder lease.Lease, now time.Time) error {
+func (c CountedContention) RecordContention(ctx context.Context, job string, holder lease.Lease, now time.Time, ttl time.Duration) error {
 	c.Tally.add("contention.RecordContention")
-	return c.Counter.RecordContention(ctx, job, holder, now)
+	return c.Counter.RecordContention(ctx, job, holder, now, ttl)
 }
 
 func (c CountedContention) Contention(ctx context.Context, job string) (lease.Contention, error) {

@@ -136,12 +136,12 @@ func (f faultyLeases) Inspect(ctx context.Context, job string) (lease.Lease, err
 	return call(ctx, opInspect, job, func() (lease.Lease, error) { return f.s.Inspect(ctx, job) })
 }
 
-func (f faultyLeases) RecordContention(ctx context.Context, job string, holder lease.Lease, now time.Time) error {
+func (f faultyLeases) RecordContention(ctx context.Context, job string, holder lease.Lease, now time.Time, ttl time.Duration) error {
 	c, ok := f.s.(lease.ContentionCounter)
 	if !ok {
 		return errors.ErrUnsupported
 	}
-	return call0(ctx, opRecordContention, job, func() error { return c.RecordContention(ctx, job, holder, now) })
+	return call0(ctx, opRecordContention, job, func() error { return c.RecordContention(ctx, job, holder, now, ttl) })
 }
 
 func (f faultyLeases) Contention(ctx context.Context, job string) (lease.Contention, error) {

@@ -148,6 +148,7 @@ func commands() []command {
 			example: "  baton dlq list --json\n  baton dlq redrive --max 10", subs: dlqSubcommands()},
 		{synopsis: "lease <subcommand> [flags]\n\n" + leaseAbout, summary: "show a job's lease; release one whose holder is dead",
 			example: "  baton lease show --job fx", subs: leaseSubcommands()},
+		lockCommand(),
 		submitCommand(),
 		cancelCommand(),
 		pauseCommands()[0],

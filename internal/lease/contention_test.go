@@ -45,7 +45,7 @@ type countingStore struct {
 
 var _ lease.ContentionCounter = (*countingStore)(nil)
 
-func (s *countingStore) RecordContention(_ context.Context, job string, holder lease.Lease, now time.Time) error {
+func (s *countingStore) RecordContention(_ context.Context, job string, holder lease.Lease, now time.Time, ttl time.Duration) error {
 	if s.fail != nil {
 		return s.fail
 	}

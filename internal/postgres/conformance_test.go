@@ -104,3 +104,32 @@ func TestPrune(t *testing.T) {
 	t.Parallel()
 	ledgertest.RunPrune(t, func(t *testing.T) ledgertest.PrunerStore { return NewLedgerStore(openTestDB(t)) })
 }
+
+func TestLockStoreConformance(t *testing.T) {
+	t.Parallel()
+	store := NewLockStore(openTestDB(t))
+	leasetest.Run(t, leasetest.Harness{
+		NewStore:     func(*testing.T) lease.Store { return store },
+		Capabilities: leasetest.Capabilities{LatestRefusalByClock: true},
+	})
+}
+
+// A lock named like a job is not that job's lease.
+func TestLockStoreIsNotTheJobsLeases(t *testing.T) {
+	t.Parallel()
+	db := openTestDB(t)
+	ctx, now := t.Context(), time.Unix(1_700_000_000, 0)
+	leases, locks := NewLeaseStore(db), NewLockStore(db)
+	job, err := leases.Acquire(ctx, lease.AcquireParams{Job: "nightly", Owner: "coordinator", TTL: time.Minute, Now: now})
+	require.NoError(t, err)
+	require.NoError(t, leases.RecordContention(ctx, "nightly", job, now, time.Minute))
+	lock, err := locks.Acquire(ctx, lease.AcquireParams{Job: "nightly", Owner: "app", TTL: time.Minute, Now: now})
+	require.NoError(t, err, "the job's lease must not hold the lock of the same name")
+	require.EqualValues(t, 1, lock.Fence)
+	c, err := locks.Contention(ctx, "nightly")
+	require.NoError(t, err)
+	require.Zero(t, c.Count, "a job's contention is not its namesake lock's")
+	got, err := leases.Inspect(ctx, "nightly")
+	require.NoError(t, err)
+	require.Equal(t, "coordinator", got.Owner)
+}

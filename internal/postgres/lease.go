@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"strings"
 	"time"
 
 	"github.com/jackc/pgx/v5"
@@ -31,6 +32,9 @@ import (
 // once: a re-run could count a refusal twice.
 type LeaseStore struct {
 	db *DB
+	// names maps the table names in the queries to this store's: nil for
+	// the jobs' leases; the lock tables for NewLockStore.
+	names *strings.Replacer
 }
 
 var (
@@ -40,6 +44,23 @@ var (
 
 // NewLeaseStore returns the lease store of db.
 func NewLeaseStore(db *DB) *LeaseStore { return &LeaseStore{db: db} }
+
+// NewLockStore returns the store of db's application locks (batonlock):
+// the same records and operations as the jobs' leases, in the tables
+// baton_locks and baton_lock_contention, so that no lock is ever a job's
+// lease. A lock's key is its record's job. Its rows are never deleted, so
+// a key's fence never goes back.
+func NewLockStore(db *DB) *LeaseStore {
+	return &LeaseStore{db: db, names: strings.NewReplacer("baton_lease_contention", "baton_lock_contention", "baton_leases", "baton_locks")}
+}
+
+// q returns query on this store's tables.
+func (s *LeaseStore) q(query string) string {
+	if s.names == nil {
+		return query
+	}
+	return s.names.Replace(query)
+}
 
 const (
 	leaseAcquireSQL = `
@@ -75,8 +96,8 @@ func (s *LeaseStore) Acquire(ctx context.Context, p lease.AcquireParams) (lease.
 	var got, holder lease.Lease
 	var refused bool
 	err := s.db.batch(ctx, nil, func(b *pgx.Batch) {
-		b.Queue(leaseAcquireSQL, p.Job, p.Owner, toNanos(p.Now.Add(p.TTL)), now, now-int64(p.Skew))
-		b.Queue(leaseSelectSQL, p.Job)
+		b.Queue(s.q(leaseAcquireSQL), p.Job, p.Owner, toNanos(p.Now.Add(p.TTL)), now, now-int64(p.Skew))
+		b.Queue(s.q(leaseSelectSQL), p.Job)
 	}, func(br pgx.BatchResults) error {
 		var err error
 		got, err = scanLease(p.Job, br.QueryRow())
@@ -101,7 +122,7 @@ func (s *LeaseStore) Renew(ctx context.Context, p lease.RenewParams) (lease.Leas
 	if err := checkLeaseParams(p.Job, p.Owner, p.TTL, p.Now); err != nil {
 		return lease.Lease{}, fmt.Errorf("renew lease %q: %w", p.Job, err)
 	}
-	got, err := scanLease(p.Job, s.db.queryRow(ctx, nil, leaseRenewSQL, p.Job, p.Owner, p.Fence, toNanos(p.Now.Add(p.TTL)), toNanos(p.Now)))
+	got, err := scanLease(p.Job, s.db.queryRow(ctx, nil, s.q(leaseRenewSQL), p.Job, p.Owner, p.Fence, toNanos(p.Now.Add(p.TTL)), toNanos(p.Now)))
 	if errors.Is(err, pgx.ErrNoRows) {
 		return lease.Lease{}, fmt.Errorf("renew lease %q by %q (fence %d): %w", p.Job, p.Owner, p.Fence, lease.ErrNotHolder)
 	}
@@ -117,7 +138,7 @@ func (s *LeaseStore) Release(ctx context.Context, p lease.ReleaseParams) error {
 		return fmt.Errorf("release lease %q: %w", p.Job, err)
 	}
 	var a attempts
-	tag, err := s.db.exec(ctx, &a, leaseReleaseSQL, p.Job, p.Owner, p.Fence)
+	tag, err := s.db.exec(ctx, &a, s.q(leaseReleaseSQL), p.Job, p.Owner, p.Fence)
 	if err != nil {
 		return fmt.Errorf("release lease %q: %w", p.Job, translate(err))
 	}
@@ -132,7 +153,7 @@ func (s *LeaseStore) Inspect(ctx context.Context, job string) (lease.Lease, erro
 	if job == "" {
 		return lease.Lease{}, fmt.Errorf("inspect lease: empty job: %w", errLeaseParams)
 	}
-	got, err := scanLease(job, s.db.queryRow(ctx, nil, leaseSelectSQL, job))
+	got, err := scanLease(job, s.db.queryRow(ctx, nil, s.q(leaseSelectSQL), job))
 	if errors.Is(err, pgx.ErrNoRows) {
 		return lease.Lease{}, fmt.Errorf("inspect lease %q: %w", job, lease.ErrNotFound)
 	}
@@ -144,21 +165,28 @@ func (s *LeaseStore) Inspect(ctx context.Context, job string) (lease.Lease, erro
 
 // RecordContention implements lease.ContentionCounter: one UPSERT per
 // refusal, so counts from several processes add up; the latest refusal
-// by its caller's clock is the one kept as Last and Holder.
-func (s *LeaseStore) RecordContention(ctx context.Context, job string, holder lease.Lease, now time.Time) error {
+// by its caller's clock is the one kept as Last and Holder. It continues
+// the streak when it names the streak's holder, and starts one otherwise
+// (or on a row without one: streak_at 0, written before streaks were
+// kept).
+func (s *LeaseStore) RecordContention(ctx context.Context, job string, holder lease.Lease, now time.Time, ttl time.Duration) error {
 	if job == "" {
 		return errors.New("record contention: empty job")
 	}
-	_, err := s.db.exec(ctx, &attempts{sendOnce: true}, `
-INSERT INTO baton_lease_contention AS c (job, count, last_at, holder, holder_fence, holder_until)
-VALUES ($1, 1, $2, $3, $4, $5)
+	_, err := s.db.exec(ctx, &attempts{sendOnce: true}, s.q(`
+INSERT INTO baton_lease_contention AS c (job, count, last_at, holder, holder_fence, holder_until, streak_at, ttl)
+VALUES ($1, 1, $2, $3, $4, $5, $2, $6)
 ON CONFLICT (job) DO UPDATE SET
     count        = c.count + 1,
+    streak_at    = CASE WHEN excluded.last_at < c.last_at THEN c.streak_at
+                        WHEN c.streak_at > 0 AND excluded.holder = c.holder THEN c.streak_at
+                        ELSE excluded.last_at END,
+    ttl          = CASE WHEN excluded.last_at >= c.last_at THEN excluded.ttl ELSE c.ttl END,
     last_at      = CASE WHEN excluded.last_at >= c.last_at THEN excluded.last_at ELSE c.last_at END,
     holder       = CASE WHEN excluded.last_at >= c.last_at THEN excluded.holder ELSE c.holder END,
     holder_fence = CASE WHEN excluded.last_at >= c.last_at THEN excluded.holder_fence ELSE c.holder_fence END,
-    holder_until = CASE WHEN excluded.last_at >= c.last_at THEN excluded.holder_until ELSE c.holder_until END`,
-		job, toNanos(now), holder.Owner, holder.Fence, toNanos(holder.ExpiresAt))
+    holder_until = CASE WHEN excluded.last_at >= c.last_at THEN excluded.holder_until ELSE c.holder_until END`),
+		job, toNanos(now), holder.Owner, holder.Fence, toNanos(holder.ExpiresAt), int64(ttl))
 	if err != nil {
 		return fmt.Errorf("record contention of %q: %w", job, translate(err))
 	}
@@ -168,16 +196,19 @@ ON CONFLICT (job) DO UPDATE SET
 // Contention implements lease.ContentionCounter.
 func (s *LeaseStore) Contention(ctx context.Context, job string) (lease.Contention, error) {
 	r := lease.Contention{Job: job, Holder: lease.Lease{Job: job}}
-	var last, until int64
-	err := s.db.queryRow(ctx, nil, `SELECT count, last_at, holder, holder_fence, holder_until FROM baton_lease_contention WHERE job = $1`, job).
-		Scan(&r.Count, &last, &r.Holder.Owner, &r.Holder.Fence, &until)
+	var last, until, streak, ttl int64
+	err := s.db.queryRow(ctx, nil, s.q(`SELECT count, last_at, holder, holder_fence, holder_until, streak_at, ttl FROM baton_lease_contention WHERE job = $1`), job).
+		Scan(&r.Count, &last, &r.Holder.Owner, &r.Holder.Fence, &until, &streak, &ttl)
 	if errors.Is(err, pgx.ErrNoRows) {
 		return lease.Contention{Job: job, Holder: lease.Lease{Job: job}}, nil
 	}
 	if err != nil {
 		return lease.Contention{}, fmt.Errorf("contention of %q: %w", job, translate(err))
 	}
-	r.Last, r.Holder.ExpiresAt = fromNanos(last), fromNanos(until)
+	r.Last, r.Holder.ExpiresAt, r.TTL = fromNanos(last), fromNanos(until), time.Duration(ttl)
+	if streak > 0 {
+		r.StreakStart = fromNanos(streak)
+	}
 	return r, nil
 }
 
@@ -212,4 +243,28 @@ func scanLease(job string, row pgx.Row) (lease.Lease, error) {
 	}
 	l.ExpiresAt, l.AcquiredAt = fromNanos(expires), fromNanos(acquired)
 	return l, nil
+}
+
+// List returns every record of the store, by job (key): the operators'
+// view of the application locks (baton lock list).
+func (s *LeaseStore) List(ctx context.Context) ([]lease.Lease, error) {
+	rows, err := s.db.pool.Query(ctx, s.q(`SELECT job, owner, fence, expires_at, acquired_at FROM baton_leases ORDER BY job COLLATE "C"`))
+	if err != nil {
+		return nil, fmt.Errorf("list leases: %w", translate(err))
+	}
+	defer rows.Close()
+	var out []lease.Lease
+	for rows.Next() {
+		var l lease.Lease
+		var expires, acquired int64
+		if err := rows.Scan(&l.Job, &l.Owner, &l.Fence, &expires, &acquired); err != nil {
+			return nil, fmt.Errorf("list leases: %w", translate(err))
+		}
+		l.ExpiresAt, l.AcquiredAt = fromNanos(expires), fromNanos(acquired)
+		out = append(out, l)
+	}
+	if err := rows.Err(); err != nil {
+		return nil, fmt.Errorf("list leases: %w", translate(err))
+	}
+	return out, nil
 }

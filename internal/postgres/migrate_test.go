@@ -134,3 +134,47 @@ func TestMigrateFromVersion1(t *testing.T) {
 	require.NoError(t, err)
 	require.Len(t, shard, 2)
 }
+
+// A database at schema version 5 with a contention row migrates to the
+// current version: the row reads without a streak and keeps its count,
+// its next refusal starts the streak, and the lock tables exist (a lock
+// named like the job is not its lease).
+func TestMigrateContentionStreak(t *testing.T) {
+	t.Parallel()
+	db := openEmptyDB(t)
+	ms, err := Migrations()
+	require.NoError(t, err)
+	_, err = db.pool.Exec(t.Context(), `CREATE TABLE baton_schema_migrations (version INTEGER PRIMARY KEY, name TEXT NOT NULL, applied_at TIMESTAMPTZ NOT NULL)`)
+	require.NoError(t, err)
+	for _, m := range ms {
+		if m.Version > 5 {
+			break
+		}
+		_, err = db.pool.Exec(t.Context(), m.SQL)
+		require.NoError(t, err, m.Name)
+		_, err = db.pool.Exec(t.Context(), `INSERT INTO baton_schema_migrations VALUES ($1, $2, now())`, m.Version, m.Name)
+		require.NoError(t, err)
+	}
+	_, err = db.pool.Exec(t.Context(), `INSERT INTO baton_lease_contention (job, count, last_at, holder, holder_fence, holder_until) VALUES ('fx', 7, 1000, 'a', 3, 2000)`)
+	require.NoError(t, err)
+
+	applied, err := db.Migrate(t.Context())
+	require.NoError(t, err)
+	require.Equal(t, 6, applied[0])
+	s := NewLeaseStore(db)
+	got, err := s.Contention(t.Context(), "fx")
+	require.NoError(t, err)
+	require.EqualValues(t, 7, got.Count)
+	require.True(t, got.StreakStart.IsZero())
+	now := fromNanos(5000)
+	require.NoError(t, s.RecordContention(t.Context(), "fx", lease.Lease{Owner: "a", Fence: 3}, now, time.Minute))
+	got, err = s.Contention(t.Context(), "fx")
+	require.NoError(t, err)
+	require.EqualValues(t, 8, got.Count)
+	require.True(t, now.Equal(got.StreakStart), "the next refusal starts the streak: %s", got.StreakStart)
+	require.Equal(t, time.Minute, got.TTL)
+
+	l, err := NewLockStore(db).Acquire(t.Context(), lease.AcquireParams{Job: "fx", Owner: "app", TTL: time.Minute, Now: now})
+	require.NoError(t, err)
+	require.EqualValues(t, 1, l.Fence)
+}

@@ -39,7 +39,7 @@ func TestLeaseStoreContentionTwoHandles(t *testing.T) {
 		store := NewLeaseStore([]*DB{db, db2}[i%2])
 		wg.Go(func() {
 			holder := lease.Lease{Job: "fx", Owner: "holder-" + string(rune('a'+i)), Fence: int64(i), ExpiresAt: at.Add(time.Minute)}
-			require.NoError(t, store.RecordContention(ctx, "fx", holder, at.Add(time.Duration(i)*time.Second)))
+			require.NoError(t, store.RecordContention(ctx, "fx", holder, at.Add(time.Duration(i)*time.Second), time.Minute))
 		})
 	}
 	wg.Wait()
@@ -73,7 +73,7 @@ func TestRecordContentionWaitsForTheWriteTurn(t *testing.T) {
 
 		recorded := make(chan error, 1)
 		go func() {
-			recorded <- s.RecordContention(t.Context(), "fx", lease.Lease{Owner: "a", Fence: 1}, time.Now())
+			recorded <- s.RecordContention(t.Context(), "fx", lease.Lease{Owner: "a", Fence: 1}, time.Now(), time.Minute)
 		}()
 		synctest.Wait()
 		select {
@@ -92,4 +92,44 @@ func TestRecordContentionWaitsForTheWriteTurn(t *testing.T) {
 		require.NoError(t, err)
 		require.EqualValues(t, 1, r.Count)
 	})
+}
+
+// A contention row written before streaks were kept (the store before
+// migration 015_locks) reads with no streak, keeps its count, and its next
+// refusal starts the streak.
+func TestContentionRowBeforeStreaks(t *testing.T) {
+	t.Parallel()
+	path := filepath.Join(t.TempDir(), "baton.db")
+	db, err := Open(t.Context(), path, nil)
+	require.NoError(t, err)
+	// Take the store back to the schema before 015_locks.
+	for _, q := range []string{
+		`DROP TABLE locks`, `DROP TABLE lock_contention`,
+		`ALTER TABLE lease_contention DROP COLUMN streak_at`, `ALTER TABLE lease_contention DROP COLUMN ttl`,
+		`DELETE FROM schema_migrations WHERE name = 'migrations/015_locks.sql'`,
+		`INSERT INTO lease_contention (job, count, last_at, holder, holder_fence, holder_until) VALUES ('fx', 7, 1000, 'a', 3, 2000)`,
+	} {
+		_, err := db.SQL().ExecContext(t.Context(), q)
+		require.NoError(t, err, q)
+	}
+	require.NoError(t, db.Close())
+
+	db, err = Open(t.Context(), path, nil) // migrates
+	require.NoError(t, err)
+	t.Cleanup(func() { require.NoError(t, db.Close()) })
+	s := NewLeaseStore(db)
+	got, err := s.Contention(t.Context(), "fx")
+	require.NoError(t, err)
+	require.EqualValues(t, 7, got.Count)
+	require.True(t, got.StreakStart.IsZero(), "no streak before the migration: %s", got.StreakStart)
+	require.Zero(t, got.TTL)
+	require.False(t, got.Escalated(fromNanos(1000)))
+
+	now := fromNanos(5000)
+	require.NoError(t, s.RecordContention(t.Context(), "fx", lease.Lease{Owner: "a", Fence: 3}, now, time.Minute))
+	got, err = s.Contention(t.Context(), "fx")
+	require.NoError(t, err)
+	require.EqualValues(t, 8, got.Count)
+	require.True(t, now.Equal(got.StreakStart), "the next refusal starts the streak, even by the same holder: %s", got.StreakStart)
+	require.Equal(t, time.Minute, got.TTL)
 }

@@ -5,6 +5,7 @@ import (
 	"database/sql"
 	"errors"
 	"fmt"
+	"strings"
 	"sync"
 	"time"
 
@@ -23,6 +24,9 @@ import (
 // Statements are prepared once per store.
 type LeaseStore struct {
 	db *DB
+	// names maps the table names in the queries below to this store's:
+	// nil for the jobs' leases; the lock tables for NewLockStore.
+	names *strings.Replacer
 
 	mu    sync.Mutex
 	stmts map[string]*sql.Stmt // by query text
@@ -33,6 +37,26 @@ var _ lease.Store = (*LeaseStore)(nil)
 // NewLeaseStore returns the lease store of db.
 func NewLeaseStore(db *DB) *LeaseStore {
 	return &LeaseStore{db: db, stmts: map[string]*sql.Stmt{}}
+}
+
+// NewLockStore returns the store of db's application locks (batonlock):
+// the same records and operations as the jobs' leases, in the tables
+// locks and lock_contention, so that no lock is ever a job's lease. A
+// lock's key is its record's job. Its rows are never deleted, so a key's
+// fence never goes back.
+func NewLockStore(db *DB) *LeaseStore {
+	return &LeaseStore{
+		db: db, stmts: map[string]*sql.Stmt{},
+		names: strings.NewReplacer("lease_contention", "lock_contention", "leases", "locks"),
+	}
+}
+
+// q returns query on this store's tables.
+func (s *LeaseStore) q(query string) string {
+	if s.names == nil {
+		return query
+	}
+	return s.names.Replace(query)
 }
 
 // leaseAcquireSQL inserts an absent row with fence 1, or takes the row over
@@ -190,7 +214,7 @@ func (s *LeaseStore) stmt(ctx context.Context, query string) (*sql.Stmt, error) 
 	if st, ok := s.stmts[query]; ok {
 		return st, nil
 	}
-	st, err := s.db.sql.PrepareContext(ctx, query)
+	st, err := s.db.sql.PrepareContext(ctx, s.q(query))
 	if err != nil {
 		return nil, fmt.Errorf("prepare: %w", err)
 	}
@@ -236,4 +260,28 @@ func scanLease(job string, row *sql.Row) (lease.Lease, error) {
 	}
 	l.ExpiresAt, l.AcquiredAt = fromNanos(expires), fromNanos(acquired)
 	return l, nil
+}
+
+// List returns every record of the store, by job (key): the operators'
+// view of the application locks (baton lock list).
+func (s *LeaseStore) List(ctx context.Context) ([]lease.Lease, error) {
+	rows, err := s.db.sql.QueryContext(ctx, s.q(`SELECT job, owner, fence, expires_at, acquired_at FROM leases ORDER BY job`))
+	if err != nil {
+		return nil, fmt.Errorf("list leases: %w", err)
+	}
+	defer rows.Close()
+	var out []lease.Lease
+	for rows.Next() {
+		var l lease.Lease
+		var expires, acquired int64
+		if err := rows.Scan(&l.Job, &l.Owner, &l.Fence, &expires, &acquired); err != nil {
+			return nil, fmt.Errorf("list leases: %w", err)
+		}
+		l.ExpiresAt, l.AcquiredAt = fromNanos(expires), fromNanos(acquired)
+		out = append(out, l)
+	}
+	if err := rows.Err(); err != nil {
+		return nil, fmt.Errorf("list leases: %w", err)
+	}
+	return out, nil
 }

@@ -41,6 +41,10 @@ var broken = map[string]struct {
 		func() lease.Store { return forgetsOnResume{newMemStore()} }, Capabilities{},
 		[]string{"PauseAndResume"},
 	},
+	"StreakPerRefusal": {
+		func() lease.Store { return streakPerRefusal{newMemStore()} }, Capabilities{},
+		[]string{"ContentionStreak"},
+	},
 	"AcquireRecordsRefusals": {
 		func() lease.Store { return acquireRecords{newMemStore()} }, Capabilities{LatestRefusalByClock: true},
 		[]string{"ContentionNeverRefused", "Counting"},
@@ -123,10 +127,10 @@ func (s *releaseEnds) Release(ctx context.Context, p lease.ReleaseParams) error 
 // refusals are lost.
 type racyCount struct{ *memStore }
 
-func (s racyCount) RecordContention(ctx context.Context, job string, holder lease.Lease, now time.Time) error {
+func (s racyCount) RecordContention(ctx context.Context, job string, holder lease.Lease, now time.Time, ttl time.Duration) error {
 	c, err := s.Contention(ctx, job)
 	if err != nil || job == "" {
-		return s.memStore.RecordContention(ctx, job, holder, now)
+		return s.memStore.RecordContention(ctx, job, holder, now, ttl)
 	}
 	time.Sleep(2 * time.Millisecond) // the window between the two steps
 	s.mu.Lock()
@@ -141,11 +145,11 @@ func (s racyCount) RecordContention(ctx context.Context, job string, holder leas
 // latest.
 type keepsFirstRefusal struct{ *memStore }
 
-func (s keepsFirstRefusal) RecordContention(ctx context.Context, job string, holder lease.Lease, now time.Time) error {
+func (s keepsFirstRefusal) RecordContention(ctx context.Context, job string, holder lease.Lease, now time.Time, ttl time.Duration) error {
 	s.mu.Lock()
 	c, ok := s.contention[job]
 	s.mu.Unlock()
-	if err := s.memStore.RecordContention(ctx, job, holder, now); err != nil || !ok {
+	if err := s.memStore.RecordContention(ctx, job, holder, now, ttl); err != nil || !ok {
 		return err
 	}
 	s.mu.Lock()
@@ -159,14 +163,30 @@ func (s keepsFirstRefusal) RecordContention(ctx context.Context, job string, hol
 // while its harness claims Capabilities.LatestRefusalByClock.
 type lastWrittenWins struct{ *memStore }
 
-func (s lastWrittenWins) RecordContention(ctx context.Context, job string, holder lease.Lease, now time.Time) error {
-	if err := s.memStore.RecordContention(ctx, job, holder, now); err != nil {
+func (s lastWrittenWins) RecordContention(ctx context.Context, job string, holder lease.Lease, now time.Time, ttl time.Duration) error {
+	if err := s.memStore.RecordContention(ctx, job, holder, now, ttl); err != nil {
 		return err
 	}
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	c := s.contention[job]
 	c.Last, c.Holder = now, lease.Lease{Owner: holder.Owner, Fence: holder.Fence, ExpiresAt: holder.ExpiresAt}
+	s.contention[job] = c
+	return nil
+}
+
+// streakPerRefusal starts a new streak at every refusal: a holder that
+// refuses every acquirer for hours never escalates.
+type streakPerRefusal struct{ *memStore }
+
+func (s streakPerRefusal) RecordContention(ctx context.Context, job string, holder lease.Lease, now time.Time, ttl time.Duration) error {
+	if err := s.memStore.RecordContention(ctx, job, holder, now, ttl); err != nil {
+		return err
+	}
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	c := s.contention[job]
+	c.StreakStart = now
 	s.contention[job] = c
 	return nil
 }
@@ -179,7 +199,7 @@ func (s acquireRecords) Acquire(ctx context.Context, p lease.AcquireParams) (lea
 	l, err := s.memStore.Acquire(ctx, p)
 	var held *lease.HeldError
 	if errors.As(err, &held) {
-		_ = s.RecordContention(ctx, p.Job, held.Holder, p.Now)
+		_ = s.RecordContention(ctx, p.Job, held.Holder, p.Now, p.TTL)
 	}
 	return l, err
 }

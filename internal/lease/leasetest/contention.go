@@ -26,6 +26,7 @@ func counterOf(t *testing.T, s lease.Store) lease.ContentionCounter {
 type refusal struct {
 	holder lease.Lease
 	now    time.Time
+	ttl    time.Duration // the refused caller's TTL
 }
 
 // refusedBy returns a refusal by a holder named owner, at d after epoch.
@@ -33,12 +34,13 @@ func refusedBy(job, owner string, fence int64, d time.Duration) refusal {
 	return refusal{
 		holder: lease.Lease{Job: job, Owner: owner, Fence: fence, ExpiresAt: at(d + 30*time.Second), AcquiredAt: at(d - time.Second)},
 		now:    at(d),
+		ttl:    30 * time.Second,
 	}
 }
 
 func recordRefusal(t *testing.T, c lease.ContentionCounter, job string, r refusal) {
 	t.Helper()
-	require.NoError(t, c.RecordContention(t.Context(), job, r.holder, r.now), "record a refusal of %s by %s", job, r.holder.Owner)
+	require.NoError(t, c.RecordContention(t.Context(), job, r.holder, r.now, r.ttl), "record a refusal of %s by %s", job, r.holder.Owner)
 }
 
 func contentionOf(t *testing.T, c lease.ContentionCounter, job string) lease.Contention {
@@ -59,6 +61,7 @@ func requireLatest(t *testing.T, got lease.Contention, count int64, latest refus
 	require.Equal(t, latest.holder.Owner, got.Holder.Owner, "holder of the latest refusal")
 	require.Equal(t, latest.holder.Fence, got.Holder.Fence, "fence of the latest refusal's holder")
 	requireInstant(t, latest.holder.ExpiresAt, got.Holder.ExpiresAt, "expiry of the latest refusal's holder")
+	require.Equal(t, latest.ttl, got.TTL, "TTL of the latest refused caller")
 }
 
 // TestContentionNeverRefused: a job never refused has a record of Count 0,
@@ -115,7 +118,7 @@ func TestContentionConcurrent(t *testing.T, h Harness) {
 	for i, r := range refusals {
 		wg.Go(func() {
 			<-start
-			errs[i] = c.RecordContention(t.Context(), f.job, r.holder, r.now)
+			errs[i] = c.RecordContention(t.Context(), f.job, r.holder, r.now, r.ttl)
 		})
 	}
 	close(start)
@@ -184,7 +187,7 @@ func TestContentionInvalid(t *testing.T, h Harness) {
 	var err error
 	require.NotPanics(t, func() {
 		r := refusedBy("", "a", 1, time.Second)
-		err = c.RecordContention(t.Context(), "", r.holder, r.now)
+		err = c.RecordContention(t.Context(), "", r.holder, r.now, r.ttl)
 	})
 	require.Error(t, err, "a refusal of the empty job")
 }
@@ -206,13 +209,53 @@ func TestCounting(t *testing.T, h Harness) {
 	for i := 1; i <= 3; i++ {
 		now := at(time.Duration(i) * time.Second)
 		requireSame(t, held, f.acquireHeld("b", time.Minute, now, 0))
-		requireLatest(t, contentionOf(t, c, f.job), int64(i), refusal{holder: held, now: now})
+		requireLatest(t, contentionOf(t, c, f.job), int64(i), refusal{holder: held, now: now, ttl: time.Minute})
 	}
 	want := contentionOf(t, c, f.job)
 
 	again := f.acquire("a", time.Minute, at(4*time.Second), 0)
 	f.acquire("c", time.Minute, again.ExpiresAt, 0)
-	requireLatest(t, contentionOf(t, c, f.job), 3, refusal{holder: held, now: want.Last})
+	requireLatest(t, contentionOf(t, c, f.job), 3, refusal{holder: held, now: want.Last, ttl: time.Minute})
 	got := contentionOf(t, raw, f.job)
-	requireLatest(t, got, 3, refusal{holder: held, now: want.Last})
+	requireLatest(t, got, 3, refusal{holder: held, now: want.Last, ttl: time.Minute})
+	requireInstant(t, at(time.Second), got.StreakStart, "the streak starts at the first refusal")
+}
+
+// TestContentionStreak: refusals by one holder make one streak, which
+// starts at the first of them; a refusal by another holder starts a new
+// one. The streak escalates once it spans lease.EscalationCycles TTLs and
+// stays escalated while refusals go on (the latest at most one TTL old).
+func TestContentionStreak(t *testing.T, h Harness) {
+	t.Parallel()
+	f := setup(t, h)
+	c := counterOf(t, f.store)
+	const ttl = 30 * time.Second
+	first := refusedBy(f.job, "a", 1, time.Second)
+	recordRefusal(t, c, f.job, first)
+	got := contentionOf(t, c, f.job)
+	requireInstant(t, first.now, got.StreakStart, "streak start")
+	require.False(t, got.Escalated(first.now), "one refusal")
+
+	// Just short of three cycles: not yet.
+	short := refusedBy(f.job, "a", 1, time.Second+3*ttl-time.Nanosecond)
+	recordRefusal(t, c, f.job, short)
+	got = contentionOf(t, c, f.job)
+	requireInstant(t, first.now, got.StreakStart, "the same holder continues the streak")
+	require.Equal(t, 3*ttl-time.Nanosecond, got.Streak())
+	require.False(t, got.Escalated(short.now), "a streak under three cycles")
+
+	full := refusedBy(f.job, "a", 1, time.Second+3*ttl)
+	recordRefusal(t, c, f.job, full)
+	got = contentionOf(t, c, f.job)
+	requireInstant(t, first.now, got.StreakStart, "streak start")
+	require.True(t, got.Escalated(full.now), "three cycles of refusals by one holder")
+	require.True(t, got.Escalated(full.now.Add(ttl)), "escalated while the latest refusal is within one TTL")
+	require.False(t, got.Escalated(full.now.Add(ttl+time.Nanosecond)), "refusals stopped: no longer escalated")
+
+	other := refusedBy(f.job, "b", 2, time.Second+4*ttl)
+	recordRefusal(t, c, f.job, other)
+	got = contentionOf(t, c, f.job)
+	requireInstant(t, other.now, got.StreakStart, "another holder starts a new streak")
+	require.False(t, got.Escalated(other.now), "a new streak")
+	require.EqualValues(t, 4, got.Count, "the count goes on across streaks")
 }

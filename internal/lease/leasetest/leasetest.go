@@ -97,6 +97,7 @@ func Cases() []Case {
 		{"ContentionJobsIndependent", TestContentionJobsIndependent},
 		{"ContentionLatestByClock", TestContentionLatestByClock},
 		{"ContentionInvalid", TestContentionInvalid},
+		{"ContentionStreak", TestContentionStreak},
 		{"Counting", TestCounting},
 		{"PauseNeverPaused", TestPauseNeverPaused},
 		{"PauseAndResume", TestPauseAndResume},

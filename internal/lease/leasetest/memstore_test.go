@@ -143,7 +143,7 @@ func (s *memStore) Inspect(_ context.Context, job string) (lease.Lease, error) {
 	return cur, nil
 }
 
-func (s *memStore) RecordContention(_ context.Context, job string, holder lease.Lease, now time.Time) error {
+func (s *memStore) RecordContention(_ context.Context, job string, holder lease.Lease, now time.Time, ttl time.Duration) error {
 	if job == "" {
 		return fmt.Errorf("record contention: %w", errInvalid)
 	}
@@ -152,7 +152,10 @@ func (s *memStore) RecordContention(_ context.Context, job string, holder lease.
 	c := s.contention[job]
 	c.Count++
 	if !now.Before(c.Last) {
-		c.Last = now
+		if c.StreakStart.IsZero() || c.Holder.Owner != holder.Owner {
+			c.StreakStart = now
+		}
+		c.Last, c.TTL = now, ttl
 		c.Holder = lease.Lease{Owner: holder.Owner, Fence: holder.Fence, ExpiresAt: holder.ExpiresAt}
 	}
 	s.contention[job] = c
