@@ -6,7 +6,6 @@ import (
 	"encoding/json"
 	"fmt"
 	"log/slog"
-	"os"
 	"reflect"
 	"time"
 
@@ -27,7 +26,11 @@ decoding, the context carries a request id and a deadline --timeout away,
 and the response is printed as JSON on stdout. A failed invocation prints
 {"errorMessage": ..., "errorType": ...} as Lambda reports it, and exits
 with status 1, as does a consumer batch that reports failed records
-(batchItemFailures), the same contract as 'baton replay event'. Logs
+(batchItemFailures), the same contract as 'baton replay event'. The
+file must hold one JSON value and nothing after it (the runtime would
+read the first value and drop the rest), and the consumer's must be an
+SQS event (Records from aws:sqs): anything else is refused before the
+handler runs, with exit status 2 and what is wrong. Logs
 (JSON lines) go to stderr, and at --log info or debug
 the metrics too (CloudWatch Embedded Metric Format).
 
@@ -72,9 +75,14 @@ func invokeRun(ctx context.Context, e *env, f *invokeFlags, args []string) error
 	if err != nil {
 		return err
 	}
-	payload, err := os.ReadFile(f.event)
+	payload, err := readEvent(f.event)
 	if err != nil {
-		return usagef("--event: %v", err)
+		return err
+	}
+	if fn == lambdaapp.Consumer {
+		if err := checkSQSEvent(payload); err != nil {
+			return usagef("event %s: %v", f.event, err)
+		}
 	}
 	b, err := f.common.open(ctx)
 	if err != nil {

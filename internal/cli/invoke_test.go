@@ -7,6 +7,7 @@ import (
 	"os"
 	"path/filepath"
 	"regexp"
+	"strconv"
 	"strings"
 	"testing"
 	"time"
@@ -97,8 +98,6 @@ func TestInvokeEveryFixture(t *testing.T) {
 func TestInvokeReportsErrorsAsLambda(t *testing.T) {
 	t.Parallel()
 	store := filepath.Join(t.TempDir(), "baton.db")
-	notJSON := filepath.Join(t.TempDir(), "event.txt")
-	require.NoError(t, os.WriteFile(notJSON, []byte("not JSON"), 0o600))
 	cases := []struct {
 		name     string
 		args     []string
@@ -106,7 +105,6 @@ func TestInvokeReportsErrorsAsLambda(t *testing.T) {
 		wantMsg  string
 	}{
 		{"consumer event to the coordinator", []string{"coordinator", "--event", eventFile("consumer-batch.json")}, "", "bad coordinator trigger"},
-		{"not JSON to the consumer", []string{"consumer", "--event", notJSON}, "SyntaxError", "invalid character"},
 	}
 	for _, tc := range cases {
 		t.Run(tc.name, func(t *testing.T) {
@@ -122,6 +120,54 @@ func TestInvokeReportsErrorsAsLambda(t *testing.T) {
 			}
 		})
 	}
+}
+
+// TestInvokeRefusesBadEventFiles: an event file is one JSON value and
+// nothing else, for both functions (the runtime's decoder would run the
+// first value and drop the rest), and the consumer's is an SQS event.
+// Either refusal is bad usage (exit 2) naming what is wrong, and nothing
+// runs: the tick is still opened by the clean event afterwards.
+func TestInvokeRefusesBadEventFiles(t *testing.T) {
+	t.Parallel()
+	store := filepath.Join(t.TempDir(), "baton.db")
+	dir := t.TempDir()
+	write := func(name, content string) string {
+		path := filepath.Join(dir, name)
+		require.NoError(t, os.WriteFile(path, []byte(content), 0o600))
+		return path
+	}
+	past := time.Now().UTC().Truncate(time.Minute).Add(-time.Minute).Format(time.RFC3339)
+	trigger := `{"job":"fx","scheduledTime":"` + past + `"}`
+	rule := `{"version":"0","id":"e","detail-type":"Scheduled Event","source":"aws.events","time":"` + past + `","detail":{}}`
+	batch, err := os.ReadFile(eventFile("consumer-batch.json"))
+	require.NoError(t, err)
+	for _, tc := range []struct {
+		function, name, content, want string
+	}{
+		{"coordinator", "junk.json", trigger + " junk\n", `junk.json: unexpected "junk" after the JSON value at byte 52`},
+		{"coordinator", "two.json", trigger + `{"force":true}`, `two.json: unexpected "{\"force\":true}" after the JSON value at byte 51`},
+		{"coordinator", "brace.json", rule + "\n}\n", `brace.json: unexpected "}" after the JSON value at byte ` + strconv.Itoa(len(rule)+1)},
+		{"coordinator", "empty.json", "", "empty.json: empty"},
+		{"consumer", "batch-junk.json", string(batch) + "junk", `batch-junk.json: unexpected "junk" after the JSON value`},
+		{"consumer", "coordinator.json", trigger, "not an SQS event but a coordinator event (fields job, scheduledTime): run it with 'baton invoke coordinator'"},
+		{"consumer", "rule.json", rule, "not an SQS event but a coordinator event"},
+		{"consumer", "empty.json", " \n", "empty.json: empty"},
+		{"consumer", "text.json", "not JSON", "text.json: invalid character 'o' in literal null (expecting 'u') at byte 1"},
+		{"consumer", "array.json", "[1]", `not an SQS event: want an object with "Records"`},
+		{"consumer", "none.json", `{"Records":[]}`, `"Records" is empty`},
+		{"consumer", "s3.json", `{"Records":[{"eventSource":"aws:s3"}]}`, `record 0 comes from "aws:s3", want "aws:sqs"`},
+	} {
+		t.Run(tc.function+"/"+tc.name, func(t *testing.T) {
+			path := write(tc.function+"-"+tc.name, tc.content)
+			code, out, errOut := runMain(t, "invoke", tc.function, "--event", path, "--store", store, "--log", "error")
+			require.Equal(t, ExitUsage, code, "%s\n%s", out, errOut)
+			require.Empty(t, out, "nothing ran")
+			require.Contains(t, errOut, tc.want)
+		})
+	}
+	code, out, errOut := runMain(t, "invoke", "coordinator", "--event", write("clean.json", trigger), "--store", store, "--log", "error")
+	require.Equal(t, ExitOK, code, errOut)
+	require.Contains(t, out, `"outcome":"opened"`, "no refused file opened the tick")
 }
 
 func TestInvokeUsage(t *testing.T) {
