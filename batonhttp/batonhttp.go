@@ -198,6 +198,7 @@ type Options struct {
 	// TriggerSkew is how far in the future a trigger's time may be; 0
 	// means one minute. TriggerAge, when positive, refuses scheduled
 	// triggers older than that (a stale delivery); replays are exempt.
+	// baton serve and the Lambda coordinator set 6h; 0 is no bound.
 	TriggerSkew, TriggerAge time.Duration
 	// Timeout bounds one request's work: a fan-out, a pushed message; 0
 	// means 60s. Keep it below the sender's own deadline (a push

@@ -33,7 +33,10 @@ timeout as deadline, and its JSON response is printed.
 After a coordinator event the command waits for the tick's run to settle
 (--wait, with consumers in this process on the embedded store), as
 'replay tick' does. Event times in the future are refused by the
-coordinator (beyond its trigger skew).
+coordinator (beyond its trigger skew), and so are scheduled triggers
+(rule event, Scheduler payload) older than --trigger-age, as the deployed
+function refuses them: replay such a tick with 'replay tick', or waive
+the bound with --trigger-age 0. A replay payload ("force") is exempt.
 
 Exit status: 0 when the handler succeeded (and, for the consumer, reported
 no failed record); 1 when it returned an error, reported failed records, or
@@ -50,15 +53,21 @@ const (
 func defineReplayEvent(e *env, fs *pflag.FlagSet) runFunc {
 	var f replayFlags
 	f.register(e, fs)
-	return func(ctx context.Context, files []string) error { return replayEvent(ctx, e, &f, files) }
+	var age triggerAgeFlag
+	age.register(fs)
+	return func(ctx context.Context, files []string) error { return replayEvent(ctx, e, &f, &age, files) }
 }
 
-func replayEvent(ctx context.Context, e *env, f *replayFlags, files []string) error {
+func replayEvent(ctx context.Context, e *env, f *replayFlags, ageFlag *triggerAgeFlag, files []string) error {
 	if len(files) != 1 {
 		return usagef("replay event takes one event file (e.g. events/coordinator-scheduled.json), got %d", len(files))
 	}
 	file := files[0]
 	if err := f.check(); err != nil {
+		return err
+	}
+	age, err := ageFlag.value()
+	if err != nil {
 		return err
 	}
 	payload, err := readEvent(file)
@@ -82,6 +91,7 @@ func replayEvent(ctx context.Context, e *env, f *replayFlags, files []string) er
 	p := lambdaapp.HandlerParams{
 		Jobs: r.eng.Coordinator.Jobs, Leases: r.eng.Coordinator.Leases, Ledger: r.b.Ledger, Effects: r.b.Effects,
 		Queue: r.b.Work, MaxReceives: r.b.MaxReceives, Logger: logger, FunctionName: "replay:" + operatorOwner(),
+		TriggerAge: age,
 	}
 	if r.b.DeadLetter != nil {
 		p.DeadLetter = r.b.DeadLetter
