@@ -23,6 +23,13 @@ type Job struct {
 	// are the schedule's own instants (UTC); a trigger is mapped to the
 	// latest tick at or before it.
 	Schedule string
+	// TimeZone, optional, is the IANA time zone ("Europe/London") a cron
+	// Schedule's fields are read in, as EventBridge Scheduler's
+	// ScheduleExpressionTimezone: cron(0 9 ? * MON-FRI *) in Europe/London
+	// ticks at 09:00 London time all year; a time the clocks skip does
+	// not tick, one they go through twice ticks once. Ticks and run ids
+	// stay UTC. "" is UTC; a rate does not depend on it.
+	TimeZone string
 	// Assets are the items of every run, in fan-out order, when they are
 	// the same for every run. A job has Assets or Items, not both.
 	Assets []string
@@ -291,7 +298,10 @@ func (j Job) Validate() error {
 	if j.Schedule == "" {
 		return fmt.Errorf("job %s: empty schedule", j.Name)
 	}
-	if _, err := schedule.Parse(j.Schedule); err != nil {
+	if _, err := schedule.Location(j.TimeZone); err != nil {
+		return fmt.Errorf("job %s: TimeZone: %w", j.Name, err)
+	}
+	if _, err := schedule.ParseIn(j.Schedule, j.TimeZone); err != nil {
 		return fmt.Errorf("job %s: schedule: %w", j.Name, err)
 	}
 	switch {

@@ -39,7 +39,9 @@
 //     a JSON body {"error": "..."} naming what is wrong.
 //   - POST /push: one work message as a CloudEvent (NewPushHandler), its
 //     data the message as the coordinator enqueued it, or a Pub/Sub
-//     messagePublished event wrapping it.
+//     messagePublished event wrapping it, or a standard Pub/Sub push
+//     subscription's request ({"message": {"data", "attributes",
+//     "messageId"}, "subscription"}, its messageId the delivery's id).
 //   - GET /healthz (liveness) and GET /readyz (the engine answers a read).
 //
 // Answers are chosen so that a retrying sender (Cloud Scheduler, a
@@ -198,6 +200,7 @@ type Options struct {
 	// TriggerSkew is how far in the future a trigger's time may be; 0
 	// means one minute. TriggerAge, when positive, refuses scheduled
 	// triggers older than that (a stale delivery); replays are exempt.
+	// baton serve and the Lambda coordinator set 6h; 0 is no bound.
 	TriggerSkew, TriggerAge time.Duration
 	// Timeout bounds one request's work: a fan-out, a pushed message; 0
 	// means 60s. Keep it below the sender's own deadline (a push
@@ -247,10 +250,11 @@ func NewCoordinatorHandler(catalog *baton.Catalog, o *Options) (http.Handler, er
 }
 
 // NewPushHandler returns the push endpoint: a POST with one work message
-// as a CloudEvent is vouched for by the ledger, claimed, processed and
-// recorded by the same consumer as pulled messages; a malformed or
-// unvouched one is dead-lettered with its reason to the engine's
-// dead-letter queue. A processor's heartbeats (baton.Task.Heartbeat)
+// as a CloudEvent or a Pub/Sub push request is vouched for by the ledger,
+// claimed, processed and recorded by the same consumer as pulled
+// messages; a malformed or unvouched one, or an unusable Pub/Sub envelope
+// (whole), is dead-lettered with its reason to the engine's dead-letter
+// queue and answered 200, since a push system redelivers any other answer. A processor's heartbeats (baton.Task.Heartbeat)
 // extend its claim in the ledger; Options.Timeout bounds the request, so
 // keep it below the push subscription's acknowledgement deadline. It
 // answers 200 when the message is done with, 503 when it is to be

@@ -65,11 +65,11 @@ func TestAWSPathOnEmulators(t *testing.T) {
 	for k, v := range vars {
 		t.Setenv(k, v)
 	}
-	code, out, errOut = runMain(t, "invoke", "coordinator", "--backend", "aws", "--event", eventFile("coordinator-scheduled.json"), "--log", "warn")
+	code, out, errOut = runMain(t, "invoke", "coordinator", "--backend", "aws", "--event", eventFile("coordinator-scheduled.json"), "--log", "warn", "--trigger-age", "0")
 	require.Equal(t, ExitOK, code, "stdout:\n%s\nstderr:\n%s", out, errOut)
 	require.Contains(t, out, `"outcome":"opened","enqueued":7`)
 	require.Contains(t, out, `"run":"fx@2026-11-21T12:01:00Z#1"`)
-	code, out, _ = runMain(t, "invoke", "coordinator", "--backend", "aws", "--event", eventFile("coordinator-scheduled.json"), "--log", "warn")
+	code, out, _ = runMain(t, "invoke", "coordinator", "--backend", "aws", "--event", eventFile("coordinator-scheduled.json"), "--log", "warn", "--trigger-age", "0")
 	require.Equal(t, ExitOK, code)
 	require.Contains(t, out, `"outcome":"already_fanned_out"`, "the same tick is one run")
 	code, out, errOut = runMain(t, "invoke", "consumer", "--backend", "aws", "--event", eventFile("consumer-batch.json"), "--log", "warn")

@@ -6,7 +6,6 @@ import (
 	"encoding/json"
 	"fmt"
 	"log/slog"
-	"os"
 	"reflect"
 	"time"
 
@@ -27,7 +26,11 @@ decoding, the context carries a request id and a deadline --timeout away,
 and the response is printed as JSON on stdout. A failed invocation prints
 {"errorMessage": ..., "errorType": ...} as Lambda reports it, and exits
 with status 1, as does a consumer batch that reports failed records
-(batchItemFailures), the same contract as 'baton replay event'. Logs
+(batchItemFailures), the same contract as 'baton replay event'. The
+file must hold one JSON value and nothing after it (the runtime would
+read the first value and drop the rest), and the consumer's must be an
+SQS event (Records from aws:sqs): anything else is refused before the
+handler runs, with exit status 2 and what is wrong. Logs
 (JSON lines) go to stderr, and at --log info or debug
 the metrics too (CloudWatch Embedded Metric Format).
 
@@ -35,8 +38,15 @@ The twin of 'sam local invoke -e FILE', without Docker: on the embedded
 store by default, or with --backend aws on DynamoDB and SQS (the variables
 'baton setup' prints). The fixtures in events/ are such events:
 
-  baton invoke coordinator --event events/coordinator-scheduled.json
-  baton invoke consumer --event events/consumer-batch.json`
+  baton invoke coordinator --event events/coordinator-scheduled.json --trigger-age 0
+  baton invoke consumer --event events/consumer-batch.json
+
+A scheduled trigger (rule event, Scheduler payload) older than
+--trigger-age is refused as a stale delivery, as the deployed function
+refuses it (6h unless $BATON_TRIGGER_MAX_AGE says otherwise); the
+fixtures' ticks are fixed, so their invocations waive the bound with
+--trigger-age 0, as env.json does for 'sam local invoke'. Replays (a
+payload with "force") are exempt.`
 
 // Timeout error as the Lambda service reports a function that ran out of
 // time.
@@ -49,11 +59,12 @@ type invokeFlags struct {
 	requestID string
 	traceID   string
 	logLevel  string
+	age       triggerAgeFlag
 }
 
 func invokeCommand() command {
 	return command{synopsis: invokeSynopsis, summary: "run a Lambda function's handler on an event file, in-process",
-		example: "  baton invoke coordinator --event events/coordinator-scheduled.json\n  baton invoke consumer --event events/consumer-batch.json --backend aws --json",
+		example: "  baton invoke coordinator --event events/coordinator-scheduled.json --trigger-age 0\n  baton invoke consumer --event events/consumer-batch.json --backend aws --json",
 		backend: true, positional: true, defineFunc: defineInvoke}
 }
 
@@ -64,6 +75,7 @@ func defineInvoke(e *env, fs *pflag.FlagSet) runFunc {
 	fs.StringVar(&f.requestID, "request-id", "", "the invocation's request id (default: a random UUID)")
 	fs.StringVar(&f.traceID, "trace-id", "", "the invocation's X-Ray trace header, Root=1-…;Parent=…;Sampled=0 (default: a new one, as Lambda makes)")
 	fs.StringVar(&f.logLevel, "log", envOr(lambdaapp.EnvLogLevel, "info"), "log level on stderr: debug, info, warn, error (from $"+lambdaapp.EnvLogLevel+" when set)")
+	f.age.register(fs)
 	return func(ctx context.Context, args []string) error { return invokeRun(ctx, e, &f, args) }
 }
 
@@ -72,9 +84,18 @@ func invokeRun(ctx context.Context, e *env, f *invokeFlags, args []string) error
 	if err != nil {
 		return err
 	}
-	payload, err := os.ReadFile(f.event)
+	age, err := f.age.value()
 	if err != nil {
-		return usagef("--event: %v", err)
+		return err
+	}
+	payload, err := readEvent(f.event)
+	if err != nil {
+		return err
+	}
+	if fn == lambdaapp.Consumer {
+		if err := checkSQSEvent(payload); err != nil {
+			return usagef("event %s: %v", f.event, err)
+		}
 	}
 	b, err := f.common.open(ctx)
 	if err != nil {
@@ -91,6 +112,7 @@ func invokeRun(ctx context.Context, e *env, f *invokeFlags, args []string) error
 		Leases: b.Leases, Ledger: b.Ledger, Effects: b.Effects, RateLimits: b.RateLimits, Queue: b.Work, MaxReceives: b.MaxReceives,
 		Logger:  lambdaapp.NewLogger(e.stderr, level),
 		Service: envOr(lambdaapp.EnvService, lambdaapp.DefaultService), Namespace: envOr(lambdaapp.EnvNamespace, lambdaapp.DefaultNamespace),
+		TriggerAge: age,
 	}
 	if level <= slog.LevelInfo {
 		p.Metrics = e.stderr

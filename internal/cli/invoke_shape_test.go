@@ -22,6 +22,7 @@ var powertoolsKeys = []string{"timestamp", "level", "message", "service", "cold_
 func TestInvokeLogAndMetricShape(t *testing.T) {
 	t.Setenv("BATON_SERVICE_NAME", "baton-shape")
 	t.Setenv("BATON_METRICS_NAMESPACE", "Shape/Baton")
+	t.Setenv("BATON_TRIGGER_MAX_AGE", "0") // the fixtures' fixed ticks, as env.json waives the bound for sam local
 	store := filepath.Join(t.TempDir(), "baton.db")
 	trace := "Root=1-6741a1b2-0123456789abcdef01234567;Parent=89abcdef01234567;Sampled=0"
 	run := func(function, file string) (logs, metrics []map[string]any) {

@@ -7,6 +7,7 @@ import (
 	"os"
 	"path/filepath"
 	"regexp"
+	"strconv"
 	"strings"
 	"testing"
 	"time"
@@ -85,7 +86,8 @@ func TestInvokeEveryFixture(t *testing.T) {
 
 	for _, s := range steps {
 		function, _, _ := strings.Cut(s.file, "-")
-		code, out, errOut := runMain(t, "invoke", function, "--event", eventFile(s.file), "--store", store, "--request-id", "req-"+s.file)
+		// As documented: the fixtures' ticks are fixed, so the age bound is waived.
+		code, out, errOut := runMain(t, "invoke", function, "--event", eventFile(s.file), "--store", store, "--request-id", "req-"+s.file, "--trigger-age", "0")
 		require.Equal(t, s.code, code, "%s\nstdout:\n%s\nstderr:\n%s", s.file, out, errOut)
 		require.Equal(t, 1, strings.Count(out, "\n"), "one JSON line on stdout")
 		s.checkFunc(t, out)
@@ -97,8 +99,6 @@ func TestInvokeEveryFixture(t *testing.T) {
 func TestInvokeReportsErrorsAsLambda(t *testing.T) {
 	t.Parallel()
 	store := filepath.Join(t.TempDir(), "baton.db")
-	notJSON := filepath.Join(t.TempDir(), "event.txt")
-	require.NoError(t, os.WriteFile(notJSON, []byte("not JSON"), 0o600))
 	cases := []struct {
 		name     string
 		args     []string
@@ -106,7 +106,6 @@ func TestInvokeReportsErrorsAsLambda(t *testing.T) {
 		wantMsg  string
 	}{
 		{"consumer event to the coordinator", []string{"coordinator", "--event", eventFile("consumer-batch.json")}, "", "bad coordinator trigger"},
-		{"not JSON to the consumer", []string{"consumer", "--event", notJSON}, "SyntaxError", "invalid character"},
 	}
 	for _, tc := range cases {
 		t.Run(tc.name, func(t *testing.T) {
@@ -122,6 +121,54 @@ func TestInvokeReportsErrorsAsLambda(t *testing.T) {
 			}
 		})
 	}
+}
+
+// TestInvokeRefusesBadEventFiles: an event file is one JSON value and
+// nothing else, for both functions (the runtime's decoder would run the
+// first value and drop the rest), and the consumer's is an SQS event.
+// Either refusal is bad usage (exit 2) naming what is wrong, and nothing
+// runs: the tick is still opened by the clean event afterwards.
+func TestInvokeRefusesBadEventFiles(t *testing.T) {
+	t.Parallel()
+	store := filepath.Join(t.TempDir(), "baton.db")
+	dir := t.TempDir()
+	write := func(name, content string) string {
+		path := filepath.Join(dir, name)
+		require.NoError(t, os.WriteFile(path, []byte(content), 0o600))
+		return path
+	}
+	past := time.Now().UTC().Truncate(time.Minute).Add(-time.Minute).Format(time.RFC3339)
+	trigger := `{"job":"fx","scheduledTime":"` + past + `"}`
+	rule := `{"version":"0","id":"e","detail-type":"Scheduled Event","source":"aws.events","time":"` + past + `","detail":{}}`
+	batch, err := os.ReadFile(eventFile("consumer-batch.json"))
+	require.NoError(t, err)
+	for _, tc := range []struct {
+		function, name, content, want string
+	}{
+		{"coordinator", "junk.json", trigger + " junk\n", `junk.json: unexpected "junk" after the JSON value at byte 52`},
+		{"coordinator", "two.json", trigger + `{"force":true}`, `two.json: unexpected "{\"force\":true}" after the JSON value at byte 51`},
+		{"coordinator", "brace.json", rule + "\n}\n", `brace.json: unexpected "}" after the JSON value at byte ` + strconv.Itoa(len(rule)+1)},
+		{"coordinator", "empty.json", "", "empty.json: empty"},
+		{"consumer", "batch-junk.json", string(batch) + "junk", `batch-junk.json: unexpected "junk" after the JSON value`},
+		{"consumer", "coordinator.json", trigger, "not an SQS event but a coordinator event (fields job, scheduledTime): run it with 'baton invoke coordinator'"},
+		{"consumer", "rule.json", rule, "not an SQS event but a coordinator event"},
+		{"consumer", "empty.json", " \n", "empty.json: empty"},
+		{"consumer", "text.json", "not JSON", "text.json: invalid character 'o' in literal null (expecting 'u') at byte 1"},
+		{"consumer", "array.json", "[1]", `not an SQS event: want an object with "Records"`},
+		{"consumer", "none.json", `{"Records":[]}`, `"Records" is empty`},
+		{"consumer", "s3.json", `{"Records":[{"eventSource":"aws:s3"}]}`, `record 0 comes from "aws:s3", want "aws:sqs"`},
+	} {
+		t.Run(tc.function+"/"+tc.name, func(t *testing.T) {
+			path := write(tc.function+"-"+tc.name, tc.content)
+			code, out, errOut := runMain(t, "invoke", tc.function, "--event", path, "--store", store, "--log", "error")
+			require.Equal(t, ExitUsage, code, "%s\n%s", out, errOut)
+			require.Empty(t, out, "nothing ran")
+			require.Contains(t, errOut, tc.want)
+		})
+	}
+	code, out, errOut := runMain(t, "invoke", "coordinator", "--event", write("clean.json", trigger), "--store", store, "--log", "error")
+	require.Equal(t, ExitOK, code, errOut)
+	require.Contains(t, out, `"outcome":"opened"`, "no refused file opened the tick")
 }
 
 func TestInvokeUsage(t *testing.T) {
@@ -150,7 +197,7 @@ func TestInvokeUsage(t *testing.T) {
 		require.Contains(t, errOut, tc.want, "%v", tc.args)
 	}
 	// The function may also follow the flags.
-	code, out, errOut := runMain(t, "invoke", "--event", ev, "--store", store, "--log", "error", "coordinator")
+	code, out, errOut := runMain(t, "invoke", "--event", ev, "--store", store, "--log", "error", "--trigger-age", "0", "coordinator")
 	require.Equal(t, ExitOK, code, errOut)
 	require.Contains(t, out, `"outcome":"opened"`)
 	require.Regexp(t, `"request_id":"[0-9a-f]{8}-[0-9a-f]{4}-4[0-9a-f]{3}-[89ab][0-9a-f]{3}-[0-9a-f]{12}"`, out, "a UUID by default")
@@ -227,11 +274,68 @@ func testInvokeRecordsContention(t *testing.T, f *opsFixture) {
 	_, err := b.Leases.Acquire(t.Context(), lease.AcquireParams{Job: "fx", Owner: "rival", TTL: time.Hour, Now: time.Now()})
 	require.NoError(t, err)
 
-	code, out, errOut := f.main("invoke", "coordinator", "--event", "../../events/coordinator-scheduler.json", "--log", "error")
+	code, out, errOut := f.main("invoke", "coordinator", "--event", "../../events/coordinator-scheduler.json", "--log", "error", "--trigger-age", "0")
 	require.Equal(t, ExitFailure, code, "%s\n%s", out, errOut)
 	require.Contains(t, out, "lease held by rival", "the tick is not run: Lambda's retry would run it")
 	c, err := b.Leases.(lease.ContentionCounter).Contention(t.Context(), "fx")
 	require.NoError(t, err)
 	require.EqualValues(t, 1, c.Count)
 	require.Equal(t, "rival", c.Holder.Owner)
+}
+
+// TestInvokeAppliesTheTriggerAgeBound: invoke refuses a scheduled trigger
+// older than the bound the coordinator function applies (6h by default),
+// exempts a replay, and waives the bound with --trigger-age 0, the
+// documented way of running the fixtures.
+func TestInvokeAppliesTheTriggerAgeBound(t *testing.T) {
+	t.Parallel()
+	store := filepath.Join(t.TempDir(), "baton.db")
+	dir := t.TempDir()
+	write := func(name, content string) string {
+		path := filepath.Join(dir, name)
+		require.NoError(t, os.WriteFile(path, []byte(content), 0o600))
+		return path
+	}
+	old := time.Now().UTC().Truncate(time.Minute).Add(-7 * time.Hour).Format(time.RFC3339)
+	scheduler := write("scheduler.json", `{"job":"fx","scheduledTime":"`+old+`"}`)
+	rule := write("rule.json", `{"version":"0","id":"e","detail-type":"Scheduled Event","source":"aws.events","time":"2016-11-21T12:01:00Z","detail":{}}`)
+	for _, file := range []string{scheduler, rule, eventFile("coordinator-scheduled.json"), eventFile("coordinator-scheduler.json")} {
+		code, out, errOut := runMain(t, "invoke", "coordinator", "--event", file, "--store", store, "--log", "error")
+		require.Equal(t, ExitFailure, code, "%s: %s\n%s", file, out, errOut)
+		var f lambdaFailure
+		require.NoError(t, json.Unmarshal([]byte(out), &f), out)
+		require.Contains(t, f.ErrorMessage, "beyond the bound of 6h0m0s for scheduled triggers: a stale delivery", file)
+		require.Contains(t, f.ErrorMessage, "--trigger-age 0", "the error says how to waive the bound")
+	}
+	// A replay of the same old tick is exempt.
+	replay := write("replay.json", `{"job":"fx","scheduledTime":"`+old+`","force":false}`)
+	code, out, errOut := runMain(t, "invoke", "coordinator", "--event", replay, "--store", store, "--log", "error")
+	require.Equal(t, ExitOK, code, "%s\n%s", out, errOut)
+	require.Contains(t, out, `"outcome":"opened"`)
+	// A tighter bound refuses what the default accepts; 0 waives it.
+	code, out, _ = runMain(t, "invoke", "coordinator", "--event", scheduler, "--store", store, "--log", "error", "--trigger-age", "1h")
+	require.Equal(t, ExitFailure, code, out)
+	require.Contains(t, out, "beyond the bound of 1h0m0s")
+	code, out, errOut = runMain(t, "invoke", "coordinator", "--event", rule, "--store", store, "--log", "error", "--trigger-age", "0")
+	require.Equal(t, ExitOK, code, "%s\n%s", out, errOut)
+	require.Contains(t, out, `"run":"fx@2016-11-21T12:01:00Z#1"`)
+	code, _, errOut = runMain(t, "invoke", "coordinator", "--event", rule, "--store", store, "--trigger-age", "-1m")
+	require.Equal(t, ExitUsage, code)
+	require.Contains(t, errOut, "--trigger-age must not be negative")
+}
+
+// TestReplayEventAppliesTheTriggerAgeBound: replay event applies the same
+// bound: a captured rule event older than it is refused, a replay payload
+// is exempt.
+func TestReplayEventAppliesTheTriggerAgeBound(t *testing.T) {
+	t.Parallel()
+	f := newSQLiteFixture(t)
+	old := f.tick(1).Add(-7 * time.Hour)
+	rule := fixtureAt(t, "coordinator-scheduled.json", rfc(old))
+	code, out, errOut := f.main("replay", "event", rule, "--log", "error")
+	require.Equal(t, ExitFailure, code, "%s\n%s", out, errOut)
+	require.Contains(t, errOut, "a stale delivery")
+	force := fixtureAt(t, "coordinator-replay-force.json", rfc(old))
+	code, out, errOut = f.main("replay", "event", force, "--log", "error")
+	require.Equal(t, ExitOK, code, "%s\n%s", out, errOut)
 }

@@ -2,6 +2,7 @@ package cli
 
 import (
 	"encoding/json"
+	"fmt"
 	"os"
 	"path/filepath"
 	"strings"
@@ -132,7 +133,26 @@ func TestReplayEventRoutesAndIsIdempotent(t *testing.T) {
 	require.NoError(t, os.WriteFile(notJSON, []byte("hello"), 0o644))
 	code, _, errOut = f.main("replay", "event", notJSON)
 	require.Equal(t, ExitUsage, code)
-	require.Contains(t, errOut, "is not JSON")
+	require.Contains(t, errOut, "x.json: invalid character 'h' looking for beginning of value at byte 0")
+}
+
+// TestReplayEventRefusesTrailingData: replay event reads an event file as
+// invoke does (one JSON value, nothing after it), naming what follows.
+func TestReplayEventRefusesTrailingData(t *testing.T) {
+	t.Parallel()
+	f := newSQLiteFixture(t)
+	raw, err := os.ReadFile(fixtureAt(t, "coordinator-scheduled.json", rfc(f.tick(1))))
+	require.NoError(t, err)
+	for name, tail := range map[string]string{"junk": " junk", "two": `{"force":true}`, "brace": "\n}"} {
+		path := filepath.Join(t.TempDir(), name+".json")
+		require.NoError(t, os.WriteFile(path, append(append([]byte{}, raw...), tail...), 0o644))
+		code, out, errOut := f.main("replay", "event", path)
+		require.Equal(t, ExitUsage, code, "%s\n%s", out, errOut)
+		first, _, _ := strings.Cut(strings.TrimSpace(tail), " ")
+		require.Contains(t, errOut, fmt.Sprintf("%s.json: unexpected %q after the JSON value at byte", name, first))
+	}
+	_, err = f.b.Ledger.GetRun(t.Context(), fx.Name, f.tick(1))
+	require.ErrorIs(t, err, ledger.ErrNotFound, "no refused file opened the tick")
 }
 
 func mustTime(t *testing.T, s string) time.Time {

@@ -375,7 +375,7 @@ func backfillReport(e *env, r *replayer, w *settleWatch, f *rangeFlags, fired in
 
 // scheduleOf parses j's schedule.
 func scheduleOf(j baton.Job) (schedule.Schedule, error) {
-	s, err := schedule.Parse(j.Schedule)
+	s, err := schedule.ParseIn(j.Schedule, j.TimeZone)
 	if err != nil {
 		return schedule.Schedule{}, fmt.Errorf("job %s: %w", j.Name, err)
 	}

@@ -59,7 +59,7 @@ type serveFlags struct {
 	timeout      time.Duration
 	grace        time.Duration
 	triggerSkew  time.Duration
-	triggerAge   time.Duration
+	triggerAge   triggerAgeFlag
 	pull         bool
 	logLevel     string
 }
@@ -85,7 +85,7 @@ func (f *serveFlags) register(fs *pflag.FlagSet) {
 	fs.DurationVar(&f.timeout, "timeout", time.Minute, "deadline of each request's work (a fan-out, a pushed message)")
 	fs.DurationVar(&f.grace, "grace", httpapp.DefaultGrace, "on SIGTERM, how long work in flight may finish before it is given back")
 	fs.DurationVar(&f.triggerSkew, "trigger-skew", httpapp.DefaultTriggerSkew, "how far in the future a trigger's time may be (the sender's clock skew)")
-	fs.DurationVar(&f.triggerAge, "trigger-age", 0, "refuse scheduled triggers older than this as stale deliveries (0: no bound; replays are exempt)")
+	f.triggerAge.register(fs)
 	fs.BoolVar(&f.pull, "pull", true, "run the pull consumers (--pull=false: coordinator and push only)")
 	fs.StringVar(&f.logLevel, "log", "info", "log level on stderr: debug, info, warn, error")
 }
@@ -130,8 +130,12 @@ func serve(ctx context.Context, e *env, f *serveFlags) error {
 		return usagef("--batch-size must be within 1..10, got %d", f.batchSize)
 	case f.grace <= 0 || f.timeout <= 0 || f.batchTimeout <= 0:
 		return usagef("--grace, --timeout and --batch-timeout must be positive")
-	case f.triggerSkew <= 0 || f.triggerAge < 0:
-		return usagef("--trigger-skew must be positive and --trigger-age not negative")
+	case f.triggerSkew <= 0:
+		return usagef("--trigger-skew must be positive")
+	}
+	triggerAge, err := f.triggerAge.value()
+	if err != nil {
+		return err
 	}
 	if err := httpapp.CheckAuth(f.auth); err != nil {
 		return usageError{err}
@@ -166,7 +170,7 @@ func serve(ctx context.Context, e *env, f *serveFlags) error {
 	err = httpapp.Serve(ctx, httpapp.ServeParams{
 		Params: httpapp.Params{
 			Catalog: e.catalog, Backend: b, Timeout: f.timeout, Logger: logger, Owner: owner(),
-			TriggerSkew: f.triggerSkew, TriggerAge: f.triggerAge,
+			TriggerSkew: f.triggerSkew, TriggerAge: triggerAge,
 		},
 		Addr: f.addr, AuthConfig: f.auth, Pull: f.pull,
 		Workers: httpapp.WorkerParams{Consumers: f.consumers, BatchSize: f.batchSize, BatchTimeout: f.batchTimeout, Grace: f.grace},

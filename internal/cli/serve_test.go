@@ -72,6 +72,21 @@ func TestServeEndToEnd(t *testing.T) {
 	require.Equal(t, http.StatusOK, resp.StatusCode, "%v", body)
 	require.Equal(t, "opened", body["outcome"])
 
+	// The coordinator function's age bound holds here too by default: a
+	// scheduled trigger from seven hours ago is a stale delivery.
+	stale := time.Now().UTC().Truncate(time.Minute).Add(-7 * time.Hour).Format(time.RFC3339)
+	req, err = http.NewRequest(http.MethodPost, "http://"+start.Addr+"/", strings.NewReader(`{"job":"fx","scheduledTime":"`+stale+`"}`))
+	require.NoError(t, err)
+	req.Header.Set("Authorization", "Bearer "+secret)
+	req.Header.Set("Content-Type", "application/json")
+	resp, err = http.DefaultClient.Do(req)
+	require.NoError(t, err)
+	body = nil
+	require.NoError(t, json.NewDecoder(resp.Body).Decode(&body))
+	resp.Body.Close()
+	require.Equal(t, http.StatusBadRequest, resp.StatusCode, "%v", body)
+	require.Contains(t, body["error"], "beyond the bound of 6h0m0s for scheduled triggers: a stale delivery")
+
 	b, err := sqlitebackend.OpenReadOnly(context.Background(), store)
 	require.NoError(t, err)
 	defer b.Close()
@@ -111,7 +126,7 @@ func TestServeRefusals(t *testing.T) {
 		{[]string{"--addr", "127.0.0.1:0", "--auth-oidc-audience", "https://x"}, "OIDC needs an issuer"},
 		{[]string{"--addr", "127.0.0.1:0", "--auth-secret", "short"}, "shorter than 16 bytes"},
 		{[]string{"--consumers", "0"}, "--consumers must be at least 1"},
-		{[]string{"--trigger-age", "-1m"}, "--trigger-age not negative"},
+		{[]string{"--trigger-age", "-1m"}, "--trigger-age must not be negative"},
 		{[]string{"--backend", "oracle", "--addr", "127.0.0.1:0"}, `unknown backend "oracle"`},
 	} {
 		code, _, errOut := runMain(t, append([]string{"serve", "--store", store}, tc.args...)...)

@@ -183,7 +183,7 @@ const maxGaps = 100
 // tickGaps returns the schedule's ticks from the oldest run listed to the
 // latest tick at or before now that have no run, newest first, with why.
 func tickGaps(j baton.Job, runs []ledger.Run, pause *pauseStatus, now time.Time) []tickGap {
-	sched, err := schedule.Parse(j.Schedule)
+	sched, err := schedule.ParseIn(j.Schedule, j.TimeZone)
 	if err != nil || len(runs) == 0 {
 		return nil
 	}

@@ -2,6 +2,7 @@ package consumer
 
 import (
 	"context"
+	"fmt"
 	"log/slog"
 	"time"
 
@@ -10,6 +11,7 @@ import (
 	"github.com/batonhq/baton"
 	"github.com/batonhq/baton/internal/effect"
 	"github.com/batonhq/baton/internal/ledger"
+	"github.com/batonhq/baton/internal/message"
 	"github.com/batonhq/baton/internal/queue"
 	"github.com/batonhq/baton/internal/ratelimit"
 )
@@ -160,7 +162,6 @@ type MessageOutcome struct {
 // panics on a bad message; a processor that panics is treated as having
 // returned an error.
 func (c *Consumer) Handle(ctx context.Context, deadline time.Time, msgs []queue.Delivery) Result {
-	log := c.logger()
 	start := c.now()
 	ds := make([]*delivery, len(msgs))
 	parallel := 1
@@ -187,7 +188,27 @@ func (c *Consumer) Handle(ctx context.Context, deadline time.Time, msgs []queue.
 	// Before any message is acknowledged: the batch's items that ended
 	// settle their shards, each shard once (see settle).
 	c.settleEnded(ctx, ended.take(), parallel)
+	return c.result(ctx, start, msgs, parallel, verdicts)
+}
 
+// HandleMalformed settles one delivery that never became a message: the
+// envelope it came in (a push request's) is unusable, for reason, and no
+// redelivery can change that. It is treated as a malformed message: its
+// body (the whole envelope) is forwarded to DeadLetter with the reason
+// (wrapping message.ErrMalformed) and acknowledged; with DeadLetter unset,
+// or when forwarding fails, it is reported failed, to be delivered again.
+func (c *Consumer) HandleMalformed(ctx context.Context, d queue.Delivery, reason error) Result {
+	start := c.now()
+	err := fmt.Errorf("message %s: %w: %v", d.MessageID, message.ErrMalformed, reason)
+	v := c.handle(ctx, time.Time{}, &delivery{d: d, err: err})
+	return c.result(ctx, start, []queue.Delivery{d}, 1, []verdict{v})
+}
+
+// result is the Result of a batch's verdicts (verdicts[i] is msgs[i]'s),
+// logged; a failed message is hidden for its retry delay (delay).
+func (c *Consumer) result(ctx context.Context, start time.Time, msgs []queue.Delivery, parallel int, verdicts []verdict) Result {
+	n := len(msgs)
+	log := c.logger()
 	var res Result
 	counts := map[string]int{}
 	for i, v := range verdicts {
@@ -197,12 +218,12 @@ func (c *Consumer) Handle(ctx context.Context, deadline time.Time, msgs []queue.
 		case v.deadLettered:
 			res.DeadLettered = append(res.DeadLettered, Failure{MessageID: v.outcome.MessageID, Err: v.err})
 		case v.err != nil:
-			res.Failed = append(res.Failed, c.delay(ctx, ds[i].d, v))
+			res.Failed = append(res.Failed, c.delay(ctx, msgs[i], v))
 		}
 	}
 	attrs := []any{
 		slog.String("phase", "batch"),
-		slog.Int("messages", len(msgs)),
+		slog.Int("messages", n),
 		slog.Int("failed", len(res.Failed)),
 		slog.Int("dead_lettered", len(res.DeadLettered)),
 		slog.Int("parallel", parallel),

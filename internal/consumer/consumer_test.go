@@ -571,3 +571,29 @@ func TestDeadLetterReasonIsRedacted(t *testing.T) {
 	require.NotContains(t, reason, "hunter2-pw")
 	require.Contains(t, reason, "postgres://quotes:[REDACTED]@db:5432/quotes: refused (password=[REDACTED])")
 }
+
+// TestHandleMalformed: a delivery whose envelope was unusable is
+// dead-lettered whole with its reason (marked malformed) and acknowledged;
+// without a dead-letter queue it is reported failed, to be delivered
+// again, never dropped. Nothing is written to the ledger.
+func TestHandleMalformed(t *testing.T) {
+	t.Parallel()
+	b := setup(t)
+	d := queue.Delivery{MessageID: "ps-1", Body: []byte(`{"message":{"data":"%%%"}}`), ReceiveCount: 1}
+	reason := errors.New("Pub/Sub envelope: illegal base64 data")
+
+	res := b.consumer.HandleMalformed(context.Background(), d, reason)
+	require.Empty(t, res.DeadLettered)
+	require.Equal(t, []string{"ps-1"}, failedIDs(res.Failed), "no dead-letter queue: delivered again")
+	require.Equal(t, consumer.StatusMalformed, res.Items[0].Status)
+
+	b.consumer.DeadLetter = b.dlq
+	res = b.consumer.HandleMalformed(context.Background(), d, reason)
+	require.Empty(t, res.Failed)
+	require.Len(t, res.DeadLettered, 1)
+	require.ErrorIs(t, res.DeadLettered[0].Err, message.ErrMalformed)
+	dead := b.dlq.take()
+	require.Len(t, dead, 1)
+	require.Equal(t, string(d.Body), string(dead[0].Body), "the envelope whole")
+	require.Equal(t, "message ps-1: malformed message: Pub/Sub envelope: illegal base64 data", dead[0].Attributes[message.AttrError])
+}

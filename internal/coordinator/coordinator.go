@@ -249,7 +249,7 @@ func (c *Coordinator) resolve(t *tickRun) error {
 	if c.Owner == "" {
 		return fmt.Errorf("run %s: coordinator has no owner", tr.Job)
 	}
-	sched, err := schedule.Parse(j.Schedule)
+	sched, err := schedule.ParseIn(j.Schedule, j.TimeZone)
 	if err != nil {
 		return fmt.Errorf("run %s: %w", tr.Job, err)
 	}

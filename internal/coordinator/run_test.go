@@ -480,3 +480,23 @@ func TestFinishedTickNotRerunWithoutForce(t *testing.T) {
 		require.Equal(t, want, gens[g], "generation %d", g)
 	}
 }
+
+// TestRunMapsTriggersInTheJobsTimeZone: a job whose cron schedule is read
+// in a time zone has its triggers mapped to that zone's ticks: 17:00 New
+// York on weekdays is 22:00 UTC in winter, 21:00 UTC in summer.
+func TestRunMapsTriggersInTheJobsTimeZone(t *testing.T) {
+	t.Parallel()
+	job := baton.Job{Name: "close", Schedule: "cron(0 17 ? * MON-FRI *)", TimeZone: "America/New_York", Assets: []string{"a"}}
+	b := setup(t, job)
+	for _, tc := range []struct{ at, want time.Time }{
+		{time.Date(2026, 11, 23, 22, 0, 7, 0, time.UTC), time.Date(2026, 11, 23, 22, 0, 0, 0, time.UTC)},
+		{time.Date(2026, 7, 14, 21, 0, 3, 0, time.UTC), time.Date(2026, 7, 14, 21, 0, 0, 0, time.UTC)},
+		// A Saturday trigger maps to Friday's close.
+		{time.Date(2026, 11, 21, 12, 0, 0, 0, time.UTC), time.Date(2026, 11, 20, 22, 0, 0, 0, time.UTC)},
+	} {
+		b.clock.Set(tc.at)
+		sum, err := b.coordinator("c1").Run(context.Background(), coordinator.Trigger{Job: "close", At: tc.at})
+		require.NoError(t, err)
+		require.Equal(t, tc.want, sum.Nominal, "trigger at %s", tc.at)
+	}
+}

@@ -166,7 +166,7 @@ func (c *Coordinator) catchUp(ctx context.Context, t *tickRun, nominal time.Time
 	if limit <= 0 {
 		limit = 10
 	}
-	sched, err := schedule.Parse(t.job.Schedule)
+	sched, err := schedule.ParseIn(t.job.Schedule, t.job.TimeZone)
 	if err != nil {
 		return // resolve parsed it already
 	}

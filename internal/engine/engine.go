@@ -340,7 +340,7 @@ func (e *Engine) Schedule(ctx context.Context, jobName string, onTick func(coord
 	if err != nil {
 		return err
 	}
-	s, err := schedule.Parse(j.Schedule)
+	s, err := schedule.ParseIn(j.Schedule, j.TimeZone)
 	if err != nil {
 		return fmt.Errorf("job %s: %w", jobName, err)
 	}

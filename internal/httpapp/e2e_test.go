@@ -525,3 +525,97 @@ func TestPushHeartbeats(t *testing.T) {
 		})
 	}
 }
+
+// pubsubPush is a standard Pub/Sub push subscription's request for one
+// message: no CloudEvent, the envelope as the JSON body.
+func pubsubPush(id string, data []byte, attrs map[string]string) (http.Header, string) {
+	env, _ := json.Marshal(map[string]any{
+		"message": map[string]any{"data": data, "attributes": attrs, "messageId": id, "message_id": id,
+			"publishTime": time.Now().UTC().Format(time.RFC3339Nano)},
+		"subscription": "projects/p/subscriptions/baton-push",
+	})
+	return http.Header{"Content-Type": {"application/json"}}, string(env)
+}
+
+// TestPubSubPushEndToEnd: the push endpoint serves a standard Pub/Sub push
+// subscription beside CloudEvents: the work is done through the same
+// consumer (vouched, claimed, settled), an unvouched or malformed message
+// is dead-lettered with its reason and acknowledged, and so is an unusable
+// envelope, whole: Pub/Sub would redeliver any answer but a success.
+func TestPubSubPushEndToEnd(t *testing.T) {
+	t.Parallel()
+	for _, eng := range engines {
+		t.Run(eng.name, func(t *testing.T) {
+			t.Parallel()
+			b := eng.open(t)
+			s := serve(t, b, fx.Catalog(nil), false, httpapp.WorkerParams{})
+			nominal := time.Now().UTC().Truncate(time.Minute).Add(-time.Minute)
+			h, body := ceBinary("tick", nominal, `{"job":"fx"}`)
+			r := s.post(t, "/", h, body)
+			require.Equal(t, http.StatusOK, r.code, "%v", r.body)
+
+			pushed := map[string]int{}
+			require.Eventually(t, func() bool {
+				for _, d := range receiveAll(t, b.Work) {
+					h, body := pubsubPush("ps-"+d.MessageID, d.Body, d.Attributes)
+					r := s.post(t, httpapp.PathPush, h, body)
+					require.Equal(t, "ps-"+d.MessageID, r.body["message_id"], "the messageId is the delivery's id")
+					pushed[fmt.Sprint(r.code, " ", r.body["status"])]++
+					if r.code == http.StatusOK {
+						require.NoError(t, b.Work.Delete(context.Background(), d.ReceiptHandle))
+					}
+				}
+				run, err := b.Ledger.GetRun(context.Background(), "fx", nominal)
+				return err == nil && run.State.Finished()
+			}, 30*time.Second, 20*time.Millisecond)
+			require.Equal(t, len(fx.Assets)+1, pushed["200 succeeded"], "%v", pushed)
+			run, _ := waitSettled(t, b, "fx", nominal)
+			require.Equal(t, ledger.RunComplete, run.State)
+
+			// Pushed again: a duplicate, acknowledged without processing.
+			again := message.New(ledger.ItemKey{Run: run.ID, Asset: "EURUSD"}, run.OpenFence, false).QueueMessage()
+			h, body = pubsubPush("ps-again", again.Body, again.Attributes)
+			r = s.post(t, httpapp.PathPush, h, body)
+			require.Equal(t, http.StatusOK, r.code, "%v", r.body)
+			require.Equal(t, "duplicate", r.body["status"])
+
+			// Vouching: a message of a run the ledger does not hold is not
+			// worked on; it is dead-lettered with its reason.
+			ghost := message.New(ledger.ItemKey{Run: ledger.RunID{Job: "fx", Nominal: nominal.Add(-time.Hour), Generation: 1}, Asset: "EURUSD"}, 1, false).QueueMessage()
+			h, body = pubsubPush("ps-ghost", ghost.Body, ghost.Attributes)
+			r = s.post(t, httpapp.PathPush, h, body)
+			require.Equal(t, http.StatusOK, r.code, "%v", r.body)
+			require.NotEmpty(t, r.body["dead_lettered"], "%v", r.body)
+			_, err := b.Ledger.GetRun(context.Background(), "fx", nominal.Add(-time.Hour))
+			require.ErrorIs(t, err, ledger.ErrNotFound, "an unvouched message writes nothing")
+
+			// A malformed body and an unusable envelope: dead-lettered
+			// with their reasons, acknowledged.
+			h, body = pubsubPush("ps-bad", []byte(`{"v":1,"key":"fx@nonsense"}`), nil)
+			r = s.post(t, httpapp.PathPush, h, body)
+			require.Equal(t, http.StatusOK, r.code, "%v", r.body)
+			require.Equal(t, "malformed", r.body["status"])
+			unusable := `{"message":{"data":"%%%","messageId":"ps-unusable"},"subscription":"projects/p/subscriptions/baton-push"}`
+			r = s.post(t, httpapp.PathPush, http.Header{"Content-Type": {"application/json"}}, unusable)
+			require.Equal(t, http.StatusOK, r.code, "%v", r.body)
+			require.Equal(t, "ps-unusable", r.body["message_id"])
+			require.Equal(t, "malformed", r.body["status"])
+			require.Contains(t, r.body["dead_lettered"], "Pub/Sub envelope: illegal base64 data")
+			dead := receiveAll(t, b.DeadLetter)
+			reasons := map[string]string{}
+			for _, d := range dead {
+				reasons[string(d.Body)] = d.Attributes[message.AttrError]
+			}
+			require.Len(t, reasons, 3, "%v", reasons)
+			require.Contains(t, reasons[string(ghost.Body)], "fx@")
+			require.Contains(t, reasons[`{"v":1,"key":"fx@nonsense"}`], "malformed")
+			require.Contains(t, reasons[unusable], "Pub/Sub push request (message \"ps-unusable\"): Pub/Sub envelope: illegal base64 data", "the envelope whole, with its reason")
+
+			// Neither a CloudEvent nor a Pub/Sub push: nothing to
+			// dead-letter, 400.
+			r = s.post(t, httpapp.PathPush, http.Header{"Content-Type": {"application/json"}}, `{"v":1}`)
+			require.Equal(t, http.StatusBadRequest, r.code)
+			require.Contains(t, r.body["error"], "nor a Pub/Sub push request")
+		})
+	}
+}

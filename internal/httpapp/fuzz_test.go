@@ -2,6 +2,8 @@ package httpapp_test
 
 import (
 	"bytes"
+	"encoding/json"
+	"errors"
 	"net/http"
 	"net/http/httptest"
 	"testing"
@@ -68,11 +70,60 @@ func FuzzDecodePushRequest(f *testing.F) {
 	addSeeds(f)
 	f.Fuzz(func(t *testing.T, mode uint8, contentType, id, at string, body []byte) {
 		d, err := httpapp.DecodePushRequest(fuzzRequest(mode, contentType, id, at, body))
+		if errors.Is(err, httpapp.ErrUnusableMessage) {
+			if len(d.Body) < len(body) || d.ReceiveCount < 1 {
+				t.Fatalf("an unusable message not returned whole: %q", d.Body)
+			}
+			return
+		}
 		if err != nil {
 			return
 		}
 		if d.MessageID == "" || d.ReceiveCount < 1 {
 			t.Fatalf("accepted a delivery without an id or with receive count %d", d.ReceiveCount)
+		}
+	})
+}
+
+// FuzzDecodePubSubPush: a Pub/Sub push request's body is decoded or
+// refused with ErrUnusableMessage and returned whole (to be
+// dead-lettered), never panics, bounds its error; what is accepted has a
+// message id, a receive count, and the envelope's data as its body.
+func FuzzDecodePubSubPush(f *testing.F) {
+	for _, s := range []string{
+		`{"message":{"data":"eyJ2IjoxfQ==","attributes":{"a":"b"},"messageId":"1","publishTime":"2026-11-21T12:01:01.1Z"},"subscription":"s"}`,
+		`{"message":{"data":"e30=","messageId":"1"},"deliveryAttempt":2}`,
+		`{"message":{"data":"%%%","messageId":"1"}}`,
+		`{"message":{"data":"","messageId":"1","x":1}}`,
+		`{"message":{},"message":{}}`,
+		`{"message":null}`,
+		`{"message":{"messageId":"1"}} {}`,
+		`{"Message":{"messageId":"1"}}`,
+		`[]`,
+	} {
+		f.Add([]byte(s))
+	}
+	f.Fuzz(func(t *testing.T, body []byte) {
+		d, err := httpapp.DecodePubSubPush(body)
+		if err != nil {
+			if !errors.Is(err, httpapp.ErrUnusableMessage) || !bytes.Equal(d.Body, body) || d.ReceiveCount != 1 {
+				t.Fatalf("refused %q without returning it whole: %v", body, err)
+			}
+			if len(err.Error()) > 600 {
+				t.Fatalf("error of %d bytes", len(err.Error()))
+			}
+			return
+		}
+		if d.MessageID == "" || d.ReceiveCount < 1 {
+			t.Fatalf("accepted %q without an id or with receive count %d", body, d.ReceiveCount)
+		}
+		var env struct {
+			Message struct {
+				Data []byte `json:"data"`
+			} `json:"message"`
+		}
+		if err := json.Unmarshal(body, &env); err != nil || !bytes.Equal(env.Message.Data, d.Body) {
+			t.Fatalf("accepted %q, body %q is not its data (%v)", body, d.Body, err)
 		}
 	})
 }

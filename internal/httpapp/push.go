@@ -2,12 +2,15 @@ package httpapp
 
 import (
 	"bytes"
+	"cmp"
 	"context"
 	"encoding/json"
+	"errors"
 	"fmt"
 	"io"
 	"net/http"
 	"strconv"
+	"strings"
 	"time"
 
 	"github.com/cloudevents/sdk-go/v2/event"
@@ -27,13 +30,29 @@ const PubSubMessagePublished = "google.cloud.pubsub.topic.v1.messagePublished"
 // message's receive count (1 when absent).
 const DeliveryAttemptExtension = "deliveryattempt"
 
+// ErrUnusableMessage matches the error of DecodePushRequest for a request
+// that is the push of one message whose envelope is unusable (a Pub/Sub
+// envelope with an unknown field, data that is not base64, no message id,
+// …): no redelivery can fix it, and a push system redelivers every answer
+// but a success (Pub/Sub until the message's retention ends). The
+// delivery returned with it carries the request's body whole and the
+// message id when one could be read: the push endpoint dead-letters it
+// with the reason and acknowledges it, as a malformed message.
+var ErrUnusableMessage = errors.New("unusable pushed message")
+
 // DecodePushRequest reads one pushed work message from r: a CloudEvent
-// (binary or structured mode) whose data is the message's body, or a
-// Pub/Sub messagePublished event whose data wraps it. The event's id is
-// the message id and its deliveryattempt extension (or the Pub/Sub
-// envelope's deliveryAttempt) the receive count. The body itself is not
+// (binary or structured mode) whose data is the message's body, a Pub/Sub
+// messagePublished CloudEvent whose data wraps it, or a standard Pub/Sub
+// push request (not a CloudEvent: a JSON body {"message": {"data",
+// "attributes", "messageId", …}, "subscription"}). The CloudEvent's id, or
+// the Pub/Sub messageId, is the message id; the deliveryattempt extension
+// (or the Pub/Sub envelope's deliveryAttempt) the receive count; the
+// Pub/Sub attributes the message's attributes. The body itself is not
 // judged here: a malformed one is the consumer's to dead-letter with its
-// reason. Every error matches ErrBadRequest and names what is wrong.
+// reason. An unusable Pub/Sub envelope is an error matching
+// ErrUnusableMessage, returned with the delivery to dead-letter; every
+// other error matches ErrBadRequest (not a push request at all). Errors
+// name what is wrong.
 func DecodePushRequest(r *http.Request) (queue.Delivery, error) {
 	if r.Body == nil {
 		r.Body = http.NoBody
@@ -46,7 +65,10 @@ func DecodePushRequest(r *http.Request) (queue.Delivery, error) {
 		return queue.Delivery{}, badRequestf("body larger than %d bytes", MaxBody)
 	}
 	if !IsCloudEvent(r.Header) {
-		return queue.Delivery{}, badRequestf("not a CloudEvent: want a ce-specversion header (binary mode) or content type application/cloudevents+json (structured mode)")
+		if !IsPubSubPush(body) {
+			return queue.Delivery{}, badRequestf(`not a CloudEvent (want a ce-specversion header, binary mode, or content type application/cloudevents+json, structured mode) nor a Pub/Sub push request (a JSON object with "message")`)
+		}
+		return DecodePubSubPush(body)
 	}
 	ev, _, err := decodeCloudEvent(r, body)
 	if err != nil {
@@ -60,11 +82,56 @@ func DecodePushRequest(r *http.Request) (queue.Delivery, error) {
 		return queue.Delivery{}, err
 	}
 	if ev.Type() == PubSubMessagePublished {
-		if err := unwrapPubSub(&d); err != nil {
-			return queue.Delivery{}, fmt.Errorf("%w: CloudEvent %s (type %s): %v", ErrBadRequest, strictjson.Quote(ev.ID()), ev.Type(), err)
+		whole := d
+		if err := unwrapPubSub(&d, false); err != nil {
+			whole.Body = body
+			return whole, fmt.Errorf("%w: CloudEvent %s (type %s): %v", ErrUnusableMessage, strictjson.Quote(ev.ID()), ev.Type(), err)
 		}
 	}
 	return d, nil
+}
+
+// IsPubSubPush reports whether body is a standard Pub/Sub push request
+// (it starts with a JSON object with a "message" member), well formed or
+// not.
+func IsPubSubPush(body []byte) bool {
+	var fields map[string]json.RawMessage
+	if json.NewDecoder(bytes.NewReader(body)).Decode(&fields) != nil {
+		return false
+	}
+	_, ok := fields["message"]
+	return ok
+}
+
+// DecodePubSubPush decodes a standard Pub/Sub push request's body: the
+// message's data (base64) is the delivery's body, its attributes the
+// delivery's, its messageId the message id, the envelope's
+// deliveryAttempt (set when the subscription has a dead-letter policy)
+// the receive count (1 when absent), its publishTime the time sent. The
+// decoding is strict (unknown or duplicate fields, trailing data, a data
+// that is not base64, a missing messageId are refused); an error matches
+// ErrUnusableMessage and comes with the delivery to dead-letter: the body
+// whole, under the message id when one could be read.
+func DecodePubSubPush(body []byte) (queue.Delivery, error) {
+	d := queue.Delivery{Body: body, ReceiveCount: 1}
+	if err := unwrapPubSub(&d, true); err != nil {
+		whole := queue.Delivery{Body: body, ReceiveCount: 1, MessageID: lenientMessageID(body)}
+		return whole, fmt.Errorf("%w: Pub/Sub push request (message %s): %v", ErrUnusableMessage, strictjson.Quote(whole.MessageID), err)
+	}
+	return d, nil
+}
+
+// lenientMessageID is the message id of a Pub/Sub envelope that may be
+// otherwise malformed, or "".
+func lenientMessageID(body []byte) string {
+	var env struct {
+		Message struct {
+			MessageID    string `json:"messageId"`
+			MessageIDAlt string `json:"message_id"`
+		} `json:"message"`
+	}
+	_ = json.Unmarshal(body, &env)
+	return cmp.Or(env.Message.MessageID, env.Message.MessageIDAlt)
 }
 
 func deliveryAttempt(ev *event.Event) (int, error) {
@@ -104,22 +171,38 @@ type pubsubEnvelope struct {
 	DeliveryAttempt *int   `json:"deliveryAttempt"`
 }
 
-func unwrapPubSub(d *queue.Delivery) error {
+// pubsubKnown are the envelope's field names, in their one spelling.
+var pubsubKnown = []string{"message", "subscription", "deliveryAttempt"}
+
+// unwrapPubSub replaces d's body by the message its Pub/Sub envelope (the
+// body) wraps. needID: the envelope must name the message (a push
+// request's; a CloudEvent has its own id).
+func unwrapPubSub(d *queue.Delivery, needID bool) error {
+	if _, err := strictjson.Object(d.Body, pubsubKnown); err != nil {
+		if errors.Is(err, strictjson.ErrNotObject) {
+			return errors.New("Pub/Sub envelope: not a JSON object")
+		}
+		return fmt.Errorf("Pub/Sub envelope: %v", err)
+	}
 	var env pubsubEnvelope
 	dec := json.NewDecoder(bytes.NewReader(d.Body))
 	dec.DisallowUnknownFields()
 	if err := dec.Decode(&env); err != nil {
-		return fmt.Errorf("Pub/Sub envelope: %s", oneLine(err.Error()))
-	}
-	if dec.More() {
-		return fmt.Errorf("Pub/Sub envelope: data after the object")
+		return fmt.Errorf("Pub/Sub envelope: %s", cut(oneLine(err.Error())))
 	}
 	if env.Message == nil {
 		return fmt.Errorf(`Pub/Sub envelope: field "message" is missing`)
 	}
+	id := cmp.Or(env.Message.MessageID, env.Message.MessageIDAlt)
+	if needID && id == "" {
+		return fmt.Errorf(`Pub/Sub envelope: field "message.messageId" is missing`)
+	}
 	d.Body, d.Attributes = env.Message.Data, env.Message.Attributes
-	if id := env.Message.MessageID; id != "" {
+	if id != "" {
 		d.MessageID = id
+	}
+	if at, err := time.Parse(time.RFC3339Nano, cmp.Or(env.Message.PublishTime, env.Message.PublishTimeAlt)); err == nil {
+		d.SentAt = at.UTC()
 	}
 	if env.DeliveryAttempt != nil {
 		if *env.DeliveryAttempt < 1 {
@@ -128,6 +211,16 @@ func unwrapPubSub(d *queue.Delivery) error {
 		d.ReceiveCount = *env.DeliveryAttempt
 	}
 	return nil
+}
+
+// cut bounds an error's text that may quote the request (an unknown
+// field's name).
+func cut(s string) string {
+	const max = 256
+	if len(s) <= max {
+		return s
+	}
+	return strings.ToValidUTF8(s[:max], "") + "…"
 }
 
 // PushResponse is the push endpoint's answer for one message.
@@ -157,7 +250,13 @@ type pushHandler struct {
 // with (succeeded, a duplicate, dead, superseded, or dead-lettered with
 // its reason); 503 when it is to be delivered again (failed and to be
 // retried, held by another claim, given back at a stop); 400 for a request
-// that is not a CloudEvent at all; 401 for an unverified caller.
+// that is neither a CloudEvent nor a Pub/Sub push request; 401 for an
+// unverified caller. A Pub/Sub push request (DecodePubSubPush) is served
+// beside CloudEvents, with the same vouching and dead-lettering; one whose
+// envelope is unusable is dead-lettered whole with the reason and answered
+// 200 (dead_lettered), since Pub/Sub redelivers any other answer; with no
+// dead-letter queue it is answered 503, to be redelivered, as a malformed
+// message is.
 func NewPush(p Params) (http.Handler, error) {
 	if err := p.validate(); err != nil {
 		return nil, err
@@ -179,7 +278,7 @@ func (h *pushHandler) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 		return
 	}
 	d, err := DecodePushRequest(r)
-	if err != nil {
+	if err != nil && !errors.Is(err, ErrUnusableMessage) {
 		writeError(w, http.StatusBadRequest, err)
 		return
 	}
@@ -188,7 +287,15 @@ func (h *pushHandler) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	defer cancel()
 	c := *h.c // the settings; the owner is this request's
 	c.Owner = fmt.Sprintf("%s/push/%s", h.p.owner(), requestID())
-	res := c.Handle(ctx, deadline, []queue.Delivery{d})
+	var res consumer.Result
+	if err != nil {
+		// An unusable envelope: dead-lettered whole with the reason and
+		// acknowledged, as a malformed message (a 4xx would have the push
+		// system redeliver it until its retention ends).
+		res = c.HandleMalformed(ctx, d, err)
+	} else {
+		res = c.Handle(ctx, deadline, []queue.Delivery{d})
+	}
 	out := PushResponse{MessageID: d.MessageID, Status: consumer.StatusMalformed}
 	if len(res.Items) == 1 {
 		it := res.Items[0]

@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"encoding/base64"
 	"encoding/json"
+	"io"
 	"net/http"
 	"net/http/httptest"
 	"strings"
@@ -165,25 +166,73 @@ func TestDecodePushRequest(t *testing.T) {
 		require.Equal(t, msg, string(d.Body))
 		require.Equal(t, map[string]string{"a": "b"}, d.Attributes)
 	})
+	// A standard Pub/Sub push subscription's request: no CloudEvent, the
+	// envelope is the body.
+	t.Run("pubsub push", func(t *testing.T) {
+		t.Parallel()
+		env := `{"message":{"attributes":{"a":"b"},"data":"` + b64(msg) + `","messageId":"2070443601311540","message_id":"2070443601311540",` +
+			`"publishTime":"2026-11-21T12:01:01.123Z","publish_time":"2026-11-21T12:01:01.123Z"},"subscription":"projects/p/subscriptions/baton-push"}`
+		d, err := httpapp.DecodePushRequest(plain(env))
+		require.NoError(t, err)
+		require.Equal(t, "2070443601311540", d.MessageID)
+		require.Equal(t, 1, d.ReceiveCount)
+		require.Equal(t, msg, string(d.Body))
+		require.Equal(t, map[string]string{"a": "b"}, d.Attributes)
+		require.Equal(t, time.Date(2026, 11, 21, 12, 1, 1, 123e6, time.UTC), d.SentAt)
+
+		d, err = httpapp.DecodePushRequest(plain(`{"message":{"data":"` + b64(msg) + `","messageId":"m-9"},"subscription":"s","deliveryAttempt":4}`))
+		require.NoError(t, err)
+		require.Equal(t, 4, d.ReceiveCount, "the dead-letter policy's attempt count")
+	})
 	for name, tc := range map[string]struct {
 		req     *http.Request
 		wantErr string
 	}{
-		"not an event": {plain(msg), "not a CloudEvent"},
+		"not an event": {plain(msg), `not a CloudEvent (want a ce-specversion header, binary mode, or content type application/cloudevents+json, structured mode) nor a Pub/Sub push request (a JSON object with "message")`},
+		"not JSON":     {plain(`message`), "nor a Pub/Sub push request"},
 		"bad attempt": {func() *http.Request {
 			r := binaryEvent("m2", "t", tick, msg)
 			r.Header.Set("Ce-Deliveryattempt", "zero")
 			return r
 		}(), "extension deliveryattempt"},
-		"pubsub unknown":  {structuredEvent("ce-2", httpapp.PubSubMessagePublished, tick, `{"message":{"data":""},"extra":1}`), `unknown field "extra"`},
-		"pubsub no msg":   {structuredEvent("ce-3", httpapp.PubSubMessagePublished, tick, `{"subscription":"s"}`), `field "message" is missing`},
-		"pubsub bad data": {structuredEvent("ce-4", httpapp.PubSubMessagePublished, tick, `{"message":{"data":"%%%"}}`), "Pub/Sub envelope"},
 	} {
 		t.Run(name, func(t *testing.T) {
 			t.Parallel()
 			_, err := httpapp.DecodePushRequest(tc.req)
 			require.ErrorIs(t, err, httpapp.ErrBadRequest)
+			require.NotErrorIs(t, err, httpapp.ErrUnusableMessage)
 			require.ErrorContains(t, err, tc.wantErr)
+		})
+	}
+	// An unusable envelope comes back whole, under its message id when it
+	// has one, to be dead-lettered with the reason.
+	for name, tc := range map[string]struct {
+		req             *http.Request
+		wantID, wantErr string
+	}{
+		"pubsub unknown":      {structuredEvent("ce-2", httpapp.PubSubMessagePublished, tick, `{"message":{"data":""},"extra":1}`), "ce-2", `unknown field "extra"`},
+		"pubsub no msg":       {structuredEvent("ce-3", httpapp.PubSubMessagePublished, tick, `{"subscription":"s"}`), "ce-3", `field "message" is missing`},
+		"pubsub bad data":     {structuredEvent("ce-4", httpapp.PubSubMessagePublished, tick, `{"message":{"data":"%%%"}}`), "ce-4", "Pub/Sub envelope"},
+		"push bad data":       {plain(`{"message":{"data":"%%%","messageId":"m1"},"subscription":"s"}`), "m1", "Pub/Sub push request (message \"m1\"): Pub/Sub envelope: illegal base64 data"},
+		"push unknown":        {plain(`{"message":{"data":"","messageId":"m2","colour":"red"},"subscription":"s"}`), "m2", `unknown field "colour"`},
+		"push no id":          {plain(`{"message":{"data":"` + b64(msg) + `"},"subscription":"s"}`), "", `field "message.messageId" is missing`},
+		"push bad attempt":    {plain(`{"message":{"data":"","messageId":"m3"},"deliveryAttempt":0}`), "m3", `"deliveryAttempt" is 0`},
+		"push twice":          {plain(`{"message":{"data":"","messageId":"m4"},"message":{"data":"","messageId":"m5"}}`), "m5", `field "message" appears twice`},
+		"push message string": {plain(`{"message":"hello","subscription":"s"}`), "", "Pub/Sub envelope: "},
+		"push trailing":       {plain(`{"message":{"data":"","messageId":"m6"}} {}`), "", `unexpected "{}" after the JSON value`},
+		"push case":           {plain(`{"Message":{"data":"","messageId":"m7"},"message":{"data":"","messageId":"m7"}}`), "m7", `field "Message": names are case-sensitive`},
+	} {
+		t.Run(name, func(t *testing.T) {
+			t.Parallel()
+			var body bytes.Buffer
+			tee := io.TeeReader(tc.req.Body, &body)
+			tc.req.Body = io.NopCloser(tee)
+			d, err := httpapp.DecodePushRequest(tc.req)
+			require.ErrorIs(t, err, httpapp.ErrUnusableMessage)
+			require.NotErrorIs(t, err, httpapp.ErrBadRequest)
+			require.ErrorContains(t, err, tc.wantErr)
+			require.Equal(t, tc.wantID, d.MessageID)
+			require.Equal(t, body.String(), string(d.Body), "the request's body, whole")
 		})
 	}
 }

@@ -10,6 +10,7 @@ import (
 	"time"
 
 	"github.com/batonhq/baton/internal/backend/awsbackend"
+	"github.com/batonhq/baton/internal/lambdaevent"
 )
 
 // Function names one of the two Lambda functions.
@@ -47,9 +48,9 @@ const (
 const DefaultTriggerSkew = time.Minute
 
 // DefaultTriggerAge is the age bound of scheduled triggers when
-// EnvTriggerAge is empty: Lambda keeps an asynchronous event up to six
-// hours, so no legitimate delivery is older.
-const DefaultTriggerAge = 6 * time.Hour
+// EnvTriggerAge is empty: the one every entry point applies
+// (lambdaevent.DefaultTriggerAge).
+const DefaultTriggerAge = lambdaevent.DefaultTriggerAge
 
 // Variable is one environment variable a function reads.
 type Variable struct {
@@ -179,8 +180,8 @@ func (c *Config) set(name, s string) error {
 		}
 		c.TriggerSkew = d
 	case EnvTriggerAge:
-		d, err := time.ParseDuration(s)
-		if err != nil || d < 0 {
+		d, err := lambdaevent.ParseTriggerAge(s)
+		if err != nil {
 			return errors.New("not a non-negative duration such as 6h or 30m")
 		}
 		c.TriggerAge = d

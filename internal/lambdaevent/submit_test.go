@@ -45,7 +45,7 @@ func TestDecodeSubmission(t *testing.T) {
 		`{"submit":{"v":1,"job":"fx","key":"k","items":[{"name":"a","payload":1,"payload_base64":"AA=="}]}}`: `both "payload" and "payload_base64"`,
 		`{"submit":{"v":1,"job":"fx","key":"k","items":[{"name":"a","payload_base64":"not base64!"}]}}`:      `not standard base64`,
 		`{"submit":{"v":1,"job":"fx","key":"k","items":[{"name":"a","payload":` + big + `}]}}`:               "item 0: payload of 204802 bytes, at most 204800",
-		`{"submit":{"v":1,"job":"fx","key":"k","items":[{"name":"a"}] }} x`:                                  "trailing data",
+		`{"submit":{"v":1,"job":"fx","key":"k","items":[{"name":"a"}] }} x`:                                  `unexpected "x" after the JSON value at byte 64`,
 		`{"submit":{"v":1,"job":"fx","key":"k","key":"j","items":[{"name":"a"}]}}`:                           `field "key" appears twice`,
 		`{"submit":{"v":1,"job":"fx","key":"k","class":7,"items":[{"name":"a"}]}}`:                           `field "class": want a JSON string`,
 		`{"submit":{"v":1,"job":"fx","key":"k","class":"a b","items":[{"name":"a"}]}}`:                       `field "class": invalid class name "a b"`,

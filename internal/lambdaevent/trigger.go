@@ -48,6 +48,27 @@ type Trigger struct {
 	Resources []string
 }
 
+// DefaultTriggerAge is the age bound of scheduled triggers (rule event,
+// rule input, Scheduler payload) that every entry point applies unless
+// configured otherwise: the coordinator function ($BATON_TRIGGER_MAX_AGE),
+// 'baton invoke', 'baton replay event' and 'baton serve' (--trigger-age,
+// defaulting to the same variable). Lambda keeps an asynchronous event up
+// to six hours, so no legitimate delivery is older. Replays (a payload
+// with "force") are exempt everywhere. 0 waives the bound: the fixtures
+// of events/ carry fixed ticks, and their documented invocations (sam
+// local invoke with env.json, baton invoke) set it so.
+const DefaultTriggerAge = 6 * time.Hour
+
+// ParseTriggerAge parses a configured age bound: a non-negative Go
+// duration (0 waives the bound).
+func ParseTriggerAge(s string) (time.Duration, error) {
+	d, err := time.ParseDuration(strings.TrimSpace(s))
+	if err != nil || d < 0 {
+		return 0, fmt.Errorf("%q is not a non-negative duration such as 6h or 30m (0: no bound)", s)
+	}
+	return d, nil
+}
+
 // TriggerParams are the inputs of DecodeTrigger.
 type TriggerParams struct {
 	Payload []byte
@@ -62,7 +83,8 @@ type TriggerParams struct {
 	// MaxAge, when positive, is how far before Now the time of a scheduled
 	// trigger (rule, rule input, Scheduler) may be: an older one is a
 	// stale delivery, refused (replay the tick instead). Replays are
-	// exempt: an operator may replay any tick.
+	// exempt: an operator may replay any tick. Entry points set
+	// DefaultTriggerAge unless configured; 0 is no bound.
 	MaxAge time.Duration
 }
 
@@ -121,7 +143,8 @@ func decodeTrigger(p TriggerParams) (Trigger, error) {
 			t.Source, t.At.Format(time.RFC3339Nano), t.At.Sub(p.Now), p.Skew)
 	}
 	if p.MaxAge > 0 && t.Source != SourceReplay && t.At.Before(p.Now.Add(-p.MaxAge)) {
-		return Trigger{}, fmt.Errorf("%s trigger: time %s is %s old, beyond the bound of %s for scheduled triggers: a stale delivery; replay the tick to run it",
+		return Trigger{}, fmt.Errorf("%s trigger: time %s is %s old, beyond the bound of %s for scheduled triggers: a stale delivery; replay the tick to run it "+
+			"(or waive the bound: BATON_TRIGGER_MAX_AGE=0, --trigger-age 0, as for the fixtures of events/)",
 			t.Source, t.At.Format(time.RFC3339Nano), p.Now.Sub(t.At).Round(time.Second), p.MaxAge)
 	}
 	return t, nil

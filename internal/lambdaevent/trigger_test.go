@@ -124,7 +124,7 @@ func TestDecodeTrigger(t *testing.T) {
 		{name: "scheduler: offset beyond 14h", payload: `{"job":"fx","scheduledTime":"2026-11-21T12:01:00+23:59"}`, wantErr: "offset beyond ±14:00"},
 		{name: "scheduler: stale", payload: `{"job":"fx","scheduledTime":"2026-11-20T12:01:00Z"}`, wantErr: "is 24h0m7s old, beyond the bound of 6h0m0s for scheduled triggers"},
 		{name: "rule: stale", payload: `{"detail-type":"Scheduled Event","source":"aws.events","time":"2020-11-21T12:01:00Z"}`, wantErr: "for scheduled triggers: a stale delivery"},
-		{name: "replay: trailing garbage", payload: `{"job":"fx","scheduledTime":"2026-11-21T12:01:00Z","force":true} x`, wantErr: "trailing data after the JSON object"},
+		{name: "replay: trailing garbage", payload: `{"job":"fx","scheduledTime":"2026-11-21T12:01:00Z","force":true} x`, wantErr: `unexpected "x" after the JSON value at byte 65`},
 	}
 	for _, tc := range cases {
 		t.Run(tc.name, func(t *testing.T) {

@@ -32,7 +32,7 @@ func TestDecode(t *testing.T) {
 	huge := strings.Repeat("x", 200_000)
 	for body, want := range map[string]string{
 		`not json`: "body is not a baton item message: not a JSON object",
-		`{"v":1,"key":"fx@2026-11-21T12:01:00Z#1/EURUSD","fence":1} {}`:                                     "trailing data",
+		`{"v":1,"key":"fx@2026-11-21T12:01:00Z#1/EURUSD","fence":1} {}`:                                     `unexpected "{}" after the JSON value at byte 59`,
 		`{"V":1,"key":"fx@2026-11-21T12:01:00Z#1/EURUSD","fence":1}`:                                        `field "V": names are case-sensitive, want "v"`,
 		`{"v":1,"key":"fx@2026-11-21T12:01:00Z#1/EURUSD","key":"x","fence":1}`:                              `field "key" appears twice`,
 		`{"v":5,"key":"fx@2026-11-21T12:01:00Z#1/EURUSD","fence":1}`:                                        "version 5, want 1, 2 (item), 3 (shard) or 4 (page shard)",

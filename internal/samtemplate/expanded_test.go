@@ -405,6 +405,24 @@ func checkNoFixedNames(t *testing.T, tpl map[string]any) {
 	}
 }
 
+// checkScheduleParameters: the deployed schedule takes its expression,
+// time zone and state from the template's parameters, so that a deploy
+// can pause the schedule or move it without editing the template.
+func checkScheduleParameters(t *testing.T, tpl map[string]any) {
+	schedules := resourcesOf(t, tpl, "AWS::Scheduler::Schedule")
+	require.Len(t, schedules, 1)
+	for id, s := range schedules {
+		for prop, param := range map[string]string{
+			"ScheduleExpression": "FxScheduleExpression", "ScheduleExpressionTimezone": "FxScheduleTimezone", "State": "FxScheduleState",
+		} {
+			ref, _, ok := refTo(at(t, s, "Properties", prop))
+			require.True(t, ok, "%s: %s is a !Ref", id, prop)
+			require.Equal(t, param, ref, "%s: %s", id, prop)
+		}
+	}
+	require.Equal(t, []any{"ENABLED", "DISABLED"}, at(t, tpl, "Parameters", "FxScheduleState", "AllowedValues"))
+}
+
 // deadLetterSinks are the queues failed work lands in: redrive targets,
 // schedules' dead-letter queues and asynchronous invocations' failure
 // destinations.
@@ -827,6 +845,7 @@ func TestExpandedTemplate(t *testing.T) {
 	for name, check := range map[string]func(*testing.T, map[string]any){
 		"no fixed names":         checkNoFixedNames,
 		"failed ticks are kept":  checkFailedTicksKept,
+		"schedule parameters":    checkScheduleParameters,
 		"queues":                 checkQueues,
 		"table":                  checkTable,
 		"functions":              checkFunctions,

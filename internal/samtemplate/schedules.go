@@ -18,7 +18,12 @@ type Schedule struct {
 	Event      string // the event's name
 	Type       string // ScheduleV2 (EventBridge Scheduler) or Schedule (a rule)
 	Expression string
-	Job        string // the job its input names ("" when it names none)
+	// TimeZone is a ScheduleV2's ScheduleExpressionTimezone ("" when it
+	// has none: UTC, as a rule's always is).
+	TimeZone string
+	// State is ENABLED or DISABLED ("" when not set: enabled).
+	State string
+	Job   string // the job its input names ("" when it names none)
 }
 
 // Schedules returns the schedule events of the template's functions,
@@ -44,9 +49,22 @@ func Schedules(tpl map[string]any, jobs []string) ([]Schedule, error) {
 			}
 			p, _ := ev["Properties"].(map[string]any)
 			s := Schedule{Function: fn, Event: name, Type: typ}
-			s.Expression, _ = p["ScheduleExpression"].(string)
-			if s.Expression == "" {
-				s.Expression, _ = p["Schedule"].(string) // a rule's property name
+			var err error
+			expr := p["ScheduleExpression"]
+			if expr == nil {
+				expr = p["Schedule"] // a rule's property name
+			}
+			if s.Expression, err = paramString(tpl, expr); err != nil {
+				errs = append(errs, fmt.Errorf("%s event %s: schedule expression: %w", fn, name, err))
+				continue
+			}
+			if s.TimeZone, err = paramString(tpl, p["ScheduleExpressionTimezone"]); err != nil {
+				errs = append(errs, fmt.Errorf("%s event %s: ScheduleExpressionTimezone: %w", fn, name, err))
+				continue
+			}
+			if s.State, err = paramString(tpl, p["State"]); err != nil {
+				errs = append(errs, fmt.Errorf("%s event %s: State: %w", fn, name, err))
+				continue
 			}
 			job, err := scheduleJob(typ, p, jobs)
 			if err != nil {
@@ -65,6 +83,33 @@ func Schedules(tpl map[string]any, jobs []string) ([]Schedule, error) {
 	})
 	sort.Slice(errs, func(i, j int) bool { return errs[i].Error() < errs[j].Error() })
 	return out, errors.Join(errs...)
+}
+
+// paramString returns v, a string or a !Ref to a template parameter (its
+// Default: what a deploy without overrides uses), or "" when v is absent.
+func paramString(tpl map[string]any, v any) (string, error) {
+	switch x := v.(type) {
+	case nil:
+		return "", nil
+	case string:
+		return x, nil
+	case map[string]any:
+		ref, ok := x["Ref"].(string)
+		if !ok || len(x) != 1 {
+			break
+		}
+		params, _ := tpl["Parameters"].(map[string]any)
+		p, ok := params[ref].(map[string]any)
+		if !ok {
+			return "", fmt.Errorf("!Ref %s is not a parameter of the template", ref)
+		}
+		def, ok := p["Default"].(string)
+		if !ok {
+			return "", fmt.Errorf("parameter %s has no string Default to check", ref)
+		}
+		return def, nil
+	}
+	return "", fmt.Errorf("%v: want a string or a !Ref to a parameter", v)
 }
 
 // scheduleJob decodes the trigger a schedule sends, as the coordinator
@@ -126,9 +171,26 @@ func CheckSchedules(tpl map[string]any, catalog *baton.Catalog) error {
 		case normalize(got[0].Expression) != normalize(j.Schedule):
 			errs = append(errs, fmt.Errorf("job %s: the template's schedule %s.%s is %q, the job's is %q",
 				j.Name, got[0].Function, got[0].Event, got[0].Expression, j.Schedule))
+		case zoneOrUTC(got[0].TimeZone) != zoneOrUTC(j.TimeZone) && got[0].Type != "ScheduleV2":
+			errs = append(errs, fmt.Errorf("job %s: its TimeZone is %s, but %s.%s is an EventBridge rule, which reads cron in UTC: "+
+				"use a ScheduleV2 event with ScheduleExpressionTimezone %q", j.Name, j.TimeZone, got[0].Function, got[0].Event, j.TimeZone))
+		case zoneOrUTC(got[0].TimeZone) != zoneOrUTC(j.TimeZone):
+			errs = append(errs, fmt.Errorf("job %s: the template's schedule %s.%s is read in time zone %s, the job's in %s: "+
+				"set ScheduleExpressionTimezone to %q", j.Name, got[0].Function, got[0].Event,
+				zoneOrUTC(got[0].TimeZone), zoneOrUTC(j.TimeZone), zoneOrUTC(j.TimeZone)))
+		case got[0].State != "" && got[0].State != "ENABLED" && got[0].State != "DISABLED":
+			errs = append(errs, fmt.Errorf("job %s: the template's schedule %s.%s has State %q: want ENABLED or DISABLED",
+				j.Name, got[0].Function, got[0].Event, got[0].State))
 		}
 	}
 	return errors.Join(errs...)
+}
+
+func zoneOrUTC(zone string) string {
+	if zone == "" {
+		return "UTC"
+	}
+	return zone
 }
 
 func normalize(expr string) string { return strings.Join(strings.Fields(expr), " ") }

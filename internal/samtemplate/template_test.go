@@ -182,7 +182,7 @@ func TestSchedule(t *testing.T) {
 	require.NoError(t, err)
 	require.Len(t, schedules, 1)
 	require.Equal(t, samtemplate.Schedule{Function: "CoordinatorFunction", Event: "Tick", Type: "ScheduleV2",
-		Expression: "rate(1 minute)", Job: fx.Name}, schedules[0])
+		Expression: "rate(1 minute)", TimeZone: "UTC", State: "ENABLED", Job: fx.Name}, schedules[0], "the parameters' defaults")
 
 	// A fan-out cut by the deadline returns an error; a retry resumes it.
 	retries := at(t, b.resource(t, "CoordinatorFunction"), "Properties", "EventInvokeConfig", "MaximumRetryAttempts")
@@ -248,6 +248,53 @@ Resources:
 	err = samtemplate.CheckSchedules(tpl, baton.MustCatalog(fx.Job(nil), equities))
 	require.ErrorContains(t, err, `Coord event Bare: bad coordinator trigger: rule event: it names no job and the catalog has 2 (equities, fx)`)
 	require.NoError(t, samtemplate.CheckSchedules(tpl, baton.MustCatalog(equities)), "one job: a bare rule event is its")
+
+	// The job's time zone must be the schedule's; a rule has none.
+	zoned := fx.Job(nil)
+	zoned.TimeZone = "Europe/London"
+	err = samtemplate.CheckSchedules(b.tpl, baton.MustCatalog(zoned))
+	require.ErrorContains(t, err, `job fx: the template's schedule CoordinatorFunction.Tick is read in time zone UTC, the job's in Europe/London: set ScheduleExpressionTimezone to "Europe/London"`)
+	err = samtemplate.CheckSchedules(tpl, baton.MustCatalog(func() baton.Job { e := equities; e.TimeZone = "Asia/Tokyo"; return e }()))
+	require.ErrorContains(t, err, `job equities: its TimeZone is Asia/Tokyo, but Coord.Bare is an EventBridge rule, which reads cron in UTC`)
+
+	// Parameters: their defaults are checked; a !Ref to something else,
+	// or a state that is neither, is named.
+	tpl, err = samtemplate.Decode([]byte(`
+Parameters:
+  Expr: {Type: String, Default: "rate(1 minute)"}
+  Zone: {Type: String, Default: Europe/London}
+  State: {Type: String, Default: PAUSED}
+Resources:
+  Coord:
+    Type: AWS::Serverless::Function
+    Properties:
+      Events:
+        Fx:
+          Type: ScheduleV2
+          Properties:
+            ScheduleExpression: !Ref Expr
+            ScheduleExpressionTimezone: !Ref Zone
+            State: !Ref State
+            Input: '{"job": "fx", "scheduledTime": "<aws.scheduler.scheduled-time>"}'
+`))
+	require.NoError(t, err)
+	err = samtemplate.CheckSchedules(tpl, baton.MustCatalog(zoned))
+	require.ErrorContains(t, err, `job fx: the template's schedule Coord.Fx has State "PAUSED": want ENABLED or DISABLED`)
+	tpl, err = samtemplate.Decode([]byte(`
+Resources:
+  Coord:
+    Type: AWS::Serverless::Function
+    Properties:
+      Events:
+        Fx:
+          Type: ScheduleV2
+          Properties:
+            ScheduleExpression: !Ref Missing
+            Input: '{"job": "fx", "scheduledTime": "<aws.scheduler.scheduled-time>"}'
+`))
+	require.NoError(t, err)
+	err = samtemplate.CheckSchedules(tpl, baton.MustCatalog(fx.Job(nil)))
+	require.ErrorContains(t, err, `Coord event Fx: schedule expression: !Ref Missing is not a parameter of the template`)
 }
 
 func TestEnvironment(t *testing.T) {

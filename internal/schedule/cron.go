@@ -29,6 +29,22 @@ type cron struct {
 	dom, dow                      dayRule
 	expr                          *cronexpr.Expression // the years up to 2099; nil when there are none
 	anyYear                       *cronexpr.Expression // every year: the proxies' ticks
+	// loc is the time zone the fields are read in (ParseIn); nil: UTC.
+	loc *time.Location
+}
+
+// in returns c read in the time zone loc.
+func (c *cron) in(loc *time.Location) *cron {
+	cp := *c
+	cp.loc = loc
+	return &cp
+}
+
+func (c *cron) location() *time.Location {
+	if c.loc == nil {
+		return time.UTC
+	}
+	return c.loc
 }
 
 func parseCron(expr, body string) (engine, error) {
@@ -183,8 +199,45 @@ func join(vs []int, shift int) string {
 }
 
 func (c *cron) next(t time.Time) time.Time {
+	t = t.In(c.location())
+	for {
+		n := c.nextIn(t)
+		if n.IsZero() {
+			return n
+		}
+		// A local time the clocks go through twice (the autumn change)
+		// ticks once, at its first occurrence, as in EventBridge
+		// Scheduler; one they skip (spring) does not tick at all, which
+		// the engine already does.
+		if !secondOccurrence(n) {
+			return n.UTC()
+		}
+		t = n
+	}
+}
+
+// secondOccurrence reports whether the wall clock of t (in its location)
+// was already shown by an earlier instant, the clocks having been set back
+// by up to two hours in between.
+func secondOccurrence(t time.Time) bool {
+	if t.Location() == time.UTC {
+		return false
+	}
+	for _, back := range []time.Duration{30 * time.Minute, time.Hour, 2 * time.Hour} {
+		e := t.Add(-back)
+		if e.Year() == t.Year() && e.YearDay() == t.YearDay() && e.Hour() == t.Hour() && e.Minute() == t.Minute() {
+			return true
+		}
+	}
+	return false
+}
+
+// nextIn is next with t in c's time zone: the engine reads the fields
+// in t's location.
+func (c *cron) nextIn(t time.Time) time.Time {
+	loc := c.location()
 	if t.Before(cronStart) {
-		t = cronStart.Add(-time.Second)
+		t = cronStart.Add(-time.Second).In(loc)
 	}
 	if !t.Before(cronEnd) {
 		return time.Time{}
@@ -203,13 +256,13 @@ func (c *cron) next(t time.Time) time.Time {
 		}
 		// The year's ticks are its proxy's, moved to it.
 		p := proxyYear(y)
-		from := time.Date(p, 1, 1, 0, 0, 0, 0, time.UTC).Add(-time.Second)
+		from := time.Date(p, 1, 1, 0, 0, 0, 0, loc).Add(-time.Second)
 		if y == t.Year() {
-			from = time.Date(p, t.Month(), t.Day(), t.Hour(), t.Minute(), t.Second(), t.Nanosecond(), time.UTC)
+			from = time.Date(p, t.Month(), t.Day(), t.Hour(), t.Minute(), t.Second(), t.Nanosecond(), loc)
 		}
 		e := *c.anyYear
 		if n := e.Next(from); !n.IsZero() && n.Year() == p {
-			return time.Date(y, n.Month(), n.Day(), n.Hour(), n.Minute(), n.Second(), 0, time.UTC)
+			return time.Date(y, n.Month(), n.Day(), n.Hour(), n.Minute(), n.Second(), 0, loc)
 		}
 	}
 	return time.Time{}

@@ -9,6 +9,14 @@
 // All times are UTC: every method converts its arguments to UTC and returns
 // UTC instants. Ticks fall on whole minutes.
 //
+// ParseIn reads a cron expression's fields in an IANA time zone, as
+// EventBridge Scheduler does with ScheduleExpressionTimezone: cron(0 9 * *
+// ? *) in Europe/London ticks at 09:00 London time, 09:00 UTC in winter
+// and 08:00 UTC in summer. As in Scheduler, a local time the clocks skip
+// (spring forward) does not tick that day, and one they go through twice
+// (autumn) ticks once, at its first occurrence. A rate does not depend on
+// the zone. The zone database is built in (time/tzdata).
+//
 // rate(value unit) takes a positive integer value and a unit of minute,
 // hour or day, singular when the value is 1 and plural otherwise
 // (rate(1 hour), rate(5 minutes)), as AWS requires. Its ticks are the

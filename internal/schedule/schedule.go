@@ -1,17 +1,21 @@
 package schedule
 
 import (
+	"errors"
 	"fmt"
 	"strings"
 	"time"
 	"unicode"
 	"unicode/utf8"
+
+	_ "time/tzdata" // zones read alike where the system has no zone database
 )
 
 // Schedule is a parsed schedule expression. The zero Schedule has no ticks.
 type Schedule struct {
 	expr string
 	eng  engine
+	zone string // ParseIn's time zone of a cron expression; "": UTC
 }
 
 // engine computes the ticks of one kind of expression. Both methods take
@@ -52,6 +56,56 @@ func Parse(expr string) (Schedule, error) {
 	}
 	return Schedule{expr: expr, eng: eng}, nil
 }
+
+// ParseIn parses expr as Parse does, with the fields of a cron expression
+// read in the IANA time zone zone, as EventBridge Scheduler reads them
+// with ScheduleExpressionTimezone: cron(0 9 * * ? *) in Europe/London
+// ticks at 09:00 London time, 08:00 UTC in summer. "" and "UTC" are UTC.
+// A rate's ticks do not depend on a time zone: rate(1 day) ticks at 00:00
+// UTC whatever the zone. The ticks are still returned in UTC. An unknown
+// zone is an error wrapping ErrUnknownZone that names it.
+func ParseIn(expr, zone string) (Schedule, error) {
+	loc, err := Location(zone)
+	if err != nil {
+		return Schedule{}, err
+	}
+	s, err := Parse(expr)
+	if err != nil {
+		return Schedule{}, err
+	}
+	if c, ok := s.eng.(*cron); ok && loc != time.UTC {
+		s.eng, s.zone = c.in(loc), loc.String()
+	}
+	return s, nil
+}
+
+// ErrUnknownZone is matched by the error of Location and ParseIn for a
+// time zone that is not an IANA name this program knows.
+var ErrUnknownZone = errors.New("unknown time zone")
+
+// Location returns the IANA time zone named zone ("" and "UTC": UTC), or an
+// error wrapping ErrUnknownZone that names it. The zone database is built
+// into the program (time/tzdata): a Lambda or container image without one
+// reads zones alike.
+func Location(zone string) (*time.Location, error) {
+	if zone == "" || zone == "UTC" {
+		return time.UTC, nil
+	}
+	// LoadLocation also takes "Local" and paths; a schedule's zone is an
+	// IANA name, the same on every machine.
+	if zone == "Local" || strings.ContainsAny(zone, `\`) || strings.HasPrefix(zone, "/") || strings.Contains(zone, "..") {
+		return nil, fmt.Errorf("%w %q: want an IANA name such as Europe/London", ErrUnknownZone, zone)
+	}
+	loc, err := time.LoadLocation(zone)
+	if err != nil {
+		return nil, fmt.Errorf("%w %q: want an IANA name such as Europe/London", ErrUnknownZone, zone)
+	}
+	return loc, nil
+}
+
+// Zone returns the time zone a cron expression's fields are read in
+// (ParseIn), "" for UTC.
+func (s Schedule) Zone() string { return s.zone }
 
 // kind returns "rate" or "cron" for an expression of the form rate(...) or
 // cron(...), and "" for anything else.

@@ -2,7 +2,9 @@
 // baton's decoders of outside input need: encoding/json matches field
 // names case-insensitively, keeps the last of duplicate keys and (with
 // Unmarshal into a struct via a Decoder) may leave trailing data unread.
-// Object refuses all three, naming the key or the problem.
+// Object refuses all three, naming the key or the problem. Value is the
+// one check of a whole payload that every reader of an event file shares:
+// one JSON value and nothing after it.
 package strictjson
 
 import (
@@ -50,10 +52,70 @@ func Object(b []byte, known []string) (map[string]json.RawMessage, error) {
 	if _, err := dec.Token(); err != nil { // the closing brace
 		return nil, ErrNotObject
 	}
+	end := dec.InputOffset()
 	if _, err := dec.Token(); err != io.EOF {
-		return nil, errors.New("trailing data after the JSON object")
+		if err := trailing(b, end); err != nil {
+			return nil, err
+		}
+		return nil, ErrNotObject
 	}
 	return fields, nil
+}
+
+// ErrNotOneValue matches the error of Value.
+var ErrNotOneValue = errors.New("not one JSON value")
+
+// Value reports whether b is one JSON value and nothing else (white space
+// around it aside): the payload an event must be. It returns nil exactly
+// when json.Valid(b) is true, and otherwise an error matching
+// ErrNotOneValue that says what is wrong: an empty payload, a syntax
+// error and its byte offset, or what follows the value, as in
+//
+//	unexpected "junk" after the JSON value at byte 57
+//
+// (offsets count from 0). The Lambda runtime's decoder reads the first
+// value of a payload and ignores the rest; callers that read an event
+// from a file check it with Value first, so that a file with two values,
+// or one and a stray brace, is refused instead of run on its first half.
+func Value(b []byte) error {
+	if len(bytes.TrimLeft(b, wsChars)) == 0 {
+		return fmt.Errorf("%w: empty", ErrNotOneValue)
+	}
+	dec := json.NewDecoder(bytes.NewReader(b))
+	var v json.RawMessage
+	if err := dec.Decode(&v); err != nil {
+		var se *json.SyntaxError
+		switch {
+		case errors.As(err, &se):
+			return fmt.Errorf("%w: %s at byte %d", ErrNotOneValue, strings.TrimPrefix(se.Error(), "json: "), max(se.Offset-1, 0))
+		case errors.Is(err, io.ErrUnexpectedEOF):
+			return fmt.Errorf("%w: the JSON value is cut short at byte %d", ErrNotOneValue, len(b))
+		}
+		return fmt.Errorf("%w: %v", ErrNotOneValue, err)
+	}
+	if err := trailing(b, dec.InputOffset()); err != nil {
+		return fmt.Errorf("%w: %v", ErrNotOneValue, err)
+	}
+	return nil
+}
+
+// wsChars is JSON's white space.
+const wsChars = " \t\r\n"
+
+// trailing returns nil when b holds only white space from end on, else an
+// error naming what follows the JSON value there (up to its first white
+// space) and its offset.
+func trailing(b []byte, end int64) error {
+	rest := b[min(int(end), len(b)):]
+	text := bytes.TrimLeft(rest, wsChars)
+	if len(text) == 0 {
+		return nil
+	}
+	at := int(end) + len(rest) - len(text)
+	if i := bytes.IndexAny(text, wsChars); i >= 0 {
+		text = text[:i]
+	}
+	return fmt.Errorf("unexpected %s after the JSON value at byte %d", Quote(string(text)), at)
 }
 
 // Quote quotes s for an error message, cut to a bounded length.

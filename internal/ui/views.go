@@ -153,7 +153,7 @@ func (s *Server) jobsPage(w http.ResponseWriter, r *http.Request) {
 	live := false
 	for _, j := range s.o.Catalog.Jobs() {
 		row := jobRow{Name: j.Name, Schedule: j.Schedule, Items: len(j.Assets) + len(j.Derived), RunTime: j.RunTime()}
-		if sched, err := schedule.Parse(j.Schedule); err == nil {
+		if sched, err := schedule.ParseIn(j.Schedule, j.TimeZone); err == nil {
 			row.Next, row.Prev = sched.Next(now), sched.Prev(now)
 		}
 		var err error
@@ -287,7 +287,7 @@ func (s *Server) jobPage(w http.ResponseWriter, r *http.Request) {
 		s.fail(w, r, http.StatusInternalServerError, err)
 		return
 	}
-	if sched, err := schedule.Parse(j.Schedule); err == nil {
+	if sched, err := schedule.ParseIn(j.Schedule, j.TimeZone); err == nil {
 		v.Next = sched.Next(now)
 		if prev := sched.Prev(now); !prev.IsZero() {
 			v.Replay = &Action{Kind: ReplayTick, Job: j.Name, Tick: prev}
