@@ -1,6 +1,7 @@
 package baton
 
 import (
+	"errors"
 	"fmt"
 	"time"
 
@@ -21,7 +22,8 @@ type Job struct {
 	// Schedule is an Amazon EventBridge schedule expression:
 	// "rate(1 minute)", "rate(5 minutes)", "cron(0/5 * * * ? *)". Ticks
 	// are the schedule's own instants (UTC); a trigger is mapped to the
-	// latest tick at or before it.
+	// latest tick at or before it. "" makes the job run only on demand
+	// (submissions) or by a Chain: it has no ticks (see Scheduled).
 	Schedule string
 	// TimeZone, optional, is the IANA time zone ("Europe/London") a cron
 	// Schedule's fields are read in, as EventBridge Scheduler's
@@ -295,14 +297,18 @@ func (j Job) Validate() error {
 	if err := ValidName("job", j.Name); err != nil {
 		return err
 	}
-	if j.Schedule == "" {
-		return fmt.Errorf("job %s: empty schedule", j.Name)
-	}
 	if _, err := schedule.Location(j.TimeZone); err != nil {
 		return fmt.Errorf("job %s: TimeZone: %w", j.Name, err)
 	}
-	if _, err := schedule.ParseIn(j.Schedule, j.TimeZone); err != nil {
-		return fmt.Errorf("job %s: schedule: %w", j.Name, err)
+	switch {
+	case j.Scheduled():
+		if _, err := schedule.ParseIn(j.Schedule, j.TimeZone); err != nil {
+			return fmt.Errorf("job %s: schedule: %w", j.Name, err)
+		}
+	case j.TimeZone != "":
+		return fmt.Errorf("job %s: TimeZone %s without a Schedule (a job without one runs on demand or by a chain)", j.Name, j.TimeZone)
+	case j.CatchUp != (CatchUp{}):
+		return fmt.Errorf("job %s: CatchUp without a Schedule: a job without one has no ticks to catch up", j.Name)
 	}
 	switch {
 	case j.Items != nil && len(j.Assets) > 0:
@@ -396,6 +402,15 @@ func (j Job) ItemNames() []string {
 	}
 	return names
 }
+
+// Scheduled reports whether j runs on a schedule: false for a job
+// without Schedule, which runs only on demand (submissions) or by a Chain,
+// and whose ticks are refused with ErrNoSchedule.
+func (j Job) Scheduled() bool { return j.Schedule != "" }
+
+// ErrNoSchedule matches the error of a tick (a trigger, a replay of a
+// tick) asked of a job that has no Schedule.
+var ErrNoSchedule = errors.New("job has no schedule: it runs on demand (submit) or by a chain")
 
 // ItemRetry returns the retry policy of the item called name: its
 // Derived.Retry when it is a derived item that sets one, else the job's

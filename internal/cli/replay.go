@@ -346,7 +346,9 @@ const replayItemSynopsis = `replay item --run R --asset A [--force] [flags]
 
 Sends the message of item A of run R again, as the coordinator's fan-out
 (or, for a derived item, the fan-in) would: the consumer claims it with its
-idempotency key, so the item runs only if it is not terminal.
+idempotency key, so the item runs only if it is not terminal. A derived
+item that never started and whose inputs have not all succeeded is refused
+(exit status 2), naming them: fan-in enqueues it once they have.
 
   no record, FAILED, RUNNING past its lease (stuck)   enqueued; it runs
   RUNNING under a live claim   refused (its worker may still finish);
@@ -419,6 +421,8 @@ func itemReplayRefusal(err error) error {
 		return fmt.Errorf("refused: the job's lease is held by %q (fence %d) until %s; try again once that coordinator is done", lheld.Holder.Owner, lheld.Holder.Fence, rfc(lheld.Holder.ExpiresAt))
 	case errors.Is(err, engine.ErrRunInFlight):
 		return fmt.Errorf("refused: %v", err)
+	case errors.Is(err, engine.ErrInputsPending):
+		return usagef("refused: %v", err)
 	}
 	return err
 }

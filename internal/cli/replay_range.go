@@ -375,6 +375,9 @@ func backfillReport(e *env, r *replayer, w *settleWatch, f *rangeFlags, fired in
 
 // scheduleOf parses j's schedule.
 func scheduleOf(j baton.Job) (schedule.Schedule, error) {
+	if !j.Scheduled() {
+		return schedule.Schedule{}, usagef("job %s: %v", j.Name, baton.ErrNoSchedule)
+	}
 	s, err := schedule.ParseIn(j.Schedule, j.TimeZone)
 	if err != nil {
 		return schedule.Schedule{}, fmt.Errorf("job %s: %w", j.Name, err)

@@ -206,6 +206,24 @@ func TestReplayItem(t *testing.T) {
 	testReplayItem(t, newSQLiteFixture(t))
 }
 
+// An early replay of a derived item whose inputs have not succeeded is
+// refused with the reason (exit 2), rather than sent to be refused
+// receive after receive into the dead-letter queue.
+func TestReplayItemRefusesADerivedItemBeforeItsInputs(t *testing.T) {
+	t.Parallel()
+	f := newSQLiteFixture(t)
+	code, out, errOut := f.main("replay", "tick", "--at", rfc(f.tick(0)), "--consumers", "0", "--wait=false")
+	require.Equal(t, ExitOK, code, "%s\n%s", out, errOut)
+	id := f.run(0, 1)
+	code, out, errOut = f.main("replay", "item", "--run", id.String(), "--asset", "DXY")
+	require.Equal(t, ExitUsage, code, "%s\n%s", out, errOut)
+	require.Contains(t, errOut, "inputs not all succeeded (EURUSD not started")
+	require.Contains(t, errOut, "fan-in enqueues it once they have")
+	depth, err := queue.OpsOf(f.b.Work.(queue.Receiver)).Depth(t.Context())
+	require.NoError(t, err)
+	require.Equal(t, len(fx.Assets), depth.Total(), "no DXY message sent")
+}
+
 func testReplayItem(t *testing.T, f *opsFixture) {
 	ctx := t.Context()
 	code, out, errOut := f.main("replay", "tick", "--at", rfc(f.tick(0)))

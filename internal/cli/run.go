@@ -2,6 +2,7 @@ package cli
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"io"
 	"log/slog"
@@ -14,6 +15,7 @@ import (
 
 	"github.com/spf13/pflag"
 
+	"github.com/batonhq/baton"
 	"github.com/batonhq/baton/internal/coordinator"
 	"github.com/batonhq/baton/internal/engine"
 	"github.com/batonhq/baton/internal/jsonlog"
@@ -22,19 +24,23 @@ import (
 	"github.com/batonhq/baton/internal/redact"
 )
 
-const runSynopsis = `run [--once] [flags]
+const runSynopsis = `run [--once] [--job J] [flags]
 
-Runs the job on its schedule with the coordinator and a pool of consumers
-in this process, on the embedded store (a SQLite file) by default.
+Runs the catalog's jobs on their schedules with the coordinator and a pool
+of consumers in this process, as a deployment does, on the embedded store
+(a SQLite file) by default: every scheduled job, or the one --job names.
+The consumers serve every job: submissions to on-demand jobs (no
+schedule) and the runs chains start are processed here too.
 
-  --once   run the tick at the current time end to end, print a per-asset
-           report (status, attempts, processing latency, tick-to-done
-           latency) and the derived values, then exit: status 1 if any item
-           ended DEAD or the run did not settle within --timeout.
-  (none)   keep going at every tick of the job's schedule until interrupted
+  --once   run the tick at the current time of each scheduled job (or of
+           --job) end to end, with the runs their chains start, print a
+           per-asset report (status, attempts, processing latency,
+           tick-to-done latency) and the derived values, then exit: status 1
+           if any item ended DEAD or a run did not settle within --timeout.
+  (none)   keep going at every tick of the schedules until interrupted
            (Ctrl-C / SIGTERM): no new tick starts, items in flight finish.
 
-If the tick already ran, --once reports that run instead of running it again
+If a tick already ran, --once reports that run instead of running it again
 (--force opens the next generation and re-runs every item).`
 
 type runFlags struct {
@@ -75,11 +81,10 @@ func runRun(ctx context.Context, e *env, f *runFlags) error {
 	if err != nil {
 		return err
 	}
-	j, err := lookupJob(e.catalog, f.common.job)
+	jobs, err := scheduledJobs(e.catalog, f.common.job)
 	if err != nil {
 		return err
 	}
-	f.common.job = j.Name
 	b, err := f.common.open(ctx)
 	if err != nil {
 		return err
@@ -90,19 +95,81 @@ func runRun(ctx context.Context, e *env, f *runFlags) error {
 		return err
 	}
 	if f.once {
-		return runOnce(ctx, e, eng, f)
+		return runOnce(ctx, e, eng, f, jobs)
 	}
-	return runForever(ctx, e, eng, f)
+	return runForever(ctx, e, eng, f, jobs)
 }
 
-func runOnce(ctx context.Context, e *env, eng *engine.Engine, f *runFlags) error {
+// scheduledJobs are the jobs run runs: the one named (which must have a
+// schedule), or every job of the catalog that has one.
+func scheduledJobs(c *baton.Catalog, name string) ([]string, error) {
+	if name != "" {
+		j, err := lookupJob(c, name)
+		if err != nil {
+			return nil, err
+		}
+		if !j.Scheduled() {
+			return nil, usagef("job %s: %v; run it with 'submit', or let its parent's chain start it (run --once runs the chains of the jobs it ticks)", j.Name, baton.ErrNoSchedule)
+		}
+		return []string{j.Name}, nil
+	}
+	var out []string
+	for _, j := range c.Jobs() {
+		if j.Scheduled() {
+			out = append(out, j.Name)
+		}
+	}
+	if len(out) == 0 {
+		return nil, usagef("no job of the catalog (%s) has a schedule: they run with 'submit' or by chains", strings.Join(c.Names(), ", "))
+	}
+	return out, nil
+}
+
+func runOnce(ctx context.Context, e *env, eng *engine.Engine, f *runFlags, jobs []string) error {
 	consumeCtx, stopConsumers := context.WithCancel(ctx)
 	var wg sync.WaitGroup
 	wg.Go(func() { _ = eng.Consume(consumeCtx) })
 	defer func() { stopConsumers(); wg.Wait() }()
 
+	if len(jobs) == 1 {
+		return runOnceJob(ctx, e, eng, f, jobs[0])
+	}
+	// Several jobs: one section each, and with --json one object with a
+	// list of each job's report.
+	var failed error
+	var docs []map[string]any
+	for i, job := range jobs {
+		if i > 0 {
+			fmt.Fprintln(e.text())
+		}
+		saved := e.doc
+		if e.json {
+			e.doc = map[string]any{"messages": []string{}}
+		}
+		err := runOnceJob(ctx, e, eng, f, job)
+		if e.json {
+			e.doc["job"] = job
+			if err != nil && !errors.Is(err, errFailed) {
+				e.doc["error"] = err.Error()
+			}
+			docs = append(docs, e.doc)
+			e.doc = saved
+		} else if err != nil && !errors.Is(err, errFailed) {
+			fmt.Fprintf(e.stderr, "baton run: job %s: %v\n", job, err)
+		}
+		if err != nil && failed == nil {
+			failed = errFailed
+		}
+	}
+	e.set("jobs", docs)
+	return failed
+}
+
+// runOnceJob runs the tick of job at the current time, waits for it and
+// the runs its chains start, and reports them.
+func runOnceJob(ctx context.Context, e *env, eng *engine.Engine, f *runFlags, job string) error {
 	trigger := time.Now()
-	sum, err := eng.Trigger(ctx, f.common.job, trigger, f.force)
+	sum, err := eng.Trigger(ctx, job, trigger, f.force)
 	if err != nil {
 		return err
 	}
@@ -126,14 +193,64 @@ func runOnce(ctx context.Context, e *env, eng *engine.Engine, f *runFlags) error
 		fmt.Fprintf(e.stderr, "baton run: %v\n", err)
 		return errFailed
 	}
-	if run.Dead > 0 {
+	dead := run.Dead
+	chained, cerr := waitChained(waitCtx, eng, run)
+	if len(chained) > 0 {
+		fmt.Fprintln(e.text())
+		for _, c := range chained {
+			fmt.Fprintf(e.text(), "chained ")
+			printRun(e.text(), c)
+			dead += c.Dead
+		}
+		if e.json {
+			list := make([]runStatus, len(chained))
+			for i, c := range chained {
+				list[i] = newRunStatus(c, nil, nil)
+			}
+			e.set("chained", list)
+		}
+	}
+	if cerr != nil {
+		e.set("error", cerr.Error())
+		fmt.Fprintf(e.stderr, "baton run: %v\n", cerr)
+		return errFailed
+	}
+	if dead > 0 {
 		return errFailed
 	}
 	return nil
 }
 
-func runForever(ctx context.Context, e *env, eng *engine.Engine, f *runFlags) error {
-	fmt.Fprintf(e.stdout, "running job %s on %s (%s); Ctrl-C to stop\n", f.common.job, f.common.where(), eng.Backend().Name)
+// waitChained waits for the runs run's chains start (baton.Chain), and
+// theirs in turn, to finish, and returns them in the order they started.
+func waitChained(ctx context.Context, eng *engine.Engine, run ledger.Run) ([]ledger.Run, error) {
+	var out []ledger.Run
+	queue := []ledger.Run{run}
+	for len(queue) > 0 {
+		parent := queue[0]
+		queue = queue[1:]
+		j, err := eng.Catalog().Lookup(parent.ID.Job)
+		if err != nil {
+			return out, err
+		}
+		for _, ch := range j.Chains {
+			if parent.State != ledger.RunComplete && !(ch.OnPartial && parent.State == ledger.RunPartial) {
+				continue
+			}
+			id := ledger.RunID{Job: ch.Job, Submission: baton.ChainKey(parent.ID), Generation: 1}
+			child, err := waitRun(ctx, eng.Backend().Ledger, id)
+			if err != nil {
+				return out, fmt.Errorf("chained run %s of %s: %w", id, parent.ID, err)
+			}
+			out = append(out, child)
+			queue = append(queue, child)
+		}
+	}
+	return out, nil
+}
+
+func runForever(ctx context.Context, e *env, eng *engine.Engine, f *runFlags, jobs []string) error {
+	fmt.Fprintf(e.stdout, "running %s on %s (%s); Ctrl-C to stop\n", jobList(jobs), f.common.where(), eng.Backend().Name)
 	consumeCtx, stopConsumers := context.WithCancel(context.WithoutCancel(ctx))
 	var wg sync.WaitGroup
 	wg.Go(func() { _ = eng.Consume(consumeCtx) })
@@ -146,32 +263,53 @@ func runForever(ctx context.Context, e *env, eng *engine.Engine, f *runFlags) er
 		mu.Lock()
 		defer mu.Unlock()
 		if err != nil {
-			fmt.Fprintf(e.stdout, "%s  %v\n", sum.Nominal.UTC().Format(time.RFC3339), err)
+			fmt.Fprintf(e.stdout, "%s  %s  %v\n", sum.Nominal.UTC().Format(time.RFC3339), sum.Job, err)
 			return
 		}
 		fmt.Fprintf(e.stdout, "%s  %s  %s: %d succeeded, %d dead, %d cancelled, done %s after the tick\n",
 			sum.Nominal.UTC().Format(time.RFC3339), run.ID, run.State, run.Succeeded, run.Dead, run.Cancelled,
 			run.FinishedAt.Sub(sum.Nominal).Round(time.Millisecond))
 	}
-	err := eng.Schedule(ctx, f.common.job, func(sum coordinator.Summary, err error) {
-		mu.Lock()
-		if err != nil {
-			fmt.Fprintf(e.stdout, "tick failed: %v\n", err)
-			mu.Unlock()
-			return
+	errs := make(chan error, len(jobs))
+	var sched sync.WaitGroup
+	for _, job := range jobs {
+		sched.Go(func() {
+			errs <- eng.Schedule(ctx, job, func(sum coordinator.Summary, err error) {
+				mu.Lock()
+				if err != nil {
+					fmt.Fprintf(e.stdout, "job %s: tick failed: %v\n", job, err)
+					mu.Unlock()
+					return
+				}
+				printSummary(e.stdout, sum)
+				mu.Unlock()
+				if sum.Outcome != coordinator.OutcomeSkipped && sum.Outcome != coordinator.OutcomePaused {
+					wg.Go(func() { report(sum) })
+				}
+			})
+		})
+	}
+	sched.Wait()
+	close(errs)
+	var all []error
+	for err := range errs {
+		if err != nil && ctx.Err() == nil {
+			all = append(all, err)
 		}
-		printSummary(e.stdout, sum)
-		mu.Unlock()
-		if sum.Outcome != coordinator.OutcomeSkipped && sum.Outcome != coordinator.OutcomePaused {
-			wg.Go(func() { report(sum) })
-		}
-	})
+	}
 	// Interrupted: no new tick starts; let in-flight batches finish (the
 	// poller gives each its own deadline), then stop receiving.
 	fmt.Fprintln(e.stdout, "stopping: waiting for items in flight")
 	stopConsumers()
 	wg.Wait()
-	return err
+	return errors.Join(all...)
+}
+
+func jobList(jobs []string) string {
+	if len(jobs) == 1 {
+		return "job " + jobs[0]
+	}
+	return "jobs " + strings.Join(jobs, ", ")
 }
 
 func printSummary(w io.Writer, s coordinator.Summary) {

@@ -37,7 +37,11 @@ consumers, at its concurrency share, serve them.
 
 With --wait the command waits up to D for the run to finish and exits
 with status 1 if it ends partial (some item DEAD or CANCELLED) or is not
-finished in time.`
+finished in time. While it waits it runs --consumers consumers in its own
+process (4 by default on the embedded store and PostgreSQL, none on AWS,
+whose deployed consumers take the messages), so that a run is processed
+with no worker running; beside a running 'baton run' or 'serve' they share
+the work (claims are per item).`
 
 func submitCommand() command {
 	return command{synopsis: submitSynopsis, summary: "submit work on demand: items with payloads under a dedupe key",
@@ -52,14 +56,15 @@ func defineSubmit(e *env, fs *pflag.FlagSet) runFunc {
 	fs.StringVar(&class, "class", "", "the priority class: a job queue of the catalog, whose consumers serve the items (default: the job's queue)")
 	fs.StringVar(&items, "items", "", "the items: a JSON array in a file, or - for stdin")
 	fs.DurationVar(&wait, "wait", 0, "wait up to this long for the run to finish (0: do not wait)")
-	return func(ctx context.Context, _ []string) error { return submit(ctx, e, key, items, class, wait) }
+	consumers := fs.Int("consumers", -1, "with --wait: consumers run in this process while waiting (default 4 on sqlite and postgres, 0 on aws)")
+	return func(ctx context.Context, _ []string) error { return submit(ctx, e, key, items, class, wait, *consumers) }
 }
 
 // submit's JSON report: run (the run opened or found), items (the number
 // submitted), existing (the dedupe key found an earlier submission's run),
 // enqueued, and with --wait the run's state and counts (run_state,
 // succeeded, dead, cancelled).
-func submit(ctx context.Context, e *env, key, items, class string, wait time.Duration) error {
+func submit(ctx context.Context, e *env, key, items, class string, wait time.Duration, consumers int) error {
 	common := &e.backend
 	j, err := lookupJob(e.catalog, common.job)
 	if err != nil {
@@ -89,7 +94,10 @@ func submit(ctx context.Context, e *env, key, items, class string, wait time.Dur
 		return err
 	}
 	defer b.Close()
-	eng, err := engine.New(b, engine.Options{Catalog: e.catalog, Owner: operatorOwner()})
+	if consumers < 0 {
+		consumers = defaultReplayConsumers(b.Name)
+	}
+	eng, err := engine.New(b, engine.Options{Catalog: e.catalog, Owner: operatorOwner(), Consumers: max(consumers, 1)})
 	if err != nil {
 		return err
 	}
@@ -117,6 +125,12 @@ func submit(ctx context.Context, e *env, key, items, class string, wait time.Dur
 	}
 	wctx, cancel := context.WithTimeout(ctx, wait)
 	defer cancel()
+	if consumers > 0 {
+		cctx, stop := context.WithCancel(wctx)
+		done := make(chan struct{})
+		go func() { defer close(done); _ = eng.Consume(cctx) }()
+		defer func() { stop(); <-done }()
+	}
 	run, err := waitRun(wctx, b.Ledger, sum.Run)
 	e.set("run_state", string(run.State))
 	e.set("succeeded", run.Succeeded)

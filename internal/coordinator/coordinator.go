@@ -249,6 +249,9 @@ func (c *Coordinator) resolve(t *tickRun) error {
 	if c.Owner == "" {
 		return fmt.Errorf("run %s: coordinator has no owner", tr.Job)
 	}
+	if !j.Scheduled() {
+		return fmt.Errorf("run %s: %w", tr.Job, baton.ErrNoSchedule)
+	}
 	sched, err := schedule.ParseIn(j.Schedule, j.TimeZone)
 	if err != nil {
 		return fmt.Errorf("run %s: %w", tr.Job, err)

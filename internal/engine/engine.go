@@ -340,6 +340,9 @@ func (e *Engine) Schedule(ctx context.Context, jobName string, onTick func(coord
 	if err != nil {
 		return err
 	}
+	if !j.Scheduled() {
+		return fmt.Errorf("job %s: %w", jobName, baton.ErrNoSchedule)
+	}
 	s, err := schedule.ParseIn(j.Schedule, j.TimeZone)
 	if err != nil {
 		return fmt.Errorf("job %s: %w", jobName, err)

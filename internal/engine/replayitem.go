@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"slices"
+	"strings"
 	"sync/atomic"
 	"time"
 
@@ -133,11 +134,46 @@ func (e *Engine) ReplayItem(ctx context.Context, id ledger.RunID, asset string, 
 	case before.State == ledger.ItemRunning && before.LeaseUntil.Add(j.Limits.ClockSkew).After(now) && !force:
 		return rep, &ItemHeldError{Item: before}
 	}
+	if def, ok := j.DerivedItem(asset); ok && before.State == "" {
+		// A derived item's message before its inputs succeeded would only
+		// be refused, receive after receive, into the dead-letter queue
+		// (and fan-in enqueues it anyway once they have).
+		if err := e.inputsReady(ctx, id, def); err != nil {
+			return rep, err
+		}
+	}
 	if err := e.send(ctx, j, key, run.Fence); err != nil {
 		return rep, err
 	}
 	rep.Outcome = ItemEnqueued
 	return rep, nil
+}
+
+// ErrInputsPending matches the refusal of a replay of a derived item
+// whose inputs have not all succeeded; the error names them and their
+// states.
+var ErrInputsPending = errors.New("inputs not all succeeded")
+
+// inputsReady returns an error matching ErrInputsPending, naming each
+// input of def in run id that has not succeeded and its state, when any
+// has not.
+func (e *Engine) inputsReady(ctx context.Context, id ledger.RunID, def baton.Derived) error {
+	var pending []string
+	for _, in := range def.Inputs {
+		it, err := e.backend.Ledger.GetItem(ctx, ledger.ItemKey{Run: id, Asset: in})
+		switch {
+		case errors.Is(err, ledger.ErrNotFound):
+			pending = append(pending, in+" not started")
+		case err != nil:
+			return fmt.Errorf("replay %s/%s: input %s: %w", id, def.Name, in, err)
+		case it.State != ledger.ItemSucceeded:
+			pending = append(pending, fmt.Sprintf("%s %s", in, it.State))
+		}
+	}
+	if len(pending) == 0 {
+		return nil
+	}
+	return fmt.Errorf("replay %s/%s: %w (%s): fan-in enqueues it once they have; replay those first", id, def.Name, ErrInputsPending, strings.Join(pending, ", "))
 }
 
 func (e *Engine) send(ctx context.Context, j baton.Job, key ledger.ItemKey, fence int64) error {

@@ -141,10 +141,12 @@ func scheduleJob(typ string, p map[string]any, jobs []string) (string, error) {
 	return tr.Job, nil
 }
 
-// CheckSchedules checks a template against a catalog: every job has
-// exactly one schedule, whose expression is the job's and whose trigger
-// names the job; no schedule names a job the catalog does not hold. The
-// error names each job (or schedule) that is wrong and what to change.
+// CheckSchedules checks a template against a catalog: every scheduled
+// job has exactly one schedule, whose expression is the job's and whose
+// trigger names the job; a job without a schedule (on demand, or started
+// by a chain) has none, which would tick it without a parent; no schedule
+// names a job the catalog does not hold. The error names each job (or
+// schedule) that is wrong and what to change.
 func CheckSchedules(tpl map[string]any, catalog *baton.Catalog) error {
 	schedules, err := Schedules(tpl, catalog.Names())
 	var errs []error
@@ -157,6 +159,13 @@ func CheckSchedules(tpl map[string]any, catalog *baton.Catalog) error {
 	}
 	for _, j := range catalog.Jobs() {
 		got := byJob[j.Name]
+		if !j.Scheduled() {
+			for _, s := range got {
+				errs = append(errs, fmt.Errorf("job %s has no schedule (it runs on demand or by a chain), but the template's %s.%s ticks it (%s): remove that event",
+					j.Name, s.Function, s.Event, s.Expression))
+			}
+			continue
+		}
 		switch {
 		case len(got) == 0:
 			errs = append(errs, fmt.Errorf("job %s: no schedule in the template: add to the coordinator function's Events a ScheduleV2 event "+

@@ -202,6 +202,15 @@ func TestScheduleDrift(t *testing.T) {
 	require.ErrorContains(t, err, `job equities: no schedule in the template`)
 	require.ErrorContains(t, err, `"rate(5 minutes)"`)
 
+	// A job without a schedule (on demand, or chained) needs none, and
+	// must have none: it would tick without a parent.
+	onDemand := baton.Job{Name: "reindex", Assets: []string{"all"}, Processor: noop}
+	require.NoError(t, samtemplate.CheckSchedules(b.tpl, baton.MustCatalog(fx.Job(nil), onDemand)))
+	unscheduledFx := fx.Job(nil)
+	unscheduledFx.Schedule = ""
+	err = samtemplate.CheckSchedules(b.tpl, baton.MustCatalog(unscheduledFx))
+	require.ErrorContains(t, err, `job fx has no schedule (it runs on demand or by a chain), but the template's CoordinatorFunction.Tick ticks it`)
+
 	// A schedule of a job the catalog lacks.
 	err = samtemplate.CheckSchedules(b.tpl, baton.MustCatalog(equities))
 	require.ErrorContains(t, err, `job "fx" is not in this deployment's catalog`)
