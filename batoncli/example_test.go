@@ -62,5 +62,5 @@ func ExampleNewRootCommand() {
 		names = append(names, c.Name())
 	}
 	fmt.Println(strings.Join(names, " "))
-	// Output: cancel completion dlq help invoke lease pause replay resume run serve setup status submit template ui version
+	// Output: cancel completion dlq help invoke lease lock pause replay resume run serve setup status submit template ui version
 }

@@ -43,10 +43,11 @@ func contentionKey(job string) key { return key{prefixContention + job, skConten
 
 // RecordContention implements lease.ContentionCounter: it adds one
 // refusal of job's lease by holder at now. The last one written is kept
-// as Last/Holder. It is one UpdateItem conditioned on the record naming
-// the same holder with a streak, which continues the streak; when the
-// condition fails (another holder, a new record, or one without a
-// streak), one more, unconditional, UpdateItem starts a streak at now.
+// as Last/Holder. It is one UpdateItem conditioned on the record being
+// new or naming the same holder, which continues the streak (or starts
+// one, for a new record or one without a streak); when the condition
+// fails (another holder), one more, unconditional, UpdateItem starts a
+// streak at now.
 func (s *LeaseStore) RecordContention(ctx context.Context, job string, holder lease.Lease, now time.Time, ttl time.Duration) error {
 	if job == "" {
 		return errors.New("record contention: empty job")
@@ -62,11 +63,14 @@ func (s *LeaseStore) RecordContention(ctx context.Context, job string, holder le
 		":fence": num(holder.Fence), ":until": nanos(holder.ExpiresAt), ":ttl": num(int64(ttl)),
 	}
 	const set = "ADD #count :one SET #last = :now, #holder = :holder, #fence = :fence, #until = :until, #ttl = :ttl"
+	// One call when the record is new or the refusing holder is the
+	// streak's (a record from before streaks starts one now); a second
+	// one only when the holder changed, which starts a new streak.
 	_, err := s.t.client.UpdateItem(ctx, &dynamodb.UpdateItemInput{
 		TableName:                 aws.String(s.t.name),
 		Key:                       s.keys.contention(job).attrs(),
-		UpdateExpression:          aws.String(set),
-		ConditionExpression:       aws.String("#holder = :holder AND attribute_exists(#streak)"),
+		UpdateExpression:          aws.String(set + ", #streak = if_not_exists(#streak, :now)"),
+		ConditionExpression:       aws.String("attribute_not_exists(#holder) OR #holder = :holder"),
 		ExpressionAttributeNames:  names,
 		ExpressionAttributeValues: values,
 	})
