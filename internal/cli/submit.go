@@ -57,7 +57,9 @@ func defineSubmit(e *env, fs *pflag.FlagSet) runFunc {
 	fs.StringVar(&items, "items", "", "the items: a JSON array in a file, or - for stdin")
 	fs.DurationVar(&wait, "wait", 0, "wait up to this long for the run to finish (0: do not wait)")
 	consumers := fs.Int("consumers", -1, "with --wait: consumers run in this process while waiting (default 4 on sqlite and postgres, 0 on aws)")
-	return func(ctx context.Context, _ []string) error { return submit(ctx, e, key, items, class, wait, *consumers) }
+	return func(ctx context.Context, _ []string) error {
+		return submit(ctx, e, key, items, class, wait, *consumers)
+	}
 }
 
 // submit's JSON report: run (the run opened or found), items (the number
