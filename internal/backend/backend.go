@@ -47,6 +47,14 @@ type Backend struct {
 	// ReceiveWait is how long an idle consumer's receive waits for a
 	// message (a long poll); 0 means 500ms.
 	ReceiveWait time.Duration
+	// CheapProbes says a receive that finds its queue empty costs next to
+	// nothing (no request fee, no network hop to a service): the local
+	// runtime may then probe the priority classes' queues in turn, highest
+	// Priority first (queue.Priority). False on SQS, where each empty
+	// receive is a billed request: its classes are separate queues whose
+	// consumers are weighted by their concurrency, with no order between
+	// them.
+	CheapProbes bool
 	// Pruner, when set, prunes finished runs past a job's retention; nil
 	// when the backend removes them itself (DynamoDB's time to live).
 	Pruner ledger.Pruner

@@ -207,14 +207,15 @@ func (e *Engine) Poller() *poller.Poller {
 
 // Pollers returns the poller of the shared work queue and one per job
 // queue, each with its own consumer and concurrency (the job queue's
-// MaxConcurrency), so that a noisy job cannot starve the others. On the
-// embedded store the job queues with a Priority share one poller instead
-// (PriorityPoller).
+// MaxConcurrency), so that a noisy job cannot starve the others. On a
+// backend whose empty receives are cheap (backend.Backend.CheapProbes: the
+// embedded store, PostgreSQL) the job queues with a Priority share one
+// poller instead (priorityPoller).
 func (e *Engine) Pollers() []*poller.Poller {
 	ps := []*poller.Poller{e.Poller()}
 	var ordered []pool
 	for _, p := range e.pools {
-		if p.priority > 0 && e.backend.Name == "sqlite" {
+		if p.priority > 0 && e.backend.CheapProbes {
 			ordered = append(ordered, p)
 			continue
 		}

@@ -48,6 +48,7 @@ func Run(t *testing.T, open func(t *testing.T, jobQueues ...string) backend.Back
 		{"SharedRateLimits", itemstest.RunRateLimit, nil},
 		{"InFlightLimit", itemstest.RunInFlightLimit, nil},
 		{"PriorityClasses", itemstest.RunPriorities, ClassQueues},
+		{"PriorityPool", itemstest.RunPriorityPool, ClassQueues},
 		{"RunTimeListSettlesDuringFanOut", itemstest.RunSettleDuringFanOut, nil},
 		{"BulkShardsRunInPlace", itemstest.RunBulk, nil},
 		{"BulkRunTimePagesRunInPlace", itemstest.RunBulkRunTime, nil},

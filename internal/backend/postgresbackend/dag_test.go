@@ -59,5 +59,8 @@ func TestResumeAndCatchUpAfterACrash(t *testing.T) {
 // rate limits and two priority classes (job queues are opened on demand).
 func TestJobModel(t *testing.T) {
 	t.Parallel()
+	// Its classes with a Priority share one pool (PriorityPool): the
+	// receives that probe them are statements on the server, no fee.
+	require.True(t, openFresh(t).CheapProbes)
 	jobmodeltest.Run(t, func(t *testing.T, _ ...string) backend.Backend { return openFresh(t) })
 }

@@ -144,6 +144,7 @@ func Open(ctx context.Context, p Params) (backend.Backend, error) {
 			return postgres.OpenQueue(ctx, db, JobQueuePrefix+name, &postgres.QueueOptions{DeadLetterQueue: dlq, MaxReceives: maxReceives})
 		},
 		Name:        "postgres",
+		CheapProbes: true,
 		Leases:      postgres.NewLeaseStore(db),
 		Ledger:      led,
 		Pruner:      led,

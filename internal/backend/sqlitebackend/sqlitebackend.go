@@ -64,6 +64,7 @@ func open(ctx context.Context, path string, o *sqlite.Options) (backend.Backend,
 			return q, nil
 		},
 		Name:        "sqlite",
+		CheapProbes: true,
 		Leases:      sqlite.NewLeaseStore(db),
 		Ledger:      led,
 		Pruner:      led,
