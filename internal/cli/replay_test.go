@@ -215,7 +215,7 @@ func TestReplayItemRefusesADerivedItemBeforeItsInputs(t *testing.T) {
 	code, out, errOut := f.main("replay", "tick", "--at", rfc(f.tick(0)), "--consumers", "0", "--wait=false")
 	require.Equal(t, ExitOK, code, "%s\n%s", out, errOut)
 	id := f.run(0, 1)
-	code, out, errOut = f.main("replay", "item", "--run", id.String(), "--asset", "DXY")
+	code, out, errOut = f.main("replay", "item", "--run", id.String(), "--asset", "DXY", "--consumers", "0")
 	require.Equal(t, ExitUsage, code, "%s\n%s", out, errOut)
 	require.Contains(t, errOut, "inputs not all succeeded (EURUSD not started")
 	require.Contains(t, errOut, "fan-in enqueues it once they have")

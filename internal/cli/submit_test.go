@@ -35,8 +35,8 @@ func TestSubmit(t *testing.T) {
 	require.Equal(t, ExitOK, code, errOut)
 	require.Equal(t, "deduped: the key's run is fx+req-1#1, 0 messages enqueued\n", out)
 
-	// Nobody consumes: --wait ends unfinished, exit status 1.
-	code, out, _ = runMain(t, "submit", "--store", store, "--key", "req-2", "--items", items, "--wait", "150ms", "--json")
+	// Nobody consumes (--consumers 0): --wait ends unfinished, exit status 1.
+	code, out, _ = runMain(t, "submit", "--store", store, "--key", "req-2", "--items", items, "--wait", "150ms", "--consumers", "0", "--json")
 	require.Equal(t, ExitFailure, code, out)
 	require.NoError(t, json.Unmarshal([]byte(out), &rep), out)
 	require.Equal(t, "fanned_out", rep.State)
