@@ -8,6 +8,7 @@ import (
 	"time"
 
 	"github.com/batonhq/baton"
+	"github.com/batonhq/baton/internal/backend"
 	"github.com/batonhq/baton/internal/backend/sqlitebackend"
 	"github.com/batonhq/baton/internal/engine"
 	"github.com/batonhq/baton/internal/ledger"
@@ -22,6 +23,22 @@ import (
 // 0.8 × share), and the urgent class's part of the first 10 % of
 // completions.
 func Priority(ctx context.Context, dir string, high, low int) ([]Row, error) {
+	b, err := sqlitebackend.Open(ctx, filepath.Join(dir, "priority.db"))
+	if err != nil {
+		return nil, err
+	}
+	defer b.Close()
+	return PriorityOn(ctx, b, "sqlite", high, low)
+}
+
+// PriorityOn is Priority on backend b, named name in the rows: on an
+// engine whose classes are separate queues (SQS: backend.Backend's
+// CheapProbes false) each class keeps its own consumers, and the figures
+// show what that gives.
+func PriorityOn(ctx context.Context, b backend.Backend, name string, high, low int) ([]Row, error) {
+	if b.JobQueueFunc == nil {
+		return nil, fmt.Errorf("priority on %s: the backend opens no job queues", name)
+	}
 	var mu sync.Mutex
 	var order []string
 	job := func(name string, n, prio, conc int) baton.Job {
@@ -41,11 +58,6 @@ func Priority(ctx context.Context, dir string, high, low int) ([]Row, error) {
 			}),
 		}
 	}
-	b, err := sqlitebackend.Open(ctx, filepath.Join(dir, "priority.db"))
-	if err != nil {
-		return nil, err
-	}
-	defer b.Close()
 	e, err := engine.New(b, engine.Options{Catalog: baton.MustCatalog(job("urgent", high, 2, 6), job("bulk", low, 1, 2)), Consumers: 1, BatchSize: 10, BatchTimeout: time.Minute})
 	if err != nil {
 		return nil, err
@@ -97,12 +109,16 @@ func Priority(ctx context.Context, dir string, high, low int) ([]Row, error) {
 		}
 	}
 	const share = 2.0 / 8
-	note := fmt.Sprintf("%d urgent and %d bulk items, 8 consumers, all done in %s", high, low, took.Round(time.Millisecond))
+	pool := "one pool of 8 consumers, highest Priority first"
+	if !b.CheapProbes {
+		pool = "separate queues, 6 + 2 consumers"
+	}
+	note := fmt.Sprintf("%d urgent and %d bulk items, %s, all done in %s", high, low, pool, took.Round(time.Millisecond))
 	return []Row{
-		{Scenario: "12 priority", Backend: "sqlite", Figure: "bulk's part of the completions while both classes had items",
+		{Scenario: "12 priority", Backend: name, Figure: "bulk's part of the completions while both classes had items",
 			Value: float64(l) / float64(h+l), Reference: share, RefText: "its share, 2/8", Unit: Count, Goal: RatioAtLeast(0.8),
 			Note: fmt.Sprintf("%d urgent, %d bulk; %s", h, l, note)},
-		{Scenario: "12 priority", Backend: "sqlite", Figure: "urgent's part of the first 10 % of completions",
+		{Scenario: "12 priority", Backend: name, Figure: "urgent's part of the first 10 % of completions",
 			Value: float64(urgentFirst) / float64(first), Reference: 1 - share, RefText: "its share, 6/8", Unit: Count, Goal: RatioAtLeast(0.9),
 			Note: fmt.Sprintf("%d of %d", urgentFirst, first)},
 	}, nil
