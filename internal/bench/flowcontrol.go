@@ -68,11 +68,12 @@ func KeyedLimit(ctx context.Context, tg Target, keys int, span time.Duration) ([
 				ok, _, err := lm.TryTake(ctx, limit(k), now)
 				n++
 				if err != nil {
+					mu.Lock()
 					if ctx.Err() == nil {
-						mu.Lock()
 						errs = append(errs, err)
-						mu.Unlock()
 					}
+					attempts += n
+					mu.Unlock()
 					return
 				}
 				if ok {
