@@ -165,9 +165,13 @@ func runConsumer(ctx context.Context, b backend.Backend, o consumerOptions) erro
 	if o.NoDeadLetter {
 		b.DeadLetter = nil
 	}
+	// The consumer hides each failed message for its delay (a held
+	// item's until its claim can be taken over, else retryDelay), as the
+	// local runtime's do; the poller leaves them.
+	b.Work = dupHandles{b.Work}
 	eng, err := engine.New(faulty(b), engine.Options{
 		Catalog: baton.MustCatalog(Job(o.Latency, o.Journal, o.Bulk)), Owner: o.Owner,
-		NowFunc: now, BatchTimeout: batchTimeout,
+		NowFunc: now, BatchTimeout: batchTimeout, RetryDelay: retryDelay,
 	})
 	if err != nil {
 		return err
@@ -191,7 +195,7 @@ func runConsumer(ctx context.Context, b backend.Backend, o consumerOptions) erro
 	}
 	p := &poller.Poller{
 		Receiver: c.rcv, HandleFunc: c.handleBatch, BatchSize: batchSize, Visibility: visibility,
-		Timeout: batchTimeout, Concurrency: pollers, Wait: wait, RetryDelay: retryDelay, NowFunc: now,
+		Timeout: batchTimeout, Concurrency: pollers, Wait: wait, NowFunc: now,
 	}
 	return p.Run(ctx)
 }
@@ -361,6 +365,16 @@ func (r *receiver) ChangeVisibility(ctx context.Context, p queue.ChangeVisibilit
 	}
 	p.ReceiptHandle = strings.TrimSuffix(p.ReceiptHandle, dupSuffix)
 	return r.q.ChangeVisibility(ctx, p)
+}
+
+// dupHandles is the work queue as the consumer's own visibility changes
+// (heartbeats, retry delays) reach it: a duplicate delivery's receipt
+// handle names the message it copies.
+type dupHandles struct{ backend.Queue }
+
+func (q dupHandles) ChangeVisibility(ctx context.Context, p queue.ChangeVisibilityParams) error {
+	p.ReceiptHandle = strings.TrimSuffix(p.ReceiptHandle, dupSuffix)
+	return q.Queue.ChangeVisibility(ctx, p)
 }
 
 // journalLedger journals every completion the ledger accepts, and every

@@ -597,3 +597,49 @@ func TestHandleMalformed(t *testing.T) {
 	require.Equal(t, string(d.Body), string(dead[0].Body), "the envelope whole")
 	require.Equal(t, "message ps-1: malformed message: Pub/Sub envelope: illegal base64 data", dead[0].Attributes[message.AttrError])
 }
+
+// A message whose item is held by a live claim backs off: the retry
+// delay doubled at each receive, up to when the claim can be taken over
+// (its lease and the skew allowance, plus a tenth). Redelivered every
+// retry delay, it would spend its receives into the dead-letter queue
+// while a dead consumer's claim lasts.
+func TestHeldMessageBacksOffUntilTheClaimEnds(t *testing.T) {
+	t.Parallel()
+	b := setup(t)
+	ctx := context.Background()
+	lim := b.def.Limits
+	key := b.key("EURUSD")
+	_, err := b.ledger.Claim(ctx, ledger.ClaimParams{Key: key, Owner: "crashed", LeaseUntil: t0.Add(lim.ItemLease), Fence: 1, Now: t0})
+	require.NoError(t, err)
+	at := t0.Add(time.Second)
+	b.clock.Set(at)
+	hidden := &visibilityLog{Sender: b.work, timeouts: map[string]time.Duration{}}
+	b.consumer.Queue, b.consumer.RetryDelay = hidden, time.Second
+	left := t0.Add(lim.ItemLease + lim.ClockSkew).Sub(at)
+	for receives, want := range map[int]time.Duration{1: time.Second, 2: 2 * time.Second, 4: 8 * time.Second, 9: 0} {
+		batch := b.deliveries(b.message("EURUSD"))
+		batch[0].ReceiveCount = receives
+		res := b.consumer.Handle(ctx, time.Time{}, batch)
+		require.Equal(t, consumer.StatusHeld, res.Items[0].Status)
+		require.Len(t, res.Failed, 1)
+		got := res.Failed[0].Delay
+		require.Equal(t, got, hidden.timeouts[batch[0].ReceiptHandle], "receive %d", receives)
+		if want == 0 { // backed off past the claim's end: hidden until then
+			require.GreaterOrEqual(t, got, left, "receive %d", receives)
+			require.LessOrEqual(t, got, left+left/10, "receive %d", receives)
+			continue
+		}
+		require.Equal(t, want, got, "receive %d", receives)
+	}
+}
+
+// visibilityLog records the visibility timeouts set through it.
+type visibilityLog struct {
+	queue.Sender
+	timeouts map[string]time.Duration
+}
+
+func (v *visibilityLog) ChangeVisibility(_ context.Context, p queue.ChangeVisibilityParams) error {
+	v.timeouts[p.ReceiptHandle] = p.Timeout
+	return nil
+}

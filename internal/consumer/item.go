@@ -415,7 +415,12 @@ func (c *Consumer) claim(ctx context.Context, m *messageRun) (v verdict, ok bool
 		}
 		return m.ack(StatusDuplicate), false
 	case errors.Is(err, ledger.ErrHeld):
-		return m.fail(StatusHeld, fmt.Errorf("claim %s: %w by %s until %s", d.key, err, item.Owner, item.LeaseUntil.UTC().Format(time.RFC3339Nano))), false
+		v := m.fail(StatusHeld, fmt.Errorf("claim %s: %w by %s until %s", d.key, err, item.Owner, item.LeaseUntil.UTC().Format(time.RFC3339Nano)))
+		// Backing off, up to when the claim can be taken over: a message
+		// redelivered every retry delay while a dead consumer's claim
+		// lasts would spend its receives into the dead-letter queue.
+		v.delay = c.heldDelay(item.LeaseUntil.Add(d.job.Limits.ClockSkew).Sub(m.now), d.d.ReceiveCount)
+		return v, false
 	case err != nil:
 		return m.fail(StatusFailed, fmt.Errorf("claim %s: %w", d.key, err)), false
 	}

@@ -61,3 +61,22 @@ func (c *Consumer) delay(ctx context.Context, d queue.Delivery, v verdict) Failu
 	f.Delay = delay
 	return f
 }
+
+// heldDelay is how long the message of an item held by another live claim
+// waits, at its receives-th receive: the consumer's RetryDelay doubled at
+// each receive, up to when the claim can be taken over (left: its lease
+// and the skew allowance from now, plus a tenth for the clocks). A copy
+// of a healthy claim's message comes back soon and finds its item done; a
+// dead consumer's claim costs its message a few receives, not one per
+// retry delay of the lease. 0 (as the queue hides it) without a
+// RetryDelay, or when the claim can be taken over already.
+func (c *Consumer) heldDelay(left time.Duration, receives int) time.Duration {
+	if left <= 0 || c.RetryDelay <= 0 {
+		return 0
+	}
+	d := c.RetryDelay
+	for i := 1; i < receives && d < left; i++ {
+		d *= 2
+	}
+	return min(d, left+left/10, baton.MaxRetryDelay)
+}
