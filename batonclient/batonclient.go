@@ -153,7 +153,7 @@ func (c *Client) SubmitClass(ctx context.Context, job, key, class string, items 
 	if err != nil {
 		return Submitted{Run: sum.Run}, err
 	}
-	if sum.Outcome == coordinator.OutcomeSkipped {
+	if sum.Outcome == coordinator.OutcomeSkipped && !sum.Deduped {
 		return Submitted{}, fmt.Errorf("submit %s+%s: %w", job, key, ErrBusy)
 	}
 	return Submitted{Run: sum.Run, Deduped: sum.Deduped, Enqueued: sum.Enqueued}, nil

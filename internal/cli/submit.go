@@ -110,7 +110,7 @@ func submit(ctx context.Context, e *env, key, items, class string, wait time.Dur
 	if err != nil {
 		return err
 	}
-	if sum.Outcome == coordinator.OutcomeSkipped {
+	if sum.Outcome == coordinator.OutcomeSkipped && !sum.Deduped {
 		return fmt.Errorf("submission %s+%s is being opened by another caller (lease held by %s): run the command again", j.Name, key, sum.Holder.Owner)
 	}
 	e.set("run", sum.Run.String())

@@ -72,8 +72,16 @@ type Coordinator struct {
 	// ExpandItems is the assets per shard message; 0 means
 	// DefaultExpandItems. At most message.MaxExpand.
 	ExpandItems int
-	NowFunc     func() time.Time // nil: time.Now
-	Logger      *slog.Logger     // nil: discard
+	// ContentionWait bounds how long a submission waits for another
+	// caller that holds its key's lease (opening or fanning out the same
+	// submission) before it answers: 0 means DefaultContentionWait,
+	// negative: it answers at once.
+	ContentionWait time.Duration
+	// SleepFunc, optional, pauses a waiting submission for d or until
+	// ctx ends (a test's clock); nil: a timer.
+	SleepFunc func(ctx context.Context, d time.Duration) error
+	NowFunc   func() time.Time // nil: time.Now
+	Logger    *slog.Logger     // nil: discard
 }
 
 // Trigger asks for the tick a schedule event belongs to.

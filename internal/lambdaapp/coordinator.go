@@ -204,7 +204,7 @@ func (h *CoordinatorHandler) submit(ctx context.Context, inv invocation, payload
 	case err != nil:
 		log.ErrorContext(ctx, "submission failed", slog.String("phase", "run"), slog.Any("error", err))
 		return CoordinatorResponse{}, err
-	case sum.Outcome == coordinator.OutcomeSkipped:
+	case sum.Outcome == coordinator.OutcomeSkipped && !sum.Deduped:
 		err := fmt.Errorf("%w: submission %s+%s is being opened by another invocation; a retry finds it", ErrIncomplete, s.Job, s.Key)
 		log.WarnContext(ctx, "submission pending behind its lease", slog.String("phase", "acquire"), slog.Any("error", err))
 		return CoordinatorResponse{}, err
