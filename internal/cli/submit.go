@@ -117,9 +117,12 @@ func submit(ctx context.Context, e *env, key, items, class string, wait time.Dur
 	e.set("items", len(list))
 	e.set("existing", sum.Deduped)
 	e.set("enqueued", sum.Enqueued)
-	if sum.Deduped {
+	switch {
+	case sum.Deduped && sum.Outcome == coordinator.OutcomeSkipped:
+		e.sayf("deduped: the key's run is %s, being fanned out by another caller (%s), %d messages enqueued\n", sum.Run, sum.Holder.Owner, sum.Enqueued)
+	case sum.Deduped:
 		e.sayf("deduped: the key's run is %s, %d messages enqueued\n", sum.Run, sum.Enqueued)
-	} else {
+	default:
 		e.sayf("opened %s, %d messages enqueued\n", sum.Run, sum.Enqueued)
 	}
 	if wait <= 0 {

@@ -156,7 +156,7 @@ func (c *Coordinator) submitRun(ctx context.Context, p submitParams) (sum Summar
 			var held *lease.HeldError
 			if errors.As(err, &held) {
 				if now.Add(pause).Before(until) {
-					if err := c.sleep(ctx, pause); err != nil {
+					if err := c.sleep(ctx, pause, until.Sub(now)); err != nil {
 						return sum, fmt.Errorf("submit %s: waiting for the caller opening it: %w", id.TickKey(), err)
 					}
 					continue
@@ -211,9 +211,10 @@ func (c *Coordinator) contentionWait() time.Duration {
 }
 
 // sleep pauses for d and up to half as long again (jitter, so that
-// waiters on one key do not poll in step), or until ctx ends.
-func (c *Coordinator) sleep(ctx context.Context, d time.Duration) error {
-	d += rand.N(d/2 + 1)
+// waiters on one key do not poll in step), never longer than limit, or
+// until ctx ends.
+func (c *Coordinator) sleep(ctx context.Context, d, limit time.Duration) error {
+	d = min(d+rand.N(d/2+1), limit)
 	if c.SleepFunc != nil {
 		return c.SleepFunc(ctx, d)
 	}
