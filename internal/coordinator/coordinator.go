@@ -139,6 +139,11 @@ type Summary struct {
 	// run of an earlier submission within the job's retention: nothing new
 	// was opened, and Run is that run.
 	Deduped bool
+	// PayloadDiffers is set with Deduped when the submission's items
+	// (names or payloads) differ from those its key's run was opened
+	// with: the new items were not used. False when that is not known (a
+	// run opened before the ledger kept its items' digest, or a chain's).
+	PayloadDiffers bool
 	// Pending is set with OutcomeSkipped when the tick itself has not been
 	// fanned out (no run yet, or its run still fanning out): the holder is
 	// busy with another tick, and this trigger must be retried or the tick

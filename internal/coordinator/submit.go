@@ -77,7 +77,12 @@ func (c *Coordinator) Submit(ctx context.Context, s Submission) (Summary, error)
 	if s.Class != "" {
 		to = c.Classes[s.Class] // checkSubmission checked it
 	}
-	return c.submitRun(ctx, submitParams{job: j, key: s.Key, items: baton.ItemList(ledger.PageItems*16, items...), deadline: s.Deadline, queue: to, size: len(items)})
+	list := make([]ledger.PageItem, len(items))
+	for i, it := range items {
+		list[i] = ledger.PageItem{Name: it.Name, Payload: it.Payload}
+	}
+	return c.submitRun(ctx, submitParams{job: j, key: s.Key, items: baton.ItemList(ledger.PageItems*16, items...), deadline: s.Deadline, queue: to, size: len(items),
+		digest: ledger.DigestItems(list)})
 }
 
 // submitParams are the inputs of submitRun.
@@ -100,6 +105,10 @@ type submitParams struct {
 	// openShards); 0: not known (a chain's items function), the job's
 	// ExpectedItems does.
 	size int
+	// digest names the items (ledger.DigestItems) when they are known
+	// whole (a submission's; a replay's, the replayed run's): kept with
+	// the run it opens, and compared with a found run's.
+	digest string
 }
 
 // submitRun opens (or finds, or resumes) the run of job+key and fans its
@@ -176,15 +185,22 @@ func (c *Coordinator) submitRun(ctx context.Context, p submitParams) (sum Summar
 	sum.Fence = fence
 
 	run, outcome, err := c.Ledger.OpenRun(ctx, ledger.OpenRunParams{Job: j.Name, Submission: p.key, Fence: fence, Force: force, Now: c.now(),
-		Shards: pagesOf(cmp.Or(p.size, j.ExpectedItems)), Pages: true})
+		Shards: pagesOf(cmp.Or(p.size, j.ExpectedItems)), Pages: true, Digest: p.digest})
 	if err != nil {
 		return sum, fmt.Errorf("submit %s: open: %w", id.TickKey(), err)
 	}
 	sum.Run, sum.Cursor, sum.Outcome = run.ID, run.Cursor, RunOutcome(outcome)
 	t.log = t.log.With(slog.String("run", run.ID.String()))
 	if outcome == ledger.AlreadyFannedOut {
-		c.deduped(ctx, t, run)
+		c.deduped(ctx, t, p, run)
 		sum.Outcome = OutcomeAlreadyFannedOut
+		return sum, nil
+	}
+	if outcome == ledger.Resumed && ledger.DigestsDiffer(run.Digest, p.digest) {
+		// Another list's run, left fanning out: its stored pages and these
+		// items must not be mixed. A submission of its own items resumes it.
+		c.deduped(ctx, t, p, run)
+		t.log.WarnContext(ctx, "submission's items differ from its key's run left fanning out; not resumed with them", slog.String("phase", "open"))
 		return sum, nil
 	}
 	t.log.InfoContext(ctx, "submission opened", slog.String("phase", "open"), slog.String("outcome", string(outcome)))
@@ -245,23 +261,28 @@ func (c *Coordinator) findSubmitted(ctx context.Context, t *tickRun, p submitPar
 		return false, false, fmt.Errorf("submit %s: read run: %w", id.TickKey(), err)
 	case !p.once && run.State.Finished() && !t.start.Before(run.FinishedAt.Add(p.job.RetentionOrDefault())):
 		return true, false, nil // finished longer than the retention ago: the key's next generation
-	case run.State == ledger.RunFanningOut:
+	case run.State == ledger.RunFanningOut && !ledger.DigestsDiffer(run.Digest, p.digest):
 		return false, false, nil
 	}
-	c.deduped(ctx, t, run)
+	// Fanned out or finished; or fanning out with other items, which this
+	// call neither waits for nor resumes (its items are not used).
+	c.deduped(ctx, t, p, run)
 	t.sum.Outcome = OutcomeAlreadyFannedOut
 	return false, true, nil
 }
 
-// deduped answers a submission with the key's existing run.
-func (c *Coordinator) deduped(ctx context.Context, t *tickRun, run ledger.Run) {
+// deduped answers a submission with the key's existing run, saying
+// whether that run was opened with other items (PayloadDiffers).
+func (c *Coordinator) deduped(ctx context.Context, t *tickRun, p submitParams, run ledger.Run) {
 	sum := t.sum
 	sum.Run, sum.Deduped = run.ID, true
+	sum.PayloadDiffers = ledger.DigestsDiffer(run.Digest, p.digest)
 	sum.Cursor, sum.Total = run.Cursor, run.Total
 	if run.State != ledger.RunFanningOut {
 		sum.Cursor = run.Total
 	}
-	t.log.InfoContext(ctx, "submission deduped", slog.String("run", run.ID.String()), slog.String("state", string(run.State)))
+	t.log.InfoContext(ctx, "submission deduped", slog.String("run", run.ID.String()), slog.String("state", string(run.State)),
+		slog.Bool("payload_differs", sum.PayloadDiffers))
 }
 
 // answerBusy answers a submission whose key's lease another caller still
@@ -280,7 +301,7 @@ func (c *Coordinator) answerBusy(ctx context.Context, t *tickRun, p submitParams
 	case err != nil:
 		return *sum, fmt.Errorf("submit %s: read run: %w", id.TickKey(), err)
 	}
-	c.deduped(ctx, t, run)
+	c.deduped(ctx, t, p, run)
 	return *sum, nil
 }
 
@@ -324,7 +345,8 @@ func (c *Coordinator) ReplaySubmission(ctx context.Context, job, key string, dea
 			return Summary{Job: job, Run: run.ID}, fmt.Errorf("replay %s: the stored parent of %s: %w", id.TickKey(), run.ID, err)
 		}
 	}
-	return c.submitRun(ctx, submitParams{job: j, key: key, items: storedItems(c.Ledger, run.ID), parent: parent, deadline: deadline, replay: true, size: run.Total})
+	return c.submitRun(ctx, submitParams{job: j, key: key, items: storedItems(c.Ledger, run.ID), parent: parent, deadline: deadline, replay: true, size: run.Total,
+		digest: run.Digest})
 }
 
 // storedItems serves the item list stored with run, page by page (the

@@ -279,3 +279,52 @@ func TestSubmitAnswersWithTheBusyHoldersRun(t *testing.T) {
 		require.Empty(t, pauses, "a negative wait answers at once")
 	}
 }
+
+// A run found by its key says whether it was opened with other items; a
+// run left fanning out with other items is not resumed with these (its
+// stored pages and these would mix); a run opened without a digest (by an
+// earlier version) claims no difference.
+func TestSubmitSaysWhenTheItemsDiffer(t *testing.T) {
+	t.Parallel()
+	b := setup(t, bigJob("ingest", 1))
+	c := b.coordinator("c1")
+	items := []baton.Item{{Name: "a", Payload: []byte("1")}, {Name: "b"}}
+	_, err := c.Submit(t.Context(), coordinator.Submission{Job: "ingest", Key: "k", Items: items})
+	require.NoError(t, err)
+	sum, err := c.Submit(t.Context(), coordinator.Submission{Job: "ingest", Key: "k", Items: []baton.Item{{Name: "b"}, {Name: "a", Payload: []byte("1")}}})
+	require.NoError(t, err)
+	require.True(t, sum.Deduped)
+	require.False(t, sum.PayloadDiffers)
+	sum, err = c.Submit(t.Context(), coordinator.Submission{Job: "ingest", Key: "k", Items: []baton.Item{{Name: "a", Payload: []byte("2")}, {Name: "b"}}})
+	require.NoError(t, err)
+	require.True(t, sum.Deduped)
+	require.True(t, sum.PayloadDiffers)
+
+	// Left fanning out by a dead opener with other items.
+	other := ledger.DigestItems([]ledger.PageItem{{Name: "z"}})
+	_, _, err = b.ledger.OpenRun(t.Context(), ledger.OpenRunParams{Job: "ingest", Submission: "left", Fence: 1, Now: b.clock.Now(), Pages: true, Digest: other})
+	require.NoError(t, err)
+	sent := len(b.queue.keys(t))
+	sum, err = c.Submit(t.Context(), coordinator.Submission{Job: "ingest", Key: "left", Items: items})
+	require.NoError(t, err)
+	require.True(t, sum.Deduped)
+	require.True(t, sum.PayloadDiffers)
+	require.Len(t, b.queue.keys(t), sent, "nothing sent")
+	run, err := ledger.GetRunOf(t.Context(), b.ledger, sum.Run)
+	require.NoError(t, err)
+	require.Equal(t, ledger.RunFanningOut, run.State)
+	sum, err = c.Submit(t.Context(), coordinator.Submission{Job: "ingest", Key: "left", Items: []baton.Item{{Name: "z"}}})
+	require.NoError(t, err)
+	require.Equal(t, coordinator.OutcomeResumed, sum.Outcome, "its own items resume it")
+	require.Equal(t, 1, sum.Enqueued)
+
+	// Opened without a digest: not known, no difference claimed.
+	r, _, err := b.ledger.OpenRun(t.Context(), ledger.OpenRunParams{Job: "ingest", Submission: "old", Fence: 1, Now: b.clock.Now(), Pages: true})
+	require.NoError(t, err)
+	_, err = b.ledger.AdvanceRun(t.Context(), ledger.AdvanceRunParams{ID: r.ID, Fence: 1, Cursor: 1, Done: true, Now: b.clock.Now()})
+	require.NoError(t, err)
+	sum, err = c.Submit(t.Context(), coordinator.Submission{Job: "ingest", Key: "old", Items: items})
+	require.NoError(t, err)
+	require.True(t, sum.Deduped)
+	require.False(t, sum.PayloadDiffers)
+}

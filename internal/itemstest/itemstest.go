@@ -210,7 +210,8 @@ func waitFinished(t *testing.T, l ledger.Store, id ledger.RunID) ledger.Run {
 
 // RunSubmission submits n items with payloads for a job of constant
 // assets on b under a dedupe key, submits the same key again (deduped:
-// the same run, nothing sent), and waits for the submitted run to settle
+// the same run, nothing sent; with other items or payloads, it says
+// they differ, and with the same ones in another order that they do not), and waits for the submitted run to settle
 // by its consumers: every submitted item ran once with its payload, and
 // no asset of the job ran for it.
 func RunSubmission(t *testing.T, b backend.Backend, n int) {
@@ -240,8 +241,20 @@ func RunSubmission(t *testing.T, b backend.Backend, n int) {
 	again, err := eng.Coordinator.Submit(t.Context(), coordinator.Submission{Job: "orders", Key: "req-7", Items: items[:1]})
 	require.NoError(t, err)
 	require.True(t, again.Deduped, "the same key opens nothing new")
+	require.True(t, again.PayloadDiffers, "other items: the run's were kept, these not used")
 	require.Equal(t, id, again.Run)
 	require.Zero(t, again.Enqueued)
+	same := slices.Clone(items)
+	slices.Reverse(same) // the same list in another order
+	again, err = eng.Coordinator.Submit(t.Context(), coordinator.Submission{Job: "orders", Key: "req-7", Items: same})
+	require.NoError(t, err)
+	require.True(t, again.Deduped)
+	require.False(t, again.PayloadDiffers, "the same items")
+	changed := slices.Clone(items)
+	changed[0].Payload = []byte(`{"i":"changed"}`)
+	again, err = eng.Coordinator.Submit(t.Context(), coordinator.Submission{Job: "orders", Key: "req-7", Items: changed})
+	require.NoError(t, err)
+	require.True(t, again.PayloadDiffers, "one payload changed")
 
 	run := waitFinished(t, b.Ledger, id)
 	require.Equal(t, ledger.RunComplete, run.State)
