@@ -67,10 +67,10 @@ type CoordinatorResponse struct {
 	Holder  *Holder `json:"holder,omitempty"`
 	Stopped string  `json:"stopped,omitempty"`
 	// Deduped is set for a submission whose dedupe key found its run.
-	Deduped          bool    `json:"deduped,omitempty"`
+	Deduped bool `json:"deduped,omitempty"`
 	// PayloadDiffers is set with Deduped when the submission's items
 	// differ from those its key's run was opened with: they were not used.
-	PayloadDiffers bool `json:"payload_differs,omitempty"`
+	PayloadDiffers   bool    `json:"payload_differs,omitempty"`
 	AcquireLatencyMS float64 `json:"acquire_latency_ms"`
 	DurationMS       float64 `json:"duration_ms"`
 	RequestID        string  `json:"request_id"`
