@@ -113,9 +113,12 @@ type submitParams struct {
 
 // submitRun opens (or finds, or resumes) the run of job+key and fans its
 // items out. Without a lease store (Leases nil: a consumer starting a
-// chain, which holds no lease) it opens and sends under fence 0: two
-// callers may then both send, which claims absorb, and the stored pages,
-// written once, keep one list.
+// chain, which holds no lease) it opens and sends under fence 0: only the
+// settler that finished the parent starts a chain (see the package doc),
+// and should two callers still overlap both may send, which claims
+// absorb; the stored pages, written once, keep one list. With one, a
+// caller that finds the key's lease held waits for its holder (see
+// Submit).
 func (c *Coordinator) submitRun(ctx context.Context, p submitParams) (sum Summary, err error) {
 	start := c.now()
 	j := p.job
