@@ -7,7 +7,10 @@
 //
 // A submission opens a run of its own, "job+key#generation": the same key
 // submitted again within the job's retention (baton.Job.Retention)
-// returns that run and opens nothing (Submitted.Deduped says so). Its
+// returns that run and opens nothing (Submitted.Deduped says so, and
+// Submitted.PayloadDiffers when the items sent differ from the run's,
+// which were kept). A caller that submits a key while another is opening
+// it waits for that one and gets its run. Its
 // items are stored with the run, each payload with its item, and go
 // through the same ledger, claims, settling, status and dead-letter queue
 // as the items of a tick; the job's Processor gets each payload in
@@ -127,6 +130,11 @@ type Submitted struct {
 	// Deduped is true when the key found a run within the job's
 	// retention: nothing was opened or sent.
 	Deduped bool
+	// PayloadDiffers is set with Deduped when the items submitted differ
+	// (names or payloads) from those the key's run was opened with: the
+	// new items were not used. False when that is not known (a run opened
+	// by a version that kept no digest of its items).
+	PayloadDiffers bool
 	// Enqueued is the number of messages sent by this call.
 	Enqueued int
 }
@@ -153,10 +161,10 @@ func (c *Client) SubmitClass(ctx context.Context, job, key, class string, items 
 	if err != nil {
 		return Submitted{Run: sum.Run}, err
 	}
-	if sum.Outcome == coordinator.OutcomeSkipped {
+	if sum.Outcome == coordinator.OutcomeSkipped && !sum.Deduped {
 		return Submitted{}, fmt.Errorf("submit %s+%s: %w", job, key, ErrBusy)
 	}
-	return Submitted{Run: sum.Run, Deduped: sum.Deduped, Enqueued: sum.Enqueued}, nil
+	return Submitted{Run: sum.Run, Deduped: sum.Deduped, PayloadDiffers: sum.PayloadDiffers, Enqueued: sum.Enqueued}, nil
 }
 
 // ErrInFlight matches Replay's error for a submission whose latest run

@@ -38,6 +38,14 @@ const (
 	runSucceeded  = "succeeded"
 	runDead       = "dead"
 	runCancelled  = "cancelled"
+	// runDigest is the item list's digest of the current generation
+	// (ledger.Run.Digest), valid only when runDigestTok equals
+	// runOpenToken: a resume of a record opened without one (or by an
+	// earlier version) may add both, with its own token, and the digest
+	// then reads as "" (not known), never as the resumer's list. Absent
+	// when the opening write had none.
+	runDigest    = "digest"
+	runDigestTok = "digest_tok"
 	// runOpenToken is the write token of the write that opened the current
 	// generation: OpenRun tells Opened from Resumed by it.
 	runOpenToken = "open_tok"
@@ -87,6 +95,10 @@ func (s *LedgerStore) OpenRun(ctx context.Context, p ledger.OpenRunParams) (ledg
 			":parts":   num(int64(s.t.partitionsFor(p.Shards))),
 			":ppage":   num(boolNum(p.Pages)),
 		},
+	}
+	if p.Digest != "" {
+		u.set = append(u.set, "#digest = if_not_exists(#digest, :digest)", "#digest_tok = if_not_exists(#digest_tok, :tok)")
+		u.values[":digest"] = str(p.Digest)
 	}
 	for range raceRetries {
 		w, err := s.t.update(ctx, op, k, u)
@@ -170,6 +182,12 @@ func (s *LedgerStore) forceRun(ctx context.Context, op string, k key, p ledger.O
 				":parts":   num(int64(s.t.partitionsFor(p.Shards))),
 				":ppage":   num(boolNum(p.Pages)),
 			},
+		}
+		if p.Digest != "" {
+			u.set = append(u.set, "#digest = :digest", "#digest_tok = :tok")
+			u.values[":digest"] = str(p.Digest)
+		} else {
+			u.remove = append(u.remove, "#digest", "#digest_tok")
 		}
 		if cur != nil {
 			prev, err := decodeRun(cur)
@@ -393,6 +411,9 @@ func decodeRun(rec record) (ledger.Run, error) {
 	}
 	if strAttr(rec, runOpenFenceTok) != strAttr(rec, runOpenToken) {
 		run.OpenFence = 0
+	}
+	if strAttr(rec, runDigestTok) == strAttr(rec, runOpenToken) {
+		run.Digest = strAttr(rec, runDigest)
 	}
 	if n, ok := numAttr(rec, runParts); ok && n > 1 && strAttr(rec, runPartsTok) == strAttr(rec, runOpenToken) {
 		run.Partitions = int(n) // 1 reads as 0, as on stores that do not partition

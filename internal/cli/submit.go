@@ -28,7 +28,11 @@ them like a tick's.
 
 The same key submitted again within the job's retention opens nothing
 and prints the existing run with "deduped"; past the retention it opens
-the key's next generation. A bad file is refused (exit status 2) with
+the key's next generation. When the items (names or payloads) differ
+from those the existing run was opened with, it says so: the new items
+were not used ("payload_differs": true with --json). A submission that
+finds another caller opening the same key waits for it (a few seconds
+at most) and prints its run. A bad file is refused (exit status 2) with
 the item and what is wrong; payloads are never printed.
 
 --class C sends the items to the job queue C of the catalog (a priority
@@ -64,7 +68,8 @@ func defineSubmit(e *env, fs *pflag.FlagSet) runFunc {
 
 // submit's JSON report: run (the run opened or found), items (the number
 // submitted), existing (the dedupe key found an earlier submission's run),
-// enqueued, and with --wait the run's state and counts (run_state,
+// payload_differs (with existing: the items differ from those that run was
+// opened with, and were not used), enqueued, and with --wait the run's state and counts (run_state,
 // succeeded, dead, cancelled).
 func submit(ctx context.Context, e *env, key, items, class string, wait time.Duration, consumers int) error {
 	common := &e.backend
@@ -110,17 +115,24 @@ func submit(ctx context.Context, e *env, key, items, class string, wait time.Dur
 	if err != nil {
 		return err
 	}
-	if sum.Outcome == coordinator.OutcomeSkipped {
+	if sum.Outcome == coordinator.OutcomeSkipped && !sum.Deduped {
 		return fmt.Errorf("submission %s+%s is being opened by another caller (lease held by %s): run the command again", j.Name, key, sum.Holder.Owner)
 	}
 	e.set("run", sum.Run.String())
 	e.set("items", len(list))
 	e.set("existing", sum.Deduped)
+	e.set("payload_differs", sum.PayloadDiffers)
 	e.set("enqueued", sum.Enqueued)
-	if sum.Deduped {
+	switch {
+	case sum.Deduped && sum.Outcome == coordinator.OutcomeSkipped && sum.Holder != nil:
+		e.sayf("deduped: the key's run is %s, being fanned out by another caller (%s), %d messages enqueued\n", sum.Run, sum.Holder.Owner, sum.Enqueued)
+	case sum.Deduped:
 		e.sayf("deduped: the key's run is %s, %d messages enqueued\n", sum.Run, sum.Enqueued)
-	} else {
+	default:
 		e.sayf("opened %s, %d messages enqueued\n", sum.Run, sum.Enqueued)
+	}
+	if sum.PayloadDiffers {
+		e.sayf("note: these items differ from those the key's run was opened with; they were not used (submit them under a new key)\n")
 	}
 	if wait <= 0 {
 		return nil

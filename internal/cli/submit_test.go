@@ -35,6 +35,27 @@ func TestSubmit(t *testing.T) {
 	require.Equal(t, ExitOK, code, errOut)
 	require.Equal(t, "deduped: the key's run is fx+req-1#1, 0 messages enqueued\n", out)
 
+	// The same key with another payload: deduped, and it says the new items were not used.
+	changed := filepath.Join(dir, "changed.json")
+	require.NoError(t, os.WriteFile(changed, []byte(`[{"name":"EURUSD","payload":{"depth":6}},{"name":"GBPUSD","payload_base64":"AAE="}]`), 0o600))
+	code, out, errOut = runMain(t, "submit", "--store", store, "--key", "req-1", "--items", changed)
+	require.Equal(t, ExitOK, code, errOut)
+	require.Equal(t, "deduped: the key's run is fx+req-1#1, 0 messages enqueued\n"+
+		"note: these items differ from those the key's run was opened with; they were not used (submit them under a new key)\n", out)
+	code, out, errOut = runMain(t, "submit", "--store", store, "--key", "req-1", "--items", changed, "--json")
+	require.Equal(t, ExitOK, code, errOut)
+	var differs struct {
+		Existing       bool `json:"existing"`
+		PayloadDiffers bool `json:"payload_differs"`
+	}
+	require.NoError(t, json.Unmarshal([]byte(out), &differs), out)
+	require.True(t, differs.Existing)
+	require.True(t, differs.PayloadDiffers)
+	code, out, errOut = runMain(t, "submit", "--store", store, "--key", "req-1", "--items", items, "--json")
+	require.Equal(t, ExitOK, code, errOut)
+	require.NoError(t, json.Unmarshal([]byte(out), &differs), out)
+	require.False(t, differs.PayloadDiffers, "the same items")
+
 	// Nobody consumes (--consumers 0): --wait ends unfinished, exit status 1.
 	code, out, _ = runMain(t, "submit", "--store", store, "--key", "req-2", "--items", items, "--wait", "150ms", "--consumers", "0", "--json")
 	require.Equal(t, ExitFailure, code, out)

@@ -205,3 +205,49 @@ func TestSettleDuringFanOutReadsTheRunPerShardNotPerBatch(t *testing.T) {
 	require.NoError(t, err)
 	require.Equal(t, ledger.RunFanningOut, got.State, "no consumer finishes a run still fanning out")
 }
+
+// finishedByAnother is a ledger on which another settler finishes each
+// run just before this one's FinishRun (with the same counts), as when two
+// consumers end a run's last items at once: this one's finds it finished.
+type finishedByAnother struct{ ledger.Store }
+
+func (l finishedByAnother) FinishRun(ctx context.Context, p ledger.FinishRunParams) (ledger.Run, error) {
+	if _, err := l.Store.FinishRun(ctx, p); err != nil {
+		return ledger.Run{}, err
+	}
+	return l.Store.FinishRun(ctx, p)
+}
+
+// A run's chains are started by the settler that finished it, once: a
+// settler that finds the run finished by another (its FinishRun refused)
+// leaves them to that one, so that the chained run's messages are sent
+// once, not by both.
+func TestChainsStartedByTheRunsFinisherOnly(t *testing.T) {
+	t.Parallel()
+	for _, finisher := range []bool{true, false} {
+		b := setup(t)
+		b.def.Chains = []baton.Chain{{Job: "down"}}
+		down := baton.Job{Name: "down", Schedule: "rate(1 hour)", Assets: []string{"d1"},
+			Processor: baton.ProcessorFunc(func(context.Context, baton.Task) ([]byte, error) { return nil, nil })}
+		b.consumer.Jobs = baton.MustCatalog(b.job(), down)
+		if !finisher {
+			b.consumer.Ledger = finishedByAnother{b.ledger}
+		}
+		var calls atomic.Int32
+		b.consumer.ChainsFunc = func(_ context.Context, run ledger.Run) error {
+			require.Equal(t, b.run, run.ID)
+			require.True(t, run.State.Finished())
+			calls.Add(1)
+			return nil
+		}
+		b.drain(t, b.deliveries(b.fanOut()...))
+		run, err := ledger.GetRunOf(t.Context(), b.ledger, b.run)
+		require.NoError(t, err)
+		require.Equal(t, ledger.RunComplete, run.State)
+		if finisher {
+			require.Equal(t, int32(1), calls.Load(), "the finisher starts the chains")
+		} else {
+			require.Zero(t, calls.Load(), "a settler that found the run finished by another leaves the chains to it")
+		}
+	}
+}

@@ -322,14 +322,18 @@ func (c *Consumer) settleShard(ctx context.Context, ms []*messageRun) {
 	for _, o := range ms[1:] {
 		more = append(more, o.d.key.Asset)
 	}
-	run, err := fanin.SettleShard(ctx, fanin.ShardParams{Ledger: c.Ledger, Def: d.job, Run: run, Item: d.key.Asset, Items: more, Page: m.page, Refresh: refresh, Now: c.now()})
+	fin := &fanin.Finisher{Store: c.Ledger}
+	run, err := fanin.SettleShard(ctx, fanin.ShardParams{Ledger: fin, Def: d.job, Run: run, Item: d.key.Asset, Items: more, Page: m.page, Refresh: refresh, Now: c.now()})
 	if err != nil {
 		m.log.WarnContext(ctx, "settle failed; a redelivery or the coordinator settles the run later", slog.String("phase", "settle"), slog.Any("error", err))
 		return
 	}
 	if run.State.Finished() && run.ID == d.key.Run {
 		m.log.DebugContext(ctx, "run settled", slog.String("phase", "settle"), slog.String("state", string(run.State)))
-		if c.ChainsFunc != nil && len(d.job.Chains) > 0 {
+		// The settler that finished the run starts its chains; another
+		// one only past fanin.ChainGrace (see there), so that the chained
+		// run's messages are sent once.
+		if c.ChainsFunc != nil && len(d.job.Chains) > 0 && fanin.StartsChains(run, fin.Won(), c.now()) {
 			if err := c.ChainsFunc(ctx, run); err != nil {
 				m.log.WarnContext(ctx, "starting chained runs failed; the job's next trigger starts them", slog.String("phase", "chain"), slog.Any("error", err))
 			}

@@ -72,8 +72,16 @@ type Coordinator struct {
 	// ExpandItems is the assets per shard message; 0 means
 	// DefaultExpandItems. At most message.MaxExpand.
 	ExpandItems int
-	NowFunc     func() time.Time // nil: time.Now
-	Logger      *slog.Logger     // nil: discard
+	// ContentionWait bounds how long a submission waits for another
+	// caller that holds its key's lease (opening or fanning out the same
+	// submission) before it answers: 0 means DefaultContentionWait,
+	// negative: it answers at once.
+	ContentionWait time.Duration
+	// SleepFunc, optional, pauses a waiting submission for d or until
+	// ctx ends (a test's clock); nil: a timer.
+	SleepFunc func(ctx context.Context, d time.Duration) error
+	NowFunc   func() time.Time // nil: time.Now
+	Logger    *slog.Logger     // nil: discard
 }
 
 // Trigger asks for the tick a schedule event belongs to.
@@ -131,6 +139,11 @@ type Summary struct {
 	// run of an earlier submission within the job's retention: nothing new
 	// was opened, and Run is that run.
 	Deduped bool
+	// PayloadDiffers is set with Deduped when the submission's items
+	// (names or payloads) differ from those its key's run was opened
+	// with: the new items were not used. False when that is not known (a
+	// run opened before the ledger kept its items' digest, or a chain's).
+	PayloadDiffers bool
 	// Pending is set with OutcomeSkipped when the tick itself has not been
 	// fanned out (no run yet, or its run still fanning out): the holder is
 	// busy with another tick, and this trigger must be retried or the tick

@@ -52,4 +52,29 @@
 // success, so that a run always settles. Run settles the previous tick's
 // run and, when nothing was fanned out, the trigger's own, cheaply (one
 // read of the run and one of its items each).
+//
+// # Submissions under contention
+//
+// Submit holds the lease of job+key while it opens and fans out; a second
+// caller of the key waits for the holder (ContentionWait, with backoff),
+// answers with its run, and takes the fan-out over when the holder's lease
+// expires meanwhile. A run keeps the digest of its submission's items
+// (ledger.Run.Digest), so that a caller with other items is told they
+// were not used (Summary.PayloadDiffers).
+//
+// # Chains: who sends the chained run
+//
+// The chained run is started by the settler whose FinishRun finished its
+// parent (fanin.Finisher): a settler that finds the parent finished by
+// another leaves it to that one, so the chained run's messages are sent
+// once where the ledger can tell (its conditional finish has one winner).
+// It cannot be exactly once everywhere without losing the crash
+// guarantee: a finisher that stops between its finish and its send would
+// lose the chained run. So the recovery path stays: past fanin.ChainGrace
+// after the finish, any settler (the parent job's next trigger, which
+// looks at its recent runs) starts the chains again, and a chained run
+// opens once whoever starts it (a submission keyed by baton.ChainKey).
+// Without a lease (a consumer on AWS, whose role may not write leases) two
+// starters that overlap within that path may both send part of the list;
+// the claims absorb the duplicates.
 package coordinator

@@ -86,14 +86,15 @@ func (c *Coordinator) fanOutPages(ctx context.Context, t *tickRun, run ledger.Ru
 // here. Failures are logged only (the job's next trigger settles it).
 func (c *Coordinator) settleFannedOut(ctx context.Context, t *tickRun, id ledger.RunID) {
 	run, err := ledger.GetRunOf(ctx, c.Ledger, id)
+	fin := &fanin.Finisher{Store: c.Ledger}
 	if err == nil && run.State == ledger.RunFannedOut {
-		run, err = fanin.Settle(ctx, fanin.SettleParams{Ledger: c.Ledger, Queue: c.Queue, Def: t.job, Run: run, Sweep: true, Now: c.now()})
+		run, err = fanin.Settle(ctx, fanin.SettleParams{Ledger: fin, Queue: c.Queue, Def: t.job, Run: run, Sweep: true, Now: c.now()})
 	}
 	if err != nil {
 		t.log.WarnContext(ctx, "settle after the fan-out failed; the job's next trigger settles the run", slog.String("phase", "settle"), slog.Any("error", err))
 		return
 	}
-	if run.State.Finished() {
+	if fanin.StartsChains(run, fin.Won(), c.now()) {
 		c.chainsQuietly(ctx, t.log, run)
 	}
 }

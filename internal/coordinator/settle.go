@@ -25,7 +25,7 @@ import (
 // It returns the ledger's errors (ErrNotFound when the tick has no run)
 // and an error matching baton.ErrUnknownJob for an unknown job.
 func (c *Coordinator) Settle(ctx context.Context, jobName string, nominal time.Time) (ledger.Run, error) {
-	return c.settle(ctx, jobName, nominal, false)
+	return c.settle(ctx, jobName, nominal, false, c.Ledger)
 }
 
 // SettleRun is Settle for the current run of id's tick or submission
@@ -48,7 +48,8 @@ func (c *Coordinator) SettleRun(ctx context.Context, id ledger.RunID) (ledger.Ru
 
 // settle is Settle; sweep reads every shard of the run (see
 // fanin.SettleParams.Sweep).
-func (c *Coordinator) settle(ctx context.Context, jobName string, nominal time.Time, sweep bool) (ledger.Run, error) {
+// Its writes go through store (c.Ledger, or a fanin.Finisher over it).
+func (c *Coordinator) settle(ctx context.Context, jobName string, nominal time.Time, sweep bool, store ledger.Store) (ledger.Run, error) {
 	j, err := c.Jobs.Lookup(jobName)
 	if err != nil {
 		return ledger.Run{}, fmt.Errorf("settle: %w", err)
@@ -60,18 +61,19 @@ func (c *Coordinator) settle(ctx context.Context, jobName string, nominal time.T
 	if run.State != ledger.RunFannedOut {
 		return run, nil
 	}
-	return fanin.Settle(ctx, fanin.SettleParams{Ledger: c.Ledger, Queue: c.Queue, Def: j, Run: run, Sweep: sweep, Now: c.now()})
+	return fanin.Settle(ctx, fanin.SettleParams{Ledger: store, Queue: c.Queue, Def: j, Run: run, Sweep: sweep, Now: c.now()})
 }
 
 // settleQuietly settles a tick in passing; failures are logged only.
 func (c *Coordinator) settleQuietly(ctx context.Context, log *slog.Logger, job string, nominal time.Time, sweep bool) {
-	run, err := c.settle(ctx, job, nominal, sweep)
+	fin := &fanin.Finisher{Store: c.Ledger}
+	run, err := c.settle(ctx, job, nominal, sweep, fin)
 	switch {
 	case errors.Is(err, ledger.ErrNotFound):
 	case err != nil:
 		log.WarnContext(ctx, "settle failed", slog.String("phase", "settle"), slog.Time("tick", nominal), slog.Any("error", err))
 	default:
-		if run.State.Finished() {
+		if fanin.StartsChains(run, fin.Won(), c.now()) {
 			c.chainsQuietly(ctx, log, run)
 		}
 		log.DebugContext(ctx, "settle", slog.String("phase", "settle"), slog.String("settled_run", run.ID.String()),
@@ -105,8 +107,9 @@ func (c *Coordinator) tendRecent(ctx context.Context, t *tickRun, before time.Ti
 		}
 		unfinished := 0
 		for _, r := range runs {
-			if r.State.Finished() && len(t.job.Chains) > 0 {
-				// Started by whoever finished it, unless it stopped in between.
+			if len(t.job.Chains) > 0 && fanin.StartsChains(r, false, c.now()) {
+				// Started by whoever finished it, unless it stopped in
+				// between: past fanin.ChainGrace, start them here.
 				c.chainsQuietly(ctx, t.log, r)
 			}
 			switch r.State {

@@ -6,6 +6,7 @@ import (
 	"errors"
 	"fmt"
 	"log/slog"
+	"math/rand/v2"
 	"slices"
 	"strconv"
 	"strings"
@@ -58,10 +59,15 @@ type Submission struct {
 // items do not run for a submission.
 //
 // Submit holds the lease of job+key (not the job's: ticks and other
-// submissions go on) while it opens and fans out; a concurrent Submit of
-// the same key is OutcomeSkipped with Pending, to be retried. A fan-out
-// stopped part-way (deadline, crash) is resumed by the next Submit of the
-// same key, from the stored pages.
+// submissions go on) while it opens and fans out. A concurrent Submit of
+// the same key waits for that lease's holder (polling with backoff, up to
+// ContentionWait, never past the deadline) and answers with its run once
+// fanned out (Deduped); a holder whose lease expires meanwhile died, and
+// the waiter takes over its fan-out. A holder still busy at the end of
+// the wait gives OutcomeSkipped with Deduped and its run (being fanned
+// out), or, when it has not opened the run yet, OutcomeSkipped with
+// Pending, to be retried. A fan-out stopped part-way (deadline, crash) is
+// resumed by the next Submit of the same key, from the stored pages.
 func (c *Coordinator) Submit(ctx context.Context, s Submission) (Summary, error) {
 	j, items, err := c.checkSubmission(s)
 	if err != nil {
@@ -71,7 +77,12 @@ func (c *Coordinator) Submit(ctx context.Context, s Submission) (Summary, error)
 	if s.Class != "" {
 		to = c.Classes[s.Class] // checkSubmission checked it
 	}
-	return c.submitRun(ctx, submitParams{job: j, key: s.Key, items: baton.ItemList(ledger.PageItems*16, items...), deadline: s.Deadline, queue: to, size: len(items)})
+	list := make([]ledger.PageItem, len(items))
+	for i, it := range items {
+		list[i] = ledger.PageItem{Name: it.Name, Payload: it.Payload}
+	}
+	return c.submitRun(ctx, submitParams{job: j, key: s.Key, items: baton.ItemList(ledger.PageItems*16, items...), deadline: s.Deadline, queue: to, size: len(items),
+		digest: ledger.DigestItems(list)})
 }
 
 // submitParams are the inputs of submitRun.
@@ -94,13 +105,20 @@ type submitParams struct {
 	// openShards); 0: not known (a chain's items function), the job's
 	// ExpectedItems does.
 	size int
+	// digest names the items (ledger.DigestItems) when they are known
+	// whole (a submission's; a replay's, the replayed run's): kept with
+	// the run it opens, and compared with a found run's.
+	digest string
 }
 
 // submitRun opens (or finds, or resumes) the run of job+key and fans its
 // items out. Without a lease store (Leases nil: a consumer starting a
-// chain, which holds no lease) it opens and sends under fence 0: two
-// callers may then both send, which claims absorb, and the stored pages,
-// written once, keep one list.
+// chain, which holds no lease) it opens and sends under fence 0: only the
+// settler that finished the parent starts a chain (see the package doc),
+// and should two callers still overlap both may send, which claims
+// absorb; the stored pages, written once, keep one list. With one, a
+// caller that finds the key's lease held waits for its holder (see
+// Submit).
 func (c *Coordinator) submitRun(ctx context.Context, p submitParams) (sum Summary, err error) {
 	start := c.now()
 	j := p.job
@@ -113,60 +131,181 @@ func (c *Coordinator) submitRun(ctx context.Context, p submitParams) (sum Summar
 		owner: fmt.Sprintf("%s#%d", c.Owner, invocations.Add(1)), items: p.items, parent: p.parent, queue: p.queue}
 	t.log = c.logger().With(slog.String("job", j.Name), slog.String("submission", p.key), slog.String("owner", t.owner))
 
-	force := p.replay
-	if run, err := ledger.GetRunOf(ctx, c.Ledger, id); err == nil && !p.replay {
-		if p.once || !run.State.Finished() || start.Before(run.FinishedAt.Add(j.RetentionOrDefault())) {
-			if run.State != ledger.RunFanningOut {
-				sum.Run, sum.Outcome, sum.Deduped = run.ID, OutcomeAlreadyFannedOut, true
-				sum.Cursor, sum.Total = run.Total, run.Total
-				t.log.InfoContext(ctx, "submission deduped", slog.String("run", run.ID.String()), slog.String("state", string(run.State)))
-				return sum, nil
-			}
-		} else {
-			force = true // finished longer than the retention ago: the key's next generation
-		}
-	} else if err != nil && !errors.Is(err, ledger.ErrNotFound) {
-		return sum, fmt.Errorf("submit %s: read run: %w", id.TickKey(), err)
-	}
-
 	ttl := c.ttl(j.Limits, start, p.deadline)
 	if ttl <= 0 {
 		return sum, fmt.Errorf("submit %s: %w", id.TickKey(), ErrNoTime)
 	}
+	force := p.replay
 	var fence int64
-	if c.Leases != nil {
-		l, err := c.Leases.Acquire(ctx, lease.AcquireParams{Job: id.TickKey(), Owner: t.owner, TTL: ttl, Now: start, Skew: j.Limits.ClockSkew})
-		var held *lease.HeldError
-		if errors.As(err, &held) {
-			h := held.Holder
-			sum.Outcome, sum.Holder, sum.Pending = OutcomeSkipped, &h, true
-			return sum, nil
+	if c.Leases == nil {
+		found, done, err := c.findSubmitted(ctx, t, p, id)
+		if done || err != nil {
+			return sum, err
 		}
-		if err != nil {
-			return sum, fmt.Errorf("submit %s: acquire lease: %w", id.TickKey(), err)
-		}
-		fence = l.Fence
-		t.hold = &holding{lease: l, ttl: ttl, renewed: start}
-		t.log = t.log.With(slog.Int64("fence", l.Fence))
-		defer c.finish(ctx, t)
-	} else {
+		force = force || found
 		t.hold = &holding{lease: lease.Lease{Job: id.TickKey(), Owner: t.owner}, ttl: ttl, renewed: start, unleased: true}
+	} else {
+		// A live holder of job+key is another caller opening or fanning
+		// out this very submission: wait for it (with backoff, up to the
+		// contention wait), then answer with its run; a holder whose
+		// lease expires meanwhile died, and this call takes over.
+		until := start.Add(c.contentionWait())
+		if end := p.deadline.Add(-j.Limits.DeadlineMargin); !p.deadline.IsZero() && end.Before(until) {
+			until = end
+		}
+		for pause := contentionFirstPause; ; pause = min(2*pause, contentionMaxPause) {
+			found, done, err := c.findSubmitted(ctx, t, p, id)
+			if done || err != nil {
+				return sum, err
+			}
+			force = p.replay || found
+			now := c.now()
+			ttl = c.ttl(j.Limits, now, p.deadline)
+			if ttl <= 0 {
+				return sum, fmt.Errorf("submit %s: %w", id.TickKey(), ErrNoTime)
+			}
+			l, err := c.Leases.Acquire(ctx, lease.AcquireParams{Job: id.TickKey(), Owner: t.owner, TTL: ttl, Now: now, Skew: j.Limits.ClockSkew})
+			var held *lease.HeldError
+			if errors.As(err, &held) {
+				if now.Add(pause).Before(until) {
+					if err := c.sleep(ctx, pause, until.Sub(now)); err != nil {
+						return sum, fmt.Errorf("submit %s: waiting for the caller opening it: %w", id.TickKey(), err)
+					}
+					continue
+				}
+				return c.answerBusy(ctx, t, p, id, held.Holder)
+			}
+			if err != nil {
+				return sum, fmt.Errorf("submit %s: acquire lease: %w", id.TickKey(), err)
+			}
+			fence = l.Fence
+			t.hold = &holding{lease: l, ttl: ttl, renewed: now}
+			t.log = t.log.With(slog.Int64("fence", l.Fence))
+			defer c.finish(ctx, t)
+			break
+		}
 	}
 	sum.Fence = fence
 
 	run, outcome, err := c.Ledger.OpenRun(ctx, ledger.OpenRunParams{Job: j.Name, Submission: p.key, Fence: fence, Force: force, Now: c.now(),
-		Shards: pagesOf(cmp.Or(p.size, j.ExpectedItems)), Pages: true})
+		Shards: pagesOf(cmp.Or(p.size, j.ExpectedItems)), Pages: true, Digest: p.digest})
 	if err != nil {
 		return sum, fmt.Errorf("submit %s: open: %w", id.TickKey(), err)
 	}
 	sum.Run, sum.Cursor, sum.Outcome = run.ID, run.Cursor, RunOutcome(outcome)
 	t.log = t.log.With(slog.String("run", run.ID.String()))
 	if outcome == ledger.AlreadyFannedOut {
-		sum.Deduped, sum.Total = true, run.Total
+		c.deduped(ctx, t, p, run)
+		sum.Outcome = OutcomeAlreadyFannedOut
+		return sum, nil
+	}
+	if outcome == ledger.Resumed && ledger.DigestsDiffer(run.Digest, p.digest) {
+		// Another list's run, left fanning out: its stored pages and these
+		// items must not be mixed. A submission of its own items resumes it.
+		c.deduped(ctx, t, p, run)
+		t.log.WarnContext(ctx, "submission's items differ from its key's run left fanning out; not resumed with them", slog.String("phase", "open"))
 		return sum, nil
 	}
 	t.log.InfoContext(ctx, "submission opened", slog.String("phase", "open"), slog.String("outcome", string(outcome)))
 	return sum, c.fanOutPages(ctx, t, run)
+}
+
+// Contention wait defaults (Coordinator.ContentionWait): a submission
+// that finds its key's lease held polls with a pause that starts at
+// contentionFirstPause and doubles up to contentionMaxPause.
+const (
+	DefaultContentionWait = 5 * time.Second
+	contentionFirstPause  = 20 * time.Millisecond
+	contentionMaxPause    = 500 * time.Millisecond
+)
+
+func (c *Coordinator) contentionWait() time.Duration {
+	switch {
+	case c.ContentionWait < 0:
+		return 0
+	case c.ContentionWait == 0:
+		return DefaultContentionWait
+	}
+	return c.ContentionWait
+}
+
+// sleep pauses for d and up to half as long again (jitter, so that
+// waiters on one key do not poll in step), never longer than limit, or
+// until ctx ends.
+func (c *Coordinator) sleep(ctx context.Context, d, limit time.Duration) error {
+	d = min(d+rand.N(d/2+1), limit)
+	if c.SleepFunc != nil {
+		return c.SleepFunc(ctx, d)
+	}
+	tm := time.NewTimer(d)
+	defer tm.Stop()
+	select {
+	case <-ctx.Done():
+		return ctx.Err()
+	case <-tm.C:
+		return nil
+	}
+}
+
+// findSubmitted reads the run of the submission id: done when that run
+// answers the call (fanned out, or finished within the job's retention:
+// t.sum says deduped); next when the key's next generation is due (a
+// replay, or a run finished longer than the retention ago); neither when
+// there is no run yet or it is still fanning out.
+func (c *Coordinator) findSubmitted(ctx context.Context, t *tickRun, p submitParams, id ledger.RunID) (next, done bool, err error) {
+	if p.replay {
+		return true, false, nil
+	}
+	run, err := ledger.GetRunOf(ctx, c.Ledger, id)
+	switch {
+	case errors.Is(err, ledger.ErrNotFound):
+		return false, false, nil
+	case err != nil:
+		return false, false, fmt.Errorf("submit %s: read run: %w", id.TickKey(), err)
+	case !p.once && run.State.Finished() && !t.start.Before(run.FinishedAt.Add(p.job.RetentionOrDefault())):
+		return true, false, nil // finished longer than the retention ago: the key's next generation
+	case run.State == ledger.RunFanningOut && !ledger.DigestsDiffer(run.Digest, p.digest):
+		return false, false, nil
+	}
+	// Fanned out or finished; or fanning out with other items, which this
+	// call neither waits for nor resumes (its items are not used).
+	c.deduped(ctx, t, p, run)
+	t.sum.Outcome = OutcomeAlreadyFannedOut
+	return false, true, nil
+}
+
+// deduped answers a submission with the key's existing run, saying
+// whether that run was opened with other items (PayloadDiffers).
+func (c *Coordinator) deduped(ctx context.Context, t *tickRun, p submitParams, run ledger.Run) {
+	sum := t.sum
+	sum.Run, sum.Deduped = run.ID, true
+	sum.PayloadDiffers = ledger.DigestsDiffer(run.Digest, p.digest)
+	sum.Cursor, sum.Total = run.Cursor, run.Total
+	if run.State != ledger.RunFanningOut {
+		sum.Cursor = run.Total
+	}
+	t.log.InfoContext(ctx, "submission deduped", slog.String("run", run.ID.String()), slog.String("state", string(run.State)),
+		slog.Bool("payload_differs", sum.PayloadDiffers))
+}
+
+// answerBusy answers a submission whose key's lease another caller still
+// holds at the end of the contention wait: with that caller's run when it
+// has opened one (OutcomeSkipped with Deduped: the run exists, and its
+// holder is fanning it out), else OutcomeSkipped with Pending (the holder
+// has not opened the run yet, or the call is a replay: retry).
+func (c *Coordinator) answerBusy(ctx context.Context, t *tickRun, p submitParams, id ledger.RunID, holder lease.Lease) (Summary, error) {
+	sum := t.sum
+	sum.Outcome, sum.Holder = OutcomeSkipped, &holder
+	run, err := ledger.GetRunOf(ctx, c.Ledger, id)
+	switch {
+	case p.replay || errors.Is(err, ledger.ErrNotFound):
+		sum.Pending = true
+		return *sum, nil
+	case err != nil:
+		return *sum, fmt.Errorf("submit %s: read run: %w", id.TickKey(), err)
+	}
+	c.deduped(ctx, t, p, run)
+	return *sum, nil
 }
 
 // ErrReplayInFlight matches ReplaySubmission's error for a submission
@@ -209,7 +348,8 @@ func (c *Coordinator) ReplaySubmission(ctx context.Context, job, key string, dea
 			return Summary{Job: job, Run: run.ID}, fmt.Errorf("replay %s: the stored parent of %s: %w", id.TickKey(), run.ID, err)
 		}
 	}
-	return c.submitRun(ctx, submitParams{job: j, key: key, items: storedItems(c.Ledger, run.ID), parent: parent, deadline: deadline, replay: true, size: run.Total})
+	return c.submitRun(ctx, submitParams{job: j, key: key, items: storedItems(c.Ledger, run.ID), parent: parent, deadline: deadline, replay: true, size: run.Total,
+		digest: run.Digest})
 }
 
 // storedItems serves the item list stored with run, page by page (the

@@ -1,6 +1,7 @@
 package coordinator_test
 
 import (
+	"context"
 	"fmt"
 	"strings"
 	"testing"
@@ -10,6 +11,7 @@ import (
 
 	"github.com/batonhq/baton"
 	"github.com/batonhq/baton/internal/coordinator"
+	"github.com/batonhq/baton/internal/lease"
 	"github.com/batonhq/baton/internal/ledger"
 	"github.com/batonhq/baton/internal/message"
 	"github.com/batonhq/baton/internal/queue"
@@ -185,4 +187,144 @@ func TestSubmitToAClass(t *testing.T) {
 	_, err = c.Submit(t.Context(), coordinator.Submission{Job: "ingest", Key: "k3", Class: "vip", Items: items})
 	require.ErrorIs(t, err, coordinator.ErrSubmission)
 	require.ErrorContains(t, err, `class "vip" is not a job queue of the catalog (classes: [urgent])`)
+}
+
+// waitingCoordinator is b's coordinator, which sleeps on the test's clock
+// (SleepFunc advances it) and records the pauses it takes.
+func waitingCoordinator(b *bundle, wait time.Duration, pauses *[]time.Duration) *coordinator.Coordinator {
+	c := b.coordinator("c2")
+	c.ContentionWait = wait
+	c.SleepFunc = func(_ context.Context, d time.Duration) error {
+		*pauses = append(*pauses, d)
+		b.clock.Advance(d)
+		return nil
+	}
+	return c
+}
+
+// A duplicate submission that finds the key's lease held by an opener
+// that died after opening the run waits, with growing pauses, until the
+// dead opener's lease expires, then takes the fan-out over: the run is
+// resumed and its items sent, nothing fails.
+func TestSubmitTakesOverFromADeadOpener(t *testing.T) {
+	t.Parallel()
+	j := bigJob("ingest", 1)
+	b := setup(t, j)
+	id := ledger.RunID{Job: "ingest", Submission: "k"}
+	dead, err := b.leases.Acquire(t.Context(), lease.AcquireParams{Job: id.TickKey(), Owner: "dead", TTL: 20 * time.Second, Now: b.clock.Now(), Skew: time.Second})
+	require.NoError(t, err)
+	_, out, err := b.ledger.OpenRun(t.Context(), ledger.OpenRunParams{Job: "ingest", Submission: "k", Fence: dead.Fence, Now: b.clock.Now(), Pages: true})
+	require.NoError(t, err)
+	require.Equal(t, ledger.Opened, out)
+
+	var pauses []time.Duration
+	c := waitingCoordinator(b, time.Minute, &pauses)
+	items := []baton.Item{{Name: "a"}, {Name: "b"}, {Name: "c"}}
+	sum, err := c.Submit(t.Context(), coordinator.Submission{Job: "ingest", Key: "k", Items: items})
+	require.NoError(t, err)
+	require.Equal(t, coordinator.OutcomeResumed, sum.Outcome, "%+v", sum)
+	require.False(t, sum.Deduped)
+	require.Equal(t, 3, sum.Enqueued)
+	require.Greater(t, sum.Fence, dead.Fence)
+	require.GreaterOrEqual(t, b.clock.Now().Sub(t0), 21*time.Second, "it waited for the lease to expire, skew included")
+	require.Greater(t, len(pauses), 3)
+	require.Less(t, pauses[0], pauses[len(pauses)-1], "the pauses grow")
+	for _, p := range pauses {
+		require.LessOrEqual(t, p, time.Second, "each pause is bounded")
+	}
+}
+
+// A holder still busy at the end of the contention wait: the caller
+// answers with the holder's run (Deduped, OutcomeSkipped), or, when the
+// holder has not opened it yet, OutcomeSkipped with Pending; a negative
+// wait answers at once.
+func TestSubmitAnswersWithTheBusyHoldersRun(t *testing.T) {
+	t.Parallel()
+	j := bigJob("ingest", 1)
+	b := setup(t, j)
+	items := []baton.Item{{Name: "a"}}
+	for _, key := range []string{"opened", "unopened"} {
+		id := ledger.RunID{Job: "ingest", Submission: key}
+		live, err := b.leases.Acquire(t.Context(), lease.AcquireParams{Job: id.TickKey(), Owner: "live", TTL: time.Hour, Now: b.clock.Now()})
+		require.NoError(t, err)
+		if key == "opened" {
+			_, _, err = b.ledger.OpenRun(t.Context(), ledger.OpenRunParams{Job: "ingest", Submission: key, Fence: live.Fence, Now: b.clock.Now(), Pages: true})
+			require.NoError(t, err)
+		}
+		var pauses []time.Duration
+		c := waitingCoordinator(b, 10*time.Second, &pauses)
+		before := b.clock.Now()
+		sum, err := c.Submit(t.Context(), coordinator.Submission{Job: "ingest", Key: key, Items: items})
+		require.NoError(t, err)
+		require.Equal(t, coordinator.OutcomeSkipped, sum.Outcome)
+		require.Equal(t, "live", sum.Holder.Owner)
+		waited := b.clock.Now().Sub(before)
+		require.LessOrEqual(t, waited, 10*time.Second, "the wait is bounded")
+		require.Greater(t, waited, 5*time.Second)
+		if key == "opened" {
+			require.True(t, sum.Deduped)
+			require.False(t, sum.Pending)
+			require.Equal(t, baton.RunID{Job: "ingest", Submission: key, Generation: 1}, sum.Run)
+		} else {
+			require.False(t, sum.Deduped)
+			require.True(t, sum.Pending)
+		}
+		require.Zero(t, sum.Enqueued)
+
+		c.ContentionWait = -1
+		pauses = nil
+		sum, err = c.Submit(t.Context(), coordinator.Submission{Job: "ingest", Key: key, Items: items})
+		require.NoError(t, err)
+		require.Equal(t, coordinator.OutcomeSkipped, sum.Outcome)
+		require.Empty(t, pauses, "a negative wait answers at once")
+	}
+}
+
+// A run found by its key says whether it was opened with other items; a
+// run left fanning out with other items is not resumed with these (its
+// stored pages and these would mix); a run opened without a digest (by an
+// earlier version) claims no difference.
+func TestSubmitSaysWhenTheItemsDiffer(t *testing.T) {
+	t.Parallel()
+	b := setup(t, bigJob("ingest", 1))
+	c := b.coordinator("c1")
+	items := []baton.Item{{Name: "a", Payload: []byte("1")}, {Name: "b"}}
+	_, err := c.Submit(t.Context(), coordinator.Submission{Job: "ingest", Key: "k", Items: items})
+	require.NoError(t, err)
+	sum, err := c.Submit(t.Context(), coordinator.Submission{Job: "ingest", Key: "k", Items: []baton.Item{{Name: "b"}, {Name: "a", Payload: []byte("1")}}})
+	require.NoError(t, err)
+	require.True(t, sum.Deduped)
+	require.False(t, sum.PayloadDiffers)
+	sum, err = c.Submit(t.Context(), coordinator.Submission{Job: "ingest", Key: "k", Items: []baton.Item{{Name: "a", Payload: []byte("2")}, {Name: "b"}}})
+	require.NoError(t, err)
+	require.True(t, sum.Deduped)
+	require.True(t, sum.PayloadDiffers)
+
+	// Left fanning out by a dead opener with other items.
+	other := ledger.DigestItems([]ledger.PageItem{{Name: "z"}})
+	_, _, err = b.ledger.OpenRun(t.Context(), ledger.OpenRunParams{Job: "ingest", Submission: "left", Fence: 1, Now: b.clock.Now(), Pages: true, Digest: other})
+	require.NoError(t, err)
+	sent := len(b.queue.keys(t))
+	sum, err = c.Submit(t.Context(), coordinator.Submission{Job: "ingest", Key: "left", Items: items})
+	require.NoError(t, err)
+	require.True(t, sum.Deduped)
+	require.True(t, sum.PayloadDiffers)
+	require.Len(t, b.queue.keys(t), sent, "nothing sent")
+	run, err := ledger.GetRunOf(t.Context(), b.ledger, sum.Run)
+	require.NoError(t, err)
+	require.Equal(t, ledger.RunFanningOut, run.State)
+	sum, err = c.Submit(t.Context(), coordinator.Submission{Job: "ingest", Key: "left", Items: []baton.Item{{Name: "z"}}})
+	require.NoError(t, err)
+	require.Equal(t, coordinator.OutcomeResumed, sum.Outcome, "its own items resume it")
+	require.Equal(t, 1, sum.Enqueued)
+
+	// Opened without a digest: not known, no difference claimed.
+	r, _, err := b.ledger.OpenRun(t.Context(), ledger.OpenRunParams{Job: "ingest", Submission: "old", Fence: 1, Now: b.clock.Now(), Pages: true})
+	require.NoError(t, err)
+	_, err = b.ledger.AdvanceRun(t.Context(), ledger.AdvanceRunParams{ID: r.ID, Fence: 1, Cursor: 1, Done: true, Now: b.clock.Now()})
+	require.NoError(t, err)
+	sum, err = c.Submit(t.Context(), coordinator.Submission{Job: "ingest", Key: "old", Items: items})
+	require.NoError(t, err)
+	require.True(t, sum.Deduped)
+	require.False(t, sum.PayloadDiffers)
 }

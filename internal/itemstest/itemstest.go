@@ -210,7 +210,8 @@ func waitFinished(t *testing.T, l ledger.Store, id ledger.RunID) ledger.Run {
 
 // RunSubmission submits n items with payloads for a job of constant
 // assets on b under a dedupe key, submits the same key again (deduped:
-// the same run, nothing sent), and waits for the submitted run to settle
+// the same run, nothing sent; with other items or payloads, it says
+// they differ, and with the same ones in another order that they do not), and waits for the submitted run to settle
 // by its consumers: every submitted item ran once with its payload, and
 // no asset of the job ran for it.
 func RunSubmission(t *testing.T, b backend.Backend, n int) {
@@ -240,8 +241,20 @@ func RunSubmission(t *testing.T, b backend.Backend, n int) {
 	again, err := eng.Coordinator.Submit(t.Context(), coordinator.Submission{Job: "orders", Key: "req-7", Items: items[:1]})
 	require.NoError(t, err)
 	require.True(t, again.Deduped, "the same key opens nothing new")
+	require.True(t, again.PayloadDiffers, "other items: the run's were kept, these not used")
 	require.Equal(t, id, again.Run)
 	require.Zero(t, again.Enqueued)
+	same := slices.Clone(items)
+	slices.Reverse(same) // the same list in another order
+	again, err = eng.Coordinator.Submit(t.Context(), coordinator.Submission{Job: "orders", Key: "req-7", Items: same})
+	require.NoError(t, err)
+	require.True(t, again.Deduped)
+	require.False(t, again.PayloadDiffers, "the same items")
+	changed := slices.Clone(items)
+	changed[0].Payload = []byte(`{"i":"changed"}`)
+	again, err = eng.Coordinator.Submit(t.Context(), coordinator.Submission{Job: "orders", Key: "req-7", Items: changed})
+	require.NoError(t, err)
+	require.True(t, again.PayloadDiffers, "one payload changed")
 
 	run := waitFinished(t, b.Ledger, id)
 	require.Equal(t, ledger.RunComplete, run.State)
@@ -266,6 +279,67 @@ func RunSubmission(t *testing.T, b backend.Backend, n int) {
 	proc.mu.Lock()
 	defer proc.mu.Unlock()
 	require.Len(t, proc.calls, n, "each submitted item ran, and nothing else")
+	for k, c := range proc.calls {
+		require.Equal(t, 1, c, k)
+	}
+}
+
+// RunSubmissionContention submits one dedupe key with the same n items
+// from 8 callers at once on b: every caller gets the same run and no
+// error (a caller that finds another opening it waits for it), exactly
+// one of them opens the run, the items are sent once in all (the callers'
+// Enqueued add up to n), and the run settles with every item run once.
+func RunSubmissionContention(t *testing.T, b backend.Backend, n int) {
+	t.Helper()
+	const callers = 8
+	proc := &processor{calls: map[string]int{}}
+	job := baton.Job{
+		Name: "orders", Schedule: "rate(1 hour)", Assets: []string{"nightly"}, Processor: proc,
+		Limits: baton.Limits{ItemLease: 10 * time.Second, ClockSkew: 100 * time.Millisecond},
+	}
+	cat, err := baton.NewCatalog(job)
+	require.NoError(t, err)
+	eng, err := engine.New(b, engine.Options{Catalog: cat, Consumers: 4, BatchSize: 10, BatchTimeout: 30 * time.Second, RetryDelay: 100 * time.Millisecond})
+	require.NoError(t, err)
+	eng.Coordinator.ContentionWait = time.Minute // the emulators may be slow; the waiters answer once the run is fanned out
+	items := make([]baton.Item, n)
+	for i := range items {
+		items[i] = baton.Item{Name: Name(i), Payload: Payload(i)}
+	}
+	sums := make([]coordinator.Summary, callers)
+	errs := make([]error, callers)
+	var wg sync.WaitGroup
+	start := make(chan struct{})
+	for i := range callers {
+		wg.Go(func() {
+			<-start
+			sums[i], errs[i] = eng.Coordinator.Submit(t.Context(), coordinator.Submission{Job: "orders", Key: "burst", Items: items})
+		})
+	}
+	close(start)
+	wg.Wait()
+	opened, enqueued := 0, 0
+	for i := range callers {
+		require.NoError(t, errs[i], "caller %d", i)
+		require.Equal(t, "orders+burst#1", sums[i].Run.String(), "caller %d: %+v", i, sums[i])
+		if !sums[i].Deduped {
+			opened++
+			require.Equal(t, coordinator.OutcomeOpened, sums[i].Outcome, "caller %d", i)
+		} else {
+			require.Equal(t, coordinator.OutcomeAlreadyFannedOut, sums[i].Outcome, "caller %d waited for the run to be fanned out: %+v", i, sums[i])
+		}
+		enqueued += sums[i].Enqueued
+	}
+	require.Equal(t, 1, opened, "exactly one caller opened the run")
+	require.Equal(t, n, enqueued, "the items were sent once in all")
+
+	defer consume(t, eng)()
+	run := waitFinished(t, b.Ledger, sums[0].Run)
+	require.Equal(t, ledger.RunComplete, run.State)
+	require.Equal(t, n, run.Succeeded)
+	proc.mu.Lock()
+	defer proc.mu.Unlock()
+	require.Len(t, proc.calls, n)
 	for k, c := range proc.calls {
 		require.Equal(t, 1, c, k)
 	}

@@ -1,6 +1,6 @@
 // Package jobmodeltest runs the job model end to end on a backend, the
 // same way on every engine: a job with a run-time item list, a
-// submission deduped by its key, a two-level graph of derived items, a
+// submission deduped by its key (and submitted by 8 callers at once), a two-level graph of derived items, a
 // chain to a second job, a heartbeating long item, shared rate limits (N
 // starts per interval, M in flight) and
 // two priority classes (job queues with their concurrency shares), a
@@ -38,6 +38,7 @@ func Run(t *testing.T, open func(t *testing.T, jobQueues ...string) backend.Back
 	}{
 		{"RunTimeItems", func(t *testing.T, b backend.Backend) { itemstest.Run(t, b, RunTimeItems) }, nil},
 		{"SubmissionDeduped", func(t *testing.T, b backend.Backend) { itemstest.RunSubmission(t, b, 200) }, nil},
+		{"SubmissionContention", func(t *testing.T, b backend.Backend) { itemstest.RunSubmissionContention(t, b, 200) }, nil},
 		{"TwoLevelDAG", dagtest.Run, nil},
 		{"RunTimeListBesideDAG", func(t *testing.T, b backend.Backend) { dagtest.RunBesideRunTimeList(t, b, RunTimeItems) }, nil},
 		{"Chain", itemstest.RunChain, nil},

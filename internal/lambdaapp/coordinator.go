@@ -67,7 +67,10 @@ type CoordinatorResponse struct {
 	Holder  *Holder `json:"holder,omitempty"`
 	Stopped string  `json:"stopped,omitempty"`
 	// Deduped is set for a submission whose dedupe key found its run.
-	Deduped          bool    `json:"deduped,omitempty"`
+	Deduped bool `json:"deduped,omitempty"`
+	// PayloadDiffers is set with Deduped when the submission's items
+	// differ from those its key's run was opened with: they were not used.
+	PayloadDiffers   bool    `json:"payload_differs,omitempty"`
 	AcquireLatencyMS float64 `json:"acquire_latency_ms"`
 	DurationMS       float64 `json:"duration_ms"`
 	RequestID        string  `json:"request_id"`
@@ -193,7 +196,7 @@ func (h *CoordinatorHandler) submit(ctx context.Context, inv invocation, payload
 	c.Owner, c.Logger = inv.owner, inv.log
 	sum, err := c.Submit(ctx, coordinator.Submission{Job: s.Job, Key: s.Key, Class: s.Class, Items: s.Items, Deadline: inv.deadline})
 	resp := CoordinatorResponse{
-		Job: s.Job, Source: "submission", Outcome: string(sum.Outcome), Deduped: sum.Deduped,
+		Job: s.Job, Source: "submission", Outcome: string(sum.Outcome), Deduped: sum.Deduped, PayloadDiffers: sum.PayloadDiffers,
 		Enqueued: sum.Enqueued, Cursor: sum.Cursor, Total: sum.Total, Fence: sum.Fence, Stopped: sum.Stopped,
 		DurationMS: ms(sum.Duration), RequestID: inv.requestID,
 	}
@@ -204,7 +207,7 @@ func (h *CoordinatorHandler) submit(ctx context.Context, inv invocation, payload
 	case err != nil:
 		log.ErrorContext(ctx, "submission failed", slog.String("phase", "run"), slog.Any("error", err))
 		return CoordinatorResponse{}, err
-	case sum.Outcome == coordinator.OutcomeSkipped:
+	case sum.Outcome == coordinator.OutcomeSkipped && !sum.Deduped:
 		err := fmt.Errorf("%w: submission %s+%s is being opened by another invocation; a retry finds it", ErrIncomplete, s.Job, s.Key)
 		log.WarnContext(ctx, "submission pending behind its lease", slog.String("phase", "acquire"), slog.Any("error", err))
 		return CoordinatorResponse{}, err

@@ -150,7 +150,11 @@ type Run struct {
 	// Pages: the generation was opened with OpenRunParams.Pages and its
 	// items are partitioned by page (meaningful when Partitions is above
 	// 1; false on stores that keep a run's items in one place).
-	Pages      bool
+	Pages bool
+	// Digest is the OpenRunParams.Digest of the write that opened this
+	// generation: a submission's item list (DigestItems). "" when none
+	// was given, and for records written before it was kept (not known).
+	Digest     string
 	OpenedAt   time.Time
 	UpdatedAt  time.Time
 	FinishedAt time.Time // zero until complete or partial
@@ -207,7 +211,11 @@ type OpenRunParams struct {
 	// opens places the items by page (see "Item partitions"), and keeps
 	// that with the run (Run.Pages). Resuming keeps the stored choice.
 	Pages bool
-	Now   time.Time
+	// Digest, optional, names the item list of the generation this call
+	// opens (a submission's: ledger.DigestItems), kept with the run
+	// (Run.Digest); resuming keeps the stored one. At most 128 bytes.
+	Digest string
+	Now    time.Time
 }
 
 // AdvanceRunParams are the inputs of Store.AdvanceRun.

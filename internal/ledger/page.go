@@ -1,10 +1,13 @@
 package ledger
 
 import (
+	"crypto/sha256"
 	"encoding/binary"
+	"encoding/hex"
 	"errors"
 	"fmt"
 	"strconv"
+	"strings"
 	"time"
 	"unicode/utf8"
 
@@ -221,4 +224,34 @@ func (p Page) Find(name string) (PageItem, bool) {
 		return p.Items[lo], true
 	}
 	return PageItem{}, false
+}
+
+// digestVersion prefixes DigestItems' digests: a later algorithm gets a
+// new prefix, and a digest of another prefix compares as not known.
+const digestVersion = "v1:"
+
+// DigestItems is the digest of an item list (OpenRunParams.Digest): "v1:"
+// and the SHA-256, in hex, of the items in the order given (a
+// submission's, sorted by name), each as its name's length (uvarint), the
+// name, its payload's length (uvarint) and the payload, as a page encodes
+// them. A payload of zero bytes and none digest alike.
+func DigestItems(items []PageItem) string {
+	h := sha256.New()
+	var b []byte
+	for _, it := range items {
+		b = binary.AppendUvarint(b[:0], uint64(len(it.Name)))
+		b = append(b, it.Name...)
+		b = binary.AppendUvarint(b, uint64(len(it.Payload)))
+		h.Write(b)
+		h.Write(it.Payload)
+	}
+	return digestVersion + hex.EncodeToString(h.Sum(nil))
+}
+
+// DigestsDiffer reports whether two digests of DigestItems name different
+// lists; false when either is not known ("", as on a run opened before
+// digests were kept, or of another version).
+func DigestsDiffer(a, b string) bool {
+	known := func(d string) bool { return strings.HasPrefix(d, digestVersion) }
+	return known(a) && known(b) && a != b
 }

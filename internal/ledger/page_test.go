@@ -70,3 +70,22 @@ func FuzzDecodePageItems(f *testing.F) {
 		require.Equal(t, b, ledger.EncodePageItems(items))
 	})
 }
+
+func TestDigestItems(t *testing.T) {
+	t.Parallel()
+	list := []ledger.PageItem{{Name: "a", Payload: []byte("1")}, {Name: "b"}}
+	d := ledger.DigestItems(list)
+	require.Equal(t, d, ledger.DigestItems([]ledger.PageItem{{Name: "a", Payload: []byte("1")}, {Name: "b", Payload: []byte{}}}), "no payload and an empty one digest alike")
+	for name, other := range map[string][]ledger.PageItem{
+		"another payload":      {{Name: "a", Payload: []byte("2")}, {Name: "b"}},
+		"another name":         {{Name: "a", Payload: []byte("1")}, {Name: "c"}},
+		"one item fewer":       {{Name: "a", Payload: []byte("1")}},
+		"a payload moved":      {{Name: "a"}, {Name: "b", Payload: []byte("1")}},
+		"name and payload cut": {{Name: "a1"}, {Name: "b"}},
+	} {
+		require.True(t, ledger.DigestsDiffer(d, ledger.DigestItems(other)), name)
+	}
+	require.False(t, ledger.DigestsDiffer(d, d))
+	require.False(t, ledger.DigestsDiffer(d, ""), "not known: no difference is claimed")
+	require.False(t, ledger.DigestsDiffer("v0:ab", d), "another version: not known")
+}

@@ -47,6 +47,7 @@ func (s *LedgerStore) OpenRun(ctx context.Context, p ledger.OpenRunParams) (ledg
 	args := []any{
 		sql.Named("job", p.Job), sql.Named("nominal", toNanos(p.Nominal)),
 		sql.Named("fence", p.Fence), sql.Named("now", toNanos(p.Now)), sql.Named("shards", max(p.Shards, 1)),
+		sql.Named("digest", p.Digest),
 	}
 	txErr := s.inTx(ctx, func(ctx context.Context, tx *sql.Tx) error {
 		if p.Force {
@@ -493,7 +494,7 @@ func scanLedgerRun(scan func(dest ...any) error) (ledger.Run, error) {
 		nominal, openedAt, updatedAt, finishedAt int64
 	)
 	err := scan(&r.ID.Job, &nominal, &r.ID.Generation, &state, &r.Cursor, &r.Total, &r.Fence, &r.OpenFence, &r.Shards,
-		&openedAt, &updatedAt, &finishedAt, &r.Succeeded, &r.Dead, &r.Cancelled)
+		&openedAt, &updatedAt, &finishedAt, &r.Succeeded, &r.Dead, &r.Cancelled, &r.Digest)
 	if err != nil {
 		return ledger.Run{}, err
 	}
@@ -544,7 +545,7 @@ const (
 )
 
 const ledgerRunColumns = `job, nominal, generation, state, cursor, total, fence, open_fence, shards,
-	opened_at, updated_at, finished_at, succeeded, dead, cancelled`
+	opened_at, updated_at, finished_at, succeeded, dead, cancelled, digest`
 
 const ledgerItemColumns = `asset, state, owner, attempt, lease_until, fence, error, result,
 	created_at, started_at, finished_at, updated_at`
@@ -559,8 +560,8 @@ const ledgerClaimExhausted = `(:max_attempts > 0 AND attempt >= :max_attempts)`
 var ledgerQueries = [numLedgerStmts]string{
 	// Opened: the tick has no record.
 	ledgerInsertRun: `
-		INSERT INTO runs (job, nominal, generation, state, fence, open_fence, shards, opened_at, updated_at)
-		VALUES (:job, :nominal, 1, 'fanning_out', :fence, :fence, :shards, :now, :now)
+		INSERT INTO runs (job, nominal, generation, state, fence, open_fence, shards, opened_at, updated_at, digest)
+		VALUES (:job, :nominal, 1, 'fanning_out', :fence, :fence, :shards, :now, :now, :digest)
 		ON CONFLICT (job, nominal) DO NOTHING
 		RETURNING ` + ledgerRunColumns,
 
@@ -572,11 +573,11 @@ var ledgerQueries = [numLedgerStmts]string{
 
 	// Opened, forced: generation 1, or the next one from scratch.
 	ledgerForceRun: `
-		INSERT INTO runs (job, nominal, generation, state, fence, open_fence, shards, opened_at, updated_at)
-		VALUES (:job, :nominal, 1, 'fanning_out', :fence, :fence, :shards, :now, :now)
+		INSERT INTO runs (job, nominal, generation, state, fence, open_fence, shards, opened_at, updated_at, digest)
+		VALUES (:job, :nominal, 1, 'fanning_out', :fence, :fence, :shards, :now, :now, :digest)
 		ON CONFLICT (job, nominal) DO UPDATE SET
 			generation = generation + 1, state = 'fanning_out', cursor = 0, total = 0,
-			fence = :fence, open_fence = :fence, shards = :shards, opened_at = :now, updated_at = :now, finished_at = 0,
+			fence = :fence, open_fence = :fence, shards = :shards, opened_at = :now, updated_at = :now, finished_at = 0, digest = :digest,
 			succeeded = 0, dead = 0, cancelled = 0
 		RETURNING ` + ledgerRunColumns,
 

@@ -27,6 +27,7 @@ func TestSuiteFindsBrokenStores(t *testing.T) {
 		"marks of every group":    {"ListMarks"},
 		"resume takes shards":     {"Shards"},
 		"force keeps old shards":  {"Shards"},
+		"resume takes digest":     {"OpenRun"},
 		"page overwritten":        {"PutPage"},
 		"page payloads dropped":   {"PutPage"},
 		"submissions of a prefix": {"ListSubmissions"},
@@ -44,6 +45,7 @@ func TestBrokenStore(t *testing.T) {
 		"marks of every group":    func() ledger.Store { return marksOfEveryGroup{newMemStore()} },
 		"resume takes shards":     func() ledger.Store { return resumeTakesShards{newMemStore()} },
 		"force keeps old shards":  func() ledger.Store { return forceKeepsOldShards{newMemStore()} },
+		"resume takes digest":     func() ledger.Store { return resumeTakesDigest{newMemStore()} },
 		"page overwritten":        func() ledger.Store { return pageOverwritten{newMemStore()} },
 		"page payloads dropped":   func() ledger.Store { return pagePayloadsDropped{newMemStore()} },
 		"submissions of a prefix": func() ledger.Store { return submissionsOfAPrefix{newMemStore()} },
@@ -131,6 +133,20 @@ func (s resumeTakesShards) OpenRun(ctx context.Context, p ledger.OpenRunParams) 
 	if err == nil && out == ledger.Resumed {
 		s.mu.Lock()
 		r.Shards = max(p.Shards, 1)
+		s.runs[r.ID.TickKey()] = r
+		s.mu.Unlock()
+	}
+	return r, out, err
+}
+
+// resumeTakesDigest lets a resume replace the generation's digest.
+type resumeTakesDigest struct{ *memStore }
+
+func (s resumeTakesDigest) OpenRun(ctx context.Context, p ledger.OpenRunParams) (ledger.Run, ledger.OpenOutcome, error) {
+	r, out, err := s.memStore.OpenRun(ctx, p)
+	if err == nil && out == ledger.Resumed {
+		s.mu.Lock()
+		r.Digest = p.Digest
 		s.runs[r.ID.TickKey()] = r
 		s.mu.Unlock()
 	}
