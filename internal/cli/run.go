@@ -109,7 +109,7 @@ func scheduledJobs(c *baton.Catalog, name string) ([]string, error) {
 			return nil, err
 		}
 		if !j.Scheduled() {
-			return nil, usagef("job %s: %v; run it with 'submit', or let its parent's chain start it (run --once runs the chains of the jobs it ticks)", j.Name, baton.ErrNoSchedule)
+			return nil, usagef("job %s has %v: it has no tick to run; submit to it ('baton submit', which processes it in its own process), or let its parent's chain start it (run without --job serves every job)", j.Name, baton.ErrNoSchedule)
 		}
 		return []string{j.Name}, nil
 	}
