@@ -222,7 +222,9 @@ before T) exactly as the schedule would: the coordinator takes the job's
 lease, opens or resumes the tick's run and fans it out; consumers process
 the items. A tick whose run is fanned out or finished is not run again
 (the command says so and exits 0); --force opens the tick's next generation
-and re-runs every item. T must not be in the future.
+and re-runs every item. T must not be in the future. A job without a
+schedule (on demand, or chained) has no ticks: it is refused (exit status
+2); 'replay submission' runs a submission again.
 
 Exit status: 0 when the run settles complete (or there was nothing to do),
 1 when an item ended DEAD, the run did not settle within --timeout, or

@@ -28,7 +28,8 @@ const runSynopsis = `run [--once] [--job J] [flags]
 
 Runs the catalog's jobs on their schedules with the coordinator and a pool
 of consumers in this process, as a deployment does, on the embedded store
-(a SQLite file) by default: every scheduled job, or the one --job names.
+(a SQLite file) by default: every scheduled job, or the one --job names
+(a job without a schedule is refused: it has no tick).
 The consumers serve every job: submissions to on-demand jobs (no
 schedule) and the runs chains start are processed here too.
 
