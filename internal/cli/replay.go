@@ -349,8 +349,10 @@ const replayItemSynopsis = `replay item --run R --asset A [--force] [flags]
 Sends the message of item A of run R again, as the coordinator's fan-out
 (or, for a derived item, the fan-in) would: the consumer claims it with its
 idempotency key, so the item runs only if it is not terminal. A derived
-item that never started and whose inputs have not all succeeded is refused
-(exit status 2), naming them: fan-in enqueues it once they have.
+item that never started, some of whose inputs have not ended (and none
+ended without success), is refused (exit status 2), naming them: fan-in
+enqueues it once they have succeeded. One whose input ended DEAD or
+CANCELLED is enqueued: the consumer cancels it, naming that input.
 
   no record, FAILED, RUNNING past its lease (stuck)   enqueued; it runs
   RUNNING under a live claim   refused (its worker may still finish);
