@@ -8,12 +8,13 @@ import (
 
 // When a run of "ingest" finishes complete, a run of "report" starts,
 // once per ingest run; its tasks carry the ingest run's id in
-// Task.Parent. Chains that form a cycle are refused, named.
+// Task.Parent. report has no Schedule: only the chain starts it. Chains
+// that form a cycle are refused, named.
 func ExampleChain() {
 	_, err := baton.NewCatalog(
 		baton.Job{Name: "ingest", Schedule: "rate(1 hour)", Assets: []string{"a", "b"}, Processor: noop,
 			Chains: []baton.Chain{{Job: "report"}}},
-		baton.Job{Name: "report", Schedule: "rate(1 day)", Assets: []string{"summary"}, Processor: noop},
+		baton.Job{Name: "report", Assets: []string{"summary"}, Processor: noop},
 	)
 	fmt.Println("valid:", err == nil)
 

@@ -1,9 +1,11 @@
 // Package baton is scheduled fan-out work you can trust on serverless: the
 // vocabulary a user writes jobs in.
 //
-// A [Job] names a schedule, the assets every run processes, the derived
-// items computed from them (fan-in), its [Limits] and its [Processor]. On
-// every tick of the schedule a coordinator takes a fenced lease for the
+// A [Job] names a schedule (or none: it then runs only on demand, by
+// submissions, or by a [Chain] from another job's finished run), the
+// assets every run processes, the derived items computed from them
+// (fan-in), its [Limits] and its [Processor]. On every tick of the
+// schedule a coordinator takes a fenced lease for the
 // job, opens the tick's run (one per tick, however many triggers arrive)
 // and enqueues one message per asset; consumers claim each item with its
 // idempotency key ([ItemKey]) and call the processor with a [Task]; a

@@ -409,8 +409,9 @@ func (j Job) ItemNames() []string {
 func (j Job) Scheduled() bool { return j.Schedule != "" }
 
 // ErrNoSchedule matches the error of a tick (a trigger, a replay of a
-// tick) asked of a job that has no Schedule.
-var ErrNoSchedule = errors.New("job has no schedule: it runs on demand (submit) or by a chain")
+// tick, a catch-up) asked of a job that has no Schedule. The error reads
+// "job reindex has no schedule: it runs on demand (submit) or by a chain".
+var ErrNoSchedule = errors.New("no schedule")
 
 // ItemRetry returns the retry policy of the item called name: its
 // Derived.Retry when it is a derived item that sets one, else the job's

@@ -68,9 +68,10 @@ func NewRootCommand(catalog *baton.Catalog) *cobra.Command {
 }
 
 // CheckTemplate checks the SAM template at path against catalog, as
-// `template check` does: every job has exactly one schedule with the
-// job's expression and an input naming the job, and no schedule names a
-// job the catalog lacks; every consumer function (one with an SQS event)
+// `template check` does: every scheduled job has exactly one schedule
+// with the job's expression and an input naming the job, a job without a
+// Schedule (on demand, or chained) has none, and no schedule names a job
+// the catalog lacks; every consumer function (one with an SQS event)
 // has a Timeout of at least every job's longest item lease (a claim, and
 // so a heartbeat, cannot outlive the invocation), and the queue it reads
 // hides a message at least as long; every job queue (baton.Job.Queue)

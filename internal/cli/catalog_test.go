@@ -9,16 +9,18 @@ import (
 	"path/filepath"
 	"strconv"
 	"testing"
+	"time"
 
 	"github.com/stretchr/testify/require"
 
 	"github.com/batonhq/baton"
+	"github.com/batonhq/baton/examples/fx"
 )
 
 // newcomerCatalog is the first-day module of a new user: a run-time list
 // of 25 feeds on a schedule, whose finish chains a summary over their
 // results (no schedule of its own), and an on-demand reindex job (no
-// schedule: submissions only).
+// schedule: submissions only) on a queue of its own.
 func newcomerCatalog(t *testing.T) *baton.Catalog {
 	t.Helper()
 	feeds := make([]baton.Item, 25)
@@ -40,7 +42,7 @@ func newcomerCatalog(t *testing.T) *baton.Catalog {
 				}
 				return fmt.Appendf(nil, "%d feeds, %d", n, sum), nil
 			})},
-		baton.Job{Name: "reindex", Assets: []string{"placeholder"},
+		baton.Job{Name: "reindex", Assets: []string{"placeholder"}, Queue: baton.JobQueue{Name: "maintenance"},
 			Processor: baton.ProcessorFunc(func(_ context.Context, t baton.Task) ([]byte, error) { return []byte("reindexed " + t.Asset), nil })},
 	)
 	require.NoError(t, err)
@@ -83,11 +85,22 @@ func TestRunOnceRunsTheWholeCatalog(t *testing.T) {
 
 	code, out, errOut = runCatalog(t, cat, "run", "--once", "--job", "reindex", "--store", store)
 	require.Equal(t, ExitUsage, code, out)
-	require.Contains(t, errOut, "job reindex: job has no schedule")
+	require.Contains(t, errOut, "job reindex has no schedule: it has no tick to run")
 
 	code, out, errOut = runCatalog(t, cat, "replay", "tick", "--job", "summary", "--at", "2026-11-21T12:00:00Z", "--store", store)
 	require.Equal(t, ExitUsage, code, out)
-	require.Contains(t, errOut, "job summary: job has no schedule")
+	require.Contains(t, errOut, "job summary has no schedule: it has no ticks to replay")
+	code, out, errOut = runCatalog(t, cat, "replay", "tick", "--job", "reindex", "--at", "2026-11-21T12:00:00Z", "--store", store)
+	require.Equal(t, ExitUsage, code, out)
+	require.Contains(t, errOut, "job reindex has no schedule")
+	code, out, errOut = runCatalog(t, cat, "replay", "range", "--job", "reindex", "--from", "2026-11-21T12:00:00Z", "--to", "2026-11-21T13:00:00Z", "--store", store)
+	require.Equal(t, ExitUsage, code, out)
+	require.Contains(t, errOut, "job reindex has no schedule")
+
+	// status of a job without a schedule says so, instead of an empty one.
+	code, out, errOut = runCatalog(t, cat, "status", "--job", "summary", "--store", store)
+	require.Equal(t, ExitOK, code, "stdout:\n%s\nstderr:\n%s", out, errOut)
+	require.Contains(t, out, "job summary, no schedule (on demand or by a chain), sqlite store")
 
 	items := filepath.Join(t.TempDir(), "items.json")
 	require.NoError(t, os.WriteFile(items, []byte(`[{"name":"tenant-1"},{"name":"tenant-2"}]`), 0o600))
@@ -127,4 +140,94 @@ func TestRunOnceTicksEveryScheduledJob(t *testing.T) {
 	require.Equal(t, ExitOK, code, out)
 	require.Contains(t, out, "job alpha, tick")
 	require.Contains(t, out, "job beta, tick")
+}
+
+// run without --once serves the whole catalog in one process: work
+// submitted from elsewhere (submit --consumers 0 processes nothing itself)
+// to the on-demand job, on its own queue, is processed by the run
+// process, and so is the scheduled job's run and the chained run its
+// finish starts.
+func TestRunServesTheWholeCatalog(t *testing.T) {
+	t.Parallel()
+	cat := newcomerCatalog(t)
+	store := filepath.Join(t.TempDir(), "baton.db")
+	ctx, stop := context.WithCancel(t.Context())
+	var runOut, runErr bytes.Buffer
+	runCode := make(chan int, 1)
+	go func() {
+		runCode <- Main(ctx, cat, []string{"run", "--store", store, "--consumers", "2"}, &runOut, &runErr)
+	}()
+	stopped := false
+	stopRun := func() int {
+		stop()
+		stopped = true
+		return <-runCode
+	}
+	t.Cleanup(func() {
+		if !stopped {
+			stopRun()
+		}
+	})
+
+	items := filepath.Join(t.TempDir(), "items.json")
+	require.NoError(t, os.WriteFile(items, []byte(`[{"name":"tenant-1"},{"name":"tenant-2"}]`), 0o600))
+	code, out, errOut := runCatalog(t, cat, "submit", "--job", "reindex", "--key", "nightly", "--items", items,
+		"--consumers", "0", "--wait", "1m", "--store", store)
+	require.Equal(t, ExitOK, code, "stdout:\n%s\nstderr:\n%s", out, errOut)
+	require.Contains(t, out, "complete: 2 succeeded")
+
+	feeds := filepath.Join(t.TempDir(), "feeds.json")
+	require.NoError(t, os.WriteFile(feeds, []byte(`[{"name":"feed-a","payload":"4"},{"name":"feed-b","payload":"5"}]`), 0o600))
+	code, out, errOut = runCatalog(t, cat, "submit", "--job", "feeds", "--key", "manual", "--items", feeds,
+		"--consumers", "0", "--wait", "1m", "--store", store)
+	require.Equal(t, ExitOK, code, "stdout:\n%s\nstderr:\n%s", out, errOut)
+	require.Contains(t, out, "complete: 2 succeeded")
+	// The chained summary, started by the feeds run's finish, runs in the
+	// run process too.
+	var summary struct {
+		Submissions []struct {
+			Key   string `json:"key"`
+			State string `json:"state"`
+		} `json:"submissions"`
+	}
+	require.Eventually(t, func() bool {
+		code, out, _ := runCatalog(t, cat, "status", "--job", "summary", "--store", store, "--json")
+		if code != ExitOK || json.Unmarshal([]byte(out), &summary) != nil {
+			return false
+		}
+		return len(summary.Submissions) == 1 && summary.Submissions[0].State == "complete"
+	}, time.Minute, 100*time.Millisecond, "the chained summary run did not complete")
+	require.Contains(t, summary.Submissions[0].Key, "after-")
+
+	require.Equal(t, ExitOK, stopRun(), "run: stdout:\n%s\nstderr:\n%s", runOut.String(), runErr.String())
+	require.Contains(t, runOut.String(), "running job feeds on ")
+}
+
+// template check accepts a job without a schedule (none in the template),
+// lists it as such, and refuses a template that would tick it.
+func TestTemplateCheckJobWithoutSchedule(t *testing.T) {
+	t.Parallel()
+	reindex := baton.Job{Name: "reindex", Assets: []string{"all"},
+		Processor: baton.ProcessorFunc(func(context.Context, baton.Task) ([]byte, error) { return nil, nil })}
+	cat, err := baton.NewCatalog(fx.Job(nil), reindex)
+	require.NoError(t, err)
+	tpl := filepath.Join("..", "..", "template.yaml")
+	code, out, errOut := runCatalog(t, cat, "template", "check", "--template", tpl)
+	require.Equal(t, ExitOK, code, "stdout:\n%s\nstderr:\n%s", out, errOut)
+	require.Regexp(t, `(?m)^reindex\s+-\s+none: on demand or by a chain$`, out)
+	code, out, _ = runCatalog(t, cat, "template", "check", "--template", tpl, "--json")
+	require.Equal(t, ExitOK, code, out)
+	var rep struct {
+		Unscheduled []string `json:"unscheduled"`
+	}
+	require.NoError(t, json.Unmarshal([]byte(out), &rep), out)
+	require.Equal(t, []string{"reindex"}, rep.Unscheduled)
+
+	unscheduled := fx.Job(nil)
+	unscheduled.Schedule = ""
+	cat, err = baton.NewCatalog(unscheduled)
+	require.NoError(t, err)
+	code, _, errOut = runCatalog(t, cat, "template", "check", "--template", tpl)
+	require.Equal(t, ExitFailure, code, errOut)
+	require.Contains(t, errOut, "job fx has no schedule (it runs on demand or by a chain), but the template's")
 }

@@ -222,7 +222,9 @@ before T) exactly as the schedule would: the coordinator takes the job's
 lease, opens or resumes the tick's run and fans it out; consumers process
 the items. A tick whose run is fanned out or finished is not run again
 (the command says so and exits 0); --force opens the tick's next generation
-and re-runs every item. T must not be in the future.
+and re-runs every item. T must not be in the future. A job without a
+schedule (on demand, or chained) has no ticks: it is refused (exit status
+2); 'replay submission' runs a submission again.
 
 Exit status: 0 when the run settles complete (or there was nothing to do),
 1 when an item ended DEAD, the run did not settle within --timeout, or
@@ -347,8 +349,10 @@ const replayItemSynopsis = `replay item --run R --asset A [--force] [flags]
 Sends the message of item A of run R again, as the coordinator's fan-out
 (or, for a derived item, the fan-in) would: the consumer claims it with its
 idempotency key, so the item runs only if it is not terminal. A derived
-item that never started and whose inputs have not all succeeded is refused
-(exit status 2), naming them: fan-in enqueues it once they have.
+item that never started, some of whose inputs have not ended (and none
+ended without success), is refused (exit status 2), naming them: fan-in
+enqueues it once they have succeeded. One whose input ended DEAD or
+CANCELLED is enqueued: the consumer cancels it, naming that input.
 
   no record, FAILED, RUNNING past its lease (stuck)   enqueued; it runs
   RUNNING under a live claim   refused (its worker may still finish);

@@ -376,7 +376,7 @@ func backfillReport(e *env, r *replayer, w *settleWatch, f *rangeFlags, fired in
 // scheduleOf parses j's schedule.
 func scheduleOf(j baton.Job) (schedule.Schedule, error) {
 	if !j.Scheduled() {
-		return schedule.Schedule{}, usagef("job %s: %v", j.Name, baton.ErrNoSchedule)
+		return schedule.Schedule{}, usagef("job %s has %v: it has no ticks to replay; it runs on demand ('baton submit', 'replay submission') or by its parent's chain", j.Name, baton.ErrNoSchedule)
 	}
 	s, err := schedule.ParseIn(j.Schedule, j.TimeZone)
 	if err != nil {

@@ -10,6 +10,7 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/batonhq/baton/examples/fx"
+	"github.com/batonhq/baton/internal/consumer"
 	"github.com/batonhq/baton/internal/ledger"
 	"github.com/batonhq/baton/internal/queue"
 )
@@ -215,13 +216,38 @@ func TestReplayItemRefusesADerivedItemBeforeItsInputs(t *testing.T) {
 	code, out, errOut := f.main("replay", "tick", "--at", rfc(f.tick(0)), "--consumers", "0", "--wait=false")
 	require.Equal(t, ExitOK, code, "%s\n%s", out, errOut)
 	id := f.run(0, 1)
-	code, out, errOut = f.main("replay", "item", "--run", id.String(), "--asset", "DXY", "--consumers", "0")
+	code, out, errOut = f.main("replay", "item", "--run", id.String(), "--asset", "DXY", "--consumers", "0", "--wait=false")
 	require.Equal(t, ExitUsage, code, "%s\n%s", out, errOut)
 	require.Contains(t, errOut, "inputs not all succeeded (EURUSD not started")
 	require.Contains(t, errOut, "fan-in enqueues it once they have")
 	depth, err := queue.OpsOf(f.b.Work.(queue.Receiver)).Depth(t.Context())
 	require.NoError(t, err)
 	require.Equal(t, len(fx.Assets), depth.Total(), "no DXY message sent")
+}
+
+// A derived item whose input ended without success is not refused: its
+// message is what cancels it (and what downstream of it) when fan-in's
+// cancellation was lost, so replay item sends it, and the consumer
+// cancels the item naming the input.
+func TestReplayItemSendsADoomedDerivedItem(t *testing.T) {
+	t.Parallel()
+	f := newSQLiteFixture(t)
+	ctx := t.Context()
+	code, out, errOut := f.main("replay", "tick", "--at", rfc(f.tick(0)), "--consumers", "0", "--wait=false")
+	require.Equal(t, ExitOK, code, "%s\n%s", out, errOut)
+	id := f.run(0, 1)
+	_, err := f.b.Ledger.Cancel(ctx, ledger.CancelParams{Key: ledger.ItemKey{Run: id, Asset: "EURUSD"}, Reason: "test", Now: time.Now()})
+	require.NoError(t, err)
+	code, out, errOut = f.main("replay", "item", "--run", id.String(), "--asset", "DXY", "--consumers", "0", "--wait=false")
+	require.Equal(t, ExitOK, code, "%s\n%s", out, errOut)
+	depth, err := queue.OpsOf(f.b.Work.(queue.Receiver)).Depth(ctx)
+	require.NoError(t, err)
+	require.Equal(t, len(fx.Assets)+1, depth.Total(), "DXY's message sent")
+	dxy := ledger.ItemKey{Run: id, Asset: fx.DXY}
+	f.consumeOutcomes(func(o []consumer.MessageOutcome) bool { return handled(o, dxy, consumer.StatusCancelled) })
+	it := f.items(id)[fx.DXY]
+	require.Equal(t, ledger.ItemCancelled, it.State)
+	require.Contains(t, it.Error, "input EURUSD is CANCELLED")
 }
 
 func testReplayItem(t *testing.T, f *opsFixture) {

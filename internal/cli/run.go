@@ -28,7 +28,8 @@ const runSynopsis = `run [--once] [--job J] [flags]
 
 Runs the catalog's jobs on their schedules with the coordinator and a pool
 of consumers in this process, as a deployment does, on the embedded store
-(a SQLite file) by default: every scheduled job, or the one --job names.
+(a SQLite file) by default: every scheduled job, or the one --job names
+(a job without a schedule is refused: it has no tick).
 The consumers serve every job: submissions to on-demand jobs (no
 schedule) and the runs chains start are processed here too.
 
@@ -109,7 +110,7 @@ func scheduledJobs(c *baton.Catalog, name string) ([]string, error) {
 			return nil, err
 		}
 		if !j.Scheduled() {
-			return nil, usagef("job %s: %v; run it with 'submit', or let its parent's chain start it (run --once runs the chains of the jobs it ticks)", j.Name, baton.ErrNoSchedule)
+			return nil, usagef("job %s has %v: it has no tick to run; submit to it ('baton submit', which processes it in its own process), or let its parent's chain start it (run without --job serves every job)", j.Name, baton.ErrNoSchedule)
 		}
 		return []string{j.Name}, nil
 	}

@@ -103,7 +103,7 @@ func status(ctx context.Context, e *env, fs *pflag.FlagSet, f *statusFlags) erro
 // statusReport is what status prints; its JSON form is the --json output.
 type statusReport struct {
 	Job      string       `json:"job"`
-	Schedule string       `json:"schedule"`
+	Schedule string       `json:"schedule"` // "": none (on demand, or by a chain)
 	Backend  string       `json:"backend"`
 	Store    string       `json:"store"`
 	Now      time.Time    `json:"now"`
@@ -606,7 +606,11 @@ func printPause(w io.Writer, p *pauseStatus) {
 }
 
 func printStatus(w io.Writer, r statusReport) {
-	fmt.Fprintf(w, "job %s, schedule %s, %s store %s, at %s\n\n", r.Job, r.Schedule, r.Backend, r.Store, rfc(r.Now))
+	sched := "schedule " + r.Schedule
+	if r.Schedule == "" {
+		sched = "no schedule (on demand or by a chain)"
+	}
+	fmt.Fprintf(w, "job %s, %s, %s store %s, at %s\n\n", r.Job, sched, r.Backend, r.Store, rfc(r.Now))
 	printLease(w, r.Lease, r.Now)
 	printPause(w, r.Pause)
 	fmt.Fprintln(w)

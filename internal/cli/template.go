@@ -24,10 +24,12 @@ func templateSubcommands() []command {
 const templateCheckSynopsis = `template check [--template FILE]
 
 Reads a SAM template (default template.yaml) and checks its schedules
-against the catalog: every job has exactly one schedule event (ScheduleV2
-or Schedule) on a function, with the job's expression, whose input names
-the job the way the coordinator decodes it; no schedule names a job the
-catalog does not hold. Every consumer function (one with an SQS event)
+against the catalog: every scheduled job has exactly one schedule event
+(ScheduleV2 or Schedule) on a function, with the job's expression, whose
+input names the job the way the coordinator decodes it; a job without a
+Schedule (on demand, or started by a chain) has none, which would tick it
+without a parent (it still has its queue and consumers); no schedule
+names a job the catalog does not hold. Every consumer function (one with an SQS event)
 has a Timeout of at least each job's longest item lease (a claim, and so
 a heartbeat, cannot outlive the invocation), and the queue it reads a
 VisibilityTimeout of at least that Timeout. Every job queue
@@ -59,6 +61,14 @@ func templateCheck(_ context.Context, e *env, path string) error {
 	for _, s := range schedules {
 		fmt.Fprintf(tw, "%s\t%s\t%s.%s (%s)\n", s.Job, s.Expression, s.Function, s.Event, s.Type)
 	}
+	unscheduled := []string{}
+	for _, j := range e.catalog.Jobs() {
+		if !j.Scheduled() {
+			unscheduled = append(unscheduled, j.Name)
+			fmt.Fprintf(tw, "%s\t-\tnone: on demand or by a chain\n", j.Name)
+		}
+	}
+	e.set("unscheduled", unscheduled)
 	tw.Flush()
 	e.sayf("%s: every job of the catalog is scheduled as it is defined, and its consumers' timeouts cover its item leases\n", path)
 	return nil

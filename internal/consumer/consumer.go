@@ -47,7 +47,8 @@ type Consumer struct {
 	DeadLetter queue.Sender
 	// MaxReceives: a message still failing at this receive count is
 	// forwarded to DeadLetter (if set) and acknowledged; one whose item is
-	// held by a live claim is sent again to Queue instead (see the package
+	// held by a live claim, waits on a busy key or is a derived item whose
+	// inputs are not ready is sent again to Queue instead (see the package
 	// documentation). 0: never (the queue's own redrive policy
 	// dead-letters it, without a reason).
 	MaxReceives int

@@ -545,13 +545,48 @@ func TestHeldAtMaxReceivesIsRequeued(t *testing.T) {
 	require.Equal(t, ledger.ItemSucceeded, b.item(t, "EURUSD").State)
 
 	// A message failing for another reason at its last receive is still
-	// dead-lettered: a derived item whose inputs are not ready.
-	derived := b.deliveries(b.message(fx.DXY))
-	derived[0].ReceiveCount = 3
-	res = b.consumer.Handle(ctx, time.Time{}, derived)
+	// dead-lettered: an item whose attempt failed.
+	b.proc.setOverride(func(_ context.Context, t baton.Task) ([]byte, error, bool) {
+		return nil, errors.New("provider down"), t.Asset == "GBPUSD"
+	})
+	failing := b.deliveries(b.message("GBPUSD"))
+	failing[0].ReceiveCount = 3
+	res = b.consumer.Handle(ctx, time.Time{}, failing)
 	require.Len(t, res.DeadLettered, 1)
-	require.Equal(t, consumer.StatusHeld, res.Items[0].Status)
+	require.Equal(t, consumer.StatusFailed, res.Items[0].Status)
 	require.Empty(t, b.work.take())
+}
+
+// A derived item's message that comes before its inputs succeeded (an
+// early 'replay item', a copy sent by hand) is early, not poison: at its
+// last receive it is sent again rather than dead-lettered, and once its
+// inputs have succeeded the item runs, leaving no dead letter behind.
+func TestDerivedBeforeInputsAtMaxReceivesIsRequeued(t *testing.T) {
+	t.Parallel()
+	b := setup(t)
+	b.consumer.DeadLetter, b.consumer.MaxReceives = b.dlq, 3
+	ctx := context.Background()
+	batch := b.deliveries(b.message(fx.DXY))
+	var res consumer.Result
+	for receive := 1; receive <= 3; receive++ {
+		batch[0].ReceiveCount = receive
+		res = b.consumer.Handle(ctx, time.Time{}, batch)
+		require.Empty(t, res.DeadLettered, "receive %d", receive)
+	}
+	require.Empty(t, res.Failed, "acknowledged at its last receive")
+	require.Equal(t, consumer.StatusRequeued, res.Items[0].Status)
+	again := b.work.take()
+	require.Len(t, again, 1, "sent again as a new message")
+	require.Equal(t, string(batch[0].Body), string(again[0].Body))
+	_, err := b.ledger.GetItem(ctx, b.key(fx.DXY))
+	require.ErrorIs(t, err, ledger.ErrNotFound, "no attempt spent")
+
+	// The inputs succeed (their fan-in enqueues DXY too); the requeued
+	// message and fan-in's run DXY once between them.
+	b.drain(t, b.deliveries(append(b.fanOut(), again...)...))
+	require.Equal(t, ledger.ItemSucceeded, b.item(t, fx.DXY).State)
+	require.Equal(t, 1, b.proc.count(b.key(fx.DXY)))
+	require.Empty(t, b.dlq.all(), "no dead letter for an item that succeeded")
 }
 
 // A dead-letter reason never carries a password a processor's error

@@ -130,19 +130,28 @@
 //
 // A derived item is processed only when all its inputs SUCCEEDED; its task
 // carries their results in Task.Inputs. A derived message that arrives
-// early is failed without a claim (status held, no attempt spent).
+// early is failed without a claim (status held, no attempt spent, reason
+// matching ErrInputsPending) and comes back after RetryDelay; at its last
+// receive it is sent again as a new message (status requeued), never
+// dead-lettered: it was early, not poison, and a dead letter would outlive
+// an item that then succeeds by fan-in. It waits so until its inputs end:
+// all succeeded, it runs (or is a duplicate of fan-in's message); one
+// without success, it is cancelled. An input that never ends (its run
+// stuck open) keeps it coming back, one receive per RetryDelay, until the
+// run is resumed or cancelled.
 //
 // With MaxReceives set, a message still failing at that receive count is
 // forwarded to DeadLetter with its reason and acknowledged, instead of
-// being left to the queue's own redrive (which carries no reason). One
-// failure is not forwarded: a message whose item is held by a live claim
-// (status held from the claim) is sent again as a new message and
-// acknowledged (status requeued). The claim may be a dead consumer's,
-// taken from this very message, delivered twice at once (SQS may) and
-// retried sooner than the claim lasts (a poller's retry delay); forwarding
-// it would leave the item RUNNING with no message to finish it. The claim
-// ends within the job's ItemLease, so the new message finds the item
-// claimable or terminal.
+// being left to the queue's own redrive (which carries no reason). Three
+// failures are not forwarded but sent again as a new message and
+// acknowledged (status requeued): a derived item's early message (above),
+// one waiting on a busy key of a keyed limit (ErrLimited), and a message
+// whose item is held by a live claim (status held from the claim). That
+// claim may be a dead consumer's, taken from this very message, delivered
+// twice at once (SQS may) and retried sooner than the claim lasts (a
+// poller's retry delay); forwarding it would leave the item RUNNING with
+// no message to finish it. The claim ends within the job's ItemLease, so
+// the new message finds the item claimable or terminal.
 //
 // # Stopping
 //

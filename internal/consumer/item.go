@@ -117,7 +117,7 @@ func (c *Consumer) handle(ctx context.Context, deadline time.Time, d *delivery) 
 			return v
 		}
 		exhausted := c.MaxReceives > 0 && d.d.ReceiveCount >= c.MaxReceives
-		if v.err != nil && exhausted && (errors.Is(v.err, ledger.ErrHeld) || errors.Is(v.err, ErrLimited)) {
+		if v.err != nil && exhausted && (errors.Is(v.err, ledger.ErrHeld) || errors.Is(v.err, ErrLimited) || errors.Is(v.err, ErrInputsPending)) {
 			if rv, ok := c.requeue(ctx, d, v); ok {
 				return rv
 			}
@@ -139,7 +139,9 @@ func (c *Consumer) handle(ctx context.Context, deadline time.Time, d *delivery) 
 
 // requeue sends d again as a new message (receive count 1) and
 // acknowledges it, for a message whose item is held by a live claim at its
-// last receive (or, never claimed, waits on a busy key: ErrLimited). Dead-lettering it could lose the item: the claim may be a
+// last receive (or, never claimed, waits on a busy key: ErrLimited, or is
+// a derived item waiting on its inputs: ErrInputsPending, which is not
+// poison, only early). Dead-lettering it could lose the item: the claim may be a
 // dead consumer's, taken from this very message (a queue may deliver one
 // message twice at once, and a poller that retries a held message sooner
 // than its visibility timeout spends its receives while the claim lasts),
@@ -370,7 +372,7 @@ func (c *Consumer) gateDerived(ctx context.Context, m *messageRun, def baton.Der
 		c.settle(ctx, m)
 		return m.ack(StatusCancelled), false
 	case fanin.Waiting:
-		return m.fail(StatusHeld, fmt.Errorf("%s: inputs not ready: %s", d.key, waitingOn(def, states))), false
+		return m.fail(StatusHeld, fmt.Errorf("%s: %w: %s", d.key, ErrInputsPending, waitingOn(def, states))), false
 	}
 	m.inputs = make(map[string][]byte, len(def.Inputs))
 	for _, in := range def.Inputs {
@@ -621,6 +623,16 @@ func safeProcess(ctx context.Context, p baton.Processor, t baton.Task) (result [
 	}
 	return p.Process(ctx, t)
 }
+
+// ErrInputsPending matches the reason of a derived item's message that
+// arrived before its inputs all SUCCEEDED (none ended without success):
+// it is failed without a claim (status held, no attempt spent), hidden for
+// the consumer's RetryDelay, and at its last receive sent again as a new
+// message (status requeued) instead of being dead-lettered. It is early,
+// not poison: once its inputs have succeeded it runs (or, fan-in having
+// enqueued the item meanwhile, is acknowledged as a duplicate); once one
+// ends without success it is cancelled.
+var ErrInputsPending = errors.New("inputs not ready")
 
 // waitingOn names the inputs of def that have not succeeded yet.
 func waitingOn(def baton.Derived, states map[string]ledger.ItemState) string {

@@ -263,7 +263,7 @@ func (c *Coordinator) resolve(t *tickRun) error {
 		return fmt.Errorf("run %s: coordinator has no owner", tr.Job)
 	}
 	if !j.Scheduled() {
-		return fmt.Errorf("run %s: %w", tr.Job, baton.ErrNoSchedule)
+		return fmt.Errorf("job %s has %w: it runs on demand (submit) or by a chain, and a trigger cannot tick it", tr.Job, baton.ErrNoSchedule)
 	}
 	sched, err := schedule.ParseIn(j.Schedule, j.TimeZone)
 	if err != nil {

@@ -342,7 +342,7 @@ func (e *Engine) Schedule(ctx context.Context, jobName string, onTick func(coord
 		return err
 	}
 	if !j.Scheduled() {
-		return fmt.Errorf("job %s: %w", jobName, baton.ErrNoSchedule)
+		return fmt.Errorf("job %s has %w: it runs on demand (submit) or by a chain", jobName, baton.ErrNoSchedule)
 	}
 	s, err := schedule.ParseIn(j.Schedule, j.TimeZone)
 	if err != nil {

@@ -135,9 +135,11 @@ func (e *Engine) ReplayItem(ctx context.Context, id ledger.RunID, asset string, 
 		return rep, &ItemHeldError{Item: before}
 	}
 	if def, ok := j.DerivedItem(asset); ok && before.State == "" {
-		// A derived item's message before its inputs succeeded would only
-		// be refused, receive after receive, into the dead-letter queue
-		// (and fan-in enqueues it anyway once they have).
+		// A derived item's message before its inputs ended would only
+		// come back, receive after receive, until they have (and fan-in
+		// enqueues it anyway once they have all succeeded). One whose input
+		// ended without success is sent: the consumer cancels it and the
+		// items downstream, which a crash may have left undone.
 		if err := e.inputsReady(ctx, id, def); err != nil {
 			return rep, err
 		}
@@ -150,15 +152,17 @@ func (e *Engine) ReplayItem(ctx context.Context, id ledger.RunID, asset string, 
 }
 
 // ErrInputsPending matches the refusal of a replay of a derived item
-// whose inputs have not all succeeded; the error names them and their
-// states.
+// some of whose inputs have not ended (and none ended without success);
+// the error names them and their states.
 var ErrInputsPending = errors.New("inputs not all succeeded")
 
 // inputsReady returns an error matching ErrInputsPending, naming each
-// input of def in run id that has not succeeded and its state, when any
-// has not.
+// input of def in run id that has not ended and its state, when some
+// input has not ended and none ended without success (fanin.Waiting, the
+// consumer's verdict that holds the message).
 func (e *Engine) inputsReady(ctx context.Context, id ledger.RunID, def baton.Derived) error {
 	var pending []string
+	states := make(map[string]ledger.ItemState, len(def.Inputs))
 	for _, in := range def.Inputs {
 		it, err := e.backend.Ledger.GetItem(ctx, ledger.ItemKey{Run: id, Asset: in})
 		switch {
@@ -166,11 +170,14 @@ func (e *Engine) inputsReady(ctx context.Context, id ledger.RunID, def baton.Der
 			pending = append(pending, in+" not started")
 		case err != nil:
 			return fmt.Errorf("replay %s/%s: input %s: %w", id, def.Name, in, err)
-		case it.State != ledger.ItemSucceeded:
-			pending = append(pending, fmt.Sprintf("%s %s", in, it.State))
+		default:
+			states[in] = it.State
+			if !it.State.Terminal() {
+				pending = append(pending, fmt.Sprintf("%s %s", in, it.State))
+			}
 		}
 	}
-	if len(pending) == 0 {
+	if v, _ := fanin.Inputs(def, states); v != fanin.Waiting {
 		return nil
 	}
 	return fmt.Errorf("replay %s/%s: %w (%s): fan-in enqueues it once they have; replay those first", id, def.Name, ErrInputsPending, strings.Join(pending, ", "))

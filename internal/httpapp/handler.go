@@ -215,7 +215,7 @@ func (c *coordinatorHandler) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	}
 	log := c.p.logger()
 	now := c.p.now()
-	params := TriggerRequestParams{Jobs: c.p.Catalog.Names(), Now: now, Skew: c.p.TriggerSkew, MaxAge: c.p.TriggerAge}
+	params := TriggerRequestParams{Jobs: c.p.Catalog.Names(), Unscheduled: lambdaevent.Unscheduled(c.p.Catalog), Now: now, Skew: c.p.TriggerSkew, MaxAge: c.p.TriggerAge}
 	req, err := DecodeTriggerRequest(r, params)
 	var tr lambdaevent.Trigger
 	if err == nil {

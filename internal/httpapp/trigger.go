@@ -48,8 +48,9 @@ type RequestTrigger struct {
 
 // TriggerRequestParams are the inputs of DecodeTriggerRequest.
 type TriggerRequestParams struct {
-	Jobs []string // the catalog's job names
-	Now  time.Time
+	Jobs        []string // the catalog's job names
+	Unscheduled []string // those without a schedule (lambdaevent.TriggerParams.Unscheduled)
+	Now         time.Time
 	// Skew and MaxAge bound the trigger time as lambdaevent.TriggerParams
 	// says.
 	Skew, MaxAge time.Duration
@@ -121,7 +122,7 @@ func DecodeTriggerRequest(r *http.Request, p TriggerRequestParams) (RequestTrigg
 }
 
 func (p TriggerRequestParams) lambda(payload []byte) lambdaevent.TriggerParams {
-	return lambdaevent.TriggerParams{Payload: payload, Jobs: p.Jobs, Now: p.Now, Skew: p.Skew, MaxAge: p.MaxAge}
+	return lambdaevent.TriggerParams{Payload: payload, Jobs: p.Jobs, Unscheduled: p.Unscheduled, Now: p.Now, Skew: p.Skew, MaxAge: p.MaxAge}
 }
 
 // decodeCloudEvent decodes the event of r (whose body was read into body)

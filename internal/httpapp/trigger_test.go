@@ -69,6 +69,8 @@ func TestDecodeTriggerRequest(t *testing.T) {
 	params := httpapp.TriggerRequestParams{Jobs: []string{"fx"}, Now: now, Skew: time.Minute, MaxAge: time.Hour}
 	two := params
 	two.Jobs = []string{"fx", "eod"}
+	onDemand := two // eod runs on demand or by a chain: no trigger ticks it
+	onDemand.Unscheduled = []string{"eod"}
 	tests := []struct {
 		name    string
 		req     *http.Request
@@ -91,6 +93,8 @@ func TestDecodeTriggerRequest(t *testing.T) {
 		}(), wantErr: `header X-CloudScheduler-ScheduleTime: scheduler payload: field "scheduledTime"`},
 		{name: "plain unknown field", req: plain(`{"job":"fx","scheduledtime":"2026-11-21T12:01:00Z"}`), wantErr: `"scheduledtime"`},
 		{name: "plain unknown job", req: plain(`{"job":"eod"}`), wantErr: `job "eod" is not in this deployment's catalog`},
+		{name: "plain job without a schedule", req: plain(`{"job":"eod"}`), p: onDemand, wantErr: `job eod has no schedule: it runs on demand (submit) or by a chain`},
+		{name: "tick of a job without a schedule", req: binaryEvent("e10", pingType, tick, `{"job":"eod"}`), p: onDemand, wantErr: `job eod has no schedule`},
 		{name: "plain not JSON", req: plain(`job=fx`), wantErr: "not a JSON object"},
 		{name: "plain empty", req: plain(``), wantErr: "empty payload"},
 		{name: "binary tick takes the event time", req: binaryEvent("e1", pingType, tick, `{"job":"fx"}`), wantAt: tick, mode: "binary"},

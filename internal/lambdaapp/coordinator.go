@@ -92,7 +92,7 @@ func (h *CoordinatorHandler) Handle(ctx context.Context, payload json.RawMessage
 		return h.submit(ctx, inv, payload)
 	}
 	tr, err := lambdaevent.DecodeTrigger(lambdaevent.TriggerParams{
-		Payload: payload, Jobs: h.p.Jobs.Names(), Now: now, Skew: h.p.TriggerSkew, MaxAge: h.p.TriggerAge,
+		Payload: payload, Jobs: h.p.Jobs.Names(), Unscheduled: lambdaevent.Unscheduled(h.p.Jobs), Now: now, Skew: h.p.TriggerSkew, MaxAge: h.p.TriggerAge,
 	})
 	if err != nil {
 		inv.log.ErrorContext(ctx, "trigger rejected", slog.String("phase", "decode"), slog.Any("error", err))

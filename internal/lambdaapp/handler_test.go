@@ -149,6 +149,38 @@ func TestCoordinatorRejectsBadTriggers(t *testing.T) {
 	require.Empty(t, runs, "no run opened")
 }
 
+// A trigger naming a job without a schedule (on demand, or chained) is
+// refused at decoding, naming the job: a schedule left over in a stack
+// must not tick it without a parent. Nothing is opened or leased.
+func TestCoordinatorRefusesATriggerOfAJobWithoutSchedule(t *testing.T) {
+	t.Parallel()
+	b := newBackend(t)
+	p := params(b, func() time.Time { return fixedAt })
+	reindex := baton.Job{Name: "reindex", Assets: []string{"all"},
+		Processor: baton.ProcessorFunc(func(context.Context, baton.Task) ([]byte, error) { return nil, nil })}
+	p.Jobs = baton.MustCatalog(fx.Job(nil), reindex)
+	h, err := lambdaapp.NewCoordinatorHandler(p)
+	require.NoError(t, err)
+	for _, payload := range []string{
+		`{"job":"reindex","scheduledTime":"2026-11-21T12:01:00Z"}`,
+		`{"job":"reindex","scheduledTime":"2026-11-21T12:01:00Z","force":true}`,
+		`{"job":"reindex"}`,
+	} {
+		_, err = h.Handle(context.Background(), json.RawMessage(payload))
+		require.ErrorIs(t, err, lambdaevent.ErrBadTrigger, payload)
+		require.ErrorContains(t, err, "job reindex has no schedule: it runs on demand (submit) or by a chain", payload)
+	}
+	runs, err := b.Ledger.ListRuns(context.Background(), ledger.ListRunsParams{Job: "reindex"})
+	require.NoError(t, err)
+	require.Empty(t, runs, "no run opened")
+	_, err = b.Leases.Inspect(context.Background(), "reindex")
+	require.ErrorIs(t, err, lease.ErrNotFound, "no lease taken")
+	// A submission to it is what runs it.
+	resp, err := h.Handle(context.Background(), json.RawMessage(`{"submit":{"v":1,"job":"reindex","key":"k1","items":[{"name":"a"}]}}`))
+	require.NoError(t, err)
+	require.Equal(t, "reindex+k1#1", resp.Run)
+}
+
 func TestCoordinatorOwnerIsFunctionAndRequest(t *testing.T) {
 	t.Parallel()
 	b := newBackend(t)

@@ -10,6 +10,8 @@ import (
 	"time"
 
 	"github.com/aws/aws-lambda-go/events"
+
+	"github.com/batonhq/baton"
 	"github.com/batonhq/baton/internal/rfc3339"
 	"github.com/batonhq/baton/internal/strictjson"
 )
@@ -76,7 +78,11 @@ type TriggerParams struct {
 	// of them. A rule event that names no job is accepted only when there
 	// is exactly one.
 	Jobs []string
-	Now  time.Time
+	// Unscheduled, optional, are the jobs of Jobs without a schedule
+	// (baton.Job.Scheduled is false: they run on demand or by a chain): a
+	// trigger naming one is refused, as a trigger cannot tick it.
+	Unscheduled []string
+	Now         time.Time
 	// Skew is how far after Now a trigger time may be (clock skew between
 	// the sender and this function). A later time is rejected.
 	Skew time.Duration
@@ -137,6 +143,10 @@ func decodeTrigger(p TriggerParams) (Trigger, error) {
 	if !slices.Contains(p.Jobs, t.Job) {
 		return Trigger{}, fmt.Errorf("%s trigger: job %q is not in this deployment's catalog (jobs: %s)",
 			t.Source, t.Job, strings.Join(p.Jobs, ", "))
+	}
+	if slices.Contains(p.Unscheduled, t.Job) {
+		return Trigger{}, fmt.Errorf("%s trigger: job %s has no schedule: it runs on demand (submit) or by a chain, and a trigger cannot tick it; "+
+			"remove the schedule or rule that sends it", t.Source, t.Job)
 	}
 	if limit := p.Now.Add(p.Skew); t.At.After(limit) {
 		return Trigger{}, fmt.Errorf("%s trigger: time %s is %s in the future (allowance %s)",
@@ -315,4 +325,16 @@ func abbreviate(b []byte) string {
 		return string(b)
 	}
 	return string(b[:max]) + "…"
+}
+
+// Unscheduled returns the names of c's jobs without a schedule, for
+// TriggerParams.Unscheduled.
+func Unscheduled(c *baton.Catalog) []string {
+	var out []string
+	for _, j := range c.Jobs() {
+		if !j.Scheduled() {
+			out = append(out, j.Name)
+		}
+	}
+	return out
 }
