@@ -31,6 +31,7 @@ import (
 	"github.com/batonhq/baton"
 	"github.com/batonhq/baton/internal/backend"
 	"github.com/batonhq/baton/internal/backend/awsbackend"
+	"github.com/batonhq/baton/internal/backend/postgresbackend"
 	"github.com/batonhq/baton/internal/backend/sqlitebackend"
 	"github.com/batonhq/baton/internal/coordinator"
 	"github.com/batonhq/baton/internal/engine"
@@ -39,11 +40,15 @@ import (
 
 // Options say which engine holds the catalog's runs and how to reach it.
 type Options struct {
-	// Engine is "sqlite" (the default) or "aws".
+	// Engine is "sqlite" (the default), "postgres" or "aws".
 	Engine string
 	// Store is the embedded store's SQLite file (sqlite); "" means
 	// var/baton.db.
 	Store string
+	// DSN is the PostgreSQL database's connection string (postgres); ""
+	// takes it from BATON_PG_DSN. 'baton setup --backend postgres' makes
+	// its schema and queues.
+	DSN string
 	// Table and QueueURL are the DynamoDB table and the SQS work queue
 	// (aws); "" takes them from BATON_TABLE and BATON_QUEUE_URL. DLQURL,
 	// optional, is the dead-letter queue (BATON_DLQ_URL).
@@ -84,8 +89,14 @@ func Open(ctx context.Context, catalog *baton.Catalog, o *Options) (*Client, err
 		b, err = sqlitebackend.Open(ctx, store)
 	case "aws":
 		b, err = openAWS(ctx, o)
+	case "postgres":
+		dsn := o.DSN
+		if dsn == "" {
+			dsn = os.Getenv(postgresbackend.EnvDSN)
+		}
+		b, err = postgresbackend.Open(ctx, postgresbackend.Params{DSN: dsn})
 	default:
-		return nil, fmt.Errorf("batonclient: unknown engine %q (want sqlite or aws)", o.Engine)
+		return nil, fmt.Errorf("batonclient: unknown engine %q (want sqlite, postgres or aws)", o.Engine)
 	}
 	if err != nil {
 		return nil, fmt.Errorf("batonclient: %w", err)
