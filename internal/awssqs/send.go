@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"time"
 	"unicode/utf8"
 
 	"github.com/aws/aws-sdk-go-v2/aws"
@@ -92,6 +93,9 @@ func sqsText(b []byte) bool {
 
 func entry(m queue.Message) types.SendMessageBatchRequestEntry {
 	e := types.SendMessageBatchRequestEntry{Id: aws.String(m.ID), MessageBody: aws.String(string(m.Body))}
+	if m.Delay > 0 { // whole seconds, rounded up: never visible sooner than asked
+		e.DelaySeconds = int32((m.Delay + time.Second - 1) / time.Second)
+	}
 	if len(m.Attributes) > 0 {
 		e.MessageAttributes = make(map[string]types.MessageAttributeValue, len(m.Attributes))
 		for k, v := range m.Attributes {

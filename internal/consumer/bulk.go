@@ -85,7 +85,14 @@ func (c *Consumer) runShard(ctx context.Context, deadline time.Time, m *messageR
 		counts[v.outcome.Status]++
 		if v.err != nil {
 			key := ledger.ItemKey{Run: d.key.Run, Asset: names[i]}
-			over = append(over, itemMessage(d.msg, key).QueueMessage())
+			msg := itemMessage(d.msg, key).QueueMessage()
+			// The item's retry delay (a retry policy, RetryAfter, a held
+			// claim) goes with it, up to the longest a send can delay.
+			if msg.Delay = min(v.delay, queue.MaxSendDelay); v.delay > queue.MaxSendDelay {
+				m.log.WarnContext(ctx, "retry delay clamped for the hand-over", slog.String("phase", "bulk"), slog.String("item", names[i]),
+					slog.Duration("asked", v.delay), slog.Duration("retry_in", queue.MaxSendDelay))
+			}
+			over = append(over, msg)
 		}
 	}
 	m.out.HandedOver = len(over)

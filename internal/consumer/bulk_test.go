@@ -259,3 +259,34 @@ func TestBulkShardHandsOverAtTheDeadline(t *testing.T) {
 		require.Equal(t, 1, b.proc.count(b.key(a)), a)
 	}
 }
+
+// A bulk item that fails with a retry delay (RetryAfter) is handed over
+// as an item message carrying the delay, so its next attempt waits it as
+// an item message's would; a delay past the longest a send can carry is
+// clamped to it.
+func TestBulkHandOverCarriesTheRetryDelay(t *testing.T) {
+	t.Parallel()
+	b := bulkSetup(t, nil)
+	slow, long := b.key(b.def.Assets[1]), b.key(b.def.Assets[3])
+	b.proc.setOverride(func(_ context.Context, task baton.Task) ([]byte, error, bool) {
+		switch task.Key {
+		case slow:
+			return nil, baton.RetryAfter(40*time.Second, errors.New("HTTP 429")), true
+		case long:
+			return nil, baton.RetryAfter(2*time.Hour, errors.New("HTTP 503")), true
+		}
+		return nil, nil, false
+	})
+	res := b.consumer.Handle(t.Context(), time.Time{}, b.deliveries(b.shard()))
+	require.Empty(t, res.Failed)
+	require.Equal(t, 2, res.Items[0].HandedOver)
+	delays := map[string]time.Duration{}
+	for _, m := range b.work.all() {
+		msg, err := message.Decode(m.Body)
+		require.NoError(t, err)
+		if k, err := msg.ItemKey(); err == nil && !msg.IsShard() && !msg.Derived {
+			delays[k.Asset] = m.Delay
+		}
+	}
+	require.Equal(t, map[string]time.Duration{slow.Asset: 40 * time.Second, long.Asset: queue.MaxSendDelay}, delays)
+}

@@ -141,14 +141,15 @@ func (q *Queue) DeadLetterPolicy(ctx context.Context) (deadLetter string, maxRec
 	return deadLetter, maxReceives, nil
 }
 
-// sqlSend stores the batch (arrays of bodies and attributes) unless the
+// sqlSend stores the batch (arrays of bodies, attributes and visible-at
+// times, 0 for at once) unless the
 // queue does not exist, and notifies the queue's channel, in one
 // statement: every entry is sent or none is.
 const sqlSend = `
 WITH q AS (SELECT name FROM baton_queues WHERE name = $1),
 ins AS (
-	INSERT INTO baton_messages (queue, body, attributes, sent_at)
-	SELECT q.name, m.body, m.attributes, $2 FROM q, unnest($3::bytea[], $4::text[]) AS m(body, attributes)
+	INSERT INTO baton_messages (queue, body, attributes, sent_at, visible_at)
+	SELECT q.name, m.body, m.attributes, $2, m.visible_at FROM q, unnest($3::bytea[], $4::text[], $5::bigint[]) AS m(body, attributes, visible_at)
 	RETURNING 1
 )
 SELECT (SELECT count(*) FROM ins), (SELECT count(*) FROM q), pg_notify('` + notifyChannel + `', $1)`
@@ -162,9 +163,14 @@ func (q *Queue) SendBatch(ctx context.Context, msgs []queue.Message) error {
 	if err := queue.CheckBatch(msgs); err != nil {
 		return fmt.Errorf("send to %s: %w", q.name, err)
 	}
+	now := q.nowFunc()
 	bodies := make([][]byte, len(msgs))
 	attrs := make([]string, len(msgs))
+	visible := make([]int64, len(msgs)) // 0: visible at once
 	for i, m := range msgs {
+		if m.Delay > 0 {
+			visible[i] = toNanos(now.Add(m.Delay))
+		}
 		a, err := encodeAttributes(m.Attributes)
 		if err != nil {
 			return fmt.Errorf("send to %s: entry %s: %w", q.name, m.ID, err)
@@ -175,7 +181,7 @@ func (q *Queue) SendBatch(ctx context.Context, msgs []queue.Message) error {
 		}
 	}
 	var sent, exists int
-	err := q.db.queryRow(ctx, nil, sqlSend, q.name, toNanos(q.nowFunc()), bodies, attrs).Scan(&sent, &exists, nil)
+	err := q.db.queryRow(ctx, nil, sqlSend, q.name, toNanos(now), bodies, attrs, visible).Scan(&sent, &exists, nil)
 	if err != nil {
 		return fmt.Errorf("send to %s: %w", q.name, translate(err))
 	}

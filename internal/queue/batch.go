@@ -20,6 +20,9 @@ func CheckBatch(msgs []Message) error {
 			return fmt.Errorf("entry id %q used twice: %w", m.ID, ErrBatchTooLarge)
 		}
 		ids[m.ID] = true
+		if m.Delay < 0 || m.Delay > MaxSendDelay {
+			return fmt.Errorf("entry %q: delay %s, want 0 to %s: %w", m.ID, m.Delay, MaxSendDelay, ErrBatchTooLarge)
+		}
 		size += m.Size()
 	}
 	if size > MaxBatchBytes {

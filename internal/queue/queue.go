@@ -50,7 +50,13 @@ type Message struct {
 	ID         string // entry id, unique within one batch
 	Body       []byte
 	Attributes map[string]string
+	// Delay hides the message this long after it is sent (SQS's
+	// DelaySeconds, rounded up to a second there): 0 to MaxSendDelay.
+	Delay time.Duration
 }
+
+// MaxSendDelay is the longest Message.Delay: SQS's 15 minutes.
+const MaxSendDelay = 15 * time.Minute
 
 // Size is the bytes the message counts against MaxBatchBytes.
 func (m Message) Size() int {

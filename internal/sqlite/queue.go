@@ -62,12 +62,12 @@ const (
 // not exist: one statement whatever n.
 func sqlSend(n int) string {
 	var b strings.Builder
-	b.WriteString(`INSERT INTO messages (queue, body, attributes, sent_at) SELECT ?1, column1, column2, ?2 FROM (VALUES `)
+	b.WriteString(`INSERT INTO messages (queue, body, attributes, sent_at, visible_at) SELECT ?1, column1, column2, ?2, column3 FROM (VALUES `)
 	for i := range n {
 		if i > 0 {
 			b.WriteString(", ")
 		}
-		fmt.Fprintf(&b, "(?%d, ?%d)", 3+2*i, 4+2*i)
+		fmt.Fprintf(&b, "(?%d, ?%d, ?%d)", 3+3*i, 4+3*i, 5+3*i)
 	}
 	b.WriteString(`) WHERE EXISTS (SELECT 1 FROM queues WHERE name = ?1)`)
 	return b.String()
@@ -203,8 +203,9 @@ func (q *Queue) SendBatch(ctx context.Context, msgs []queue.Message) error {
 	if err := queue.CheckBatch(msgs); err != nil {
 		return fmt.Errorf("send to %s: %w", q.name, err)
 	}
-	args := make([]any, 2, 2+2*len(msgs))
-	args[0], args[1] = q.name, toNanos(q.nowFunc())
+	now := q.nowFunc()
+	args := make([]any, 2, 2+3*len(msgs))
+	args[0], args[1] = q.name, toNanos(now)
 	for _, m := range msgs {
 		attrs, err := encodeAttributes(m.Attributes)
 		if err != nil {
@@ -214,7 +215,11 @@ func (q *Queue) SendBatch(ctx context.Context, msgs []queue.Message) error {
 		if body == nil {
 			body = []byte{}
 		}
-		args = append(args, body, attrs)
+		var visible int64 // 0: visible at once
+		if m.Delay > 0 {
+			visible = toNanos(now.Add(m.Delay))
+		}
+		args = append(args, body, attrs, visible)
 	}
 	st, err := q.prepared(ctx, sqlSend(len(msgs)))
 	if err != nil {

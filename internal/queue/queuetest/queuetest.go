@@ -124,6 +124,7 @@ func Cases() []Case {
 		{"BatchLimits", TestBatchLimits},
 		{"BatchAtByteLimit", TestBatchAtByteLimit},
 		{"SendBatchPartial", TestSendBatchPartial},
+		{"SendDelay", TestSendDelay},
 		{"VisibilityAndDelete", TestVisibilityAndDelete},
 		{"VisibilityBoundary", TestVisibilityBoundary},
 		{"ChangeVisibilityZero", TestChangeVisibilityZero},

@@ -4,6 +4,7 @@ import (
 	"fmt"
 	"slices"
 	"testing"
+	"time"
 
 	"github.com/stretchr/testify/require"
 
@@ -207,4 +208,39 @@ func TestSendAllPartial(t *testing.T, h Harness) {
 	got := receiveN(t, q.Receiver, len(good), queue.ReceiveParams{Visibility: longVisibility, Now: now})
 	requireSame(t, good, got)
 	expectEmpty(t, q.Receiver, now, "each message was sent once, the unsendable one never")
+}
+
+// TestSendDelay: a message sent with a Delay is not received before the
+// delay has passed since its send, and is received after it, beside an
+// undelayed one of the same batch received at once; a delay outside 0 to
+// queue.MaxSendDelay is refused, nothing sent.
+func TestSendDelay(t *testing.T, h Harness) {
+	t.Parallel()
+	q := h.NewQueue(t, QueueOptions{})
+	const delay = 2 * time.Second
+	delayed := msg("late", "delayed", nil)
+	delayed.Delay = delay
+	sent := time.Now()
+	require.NoError(t, q.Sender.SendBatch(t.Context(), []queue.Message{delayed, msg("now", "at once", nil)}))
+	first := receiveN(t, q.Receiver, 1, queue.ReceiveParams{Visibility: longVisibility, Now: time.Now()})
+	require.Equal(t, "at once", string(first[0].Body))
+	if time.Since(sent) < delay-200*time.Millisecond {
+		expectEmpty(t, q.Receiver, time.Now(), "hidden for its delay")
+	}
+	deadline := time.Now().Add(delay + expectTimeout)
+	var got []queue.Delivery
+	for len(got) == 0 && time.Now().Before(deadline) {
+		ds, err := q.Receiver.Receive(t.Context(), queue.ReceiveParams{Max: 1, Visibility: longVisibility, Now: time.Now(), Wait: pollWait})
+		require.NoError(t, err)
+		got = ds
+	}
+	require.Len(t, got, 1, "received after its delay")
+	require.Equal(t, "delayed", string(got[0].Body))
+	require.GreaterOrEqual(t, time.Since(sent), delay, "not before its delay")
+
+	for _, d := range []time.Duration{-time.Second, queue.MaxSendDelay + time.Second} {
+		bad := msg("bad", "bad", nil)
+		bad.Delay = d
+		require.ErrorIs(t, q.Sender.SendBatch(t.Context(), []queue.Message{bad}), queue.ErrBatchTooLarge, "delay %s", d)
+	}
 }
