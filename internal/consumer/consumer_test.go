@@ -568,12 +568,12 @@ func TestDerivedBeforeInputsAtMaxReceivesIsRequeued(t *testing.T) {
 	ctx := context.Background()
 	batch := b.deliveries(b.message(fx.DXY))
 	var res consumer.Result
-	for receive := 1; receive <= 3; receive++ {
+	for receive := 1; receive <= 2; receive++ { // one receive before its last
 		batch[0].ReceiveCount = receive
 		res = b.consumer.Handle(ctx, time.Time{}, batch)
 		require.Empty(t, res.DeadLettered, "receive %d", receive)
 	}
-	require.Empty(t, res.Failed, "acknowledged at its last receive")
+	require.Empty(t, res.Failed, "acknowledged one receive before its last")
 	require.Equal(t, consumer.StatusRequeued, res.Items[0].Status)
 	again := b.work.take()
 	require.Len(t, again, 1, "sent again as a new message")

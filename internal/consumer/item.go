@@ -111,16 +111,23 @@ func (c *Consumer) handle(ctx context.Context, deadline time.Time, d *delivery) 
 		}
 	} else {
 		v = c.run(ctx, deadline, d)
+		exhausted := c.MaxReceives > 0 && d.d.ReceiveCount >= c.MaxReceives
+		// A message whose item did not run here through no fault of its
+		// own (held by a live claim, a busy key, inputs pending, not
+		// started before the deadline, given back at a stop) is sent
+		// again as a new message near its last receive, never left to be
+		// dead-lettered: one receive early, so that a batch killed at that
+		// receive still leaves the consumer the last one.
+		nearly := c.MaxReceives > 1 && d.d.ReceiveCount >= c.MaxReceives-1
+		if v.err != nil && nearly && notItsFault(v) {
+			if rv, ok := c.requeue(ctx, d, v); ok {
+				return rv
+			}
+		}
 		if v.outcome.Status == StatusReleased {
 			// Given back at a stop: the item is claimable, and only a
 			// redelivery can finish it.
 			return v
-		}
-		exhausted := c.MaxReceives > 0 && d.d.ReceiveCount >= c.MaxReceives
-		if v.err != nil && exhausted && (errors.Is(v.err, ledger.ErrHeld) || errors.Is(v.err, ErrLimited) || errors.Is(v.err, ErrInputsPending)) {
-			if rv, ok := c.requeue(ctx, d, v); ok {
-				return rv
-			}
 		}
 		if v.err == nil || c.DeadLetter == nil || !(v.poison || exhausted) {
 			return v
@@ -135,6 +142,21 @@ func (c *Consumer) handle(ctx context.Context, deadline time.Time, d *delivery) 
 		slog.String("message_id", d.d.MessageID), slog.String("key", d.msg.Key),
 		slog.Int("receive_count", d.d.ReceiveCount), slog.Any("error", v.err))
 	return v
+}
+
+// notItsFault reports whether v failed its message for a reason no
+// redelivery of it is to blame for: the item held by another live claim,
+// its key of a keyed limit busy, a derived item's inputs pending, not
+// started before the deadline or given back at a stop. A bad limit key is
+// the message's (or its job's) fault: it is dead-lettered.
+func notItsFault(v verdict) bool {
+	switch {
+	case errors.Is(v.err, baton.ErrLimitKey), errors.Is(v.err, baton.ErrUnknownLimit):
+		return false
+	case errors.Is(v.err, ledger.ErrHeld), errors.Is(v.err, ErrLimited), errors.Is(v.err, ErrInputsPending):
+		return true
+	}
+	return v.outcome.Status == StatusNotStarted || v.outcome.Status == StatusReleased
 }
 
 // requeue sends d again as a new message (receive count 1) and

@@ -90,8 +90,34 @@ func TestStopAtLastReceiveIsNotDeadLettered(t *testing.T) {
 	batch := b.deliveries(b.message(b.def.Assets[0]))
 	batch[0].ReceiveCount = 2
 	res := b.consumer.Handle(context.Background(), t0.Add(time.Minute), batch)
-	require.Len(t, res.Failed, 1)
+	// Near its last receive, a message given back is sent again as a new
+	// one (acknowledged), never left to the queue's own redrive.
+	require.Empty(t, res.Failed)
 	require.Empty(t, res.DeadLettered)
 	require.Empty(t, b.dlq.all())
-	require.Equal(t, consumer.StatusReleased, res.Items[0].Status)
+	require.Equal(t, consumer.StatusRequeued, res.Items[0].Status)
+	require.Len(t, b.work.take(), 1, "sent again")
+}
+
+// A message not started for lack of time (its batch's deadline too near),
+// at the receive before its last, is sent again as a new message rather
+// than left to be dead-lettered: a loaded consumer whose batches run out
+// of time must not lose items to the queue's redrive.
+func TestNotStartedNearLastReceiveIsRequeued(t *testing.T) {
+	t.Parallel()
+	b := setup(t)
+	b.consumer.DeadLetter, b.consumer.MaxReceives = b.dlq, 5
+	batch := b.deliveries(b.message(b.def.Assets[0]))
+	batch[0].ReceiveCount = 3
+	res := b.consumer.Handle(context.Background(), t0.Add(time.Millisecond), batch) // within the deadline margin
+	require.Equal(t, consumer.StatusNotStarted, res.Items[0].Status)
+	require.Len(t, res.Failed, 1, "redelivered: receives are left")
+
+	batch[0].ReceiveCount = 4
+	res = b.consumer.Handle(context.Background(), t0.Add(time.Millisecond), batch)
+	require.Empty(t, res.Failed)
+	require.Empty(t, res.DeadLettered)
+	require.Equal(t, consumer.StatusRequeued, res.Items[0].Status)
+	require.Len(t, b.work.take(), 1, "sent again")
+	require.Empty(t, b.dlq.all())
 }
