@@ -41,15 +41,16 @@ func (g *grantLog) Take(ctx context.Context, p ratelimit.TakeParams) (int, error
 }
 
 // RunKeyedLimits runs a tick of a job whose items fetch from five hosts
-// on b, under a keyed PerItem limit of 1 start per 600 ms per host (the
+// on b, under a keyed PerItem limit of 1 start per second per host (the
 // key from the item's name, invariant 13): a run of 12 items of a hot
 // host, then, once the first started, a run of four cold hosts' items, 2
 // each, on one consumer of batches of 10. No host's window grants more than its limit; two hosts
 // share a window, each with its own start (the limit is per key, not
-// shared); the cold hosts' items all end before the hot host's 8th start
-// (a hot key does not hold back cold ones: its items waiting longer than
-// consumer.KeyedWait give their message back, where a batch of ten hot
-// items waiting their turn would take six seconds). Its
+// shared); the cold hosts' items all end before the hot host's 10th start,
+// nine seconds after its first (a hot key does not hold back cold ones:
+// its items waiting longer than consumer.KeyedWait give their message
+// back, where a batch of ten hot items waiting their turn would hold the
+// consumer until its tenth start). Its
 // processor also takes a keyed in-flight limit of 1 per tenant through
 // Task.WaitKey (never two of one tenant at once), and the bad keys are
 // typed errors.
@@ -57,7 +58,7 @@ func RunKeyedLimits(t *testing.T, b backend.Backend) {
 	t.Helper()
 	log := &grantLog{Store: b.RateLimits, grants: map[string]map[int64]int{}}
 	b.RateLimits = log
-	const per = 600 * time.Millisecond
+	const per = time.Second
 	var assets []string
 	for i := range 12 {
 		assets = append(assets, fmt.Sprintf("hot.example.com_%02d", i))
@@ -159,7 +160,7 @@ func RunKeyedLimits(t *testing.T, b backend.Backend) {
 	require.Len(t, hot, 12)
 	for a, at := range ended {
 		if host(a) != "hot.example.com" {
-			require.True(t, at.Before(hot[7]), "cold item %s ended at %s, after the hot host's 8th start %s: held back by the hot key", a, at.Format(time.StampMilli), hot[7].Format(time.StampMilli))
+			require.True(t, at.Before(hot[9]), "cold item %s ended at %s, after the hot host's 10th start %s: held back by the hot key", a, at.Format(time.StampMilli), hot[9].Format(time.StampMilli))
 		}
 	}
 	require.Len(t, badKeys, 4)
