@@ -29,7 +29,9 @@ acquisition was refused); the recent runs with their item counts per state;
 the recent submissions (runs opened by 'baton submit', newest first); per
 asset the latest tick that succeeded and its staleness; items stuck
 RUNNING past their lease; the depth of the work and dead-letter queues.
-With --run, the items of that run instead of the overview.
+With --run, the items of that run instead of the overview, each with its
+result (a SUCCEEDED item's: its first line in the table; with --json up
+to 1 KiB of it, secrets masked, or its size when it is not text).
 
 Staleness is the time from the nominal time of the asset's latest
 successful tick to now: how old the newest data is. PENDING counts items of
@@ -325,6 +327,15 @@ type itemStatus struct {
 	StartedAt  *time.Time `json:"started_at,omitempty"`
 	FinishedAt *time.Time `json:"finished_at,omitempty"`
 	Error      string     `json:"error,omitempty"`
+	// Result is a SUCCEEDED item's result as text, bounded like a dead
+	// letter's reason (ledger.PreviewResult: at most 1 KiB, secrets
+	// masked; ResultTruncated when cut); absent for a binary result
+	// (ResultBinary), whose size alone is given. ResultBytes is the whole
+	// result's size.
+	Result          string `json:"result,omitempty"`
+	ResultBytes     int    `json:"result_bytes,omitempty"`
+	ResultTruncated bool   `json:"result_truncated,omitempty"`
+	ResultBinary    bool   `json:"result_binary,omitempty"`
 	// OverdueSeconds is, for a stuck item, how long ago its lease ended.
 	OverdueSeconds float64 `json:"overdue_seconds,omitempty"`
 }
@@ -613,7 +624,16 @@ func newItemStatus(it ledger.Item) itemStatus {
 	if it.State == ledger.ItemRunning {
 		s.LeaseUntil = opt(it.LeaseUntil)
 	}
+	if it.State == ledger.ItemSucceeded {
+		p := ledger.PreviewResult(it.Result)
+		s.Result, s.ResultBytes, s.ResultTruncated, s.ResultBinary = p.Text, p.Bytes, p.Truncated, p.Binary
+	}
 	return s
+}
+
+// preview is s's result as ledger.PreviewResult made it.
+func (s itemStatus) preview() ledger.ResultPreview {
+	return ledger.ResultPreview{Text: s.Result, Bytes: s.ResultBytes, Truncated: s.ResultTruncated, Binary: s.ResultBinary}
 }
 
 // opt returns nil for the zero time, else t in UTC.
@@ -775,7 +795,7 @@ func printRunDetail(w io.Writer, d *runDetail) {
 		fmt.Fprintf(w, "run %s: superseded by %s\n", d.ID, d.SupersededBy)
 	}
 	tw := tabwriter.NewWriter(w, 0, 0, 2, ' ', 0)
-	fmt.Fprintln(tw, "ITEM\tSTATE\tATTEMPT\tOWNER\tLEASE UNTIL\tFINISHED\tERROR")
+	fmt.Fprintln(tw, "ITEM\tSTATE\tATTEMPT\tOWNER\tLEASE UNTIL\tFINISHED\tRESULT\tERROR")
 	for _, s := range d.ItemList {
 		state := s.State
 		if s.OverdueSeconds > 0 {
@@ -785,7 +805,7 @@ func printRunDetail(w io.Writer, d *runDetail) {
 		if owner == "" {
 			owner = "-"
 		}
-		fmt.Fprintf(tw, "%s\t%s\t%d\t%s\t%s\t%s\t%s\n", s.Asset, state, s.Attempt, owner, until, finished, s.Error)
+		fmt.Fprintf(tw, "%s\t%s\t%d\t%s\t%s\t%s\t%s\t%s\n", s.Asset, state, s.Attempt, owner, until, finished, s.preview().Line(resultWidth), s.Error)
 	}
 	tw.Flush()
 	counts := make([]string, 0, len(itemStates))
