@@ -14,7 +14,7 @@
 //	status   leases, recent runs, item states and staleness
 //	ui       a web dashboard: runs, timelines, staleness, lease, dead letters, actions
 //	replay   a tick, a range of ticks (backfill), an item or an event again
-//	dlq      list and redrive the dead-letter queue
+//	dlq      list, redrive and purge the dead-letter queue
 //	lease    show a job's lease; release one whose holder is dead
 //	lock     show application locks (batonlock); release one whose holder is dead
 //	cancel   cancel a run's items that are not terminal
@@ -28,7 +28,8 @@
 // var/baton.db) or, with --backend aws, on DynamoDB and SQS (the SDK's
 // standard configuration, the resources from --table/--queue-url/… or the
 // variables the Lambda functions read). --job picks a job of the catalog;
-// it may be left out when the catalog has one job.
+// it may be left out when the catalog has one job, and status without it
+// shows every job.
 //
 // The binary names itself in its usage lines, help examples and error
 // messages: by its program name (the base name of os.Args[0]), or the
@@ -39,7 +40,8 @@
 // value); every command prints one JSON object on stdout with --json.
 // Exit statuses, the same for every command: 0 success, 1 a failed
 // outcome (an item ended DEAD, a batch reported failed records, a refused
-// operation), 2 bad usage or input.
+// operation), 2 bad usage or input (with --json, one JSON object too:
+// {"command", "ok": false, "error", "exit_status": 2}).
 package batoncli
 
 import (

@@ -175,8 +175,8 @@ func commands() []command {
 		{synopsis: "replay <subcommand> [flags]\n\n" + replayAbout, summary: "run a tick, a range of ticks (backfill), an item or an event again",
 			example: "  baton replay tick --at 2026-11-21T12:01:00Z\n  baton replay range --from 2026-11-21T00:00:00Z --to 2026-11-22T00:00:00Z --dry-run",
 			subs:    replaySubcommands()},
-		{synopsis: "dlq <subcommand> [flags]\n\n" + dlqAbout, summary: "list and redrive the dead-letter queue",
-			example: "  baton dlq list --json\n  baton dlq redrive --max 10", subs: dlqSubcommands()},
+		{synopsis: "dlq <subcommand> [flags]\n\n" + dlqAbout, summary: "list, redrive and purge the dead-letter queue",
+			example: "  baton dlq list --json\n  baton dlq redrive --max 10\n  baton dlq purge --yes", subs: dlqSubcommands()},
 		{synopsis: "lease <subcommand> [flags]\n\n" + leaseAbout, summary: "show a job's lease; release one whose holder is dead",
 			example: "  baton lease show --job fx", subs: leaseSubcommands()},
 		lockCommand(),
@@ -268,7 +268,8 @@ have succeeded.
 
 Flags are POSIX style (--name value or --name=value). The embedded store is
 a SQLite file (default var/baton.db); several baton processes may use it at
-once. Every command prints one JSON object on stdout with --json.
+once. Every command prints one JSON object on stdout with --json, a
+usage error's too ({"command", "ok": false, "error", "exit_status": 2}).
 
 Exit status:
   0  success, or nothing to do (a finished tick replayed without --force,
