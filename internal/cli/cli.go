@@ -214,6 +214,7 @@ func MainAs(ctx context.Context, prog string, catalog *baton.Catalog, args []str
 		name = root.Name() + " " + strings.TrimPrefix(cmd.CommandPath(), root.Name()+" ")
 	}
 	msg := e.named(strings.ReplaceAll(strings.TrimSpace(err.Error()), "\n", "; "))
+	bare := msg // without the hint for people
 	if cmd == root && code == ExitUsage {
 		msg += fmt.Sprintf(" (run '%s --help' for the commands)", root.Name())
 	} else if code == ExitUsage && cmd != nil && !strings.Contains(msg, "--help") {
@@ -223,7 +224,7 @@ func MainAs(ctx context.Context, prog string, catalog *baton.Catalog, args []str
 		// --json promises one JSON object on stdout, a usage error's too
 		// (a failure's report is written by the command itself).
 		e.doc = map[string]any{"command": strings.TrimPrefix(strings.TrimPrefix(name, root.Name()), " "), "ok": false,
-			"messages": []string{}, "error": msg, "exit_status": code}
+			"messages": []string{}, "error": bare, "exit_status": code}
 		e.custom = nil
 		e.writeJSON(nil)
 	}

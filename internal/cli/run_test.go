@@ -129,6 +129,7 @@ func TestJSONUsageErrorsPrintOneObject(t *testing.T) {
 		require.NotEmpty(t, doc.Error, "%v", args)
 		require.Equal(t, float64(ExitUsage), doc.ExitStatus, "%v", args)
 		require.Contains(t, errOut, doc.Error, "%v: the same error on stderr", args)
+		require.NotContains(t, doc.Error, "--help'", "%v: no hint for people in the JSON error", args)
 		if args[0] != "frobnicate" {
 			require.Equal(t, strings.Join(args[:1+btoi(args[0] == "lease" || args[0] == "replay" || args[0] == "dlq")], " "), doc.Command, "%v", args)
 		}
