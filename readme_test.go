@@ -96,12 +96,25 @@ func TestOutsideModule(t *testing.T) {
 	require.Contains(t, out, "quotes")
 	require.Contains(t, run(env, cli, "version"), "baton ")
 
+	// The binary names itself: a catalog of one job, an unknown --job.
+	cmd := exec.Command(cli, "status", "--store", store, "--job", "nope")
+	cmd.Dir, cmd.Env = dir, env
+	var stdout, stderr strings.Builder
+	cmd.Stdout, cmd.Stderr = &stdout, &stderr
+	require.Error(t, cmd.Run())
+	require.Equal(t, 2, cmd.ProcessState.ExitCode())
+	require.Empty(t, stdout.String())
+	require.True(t, strings.HasPrefix(stderr.String(), `quotes status: unknown job "nope" (known: quotes)`), stderr.String())
+	help := run(env, cli, "status", "--help")
+	require.Contains(t, help, "Usage:\n  quotes status")
+	require.NotRegexp(t, `\bbaton (status|replay|dlq|run)\b`, help)
+
 	// The user's template against the user's catalog, and a drifted one.
 	tpl := filepath.Join(dir, "template.yaml")
 	require.NoError(t, os.WriteFile(tpl, []byte(strings.Replace(userTemplate, "%s", "rate(5 minutes)", 1)), 0o644))
 	require.Contains(t, run(env, cli, "template", "check", "--template", tpl), "every job of the catalog is scheduled")
 	require.NoError(t, os.WriteFile(tpl, []byte(strings.Replace(userTemplate, "%s", "rate(1 minute)", 1)), 0o644))
-	cmd := exec.Command(cli, "template", "check", "--template", tpl)
+	cmd = exec.Command(cli, "template", "check", "--template", tpl)
 	cmd.Dir, cmd.Env = dir, env
 	drift, err := cmd.CombinedOutput()
 	require.Error(t, err)
@@ -113,4 +126,25 @@ func TestOutsideModule(t *testing.T) {
 	deps := run(lambdaEnv, "go", "list", "-deps", "./lambda")
 	require.NotContains(t, deps, "sqlite")
 	require.Contains(t, deps, "github.com/batonhq/baton/batonlambda")
+
+	// A mistake in a job is an error that names it, from NewCatalog, not
+	// a panic: the same module with a bad schedule.
+	files := readmeFiles(t)
+	for path, src := range files {
+		require.NotContains(t, src, "MustCatalog", "%s: the README's module handles catalog errors", path)
+	}
+	broken := strings.Replace(files["quotes.go"], `Schedule:  "rate(5 minutes)"`, `Schedule:  "rate(0 minutes)"`, 1)
+	require.NotEqual(t, files["quotes.go"], broken, "the job's schedule line")
+	require.NoError(t, os.WriteFile(filepath.Join(dir, "quotes.go"), []byte(broken), 0o644))
+	bad := filepath.Join(dir, "bin", "quotes-broken")
+	run(env, "go", "build", "-o", bad, "./cmd/quotes")
+	cmd = exec.Command(bad, "status")
+	cmd.Dir, cmd.Env = dir, env
+	out2, err := cmd.CombinedOutput()
+	require.Error(t, err)
+	require.Equal(t, 2, cmd.ProcessState.ExitCode(), "%s", out2)
+	require.True(t, strings.HasPrefix(string(out2), "quotes: catalog: job quotes: "), "%s", out2)
+	require.Contains(t, string(out2), "rate(0 minutes)")
+	require.NotContains(t, string(out2), "goroutine ")
+	require.NotContains(t, string(out2), "panic")
 }

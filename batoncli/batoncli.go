@@ -14,7 +14,7 @@
 //	status   leases, recent runs, item states and staleness
 //	ui       a web dashboard: runs, timelines, staleness, lease, dead letters, actions
 //	replay   a tick, a range of ticks (backfill), an item or an event again
-//	dlq      list and redrive the dead-letter queue
+//	dlq      list, redrive and purge the dead-letter queue
 //	lease    show a job's lease; release one whose holder is dead
 //	lock     show application locks (batonlock); release one whose holder is dead
 //	cancel   cancel a run's items that are not terminal
@@ -28,14 +28,20 @@
 // var/baton.db) or, with --backend aws, on DynamoDB and SQS (the SDK's
 // standard configuration, the resources from --table/--queue-url/… or the
 // variables the Lambda functions read). --job picks a job of the catalog;
-// it may be left out when the catalog has one job.
+// it may be left out when the catalog has one job, and status without it
+// shows every job.
+//
+// The binary names itself in its usage lines, help examples and error
+// messages: by its program name (the base name of os.Args[0]), or the
+// name given with the Name option.
 //
 // NewRootCommand returns the tree for embedding: add commands of your own
 // to it, or mount it under another root. Flags are POSIX style (--name
 // value); every command prints one JSON object on stdout with --json.
 // Exit statuses, the same for every command: 0 success, 1 a failed
 // outcome (an item ended DEAD, a batch reported failed records, a refused
-// operation), 2 bad usage or input.
+// operation), 2 bad usage or input (with --json, one JSON object too:
+// {"command", "ok": false, "error", "exit_status": 2}).
 package batoncli
 
 import (
@@ -44,6 +50,8 @@ import (
 	"io"
 	"os"
 	"os/signal"
+	"path/filepath"
+	"strings"
 	"syscall"
 
 	"github.com/spf13/cobra"
@@ -60,11 +68,44 @@ const (
 	ExitUsage   = cli.ExitUsage   // bad usage or input
 )
 
+// An Option configures NewRootCommand, Run and Main.
+type Option func(*options)
+
+type options struct{ name string }
+
+// Name sets the program's name that usage lines, help examples and error
+// messages show ("mybaton status: …"). Without it, the base name of
+// os.Args[0] (without .exe).
+func Name(name string) Option { return func(o *options) { o.name = name } }
+
+func apply(opts []Option) options {
+	var o options
+	for _, opt := range opts {
+		opt(&o)
+	}
+	if o.name == "" {
+		o.name = programName(os.Args)
+	}
+	return o
+}
+
+// programName is the base name of args[0], "baton" when there is none.
+func programName(args []string) string {
+	if len(args) == 0 {
+		return "baton"
+	}
+	name := strings.TrimSuffix(filepath.Base(args[0]), ".exe")
+	if name == "" || name == "." || name == string(filepath.Separator) {
+		return "baton"
+	}
+	return name
+}
+
 // NewRootCommand returns the command tree serving catalog. Its RunE
 // functions return errors without printing them; Run prints them and maps
 // them to exit statuses.
-func NewRootCommand(catalog *baton.Catalog) *cobra.Command {
-	return cli.NewRootCommand(catalog)
+func NewRootCommand(catalog *baton.Catalog, opts ...Option) *cobra.Command {
+	return cli.NewRootCommandAs(catalog, apply(opts).name)
 }
 
 // CheckTemplate checks the SAM template at path against catalog, as
@@ -91,15 +132,15 @@ func CheckTemplate(path string, catalog *baton.Catalog) error {
 // Run runs the command line args (without the program name) for catalog,
 // writing to stdout and stderr, and returns the exit status. ctx's
 // cancellation stops a running command (as Ctrl-C does).
-func Run(ctx context.Context, catalog *baton.Catalog, args []string, stdout, stderr io.Writer) int {
-	return cli.Main(ctx, catalog, args, stdout, stderr)
+func Run(ctx context.Context, catalog *baton.Catalog, args []string, stdout, stderr io.Writer, opts ...Option) int {
+	return cli.MainAs(ctx, apply(opts).name, catalog, args, stdout, stderr)
 }
 
 // Main runs os.Args for catalog until it finishes or the process receives
 // SIGINT or SIGTERM, and exits with its status.
-func Main(catalog *baton.Catalog) {
+func Main(catalog *baton.Catalog, opts ...Option) {
 	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
-	code := Run(ctx, catalog, os.Args[1:], os.Stdout, os.Stderr)
+	code := Run(ctx, catalog, os.Args[1:], os.Stdout, os.Stderr, opts...)
 	stop()
 	os.Exit(code)
 }

@@ -23,6 +23,7 @@ import (
 	"fmt"
 	"io"
 	"regexp"
+	"strconv"
 	"strings"
 
 	"github.com/spf13/cobra"
@@ -89,16 +90,45 @@ type env struct {
 	// custom is a report of the command's own shape (status, dlq list,
 	// lease show), written instead of doc.
 	custom any
+	// wroteJSON: the --json report is on stdout (Main then writes no
+	// other object for an error).
+	wroteJSON bool
+	// prog is the program's name ("baton", or a user's binary built with
+	// batoncli); progRE finds the command lines of the texts that name
+	// "baton" (see named).
+	prog   string
+	progRE *regexp.Regexp
+}
+
+// named returns s with the command lines it quotes ("baton status",
+// 'baton dlq redrive', "baton --help") naming the program instead:
+// a user's binary serves these commands, not a binary called baton.
+func (e *env) named(s string) string {
+	if e.progRE == nil || e.prog == "baton" {
+		return s
+	}
+	return e.progRE.ReplaceAllString(s, "${1}"+strings.ReplaceAll(e.prog, "$", "$$")+"${2}")
+}
+
+// commandLine matches "baton" followed by one of names, --help or
+// --version, where it starts a command line (not inside a path or a
+// longer word).
+func commandLine(names []string) *regexp.Regexp {
+	alt := make([]string, len(names))
+	for i, n := range names {
+		alt[i] = regexp.QuoteMeta(n) + `\b`
+	}
+	return regexp.MustCompile(`(^|[^\w./$-])baton( (?:` + strings.Join(alt, "|") + `|--help\b|--version\b|<command>))`)
 }
 
 // sayf prints one line of the report: on stdout, or, with --json, in
 // the report's "messages".
 func (e *env) sayf(format string, args ...any) {
 	if e.json {
-		e.doc["messages"] = append(e.doc["messages"].([]string), strings.TrimSuffix(fmt.Sprintf(format, args...), "\n"))
+		e.doc["messages"] = append(e.doc["messages"].([]string), e.named(strings.TrimSuffix(fmt.Sprintf(format, args...), "\n")))
 		return
 	}
-	fmt.Fprintf(e.stdout, format, args...)
+	fmt.Fprint(e.stdout, e.named(fmt.Sprintf(format, args...)))
 }
 
 // text is where the report's tables go: stdout, or nowhere with --json
@@ -123,7 +153,7 @@ func (e *env) writeJSON(err error) {
 	if e.custom != nil {
 		doc = e.custom
 	} else if err != nil && !errors.Is(err, errFailed) {
-		e.doc["error"] = err.Error()
+		e.doc["error"] = e.named(err.Error())
 	}
 	if e.custom == nil && err != nil {
 		e.doc["ok"] = false
@@ -131,6 +161,7 @@ func (e *env) writeJSON(err error) {
 	enc := json.NewEncoder(e.stdout)
 	enc.SetIndent("", "  ")
 	_ = enc.Encode(doc)
+	e.wroteJSON = true
 }
 
 func (c command) name() string { return strings.Fields(c.synopsis)[0] }
@@ -144,8 +175,8 @@ func commands() []command {
 		{synopsis: "replay <subcommand> [flags]\n\n" + replayAbout, summary: "run a tick, a range of ticks (backfill), an item or an event again",
 			example: "  baton replay tick --at 2026-11-21T12:01:00Z\n  baton replay range --from 2026-11-21T00:00:00Z --to 2026-11-22T00:00:00Z --dry-run",
 			subs:    replaySubcommands()},
-		{synopsis: "dlq <subcommand> [flags]\n\n" + dlqAbout, summary: "list and redrive the dead-letter queue",
-			example: "  baton dlq list --json\n  baton dlq redrive --max 10", subs: dlqSubcommands()},
+		{synopsis: "dlq <subcommand> [flags]\n\n" + dlqAbout, summary: "list, redrive and purge the dead-letter queue",
+			example: "  baton dlq list --json\n  baton dlq redrive --max 10\n  baton dlq purge --yes", subs: dlqSubcommands()},
 		{synopsis: "lease <subcommand> [flags]\n\n" + leaseAbout, summary: "show a job's lease; release one whose holder is dead",
 			example: "  baton lease show --job fx", subs: leaseSubcommands()},
 		lockCommand(),
@@ -164,7 +195,13 @@ func commands() []command {
 // Main runs the baton command for catalog with args (without the program
 // name) and returns the exit status.
 func Main(ctx context.Context, catalog *baton.Catalog, args []string, stdout, stderr io.Writer) int {
-	root, e := newRoot(catalog, stdout, stderr)
+	return MainAs(ctx, "baton", catalog, args, stdout, stderr)
+}
+
+// MainAs is Main for a program called prog (a user's binary built with
+// batoncli): usage lines, help examples and error messages name prog.
+func MainAs(ctx context.Context, prog string, catalog *baton.Catalog, args []string, stdout, stderr io.Writer) int {
+	root, e := newRoot(catalog, prog, stdout, stderr)
 	root.SetArgs(args)
 	e.stdout, e.stderr = stdout, stderr
 	cmd, err := root.ExecuteContextC(ctx)
@@ -172,18 +209,44 @@ func Main(ctx context.Context, catalog *baton.Catalog, args []string, stdout, st
 	if err == nil || errors.Is(err, errFailed) {
 		return code
 	}
-	name := "baton"
+	name := root.Name()
 	if cmd != nil && cmd != root {
-		name = "baton " + strings.TrimPrefix(cmd.CommandPath(), root.Name()+" ")
+		name = root.Name() + " " + strings.TrimPrefix(cmd.CommandPath(), root.Name()+" ")
 	}
-	msg := strings.ReplaceAll(strings.TrimSpace(err.Error()), "\n", "; ")
+	msg := e.named(strings.ReplaceAll(strings.TrimSpace(err.Error()), "\n", "; "))
+	bare := msg // without the hint for people
 	if cmd == root && code == ExitUsage {
-		msg += " (run 'baton --help' for the commands)"
+		msg += fmt.Sprintf(" (run '%s --help' for the commands)", root.Name())
 	} else if code == ExitUsage && cmd != nil && !strings.Contains(msg, "--help") {
 		msg += fmt.Sprintf(" (run '%s --help')", name)
 	}
+	if !e.wroteJSON && wantsJSON(args) {
+		// --json promises one JSON object on stdout, a usage error's too
+		// (a failure's report is written by the command itself).
+		e.doc = map[string]any{"command": strings.TrimPrefix(strings.TrimPrefix(name, root.Name()), " "), "ok": false,
+			"messages": []string{}, "error": bare, "exit_status": code}
+		e.custom = nil
+		e.writeJSON(nil)
+	}
 	fmt.Fprintf(stderr, "%s: %s\n", name, msg)
 	return code
+}
+
+// wantsJSON reports whether args ask for --json (before any "--"), even
+// when parsing them stopped before reaching it.
+func wantsJSON(args []string) bool {
+	for _, a := range args {
+		switch {
+		case a == "--":
+			return false
+		case a == "--json":
+			return true
+		case strings.HasPrefix(a, "--json="):
+			v, err := strconv.ParseBool(strings.TrimPrefix(a, "--json="))
+			return err == nil && v
+		}
+	}
+	return false
 }
 
 // exitStatus is the exit-status contract: nil 0, errFailed and other
@@ -206,7 +269,8 @@ have succeeded.
 
 Flags are POSIX style (--name value or --name=value). The embedded store is
 a SQLite file (default var/baton.db); several baton processes may use it at
-once. Every command prints one JSON object on stdout with --json.
+once. Every command prints one JSON object on stdout with --json, a
+usage error's too ({"command", "ok": false, "error", "exit_status": 2}).
 
 Exit status:
   0  success, or nothing to do (a finished tick replayed without --force,
@@ -225,16 +289,25 @@ See RUNBOOK.md for the operator's procedures.`
 // shell completion. Its errors are returned, not printed: Main maps them
 // to exit statuses.
 func NewRootCommand(catalog *baton.Catalog) *cobra.Command {
-	root, _ := newRoot(catalog, nil, nil)
+	return NewRootCommandAs(catalog, "baton")
+}
+
+// NewRootCommandAs is NewRootCommand for a program called prog: its root
+// command is prog, and its help and errors name prog.
+func NewRootCommandAs(catalog *baton.Catalog, prog string) *cobra.Command {
+	root, _ := newRoot(catalog, prog, nil, nil)
 	return root
 }
 
 // newRoot builds the tree writing to stdout and stderr (nil: the
 // process's, or what SetOut and SetErr say later).
-func newRoot(catalog *baton.Catalog, stdout, stderr io.Writer) (*cobra.Command, *env) {
-	e := &env{catalog: catalog}
+func newRoot(catalog *baton.Catalog, prog string, stdout, stderr io.Writer) (*cobra.Command, *env) {
+	if prog == "" {
+		prog = "baton"
+	}
+	e := &env{catalog: catalog, prog: prog}
 	root := &cobra.Command{
-		Use:           "baton",
+		Use:           prog,
 		Short:         "scheduled fan-out work you can trust on serverless",
 		Long:          rootLong,
 		Example:       "  baton run --once\n  baton status --json\n  source <(baton completion bash)",
@@ -284,7 +357,28 @@ func newRoot(catalog *baton.Catalog, stdout, stderr io.Writer) (*cobra.Command, 
 			}
 		}
 	}
+	var names []string
+	for _, c := range root.Commands() {
+		names = append(names, c.Name())
+	}
+	e.progRE = commandLine(names)
+	nameTree(e, root)
 	return root, e
+}
+
+// nameTree makes the help of cmd and its subcommands name the program:
+// their long help, examples and flag usages.
+func nameTree(e *env, cmd *cobra.Command) {
+	if e.prog == "baton" {
+		return
+	}
+	cmd.Long, cmd.Example = e.named(cmd.Long), e.named(cmd.Example)
+	for _, fs := range []*pflag.FlagSet{cmd.LocalNonPersistentFlags(), cmd.PersistentFlags()} {
+		fs.VisitAll(func(f *pflag.Flag) { f.Usage = e.named(f.Usage) })
+	}
+	for _, c := range cmd.Commands() {
+		nameTree(e, c)
+	}
 }
 
 // build makes the cobra command of c, a subcommand of group when that
@@ -338,7 +432,7 @@ func build(e *env, c command, group string) *cobra.Command {
 		return nil
 	}
 	cmd.RunE = func(cmd *cobra.Command, args []string) error {
-		e.doc = map[string]any{"command": strings.TrimPrefix(cmd.CommandPath(), "baton "), "ok": true, "messages": []string{}}
+		e.doc = map[string]any{"command": strings.TrimPrefix(cmd.CommandPath(), cmd.Root().Name()+" "), "ok": true, "messages": []string{}}
 		err := run(cmd.Context(), args)
 		if e.json && !c.streams && (err == nil || exitStatus(err) == ExitFailure || e.custom != nil) {
 			e.writeJSON(err)

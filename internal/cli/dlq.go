@@ -15,7 +15,7 @@ import (
 	"github.com/batonhq/baton/internal/queue"
 )
 
-const dlqAbout = `Inspect and redrive the dead-letter queue.
+const dlqAbout = `Inspect, redrive and purge the dead-letter queue.
 
 A message lands there when its item failed on every delivery up to the
 queue's limit, or when it is not a baton item message at all. Every item
@@ -31,6 +31,8 @@ func dlqSubcommands() []command {
 			example: "  baton dlq list\n  baton dlq list --backend aws --max 20 --json"},
 		{synopsis: dlqRedriveSynopsis, summary: "move dead letters back to the work queue", backend: true, defineFunc: defineDLQRedrive,
 			example: "  baton dlq redrive\n  baton dlq redrive --max 10 --json"},
+		{synopsis: dlqPurgeSynopsis, summary: "delete dead letters (shows them first; --yes deletes)", backend: true, defineFunc: defineDLQPurge,
+			example: "  baton dlq purge            # what would be deleted\n  baton dlq purge --yes --json"},
 	}
 }
 
@@ -106,7 +108,14 @@ func dlqList(ctx context.Context, e *env, limit int) error {
 		fmt.Fprintln(e.stdout, "the dead-letter queue is empty")
 		return nil
 	}
-	tw := tabwriter.NewWriter(e.stdout, 0, 0, 2, ' ', 0)
+	printDeadLetters(e, rows)
+	e.sayf("%d message(s); 'baton dlq redrive' moves them back to the work queue\n", len(rows))
+	return nil
+}
+
+// printDeadLetters prints rows as dlq list's table.
+func printDeadLetters(e *env, rows []deadLetter) {
+	tw := tabwriter.NewWriter(e.text(), 0, 0, 2, ' ', 0)
 	fmt.Fprintln(tw, "MESSAGE\tKEY\tITEM\tATTEMPTS\tRECEIVES\tAGE\tON REDRIVE\tLAST ERROR")
 	for _, r := range rows {
 		key, state := r.Key, r.ItemState
@@ -117,8 +126,6 @@ func dlqList(ctx context.Context, e *env, limit int) error {
 			ago(time.Duration(r.AgeSeconds*float64(time.Second))), r.OnRedrive, oneLine(r.LastError, 100))
 	}
 	tw.Flush()
-	fmt.Fprintf(e.stdout, "%d message(s); 'baton dlq redrive' moves them back to the work queue\n", len(rows))
-	return nil
 }
 
 // describeDeadLetter decodes m, checks it as the consumer will (its job
@@ -289,4 +296,119 @@ func dlqRedrive(ctx context.Context, e *env, limit int) error {
 		e.sayf("%d message(s) left in the dead-letter queue%s (in flight or beyond --max)\n", d.Total(), approx)
 	}
 	return nil
+}
+
+const dlqPurgeSynopsis = `dlq purge [--max N] [--yes] [flags]
+
+Deletes dead letters for good (all of them, or at most N, oldest first):
+messages that will never be worth redriving, such as malformed ones or
+those of items replayed since ('baton dlq list' says what a redrive would
+do with each). An item keeps its record in the ledger: 'baton replay item'
+still runs it again.
+
+Without --yes it deletes nothing: it lists the messages a purge would
+delete (at most --max, or the first 100) and how many there are, and exits
+with status 1. With --yes it deletes them and reports how many it deleted
+and how many are left (in flight, arrived meanwhile, or beyond --max).
+
+Each message is received, then deleted, on every backend (on SQS this is
+not PurgeQueue, which also drops messages in flight and cannot count):
+messages another process holds in flight are left.`
+
+// purgePreview is how many messages dlq purge lists without --yes when
+// there is no --max.
+const purgePreview = 100
+
+func defineDLQPurge(e *env, fs *pflag.FlagSet) runFunc {
+	var (
+		limit int
+		yes   bool
+	)
+	fs.IntVar(&limit, "max", 0, "delete at most this many messages (0: all)")
+	fs.BoolVar(&yes, "yes", false, "delete them; without it, list what would be deleted and delete nothing")
+	return func(ctx context.Context, _ []string) error { return dlqPurge(ctx, e, limit, yes) }
+}
+
+func dlqPurge(ctx context.Context, e *env, limit int, yes bool) error {
+	if limit < 0 {
+		return usagef("--max must not be negative, got %d", limit)
+	}
+	b, err := e.backend.open(ctx)
+	if err != nil {
+		return err
+	}
+	defer b.Close()
+	if b.DeadLetter == nil {
+		return fmt.Errorf("the %s backend has no dead-letter queue configured", b.Name)
+	}
+	ops := queue.OpsOf(b.DeadLetter)
+	e.set("purged", 0)
+	if !yes {
+		shown := purgePreview
+		if limit > 0 {
+			shown = limit
+		}
+		msgs, err := ops.Peek(ctx, shown)
+		if err != nil {
+			return fmt.Errorf("list dead letters: %w", err)
+		}
+		now := time.Now().UTC()
+		rows := make([]deadLetter, 0, len(msgs))
+		for _, m := range msgs {
+			row, err := describeDeadLetter(ctx, e.catalog, b.Ledger, m, now)
+			if err != nil {
+				return err
+			}
+			rows = append(rows, row)
+		}
+		held := len(rows)
+		if d, err := ops.Depth(ctx); err == nil {
+			held = max(held, d.Visible)
+		}
+		would := held
+		if limit > 0 {
+			would = min(held, limit)
+		}
+		e.set("would_purge", would)
+		e.set("dead_letters", rows)
+		if would == 0 {
+			e.sayf("the dead-letter queue holds no visible message: nothing to purge\n")
+			return nil
+		}
+		if len(rows) > 0 {
+			printDeadLetters(e, rows)
+		}
+		more := ""
+		if len(rows) < would {
+			more = fmt.Sprintf(" (%d listed)", len(rows))
+		}
+		return fmt.Errorf("refused: a purge would delete %d message(s)%s for good; nothing deleted. Run 'baton dlq purge%s --yes' to delete them", would, more, maxFlag(limit))
+	}
+	n, err := ops.Purge(ctx, limit)
+	e.set("purged", n)
+	if n > 0 || err == nil {
+		e.sayf("deleted %d message(s) from the dead-letter queue\n", n)
+	}
+	if err != nil {
+		return fmt.Errorf("purge stopped after %d message(s): %w", n, err)
+	}
+	if d, err := ops.Depth(ctx); err == nil {
+		approx := ""
+		if d.Approximate {
+			approx = " (approximate)"
+		}
+		e.set("left", d.Total())
+		if d.Total() > 0 {
+			e.sayf("%d message(s) left in the dead-letter queue%s (in flight, arrived meanwhile or beyond --max)\n", d.Total(), approx)
+		}
+	}
+	return nil
+}
+
+// maxFlag is " --max N" for a limit, "" for none.
+func maxFlag(limit int) string {
+	if limit > 0 {
+		return fmt.Sprintf(" --max %d", limit)
+	}
+	return ""
 }

@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"os"
 	"path/filepath"
+	"strings"
 	"testing"
 	"time"
 
@@ -292,4 +293,80 @@ func testDLQListPredicts(t *testing.T, f *opsFixture) {
 		got[m.Key] = m.OnRedrive
 	}
 	require.Equal(t, want, got)
+}
+
+func TestDLQPurge(t *testing.T) {
+	t.Parallel()
+	testDLQPurge(t, newSQLiteFixture(t))
+}
+
+// testDLQPurge: without --yes a purge deletes nothing, lists what it
+// would delete and exits 1; with --yes it deletes (at most --max), counts
+// what it deleted, and says so in --json.
+func testDLQPurge(t *testing.T, f *opsFixture) {
+	ctx := t.Context()
+	var msgs []queue.Message
+	for i := range 5 {
+		msgs = append(msgs, message.New(ledger.ItemKey{Run: f.run(i, 1), Asset: "EURUSD"}, 1, false).QueueMessage())
+	}
+	_, err := queue.SendAll(ctx, f.b.DeadLetter, msgs, nil)
+	require.NoError(t, err)
+	held := func() int {
+		t.Helper()
+		left, err := queue.OpsOf(f.b.DeadLetter).Peek(ctx, 0)
+		require.NoError(t, err)
+		return len(left)
+	}
+
+	code, out, errOut := f.main("dlq", "purge")
+	require.Equal(t, ExitFailure, code, errOut)
+	require.Contains(t, errOut, "refused: a purge would delete 5 message(s) for good; nothing deleted. Run 'baton dlq purge --yes'")
+	require.Equal(t, 5, strings.Count(out, "EURUSD"), "the messages it would delete:\n%s", out)
+	require.Equal(t, 5, held(), "nothing deleted without --yes")
+
+	code, out, errOut = f.main("dlq", "purge", "--json")
+	require.Equal(t, ExitFailure, code, errOut)
+	var preview struct {
+		OK          bool         `json:"ok"`
+		Error       string       `json:"error"`
+		Purged      int          `json:"purged"`
+		WouldPurge  int          `json:"would_purge"`
+		DeadLetters []deadLetter `json:"dead_letters"`
+	}
+	require.NoError(t, json.Unmarshal([]byte(out), &preview), out)
+	require.False(t, preview.OK)
+	require.Zero(t, preview.Purged)
+	require.Equal(t, 5, preview.WouldPurge)
+	require.Len(t, preview.DeadLetters, 5)
+	require.Contains(t, preview.Error, "--yes")
+	require.Equal(t, 5, held())
+
+	code, out, errOut = f.main("dlq", "purge", "--max", "2", "--yes", "--json")
+	require.Equal(t, ExitOK, code, errOut)
+	var done struct {
+		Command string `json:"command"`
+		OK      bool   `json:"ok"`
+		Purged  int    `json:"purged"`
+	}
+	require.NoError(t, json.Unmarshal([]byte(out), &done), out)
+	require.Equal(t, "dlq purge", done.Command)
+	require.True(t, done.OK)
+	require.Equal(t, 2, done.Purged)
+	require.Equal(t, 3, held(), "at most --max deleted")
+
+	code, out, errOut = f.main("dlq", "purge", "--yes")
+	require.Equal(t, ExitOK, code, errOut)
+	require.Contains(t, out, "deleted 3 message(s) from the dead-letter queue")
+	require.Zero(t, held())
+
+	code, out, errOut = f.main("dlq", "purge")
+	require.Equal(t, ExitOK, code, errOut)
+	require.Contains(t, out, "nothing to purge")
+	code, _, errOut = f.main("dlq", "purge", "--max", "-1", "--yes")
+	require.Equal(t, ExitUsage, code)
+	require.Contains(t, errOut, "--max must not be negative")
+	// The work queue got nothing: purged messages are gone, not moved.
+	work, err := queue.OpsOf(f.b.Work).Peek(ctx, 0)
+	require.NoError(t, err)
+	require.Empty(t, work)
 }

@@ -143,7 +143,7 @@ func invokeRun(ctx context.Context, e *env, f *invokeFlags, args []string) error
 			return fmt.Errorf("consumer response: %w", err)
 		}
 		if n := len(resp.BatchItemFailures); n > 0 {
-			fmt.Fprintf(e.stderr, "baton invoke: %d record(s) failed (SQS would redeliver them; malformed ones went to the dead-letter queue with their reason)\n", n)
+			fmt.Fprintf(e.stderr, "%s invoke: %d record(s) failed (SQS would redeliver them; malformed ones went to the dead-letter queue with their reason)\n", e.prog, n)
 			return errFailed
 		}
 	}

@@ -57,6 +57,7 @@ func TestOperatorCommandsOnAWS(t *testing.T) {
 		{"status finds stuck items past --runs", testStatusFindsStuckItemsPastRuns},
 		{"pause and resume", testPauseResume},
 		{"dlq list predicts what the consumer does", testDLQListPredicts},
+		{"dlq purge", testDLQPurge},
 		{"status counts superseded items", testStatusCountsSuperseded},
 		{"invoke coordinator records contention", testInvokeRecordsContention},
 	} {

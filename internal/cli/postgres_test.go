@@ -55,6 +55,7 @@ func TestOperatorCommandsOnPostgres(t *testing.T) {
 		{"cancel", testCancel},
 		{"replay item, with --force", testReplayItem},
 		{"bounded redrive", testRedriveMax},
+		{"dlq purge", testDLQPurge},
 		{"status --json matches the ledger", testStatusJSONMatchesLedger},
 		{"status finds stuck items past --runs", testStatusFindsStuckItemsPastRuns},
 		{"pause and resume", testPauseResume},

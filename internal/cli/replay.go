@@ -308,7 +308,7 @@ func waitAndReport(ctx context.Context, e *env, r *replayer, nominal time.Time, 
 	e.reportRun(run)
 	if err != nil {
 		e.set("error", err.Error())
-		fmt.Fprintf(e.stderr, "baton replay: %v\n", err)
+		fmt.Fprintf(e.stderr, "%s replay: %v\n", e.prog, err)
 		return errFailed
 	}
 	if run.State != ledger.RunComplete {

@@ -156,7 +156,7 @@ func runOnce(ctx context.Context, e *env, eng *engine.Engine, f *runFlags, jobs 
 			docs = append(docs, e.doc)
 			e.doc = saved
 		} else if err != nil && !errors.Is(err, errFailed) {
-			fmt.Fprintf(e.stderr, "baton run: job %s: %v\n", job, err)
+			fmt.Fprintf(e.stderr, "%s run: job %s: %v\n", e.prog, job, err)
 		}
 		if err != nil && failed == nil {
 			failed = errFailed
@@ -191,7 +191,7 @@ func runOnceJob(ctx context.Context, e *env, eng *engine.Engine, f *runFlags, jo
 	e.reportRun(run)
 	if err != nil {
 		e.set("error", err.Error())
-		fmt.Fprintf(e.stderr, "baton run: %v\n", err)
+		fmt.Fprintf(e.stderr, "%s run: %v\n", e.prog, err)
 		return errFailed
 	}
 	dead := run.Dead
@@ -213,7 +213,7 @@ func runOnceJob(ctx context.Context, e *env, eng *engine.Engine, f *runFlags, jo
 	}
 	if cerr != nil {
 		e.set("error", cerr.Error())
-		fmt.Fprintf(e.stderr, "baton run: %v\n", cerr)
+		fmt.Fprintf(e.stderr, "%s run: %v\n", e.prog, cerr)
 		return errFailed
 	}
 	if dead > 0 {

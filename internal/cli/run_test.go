@@ -2,6 +2,8 @@ package cli
 
 import (
 	"bytes"
+	"encoding/json"
+	"io"
 	"path/filepath"
 	"regexp"
 	"strings"
@@ -88,4 +90,62 @@ func TestHelpAndUnknownCommand(t *testing.T) {
 	code, out, _ = runMain(t, "run", "--help")
 	require.Equal(t, ExitOK, code)
 	require.Contains(t, out, "Usage:\n  baton run")
+}
+
+// --json promises one JSON object on stdout: a usage error's too, whether
+// the flags could not be parsed, a value was refused, the command found
+// its input bad, or the command was unknown. The error also goes to
+// stderr for people.
+func TestJSONUsageErrorsPrintOneObject(t *testing.T) {
+	t.Parallel()
+	store := filepath.Join(t.TempDir(), "baton.db")
+	for _, args := range [][]string{
+		{"status", "--json", "--no-such-flag"},
+		{"status", "--no-such-flag", "--json"},
+		{"status", "--json", "--runs", "x"},
+		{"status", "--json", "--runs", "0"},
+		{"status", "--json", "--job", "nope", "--store", store},
+		{"lease", "show", "--json", "--job", "nope"},
+		{"replay", "tick", "--json", "--at", "yesterday"},
+		{"dlq", "list", "--json=true", "--max", "0"},
+		{"run", "--json", "--log-format", "xml"},
+		{"frobnicate", "--json"},
+	} {
+		code, out, errOut := runMain(t, args...)
+		require.Equal(t, ExitUsage, code, "%v: %s", args, errOut)
+		dec := json.NewDecoder(strings.NewReader(out))
+		var doc struct {
+			Command    string  `json:"command"`
+			OK         *bool   `json:"ok"`
+			Error      string  `json:"error"`
+			ExitStatus float64 `json:"exit_status"`
+		}
+		require.NoError(t, dec.Decode(&doc), "%v: stdout %q", args, out)
+		require.False(t, dec.More(), "%v: one object, got %q", args, out)
+		_, err := dec.Token()
+		require.ErrorIs(t, err, io.EOF, "%v: nothing after the object: %q", args, out)
+		require.NotNil(t, doc.OK, "%v", args)
+		require.False(t, *doc.OK, "%v", args)
+		require.NotEmpty(t, doc.Error, "%v", args)
+		require.Equal(t, float64(ExitUsage), doc.ExitStatus, "%v", args)
+		require.Contains(t, errOut, doc.Error, "%v: the same error on stderr", args)
+		require.NotContains(t, doc.Error, "--help'", "%v: no hint for people in the JSON error", args)
+		if args[0] != "frobnicate" {
+			require.Equal(t, strings.Join(args[:1+btoi(args[0] == "lease" || args[0] == "replay" || args[0] == "dlq")], " "), doc.Command, "%v", args)
+		}
+	}
+	// Without --json nothing goes to stdout; after "--" it is no flag.
+	code, out, _ := runMain(t, "status", "--runs", "0")
+	require.Equal(t, ExitUsage, code)
+	require.Empty(t, out)
+	code, out, _ = runMain(t, "frobnicate", "--", "--json")
+	require.Equal(t, ExitUsage, code)
+	require.Empty(t, out)
+}
+
+func btoi(b bool) int {
+	if b {
+		return 1
+	}
+	return 0
 }

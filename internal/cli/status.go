@@ -23,12 +23,15 @@ import (
 
 const statusSynopsis = `status [--job J] [--run R] [--json] [flags]
 
-Shows, for one job: the lease (holder, fence, expiry, how often an
+Shows every job of the catalog, one section each (--job J: that job
+alone); for each job: the lease (holder, fence, expiry, how often an
 acquisition was refused); the recent runs with their item counts per state;
 the recent submissions (runs opened by 'baton submit', newest first); per
 asset the latest tick that succeeded and its staleness; items stuck
 RUNNING past their lease; the depth of the work and dead-letter queues.
-With --run, the items of that run instead of the overview.
+With --run, the items of that run instead of the overview, each with its
+result (a SUCCEEDED item's: its first line in the table; with --json up
+to 1 KiB of it, secrets masked, or its size when it is not text).
 
 Staleness is the time from the nominal time of the asset's latest
 successful tick to now: how old the newest data is. PENDING counts items of
@@ -39,7 +42,9 @@ clock-skew allowance ago: its worker died; the redelivered message (or
 looked for in every unfinished run among the --history newest, not only in
 the --runs listed.
 
---json prints the same as one JSON object, for scripts. It reads only.`
+--json prints the same as one JSON object, for scripts: the job's report
+when one job is shown (--job, --run, or a catalog of one job), else
+{"backend", "store", "now", "jobs": [one report per job]}. It reads only.`
 
 type statusFlags struct {
 	common  *backendFlags
@@ -50,7 +55,7 @@ type statusFlags struct {
 
 func statusCommand() command {
 	return command{synopsis: statusSynopsis, summary: "show leases, recent runs, item states and staleness",
-		example: "  baton status\n  baton status --run fx@2026-11-21T12:01:00Z#1\n  baton status --backend aws --json",
+		example: "  baton status\n  baton status --job fx --json\n  baton status --run fx@2026-11-21T12:01:00Z#1\n  baton status --backend aws --json",
 		backend: true, defineFunc: defineStatus}
 }
 
@@ -67,19 +72,28 @@ func status(ctx context.Context, e *env, fs *pflag.FlagSet, f *statusFlags) erro
 		return usagef("--runs and --history must be at least 1")
 	}
 	var (
-		j     baton.Job
+		jobs  []baton.Job
 		runID ledger.RunID
-		err   error
 	)
-	if f.run != "" {
-		if runID, j, err = parseRun(e.catalog, f.run); err != nil {
+	switch {
+	case f.run != "":
+		id, j, err := parseRun(e.catalog, f.run)
+		if err != nil {
 			return err
 		}
-		if given(fs, "job") && f.common.job != runID.Job {
+		if given(fs, "job") && f.common.job != id.Job {
 			return usagef("--job %s and --run %s name different jobs", f.common.job, f.run)
 		}
-	} else if j, err = lookupJob(e.catalog, f.common.job); err != nil {
-		return err
+		runID, jobs = id, []baton.Job{j}
+	case f.common.job != "":
+		j, err := lookupJob(e.catalog, f.common.job)
+		if err != nil {
+			return err
+		}
+		jobs = []baton.Job{j}
+	default:
+		// No --job: every job of the catalog, one section each.
+		jobs = e.catalog.Jobs()
 	}
 	b, err := f.common.openReadOnly(ctx)
 	if err != nil {
@@ -87,17 +101,44 @@ func status(ctx context.Context, e *env, fs *pflag.FlagSet, f *statusFlags) erro
 	}
 	defer b.Close()
 	now := time.Now().UTC()
-	rep, err := buildStatus(ctx, b, j, statusParams{Run: runID, Runs: f.runs, History: f.history, Now: now})
-	if err != nil {
-		return err
+	reps := make([]statusReport, 0, len(jobs))
+	for _, j := range jobs {
+		rep, err := buildStatus(ctx, b, j, statusParams{Run: runID, Runs: f.runs, History: f.history, Now: now})
+		if err != nil {
+			return err
+		}
+		rep.Store = f.common.where()
+		reps = append(reps, rep)
 	}
-	rep.Store = f.common.where()
 	if e.json {
-		e.custom = rep
+		if len(reps) == 1 {
+			e.custom = reps[0]
+		} else {
+			e.custom = catalogStatus{Backend: b.Name, Store: f.common.where(), Now: now, Jobs: reps}
+		}
 		return nil
 	}
-	printStatus(e.stdout, rep)
+	var out strings.Builder
+	for i, rep := range reps {
+		if len(reps) > 1 {
+			if i > 0 {
+				out.WriteString("\n")
+			}
+			fmt.Fprintf(&out, "=== job %s (%d of %d; --job %s shows it alone)\n", rep.Job, i+1, len(reps), rep.Job)
+		}
+		printStatus(&out, rep)
+	}
+	fmt.Fprint(e.stdout, e.named(out.String()))
 	return nil
+}
+
+// catalogStatus is status's --json report without --job (or --run) for a
+// catalog of several jobs: each job's report, in name order.
+type catalogStatus struct {
+	Backend string         `json:"backend"`
+	Store   string         `json:"store"`
+	Now     time.Time      `json:"now"`
+	Jobs    []statusReport `json:"jobs"`
 }
 
 // statusReport is what status prints; its JSON form is the --json output.
@@ -286,6 +327,15 @@ type itemStatus struct {
 	StartedAt  *time.Time `json:"started_at,omitempty"`
 	FinishedAt *time.Time `json:"finished_at,omitempty"`
 	Error      string     `json:"error,omitempty"`
+	// Result is a SUCCEEDED item's result as text, bounded like a dead
+	// letter's reason (ledger.PreviewResult: at most 1 KiB, secrets
+	// masked; ResultTruncated when cut); absent for a binary result
+	// (ResultBinary), whose size alone is given. ResultBytes is the whole
+	// result's size.
+	Result          string `json:"result,omitempty"`
+	ResultBytes     int    `json:"result_bytes,omitempty"`
+	ResultTruncated bool   `json:"result_truncated,omitempty"`
+	ResultBinary    bool   `json:"result_binary,omitempty"`
 	// OverdueSeconds is, for a stuck item, how long ago its lease ended.
 	OverdueSeconds float64 `json:"overdue_seconds,omitempty"`
 }
@@ -574,7 +624,16 @@ func newItemStatus(it ledger.Item) itemStatus {
 	if it.State == ledger.ItemRunning {
 		s.LeaseUntil = opt(it.LeaseUntil)
 	}
+	if it.State == ledger.ItemSucceeded {
+		p := ledger.PreviewResult(it.Result)
+		s.Result, s.ResultBytes, s.ResultTruncated, s.ResultBinary = p.Text, p.Bytes, p.Truncated, p.Binary
+	}
 	return s
+}
+
+// preview is s's result as ledger.PreviewResult made it.
+func (s itemStatus) preview() ledger.ResultPreview {
+	return ledger.ResultPreview{Text: s.Result, Bytes: s.ResultBytes, Truncated: s.ResultTruncated, Binary: s.ResultBinary}
 }
 
 // opt returns nil for the zero time, else t in UTC.
@@ -736,7 +795,7 @@ func printRunDetail(w io.Writer, d *runDetail) {
 		fmt.Fprintf(w, "run %s: superseded by %s\n", d.ID, d.SupersededBy)
 	}
 	tw := tabwriter.NewWriter(w, 0, 0, 2, ' ', 0)
-	fmt.Fprintln(tw, "ITEM\tSTATE\tATTEMPT\tOWNER\tLEASE UNTIL\tFINISHED\tERROR")
+	fmt.Fprintln(tw, "ITEM\tSTATE\tATTEMPT\tOWNER\tLEASE UNTIL\tFINISHED\tRESULT\tERROR")
 	for _, s := range d.ItemList {
 		state := s.State
 		if s.OverdueSeconds > 0 {
@@ -746,7 +805,7 @@ func printRunDetail(w io.Writer, d *runDetail) {
 		if owner == "" {
 			owner = "-"
 		}
-		fmt.Fprintf(tw, "%s\t%s\t%d\t%s\t%s\t%s\t%s\n", s.Asset, state, s.Attempt, owner, until, finished, s.Error)
+		fmt.Fprintf(tw, "%s\t%s\t%d\t%s\t%s\t%s\t%s\t%s\n", s.Asset, state, s.Attempt, owner, until, finished, s.preview().Line(resultWidth), s.Error)
 	}
 	tw.Flush()
 	counts := make([]string, 0, len(itemStates))

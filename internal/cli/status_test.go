@@ -7,6 +7,7 @@ import (
 	"os"
 	"path/filepath"
 	"strconv"
+	"strings"
 	"testing"
 	"time"
 
@@ -394,4 +395,70 @@ func testStatusCountsSuperseded(t *testing.T, f *opsFixture) {
 	code, out, errOut = f.main("status")
 	require.Equal(t, ExitOK, code, errOut)
 	require.Contains(t, out, "SUPERSEDED")
+}
+
+// resultsCatalog's items return a short text, a text longer than the
+// bound, a binary result, a text of several lines and one quoting a
+// password.
+func resultsCatalog(t *testing.T) *baton.Catalog {
+	t.Helper()
+	results := map[string][]byte{
+		"short":  []byte(`{"rows":42}`),
+		"long":   []byte(strings.Repeat("0123456789", 300)),
+		"bin":    {0x7b, 0x00, 0xff, 0x7d},
+		"lines":  []byte("line one\nline two"),
+		"secret": []byte("loaded from postgres://app:hunter22@db/x"),
+	}
+	cat, err := baton.NewCatalog(baton.Job{Name: "results", Schedule: "rate(1 minute)", Assets: []string{"bin", "lines", "long", "secret", "short"},
+		Processor: baton.ProcessorFunc(func(_ context.Context, t baton.Task) ([]byte, error) { return results[t.Asset], nil })})
+	require.NoError(t, err)
+	return cat
+}
+
+// status --run shows each SUCCEEDED item's result, bounded as dead-letter
+// reasons are: the first line in the table, up to 1 KiB with --json
+// (marked when cut), the size of a binary one, secrets masked.
+func TestStatusRunShowsResults(t *testing.T) {
+	t.Parallel()
+	cat := resultsCatalog(t)
+	store := filepath.Join(t.TempDir(), "baton.db")
+	code, out, errOut := runCatalog(t, cat, "run", "--once", "--store", store, "--json")
+	require.Equal(t, ExitOK, code, "stdout:\n%s\nstderr:\n%s", out, errOut)
+	var once struct {
+		Run struct {
+			ID string `json:"id"`
+		} `json:"run"`
+	}
+	require.NoError(t, json.Unmarshal([]byte(out), &once), out)
+
+	code, out, errOut = runCatalog(t, cat, "status", "--store", store, "--run", once.Run.ID, "--json")
+	require.Equal(t, ExitOK, code, errOut)
+	var rep statusReport
+	require.NoError(t, json.Unmarshal([]byte(out), &rep), out)
+	byAsset := map[string]itemStatus{}
+	for _, it := range rep.Run.ItemList {
+		require.Equal(t, "SUCCEEDED", it.State, it.Asset)
+		byAsset[it.Asset] = it
+	}
+	require.Equal(t, `{"rows":42}`, byAsset["short"].Result)
+	require.Equal(t, 11, byAsset["short"].ResultBytes)
+	require.False(t, byAsset["short"].ResultTruncated)
+	require.Equal(t, strings.Repeat("0123456789", 300)[:ledger.ResultPreviewBytes], byAsset["long"].Result)
+	require.True(t, byAsset["long"].ResultTruncated)
+	require.Equal(t, 3000, byAsset["long"].ResultBytes)
+	require.Empty(t, byAsset["bin"].Result)
+	require.True(t, byAsset["bin"].ResultBinary)
+	require.Equal(t, 4, byAsset["bin"].ResultBytes)
+	require.Equal(t, "line one\nline two", byAsset["lines"].Result)
+	require.NotContains(t, byAsset["secret"].Result, "hunter22")
+	require.Contains(t, byAsset["secret"].Result, "loaded from postgres://app:")
+
+	code, out, errOut = runCatalog(t, cat, "status", "--store", store, "--run", once.Run.ID)
+	require.Equal(t, ExitOK, code, errOut)
+	require.Contains(t, out, "RESULT")
+	require.Regexp(t, `(?m)^short\s+SUCCEEDED\s.*\s\{"rows":42\}\s*$`, out)
+	require.Regexp(t, `(?m)^long\s+SUCCEEDED\s.*\s012345678901234567890123456789012345678…\s*$`, out, "cut to the table's width")
+	require.Regexp(t, `(?m)^bin\s+SUCCEEDED\s.*\s\(4 bytes\)\s*$`, out)
+	require.Regexp(t, `(?m)^lines\s+SUCCEEDED\s.*\sline one…\s*$`, out)
+	require.NotContains(t, out, "hunter22")
 }

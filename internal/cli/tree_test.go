@@ -70,10 +70,15 @@ func TestJSONReports(t *testing.T) {
 	require.Equal(t, "complete", run.Run.State)
 	require.Equal(t, 8, run.Run.Items["SUCCEEDED"])
 
-	// A usage error: status 2, nothing on stdout, one line on stderr.
+	// A usage error: status 2, one JSON object on stdout, one line on
+	// stderr.
 	code, out, errOut = runMain(t, "replay", "range", "--store", store, "--from", "2026-11-21T00:00:00Z", "--to", "2026-11-21T00:00:00Z", "--json")
 	require.Equal(t, ExitUsage, code)
-	require.Empty(t, out)
+	var usage map[string]any
+	require.NoError(t, json.Unmarshal([]byte(out), &usage), out)
+	require.Equal(t, false, usage["ok"])
+	require.Equal(t, "replay range", usage["command"])
+	require.Contains(t, usage["error"], "empty range")
 	require.Contains(t, errOut, "empty range")
 	require.Equal(t, 1, strings.Count(errOut, "\n"), errOut)
 

@@ -147,7 +147,7 @@ func serveUI(ctx context.Context, e *env, fs *pflag.FlagSet, f *uiFlags) error {
 	if e.json {
 		_ = json.NewEncoder(e.stdout).Encode(report)
 	} else {
-		fmt.Fprintf(e.stdout, "baton ui: serving http://%s/ (backend %s, %s; %s)\n", host, b.Name, f.common.where(), mode)
+		fmt.Fprintf(e.stdout, "%s ui: serving http://%s/ (backend %s, %s; %s)\n", e.prog, host, b.Name, f.common.where(), mode)
 	}
 	done := make(chan error, 1)
 	go func() { done <- hs.Serve(ln) }()
@@ -165,7 +165,7 @@ func serveUI(ctx context.Context, e *env, fs *pflag.FlagSet, f *uiFlags) error {
 		report.Event = "stopped"
 		_ = json.NewEncoder(e.stdout).Encode(report)
 	} else {
-		fmt.Fprintf(e.stdout, "baton ui: stopped\n")
+		fmt.Fprintf(e.stdout, "%s ui: stopped\n", e.prog)
 	}
 	return nil
 }

@@ -201,3 +201,53 @@ func MoveByReceiving(ctx context.Context, src Receiver, dst Sender, max int) (in
 	}
 	return moved, nil
 }
+
+// Purge deletes up to max visible messages of the queue (max <= 0: all)
+// and returns how many it deleted: PurgeByReceiving, on every queue. (No
+// adapter's own purge fits: SQS's PurgeQueue empties the whole queue,
+// messages in flight included, at most once a minute, and counts
+// nothing.)
+func (o Ops) Purge(ctx context.Context, max int) (int, error) {
+	return PurgeByReceiving(ctx, o.q, max)
+}
+
+// PurgeByReceiving deletes up to max visible messages of r (max <= 0:
+// all), a batch at a time: it receives them, hidden for a minute, and
+// deletes what it received. It stops at the first receive that finds
+// nothing; messages in flight (received by someone else) are left. Each
+// deleted message counts a receive first: purge a dead-letter queue,
+// never a queue with a dead-letter policy (a receive there may move a
+// message instead). What a failed delete left is visible again after the
+// minute.
+func PurgeByReceiving(ctx context.Context, r Receiver, max int) (int, error) {
+	purged := 0
+	for max <= 0 || purged < max {
+		n := MaxBatch
+		if max > 0 {
+			n = min(n, max-purged)
+		}
+		ds, err := r.Receive(ctx, ReceiveParams{Max: n, Visibility: peekHide, Wait: peekWait, Now: time.Now()})
+		if err != nil {
+			return purged, fmt.Errorf("purge: receive: %w", err)
+		}
+		if len(ds) == 0 {
+			break
+		}
+		handles := make([]string, len(ds))
+		for i, d := range ds {
+			handles[i] = d.ReceiptHandle
+		}
+		err = DeleteAll(ctx, r, handles)
+		var be *BatchError
+		switch {
+		case err == nil:
+			purged += len(ds)
+		case errors.As(err, &be):
+			purged += len(ds) - len(be.Failed)
+			return purged, fmt.Errorf("purge: %d message(s) not deleted: %w", len(be.Failed), err)
+		default:
+			return purged, fmt.Errorf("purge: delete: %w", err)
+		}
+	}
+	return purged, nil
+}

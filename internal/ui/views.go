@@ -464,6 +464,9 @@ func listItemRefusal(j baton.Job, id ledger.RunID) string {
 
 type itemRow struct {
 	timelineRow
+	// Result is a SUCCEEDED item's result as people are shown it
+	// (bounded and masked like a dead letter's reason).
+	Result ledger.ResultPreview
 	Replay *Action
 	Cancel *Action
 }
@@ -522,8 +525,15 @@ func (s *Server) runPage(w http.ResponseWriter, r *http.Request) {
 		shown = ledger.Run{ID: id, State: ledger.RunPartial, OpenedAt: earliest(items)}
 	}
 	v.Timeline = buildTimeline(listed, shown, items, now)
+	byAsset := make(map[string]ledger.Item, len(items))
+	for _, it := range items {
+		byAsset[it.Key.Asset] = it
+	}
 	for _, row := range v.Timeline.Rows {
 		ir := itemRow{timelineRow: row}
+		if it, ok := byAsset[row.Asset]; ok && it.State == ledger.ItemSucceeded {
+			ir.Result = ledger.PreviewResult(it.Result)
+		}
 		if v.Current && window == nil {
 			terminal := ledger.ItemState(row.State).Terminal()
 			ir.Replay = &Action{Kind: ReplayItem, Run: id, Asset: row.Asset, Force: terminal}

@@ -205,3 +205,37 @@ func TestMoveByReceiving(t *testing.T, h Harness) {
 		return queue.MoveByReceiving(t.Context(), src.Receiver, dst.Sender, max)
 	})
 }
+
+// TestPurgeByReceiving: the portable purge deletes a dead-letter queue's
+// visible messages, max at a time or all, counts them, and leaves the
+// messages in flight and the source queue alone.
+func TestPurgeByReceiving(t *testing.T, h Harness) {
+	t.Parallel()
+	q := h.NewQueue(t, QueueOptions{MaxReceives: 5})
+	require.NotNil(t, q.DeadLetters, "harness returned no dead-letter receiver")
+	require.NotNil(t, q.DeadLetterSender, "harness returned no dead-letter sender")
+	source := batch("kept", 2)
+	require.NoError(t, q.Sender.SendBatch(t.Context(), source))
+	require.NoError(t, q.DeadLetterSender.SendBatch(t.Context(), batch("purged", 6)))
+	now := start()
+	inFlight := receiveN(t, q.DeadLetters, 1, queue.ReceiveParams{Visibility: longVisibility, Now: now})
+
+	n, err := queue.PurgeByReceiving(t.Context(), q.DeadLetters, 2)
+	require.NoError(t, err, "purge two")
+	require.Equal(t, 2, n, "purged by a purge of at most two")
+	n, err = queue.OpsOf(q.DeadLetters).Purge(t.Context(), 0)
+	require.NoError(t, err, "purge all")
+	require.Equal(t, 3, n, "purged by a purge of all: the visible rest")
+	n, err = queue.PurgeByReceiving(t.Context(), q.DeadLetters, 0)
+	require.NoError(t, err, "purge an empty queue")
+	require.Zero(t, n, "purged from an empty queue")
+
+	// The message in flight is still there, and only it.
+	require.NoError(t, q.DeadLetters.ChangeVisibility(t.Context(), queue.ChangeVisibilityParams{ReceiptHandle: inFlight[0].ReceiptHandle, Now: now}))
+	now = start()
+	again := receiveN(t, q.DeadLetters, 1, queue.ReceiveParams{Visibility: longVisibility, Now: now})
+	require.Equal(t, inFlight[0].MessageID, again[0].MessageID)
+	expectEmpty(t, q.DeadLetters, now, "purged")
+	// The source queue is untouched.
+	requireSame(t, source, receiveN(t, q.Receiver, len(source), queue.ReceiveParams{Visibility: longVisibility, Now: now}))
+}

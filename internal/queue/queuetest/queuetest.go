@@ -20,7 +20,7 @@
 // Harness field empty, or by not implementing an optional ability (found,
 // as callers find it, by type assertion on the Receiver); the cases that
 // need it are skipped with the reason, never run with weaker assertions.
-// The portable operator functions (queue.PeekByReceiving,
+// The portable operator functions (queue.PeekByReceiving, queue.PurgeByReceiving,
 // queue.MoveByReceiving) and the portable senders and deleters
 // (queue.SendAll, queue.DeleteAll) run against every adapter.
 //
@@ -148,6 +148,7 @@ func Cases() []Case {
 		{"PeekByReceiving", TestPeekByReceiving},
 		{"MoveTo", TestMoveTo},
 		{"MoveByReceiving", TestMoveByReceiving},
+		{"PurgeByReceiving", TestPurgeByReceiving},
 	}
 }
 
