@@ -159,11 +159,13 @@ func TestReport(t *testing.T) {
 		r.add(rows...)
 		err = errors.Join(err, perr)
 	}
-	r.logf("6 lambda")
-	if lerr := r.Lambda(t.Context(), lambdaParams(t, true)); lerr != nil {
-		r.logf("6 lambda FAILED: %v", lerr)
-		r.add(Row{Scenario: "6 lambda", Backend: "lambda", Figure: "scenario failed", Note: lerr.Error()})
-		err = errors.Join(err, lerr)
+	if r.SkipFunc == nil || !r.SkipFunc("6 lambda", "lambda") {
+		r.logf("6 lambda")
+		if lerr := r.Lambda(t.Context(), lambdaParams(t, true)); lerr != nil {
+			r.logf("6 lambda FAILED: %v", lerr)
+			r.add(Row{Scenario: "6 lambda", Backend: "lambda", Figure: "scenario failed", Note: lerr.Error()})
+			err = errors.Join(err, lerr)
+		}
 	}
 	rows := r.Rows()
 	fmt.Fprintf(progress, "load after: %s\n", LoadAverage())
