@@ -408,6 +408,7 @@ func (s *advisoryStore) Acquire(ctx context.Context, p lease.AcquireParams) (lea
 	}
 	var ok bool
 	if err := s.conn.QueryRow(ctx, "SELECT pg_try_advisory_lock($1)", advisoryKey(p.Job)).Scan(&ok); err != nil {
+		s.close() // a query cut short by ctx closes its connection, and the session's locks with it
 		return lease.Lease{}, fmt.Errorf("pg_try_advisory_lock: %w", err)
 	}
 	if !ok {
@@ -422,6 +423,7 @@ func (s *advisoryStore) Release(ctx context.Context, p lease.ReleaseParams) erro
 	}
 	var ok bool
 	if err := s.conn.QueryRow(ctx, "SELECT pg_advisory_unlock($1)", advisoryKey(p.Job)).Scan(&ok); err != nil {
+		s.close()
 		return fmt.Errorf("pg_advisory_unlock: %w", err)
 	}
 	if !ok {
