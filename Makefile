@@ -59,7 +59,7 @@ lint: ## go vet, staticcheck and the check that the core imports no AWS package
 	$(GO) run $(STATICCHECK) ./...
 	$(GO) test -count=1 -run 'TestCoreImportsNoAWS' ./internal/archtest
 
-bench: emulators postgres ## benchmarks on every backend, each figure beside its reference (about 20 minutes)
+bench: emulators postgres ## benchmarks on every backend, each figure beside its reference (about 25 minutes)
 	$(GO) test -c -o $(BIN)/bench.test ./internal/bench
 	./$(BIN)/bench.test -test.run '^TestReport$$' -test.timeout 120m -report -report.out $(BIN)/bench.md
 

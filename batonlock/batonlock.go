@@ -43,6 +43,8 @@ import (
 	"time"
 	"unicode/utf8"
 
+	"github.com/aws/aws-sdk-go-v2/service/dynamodb"
+
 	"github.com/batonhq/baton/internal/awsdynamodb"
 	"github.com/batonhq/baton/internal/backend/awsbackend"
 	"github.com/batonhq/baton/internal/backend/postgresbackend"
@@ -115,6 +117,11 @@ type Options struct {
 	// optional, overrides DynamoDB's endpoint (a local emulator); the rest
 	// comes from the SDK's standard configuration.
 	Table, Endpoint string
+	// DynamoDB, optional, is the client the aws engine uses instead of
+	// one built from the SDK's standard configuration (Endpoint is then
+	// ignored): a client with middleware of your own, retries or
+	// credentials. Table is still required.
+	DynamoDB *dynamodb.Client
 	// DSN is the PostgreSQL connection string (postgres); "" reads
 	// BATON_PG_DSN. The database must be set up (baton setup).
 	DSN string
@@ -199,12 +206,15 @@ func Open(ctx context.Context, o *Options) (*Locker, error) {
 		if table == "" {
 			return nil, fmt.Errorf("batonlock: %w: aws: no table (Options.Table or %s)", ErrInvalidOptions, awsbackend.EnvTable)
 		}
-		cfg, err := awsbackend.LoadConfig(ctx)
-		if err != nil {
-			return nil, fmt.Errorf("batonlock: %w", err)
+		client := o.DynamoDB
+		if client == nil {
+			cfg, err := awsbackend.LoadConfig(ctx)
+			if err != nil {
+				return nil, fmt.Errorf("batonlock: %w", err)
+			}
+			client = awsbackend.NewClients(cfg, awsbackend.Endpoints{DynamoDB: o.Endpoint}).DynamoDB
 		}
-		c := awsbackend.NewClients(cfg, awsbackend.Endpoints{DynamoDB: o.Endpoint})
-		store, close = awsdynamodb.NewLockStore(c.DynamoDB, table, nil), func() error { return nil }
+		store, close = awsdynamodb.NewLockStore(client, table, nil), func() error { return nil }
 	case "postgres":
 		dsn := o.DSN
 		if dsn == "" {

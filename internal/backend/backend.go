@@ -36,7 +36,11 @@ type Backend struct {
 	// Leases may also count refused acquisitions for operators (the
 	// optional lease.ContentionCounter); the engine wraps it in
 	// lease.Counting so that the coordinator records them.
-	Leases  lease.Store
+	Leases lease.Store
+	// Locks holds the application locks (batonlock: LOCK# records on
+	// DynamoDB, tables of their own in SQL), which the dashboard shows;
+	// nil: none are shown. Nothing in baton's own runtime uses them.
+	Locks   lease.Store
 	Ledger  ledger.Store
 	Effects effect.Store // the jobs' fenced effects (baton.Task.Effects)
 	// RateLimits keeps the counters of shared rate limits (baton.RateLimit).

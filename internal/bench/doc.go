@@ -110,6 +110,17 @@
 //     behind the throttling proxy: refused acquisitions' latency, rate,
 //     calls and write units each, and the lease partition key's peak,
 //     against raw conditional writes of as many writers.
+//  15. Locks (Locks; PostgreSQL and the emulators): batonlock against
+//     the reference lock of the engine, rounds alternated. On the
+//     emulators the reference is dynamolock's protocol, reproduced
+//     (dynamolock.go; the module proxy does not serve
+//     cirello.io/dynamolock): acquisitions/s at 1, 8 and 64 distinct
+//     keys, calls per free acquisition, the takeover of an expired
+//     holder (calls and time), and one hot key with 64 contenders that
+//     wait with the same jittered backoff; goals ≥ 2×, ≤ 1 call, 1 call,
+//     ≥ 1×. On PostgreSQL a bare pg_try_advisory_lock session lock, as a
+//     reference without goals. Alone:
+//     -report.only '^15 locks' (about 5 minutes).
 //  12. Priority (embedded store only): 6,000 urgent items queued with
 //     2,000 bulk ones in two priority classes of one pool (shares 6/8 and
 //     2/8): the bulk class's part of the completions while both have

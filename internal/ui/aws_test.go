@@ -68,6 +68,7 @@ func TestOnAWSEmulators(t *testing.T) {
 	code, body = get(t, c, base+"/jobs/fx/lease")
 	require.Equal(t, http.StatusOK, code, body)
 	require.Contains(t, body, `id="lease-state">free`)
+	require.Contains(t, body, `id="locks-unsupported">Listing locks is not supported on aws`, "DynamoDB keeps no index of the lock keys")
 
 	code, body = get(t, c, base+"/dlq")
 	require.Equal(t, http.StatusOK, code, body)

@@ -5,6 +5,10 @@
 // operator's actions behind a confirmation. A job's submissions show
 // beside its ticks, and a run whose items are stored with it (a
 // submission, a run-time list) is read a few stored pages at a time.
+// The lease page lists the application locks too (batonlock, the
+// backend's Locks): key, holder, owner token, fence, times, refused
+// acquisitions and escalation, escalated keys first; on DynamoDB, which
+// keeps no index of the lock keys, it says that listing is unsupported.
 //
 // Everything is rendered on the server (html/template, SVG for the
 // timeline and the staleness chart) from assets embedded in the binary; a

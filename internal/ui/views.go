@@ -8,6 +8,7 @@ import (
 	"math"
 	"net/http"
 	"net/url"
+	"slices"
 	"strconv"
 	"strings"
 	"time"
@@ -353,6 +354,95 @@ func countStates(j baton.Job, items []ledger.Item) []stateCount {
 	return out
 }
 
+// leasePageView is a job's lease page: its lease, and the application
+// locks of the store.
+type leasePageView struct {
+	leaseView
+	Locks locksView
+}
+
+// locksView is the application locks (batonlock) as the lease page shows
+// them.
+type locksView struct {
+	Shown bool // the backend has a lock store
+	// Unsupported says why the store cannot list its locks (DynamoDB
+	// keeps no index of the keys); "" when Locks is the list.
+	Unsupported string
+	Locks       []lockRow // escalated keys first, then by key
+}
+
+// lockRow is one lock.
+type lockRow struct {
+	Key, Holder, Owner    string
+	Fence                 int64
+	AcquiredAt, ExpiresAt time.Time
+	State                 string // held, expired or free
+	Counted               bool   // the store counts refused acquisitions
+	Contention            int64
+	Streak                time.Duration
+	Escalated             bool
+}
+
+// lockSkew is the clock-skew allowance the page judges a lock's holder
+// live with: batonlock.DefaultSkew (a locker's own may differ).
+const lockSkew = time.Second
+
+// lockLister is the SQL lock stores' List.
+type lockLister interface {
+	List(ctx context.Context) ([]lease.Lease, error)
+}
+
+func (s *Server) readLocks(ctx context.Context, now time.Time) (locksView, error) {
+	store := s.o.Backend.Locks
+	if store == nil {
+		return locksView{}, nil
+	}
+	v := locksView{Shown: true}
+	ls, ok := store.(lockLister)
+	if !ok {
+		v.Unsupported = fmt.Sprintf("Listing locks is not supported on %s: it keeps no index of the lock keys (baton lock list says so too). Inspect a key with baton lock show KEY.", s.o.Backend.Name)
+		return v, nil
+	}
+	locks, err := ls.List(ctx)
+	if err != nil {
+		return v, fmt.Errorf("list locks: %w", err)
+	}
+	counter, counted := store.(lease.ContentionCounter)
+	for _, l := range locks {
+		row := lockRow{Key: l.Job, Owner: l.Owner, Fence: l.Fence, AcquiredAt: l.AcquiredAt, ExpiresAt: l.ExpiresAt, Counted: counted}
+		row.Holder = l.Owner
+		if i := strings.LastIndexByte(l.Owner, '#'); i >= 0 {
+			row.Holder = l.Owner[:i]
+		}
+		switch {
+		case l.Owner == "":
+			row.State = "free"
+		case l.Held(now, lockSkew):
+			row.State = "held"
+		default:
+			row.State = "expired"
+		}
+		if counted {
+			c, err := counter.Contention(ctx, l.Job)
+			if err != nil {
+				return v, fmt.Errorf("contention of lock %s: %w", l.Job, err)
+			}
+			row.Contention, row.Streak, row.Escalated = c.Count, c.Streak(), c.Escalated(now)
+		}
+		v.Locks = append(v.Locks, row)
+	}
+	slices.SortStableFunc(v.Locks, func(a, b lockRow) int {
+		if a.Escalated != b.Escalated {
+			if a.Escalated {
+				return -1
+			}
+			return 1
+		}
+		return strings.Compare(a.Key, b.Key)
+	})
+	return v, nil
+}
+
 func (s *Server) leasePage(w http.ResponseWriter, r *http.Request) {
 	j, ok := s.lookupJob(w, r)
 	if !ok {
@@ -364,7 +454,12 @@ func (s *Server) leasePage(w http.ResponseWriter, r *http.Request) {
 		s.fail(w, r, http.StatusInternalServerError, err)
 		return
 	}
-	s.render(w, r, http.StatusOK, "lease", page{Title: "Lease of " + j.Name, Nav: "jobs", Live: v.State == "held", Now: now, Body: v})
+	locks, err := s.readLocks(r.Context(), now)
+	if err != nil {
+		s.fail(w, r, http.StatusInternalServerError, err)
+		return
+	}
+	s.render(w, r, http.StatusOK, "lease", page{Title: "Lease of " + j.Name, Nav: "jobs", Live: v.State == "held", Now: now, Body: leasePageView{leaseView: v, Locks: locks}})
 }
 
 // runView is a run's page.

@@ -96,6 +96,7 @@ func New(p Params) backend.Backend {
 	b := backend.Backend{
 		Name:        "aws",
 		Leases:      awsdynamodb.NewLeaseStore(p.Clients.DynamoDB, p.Table, nil),
+		Locks:       awsdynamodb.NewLockStore(p.Clients.DynamoDB, p.Table, nil),
 		Ledger:      awsdynamodb.NewLedgerStore(p.Clients.DynamoDB, p.Table, nil),
 		Effects:     awsdynamodb.NewEffectStore(p.Clients.DynamoDB, p.Table, nil),
 		RateLimits:  awsdynamodb.NewRateLimitStore(p.Clients.DynamoDB, p.Table, nil),

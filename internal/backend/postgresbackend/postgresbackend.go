@@ -146,6 +146,7 @@ func Open(ctx context.Context, p Params) (backend.Backend, error) {
 		Name:        "postgres",
 		CheapProbes: true,
 		Leases:      postgres.NewLeaseStore(db),
+		Locks:       postgres.NewLockStore(db),
 		Ledger:      led,
 		Pruner:      led,
 		Effects:     postgres.NewEffectStore(db),
