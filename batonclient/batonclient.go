@@ -186,7 +186,9 @@ var ErrInFlight = coordinator.ErrReplayInFlight
 // with the items and payloads stored with its latest run, which must be
 // finished (else an error matching ErrInFlight; a key never submitted,
 // or removed after its retention, gives one matching ErrNotFound). The
-// dedupe key then finds the new run, which Submitted.Run names.
+// dedupe key then finds the new run, which Submitted.Run names. Two
+// replays of the key at once replay it once: the one that waited for the
+// other answers with its run, Deduped.
 func (c *Client) Replay(ctx context.Context, job, key string) (Submitted, error) {
 	sum, err := c.eng.Coordinator.ReplaySubmission(ctx, job, key, time.Time{})
 	if errors.Is(err, ledger.ErrNotFound) {
@@ -195,10 +197,10 @@ func (c *Client) Replay(ctx context.Context, job, key string) (Submitted, error)
 	if err != nil {
 		return Submitted{Run: sum.Run}, err
 	}
-	if sum.Outcome == coordinator.OutcomeSkipped {
+	if sum.Outcome == coordinator.OutcomeSkipped && !sum.Deduped {
 		return Submitted{}, fmt.Errorf("replay %s+%s: %w", job, key, ErrBusy)
 	}
-	return Submitted{Run: sum.Run, Enqueued: sum.Enqueued}, nil
+	return Submitted{Run: sum.Run, Deduped: sum.Deduped, Enqueued: sum.Enqueued}, nil
 }
 
 // RunStatus is a run's state.

@@ -17,11 +17,14 @@ const replaySubmissionSynopsis = `replay submission --job J --key K [flags]
 Runs the submission K of job J again, as the run's next generation, with
 the items and payloads stored with its latest run (a chained run keeps its
 parent). Its latest run must be finished (complete or partial): one still
-running is refused. The dedupe key then finds the new generation.
+running is refused. The dedupe key then finds the new generation. Two
+replays of the key at once replay it once: the second waits for the first
+(a few seconds at most) and reports its run ("another caller replayed …
+meanwhile", existing true with --json).
 
 With --wait (the default) it waits for the new run to finish and reports
-it. --json prints run (the new run), previous (the replayed one), enqueued
-and, once waited for, run_state, succeeded, dead and cancelled.
+it. --json prints run (the new run), previous (the replayed one), enqueued,
+existing and, once waited for, run_state, succeeded, dead and cancelled.
 
 Exit status: 0 when the new run finishes complete (or with --wait=false
 once it is fanned out), 1 when it ends partial, does not finish within
@@ -62,7 +65,7 @@ func replaySubmission(ctx context.Context, e *env, f *replayFlags, key string) e
 	case err != nil:
 		return err
 	}
-	if sum.Outcome == coordinator.OutcomeSkipped {
+	if sum.Outcome == coordinator.OutcomeSkipped && !sum.Deduped {
 		return fmt.Errorf("refused: submission %s+%s is being opened by another caller; run the command again", j.Name, key)
 	}
 	prev := sum.Run
@@ -70,7 +73,12 @@ func replaySubmission(ctx context.Context, e *env, f *replayFlags, key string) e
 	e.set("run", sum.Run.String())
 	e.set("previous", prev.String())
 	e.set("enqueued", sum.Enqueued)
-	e.sayf("replayed %s as %s, %d messages enqueued\n", prev, sum.Run, sum.Enqueued)
+	e.set("existing", sum.Deduped)
+	if sum.Deduped {
+		e.sayf("another caller replayed %s as %s meanwhile: nothing more opened, %d messages enqueued\n", prev, sum.Run, sum.Enqueued)
+	} else {
+		e.sayf("replayed %s as %s, %d messages enqueued\n", prev, sum.Run, sum.Enqueued)
+	}
 	if f.wait {
 		r.consume(ctx)
 	}

@@ -7,6 +7,8 @@ import (
 	"testing"
 
 	"github.com/stretchr/testify/require"
+
+	"github.com/batonhq/baton/internal/sqlite"
 )
 
 func TestSubmit(t *testing.T) {
@@ -160,4 +162,50 @@ func TestReplaySubmission(t *testing.T) {
 		require.Equal(t, ExitUsage, code, "%v: %s", tc.args, out)
 		require.Contains(t, errOut, tc.want, tc.args)
 	}
+}
+
+// A run opened by a version that kept no digest of its items (the
+// SQLite store before migration 016_run_digest) is answered as before:
+// deduped, with no note, its items not compared (payload_differs false).
+func TestSubmitDedupedByARunOpenedWithoutADigest(t *testing.T) {
+	t.Parallel()
+	dir := t.TempDir()
+	store := filepath.Join(dir, "baton.db")
+	items := filepath.Join(dir, "items.json")
+	require.NoError(t, os.WriteFile(items, []byte(`[{"name":"EURUSD","payload":{"depth":5}}]`), 0o600))
+	code, _, errOut := runMain(t, "submit", "--store", store, "--key", "old", "--items", items, "--consumers", "0")
+	require.Equal(t, ExitOK, code, errOut)
+
+	// Back to the schema before the digest, as an earlier version left it:
+	// the next command migrates the store again, the run without one.
+	db, err := sqlite.Open(t.Context(), store, nil)
+	require.NoError(t, err)
+	_, err = db.SQL().ExecContext(t.Context(), `ALTER TABLE runs DROP COLUMN digest`)
+	require.NoError(t, err)
+	_, err = db.SQL().ExecContext(t.Context(), `DELETE FROM schema_migrations WHERE name LIKE '%016_run_digest.sql'`)
+	require.NoError(t, err)
+	require.NoError(t, db.Close())
+
+	changed := filepath.Join(dir, "changed.json")
+	require.NoError(t, os.WriteFile(changed, []byte(`[{"name":"EURUSD","payload":{"depth":6}}]`), 0o600))
+	code, out, errOut := runMain(t, "submit", "--store", store, "--key", "old", "--items", changed)
+	require.Equal(t, ExitOK, code, errOut)
+	require.Equal(t, "deduped: the key's run is fx+old#1, 0 messages enqueued\n", out, "not known: no note")
+	code, out, errOut = runMain(t, "submit", "--store", store, "--key", "old", "--items", changed, "--json")
+	require.Equal(t, ExitOK, code, errOut)
+	var rep struct {
+		Existing       bool `json:"existing"`
+		PayloadDiffers bool `json:"payload_differs"`
+	}
+	require.NoError(t, json.Unmarshal([]byte(out), &rep), out)
+	require.True(t, rep.Existing)
+	require.False(t, rep.PayloadDiffers, "a run without a digest is not compared")
+
+	// A key submitted after the migration keeps its digest again.
+	code, _, errOut = runMain(t, "submit", "--store", store, "--key", "new", "--items", items, "--consumers", "0")
+	require.Equal(t, ExitOK, code, errOut)
+	code, out, errOut = runMain(t, "submit", "--store", store, "--key", "new", "--items", changed, "--json")
+	require.Equal(t, ExitOK, code, errOut)
+	require.NoError(t, json.Unmarshal([]byte(out), &rep), out)
+	require.True(t, rep.PayloadDiffers, out)
 }

@@ -13,6 +13,7 @@ import (
 	"github.com/batonhq/baton"
 	"github.com/batonhq/baton/internal/clocktest"
 	"github.com/batonhq/baton/internal/consumer"
+	"github.com/batonhq/baton/internal/coordinator"
 	"github.com/batonhq/baton/internal/fanin"
 	"github.com/batonhq/baton/internal/ledger"
 	"github.com/batonhq/baton/internal/message"
@@ -221,33 +222,47 @@ func (l finishedByAnother) FinishRun(ctx context.Context, p ledger.FinishRunPara
 // A run's chains are started by the settler that finished it, once: a
 // settler that finds the run finished by another (its FinishRun refused)
 // leaves them to that one, so that the chained run's messages are sent
-// once, not by both.
+// once, not by both. The chains start as the consumer function starts
+// them: a coordinator without a lease; the test counts what it sends.
 func TestChainsStartedByTheRunsFinisherOnly(t *testing.T) {
 	t.Parallel()
 	for _, finisher := range []bool{true, false} {
 		b := setup(t)
 		b.def.Chains = []baton.Chain{{Job: "down"}}
-		down := baton.Job{Name: "down", Schedule: "rate(1 hour)", Assets: []string{"d1"},
+		down := baton.Job{Name: "down", Schedule: "rate(1 hour)", Assets: []string{"d1", "d2"},
 			Processor: baton.ProcessorFunc(func(context.Context, baton.Task) ([]byte, error) { return nil, nil })}
 		b.consumer.Jobs = baton.MustCatalog(b.job(), down)
 		if !finisher {
 			b.consumer.Ledger = finishedByAnother{b.ledger}
 		}
+		chains := &coordinator.Coordinator{Ledger: b.ledger, Queue: b.work, Jobs: b.consumer.Jobs, Owner: "consumer-1", NowFunc: b.clock.Now}
 		var calls atomic.Int32
-		b.consumer.ChainsFunc = func(_ context.Context, run ledger.Run) error {
+		b.consumer.ChainsFunc = func(ctx context.Context, run ledger.Run) error {
 			require.Equal(t, b.run, run.ID)
 			require.True(t, run.State.Finished())
 			calls.Add(1)
-			return nil
+			return chains.StartChains(ctx, run)
 		}
 		b.drain(t, b.deliveries(b.fanOut()...))
 		run, err := ledger.GetRunOf(t.Context(), b.ledger, b.run)
 		require.NoError(t, err)
 		require.Equal(t, ledger.RunComplete, run.State)
+		sent := 0
+		for _, m := range b.work.all() {
+			msg, err := message.Decode(m.Body)
+			require.NoError(t, err)
+			k, err := msg.ItemKey()
+			require.NoError(t, err)
+			if k.Run.Job == "down" {
+				sent++
+			}
+		}
 		if finisher {
 			require.Equal(t, int32(1), calls.Load(), "the finisher starts the chains")
+			require.Equal(t, 2, sent, "the chained run's messages, sent once")
 		} else {
 			require.Zero(t, calls.Load(), "a settler that found the run finished by another leaves the chains to it")
+			require.Zero(t, sent, "and sends none of the chained run's messages")
 		}
 	}
 }

@@ -98,6 +98,10 @@ type submitParams struct {
 	// replay opens the key's next generation whatever the retention (a
 	// replay of a finished submission).
 	replay bool
+	// replayOf, with replay, is the generation replayed: found otherwise
+	// once the key's lease is held, another caller replayed (or opened)
+	// the key meanwhile, and the call answers with its run.
+	replayOf int
 	// queue, when set, is where the items go (a submission's class).
 	queue queue.Sender
 	// size is the list's size when known (a submission's items, a
@@ -183,6 +187,25 @@ func (c *Coordinator) submitRun(ctx context.Context, p submitParams) (sum Summar
 			t.log = t.log.With(slog.Int64("fence", l.Fence))
 			defer c.finish(ctx, t)
 			break
+		}
+		if p.replay && p.replayOf > 0 {
+			// Under the key's lease nobody else opens it: a replay that
+			// waited for another caller must not open yet another
+			// generation when that one was a replay too.
+			run, err := ledger.GetRunOf(ctx, c.Ledger, id)
+			if err != nil {
+				return sum, fmt.Errorf("submit %s: read run: %w", id.TickKey(), err)
+			}
+			if run.ID.Generation != p.replayOf {
+				c.deduped(ctx, t, p, run)
+				sum.Outcome = OutcomeAlreadyFannedOut
+				if run.State == ledger.RunFanningOut {
+					sum.Outcome = OutcomeSkipped // left fanning out: the key's next submission resumes it
+				}
+				t.log.InfoContext(ctx, "submission replayed by another caller meanwhile", slog.String("phase", "open"),
+					slog.Int("replayed", p.replayOf), slog.String("run", run.ID.String()))
+				return sum, nil
+			}
 		}
 	}
 	sum.Fence = fence
@@ -320,8 +343,11 @@ var ErrReplayInFlight = errors.New("submission's run not finished")
 // attempt (a generation's items are its own); the earlier generation's
 // records stay, as a tick's do. A submission never opened is refused
 // with an error matching ledger.ErrNotFound, one still running with
-// ErrReplayInFlight; a concurrent replay or submission of the same key
-// is OutcomeSkipped with Pending.
+// ErrReplayInFlight. A concurrent replay or submission of the same key is
+// waited for (as Submit does); when that other caller opened the key's
+// next generation meanwhile, nothing more is opened and the call answers
+// with that run (Deduped); a caller still holding the key at the end of
+// the wait gives OutcomeSkipped with Pending.
 func (c *Coordinator) ReplaySubmission(ctx context.Context, job, key string, deadline time.Time) (Summary, error) {
 	j, err := c.Jobs.Lookup(job)
 	if err != nil {
@@ -348,8 +374,8 @@ func (c *Coordinator) ReplaySubmission(ctx context.Context, job, key string, dea
 			return Summary{Job: job, Run: run.ID}, fmt.Errorf("replay %s: the stored parent of %s: %w", id.TickKey(), run.ID, err)
 		}
 	}
-	return c.submitRun(ctx, submitParams{job: j, key: key, items: storedItems(c.Ledger, run.ID), parent: parent, deadline: deadline, replay: true, size: run.Total,
-		digest: run.Digest})
+	return c.submitRun(ctx, submitParams{job: j, key: key, items: storedItems(c.Ledger, run.ID), parent: parent, deadline: deadline, replay: true, replayOf: run.ID.Generation,
+		size: run.Total, digest: run.Digest})
 }
 
 // storedItems serves the item list stored with run, page by page (the

@@ -328,3 +328,48 @@ func TestSubmitSaysWhenTheItemsDiffer(t *testing.T) {
 	require.True(t, sum.Deduped)
 	require.False(t, sum.PayloadDiffers)
 }
+
+// Two replays of one finished submission at once replay it once: the one
+// that waited for the other's lease finds, once it holds the key, that
+// the generation it was asked to replay is no longer the key's latest,
+// and answers with the other's run (deduped) instead of opening another.
+func TestReplaySubmissionThatWaitedForAnotherReplayOpensNothing(t *testing.T) {
+	t.Parallel()
+	j := bigJob("ingest", 1)
+	j.Retention = time.Hour
+	b := setup(t, j)
+	items := []baton.Item{{Name: "a"}, {Name: "b"}}
+	sum, err := b.coordinator("c1").Submit(t.Context(), coordinator.Submission{Job: "ingest", Key: "k", Items: items})
+	require.NoError(t, err)
+	_, err = b.ledger.FinishRun(t.Context(), ledger.FinishRunParams{ID: sum.Run, Succeeded: 2, Now: b.clock.Now()})
+	require.NoError(t, err)
+
+	// Another replay holds the key's lease; while this one waits, it
+	// opens generation 2, fans it out and lets the lease go.
+	id := ledger.RunID{Job: "ingest", Submission: "k"}
+	other, err := b.leases.Acquire(t.Context(), lease.AcquireParams{Job: id.TickKey(), Owner: "other", TTL: time.Minute, Now: b.clock.Now()})
+	require.NoError(t, err)
+	var pauses []time.Duration
+	c := waitingCoordinator(b, time.Minute, &pauses)
+	c.SleepFunc = func(_ context.Context, d time.Duration) error {
+		if len(pauses) == 0 {
+			require.NoError(t, b.leases.Release(t.Context(), lease.ReleaseParams{Job: id.TickKey(), Owner: "other", Fence: other.Fence}))
+			rep, err := b.coordinator("c3").ReplaySubmission(t.Context(), "ingest", "k", time.Time{})
+			require.NoError(t, err)
+			require.Equal(t, 2, rep.Run.Generation)
+		}
+		pauses = append(pauses, d)
+		b.clock.Advance(d)
+		return nil
+	}
+	rep, err := c.ReplaySubmission(t.Context(), "ingest", "k", time.Time{})
+	require.NoError(t, err)
+	require.NotEmpty(t, pauses, "it waited for the other replay")
+	require.True(t, rep.Deduped, "%+v", rep)
+	require.Equal(t, baton.RunID{Job: "ingest", Submission: "k", Generation: 2}, rep.Run)
+	require.Zero(t, rep.Enqueued)
+	run, err := ledger.GetRunOf(t.Context(), b.ledger, id)
+	require.NoError(t, err)
+	require.Equal(t, 2, run.ID.Generation, "replayed once")
+	require.Len(t, b.queue.keys(t), 4, "the submission's items and one replay's")
+}
