@@ -29,7 +29,9 @@ func TestClientOnPostgres(t *testing.T) {
 	require.NoError(t, err)
 	catalog, err := baton.NewCatalog(baton.Job{
 		Name: "thumbs", Assets: []string{"unused"},
-		Processor: baton.ProcessorFunc(func(_ context.Context, t baton.Task) ([]byte, error) { return append([]byte("done "), t.Payload...), nil }),
+		Processor: baton.ProcessorFunc(func(_ context.Context, t baton.Task) ([]byte, error) {
+			return append([]byte("done "), t.Payload...), nil
+		}),
 	})
 	require.NoError(t, err)
 	client, err := batonclient.Open(t.Context(), catalog, &batonclient.Options{Engine: "postgres", DSN: dsn})
