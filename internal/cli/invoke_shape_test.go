@@ -73,8 +73,8 @@ func TestInvokeLogAndMetricShape(t *testing.T) {
 	require.Equal(t, "baton-shape", cold["service"])
 	opened := findMetric(t, metrics, "RunsOpened")
 	require.Equal(t, "Shape/Baton", emfNamespace(opened))
-	require.Equal(t, []any{[]any{"Job", "Service"}}, emfDims(opened))
-	require.Equal(t, "baton-shape", opened["Service"])
+	require.Equal(t, []any{[]any{"Job", "service"}}, emfDims(opened))
+	require.Equal(t, "baton-shape", opened["service"])
 	require.Equal(t, "fx", opened["Job"])
 
 	logs, metrics = run("consumer", "consumer-batch.json")
@@ -96,7 +96,7 @@ func TestInvokeLogAndMetricShape(t *testing.T) {
 	require.Len(t, keys, 7)
 	succeeded := findMetric(t, metrics, "ItemsSucceeded")
 	require.Equal(t, "Shape/Baton", emfNamespace(succeeded))
-	require.Equal(t, []any{[]any{"Job", "Service"}}, emfDims(succeeded))
+	require.Equal(t, []any{[]any{"Job", "service"}}, emfDims(succeeded))
 	for _, m := range metrics {
 		for _, k := range []string{"result", "payload"} {
 			require.NotContains(t, m, k)

@@ -66,7 +66,7 @@ func Variables(f Function) []Variable {
 		{EnvTable, true, "the DynamoDB table name"},
 		{EnvQueueURL, true, "the work queue URL"},
 		{EnvLogLevel, false, "log level: debug, info (default), warn or error (never below " + EnvLambdaLogLevel + ", Lambda's filter)"},
-		{EnvService, false, "the service named in every log line and metric (dimension Service): the stack's name, so that two stacks do not merge (default " + DefaultService + ")"},
+		{EnvService, false, "the service named in every log line and metric (dimension service): the stack's name, so that two stacks do not merge (default " + DefaultService + ")"},
 		{EnvNamespace, false, "the CloudWatch namespace of the metrics (default " + DefaultNamespace + ")"},
 		{EnvJobQueues, false, "the queues of the jobs with a queue of their own (baton.JobQueue), name=url,name=url; empty: none"},
 	}

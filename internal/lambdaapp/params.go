@@ -60,7 +60,7 @@ type HandlerParams struct {
 	// or the handler's kind outside Lambda.
 	FunctionName string
 	// Service names the deployment (the stack) in every log line
-	// ("service") and metric (dimension Service), so that two stacks in
+	// ("service") and metric (dimension service, as Powertools spells it), so that two stacks in
 	// one account do not merge; "" means DefaultService.
 	Service string
 	// Namespace is the CloudWatch namespace of the metrics; "" means
@@ -189,7 +189,8 @@ func traceID(ctx context.Context) string {
 // clock, which is ctx's deadline itself when now is the wall clock.
 func invocationOf(ctx context.Context, function string, p HandlerParams, cold *coldStart, now time.Time) invocation {
 	inv := invocation{function: function, service: p.service(), namespace: p.namespace(), cold: cold.take(), traceID: traceID(ctx)}
-	if lc, ok := lambdacontext.FromContext(ctx); ok && lc.AwsRequestID != "" {
+	lc, hasLC := lambdacontext.FromContext(ctx)
+	if hasLC && lc.AwsRequestID != "" {
 		inv.requestID = lc.AwsRequestID
 	} else {
 		var b [8]byte
@@ -204,6 +205,12 @@ func invocationOf(ctx context.Context, function string, p HandlerParams, cold *c
 	// message): every line of the invocation carries them.
 	attrs := []any{slog.String("service", inv.service), slog.Bool("cold_start", inv.cold),
 		slog.String("function_name", function), slog.String("function_request_id", inv.requestID)}
+	if hasLC && lc.InvokedFunctionArn != "" { // set by the Lambda runtime
+		attrs = append(attrs, slog.String("function_arn", lc.InvokedFunctionArn))
+	}
+	if lambdacontext.MemoryLimitInMB > 0 { // AWS_LAMBDA_FUNCTION_MEMORY_SIZE
+		attrs = append(attrs, slog.Int("function_memory_size", lambdacontext.MemoryLimitInMB))
+	}
 	if inv.traceID != "" { // none outside Lambda unless the caller traces
 		attrs = append(attrs, slog.String("xray_trace_id", inv.traceID))
 	}
@@ -251,7 +258,7 @@ func (inv invocation) emit(ctx context.Context, w *emf.Writer, at time.Time, job
 	props = inv.properties(props)
 	err := w.Write(emf.Record{
 		Namespace:  inv.namespace,
-		Dimensions: map[string]string{"Job": job, "Service": inv.service},
+		Dimensions: map[string]string{"Job": job, "service": inv.service},
 		Metrics:    metrics,
 		Properties: props,
 		Time:       at,

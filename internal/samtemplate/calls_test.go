@@ -322,7 +322,7 @@ func TestAlarmsWatchEmittedMetrics(t *testing.T) {
 			if at(t, d, "Name") == "Job" {
 				require.Contains(t, jobs, at(t, d, "Value"), "%s: not a job of the catalog", name)
 			}
-			if at(t, d, "Name") == "Service" {
+			if at(t, d, "Name") == "service" {
 				require.Equal(t, serviceDimension, d, "%s: the stack's own metrics", name)
 			}
 		}

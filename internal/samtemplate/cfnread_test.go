@@ -111,4 +111,4 @@ func isBatonNamespace(tpl map[string]any, v any) bool {
 
 // serviceDimension is the dimension every alarm on baton's metrics
 // carries: the stack's name, as the functions' BATON_SERVICE_NAME.
-var serviceDimension = map[string]any{"Name": "Service", "Value": map[string]any{"Ref": "AWS::StackName"}}
+var serviceDimension = map[string]any{"Name": "service", "Value": map[string]any{"Ref": "AWS::StackName"}}
