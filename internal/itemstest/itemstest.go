@@ -590,18 +590,11 @@ func RunPriorities(t *testing.T, b backend.Backend) {
 		mu.Unlock()
 		return nil, nil
 	})
-	names := func(prefix string, n int) []string {
-		out := make([]string, n)
-		for i := range out {
-			out[i] = fmt.Sprintf("%s%03d", prefix, i)
-		}
-		return out
-	}
 	lim := baton.Limits{ItemLease: 10 * time.Second, ClockSkew: 100 * time.Millisecond}
 	cat, err := baton.NewCatalog(
-		baton.Job{Name: "bulk", Schedule: "rate(1 hour)", Assets: names("b", 600), Processor: proc, Limits: lim,
+		baton.Job{Name: "bulk", Schedule: "rate(1 hour)", Assets: assetNames("b", 600), Processor: proc, Limits: lim,
 			Queue: baton.JobQueue{Name: "class-bulk", MaxConcurrency: 6}},
-		baton.Job{Name: "urgent", Schedule: "rate(1 hour)", Assets: names("u", 60), Processor: proc, Limits: lim,
+		baton.Job{Name: "urgent", Schedule: "rate(1 hour)", Assets: assetNames("u", 60), Processor: proc, Limits: lim,
 			Queue: baton.JobQueue{Name: "class-urgent", MaxConcurrency: 2}},
 	)
 	require.NoError(t, err)

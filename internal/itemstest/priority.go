@@ -43,18 +43,11 @@ func RunPriorityPool(t *testing.T, b backend.Backend) {
 		mu.Unlock()
 		return nil, nil
 	})
-	names := func(prefix string, n int) []string {
-		out := make([]string, n)
-		for i := range out {
-			out[i] = fmt.Sprintf("%s%03d", prefix, i)
-		}
-		return out
-	}
 	lim := baton.Limits{ItemLease: 10 * time.Second, ClockSkew: 100 * time.Millisecond}
 	cat, err := baton.NewCatalog(
-		baton.Job{Name: "bulk", Schedule: "rate(1 hour)", Assets: names("b", 160), Processor: proc, Limits: lim,
+		baton.Job{Name: "bulk", Schedule: "rate(1 hour)", Assets: assetNames("b", 160), Processor: proc, Limits: lim,
 			Queue: baton.JobQueue{Name: "class-bulk", MaxConcurrency: 2, Priority: 1}},
-		baton.Job{Name: "urgent", Schedule: "rate(1 hour)", Assets: names("u", 10), Processor: proc, Limits: lim,
+		baton.Job{Name: "urgent", Schedule: "rate(1 hour)", Assets: assetNames("u", 10), Processor: proc, Limits: lim,
 			Queue: baton.JobQueue{Name: "class-urgent", MaxConcurrency: 6, Priority: 2}},
 	)
 	require.NoError(t, err)
@@ -78,4 +71,13 @@ func RunPriorityPool(t *testing.T, b backend.Backend) {
 	}
 	require.Greater(t, maxBulk, 2*10, "bulk never ran more than its own 2 batches at once: the pool is not shared")
 	require.True(t, done["urgent"].Before(done["bulk"]), "urgent, arriving behind bulk's backlog, ended after it")
+}
+
+// assetNames are n asset names: prefix and a three-digit index.
+func assetNames(prefix string, n int) []string {
+	out := make([]string, n)
+	for i := range out {
+		out[i] = fmt.Sprintf("%s%03d", prefix, i)
+	}
+	return out
 }
