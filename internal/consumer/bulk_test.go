@@ -290,3 +290,26 @@ func TestBulkHandOverCarriesTheRetryDelay(t *testing.T) {
 	}
 	require.Equal(t, map[string]time.Duration{slow.Asset: 40 * time.Second, long.Asset: queue.MaxSendDelay}, delays)
 }
+
+// Near its last receive a bulk shard message is expanded into its items'
+// messages instead of run in place: receives that ended without a verdict
+// (batches cut off or killed while its items ran) must not leave its
+// items to the queue's redrive.
+func TestBulkShardNearItsLastReceiveIsExpanded(t *testing.T) {
+	t.Parallel()
+	b := bulkSetup(t, nil)
+	b.consumer.DeadLetter, b.consumer.MaxReceives = b.dlq, 5
+	batch := b.deliveries(b.shard())
+	batch[0].ReceiveCount = 4
+	res := b.consumer.Handle(t.Context(), time.Time{}, batch)
+	require.Empty(t, res.Failed)
+	require.Equal(t, consumer.StatusExpanded, res.Items[0].Status)
+	assets, others := itemMessages(t, b.work.all())
+	require.ElementsMatch(t, b.def.Assets, assets, "one message per item")
+	require.Zero(t, others)
+	require.Zero(t, b.proc.total(), "nothing run in place")
+	b.drain(t, b.deliveries(b.work.take()...))
+	for _, a := range b.def.Assets {
+		require.Equal(t, ledger.ItemSucceeded, b.item(t, a).State, a)
+	}
+}

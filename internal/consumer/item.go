@@ -118,8 +118,7 @@ func (c *Consumer) handle(ctx context.Context, deadline time.Time, d *delivery) 
 		// again as a new message near its last receive, never left to be
 		// dead-lettered: one receive early, so that a batch killed at that
 		// receive still leaves the consumer the last one.
-		nearly := c.MaxReceives > 1 && d.d.ReceiveCount >= c.MaxReceives-1
-		if v.err != nil && nearly && notItsFault(v) {
+		if v.err != nil && c.nearLastReceive(d.d) && notItsFault(v) {
 			if rv, ok := c.requeue(ctx, d, v); ok {
 				return rv
 			}
@@ -142,6 +141,12 @@ func (c *Consumer) handle(ctx context.Context, deadline time.Time, d *delivery) 
 		slog.String("message_id", d.d.MessageID), slog.String("key", d.msg.Key),
 		slog.Int("receive_count", d.d.ReceiveCount), slog.Any("error", v.err))
 	return v
+}
+
+// nearLastReceive reports whether d is at the receive before its last, or
+// its last (MaxReceives).
+func (c *Consumer) nearLastReceive(d queue.Delivery) bool {
+	return c.MaxReceives > 1 && d.ReceiveCount >= c.MaxReceives-1
 }
 
 // notItsFault reports whether v failed its message for a reason no
@@ -201,7 +206,12 @@ func (c *Consumer) run(ctx context.Context, deadline time.Time, d *delivery) ver
 		m.hardEnd = deadline.Add(-d.job.Limits.DeadlineMargin)
 	}
 	if d.msg.IsShard() {
-		if d.job.Bulk {
+		// Near its last receive a bulk shard is expanded rather than run
+		// in place: its earlier receives ended without a verdict (their
+		// batches cut off or killed while its items ran), and one more
+		// such receive would leave every item of it to the queue's
+		// redrive. Its items then run from messages of their own.
+		if d.job.Bulk && !c.nearLastReceive(d.d) {
 			return c.runShard(ctx, deadline, m)
 		}
 		return c.expand(ctx, deadline, m)
