@@ -21,8 +21,9 @@ import (
 // The user docs: the README is the front door, each guide one topic that
 // fits on a few screens.
 const (
-	readmeMaxLines = 250
-	guideMaxLines  = 300
+	readmeMaxLines       = 250
+	guideMaxLines        = 300
+	contributingMaxLines = 150
 )
 
 // guideLineExemptions are guides allowed past guideMaxLines, with the
@@ -52,6 +53,23 @@ func TestDocsLength(t *testing.T) {
 			continue
 		}
 		require.LessOrEqual(t, lines, limit, "%s has %d lines: at most %d (move a topic to its own page in docs/)", doc, lines, limit)
+	}
+	b, err := os.ReadFile("CONTRIBUTING.md")
+	require.NoError(t, err)
+	lines := strings.Count(string(b), "\n")
+	require.LessOrEqual(t, lines, contributingMaxLines, "CONTRIBUTING.md has %d lines", lines)
+}
+
+// TestDocsRunbookSections: the runbook's sections are numbered 1, 2, 3, …
+// in order, as the guides cite them.
+func TestDocsRunbookSections(t *testing.T) {
+	t.Parallel()
+	b, err := os.ReadFile("RUNBOOK.md")
+	require.NoError(t, err)
+	sections := regexp.MustCompile(`(?m)^## (\d+)\. `).FindAllStringSubmatch(string(b), -1)
+	require.NotEmpty(t, sections)
+	for i, m := range sections {
+		require.Equal(t, fmt.Sprint(i+1), m[1], "RUNBOOK.md: section %d is numbered %s", i+1, m[1])
 	}
 }
 
