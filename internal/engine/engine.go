@@ -1,8 +1,8 @@
-// Package engine runs baton outside Lambda: the coordinator on an
-// in-process schedule and consumers fed by pollers that behave like Lambda's
-// SQS event source. It is backend-neutral: the embedded SQLite store (the
-// local default) and AWS endpoints (emulators or an account) are both a
-// Backend.
+// Package engine is the local runtime: it runs baton outside Lambda, the
+// coordinator on an in-process schedule and consumers fed by pollers that
+// behave like Lambda's SQS event source. It runs on any engine in the docs'
+// sense (a backend: the embedded SQLite store, PostgreSQL, AWS endpoints),
+// each a Backend; the docs call this package the local runtime.
 package engine
 
 import (
