@@ -110,14 +110,3 @@ func (c *Catalog) Jobs() []Job {
 
 // Len returns the number of jobs.
 func (c *Catalog) Len() int { return len(c.names) }
-
-// Queues returns the jobs of each job queue, by queue name.
-func (c *Catalog) Queues() map[string][]string {
-	out := map[string][]string{}
-	for _, name := range c.names {
-		if q := c.jobs[name].Queue; q.Name != "" {
-			out[q.Name] = append(out[q.Name], name)
-		}
-	}
-	return out
-}

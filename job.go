@@ -81,14 +81,6 @@ type Limits struct {
 // DefaultRetention is a job's Retention when it sets none: 30 days.
 const DefaultRetention = 30 * 24 * time.Hour
 
-// RetentionOrDefault returns j.Retention, or DefaultRetention when it is 0.
-func (j Job) RetentionOrDefault() time.Duration {
-	if j.Retention > 0 {
-		return j.Retention
-	}
-	return DefaultRetention
-}
-
 // DefaultLimits are the limits a zero Limits field takes.
 var DefaultLimits = Limits{
 	LeaseTTL:       2 * time.Minute,
@@ -244,14 +236,6 @@ func (j Job) Scheduled() bool { return j.Schedule != "" }
 // Schedule.
 var ErrNoSchedule = errors.New("no schedule")
 
-// ItemRetry returns the retry policy of the item called name.
-func (j Job) ItemRetry(name string) RetryPolicy {
-	if x, ok := j.DerivedItem(name); ok && x.Retry != nil {
-		return *x.Retry
-	}
-	return j.Retry
-}
-
 // ItemLease returns the lease of the item called name.
 func (j Job) ItemLease(name string) time.Duration {
 	if x, ok := j.DerivedItem(name); ok && x.Lease > 0 {
@@ -300,18 +284,4 @@ func (j Job) HasItem(name string) bool {
 		}
 	}
 	return j.IsDerived(name)
-}
-
-// DependentsOf returns the derived items that take asset as an input.
-func (j Job) DependentsOf(asset string) []Derived {
-	var out []Derived
-	for _, x := range j.Derived {
-		for _, in := range x.Inputs {
-			if in == asset {
-				out = append(out, x)
-				break
-			}
-		}
-	}
-	return out
 }

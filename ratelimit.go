@@ -65,16 +65,6 @@ func (t Task) WaitKey(ctx context.Context, name, key string) error {
 	return t.Limiter.WaitKey(ctx, name, key)
 }
 
-// RateLimit returns the job's rate limit called name.
-func (j Job) RateLimit(name string) (RateLimit, bool) {
-	for _, r := range j.RateLimits {
-		if r.Name == name {
-			return r, true
-		}
-	}
-	return RateLimit{}, false
-}
-
 // checkRateLimits refuses two jobs declaring one limit differently.
 func (c *Catalog) checkRateLimits() error {
 	type decl struct {

@@ -3,7 +3,6 @@ package baton
 import (
 	"errors"
 	"fmt"
-	"math/rand/v2"
 	"time"
 )
 
@@ -21,23 +20,6 @@ type RetryPolicy struct {
 
 // IsZero reports whether p is the zero policy.
 func (p RetryPolicy) IsZero() bool { return p == RetryPolicy{} }
-
-// Delay draws the delay before the attempt after attempt (1, 2, …).
-func (p RetryPolicy) Delay(attempt int) time.Duration {
-	if p.IsZero() {
-		return 0
-	}
-	lo, hi := p.MinDelay, p.maxDelay()
-	ceil := lo
-	for i := 1; i < attempt && ceil < hi; i++ {
-		ceil *= 2
-	}
-	ceil = min(ceil, hi)
-	if ceil <= lo {
-		return lo
-	}
-	return lo + rand.N(ceil-lo+1)
-}
 
 func (p RetryPolicy) maxDelay() time.Duration {
 	if p.MaxDelay == 0 {

@@ -18,6 +18,7 @@ import (
 	"github.com/batonhq/baton/internal/backend"
 	"github.com/batonhq/baton/internal/consumer"
 	"github.com/batonhq/baton/internal/coordinator"
+	"github.com/batonhq/baton/internal/jobspec"
 	"github.com/batonhq/baton/internal/lease"
 	"github.com/batonhq/baton/internal/ledger"
 	"github.com/batonhq/baton/internal/poller"
@@ -139,7 +140,7 @@ type JobQueue struct {
 // backend without the ability (JobQueueFunc nil) is an error when jobs
 // name queues.
 func JobQueues(ctx context.Context, b backend.Backend, c *baton.Catalog) (queue.Sender, []JobQueue, error) {
-	queues := c.Queues()
+	queues := jobspec.Queues(c)
 	if len(queues) == 0 {
 		return b.Work, nil, nil
 	}
