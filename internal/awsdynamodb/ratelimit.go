@@ -151,10 +151,10 @@ func (s *RateLimitStore) Free(ctx context.Context, p ratelimit.SlotParams) error
 // over dirBuckets partitions by their hash, so that a limit's notes (one
 // per key and window at most, for a rate limit) never make one hot.
 const (
-	dirKeys         = "#KEYS#"
-	dirBuckets      = 16
-	dirWindow       = "win"
-	dirUntil        = "until"
+	dirKeys    = "#KEYS#"
+	dirBuckets = 16
+	dirWindow  = "win"
+	dirUntil   = "until"
 )
 
 // dirKey is the directory note of record (a keyed limit's record name,
