@@ -1,6 +1,7 @@
 package consumer
 
 import (
+	"cmp"
 	"context"
 	"errors"
 	"fmt"
@@ -613,6 +614,13 @@ func (c *Consumer) recordFailure(ctx context.Context, m *messageRun, perr error,
 	v.delay = c.retryDelay(ctx, m, perr)
 	m.log.DebugContext(ctx, "item failed", slog.String("phase", "process"), slog.Int("attempt", attempt),
 		slog.Duration("retry_in", v.delay), slog.Any("error", perr))
+	// The next attempt's earliest time, as delay will hide the message:
+	// its own delay, else the consumer's RetryDelay (none: as the queue
+	// hides it, not known here).
+	if wait := cmp.Or(v.delay, c.RetryDelay); wait > 0 {
+		c.noteWait(ctx, m, ledger.NoteWaitParams{Key: d.key, Attempt: attempt, Now: done,
+			Wait: ledger.ItemWait{At: done.Add(wait)}})
+	}
 	return v
 }
 
