@@ -17,6 +17,12 @@ type ItemResult struct {
 	Result     []byte
 	Error      string
 	FinishedAt time.Time
+	// NextAttempt is, for an item waiting (FAILED, its message handed
+	// back delayed), the earliest time of its next attempt; zero when
+	// none was noted. WaitLimit and WaitKey name the rate limit and key
+	// it waits on ("" for a retry delay after a failed attempt).
+	NextAttempt        time.Time
+	WaitLimit, WaitKey string
 }
 
 // RunReader reads the item results of runs of the task's catalog from the

@@ -133,6 +133,11 @@ func testStatusShowsLimitsAndWaitingItems(t *testing.T, f *opsFixture) {
 		require.Contains(t, it, "waiting_on", it)
 	}
 
+	code, out, errOut = runCatalog(t, cat, append([]string{"status", "--run", run.String()}, f.flags...)...)
+	require.Equal(t, ExitOK, code, errOut)
+	require.Contains(t, out, "waiting: b1, next attempt "+rfc(now.Add(time.Second))+`, on limit per-tenant key "tenant/α#1"`)
+	require.Contains(t, out, "waiting: b2, next attempt "+rfc(now.Add(30*time.Second))+", on retry delay")
+
 	code, out, errOut = runCatalog(t, cat, append([]string{"status", "--job", "limited"}, f.flags...)...)
 	require.Equal(t, ExitOK, code, errOut)
 	require.Contains(t, out, "rate limits now")

@@ -879,6 +879,11 @@ func printRunDetail(w io.Writer, d *runDetail) {
 		}
 	}
 	fmt.Fprintf(w, "items: %s\n", strings.Join(counts, ", "))
+	for _, s := range d.ItemList {
+		if s.NextAttempt != nil {
+			fmt.Fprintf(w, "waiting: %s, next attempt %s, on %s\n", s.Asset, rfc(*s.NextAttempt), s.WaitingOn.text())
+		}
+	}
 	if d.runStatus.Superseded > 0 {
 		fmt.Fprintf(w, "superseded: %d items of earlier generations acknowledged as superseded\n", d.runStatus.Superseded)
 	}
