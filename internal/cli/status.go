@@ -30,7 +30,11 @@ alone); for each job: the lease (holder, fence, expiry, how often an
 acquisition was refused); the recent runs with their item counts per state;
 the recent submissions (runs opened by 'baton submit', newest first); per
 asset the latest tick that succeeded and its staleness; items stuck
-RUNNING past their lease; the depth of the work and dead-letter queues.
+RUNNING past their lease; the items waiting for their next attempt (a
+retry delay, or a busy limit key: the time, what on, the last error);
+each rate limit's hottest keys now (starts in the current window, slots
+held and by which items, waiters); the depth of the work and dead-letter
+queues.
 With --run, the items of that run instead of the overview, each with its
 result (a SUCCEEDED item's: its first line in the table; with --json up
 to 1 KiB of it, secrets masked, or its size when it is not text).
