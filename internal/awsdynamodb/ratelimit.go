@@ -6,10 +6,12 @@ import (
 	"hash/fnv"
 	"strconv"
 	"strings"
+	"sync"
 	"time"
 
 	"github.com/aws/aws-sdk-go-v2/aws"
 	"github.com/aws/aws-sdk-go-v2/service/dynamodb"
+	"golang.org/x/sync/errgroup"
 
 	"github.com/batonhq/baton/internal/ratelimit"
 )
@@ -192,12 +194,15 @@ func (s *RateLimitStore) note(ctx context.Context, rec, field string, v int64, t
 
 var _ ratelimit.Lister = (*RateLimitStore)(nil)
 
+// listUsageReads bounds the reads ListUsage has in flight at once.
+const listUsageReads = 16
+
 // ListUsage implements ratelimit.Lister. An unkeyed limit's records are
 // read by key (the window's Shards counters, or the InFlight slots). A
 // keyed limit's keys are read from its directory, one Query per bucket
 // (dirBuckets in all; never a Scan), keeping those noted in the window of
 // Now or holding a slot past it; then each such key's records by key.
-// Reads are strongly consistent, one GetItem per record.
+// Reads are strongly consistent, one GetItem per record, 16 at a time.
 func (s *RateLimitStore) ListUsage(ctx context.Context, p ratelimit.ListParams) ([]ratelimit.Usage, error) {
 	records := []string{p.Limit.Name}
 	if p.Keyed {
@@ -207,43 +212,54 @@ func (s *RateLimitStore) ListUsage(ctx context.Context, p ratelimit.ListParams) 
 		}
 	}
 	g := ratelimit.NewUsages(p)
+	var mu sync.Mutex
 	w := p.Limit.Window(p.Now)
+	// One GetItem per record, listUsageReads at a time.
+	eg, ectx := errgroup.WithContext(ctx)
+	eg.SetLimit(listUsageReads)
 	for _, rec := range records {
 		if p.Limit.InFlight > 0 {
 			for slot := range p.Limit.InFlight {
-				r, err := s.t.get(ctx, "rate limit "+rec+": list usage", slotKey(rec, slot))
-				if err != nil || r == nil {
-					if err != nil {
-						return nil, err
+				eg.Go(func() error {
+					r, err := s.t.get(ectx, "rate limit "+rec+": list usage", slotKey(rec, slot))
+					if err != nil || r == nil {
+						return err
 					}
-					continue
-				}
-				d := decoder{rec: r}
-				holder, until := d.str(slotHolder), d.time(slotUntil)
-				if d.err != nil {
-					return nil, fmt.Errorf("rate limit %s slot %d: %w", rec, slot, d.err)
-				}
-				if holder != "" && until.After(p.Now) {
-					g.AddHold(rec, ratelimit.Hold{Slot: slot, Holder: holder, Until: until})
-				}
+					d := decoder{rec: r}
+					holder, until := d.str(slotHolder), d.time(slotUntil)
+					if d.err != nil {
+						return fmt.Errorf("rate limit %s slot %d: %w", rec, slot, d.err)
+					}
+					if holder != "" && until.After(p.Now) {
+						mu.Lock()
+						g.AddHold(rec, ratelimit.Hold{Slot: slot, Holder: holder, Until: until})
+						mu.Unlock()
+					}
+					return nil
+				})
 			}
 			continue
 		}
 		for shard := range max(p.Limit.Shards, 1) {
-			r, err := s.t.get(ctx, "rate limit "+rec+": list usage", limitKey(rec, w, shard))
-			if err != nil {
-				return nil, err
-			}
-			if r == nil {
-				continue
-			}
-			d := decoder{rec: r}
-			n := d.int(limitCount)
-			if d.err != nil {
-				return nil, fmt.Errorf("rate limit %s window %d shard %d: %w", rec, w, shard, d.err)
-			}
-			g.AddStarts(rec, n)
+			eg.Go(func() error {
+				r, err := s.t.get(ectx, "rate limit "+rec+": list usage", limitKey(rec, w, shard))
+				if err != nil || r == nil {
+					return err
+				}
+				d := decoder{rec: r}
+				n := d.int(limitCount)
+				if d.err != nil {
+					return fmt.Errorf("rate limit %s window %d shard %d: %w", rec, w, shard, d.err)
+				}
+				mu.Lock()
+				g.AddStarts(rec, n)
+				mu.Unlock()
+				return nil
+			})
 		}
+	}
+	if err := eg.Wait(); err != nil {
+		return nil, err
 	}
 	return g.List(), nil
 }

@@ -219,6 +219,7 @@ func (c *Consumer) run(ctx context.Context, deadline time.Time, d *delivery) ver
 	}
 	m.leaseUntil = leaseEnd(d.job.ItemLease(d.key.Asset), m.now, m.hardEnd)
 	m.limits = newTaskLimiter(c, d.job, d.key.String(), m.leaseUntil)
+	m.limits.log = m.log
 	// The item's in-flight slots are held until its run here ends.
 	defer m.limits.freeAll(context.WithoutCancel(ctx), m.log)
 	if v, ok := c.gate(ctx, deadline, m); !ok {

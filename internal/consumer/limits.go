@@ -30,6 +30,7 @@ type taskLimiter struct {
 	job    baton.Job
 	now    func() time.Time
 	holder string
+	log    *slog.Logger // the message's; nil: none
 
 	mu    sync.Mutex
 	until time.Time      // the end of the holds: the item's lease
@@ -109,6 +110,9 @@ func quoteKey(key string) string {
 	return strconv.Quote(key)
 }
 
+// waitLogged is the shortest wait for a start that wait logs (DEBUG).
+const waitLogged = 100 * time.Millisecond
+
 func (l *taskLimiter) wait(ctx context.Context, name, key string, keyed bool) error {
 	r, record, err := l.record(name, key, keyed)
 	if err != nil {
@@ -116,6 +120,18 @@ func (l *taskLimiter) wait(ctx context.Context, name, key string, keyed bool) er
 	}
 	if l.store == nil {
 		return fmt.Errorf("rate limit %s: %w", name, ErrNoRateLimits)
+	}
+	if l.log != nil {
+		start := l.now()
+		defer func() {
+			if waited := l.now().Sub(start); waited >= waitLogged {
+				attrs := []any{slog.String("phase", "limit"), slog.String("rate_limit", name), slog.Duration("waited", waited)}
+				if keyed {
+					attrs = append(attrs, slog.String("limit_key", quoteKey(key)))
+				}
+				l.log.DebugContext(ctx, "waited on a rate limit", attrs...)
+			}
+		}()
 	}
 	lm := ratelimit.Limiter{Store: l.store, NowFunc: l.now}
 	if r.InFlight == 0 {
