@@ -12,6 +12,7 @@ import (
 	"github.com/batonhq/baton"
 	"github.com/batonhq/baton/internal/effect"
 	"github.com/batonhq/baton/internal/fanin"
+	"github.com/batonhq/baton/internal/jobspec"
 	"github.com/batonhq/baton/internal/ledger"
 	"github.com/batonhq/baton/internal/message"
 	"github.com/batonhq/baton/internal/queue"
@@ -629,7 +630,7 @@ func (c *Consumer) recordFailure(ctx context.Context, m *messageRun, perr error,
 // item (which may itself be derived), once that item is terminal; without
 // enqueue it only cancels the doomed ones. It is a no-op for other states and for assets nobody depends on.
 func (c *Consumer) fanIn(ctx context.Context, d *delivery, state ledger.ItemState, enqueue bool) error {
-	if !state.Terminal() || d.msg.Paged() || len(d.job.DependentsOf(d.key.Asset)) == 0 {
+	if !state.Terminal() || d.msg.Paged() || len(jobspec.DependentsOf(d.job, d.key.Asset)) == 0 {
 		return nil // the items of a stored list have no derived items
 	}
 	p := fanin.Params{
