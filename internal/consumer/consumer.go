@@ -155,6 +155,10 @@ type MessageOutcome struct {
 	// here).
 	Ran        []MessageOutcome
 	HandedOver int
+	// Limit, for a message given back by a busy key (status limited), is
+	// the name of the rate limit it waits on (never its key: a key is
+	// data).
+	Limit string
 }
 
 // Handle processes msgs, up to the job's Limits.Concurrency at once (the

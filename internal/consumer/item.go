@@ -1,6 +1,7 @@
 package consumer
 
 import (
+	"cmp"
 	"context"
 	"errors"
 	"fmt"
@@ -219,6 +220,7 @@ func (c *Consumer) run(ctx context.Context, deadline time.Time, d *delivery) ver
 	}
 	m.leaseUntil = leaseEnd(d.job.ItemLease(d.key.Asset), m.now, m.hardEnd)
 	m.limits = newTaskLimiter(c, d.job, d.key.String(), m.leaseUntil)
+	m.limits.log = m.log
 	// The item's in-flight slots are held until its run here ends.
 	defer m.limits.freeAll(context.WithoutCancel(ctx), m.log)
 	if v, ok := c.gate(ctx, deadline, m); !ok {
@@ -614,6 +616,13 @@ func (c *Consumer) recordFailure(ctx context.Context, m *messageRun, perr error,
 	v.delay = c.retryDelay(ctx, m, perr)
 	m.log.DebugContext(ctx, "item failed", slog.String("phase", "process"), slog.Int("attempt", attempt),
 		slog.Duration("retry_in", v.delay), slog.Any("error", perr))
+	// The next attempt's earliest time, as delay will hide the message:
+	// its own delay, else the consumer's RetryDelay (none: as the queue
+	// hides it, not known here).
+	if wait := cmp.Or(v.delay, c.RetryDelay); wait > 0 {
+		c.noteWait(ctx, m, ledger.NoteWaitParams{Key: d.key, Attempt: attempt, Now: done,
+			Wait: ledger.ItemWait{At: done.Add(wait)}})
+	}
 	return v
 }
 

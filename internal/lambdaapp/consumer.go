@@ -120,6 +120,7 @@ func (h *ConsumerHandler) metrics(ctx context.Context, inv invocation, res consu
 		failed, deadLettered int
 		messages             int
 		tickToDone           []float64
+		limitWaits           map[string]int // by limit name, never by key
 	}
 	byJob := map[string]*tally{}
 	of := func(job string) *tally {
@@ -141,6 +142,12 @@ func (h *ConsumerHandler) metrics(ctx context.Context, inv invocation, res consu
 		t.status[it.Status]++
 		if it.Status == consumer.StatusSucceeded && it.TickToDone > 0 {
 			t.tickToDone = append(t.tickToDone, ms(it.TickToDone))
+		}
+		if it.Status == consumer.StatusLimited && it.Limit != "" {
+			if t.limitWaits == nil {
+				t.limitWaits = map[string]int{}
+			}
+			t.limitWaits[it.Limit]++
 		}
 	}
 	for _, f := range res.Failed {
@@ -185,6 +192,13 @@ func (h *ConsumerHandler) metrics(ctx context.Context, inv invocation, res consu
 				tickToDone = tickToDone[n:]
 			}
 			inv.emit(ctx, h.emf, now, job, map[string]any{"messages": t.messages}, record...)
+		}
+		// LimitWaits: messages given back by a busy key, one record per
+		// limit with its name as a dimension. A limit's names are the
+		// job's declared ones (bounded); its keys are data, of no bound,
+		// and never a dimension.
+		for _, limit := range slices.Sorted(maps.Keys(t.limitWaits)) {
+			inv.emitDims(ctx, h.emf, now, map[string]string{"Job": job, "Limit": limit}, nil, metric("LimitWaits", t.limitWaits[limit]))
 		}
 	}
 }

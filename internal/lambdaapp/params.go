@@ -8,6 +8,7 @@ import (
 	"fmt"
 	"io"
 	"log/slog"
+	"maps"
 	"strings"
 	"sync/atomic"
 	"time"
@@ -250,6 +251,11 @@ func (inv invocation) coldStartMetric(ctx context.Context, w *emf.Writer, at tim
 }
 
 func (inv invocation) emit(ctx context.Context, w *emf.Writer, at time.Time, job string, props map[string]any, metrics ...emf.Metric) {
+	inv.emitDims(ctx, w, at, map[string]string{"Job": job}, props, metrics...)
+}
+
+// emitDims is emit with the dimensions dims (and service).
+func (inv invocation) emitDims(ctx context.Context, w *emf.Writer, at time.Time, dims map[string]string, props map[string]any, metrics ...emf.Metric) {
 	if w == nil {
 		return
 	}
@@ -257,9 +263,11 @@ func (inv invocation) emit(ctx context.Context, w *emf.Writer, at time.Time, job
 		props = map[string]any{}
 	}
 	props = inv.properties(props)
+	dimensions := maps.Clone(dims)
+	dimensions["service"] = inv.service
 	err := w.Write(emf.Record{
 		Namespace:  inv.namespace,
-		Dimensions: map[string]string{"Job": job, "service": inv.service},
+		Dimensions: dimensions,
 		Metrics:    metrics,
 		Properties: props,
 		Time:       at,

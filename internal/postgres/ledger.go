@@ -437,9 +437,10 @@ func scanItem(scan func(dest ...any) error, run ledger.RunID) (ledger.Item, erro
 		it                                                      ledger.Item
 		state                                                   string
 		leaseUntil, createdAt, startedAt, finishedAt, updatedAt int64
+		waitAt                                                  int64
 	)
 	err := scan(&it.Key.Asset, &state, &it.Owner, &it.Attempt, &leaseUntil, &it.Fence, &it.Error, &it.Result,
-		&createdAt, &startedAt, &finishedAt, &updatedAt)
+		&createdAt, &startedAt, &finishedAt, &updatedAt, &waitAt, &it.Wait.Limit, &it.Wait.Key, &it.Wait.Attempt)
 	if err != nil {
 		return ledger.Item{}, err
 	}
@@ -448,6 +449,7 @@ func scanItem(scan func(dest ...any) error, run ledger.RunID) (ledger.Item, erro
 	it.LeaseUntil = fromNanos(leaseUntil)
 	it.CreatedAt, it.StartedAt = fromNanos(createdAt), fromNanos(startedAt)
 	it.FinishedAt, it.UpdatedAt = fromNanos(finishedAt), fromNanos(updatedAt)
+	it.Wait.At = fromNanos(waitAt)
 	return it, nil
 }
 
@@ -455,7 +457,7 @@ const ledgerRunColumns = `job, nominal, generation, state, cursor, total, fence,
 	opened_at, updated_at, finished_at, succeeded, dead, cancelled, digest`
 
 const ledgerItemColumns = `asset, state, owner, attempt, lease_until, fence, error, result,
-	created_at, started_at, finished_at, updated_at`
+	created_at, started_at, finished_at, updated_at, wait_at, wait_limit, wait_key, wait_attempt`
 
 // ledgerForceSQL is the forced open's upsert, without its RETURNING.
 const ledgerForceSQL = `
@@ -548,6 +550,18 @@ var (
 	ledgerRelease = named(`
 		UPDATE baton_items SET lease_until = @now, updated_at = @now
 		WHERE run = @run AND asset = @asset AND state = 'RUNNING' AND owner = @owner AND attempt = @attempt
+		RETURNING ` + ledgerItemColumns)
+
+	// absent (unclaimed only) → FAILED attempt 0 with the wait; FAILED
+	// (at @attempt unless unclaimed) → the wait noted at its attempt.
+	ledgerNoteWait = named(`
+		INSERT INTO baton_items AS i (run, asset, state, attempt, created_at, updated_at, wait_at, wait_limit, wait_key, wait_attempt)
+		SELECT @run, @asset, 'FAILED', 0, @now::bigint, @now::bigint, @wait_at::bigint, @wait_limit::text, @wait_key::text, 0
+		WHERE @unclaimed::boolean OR EXISTS (SELECT 1 FROM baton_items WHERE run = @run AND asset = @asset)
+		ON CONFLICT (run, asset) DO UPDATE SET
+			wait_at = excluded.wait_at, wait_limit = excluded.wait_limit, wait_key = excluded.wait_key,
+			wait_attempt = i.attempt, updated_at = excluded.updated_at
+		WHERE i.state = 'FAILED' AND (@unclaimed::boolean OR i.attempt = @attempt::integer)
 		RETURNING ` + ledgerItemColumns)
 
 	ledgerCancel = named(`
