@@ -124,10 +124,13 @@ func testStatusShowsLimitsAndWaitingItems(t *testing.T, f *opsFixture) {
 	require.NoError(t, json.Unmarshal([]byte(out), &detail), out)
 	var raw struct {
 		Run struct {
-			Items []map[string]any `json:"item_list"`
+			Items  []map[string]any `json:"item_list"`
+			Counts map[string]int   `json:"items"`
 		} `json:"run"`
 	}
 	require.NoError(t, json.Unmarshal([]byte(out), &raw))
+	require.Equal(t, 1, raw.Run.Counts["FAILED"], "b2 failed; b1, never attempted, is not FAILED: %v", raw.Run.Counts)
+	require.Equal(t, 1, raw.Run.Counts["PENDING"], "b1 waits before its first attempt: %v", raw.Run.Counts)
 	for _, it := range raw.Run.Items {
 		require.Contains(t, it, "next_attempt", it)
 		require.Contains(t, it, "waiting_on", it)

@@ -655,7 +655,7 @@ func newRunStatus(run ledger.Run, items []ledger.Item, expected []string) runSta
 }
 
 // countItems counts items per state, and expected items without a record
-// as PENDING. Every state appears, with 0 when no item is in it.
+// (or never attempted: ledger.Item.Unattempted) as PENDING. Every state appears, with 0 when no item is in it.
 func countItems(items []ledger.Item, expected []string) map[string]int {
 	counts := map[string]int{}
 	for _, s := range itemStates {
@@ -663,7 +663,11 @@ func countItems(items []ledger.Item, expected []string) map[string]int {
 	}
 	have := map[string]bool{}
 	for _, it := range items {
-		counts[string(it.State)]++
+		if it.Unattempted() {
+			counts[pending]++
+		} else {
+			counts[string(it.State)]++
+		}
 		have[it.Key.Asset] = true
 	}
 	for _, name := range expected {

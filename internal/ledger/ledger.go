@@ -209,6 +209,11 @@ func (it Item) NextAttempt() (ItemWait, bool) {
 	return it.Wait, true
 }
 
+// Unattempted reports whether the item was never claimed: a record that
+// NoteWait made for an item waiting on a limit (FAILED at attempt 0).
+// Operators' counts show it as PENDING, which it is.
+func (it Item) Unattempted() bool { return it.State == ItemFailed && it.Attempt == 0 }
+
 // NoteWaitParams are the inputs of WaitNoter.NoteWait.
 type NoteWaitParams struct {
 	Key ItemKey

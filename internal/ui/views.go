@@ -384,13 +384,18 @@ func (s *Server) jobPage(w http.ResponseWriter, r *http.Request) {
 }
 
 // countStates counts j's items per state; expected items without a
-// record are PENDING.
+// record, or never attempted (ledger.Item.Unattempted), are PENDING.
 func countStates(j baton.Job, items []ledger.Item) []stateCount {
 	n := map[string]int{}
+	attempted := 0
 	for _, it := range items {
+		if it.Unattempted() {
+			continue // waiting on a limit before its first attempt: PENDING
+		}
 		n[string(it.State)]++
+		attempted++
 	}
-	n[pendingState] = len(j.Assets) + len(j.Derived) - len(items)
+	n[pendingState] = len(j.Assets) + len(j.Derived) - attempted
 	out := make([]stateCount, len(itemStates))
 	for i, st := range itemStates {
 		out[i] = stateCount{st, max(n[st], 0)}
