@@ -38,10 +38,13 @@ import (
 	"fmt"
 	"io"
 	"log"
+	"log/slog"
 	"os"
 
 	"github.com/aws/aws-lambda-go/events"
 	"github.com/aws/aws-lambda-go/lambda"
+	"go.opentelemetry.io/otel/metric"
+	"go.opentelemetry.io/otel/trace"
 
 	"github.com/batonhq/baton"
 	"github.com/batonhq/baton/internal/lambdaapp"
@@ -58,6 +61,16 @@ type Options struct {
 	// Stdout receives the metrics (CloudWatch Embedded Metric Format) and
 	// Stderr the JSON logs; nil: os.Stdout and os.Stderr.
 	Stdout, Stderr io.Writer
+	// LogHandler, when set, receives the log records in place of the
+	// JSON lines on Stderr.
+	LogHandler slog.Handler
+	// TracerProvider records a span per invocation and per item (see
+	// docs/tracing.md); nil: the global provider (otel.SetTracerProvider),
+	// a no-op until one is set. Spans join the invocation's X-Ray trace.
+	TracerProvider trace.TracerProvider
+	// MeterProvider records the item and invocation metrics beside EMF;
+	// nil: the global provider.
+	MeterProvider metric.MeterProvider
 }
 
 func (o *Options) env() lambdaapp.Env {
@@ -74,6 +87,7 @@ func (o *Options) env() lambdaapp.Env {
 	if o.Stderr != nil {
 		e.Stderr = o.Stderr
 	}
+	e.LogHandler, e.TracerProvider, e.MeterProvider = o.LogHandler, o.TracerProvider, o.MeterProvider
 	return e
 }
 
@@ -129,9 +143,13 @@ func (h *ConsumerHandler) Handle(ctx context.Context, ev events.SQSEvent) (event
 // StartCoordinator serves catalog as the coordinator function. It does
 // not return; a failed cold start is reported to the Runtime API and ends
 // the process.
-func StartCoordinator(catalog *baton.Catalog) {
+func StartCoordinator(catalog *baton.Catalog) { StartCoordinatorWith(catalog, nil) }
+
+// StartCoordinatorWith is StartCoordinator with options: the user's
+// telemetry providers and log handler.
+func StartCoordinatorWith(catalog *baton.Catalog, o *Options) {
 	ctx := context.Background()
-	h, err := NewCoordinatorHandler(ctx, catalog, nil)
+	h, err := NewCoordinatorHandler(ctx, catalog, o)
 	if err != nil {
 		fail(ctx, err)
 	}
@@ -141,9 +159,12 @@ func StartCoordinator(catalog *baton.Catalog) {
 // StartConsumer serves catalog as the consumer function. It does not
 // return; a failed cold start is reported to the Runtime API and ends the
 // process.
-func StartConsumer(catalog *baton.Catalog) {
+func StartConsumer(catalog *baton.Catalog) { StartConsumerWith(catalog, nil) }
+
+// StartConsumerWith is StartConsumer with options.
+func StartConsumerWith(catalog *baton.Catalog, o *Options) {
 	ctx := context.Background()
-	h, err := NewConsumerHandler(ctx, catalog, nil)
+	h, err := NewConsumerHandler(ctx, catalog, o)
 	if err != nil {
 		fail(ctx, err)
 	}
@@ -152,12 +173,15 @@ func StartConsumer(catalog *baton.Catalog) {
 
 // Start serves catalog as the function BATON_FUNCTION names, so that one
 // bootstrap can serve both functions. It does not return.
-func Start(catalog *baton.Catalog) {
+func Start(catalog *baton.Catalog) { StartWith(catalog, nil) }
+
+// StartWith is Start with options.
+func StartWith(catalog *baton.Catalog, o *Options) {
 	switch role := os.Getenv(EnvFunction); role {
 	case "coordinator":
-		StartCoordinator(catalog)
+		StartCoordinatorWith(catalog, o)
 	case "consumer":
-		StartConsumer(catalog)
+		StartConsumerWith(catalog, o)
 	default:
 		fail(context.Background(), fmt.Errorf("%s=%q: want coordinator or consumer", EnvFunction, role))
 	}
