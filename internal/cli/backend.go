@@ -10,6 +10,7 @@ import (
 	"time"
 
 	"github.com/spf13/pflag"
+	"go.opentelemetry.io/otel/trace"
 
 	"github.com/batonhq/baton/internal/awssqs"
 	"github.com/batonhq/baton/internal/backend"
@@ -139,6 +140,8 @@ type awsFlags struct {
 	receiveWait time.Duration
 	jobQueues   string // name=url,… (BATON_JOB_QUEUE_URLS)
 	envErr      error  // a bad value in the environment, reported at open
+	// tracer records the SDK calls as spans; nil: the global provider.
+	tracer trace.TracerProvider
 }
 
 func (a *awsFlags) registerEndpoints(fs *pflag.FlagSet) {
@@ -223,7 +226,7 @@ func (a *awsFlags) clients(ctx context.Context) (awsbackend.Clients, error) {
 	if err != nil {
 		return awsbackend.Clients{}, err
 	}
-	return awsbackend.NewClients(cfg, e), nil
+	return awsbackend.NewTracedClients(cfg, e, a.tracer), nil
 }
 
 func (a *awsFlags) open(ctx context.Context) (backend.Backend, error) {

@@ -30,6 +30,7 @@ package telemetry
 
 import (
 	"context"
+	"net/http"
 	"strings"
 	"sync"
 
@@ -41,6 +42,7 @@ import (
 	"go.opentelemetry.io/otel/trace"
 
 	"github.com/batonhq/baton/internal/queue"
+	"github.com/batonhq/baton/internal/redact"
 )
 
 // ScopeName is the instrumentation scope of baton's tracer and meter.
@@ -162,8 +164,8 @@ func End(span trace.Span, outcome string, err error) {
 			span.SetAttributes(KeyOutcome.String(outcome))
 		}
 		if err != nil {
-			span.RecordError(err)
-			span.SetStatus(codes.Error, err.Error())
+			// What operators read elsewhere: no secret in it.
+			span.SetStatus(codes.Error, redact.String(err.Error()))
 		}
 	}
 	span.End()
@@ -261,4 +263,15 @@ func Carry(from map[string]string, msgs []queue.Message) {
 		attrs[AttrTrace] = v
 		msgs[i].Attributes = attrs
 	}
+}
+
+// FromHeader returns ctx with the W3C trace context of an HTTP request's
+// headers (traceparent, tracestate) as its remote parent, so that a
+// traced caller's request and baton's spans are one trace; ctx as it is
+// when it has a span already or the headers carry none.
+func FromHeader(ctx context.Context, h http.Header) context.Context {
+	if trace.SpanContextFromContext(ctx).IsValid() {
+		return ctx
+	}
+	return traceContext.Extract(ctx, propagation.HeaderCarrier(h))
 }
