@@ -18,15 +18,14 @@ import (
 // nothing. The span is the origin of the messages sent under it (a
 // derived item's): telemetry.WithOrigin.
 func (c *Consumer) startItem(ctx context.Context, d *delivery) (context.Context, trace.Span) {
-	var span trace.Span
-	if sc, ok := telemetry.Extract(d.d.Attributes); ok {
-		if !trace.SpanContextFromContext(ctx).IsValid() {
-			ctx = trace.ContextWithRemoteSpanContext(ctx, sc)
-		}
-		ctx, span = c.Telemetry.Start(ctx, telemetry.SpanItem, trace.WithSpanKind(trace.SpanKindConsumer),
-			trace.WithLinks(trace.Link{SpanContext: sc}))
-	} else {
-		ctx, span = c.Telemetry.Start(ctx, telemetry.SpanItem, trace.WithSpanKind(trace.SpanKindConsumer))
+	sc, carried := telemetry.Extract(d.d.Attributes)
+	if carried && !trace.SpanContextFromContext(ctx).IsValid() {
+		ctx = trace.ContextWithRemoteSpanContext(ctx, sc)
+	}
+	ctx, span := c.Telemetry.Start(ctx, telemetry.SpanItem, itemOptions...)
+	if carried && span.IsRecording() {
+		// Added once started: a span that does not record costs no link.
+		span.AddLink(trace.Link{SpanContext: sc})
 	}
 	if span.IsRecording() {
 		span.SetAttributes(
@@ -42,8 +41,16 @@ func (c *Consumer) startItem(ctx context.Context, d *delivery) (context.Context,
 			)
 		}
 	}
+	if !span.IsRecording() {
+		// The messages sent under ctx carry its span's context all the
+		// same: the one the message carried, passed on.
+		return ctx, span
+	}
 	return telemetry.WithOrigin(ctx), span
 }
+
+// itemOptions are the item span's options, built once.
+var itemOptions = []trace.SpanStartOption{trace.WithSpanKind(trace.SpanKindConsumer)}
 
 // endItem ends the span of d with v's outcome and counts it.
 func (c *Consumer) endItem(ctx context.Context, span trace.Span, d *delivery, v verdict) {
@@ -70,7 +77,7 @@ func (c *Consumer) endItem(ctx context.Context, span trace.Span, d *delivery, v 
 // stepSpan starts the span of one of an item's steps (vouch, claim,
 // complete, fan-in) under ctx's span.
 func (c *Consumer) stepSpan(ctx context.Context, name string) (context.Context, trace.Span) {
-	return c.Telemetry.Start(ctx, name)
+	return c.Telemetry.Step(ctx, name)
 }
 
 // claimed records the claim's latency.

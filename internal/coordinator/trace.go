@@ -14,12 +14,16 @@ import (
 // as the origin of the messages sent under it (telemetry.WithOrigin): an
 // item's span links to the run's invocation, not to one of its steps.
 func (c *Coordinator) startInvocation(ctx context.Context, kind, job string) (context.Context, trace.Span) {
-	ctx, span := c.Telemetry.Start(ctx, telemetry.SpanCoordinator, trace.WithSpanKind(trace.SpanKindProducer))
-	if span.IsRecording() {
-		span.SetAttributes(telemetry.KeyJob.String(job), telemetry.KeyKind.String(kind))
+	ctx, span := c.Telemetry.Start(ctx, telemetry.SpanCoordinator, invocationOptions...)
+	if !span.IsRecording() {
+		return ctx, span
 	}
+	span.SetAttributes(telemetry.KeyJob.String(job), telemetry.KeyKind.String(kind))
 	return telemetry.WithOrigin(ctx), span
 }
+
+// invocationOptions are the invocation span's options, built once.
+var invocationOptions = []trace.SpanStartOption{trace.WithSpanKind(trace.SpanKindProducer)}
 
 // endInvocation ends the invocation's span with what sum says, and counts
 // the invocation.
@@ -49,5 +53,5 @@ func (c *Coordinator) endInvocation(ctx context.Context, span trace.Span, sum *S
 // step starts the span of one of an invocation's steps (lease, open,
 // fan-out, settle, release) under ctx's span.
 func (c *Coordinator) step(ctx context.Context, name string) (context.Context, trace.Span) {
-	return c.Telemetry.Start(ctx, name)
+	return c.Telemetry.Step(ctx, name)
 }

@@ -53,6 +53,9 @@ func (t *Telemetry) opts(job, outcome string) options {
 // status: succeeded, duplicate, failed…).
 func (t *Telemetry) Item(ctx context.Context, job, outcome string) {
 	t = t.Or()
+	if !t.items.Enabled(ctx) {
+		return
+	}
 	t.items.Add(ctx, 1, t.opts(job, outcome).add...)
 }
 
@@ -60,12 +63,18 @@ func (t *Telemetry) Item(ctx context.Context, job, outcome string) {
 // nominal time to its completion.
 func (t *Telemetry) TickToDone(ctx context.Context, job string, d time.Duration) {
 	t = t.Or()
+	if !t.tickToDone.Enabled(ctx) {
+		return
+	}
 	t.tickToDone.Record(ctx, d.Seconds(), t.opts(job, "").record...)
 }
 
 // ClaimLatency records how long an item's claim took.
 func (t *Telemetry) ClaimLatency(ctx context.Context, job string, d time.Duration) {
 	t = t.Or()
+	if !t.claimLat.Enabled(ctx) {
+		return
+	}
 	t.claimLat.Record(ctx, d.Seconds(), t.opts(job, "").record...)
 }
 
@@ -74,6 +83,9 @@ func (t *Telemetry) ClaimLatency(ctx context.Context, job string, d time.Duratio
 // another owner) counts as lease contention too.
 func (t *Telemetry) Invocation(ctx context.Context, job, outcome string, contended bool) {
 	t = t.Or()
+	if !t.ticks.Enabled(ctx) {
+		return
+	}
 	t.ticks.Add(ctx, 1, t.opts(job, outcome).add...)
 	if contended {
 		t.contention.Add(ctx, 1, t.opts(job, "").add...)

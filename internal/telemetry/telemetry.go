@@ -156,6 +156,22 @@ func (t *Telemetry) Start(ctx context.Context, name string, opts ...trace.SpanSt
 	return t.Or().tracer.Start(ctx, name, opts...)
 }
 
+// noSpan is a span that records nothing and ends nothing.
+var noSpan = trace.SpanFromContext(context.Background())
+
+// Step starts the span of a step of ctx's span (an invocation's lease,
+// an item's claim…). When ctx's span does not record (no provider, or
+// not sampled), it starts none and returns ctx with a span that does
+// nothing: a step of an unsampled span is not sampled under the SDK's
+// default (parent-based) sampler, and this way an item with no provider
+// costs no allocation per step.
+func (t *Telemetry) Step(ctx context.Context, name string) (context.Context, trace.Span) {
+	if !trace.SpanFromContext(ctx).IsRecording() {
+		return ctx, noSpan
+	}
+	return t.Or().tracer.Start(ctx, name)
+}
+
 // End ends span with err's status (nil: unset) and, when it records, the
 // outcome attribute ("" leaves it out).
 func End(span trace.Span, outcome string, err error) {
@@ -224,7 +240,8 @@ func encode(sc trace.SpanContext) string {
 
 // Extract returns the span context a message's attributes carry, and
 // false when they carry none this version can read (no attribute, another
-// version, a malformed value): the message is processed all the same.
+// version, a malformed value): the message is processed all the same. It
+// allocates nothing for a value without a tracestate.
 func Extract(attrs map[string]string) (trace.SpanContext, bool) {
 	v, ok := attrs[AttrTrace]
 	if !ok {
@@ -235,12 +252,50 @@ func Extract(attrs map[string]string) (trace.SpanContext, bool) {
 		return trace.SpanContext{}, false
 	}
 	parent, state, _ := strings.Cut(rest, ";")
-	c := propagation.MapCarrier{"traceparent": parent}
-	if state != "" {
-		c["tracestate"] = state
+	// version 00: "00-" 32 hex "-" 16 hex "-" 2 hex, as W3C Trace Context.
+	if len(parent) != 55 || parent[:3] != "00-" || parent[35] != '-' || parent[52] != '-' {
+		return trace.SpanContext{}, false
 	}
-	sc := trace.SpanContextFromContext(traceContext.Extract(context.Background(), c))
+	tid, err := trace.TraceIDFromHex(parent[3:35])
+	if err != nil {
+		return trace.SpanContext{}, false
+	}
+	sid, err := trace.SpanIDFromHex(parent[36:52])
+	if err != nil {
+		return trace.SpanContext{}, false
+	}
+	flags, ok := hexByte(parent[53:55])
+	if !ok {
+		return trace.SpanContext{}, false
+	}
+	cfg := trace.SpanContextConfig{TraceID: tid, SpanID: sid, TraceFlags: trace.TraceFlags(flags) & trace.FlagsSampled, Remote: true}
+	if state != "" {
+		ts, err := trace.ParseTraceState(state)
+		if err != nil {
+			return trace.SpanContext{}, false
+		}
+		cfg.TraceState = ts
+	}
+	sc := trace.NewSpanContext(cfg)
 	return sc, sc.IsValid()
+}
+
+// hexByte parses two lower-case hex digits.
+func hexByte(s string) (byte, bool) {
+	var b byte
+	for i := range 2 {
+		c := s[i]
+		switch {
+		case '0' <= c && c <= '9':
+			c -= '0'
+		case 'a' <= c && c <= 'f':
+			c -= 'a' - 10
+		default:
+			return 0, false
+		}
+		b = b<<4 | c
+	}
+	return b, true
 }
 
 // Carry sets AttrTrace on each of msgs that has none to the value from,
