@@ -21,7 +21,7 @@ func TestParseXRay(t *testing.T) {
 
 	for _, bad := range []string{
 		"",
-		"Root=1-5759e988-bd862e3fe1be46a994272793",        // no parent: nothing to join
+		"Root=1-5759e988-bd862e3fe1be46a994272793",         // no parent: nothing to join
 		"Root=1-5759e988-bd862e3fe1be46a994272793;Parent=", // empty parent
 		"Root=2-5759e988-bd862e3fe1be46a994272793;Parent=53995c3f42cd8ad8",
 		"Root=1-5759e988bd862e3fe1be46a994272793;Parent=53995c3f42cd8ad8",
