@@ -67,9 +67,11 @@ type Options struct {
 	// TracerProvider records a span per invocation and per item (see
 	// docs/tracing.md); nil: the global provider (otel.SetTracerProvider),
 	// a no-op until one is set. Spans join the invocation's X-Ray trace.
+	// A provider with a ForceFlush method (the SDK's) is flushed at the
+	// end of each invocation, before Lambda freezes the process.
 	TracerProvider trace.TracerProvider
 	// MeterProvider records the item and invocation metrics beside EMF;
-	// nil: the global provider.
+	// nil: the global provider. Flushed as TracerProvider.
 	MeterProvider metric.MeterProvider
 }
 
@@ -93,7 +95,10 @@ func (o *Options) env() lambdaapp.Env {
 
 // CoordinatorHandler is the coordinator function's handler: one trigger
 // in, a CoordinatorResponse out.
-type CoordinatorHandler struct{ h *lambdaapp.CoordinatorHandler }
+type CoordinatorHandler struct {
+	h     *lambdaapp.CoordinatorHandler
+	flush flushers
+}
 
 // CoordinatorResponse is what the coordinator returns for a trigger: the
 // run, its outcome (opened, resumed, already_fanned_out or skipped), the
@@ -111,17 +116,22 @@ func NewCoordinatorHandler(ctx context.Context, catalog *baton.Catalog, o *Optio
 	if err != nil {
 		return nil, err
 	}
-	return &CoordinatorHandler{h}, nil
+	return &CoordinatorHandler{h: h, flush: o.flushers()}, nil
 }
 
-// Handle runs one trigger (the raw event).
+// Handle runs one trigger (the raw event), then flushes the providers'
+// spans and metrics (see Options).
 func (h *CoordinatorHandler) Handle(ctx context.Context, payload json.RawMessage) (CoordinatorResponse, error) {
+	defer h.flush.flush(ctx)
 	return h.h.Handle(ctx, payload)
 }
 
 // ConsumerHandler is the consumer function's handler: one SQS batch in,
 // the batch-item failures out.
-type ConsumerHandler struct{ h *lambdaapp.ConsumerHandler }
+type ConsumerHandler struct {
+	h     *lambdaapp.ConsumerHandler
+	flush flushers
+}
 
 // NewConsumerHandler is the consumer's cold start.
 func NewConsumerHandler(ctx context.Context, catalog *baton.Catalog, o *Options) (*ConsumerHandler, error) {
@@ -132,12 +142,47 @@ func NewConsumerHandler(ctx context.Context, catalog *baton.Catalog, o *Options)
 	if err != nil {
 		return nil, err
 	}
-	return &ConsumerHandler{h}, nil
+	return &ConsumerHandler{h: h, flush: o.flushers()}, nil
 }
 
 // Handle processes one SQS batch; it never fails the batch as a whole.
+// It then flushes the providers' spans and metrics (see Options).
 func (h *ConsumerHandler) Handle(ctx context.Context, ev events.SQSEvent) (events.SQSEventResponse, error) {
+	defer h.flush.flush(ctx)
 	return h.h.Handle(ctx, ev)
+}
+
+// flusher is a provider that can flush what it buffered: the SDK's
+// tracer and meter providers are.
+type flusher interface{ ForceFlush(context.Context) error }
+
+// flushers are the options' providers that can flush.
+type flushers []flusher
+
+func (o *Options) flushers() flushers {
+	var out flushers
+	if o == nil {
+		return out
+	}
+	if f, ok := o.TracerProvider.(flusher); ok {
+		out = append(out, f)
+	}
+	if f, ok := o.MeterProvider.(flusher); ok {
+		out = append(out, f)
+	}
+	return out
+}
+
+// flush flushes each provider before the invocation returns: Lambda
+// freezes the process between invocations, and a batch still buffered
+// then is sent late or never. A failure is logged, never the
+// invocation's.
+func (fs flushers) flush(ctx context.Context) {
+	for _, f := range fs {
+		if err := f.ForceFlush(context.WithoutCancel(ctx)); err != nil {
+			log.Printf("batonlambda: flushing telemetry: %v", err)
+		}
+	}
 }
 
 // StartCoordinator serves catalog as the coordinator function. It does
