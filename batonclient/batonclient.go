@@ -109,7 +109,7 @@ func Open(ctx context.Context, catalog *baton.Catalog, o *Options) (*Client, err
 		if dsn == "" {
 			dsn = os.Getenv(postgresbackend.EnvDSN)
 		}
-		b, err = postgresbackend.Open(ctx, postgresbackend.Params{DSN: dsn})
+		b, err = postgresbackend.Open(ctx, postgresbackend.Params{DSN: dsn, TracerProvider: o.TracerProvider})
 	default:
 		return nil, fmt.Errorf("batonclient: unknown engine %q (want sqlite, postgres or aws)", o.Engine)
 	}

@@ -90,6 +90,8 @@ func (b *backendFlags) open(ctx context.Context) (backend.Backend, error) {
 type postgresFlags struct {
 	dsn   string
 	retry time.Duration
+	// tracer records the statements as spans; nil: the global provider.
+	tracer trace.TracerProvider
 }
 
 func (p *postgresFlags) register(fs *pflag.FlagSet) {
@@ -118,7 +120,7 @@ func (p *postgresFlags) open(ctx context.Context) (backend.Backend, error) {
 	if window == 0 {
 		window = -1 // Params: a negative window is none
 	}
-	b, err := postgresbackend.Open(ctx, postgresbackend.Params{DSN: p.dsn, RetryWindow: window})
+	b, err := postgresbackend.Open(ctx, postgresbackend.Params{DSN: p.dsn, RetryWindow: window, TracerProvider: p.tracer})
 	if err != nil {
 		return backend.Backend{}, fmt.Errorf("--backend postgres: %w", err)
 	}

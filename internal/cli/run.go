@@ -50,7 +50,8 @@ If a tick already ran, --once reports that run instead of running it again
 prints them after the report as a tree: the coordinator's invocation and
 its steps (lease, open, fan-out, settle), each item's span (vouch, claim,
 complete, fan-in; the derived items under the input that enqueued them)
-and, on --backend aws, each DynamoDB and SQS call.`
+and, on --backend aws each DynamoDB and SQS call, on --backend postgres each
+statement.`
 
 type runFlags struct {
 	common    *backendFlags
@@ -111,7 +112,7 @@ func runRun(ctx context.Context, e *env, f *runFlags) error {
 		provider, rec := spantree.NewProvider()
 		defer provider.Shutdown(context.WithoutCancel(ctx))
 		tp, spans = provider, rec
-		f.common.aws.tracer = tp
+		f.common.aws.tracer, f.common.pg.tracer = tp, tp
 	}
 	b, err := f.common.open(ctx)
 	if err != nil {
