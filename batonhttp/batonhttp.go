@@ -117,6 +117,9 @@ type BackendOptions struct {
 	// database not set up is refused. The embedded store always sets
 	// itself up.
 	Setup bool
+	// TracerProvider records each PostgreSQL statement as a span; nil:
+	// the global provider. Give the same as Options.TracerProvider.
+	TracerProvider trace.TracerProvider
 }
 
 // Engines are the names OpenBackend accepts.
@@ -150,7 +153,7 @@ func OpenBackend(ctx context.Context, name string, o *BackendOptions) (*Backend,
 				return nil, fmt.Errorf("batonhttp: %w", err)
 			}
 		}
-		b, err := postgresbackend.Open(ctx, postgresbackend.Params{DSN: dsn})
+		b, err := postgresbackend.Open(ctx, postgresbackend.Params{DSN: dsn, TracerProvider: o.TracerProvider})
 		if err != nil {
 			return nil, fmt.Errorf("batonhttp: %w", err)
 		}
