@@ -7,10 +7,13 @@ import (
 
 	"github.com/stretchr/testify/require"
 	"go.opentelemetry.io/otel/attribute"
+	sdktrace "go.opentelemetry.io/otel/sdk/trace"
 	"go.opentelemetry.io/otel/trace"
 
 	"github.com/batonhq/baton"
+	"github.com/batonhq/baton/examples/fx"
 	"github.com/batonhq/baton/internal/consumer"
+	"github.com/batonhq/baton/internal/ledger"
 	"github.com/batonhq/baton/internal/queue"
 	"github.com/batonhq/baton/internal/telemetry"
 	"github.com/batonhq/baton/internal/telemetry/telemetrytest"
@@ -95,5 +98,36 @@ func TestProcessorRunsInTheItemSpan(t *testing.T) {
 	}
 	for _, kv := range item.Attributes() { // never a payload or a result
 		require.Contains(t, allowed, kv.Key)
+	}
+}
+
+// A derived item's message carries the span of the input whose end made
+// it ready: DXY's span links to that input's item span.
+func TestDerivedItemLinksToTheInputThatEnqueuedIt(t *testing.T) {
+	t.Parallel()
+	b := setup(t)
+	tp, rec := telemetrytest.Recorder(t)
+	b.consumer.Telemetry = telemetry.New(telemetry.Options{TracerProvider: tp})
+	b.drain(t, b.deliveries(b.fanOut()...))
+	require.Equal(t, ledger.ItemSucceeded, b.item(t, fx.DXY).State)
+
+	byKey := map[string][]sdktrace.ReadOnlySpan{}
+	for _, s := range telemetrytest.Named(rec, telemetry.SpanItem) {
+		k := telemetrytest.Attr(s, string(telemetry.KeyItem))
+		byKey[k] = append(byKey[k], s)
+	}
+	dxy := byKey[b.key(fx.DXY).String()]
+	require.NotEmpty(t, dxy)
+	for _, d := range dxy {
+		require.Len(t, d.Links(), 1)
+		from := ""
+		for _, in := range fx.DXYInputs {
+			for _, s := range byKey[b.key(in).String()] {
+				if telemetrytest.ID(s.SpanContext()) == telemetrytest.ID(d.Links()[0].SpanContext) {
+					from = in
+				}
+			}
+		}
+		require.NotEmpty(t, from, "DXY links to one of its inputs")
 	}
 }

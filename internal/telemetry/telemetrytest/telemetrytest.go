@@ -112,16 +112,19 @@ func Run(t *testing.T, b backend.Backend) {
 		require.Equal(t, []string{ID(coord.SpanContext())}, linked(s), "%s links to the run's span", a)
 		require.Equal(t, coord.SpanContext().TraceID(), s.SpanContext().TraceID(), "%s joins the run's trace", a)
 	}
+	// DXY links to the input whose completion enqueued it, or, when the
+	// run's settle found it ready first (its last resort, which knows no
+	// span: the run's span context is not stored), to nothing.
 	dxy := items[fx.DXY]
 	links := linked(dxy)
-	require.Len(t, links, 1, "DXY links to the input that enqueued it")
-	var from string
+	require.LessOrEqual(t, len(links), 1)
+	from := ""
 	for _, in := range fx.DXYInputs {
-		if ID(items[in].SpanContext()) == links[0] {
+		if len(links) == 1 && ID(items[in].SpanContext()) == links[0] {
 			from = in
 		}
 	}
-	require.NotEmpty(t, from, "DXY's link is one of its inputs' item spans")
+	require.True(t, len(links) == 0 || from != "", "DXY's link is one of its inputs' item spans")
 	for key, s := range items {
 		require.Equal(t, "1", Attr(s, string(telemetry.KeyAttempt)), key)
 		require.Equal(t, "1", Attr(s, string(telemetry.KeyFence)), key)
@@ -130,8 +133,10 @@ func Run(t *testing.T, b backend.Backend) {
 			require.Len(t, children(rec, s.SpanContext(), step), 1, "%s's %s step", key, step)
 		}
 	}
-	complete := children(rec, items[from].SpanContext(), telemetry.SpanComplete)[0]
-	require.Len(t, children(rec, complete.SpanContext(), telemetry.SpanFanIn), 1, "%s ran DXY's fan-in as it completed", from)
+	for _, in := range fx.DXYInputs {
+		complete := children(rec, items[in].SpanContext(), telemetry.SpanComplete)[0]
+		require.Len(t, children(rec, complete.SpanContext(), telemetry.SpanFanIn), 1, "%s ran DXY's fan-in check as it completed", in)
+	}
 
 	// A redelivered duplicate: a span of its own, outcome duplicate,
 	// linked to the run like the first delivery.
