@@ -44,7 +44,7 @@ browser: ## install Debian's chromium for the dashboard's browser test when miss
 		echo "no chromium: the browser test of internal/ui skips (fails under CI=true); install it with 'sudo apt-get install chromium' or point BATON_CHROMIUM at a Chromium"; \
 	fi
 
-screenshots: browser ## regenerate the README's screenshot of a run's timeline (docs/ui-timeline.png)
+screenshots: browser ## regenerate the dashboard guide's screenshot of a run's timeline (docs/ui-timeline.png)
 	$(GO) test -count=1 -run '^TestBrowser$$' ./internal/ui -ui.readme $(CURDIR)/docs/ui-timeline.png
 
 test: emulators postgres browser ## vet, the no-AWS-in-core check and every test (emulators, a throwaway PostgreSQL and the browser included)

@@ -7,21 +7,16 @@ import (
 	"strings"
 )
 
-// ErrUnknownJob matches the error of Catalog.Lookup for a name the catalog
-// does not hold.
+// ErrUnknownJob matches Catalog.Lookup's error for an unknown name.
 var ErrUnknownJob = errors.New("unknown job")
 
-// Catalog is the set of jobs one deployment runs: every entry point (the
-// Lambda handlers, the local runtime, the operator CLI) serves a catalog.
-// A Catalog is immutable and safe for concurrent use.
+// Catalog is the jobs one deployment runs; it is safe for concurrent use.
 type Catalog struct {
 	jobs  map[string]Job
 	names []string // sorted
 }
 
-// NewCatalog validates each job (Job.Validate), checks that no two share
-// a name, fills zero limits from DefaultLimits, and returns the catalog.
-// The error names the first job that is wrong and why.
+// NewCatalog validates the jobs; the error names the first wrong one.
 func NewCatalog(jobs ...Job) (*Catalog, error) {
 	if len(jobs) == 0 {
 		return nil, errors.New("catalog: no jobs")
@@ -68,9 +63,7 @@ func NewCatalog(jobs ...Job) (*Catalog, error) {
 	return c, nil
 }
 
-// MustCatalog is NewCatalog for catalogs fixed in code: it panics on an
-// error. Use it in package-level variables and mains, where a bad catalog
-// is a programming error.
+// MustCatalog is NewCatalog that panics on an error.
 func MustCatalog(jobs ...Job) *Catalog {
 	c, err := NewCatalog(jobs...)
 	if err != nil {
@@ -94,8 +87,7 @@ func cloneDerived(ds []Derived) []Derived {
 	return out
 }
 
-// Lookup returns the job called name, or an error matching ErrUnknownJob
-// that lists the known names.
+// Lookup returns the job called name, or ErrUnknownJob.
 func (c *Catalog) Lookup(name string) (Job, error) {
 	j, ok := c.jobs[name]
 	if !ok {
@@ -118,15 +110,3 @@ func (c *Catalog) Jobs() []Job {
 
 // Len returns the number of jobs.
 func (c *Catalog) Len() int { return len(c.names) }
-
-// Queues returns the job queues the catalog's jobs name (Job.Queue), by
-// name, each with the jobs that use it, sorted.
-func (c *Catalog) Queues() map[string][]string {
-	out := map[string][]string{}
-	for _, name := range c.names {
-		if q := c.jobs[name].Queue; q.Name != "" {
-			out[q.Name] = append(out[q.Name], name)
-		}
-	}
-	return out
-}

@@ -7,29 +7,13 @@ import (
 	"strings"
 )
 
-// Chain starts a run of another job when a run of this job finishes:
-// on complete, and with OnPartial on partial too. The started run is a
-// submission of Job (see RunID) whose dedupe key is ChainKey of the
-// finished run, so it starts exactly once per finished run, however many
-// times that run is settled; its items are Job's (its Assets, or what its
-// Items function returns, asked with ItemsRequest.Parent set), and its
-// tasks carry the finished run's id in Task.Parent.
-//
-// Whoever finishes the run (the consumer of its last item, or a
-// coordinator's settling) starts the chained runs; if it stops in
-// between, the job's next trigger starts them (a coordinator looks at the
-// job's recent finished runs).
+// Chain starts a run of another job once per finished run (Task.Parent).
 type Chain struct {
-	// Job is the job whose run starts: another job of the catalog.
-	Job string
-	// OnPartial starts it when the run ends partial (some item DEAD or
-	// CANCELLED) too; by default only a complete run starts it.
-	OnPartial bool
+	Job       string // the job whose run starts
+	OnPartial bool   // also when the run ends partial, not only complete
 }
 
-// ChainKey is the dedupe key of the run a Chain starts when run finishes:
-// "after-" and 24 hex digits of the SHA-256 of run's id, the same for
-// every settling of run.
+// ChainKey is the dedupe key of the run a Chain starts when run finishes.
 func ChainKey(run RunID) string {
 	sum := sha256.Sum256([]byte(run.String()))
 	return "after-" + hex.EncodeToString(sum[:12])

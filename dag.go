@@ -127,12 +127,7 @@ func quoteChain(names []string) string {
 	return strings.Join(q, " → ")
 }
 
-// DerivedOrder returns j's derived items in dependency order: each after
-// every derived item it takes as input, otherwise in the order they are
-// listed. Fan-in judges them in this order, so a derived item cancelled
-// because an input ended without success cancels its own dependents in
-// the same pass. For a job whose derived items form a cycle (which
-// Validate refuses) the items of the cycle come last, in listing order.
+// DerivedOrder returns j's derived items, each after its inputs.
 func (j Job) DerivedOrder() []Derived {
 	placed := make(map[string]bool, len(j.Derived))
 	isDerived := make(map[string]bool, len(j.Derived))
@@ -170,10 +165,7 @@ func (j Job) DerivedOrder() []Derived {
 	return out
 }
 
-// Downstream returns the derived items that depend on the item called
-// name, directly or through other derived items, in dependency order (see
-// DerivedOrder). Re-running name re-runs them; name ending without
-// success cancels them.
+// Downstream returns the derived items that depend on name, in order.
 func (j Job) Downstream(name string) []Derived {
 	reached := map[string]bool{name: true}
 	var out []Derived

@@ -15,9 +15,7 @@ import (
 // message bodies and file names.
 var namePattern = regexp.MustCompile(`^[A-Za-z0-9][A-Za-z0-9_.-]{0,63}$`)
 
-// ValidName returns an error naming what is wrong when s is not a valid job
-// or asset name (letters, digits, '_', '.', '-', at most 64, starting with a
-// letter or digit). what says which kind of name it is ("job", "asset").
+// ValidName checks a name of kind what: 1-64 of [A-Za-z0-9_.-].
 func ValidName(what, s string) error {
 	if !namePattern.MatchString(s) {
 		return fmt.Errorf("invalid %s name %s: want 1-64 letters, digits, '_', '.', '-', starting with a letter or digit", what, quote(s))
@@ -25,36 +23,20 @@ func ValidName(what, s string) error {
 	return nil
 }
 
-// RunID names one run: one generation of one tick. Generation 1 is the
-// scheduled run; a forced replay opens generation 2, 3, …
-//
-// Its string form is "job@2006-01-02T15:04:05Z#generation", e.g.
-// "fx@2026-11-21T12:01:00Z#1": the tick's nominal time in UTC, whole
-// seconds, and the generation in decimal without leading zeros. That form
-// is canonical: ParseRunID refuses any other spelling of the same run, so
-// that one run has one key everywhere.
-//
-// A run of a submission (work submitted on demand with a dedupe key,
-// rather than by a tick) has no nominal time: its string form is
-// "job+submission#generation", e.g. "ingest+order-42#1", where submission
-// is the dedupe key, a name as ValidName defines it. Generation 1 is the
-// submission's first run; the same key submitted again after the job's
-// retention opens generation 2, and so on. Its Nominal is the zero time.
+// RunID names one run: "job@time#generation", or "job+key#generation".
 type RunID struct {
-	Job     string
-	Nominal time.Time
-	// Submission is the dedupe key of a submitted run; "" for the run of
-	// a tick.
-	Submission string
+	Job        string
+	Nominal    time.Time
+	Submission string // a submission's dedupe key; "" for a tick
 	Generation int
 }
 
+// String returns the run id's canonical form.
 func (r RunID) String() string {
 	return r.TickKey() + "#" + strconv.Itoa(r.Generation)
 }
 
-// TickKey is the run record's key: the run id without its generation
-// ("job@time" for a tick, "job+submission" for a submission).
+// TickKey is the run id without its generation.
 func (r RunID) TickKey() string {
 	if r.Submission != "" {
 		return r.Job + "+" + r.Submission
@@ -73,8 +55,7 @@ const maxKeyLen = 256
 // maxGeneration bounds a generation's digits.
 const maxGeneration = 1_000_000_000
 
-// ParseRunID parses the canonical string form of a RunID. The error names
-// what is wrong; it quotes at most a bounded prefix of s.
+// ParseRunID parses a RunID's canonical string form.
 func ParseRunID(s string) (RunID, error) {
 	if len(s) > maxKeyLen {
 		return RunID{}, fmt.Errorf("invalid run id %s: longer than %d bytes", quote(s), maxKeyLen)
@@ -146,18 +127,16 @@ func quote(s string) string {
 	return strconv.Quote(s[:max]) + fmt.Sprintf("… (%d bytes)", len(s))
 }
 
-// ItemKey is an item's idempotency key: run id + asset. Its string form is
-// "<run id>/<asset>", e.g. "fx@2026-11-21T12:01:00Z#1/EURUSD".
+// ItemKey is an item's idempotency key: its run and asset.
 type ItemKey struct {
 	Run   RunID
 	Asset string
 }
 
+// String returns the key's canonical form, "<run id>/<asset>".
 func (k ItemKey) String() string { return k.Run.String() + "/" + k.Asset }
 
-// ParseItemKey parses the canonical string form of an ItemKey (its run id
-// canonical, see RunID). The error names what is wrong; it quotes at most
-// a bounded prefix of s.
+// ParseItemKey parses an ItemKey's canonical string form.
 func ParseItemKey(s string) (ItemKey, error) {
 	if len(s) > maxKeyLen {
 		return ItemKey{}, fmt.Errorf("invalid item key %s: longer than %d bytes", quote(s), maxKeyLen)

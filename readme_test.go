@@ -4,7 +4,6 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
-	"regexp"
 	"runtime"
 	"strings"
 	"testing"
@@ -12,19 +11,23 @@ import (
 	"github.com/stretchr/testify/require"
 )
 
-// readmeFiles returns the files of the README's "Use baton in your own
-// module" section: each ```go block preceded by <!-- file: PATH -->.
+// readmeFiles returns the user module of the README and the guides (see
+// moduleFiles): the README's job and CLI, the guides' Lambda bootstrap
+// and jobs.
 func readmeFiles(t *testing.T) map[string]string {
 	t.Helper()
-	b, err := os.ReadFile("README.md")
-	require.NoError(t, err)
-	re := regexp.MustCompile("(?s)<!-- file: ([^ ]+) -->\n```go\n(.*?)```\n")
-	files := map[string]string{}
-	for _, m := range re.FindAllStringSubmatch(string(b), -1) {
-		files[m[1]] = m[2]
-	}
+	files := moduleFiles(t)
 	for _, path := range []string{"quotes.go", "cmd/quotes/main.go", "lambda/main.go"} {
 		require.Contains(t, files, path, "the README's module")
+	}
+	readme := map[string]bool{}
+	for _, b := range goBlocks(t) {
+		if b.doc == "README.md" {
+			readme[b.file] = true
+		}
+	}
+	for _, path := range []string{"quotes.go", "cmd/quotes/main.go"} {
+		require.True(t, readme[path], "the README shows %s", path)
 	}
 	return files
 }
@@ -46,12 +49,13 @@ Resources:
             Input: '{"job": "quotes", "scheduledTime": "<aws.scheduler.scheduled-time>"}'
 `
 
-// TestOutsideModule is a user's module, taken from the README as written:
+// TestReadmeModule is a user's module, taken from the README and the
+// guides as written:
 // its own go.mod (baton replaced by this checkout), its own job and
 // processor. It runs one tick end to end on the embedded store with its
 // own CLI, checks its own template, and builds its Lambda bootstrap for
 // linux/arm64 without cgo, which links no SQLite driver.
-func TestOutsideModule(t *testing.T) {
+func TestReadmeModule(t *testing.T) {
 	if testing.Short() {
 		t.Skip("builds a module: not in -short")
 	}

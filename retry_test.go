@@ -10,26 +10,6 @@ import (
 	"github.com/batonhq/baton"
 )
 
-func TestRetryPolicyDelayIsFullJitterWithinBounds(t *testing.T) {
-	t.Parallel()
-	p := baton.RetryPolicy{MinDelay: time.Second, MaxDelay: 10 * time.Second}
-	for attempt, ceil := range map[int]time.Duration{1: time.Second, 2: 2 * time.Second, 3: 4 * time.Second, 4: 8 * time.Second, 5: 10 * time.Second, 60: 10 * time.Second} {
-		lo, hi := time.Duration(1<<62), time.Duration(0)
-		for range 2000 {
-			d := p.Delay(attempt)
-			require.GreaterOrEqual(t, d, p.MinDelay, "attempt %d", attempt)
-			require.LessOrEqual(t, d, ceil, "attempt %d", attempt)
-			lo, hi = min(lo, d), max(hi, d)
-		}
-		if ceil > p.MinDelay { // jittered: the draws spread over the range
-			require.Less(t, lo, p.MinDelay+(ceil-p.MinDelay)/4, "attempt %d", attempt)
-			require.Greater(t, hi, ceil-(ceil-p.MinDelay)/4, "attempt %d", attempt)
-		}
-	}
-	require.Zero(t, baton.RetryPolicy{}.Delay(3), "the zero policy keeps the engine's delay")
-	require.LessOrEqual(t, baton.RetryPolicy{MinDelay: time.Hour}.Delay(40), baton.MaxRetryDelay)
-}
-
 func TestRetryAfterIsFoundThroughWrapping(t *testing.T) {
 	t.Parallel()
 	base := errors.New("HTTP 429")
@@ -67,10 +47,4 @@ func TestRetryPolicyValidation(t *testing.T) {
 	j := baton.Job{Name: "j", Schedule: "rate(1 minute)", Assets: []string{"a"}, Processor: baton.ProcessorFunc(nil),
 		Derived: []baton.Derived{{Name: "d", Inputs: []string{"a"}, Retry: &bad}}}
 	require.ErrorContains(t, j.Validate(), "job j: derived d: retry policy: MinDelay -1ns: must be positive")
-
-	override := baton.RetryPolicy{MinDelay: time.Minute}
-	j = baton.Job{Name: "j", Schedule: "rate(1 minute)", Assets: []string{"a"}, Processor: baton.ProcessorFunc(nil),
-		Retry: baton.RetryPolicy{MinDelay: time.Second}, Derived: []baton.Derived{{Name: "d", Inputs: []string{"a"}, Retry: &override}}}
-	require.Equal(t, override, j.ItemRetry("d"))
-	require.Equal(t, j.Retry, j.ItemRetry("a"))
 }

@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"net/http"
+	"sync"
 	"time"
 
 	"github.com/aws/aws-sdk-go-v2/aws"
@@ -93,6 +94,24 @@ func openAWS(ctx context.Context, name string, ddbCfg, sqsCfg aws.Config, o AWSO
 	}
 	rawURL := aws.ToString(raw.QueueUrl)
 
+	// Job queues (Job.Queue) are created on first use, each with its own
+	// dead-letter queue, as the template declares one per job queue.
+	var jqMu sync.Mutex
+	jobQueues := map[string][2]string{}
+	jobQueueURL := func(ctx context.Context, q string) (string, error) {
+		jqMu.Lock()
+		defer jqMu.Unlock()
+		if u, ok := jobQueues[q]; ok {
+			return u[0], nil
+		}
+		u, d, err := awssqs.EnsureQueues(ctx, sqPlain, name+"-"+q, o.MaxReceives, 3*time.Minute)
+		if err != nil {
+			return "", err
+		}
+		jobQueues[q] = [2]string{u, d}
+		return u, nil
+	}
+
 	var api awsdynamodb.API = ddb
 	if o.AllOld {
 		api = allOld{API: ddb, read: ddbPlain, table: table}
@@ -104,7 +123,13 @@ func openAWS(ctx context.Context, name string, ddbCfg, sqsCfg aws.Config, o AWSO
 		if _, err := ddbPlain.DeleteTable(ctx, &dynamodb.DeleteTableInput{TableName: aws.String(table)}); err != nil {
 			errs = append(errs, err)
 		}
-		for _, u := range []string{workURL, dlqURL, rawURL} {
+		urls := []string{workURL, dlqURL, rawURL}
+		jqMu.Lock()
+		for _, u := range jobQueues {
+			urls = append(urls, u[0], u[1])
+		}
+		jqMu.Unlock()
+		for _, u := range urls {
 			if _, err := sqPlain.DeleteQueue(ctx, &sqs.DeleteQueueInput{QueueUrl: aws.String(u)}); err != nil {
 				errs = append(errs, err)
 			}
@@ -127,6 +152,13 @@ func openAWS(ctx context.Context, name string, ddbCfg, sqsCfg aws.Config, o AWSO
 			MaxReceives: o.MaxReceives,
 			ReceiveWait: receiveWait,
 			CloseFunc:   func() error { return nil },
+			JobQueueFunc: func(ctx context.Context, q string) (backend.Queue, error) {
+				u, err := jobQueueURL(ctx, q)
+				if err != nil {
+					return nil, err
+				}
+				return awssqs.New(c, u, nil), nil
+			},
 		}
 	}
 	info := "dynalite (in memory) and local-aws-sqs, each one Node.js process on loopback"

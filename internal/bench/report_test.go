@@ -8,6 +8,7 @@ import (
 	"fmt"
 	"math"
 	"os"
+	"path/filepath"
 	"regexp"
 	"slices"
 	"strings"
@@ -16,6 +17,7 @@ import (
 
 	"github.com/stretchr/testify/require"
 
+	"github.com/batonhq/baton/internal/backend/sqlitebackend"
 	"github.com/batonhq/baton/internal/localaws"
 	"github.com/batonhq/baton/internal/pgtest"
 )
@@ -140,11 +142,20 @@ func TestReport(t *testing.T) {
 		rows, perr := Priority(t.Context(), t.TempDir(), 6000, 2000)
 		r.add(rows...)
 		err = errors.Join(err, perr)
+		b, oerr := sqlitebackend.Open(t.Context(), filepath.Join(t.TempDir(), "behind.db"))
+		if oerr == nil {
+			rows, perr = PriorityBehind(t.Context(), b, targets[0].Name, 2000)
+			b.Close()
+			r.add(rows...)
+		}
+		err = errors.Join(err, oerr, perr)
 	}
 	// PostgreSQL too: its classes share one pool as the embedded store's
-	// do. On the emulators the classes are separate queues (the job-model
-	// suite's PriorityClasses measures their shares there).
-	for _, tg := range targets[1:2] {
+	// do. On the emulators the classes are separate SQS queues, each with
+	// its own consumers (as the template's event-source mappings weight
+	// them by MaximumConcurrency); fewer items there, at the emulators'
+	// rate.
+	for i, tg := range targets[1:3] {
 		if r.SkipFunc != nil && r.SkipFunc("12 priority", tg.Name) {
 			continue
 		}
@@ -154,7 +165,11 @@ func TestReport(t *testing.T) {
 			err = errors.Join(err, oerr)
 			continue
 		}
-		rows, perr := PriorityOn(t.Context(), env.Plain, tg.Name, 1500, 500)
+		high, low := []int{1500, 600}[i], []int{500, 200}[i]
+		rows, perr := PriorityOn(t.Context(), env.Plain, tg.Name, high, low)
+		r.add(rows...)
+		err = errors.Join(err, perr)
+		rows, perr = PriorityBehind(t.Context(), env.Plain, tg.Name, []int{2000, 400}[i])
 		env.Close()
 		r.add(rows...)
 		err = errors.Join(err, perr)

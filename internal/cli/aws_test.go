@@ -34,7 +34,7 @@ func awsEnv(t *testing.T) {
 
 var exportLine = regexp.MustCompile(`(?m)^export ([A-Z_]+)=(.*)$`)
 
-// TestAWSPathOnEmulators is the local AWS workflow of the README: setup
+// TestAWSPathOnEmulators is the local AWS workflow of docs/deploying-aws.md: setup
 // prints the environment, then invoke and run --once work from that
 // environment alone (the SDK's chain resolves the endpoints).
 func TestAWSPathOnEmulators(t *testing.T) {

@@ -10,7 +10,7 @@ import (
 	"github.com/stretchr/testify/require"
 )
 
-// The documented shape of a function's log line (README, "Logs and
+// The documented shape of a function's log line (docs/deploying-aws.md, "Logs and
 // metrics"): Powertools' keys first, then baton's.
 var powertoolsKeys = []string{"timestamp", "level", "message", "service", "cold_start", "function_name", "function_request_id", "xray_trace_id"}
 

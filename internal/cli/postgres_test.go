@@ -64,7 +64,7 @@ func TestOperatorCommandsOnPostgres(t *testing.T) {
 	}
 }
 
-// TestPostgresPath is the README's PostgreSQL workflow: setup applies the
+// TestPostgresPath is the PostgreSQL workflow of docs/postgres.md: setup applies the
 // schema (and again, nothing), then run --once works from the variable
 // alone, and a database never set up is refused with what to run.
 func TestPostgresPath(t *testing.T) {

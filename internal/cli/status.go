@@ -15,6 +15,7 @@ import (
 	"github.com/batonhq/baton/internal/backend"
 	"github.com/batonhq/baton/internal/consumer"
 	"github.com/batonhq/baton/internal/engine"
+	"github.com/batonhq/baton/internal/jobspec"
 	"github.com/batonhq/baton/internal/lease"
 	"github.com/batonhq/baton/internal/ledger"
 	"github.com/batonhq/baton/internal/queue"
@@ -372,7 +373,7 @@ type statusParams struct {
 // buildStatus reads everything status shows. It writes nothing.
 func buildStatus(ctx context.Context, b backend.Backend, j baton.Job, p statusParams) (statusReport, error) {
 	rep := statusReport{Job: j.Name, Schedule: j.Schedule, Backend: b.Name, Now: p.Now,
-		Retention: retentionStatus{Seconds: j.RetentionOrDefault().Seconds(), How: b.Retention}}
+		Retention: retentionStatus{Seconds: jobspec.Retention(j).Seconds(), How: b.Retention}}
 	var err error
 	if rep.Lease, err = readLease(ctx, b, j.Name, j.Limits.ClockSkew, p.Now); err != nil {
 		return rep, err

@@ -11,6 +11,7 @@ import (
 	"github.com/batonhq/baton"
 	"github.com/batonhq/baton/internal/effect"
 	"github.com/batonhq/baton/internal/fanin"
+	"github.com/batonhq/baton/internal/jobspec"
 	"github.com/batonhq/baton/internal/ledger"
 	"github.com/batonhq/baton/internal/message"
 	"github.com/batonhq/baton/internal/queue"
@@ -650,7 +651,7 @@ func (c *Consumer) recordFailure(ctx context.Context, m *messageRun, perr error,
 // item (which may itself be derived), once that item is terminal; without
 // enqueue it only cancels the doomed ones. It is a no-op for other states and for assets nobody depends on.
 func (c *Consumer) fanIn(ctx context.Context, d *delivery, state ledger.ItemState, enqueue bool) (err error) {
-	if !state.Terminal() || d.msg.Paged() || len(d.job.DependentsOf(d.key.Asset)) == 0 {
+	if !state.Terminal() || d.msg.Paged() || len(jobspec.DependentsOf(d.job, d.key.Asset)) == 0 {
 		return nil // the items of a stored list have no derived items
 	}
 	ctx, span := c.stepSpan(ctx, telemetry.SpanFanIn)

@@ -11,6 +11,7 @@ import (
 	"time"
 
 	"github.com/batonhq/baton"
+	"github.com/batonhq/baton/internal/jobspec"
 	"github.com/batonhq/baton/internal/ratelimit"
 )
 
@@ -49,7 +50,7 @@ func (l *taskLimiter) WaitKey(ctx context.Context, name, key string) error {
 // record is the record name of limit name for key (keyed) after checking
 // them: the limit's name, or its key's (ratelimit.KeyedName).
 func (l *taskLimiter) record(name, key string, keyed bool) (baton.RateLimit, string, error) {
-	r, ok := l.job.RateLimit(name)
+	r, ok := jobspec.RateLimit(l.job, name)
 	switch {
 	case !ok:
 		return r, "", fmt.Errorf("job %s declares no rate limit %q: %w", l.job.Name, name, baton.ErrUnknownLimit)

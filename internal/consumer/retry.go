@@ -7,6 +7,7 @@ import (
 	"time"
 
 	"github.com/batonhq/baton"
+	"github.com/batonhq/baton/internal/jobspec"
 	"github.com/batonhq/baton/internal/queue"
 )
 
@@ -22,7 +23,7 @@ const visibilityTimeout = 5 * time.Second
 func (c *Consumer) retryDelay(ctx context.Context, m *messageRun, perr error) time.Duration {
 	asked, ok := baton.RetryAfterOf(perr)
 	if !ok {
-		return m.d.job.ItemRetry(m.d.key.Asset).Delay(m.item.Attempt)
+		return jobspec.RetryDelay(jobspec.ItemRetry(m.d.job, m.d.key.Asset), m.item.Attempt)
 	}
 	d := min(max(asked, baton.MinRetryAfter), baton.MaxRetryDelay)
 	if d != asked {

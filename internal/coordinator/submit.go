@@ -13,6 +13,7 @@ import (
 	"time"
 
 	"github.com/batonhq/baton"
+	"github.com/batonhq/baton/internal/jobspec"
 	"github.com/batonhq/baton/internal/lease"
 	"github.com/batonhq/baton/internal/ledger"
 	"github.com/batonhq/baton/internal/queue"
@@ -291,7 +292,7 @@ func (c *Coordinator) findSubmitted(ctx context.Context, t *tickRun, p submitPar
 		return false, false, nil
 	case err != nil:
 		return false, false, fmt.Errorf("submit %s: read run: %w", id.TickKey(), err)
-	case !p.once && run.State.Finished() && !t.start.Before(run.FinishedAt.Add(p.job.RetentionOrDefault())):
+	case !p.once && run.State.Finished() && !t.start.Before(run.FinishedAt.Add(jobspec.Retention(p.job))):
 		return true, false, nil // finished longer than the retention ago: the key's next generation
 	case run.State == ledger.RunFanningOut && !ledger.DigestsDiffer(run.Digest, p.digest):
 		return false, false, nil

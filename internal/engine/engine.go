@@ -1,8 +1,8 @@
-// Package engine runs baton outside Lambda: the coordinator on an
-// in-process schedule and consumers fed by pollers that behave like Lambda's
-// SQS event source. It is backend-neutral: the embedded SQLite store (the
-// local default) and AWS endpoints (emulators or an account) are both a
-// Backend.
+// Package engine is the local runtime: it runs baton outside Lambda, the
+// coordinator on an in-process schedule and consumers fed by pollers that
+// behave like Lambda's SQS event source. It runs on any engine in the docs'
+// sense (a backend: the embedded SQLite store, PostgreSQL, AWS endpoints),
+// each a Backend; the docs call this package the local runtime.
 package engine
 
 import (
@@ -18,6 +18,7 @@ import (
 	"github.com/batonhq/baton/internal/backend"
 	"github.com/batonhq/baton/internal/consumer"
 	"github.com/batonhq/baton/internal/coordinator"
+	"github.com/batonhq/baton/internal/jobspec"
 	"github.com/batonhq/baton/internal/lease"
 	"github.com/batonhq/baton/internal/ledger"
 	"github.com/batonhq/baton/internal/poller"
@@ -143,7 +144,7 @@ type JobQueue struct {
 // backend without the ability (JobQueueFunc nil) is an error when jobs
 // name queues.
 func JobQueues(ctx context.Context, b backend.Backend, c *baton.Catalog) (queue.Sender, []JobQueue, error) {
-	queues := c.Queues()
+	queues := jobspec.Queues(c)
 	if len(queues) == 0 {
 		return b.Work, nil, nil
 	}

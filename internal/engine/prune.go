@@ -5,6 +5,7 @@ import (
 	"log/slog"
 	"time"
 
+	"github.com/batonhq/baton/internal/jobspec"
 	"github.com/batonhq/baton/internal/ledger"
 	"github.com/batonhq/baton/internal/ratelimit"
 )
@@ -37,7 +38,7 @@ func (e *Engine) PrunePass(ctx context.Context, maxRecords int) (ledger.PruneRes
 		if err != nil {
 			return all, err
 		}
-		res, err := p.Prune(ctx, ledger.PruneParams{Job: name, Before: now.Add(-j.RetentionOrDefault()), MaxRecords: maxRecords})
+		res, err := p.Prune(ctx, ledger.PruneParams{Job: name, Before: now.Add(-jobspec.Retention(j)), MaxRecords: maxRecords})
 		all.Runs += res.Runs
 		all.Records += res.Records
 		all.More = all.More || res.More

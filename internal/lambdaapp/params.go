@@ -17,6 +17,7 @@ import (
 	"github.com/batonhq/baton"
 	"github.com/batonhq/baton/internal/effect"
 	"github.com/batonhq/baton/internal/emf"
+	"github.com/batonhq/baton/internal/jobspec"
 	"github.com/batonhq/baton/internal/lease"
 	"github.com/batonhq/baton/internal/ledger"
 	"github.com/batonhq/baton/internal/queue"
@@ -95,7 +96,7 @@ func (p HandlerParams) validate(f Function) error {
 	if len(missing) > 0 {
 		return fmt.Errorf("%s handler: missing %v", f, missing)
 	}
-	for name, jobs := range p.Jobs.Queues() {
+	for name, jobs := range jobspec.Queues(p.Jobs) {
 		if p.JobQueues[name] == nil {
 			return fmt.Errorf("%s handler: no URL for queue %s of jobs %v: set it in %s (name=url)", f, name, jobs, EnvJobQueues)
 		}
@@ -133,7 +134,7 @@ func (p HandlerParams) functionName(f Function) string {
 // router is the sender of the handlers' messages: each job's to its queue.
 func (p HandlerParams) router() queue.Sender {
 	routes := map[string]queue.Sender{}
-	for name, jobs := range p.Jobs.Queues() {
+	for name, jobs := range jobspec.Queues(p.Jobs) {
 		for _, j := range jobs {
 			routes[j] = p.JobQueues[name]
 		}

@@ -9,6 +9,7 @@ import (
 	"strings"
 
 	"github.com/batonhq/baton"
+	"github.com/batonhq/baton/internal/jobspec"
 )
 
 // EnvJobQueueURLs is the variable that names the job queues' URLs to both
@@ -36,7 +37,7 @@ func CheckQueues(tpl map[string]any, catalog *baton.Catalog) error {
 	resources, _ := tpl["Resources"].(map[string]any)
 	globals, _ := tpl["Globals"].(map[string]any)
 	globalFn, _ := globals["Function"].(map[string]any)
-	want := catalog.Queues()
+	want := jobspec.Queues(catalog)
 	var errs []error
 
 	var fns []string

@@ -26,7 +26,7 @@ func noisyCatalog(concurrency int) *baton.Catalog {
 }
 
 // withNoisyQueue is template.yaml with the job queue "noisy" added the
-// documented way (README, "A job on a queue of its own"), edited by the
+// documented way (docs/queues.md, "A job on a queue of its own"), edited by the
 // edits given (old → new) afterwards.
 func withNoisyQueue(t *testing.T, root string, edits ...string) string {
 	t.Helper()
