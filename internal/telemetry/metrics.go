@@ -31,7 +31,9 @@ func (t *Telemetry) opts(job, outcome string) options {
 		return o
 	}
 	kv := make([]attribute.KeyValue, 0, 3)
-	kv = append(kv, KeyJob.String(job))
+	if job != "" { // "": a malformed message's, whose job is not the catalog's
+		kv = append(kv, KeyJob.String(job))
+	}
 	if outcome != "" {
 		kv = append(kv, KeyOutcome.String(outcome))
 	}

@@ -5,6 +5,9 @@ import (
 	"testing"
 
 	"github.com/stretchr/testify/require"
+	"go.opentelemetry.io/otel/attribute"
+	sdkmetric "go.opentelemetry.io/otel/sdk/metric"
+	"go.opentelemetry.io/otel/sdk/metric/metricdata"
 	"go.opentelemetry.io/otel/trace"
 
 	"github.com/batonhq/baton/internal/queue"
@@ -91,4 +94,33 @@ func TestCarry(t *testing.T) {
 	require.Equal(t, map[string]string{"a": "b"}, msgs[0].Attributes, "nothing to carry")
 	telemetry.Carry(map[string]string{telemetry.AttrTrace: "1;v"}, msgs)
 	require.Equal(t, map[string]string{"a": "b", telemetry.AttrTrace: "1;v"}, msgs[0].Attributes)
+}
+
+// The metrics carry the job, the outcome and the engine, and nothing for
+// what is unknown (a malformed message's job).
+func TestMetricAttributes(t *testing.T) {
+	t.Parallel()
+	reader := sdkmetric.NewManualReader()
+	tel := telemetry.New(telemetry.Options{MeterProvider: sdkmetric.NewMeterProvider(sdkmetric.WithReader(reader)), Engine: "aws"})
+	ctx := context.Background()
+	tel.Item(ctx, "fx", "succeeded")
+	tel.Item(ctx, "fx", "succeeded")
+	tel.Item(ctx, "", "malformed")
+	tel.Invocation(ctx, "fx", "skipped", true)
+	var rm metricdata.ResourceMetrics
+	require.NoError(t, reader.Collect(ctx, &rm))
+	got := map[string]int64{}
+	for _, m := range rm.ScopeMetrics[0].Metrics {
+		if sum, ok := m.Data.(metricdata.Sum[int64]); ok {
+			for _, p := range sum.DataPoints {
+				got[m.Name+" "+p.Attributes.Encoded(attribute.DefaultEncoder())] += p.Value
+			}
+		}
+	}
+	require.Equal(t, map[string]int64{
+		"baton.items baton.engine=aws,baton.job=fx,baton.outcome=succeeded":                 2,
+		"baton.items baton.engine=aws,baton.outcome=malformed":                              1,
+		"baton.coordinator.invocations baton.engine=aws,baton.job=fx,baton.outcome=skipped": 1,
+		"baton.lease.contention baton.engine=aws,baton.job=fx":                              1,
+	}, got)
 }
