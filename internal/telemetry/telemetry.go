@@ -10,10 +10,12 @@
 //
 // # Cost
 //
-// Recording is behind span.IsRecording: with a no-op provider, an item
-// costs the contexts its spans are stored in and nothing else (see the
-// package's benchmark and BENCHMARKS.md), and no attribute is built.
-// Metric attribute sets are built once per (job, outcome) and kept.
+// Recording is behind span.IsRecording: with a no-op provider an item
+// costs its span's context and nothing else, its steps start no span
+// (Step) and no attribute is built; metrics are skipped when their
+// instrument is not Enabled, and their attribute sets are built once per
+// (job, outcome). The consumer's BenchmarkItemInstrumentation and
+// BenchmarkHandleTelemetry measure it (BENCHMARKS.md, "Tracing").
 //
 // # Trace context in messages
 //
