@@ -17,6 +17,7 @@ import (
 	"github.com/batonhq/baton/internal/message"
 	"github.com/batonhq/baton/internal/queue"
 	"github.com/batonhq/baton/internal/redact"
+	"github.com/batonhq/baton/internal/telemetry"
 )
 
 // delivery is a received message with what decoding found.
@@ -101,8 +102,17 @@ func (c *Consumer) decode(d queue.Delivery) *delivery {
 // its job's catalog nor one of its derived items.
 var ErrUnknownAsset = errors.New("unknown asset")
 
-// handle runs one message and applies the dead-letter policy to its verdict.
+// handle runs one message and applies the dead-letter policy to its
+// verdict, under the message's span (startItem).
 func (c *Consumer) handle(ctx context.Context, deadline time.Time, d *delivery) verdict {
+	ctx, span := c.startItem(ctx, d)
+	v := c.handleMessage(ctx, deadline, d)
+	c.endItem(ctx, span, d, v)
+	return v
+}
+
+// handleMessage is handle's work.
+func (c *Consumer) handleMessage(ctx context.Context, deadline time.Time, d *delivery) verdict {
 	var v verdict
 	if d.err != nil {
 		v = verdict{outcome: MessageOutcome{MessageID: d.d.MessageID, Key: d.msg.Key, Asset: d.key.Asset, Status: StatusMalformed}, err: d.err}
@@ -296,6 +306,8 @@ func leaseEnd(lease time.Duration, now, hardEnd time.Time) time.Time {
 // its inputs SUCCEEDED (see gateDerived). ok is false when run stops here
 // with v.
 func (c *Consumer) gate(ctx context.Context, deadline time.Time, m *messageRun) (v verdict, ok bool) {
+	ctx, span := c.stepSpan(ctx, telemetry.SpanVouch)
+	defer func() { telemetry.End(span, v.outcome.Status, nil) }()
 	d, lim := m.d, m.d.job.Limits
 	if err := ctx.Err(); err != nil {
 		return m.fail(StatusNotStarted, fmt.Errorf("%s not started: %w", d.key, err)), false
@@ -423,10 +435,26 @@ func (c *Consumer) gateDerived(ctx context.Context, m *messageRun, def baton.Der
 // with v; otherwise m.item is the claimed item.
 func (c *Consumer) claim(ctx context.Context, m *messageRun) (v verdict, ok bool) {
 	d, lim := m.d, m.d.job.Limits
-	item, err := c.Ledger.Claim(ctx, ledger.ClaimParams{
+	sctx, span := c.stepSpan(ctx, telemetry.SpanClaim)
+	start := c.now()
+	item, err := c.Ledger.Claim(sctx, ledger.ClaimParams{
 		Key: d.key, Owner: c.Owner, LeaseUntil: m.leaseUntil, Fence: d.msg.Fence,
 		MaxAttempts: lim.MaxAttempts, Skew: lim.ClockSkew, Now: m.now,
 	})
+	c.claimed(ctx, d.job.Name, c.now().Sub(start))
+	if span.IsRecording() && item.Attempt > 0 {
+		span.SetAttributes(telemetry.KeyAttempt.Int(item.Attempt))
+	}
+	switch {
+	case errors.Is(err, ledger.ErrTerminal):
+		telemetry.End(span, StatusDuplicate, nil)
+	case errors.Is(err, ledger.ErrHeld):
+		telemetry.End(span, StatusHeld, nil)
+	case err != nil:
+		telemetry.End(span, StatusFailed, err)
+	default:
+		telemetry.End(span, "claimed", nil)
+	}
 	m.item, m.out.Attempt = item, item.Attempt
 	switch {
 	case errors.Is(err, ledger.ErrTerminal):
@@ -509,7 +537,9 @@ func (c *Consumer) process(ctx context.Context, m *messageRun) (result []byte, d
 // permanent or the attempts are spent, else FAILED (redelivered). A
 // terminal item then gets its fan-in check; a write or check that fails
 // leaves the message to be redelivered.
-func (c *Consumer) record(ctx context.Context, m *messageRun, result []byte, done time.Time, perr error) verdict {
+func (c *Consumer) record(ctx context.Context, m *messageRun, result []byte, done time.Time, perr error) (v verdict) {
+	ctx, span := c.stepSpan(ctx, telemetry.SpanComplete)
+	defer func() { telemetry.End(span, v.outcome.Status, nil) }()
 	if errors.Is(m.ended, baton.ErrCancelled) {
 		return c.recordCancelled(ctx, m)
 	}
@@ -629,10 +659,12 @@ func (c *Consumer) recordFailure(ctx context.Context, m *messageRun, perr error,
 // fanIn runs the fan-in check for the derived items downstream of d's
 // item (which may itself be derived), once that item is terminal; without
 // enqueue it only cancels the doomed ones. It is a no-op for other states and for assets nobody depends on.
-func (c *Consumer) fanIn(ctx context.Context, d *delivery, state ledger.ItemState, enqueue bool) error {
+func (c *Consumer) fanIn(ctx context.Context, d *delivery, state ledger.ItemState, enqueue bool) (err error) {
 	if !state.Terminal() || d.msg.Paged() || len(jobspec.DependentsOf(d.job, d.key.Asset)) == 0 {
 		return nil // the items of a stored list have no derived items
 	}
+	ctx, span := c.stepSpan(ctx, telemetry.SpanFanIn)
+	defer func() { telemetry.End(span, "", err) }()
 	p := fanin.Params{
 		Ledger: c.Ledger, Def: d.job, Run: d.key.Run, Partitions: d.parts,
 		Fence: d.msg.Fence, Input: d.key.Asset, Now: c.now(),

@@ -38,7 +38,7 @@ func NewConsumerHandler(p HandlerParams) (*ConsumerHandler, error) {
 		core: consumer.Consumer{
 			Ledger: p.Ledger, Queue: p.router(), MaxReceives: p.MaxReceives,
 			Jobs: p.Jobs, Effects: p.Effects, NowFunc: p.NowFunc, Runs: &consumer.RunCache{}, Pages: &consumer.PageCache{},
-			RateLimits: p.RateLimits,
+			RateLimits: p.RateLimits, Telemetry: p.Telemetry,
 		},
 		name: p.functionName(Consumer),
 		emf:  p.metrics(),
@@ -52,6 +52,7 @@ func NewConsumerHandler(p HandlerParams) (*ConsumerHandler, error) {
 // Handle processes one SQS batch and reports the messages to redeliver.
 // It fails no batch as a whole.
 func (h *ConsumerHandler) Handle(ctx context.Context, ev events.SQSEvent) (events.SQSEventResponse, error) {
+	ctx = xrayParent(ctx)
 	now := h.now()
 	inv := invocationOf(ctx, h.name, h.p, &h.cold, now)
 	inv.coldStartMetric(ctx, h.emf, now)
@@ -67,7 +68,7 @@ func (h *ConsumerHandler) Handle(ctx context.Context, ev events.SQSEvent) (event
 	c.Queue = queue.ReceivedFrom(c.Queue, h.source(ev))
 	// Chained runs start under fence 0: the consumer function holds no
 	// lease (and its role may not write LEASE# records).
-	chains := &coordinator.Coordinator{Ledger: h.p.Ledger, Queue: h.p.router(), Jobs: h.p.Jobs, Owner: inv.owner, NowFunc: h.p.NowFunc, Logger: log}
+	chains := &coordinator.Coordinator{Ledger: h.p.Ledger, Queue: h.p.router(), Jobs: h.p.Jobs, Owner: inv.owner, NowFunc: h.p.NowFunc, Logger: log, Telemetry: h.p.Telemetry}
 	c.ChainsFunc = chains.StartChains
 	res := c.Handle(ctx, inv.deadline, msgs)
 

@@ -23,6 +23,7 @@ import (
 	"github.com/batonhq/baton/internal/ledger"
 	"github.com/batonhq/baton/internal/queue"
 	"github.com/batonhq/baton/internal/ratelimit"
+	"github.com/batonhq/baton/internal/telemetry"
 )
 
 // HandlerParams are what a handler works on. Fields marked (coordinator)
@@ -71,6 +72,9 @@ type HandlerParams struct {
 	Logger    *slog.Logger // nil: discard
 	Metrics   io.Writer    // EMF lines; nil: none
 	NowFunc   func() time.Time
+	// Telemetry is the OpenTelemetry tracer and meter of the handlers;
+	// nil: the global providers.
+	Telemetry *telemetry.Telemetry
 }
 
 func (p HandlerParams) validate(f Function) error {
