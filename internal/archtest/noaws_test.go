@@ -17,6 +17,9 @@ import (
 var corePackages = []string{
 	".",
 	"./batontest",
+	"./engines",
+	"./engines/postgres",
+	"./engines/sqlite",
 	"./examples/fx",
 	"./internal/backend",
 	"./internal/backend/postgresbackend",
