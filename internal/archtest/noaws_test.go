@@ -17,7 +17,6 @@ import (
 var corePackages = []string{
 	".",
 	"./batontest",
-	"./engines",
 	"./engines/postgres",
 	"./engines/sqlite",
 	"./examples/fx",
