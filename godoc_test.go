@@ -5,6 +5,7 @@ import (
 	"go/doc"
 	"go/parser"
 	"go/token"
+	"os"
 	"os/exec"
 	"strings"
 	"testing"
@@ -33,11 +34,17 @@ func TestGoDocLength(t *testing.T) {
 func rootDoc(t *testing.T) (*doc.Package, *token.FileSet) {
 	t.Helper()
 	fset := token.NewFileSet()
-	pkgs, err := parser.ParseDir(fset, ".", nil, parser.ParseComments)
+	entries, err := os.ReadDir(".")
 	require.NoError(t, err)
 	var files []*ast.File
-	for name, f := range pkgs["baton"].Files {
-		if !strings.HasSuffix(name, "_test.go") {
+	for _, e := range entries {
+		name := e.Name()
+		if e.IsDir() || !strings.HasSuffix(name, ".go") || strings.HasSuffix(name, "_test.go") {
+			continue
+		}
+		f, err := parser.ParseFile(fset, name, nil, parser.ParseComments)
+		require.NoError(t, err)
+		if f.Name.Name == "baton" {
 			files = append(files, f)
 		}
 	}

@@ -25,6 +25,10 @@ import (
 // DefaultStore is the embedded store's file when Config.Store is "".
 const DefaultStore = "var/baton.db"
 
+// EnvPostgresDSN is the variable the postgres engine reads its connection
+// string from when Config.DSN is "".
+const EnvPostgresDSN = "BATON_PG_DSN"
+
 // ErrUnknownEngine matches Open's error for a name or URL scheme no
 // linked engine registered; the error lists those registered.
 var ErrUnknownEngine = errors.New("unknown engine")

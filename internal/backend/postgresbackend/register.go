@@ -63,7 +63,13 @@ func init() {
 			}, nil
 		},
 		SetupDefaults: backend.SetupConfig{MaxReceives: MaxReceives},
-		Where:         func(c backend.Config) string { return "database " + Redact(dsnOf(c)) },
+		Defaults:      backend.Config{RetryWindow: DefaultRetryWindow, ReceiveWait: DefaultReceiveWait},
+		Where: func(c backend.Config) string {
+			if dsnOf(c) == "" {
+				return "postgres"
+			}
+			return "database " + Redact(dsnOf(c))
+		},
 	})
 }
 
