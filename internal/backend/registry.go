@@ -230,7 +230,11 @@ func Resolve(engine string, c Config) (Driver, Config, error) {
 		c.Store = engine
 		return d, c, nil
 	}
-	return Driver{}, c, fmt.Errorf("%w %q (engines: %s; or a URL of scheme %s)", ErrUnknownEngine, engine, list(Engines()), list(schemes()))
+	what := fmt.Sprintf("%q", engine)
+	if len(engine) > 64 || strings.ContainsAny(engine, "= \t@") {
+		what = "(neither a name, a URL nor a path; not repeated: it may hold a password)"
+	}
+	return Driver{}, c, fmt.Errorf("%w %s (engines: %s; or a URL of scheme %s)", ErrUnknownEngine, what, list(Engines()), list(schemes()))
 }
 
 // Open opens the engine that engine names (see Resolve) on c.

@@ -43,6 +43,9 @@ func TestOpenUnknownEngine(t *testing.T) {
 
 	_, err = backend.Open(t.Context(), "", backend.Config{})
 	require.ErrorIs(t, err, backend.ErrUnknownEngine)
+	_, err = backend.Open(t.Context(), "host=db user=app password=s3cret", backend.Config{})
+	require.ErrorIs(t, err, backend.ErrUnknownEngine)
+	require.NotContains(t, err.Error(), "s3cret", "a key=value connection string is not echoed")
 
 	_, _, err = backend.OpenLocks(t.Context(), "oracle", backend.Config{})
 	require.ErrorIs(t, err, backend.ErrUnknownEngine)
