@@ -54,10 +54,10 @@ test: emulators postgres browser ## vet, the no-AWS-in-core check and every test
 
 STATICCHECK ?= honnef.co/go/tools/cmd/staticcheck@v0.7.0
 
-lint: ## go vet, staticcheck and the check that the core imports no AWS package
+lint: ## go vet, staticcheck and the import rules (the core imports no AWS package; the CLI opens engines through the registry)
 	$(GO) vet ./...
 	$(GO) run $(STATICCHECK) ./...
-	$(GO) test -count=1 -run 'TestCoreImportsNoAWS' ./internal/archtest
+	$(GO) test -count=1 -run 'TestCoreImportsNoAWS|TestCLIOpensEnginesThroughTheRegistry' ./internal/archtest
 
 bench: emulators postgres ## benchmarks on every backend, each figure beside its reference (about 25 minutes)
 	$(GO) test -c -o $(BIN)/bench.test ./internal/bench

@@ -60,6 +60,11 @@ import (
 	"go.opentelemetry.io/otel/trace"
 
 	"github.com/batonhq/baton"
+	// The engines of --backend: the command line links all three (a
+	// program adds its own with a blank import, see package engines).
+	_ "github.com/batonhq/baton/engines/aws"
+	_ "github.com/batonhq/baton/engines/postgres"
+	_ "github.com/batonhq/baton/engines/sqlite"
 	"github.com/batonhq/baton/internal/cli"
 	"github.com/batonhq/baton/internal/samtemplate"
 )

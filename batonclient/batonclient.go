@@ -26,7 +26,6 @@ import (
 	"fmt"
 	"iter"
 	"log/slog"
-	"os"
 	"time"
 
 	"go.opentelemetry.io/otel/metric"
@@ -34,9 +33,11 @@ import (
 
 	"github.com/batonhq/baton"
 	"github.com/batonhq/baton/internal/backend"
-	"github.com/batonhq/baton/internal/backend/awsbackend"
-	"github.com/batonhq/baton/internal/backend/postgresbackend"
-	"github.com/batonhq/baton/internal/backend/sqlitebackend"
+	// The engines a client opens by default; a binary may link more
+	// (see package engines).
+	_ "github.com/batonhq/baton/internal/backend/awsbackend"
+	_ "github.com/batonhq/baton/internal/backend/postgresbackend"
+	_ "github.com/batonhq/baton/internal/backend/sqlitebackend"
 	"github.com/batonhq/baton/internal/coordinator"
 	"github.com/batonhq/baton/internal/engine"
 	"github.com/batonhq/baton/internal/ledger"
@@ -45,7 +46,11 @@ import (
 
 // Options say which engine holds the catalog's runs and how to reach it.
 type Options struct {
-	// Engine is "sqlite" (the default), "postgres" or "aws".
+	// Engine is the engine's name, "sqlite" (the default), "postgres" or
+	// "aws", or any other engine the binary links (see package engines);
+	// or its URL: sqlite:///path/to.db, postgres://user:pass@host/db,
+	// aws://?table=T&queue=URL; or the path of a SQLite file. An unknown
+	// name is an error that lists the linked engines.
 	Engine string
 	// Store is the embedded store's SQLite file (sqlite); "" means
 	// var/baton.db.
@@ -93,26 +98,12 @@ func Open(ctx context.Context, catalog *baton.Catalog, o *Options) (*Client, err
 	if catalog == nil {
 		return nil, errors.New("batonclient: no catalog")
 	}
-	var b backend.Backend
-	var err error
-	switch o.Engine {
-	case "", "sqlite":
-		store := o.Store
-		if store == "" {
-			store = "var/baton.db"
-		}
-		b, err = sqlitebackend.Open(ctx, store)
-	case "aws":
-		b, err = openAWS(ctx, o)
-	case "postgres":
-		dsn := o.DSN
-		if dsn == "" {
-			dsn = os.Getenv(postgresbackend.EnvDSN)
-		}
-		b, err = postgresbackend.Open(ctx, postgresbackend.Params{DSN: dsn, TracerProvider: o.TracerProvider})
-	default:
-		return nil, fmt.Errorf("batonclient: unknown engine %q (want sqlite, postgres or aws)", o.Engine)
+	name := o.Engine
+	if name == "" {
+		name = "sqlite"
 	}
+	b, err := backend.Open(ctx, name, backend.Config{Store: o.Store, DSN: o.DSN, Table: o.Table, QueueURL: o.QueueURL, DLQURL: o.DLQURL,
+		DynamoDBEndpoint: o.Endpoint, SQSEndpoint: o.Endpoint, TracerProvider: o.TracerProvider})
 	if err != nil {
 		return nil, fmt.Errorf("batonclient: %w", err)
 	}
@@ -127,28 +118,6 @@ func Open(ctx context.Context, catalog *baton.Catalog, o *Options) (*Client, err
 		return nil, fmt.Errorf("batonclient: %w", err)
 	}
 	return &Client{b: b, eng: eng}, nil
-}
-
-func openAWS(ctx context.Context, o *Options) (backend.Backend, error) {
-	p := awsbackend.Params{Table: o.Table, QueueURL: o.QueueURL, DLQURL: o.DLQURL}
-	if p.Table == "" {
-		p.Table = os.Getenv(awsbackend.EnvTable)
-	}
-	if p.QueueURL == "" {
-		p.QueueURL = os.Getenv(awsbackend.EnvQueueURL)
-	}
-	if p.DLQURL == "" {
-		p.DLQURL = os.Getenv(awsbackend.EnvDLQURL)
-	}
-	if p.Table == "" || p.QueueURL == "" {
-		return backend.Backend{}, fmt.Errorf("aws: the table and the work queue are required (Options.Table and QueueURL, or %s and %s)", awsbackend.EnvTable, awsbackend.EnvQueueURL)
-	}
-	cfg, err := awsbackend.LoadConfig(ctx)
-	if err != nil {
-		return backend.Backend{}, err
-	}
-	p.Clients = awsbackend.NewTracedClients(cfg, awsbackend.Endpoints{DynamoDB: o.Endpoint, SQS: o.Endpoint}, o.TracerProvider)
-	return awsbackend.Open(ctx, p)
 }
 
 // Close releases the engine's resources.

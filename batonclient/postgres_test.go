@@ -55,5 +55,14 @@ func TestClientOnPostgres(t *testing.T) {
 	require.Equal(t, []string{"a=done x", "b=done y"}, got)
 
 	_, err = batonclient.Open(t.Context(), catalog, &batonclient.Options{Engine: "oracle"})
-	require.ErrorContains(t, err, `unknown engine "oracle" (want sqlite, postgres or aws)`)
+	require.ErrorContains(t, err, `unknown engine "oracle" (engines: aws, postgres, sqlite;`)
+
+	// The connection string alone names the engine, as every entry
+	// point's does.
+	byURL, err := batonclient.Open(t.Context(), catalog, &batonclient.Options{Engine: dsn})
+	require.NoError(t, err)
+	defer byURL.Close()
+	st, err = byURL.Status(t.Context(), sub.Run)
+	require.NoError(t, err)
+	require.Equal(t, "complete", st.State, "the run the other client made, in the same database")
 }

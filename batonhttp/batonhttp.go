@@ -72,11 +72,12 @@
 //
 // # Engines
 //
-// OpenBackend opens an engine by name: "sqlite" (the embedded store, one
-// file; for a single instance with a volume) or "postgres" (every store
-// and the work queue in one PostgreSQL database, for any number of
-// instances: BackendOptions.DSN, or $BATON_PG_DSN). The handlers
-// work the same on every engine.
+// OpenBackend opens an engine by name or URL: "sqlite" (the embedded
+// store, one file; for a single instance with a volume) or "postgres"
+// (every store and the work queue in one PostgreSQL database, for any
+// number of instances: BackendOptions.DSN, or $BATON_PG_DSN), and any
+// other engine the binary links (package engines). The handlers work the
+// same on every engine.
 package batonhttp
 
 import (
@@ -85,7 +86,6 @@ import (
 	"fmt"
 	"log/slog"
 	"net/http"
-	"os"
 	"time"
 
 	"go.opentelemetry.io/otel/metric"
@@ -93,8 +93,9 @@ import (
 
 	"github.com/batonhq/baton"
 	"github.com/batonhq/baton/internal/backend"
-	"github.com/batonhq/baton/internal/backend/postgresbackend"
-	"github.com/batonhq/baton/internal/backend/sqlitebackend"
+	// The engines batonhttp links (Engines); a binary may link more.
+	_ "github.com/batonhq/baton/internal/backend/postgresbackend"
+	_ "github.com/batonhq/baton/internal/backend/sqlitebackend"
 	"github.com/batonhq/baton/internal/httpapp"
 	"github.com/batonhq/baton/internal/telemetry"
 )
@@ -122,44 +123,27 @@ type BackendOptions struct {
 	TracerProvider trace.TracerProvider
 }
 
-// Engines are the names OpenBackend accepts.
+// Engines are the engines batonhttp links itself. OpenBackend accepts
+// every engine the binary links: these, and any other it imports (see
+// package engines: the aws engine with
+// _ "github.com/batonhq/baton/engines/aws").
 var Engines = []string{"sqlite", "postgres"}
 
-// OpenBackend opens the engine called name (one of Engines). The embedded
+// OpenBackend opens the engine called name (see Engines), or named by its
+// URL (sqlite:///path/to.db, postgres://user:pass@host/db,
+// aws://?table=T&queue=URL), or the SQLite file at a path. The embedded
 // store creates its tables as needed; a PostgreSQL database must be set
-// up (BackendOptions.Setup, or 'baton setup --backend postgres').
+// up (BackendOptions.Setup, or 'baton setup --backend postgres'). An
+// unknown name is an error that lists the linked engines.
 func OpenBackend(ctx context.Context, name string, o *BackendOptions) (*Backend, error) {
 	if o == nil {
 		o = &BackendOptions{}
 	}
-	switch name {
-	case "sqlite":
-		store := o.Store
-		if store == "" {
-			store = "var/baton.db"
-		}
-		b, err := sqlitebackend.Open(ctx, store)
-		if err != nil {
-			return nil, err
-		}
-		return &Backend{b}, nil
-	case "postgres":
-		dsn := o.DSN
-		if dsn == "" {
-			dsn = os.Getenv(postgresbackend.EnvDSN)
-		}
-		if o.Setup {
-			if _, err := postgresbackend.Setup(ctx, dsn, 0); err != nil {
-				return nil, fmt.Errorf("batonhttp: %w", err)
-			}
-		}
-		b, err := postgresbackend.Open(ctx, postgresbackend.Params{DSN: dsn, TracerProvider: o.TracerProvider})
-		if err != nil {
-			return nil, fmt.Errorf("batonhttp: %w", err)
-		}
-		return &Backend{b}, nil
+	b, err := backend.Open(ctx, name, backend.Config{Store: o.Store, DSN: o.DSN, Setup: o.Setup, TracerProvider: o.TracerProvider})
+	if err != nil {
+		return nil, fmt.Errorf("batonhttp: %w", err)
 	}
-	return nil, fmt.Errorf("batonhttp: unknown engine %q (want one of %v)", name, Engines)
+	return &Backend{b}, nil
 }
 
 // Name is the engine's name.

@@ -11,12 +11,28 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/batonhq/baton/batonhttp"
+	_ "github.com/batonhq/baton/engines/aws"
 )
 
-func TestOpenBackendUnknown(t *testing.T) {
-	t.Parallel()
+// OpenBackend opens every engine the binary links, by name or URL (this
+// test binary adds aws by a blank import of engines/aws), and an unknown
+// name is an error that lists them.
+func TestOpenBackendEngines(t *testing.T) {
 	_, err := batonhttp.OpenBackend(context.Background(), "oracle", nil)
-	require.ErrorContains(t, err, `unknown engine "oracle" (want one of [sqlite postgres])`)
+	require.ErrorContains(t, err, `unknown engine "oracle" (engines: aws, postgres, sqlite; or a URL of scheme aws, postgres, postgresql, sqlite)`)
+
+	path := filepath.Join(t.TempDir(), "url.db")
+	b, err := batonhttp.OpenBackend(context.Background(), "sqlite://"+filepath.ToSlash(path), nil)
+	require.NoError(t, err)
+	require.Equal(t, "sqlite", b.Name())
+	require.NoError(t, b.Close())
+	require.FileExists(t, path)
+
+	// The aws engine, linked: reached, and it asks for its table.
+	t.Setenv("BATON_TABLE", "")
+	t.Setenv("BATON_QUEUE_URL", "")
+	_, err = batonhttp.OpenBackend(context.Background(), "aws", nil)
+	require.ErrorContains(t, err, "batonhttp: aws: the table and the work queue are required")
 }
 
 func TestHandlerOptions(t *testing.T) {

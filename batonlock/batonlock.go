@@ -45,12 +45,13 @@ import (
 
 	"github.com/aws/aws-sdk-go-v2/service/dynamodb"
 
-	"github.com/batonhq/baton/internal/awsdynamodb"
-	"github.com/batonhq/baton/internal/backend/awsbackend"
-	"github.com/batonhq/baton/internal/backend/postgresbackend"
+	"github.com/batonhq/baton/internal/backend"
+	// The engines a locker opens by default; a binary may link more (see
+	// package engines).
+	_ "github.com/batonhq/baton/internal/backend/awsbackend"
+	_ "github.com/batonhq/baton/internal/backend/postgresbackend"
+	_ "github.com/batonhq/baton/internal/backend/sqlitebackend"
 	"github.com/batonhq/baton/internal/lease"
-	"github.com/batonhq/baton/internal/postgres"
-	"github.com/batonhq/baton/internal/sqlite"
 )
 
 // Errors, tested with errors.Is.
@@ -109,7 +110,11 @@ func (e *HeldError) Is(target error) bool { return target == ErrHeld }
 // options are those the other entry points take (batonclient, the CLI's
 // --backend).
 type Options struct {
-	// Engine is "sqlite" (the default), "aws" (DynamoDB) or "postgres".
+	// Engine is "sqlite" (the default), "aws" (DynamoDB) or "postgres", or
+	// any other engine the binary links (see package engines); or its URL
+	// (sqlite:///path/to.db, postgres://…, aws://?table=T); or the path of
+	// a SQLite file. An unknown name matches ErrInvalidOptions and lists
+	// the linked engines.
 	Engine string
 	// Store is the SQLite file (sqlite); "" means var/baton.db.
 	Store string
@@ -183,57 +188,21 @@ func Open(ctx context.Context, o *Options) (*Locker, error) {
 	if o == nil {
 		o = &Options{}
 	}
-	var (
-		store lease.Store
-		close func() error
-	)
-	switch o.Engine {
-	case "", "sqlite":
-		path := o.Store
-		if path == "" {
-			path = "var/baton.db"
-		}
-		db, err := sqlite.Open(ctx, path, nil)
-		if err != nil {
-			return nil, fmt.Errorf("batonlock: %w", err)
-		}
-		store, close = sqlite.NewLockStore(db), db.Close
-	case "aws":
-		table := o.Table
-		if table == "" {
-			table = os.Getenv(awsbackend.EnvTable)
-		}
-		if table == "" {
-			return nil, fmt.Errorf("batonlock: %w: aws: no table (Options.Table or %s)", ErrInvalidOptions, awsbackend.EnvTable)
-		}
-		client := o.DynamoDB
-		if client == nil {
-			cfg, err := awsbackend.LoadConfig(ctx)
-			if err != nil {
-				return nil, fmt.Errorf("batonlock: %w", err)
-			}
-			client = awsbackend.NewClients(cfg, awsbackend.Endpoints{DynamoDB: o.Endpoint}).DynamoDB
-		}
-		store, close = awsdynamodb.NewLockStore(client, table, nil), func() error { return nil }
-	case "postgres":
-		dsn := o.DSN
-		if dsn == "" {
-			dsn = os.Getenv(postgresbackend.EnvDSN)
-		}
-		if strings.TrimSpace(dsn) == "" {
-			return nil, fmt.Errorf("batonlock: %w: postgres: no connection string (Options.DSN or %s)", ErrInvalidOptions, postgresbackend.EnvDSN)
-		}
-		db, err := postgres.Open(ctx, dsn, nil)
-		if err != nil {
-			return nil, fmt.Errorf("batonlock: %w", err)
-		}
-		if err := db.CheckSchema(ctx); err != nil {
-			db.Close()
-			return nil, fmt.Errorf("batonlock: postgres %s: %w", postgresbackend.Redact(dsn), err)
-		}
-		store, close = postgres.NewLockStore(db), db.Close
-	default:
-		return nil, fmt.Errorf("batonlock: %w: unknown engine %q (want sqlite, aws or postgres)", ErrInvalidOptions, o.Engine)
+	name := o.Engine
+	if name == "" {
+		name = "sqlite"
+	}
+	c := backend.Config{Store: o.Store, Table: o.Table, DynamoDBEndpoint: o.Endpoint, DSN: o.DSN}
+	if o.DynamoDB != nil {
+		c.DynamoDB = o.DynamoDB
+	}
+	store, close, err := backend.OpenLocks(ctx, name, c)
+	var config *backend.ConfigError
+	if errors.Is(err, backend.ErrUnknownEngine) || errors.As(err, &config) {
+		return nil, fmt.Errorf("batonlock: %w: %w", ErrInvalidOptions, err)
+	}
+	if err != nil {
+		return nil, fmt.Errorf("batonlock: %w", err)
 	}
 	l, err := newLocker(store, o)
 	if err != nil {

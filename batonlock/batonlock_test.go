@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"os"
+	"path/filepath"
 	"strings"
 	"sync"
 	"testing"
@@ -307,4 +308,27 @@ func TestOpenWithDynamoDBClient(t *testing.T) {
 	require.Equal(t, 1, calls.Total(), "one conditional write, through the client given")
 	require.NoError(t, k.Release(t.Context()))
 	require.Equal(t, 2, calls.Total())
+}
+
+// Open takes its engine from the one registry every entry point uses: an
+// unknown name is invalid options listing the linked engines, a URL names
+// one, and an engine's missing setting is invalid options too.
+func TestOpenEngines(t *testing.T) {
+	_, err := Open(t.Context(), &Options{Engine: "oracle", TTL: time.Second})
+	require.ErrorIs(t, err, ErrInvalidOptions)
+	require.ErrorContains(t, err, `unknown engine "oracle" (engines: aws, postgres, sqlite;`)
+
+	path := filepath.Join(t.TempDir(), "locks.db")
+	l, err := Open(t.Context(), &Options{Engine: "sqlite://" + filepath.ToSlash(path), TTL: time.Second})
+	require.NoError(t, err)
+	k, err := l.TryAcquire(t.Context(), "k")
+	require.NoError(t, err)
+	require.NoError(t, k.Release(t.Context()))
+	require.NoError(t, l.Close())
+	require.FileExists(t, path)
+
+	t.Setenv("BATON_TABLE", "")
+	_, err = Open(t.Context(), &Options{Engine: "aws", TTL: time.Second})
+	require.ErrorIs(t, err, ErrInvalidOptions)
+	require.ErrorContains(t, err, "aws: no table")
 }

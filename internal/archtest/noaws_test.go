@@ -17,6 +17,8 @@ import (
 var corePackages = []string{
 	".",
 	"./batontest",
+	"./engines/postgres",
+	"./engines/sqlite",
 	"./examples/fx",
 	"./internal/backend",
 	"./internal/backend/postgresbackend",

@@ -11,6 +11,11 @@
 //
 // The Lambda functions import awsbackend alone; the operator CLI and the
 // HTTP handlers import the others.
+//
+// Each engine's package registers it (Register, from an init function) by
+// name and URL scheme, and every entry point opens engines through the
+// registry alone (Open, OpenLocks): the CLI, batonclient, batonhttp and
+// batonlock thus accept every engine their binary links, and no other.
 package backend
 
 import (

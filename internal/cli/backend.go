@@ -12,17 +12,27 @@ import (
 	"github.com/spf13/pflag"
 	"go.opentelemetry.io/otel/trace"
 
-	"github.com/batonhq/baton/internal/awssqs"
 	"github.com/batonhq/baton/internal/backend"
-	"github.com/batonhq/baton/internal/backend/awsbackend"
-	"github.com/batonhq/baton/internal/backend/postgresbackend"
-	"github.com/batonhq/baton/internal/backend/sqlitebackend"
 	"github.com/batonhq/baton/internal/lambdaapp"
-	"github.com/batonhq/baton/internal/sqlite"
 )
 
-// backendNames are the values of --backend (shell completion).
-var backendNames = []string{"sqlite", "aws"}
+// backendNames are the values of --backend (shell completion): the
+// engines the binary links.
+func backendNames() []string { return backend.Engines() }
+
+// envDSN is the variable --dsn defaults to (the postgres engine reads it
+// too).
+const envDSN = backend.EnvPostgresDSN
+
+// maxReceiveWait is the longest --receive-wait: SQS's longest long poll.
+const maxReceiveWait = 20 * time.Second
+
+// engineDefaults are the defaults of the engine called name, for help; the
+// zero Config when the binary does not link it.
+func engineDefaults(name string) (backend.Config, backend.SetupConfig) {
+	d, _ := backend.Lookup(name)
+	return d.Defaults, d.SetupDefaults
+}
 
 // envJob is the variable --job defaults to.
 const envJob = "BATON_JOB"
@@ -39,7 +49,7 @@ type backendFlags struct {
 }
 
 func (b *backendFlags) register(fs *pflag.FlagSet) {
-	fs.StringVar(&b.backend, "backend", "sqlite", "where state and queues live: sqlite (embedded file), aws (DynamoDB + SQS from the SDK's standard config) or postgres (one PostgreSQL database, --dsn)")
+	fs.StringVar(&b.backend, "backend", "sqlite", "where state and queues live: sqlite (embedded file), aws (DynamoDB + SQS from the SDK's standard config) or postgres (one PostgreSQL database, --dsn); or the engine's URL: sqlite:///path/to.db, postgres://…, aws://?table=…&queue=…")
 	fs.StringVar(&b.store, "store", "var/baton.db", "the embedded store's SQLite file (--backend sqlite)")
 	fs.StringVar(&b.job, "job", os.Getenv(envJob), "the job to work on (from $"+envJob+" when set; default: the catalog's only job)")
 	b.aws.registerEndpoints(fs)
@@ -47,43 +57,82 @@ func (b *backendFlags) register(fs *pflag.FlagSet) {
 	b.pg.register(fs)
 }
 
+// where says where the backend's state is, without secrets: the store's
+// file, the table, the database.
 func (b *backendFlags) where() string {
-	if b.backend == "sqlite" {
-		return b.store
+	d, c, err := backend.Resolve(b.backend, b.config())
+	if err != nil || d.Where == nil {
+		return b.backend
 	}
-	if b.backend == "aws" && b.aws.table != "" {
-		return "table " + b.aws.table
+	return d.Where(c)
+}
+
+// config is what the flags say of every engine; the engine --backend names
+// reads its part.
+func (b *backendFlags) config() backend.Config {
+	c := backend.Config{
+		Store: b.store, DSN: b.pg.dsnOrEnv(), RetryWindow: b.pg.retry,
+		Table: b.aws.table, QueueURL: b.aws.queueURL, DLQURL: b.aws.dlqURL, MaxReceives: b.aws.maxReceives, ReceiveWait: b.aws.receiveWait,
+		DynamoDBEndpoint: b.aws.endpoint, SQSEndpoint: b.aws.endpoint, TracerProvider: b.aws.tracer,
 	}
-	if b.backend == "postgres" && b.pg.dsn != "" {
-		return "database " + postgresbackend.Redact(b.pg.dsn)
+	if c.RetryWindow == 0 {
+		c.RetryWindow = -1 // --pg-retry 0: never; Config: a negative window is none
 	}
-	return b.backend
+	if b.aws.dynamoDBEndpoint != "" {
+		c.DynamoDBEndpoint = b.aws.dynamoDBEndpoint
+	}
+	if b.aws.sqsEndpoint != "" {
+		c.SQSEndpoint = b.aws.sqsEndpoint
+	}
+	if c.TracerProvider == nil {
+		c.TracerProvider = b.pg.tracer
+	}
+	return c
 }
 
 // openReadOnly opens the backend for a command that only reads: the
 // embedded store must exist (nothing is created) and is opened read-only.
 func (b *backendFlags) openReadOnly(ctx context.Context) (backend.Backend, error) {
-	if b.backend == "sqlite" {
-		bk, err := sqlitebackend.OpenReadOnly(ctx, b.store)
-		if errors.Is(err, sqlite.ErrNoStore) {
-			return backend.Backend{}, usagef("--store %s: no store there (a command that writes, such as 'baton run', creates it)", b.store)
-		}
-		return bk, err
+	bk, err := b.openWith(ctx, true)
+	if errors.Is(err, backend.ErrNoStore) {
+		return backend.Backend{}, usagef("--store %s: no store there (a command that writes, such as 'baton run', creates it)", b.where())
 	}
-	return b.open(ctx)
+	return bk, err
 }
 
 func (b *backendFlags) open(ctx context.Context) (backend.Backend, error) {
-	switch b.backend {
-	case "sqlite":
-		return sqlitebackend.Open(ctx, b.store)
-	case "aws":
-		return b.aws.open(ctx)
-	case "postgres":
-		return b.pg.open(ctx)
-	default:
-		return backend.Backend{}, usagef("--backend: unknown backend %q (want sqlite, aws or postgres)", b.backend)
+	return b.openWith(ctx, false)
+}
+
+// openWith opens the engine --backend names through the registry, after
+// checking the flags of the engine it is.
+func (b *backendFlags) openWith(ctx context.Context, readOnly bool) (backend.Backend, error) {
+	d, c, err := backend.Resolve(b.backend, b.config())
+	if err != nil {
+		return backend.Backend{}, usagef("--backend: %v", err)
 	}
+	c.ReadOnly = readOnly
+	switch d.Name {
+	case "postgres":
+		err = b.pg.check(c)
+	case "aws":
+		err = b.aws.check(&c)
+	}
+	if d.Name != "aws" {
+		c.ReceiveWait = 0 // --receive-wait is SQS's long poll
+	}
+	if err != nil {
+		return backend.Backend{}, err
+	}
+	bk, err := d.Open(ctx, c)
+	var config *backend.ConfigError
+	switch {
+	case errors.As(err, &config):
+		return backend.Backend{}, usageError{err}
+	case err != nil && !errors.Is(err, backend.ErrNoStore):
+		return backend.Backend{}, fmt.Errorf("--backend %s: %w", d.Name, err)
+	}
+	return bk, err
 }
 
 // postgresFlags say which database --backend postgres uses.
@@ -97,34 +146,28 @@ type postgresFlags struct {
 func (p *postgresFlags) register(fs *pflag.FlagSet) {
 	// The variable is read after parsing (dsnOrEnv), so that --help never
 	// prints a password as the flag's default.
-	fs.StringVar(&p.dsn, "dsn", "", "PostgreSQL connection string, postgres://user:password@host:port/db (--backend postgres; from $"+postgresbackend.EnvDSN+" when unset: prefer it, a flag shows in the process list)")
-	fs.DurationVar(&p.retry, "pg-retry", postgresbackend.DefaultRetryWindow, "how long each PostgreSQL operation retries a lost or refused connection (a server restart, a failover) before failing; 0: never (--backend postgres)")
+	defaults, _ := engineDefaults("postgres")
+	fs.StringVar(&p.dsn, "dsn", "", "PostgreSQL connection string, postgres://user:password@host:port/db (--backend postgres; from $"+envDSN+" when unset: prefer it, a flag shows in the process list)")
+	fs.DurationVar(&p.retry, "pg-retry", defaults.RetryWindow, "how long each PostgreSQL operation retries a lost or refused connection (a server restart, a failover) before failing; 0: never (--backend postgres)")
 }
 
 // dsnOrEnv is --dsn, else $BATON_PG_DSN.
 func (p *postgresFlags) dsnOrEnv() string {
 	if p.dsn == "" {
-		p.dsn = os.Getenv(postgresbackend.EnvDSN)
+		p.dsn = os.Getenv(envDSN)
 	}
 	return p.dsn
 }
 
-func (p *postgresFlags) open(ctx context.Context) (backend.Backend, error) {
-	if p.dsnOrEnv() == "" {
-		return backend.Backend{}, usagef("--backend postgres: no database: set --dsn or %s", postgresbackend.EnvDSN)
+// check reports what is wrong with the postgres flags, c their config.
+func (p *postgresFlags) check(c backend.Config) error {
+	if c.DSN == "" {
+		return usagef("--backend postgres: no database: set --dsn or %s", envDSN)
 	}
 	if p.retry < 0 {
-		return backend.Backend{}, usagef("--pg-retry must not be negative, got %s", p.retry)
+		return usagef("--pg-retry must not be negative, got %s", p.retry)
 	}
-	window := p.retry
-	if window == 0 {
-		window = -1 // Params: a negative window is none
-	}
-	b, err := postgresbackend.Open(ctx, postgresbackend.Params{DSN: p.dsn, RetryWindow: window, TracerProvider: p.tracer})
-	if err != nil {
-		return backend.Backend{}, fmt.Errorf("--backend postgres: %w", err)
-	}
-	return b, nil
+	return nil
 }
 
 // awsFlags say which AWS endpoints and resources --backend aws uses. The
@@ -166,7 +209,8 @@ func (a *awsFlags) registerResources(fs *pflag.FlagSet) {
 	}
 	fs.IntVar(&a.maxReceives, "max-receives", n, envUsage(lambdaapp.EnvMaxReceives, "the work queue's redrive policy"))
 	fs.StringVar(&a.jobQueues, "job-queue-urls", os.Getenv(lambdaapp.EnvJobQueues), envUsage(lambdaapp.EnvJobQueues, "none"))
-	fs.DurationVar(&a.receiveWait, "receive-wait", awsbackend.DefaultReceiveWait, "long-poll wait of an idle consumer's SQS receives, up to 20s: longer is cheaper on an idle queue (--backend aws)")
+	defaults, _ := engineDefaults("aws")
+	fs.DurationVar(&a.receiveWait, "receive-wait", defaults.ReceiveWait, "long-poll wait of an idle consumer's SQS receives, up to 20s: longer is cheaper on an idle queue (--backend aws)")
 }
 
 // envUsage is the usage of the flag standing for the functions' variable
@@ -195,70 +239,39 @@ func envOr(name, fallback string) string {
 	return fallback
 }
 
-func (a *awsFlags) endpoints() (awsbackend.Endpoints, error) {
-	e := awsbackend.Endpoints{DynamoDB: a.endpoint, SQS: a.endpoint}
-	if a.dynamoDBEndpoint != "" {
-		e.DynamoDB = a.dynamoDBEndpoint
-	}
-	if a.sqsEndpoint != "" {
-		e.SQS = a.sqsEndpoint
-	}
+// checkEndpoints reports an endpoint flag that is not an http(s) URL.
+func (a *awsFlags) checkEndpoints() error {
 	for _, f := range [][2]string{{"--endpoint", a.endpoint}, {"--dynamodb-endpoint", a.dynamoDBEndpoint}, {"--sqs-endpoint", a.sqsEndpoint}} {
 		if f[1] == "" {
 			continue
 		}
 		if u, err := url.Parse(f[1]); err != nil || (u.Scheme != "http" && u.Scheme != "https") || u.Host == "" {
-			return e, usagef("%s: %q is not an http(s) URL", f[0], f[1])
+			return usagef("%s: %q is not an http(s) URL", f[0], f[1])
 		}
 	}
-	return e, nil
+	return nil
 }
 
-// clients returns SDK clients from the standard configuration chain and
-// the endpoint flags.
-func (a *awsFlags) clients(ctx context.Context) (awsbackend.Clients, error) {
-	e, err := a.endpoints()
-	if err != nil {
-		return awsbackend.Clients{}, err
-	}
-	cfg, err := awsbackend.LoadConfig(ctx)
-	if errors.Is(err, awsbackend.ErrNoRegion) {
-		return awsbackend.Clients{}, usageError{err}
-	}
-	if err != nil {
-		return awsbackend.Clients{}, err
-	}
-	return awsbackend.NewTracedClients(cfg, e, a.tracer), nil
-}
-
-func (a *awsFlags) open(ctx context.Context) (backend.Backend, error) {
+// check reports what is wrong with the aws flags, c their config, and
+// sets c's job queues.
+func (a *awsFlags) check(c *backend.Config) error {
 	if a.envErr != nil {
-		return backend.Backend{}, a.envErr
+		return a.envErr
 	}
 	switch {
-	case a.table == "":
-		return backend.Backend{}, usagef("--backend aws: no table: set --table or %s", lambdaapp.EnvTable)
-	case a.queueURL == "":
-		return backend.Backend{}, usagef("--backend aws: no work queue: set --queue-url or %s", lambdaapp.EnvQueueURL)
-	case a.maxReceives < 0:
-		return backend.Backend{}, usagef("--max-receives must not be negative, got %d", a.maxReceives)
-	case a.receiveWait < 0 || a.receiveWait > awssqs.MaxWait:
-		return backend.Backend{}, usagef("--receive-wait must be within 0..%s, got %s", awssqs.MaxWait, a.receiveWait)
+	case c.Table == "":
+		return usagef("--backend aws: no table: set --table or %s", lambdaapp.EnvTable)
+	case c.QueueURL == "":
+		return usagef("--backend aws: no work queue: set --queue-url or %s", lambdaapp.EnvQueueURL)
+	case c.MaxReceives < 0:
+		return usagef("--max-receives must not be negative, got %d", c.MaxReceives)
+	case a.receiveWait < 0 || a.receiveWait > maxReceiveWait:
+		return usagef("--receive-wait must be within 0..%s, got %s", maxReceiveWait, a.receiveWait)
 	}
 	jobQueues, err := lambdaapp.ParseJobQueueURLs(a.jobQueues)
 	if err != nil {
-		return backend.Backend{}, usagef("--job-queue-urls: %v", err)
+		return usagef("--job-queue-urls: %v", err)
 	}
-	c, err := a.clients(ctx)
-	if err != nil {
-		return backend.Backend{}, err
-	}
-	b, err := awsbackend.Open(ctx, awsbackend.Params{
-		Clients: c, Table: a.table, QueueURL: a.queueURL, DLQURL: a.dlqURL, MaxReceives: a.maxReceives,
-		ReceiveWait: a.receiveWait, JobQueueURLs: jobQueues,
-	})
-	if err != nil {
-		return backend.Backend{}, fmt.Errorf("--backend aws: %w", err)
-	}
-	return b, nil
+	c.JobQueueURLs = jobQueues
+	return a.checkEndpoints()
 }

@@ -433,7 +433,7 @@ func build(e *env, c command, group string) *cobra.Command {
 		_ = cmd.RegisterFlagCompletionFunc("job", func(*cobra.Command, []string, string) ([]string, cobra.ShellCompDirective) {
 			return e.catalog.Names(), cobra.ShellCompDirectiveNoFileComp
 		})
-		_ = cmd.RegisterFlagCompletionFunc("backend", cobra.FixedCompletions(backendNames, cobra.ShellCompDirectiveNoFileComp))
+		_ = cmd.RegisterFlagCompletionFunc("backend", cobra.FixedCompletions(backendNames(), cobra.ShellCompDirectiveNoFileComp))
 	}
 	run := c.defineFunc(e, fs)
 	jsonUsage := "print the report as one JSON object on stdout"

@@ -14,6 +14,7 @@ import (
 	"github.com/spf13/pflag"
 
 	"github.com/batonhq/baton/batonlock"
+	"github.com/batonhq/baton/internal/backend"
 )
 
 const lockAbout = `Inspect and, with guardrails, release the application locks of
@@ -57,24 +58,19 @@ func (f *lockFlags) open(ctx context.Context, log *slog.Logger) (*batonlock.Lock
 	if f.skew < 0 {
 		return nil, usagef("--skew must not be negative, got %s", f.skew)
 	}
-	o := &batonlock.Options{
-		Engine: f.common.backend, Store: f.common.store, Table: f.common.aws.table,
-		Endpoint: f.common.aws.endpoint, DSN: f.common.pg.dsnOrEnv(),
-		Holder: "operator:" + operatorOwner(), TTL: batonlock.DefaultTTL, Skew: f.skew, Heartbeat: -1, Logger: log,
+	d, c, err := backend.Resolve(f.common.backend, f.common.config())
+	if err != nil {
+		return nil, usagef("--backend: %v", err)
 	}
-	if f.common.aws.dynamoDBEndpoint != "" {
-		o.Endpoint = f.common.aws.dynamoDBEndpoint
-	}
-	switch f.common.backend {
-	case "sqlite", "aws", "postgres":
-	default:
-		return nil, usagef("--backend: unknown backend %q (want sqlite, aws or postgres)", f.common.backend)
-	}
-	if f.common.backend == "aws" && o.Table == "" {
+	switch {
+	case d.Name == "aws" && c.Table == "":
 		return nil, usagef("--backend aws: no table: set --table or BATON_TABLE")
-	}
-	if f.common.backend == "postgres" && o.DSN == "" {
+	case d.Name == "postgres" && c.DSN == "":
 		return nil, usagef("--backend postgres: no database: set --dsn or BATON_PG_DSN")
+	}
+	o := &batonlock.Options{
+		Engine: f.common.backend, Store: c.Store, Table: c.Table, Endpoint: c.DynamoDBEndpoint, DSN: c.DSN,
+		Holder: "operator:" + operatorOwner(), TTL: batonlock.DefaultTTL, Skew: f.skew, Heartbeat: -1, Logger: log,
 	}
 	return batonlock.Open(ctx, o)
 }

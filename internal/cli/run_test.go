@@ -67,7 +67,7 @@ func TestRunRejectsBadFlags(t *testing.T) {
 	}{
 		{[]string{"run", "--once", "--consumers", "0", "--store", store}, "--consumers must be at least 1"},
 		{[]string{"run", "--once", "--job", "nope", "--store", store}, `unknown job "nope"`},
-		{[]string{"run", "--once", "--backend", "mars", "--store", store}, `unknown backend "mars"`},
+		{[]string{"run", "--once", "--backend", "mars", "--store", store}, `--backend: unknown engine "mars" (engines: aws, postgres, sqlite;`},
 		{[]string{"run", "--bogus"}, "unknown flag: --bogus"},
 		{[]string{"run", "--once", "--log", "loud", "--store", store}, `"loud" is not a level`},
 	} {

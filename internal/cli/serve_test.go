@@ -127,7 +127,7 @@ func TestServeRefusals(t *testing.T) {
 		{[]string{"--addr", "127.0.0.1:0", "--auth-secret", "short"}, "shorter than 16 bytes"},
 		{[]string{"--consumers", "0"}, "--consumers must be at least 1"},
 		{[]string{"--trigger-age", "-1m"}, "--trigger-age must not be negative"},
-		{[]string{"--backend", "oracle", "--addr", "127.0.0.1:0"}, `unknown backend "oracle"`},
+		{[]string{"--backend", "oracle", "--addr", "127.0.0.1:0"}, `--backend: unknown engine "oracle" (engines: aws, postgres, sqlite;`},
 	} {
 		code, _, errOut := runMain(t, append([]string{"serve", "--store", store}, tc.args...)...)
 		require.Equal(t, ExitUsage, code, "%v", tc.args)

@@ -2,6 +2,7 @@ package cli
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"io"
 	"strings"
@@ -9,8 +10,7 @@ import (
 
 	"github.com/spf13/pflag"
 
-	"github.com/batonhq/baton/internal/backend/awsbackend"
-	"github.com/batonhq/baton/internal/backend/postgresbackend"
+	"github.com/batonhq/baton/internal/backend"
 	"github.com/batonhq/baton/internal/lambdaapp"
 )
 
@@ -48,30 +48,39 @@ func setupCommand() command {
 
 func defineSetup(e *env, fs *pflag.FlagSet) runFunc {
 	var (
-		a       awsFlags
-		p       awsbackend.SetupParams
-		pg      postgresFlags
-		backend string
+		a      awsFlags
+		pg     postgresFlags
+		engine string
 	)
-	fs.StringVar(&backend, "backend", "aws", "what to set up: aws (DynamoDB table and SQS queues) or postgres (schema and queues in one database)")
+	_, p := engineDefaults("aws")
+	fs.StringVar(&engine, "backend", "aws", "what to set up: aws (DynamoDB table and SQS queues) or postgres (schema and queues in one database)")
 	pg.register(fs)
 	a.registerEndpoints(fs)
-	fs.StringVar(&p.Table, "table", envOr(lambdaapp.EnvTable, awsbackend.DefaultTable), "the DynamoDB table to create (from $"+lambdaapp.EnvTable+" when set)")
-	fs.StringVar(&p.Queue, "queue", awsbackend.DefaultQueue, "the work queue's name; its dead-letter queue is this name + -dlq")
-	fs.IntVar(&p.MaxReceives, "max-receives", awsbackend.DefaultMaxReceives, "receives before a message moves to the dead-letter queue (the redrive policy's maxReceiveCount)")
-	fs.DurationVar(&p.Visibility, "visibility", awsbackend.DefaultVisibility, "the work queue's visibility timeout (at least 6 × the consumer's timeout)")
+	fs.StringVar(&p.Table, "table", envOr(lambdaapp.EnvTable, p.Table), "the DynamoDB table to create (from $"+lambdaapp.EnvTable+" when set)")
+	fs.StringVar(&p.Queue, "queue", p.Queue, "the work queue's name; its dead-letter queue is this name + -dlq")
+	fs.IntVar(&p.MaxReceives, "max-receives", p.MaxReceives, "receives before a message moves to the dead-letter queue (the redrive policy's maxReceiveCount)")
+	fs.DurationVar(&p.Visibility, "visibility", p.Visibility, "the work queue's visibility timeout (at least 6 × the consumer's timeout)")
 	return func(ctx context.Context, _ []string) error {
-		switch backend {
-		case "aws":
-		case "postgres":
-			if p.MaxReceives < 1 {
-				return usagef("--max-receives must be at least 1, got %d", p.MaxReceives)
-			}
-			return setupPostgres(ctx, e, &pg, p.MaxReceives)
-		default:
-			return usagef("--backend: %q cannot be set up (want aws or postgres; the sqlite store sets itself up)", backend)
+		b := backendFlags{backend: engine, aws: a, pg: pg}
+		d, c, err := backend.Resolve(engine, b.config())
+		if err != nil {
+			return usagef("--backend: %v", err)
 		}
-		err := setup(ctx, e, &a, p)
+		if d.Setup == nil {
+			return usagef("--backend: %q cannot be set up (want aws or postgres; the sqlite store sets itself up)", engine)
+		}
+		if p.MaxReceives < 1 {
+			return usagef("--max-receives must be at least 1, got %d", p.MaxReceives)
+		}
+		if d.Name != "aws" {
+			if d.Name == "postgres" {
+				if err := b.pg.check(c); err != nil {
+					return err
+				}
+			}
+			return setupEngine(ctx, e, d, c, p)
+		}
+		err = setupAWS(ctx, e, &b.aws, d, c, p)
 		if err != nil && !e.json && !isTerminal(e.stdout) {
 			// Under eval "$(baton setup …)" make the eval fail as well.
 			fmt.Fprintln(e.stdout, "echo 'baton setup failed (see above): nothing exported' >&2; false")
@@ -80,71 +89,48 @@ func defineSetup(e *env, fs *pflag.FlagSet) runFunc {
 	}
 }
 
-func setup(ctx context.Context, e *env, a *awsFlags, p awsbackend.SetupParams) error {
+func setupAWS(ctx context.Context, e *env, a *awsFlags, d backend.Driver, c backend.Config, p backend.SetupConfig) error {
 	switch {
 	case p.Table == "":
 		return usagef("--table must not be empty")
 	case p.Queue == "":
 		return usagef("--queue must not be empty")
-	case p.MaxReceives < 1:
-		return usagef("--max-receives must be at least 1, got %d", p.MaxReceives)
 	case p.Visibility < time.Second:
 		return usagef("--visibility must be at least 1s, got %s", p.Visibility)
 	}
-	endpoints, err := a.endpoints()
-	if err != nil {
+	if err := a.checkEndpoints(); err != nil {
 		return err
 	}
-	c, err := a.clients(ctx)
-	if err != nil {
-		return err
-	}
-	res, err := awsbackend.Setup(ctx, c, p)
-	if err != nil {
-		return err
-	}
-	e.sayf("# table %s; work queue %s, to its dead-letter queue after %d receives, visibility %s\n",
-		res.Table, p.Queue, res.MaxReceives, p.Visibility)
-	vars := res.Env()
-	if endpoints.DynamoDB != "" {
-		vars = append(vars, [2]string{"AWS_ENDPOINT_URL_DYNAMODB", endpoints.DynamoDB})
-	}
-	if endpoints.SQS != "" {
-		vars = append(vars, [2]string{"AWS_ENDPOINT_URL_SQS", endpoints.SQS})
-	}
-	if e.json {
-		m := map[string]string{}
-		for _, v := range vars {
-			m[v[0]] = v[1]
-		}
-		e.set("variables", m)
-		return nil
-	}
-	printExports(e.stdout, vars)
-	return nil
+	return setupEngine(ctx, e, d, c, p)
 }
 
-// setupPostgres applies the migrations and makes the queues.
-func setupPostgres(ctx context.Context, e *env, pg *postgresFlags, maxReceives int) error {
-	if pg.dsnOrEnv() == "" {
-		return usagef("--backend postgres: no database: set --dsn or %s", postgresbackend.EnvDSN)
+// setupEngine runs d's setup and reports what it made: a line, then the
+// variables as shell exports, or (--json) the report's fields and the
+// variables as one object.
+func setupEngine(ctx context.Context, e *env, d backend.Driver, c backend.Config, p backend.SetupConfig) error {
+	res, err := d.Setup(ctx, c, p)
+	var config *backend.ConfigError
+	if errors.As(err, &config) {
+		return usageError{err}
 	}
-	res, err := postgresbackend.Setup(ctx, pg.dsn, maxReceives)
 	if err != nil {
 		return err
 	}
-	applied := "none (already current)"
-	if len(res.Applied) > 0 {
-		applied = strings.Trim(fmt.Sprint(res.Applied), "[]")
-	}
-	e.sayf("# database %s: schema version %d (migrations applied: %s); work queue %s, to %s after %d receives\n",
-		postgresbackend.Redact(pg.dsn), res.Version, applied, postgresbackend.WorkQueue, postgresbackend.DeadLetterQueue, res.MaxReceives)
+	e.sayf("# %s\n", res.Summary)
 	if e.json {
-		e.set("database", postgresbackend.Redact(pg.dsn))
-		e.set("schema_version", res.Version)
-		e.set("migrations_applied", res.Applied)
-		e.set("max_receives", res.MaxReceives)
+		for k, v := range res.Fields {
+			e.set(k, v)
+		}
+		if len(res.Env) > 0 {
+			m := map[string]string{}
+			for _, v := range res.Env {
+				m[v[0]] = v[1]
+			}
+			e.set("variables", m)
+		}
+		return nil
 	}
+	printExports(e.stdout, res.Env)
 	return nil
 }
 

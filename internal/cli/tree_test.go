@@ -163,7 +163,7 @@ func TestCompletion(t *testing.T) {
 	require.Contains(t, out, "fx\n")
 	code, out, _ = runMain(t, "__complete", "replay", "tick", "--backend", "")
 	require.Equal(t, ExitOK, code)
-	require.Contains(t, out, "sqlite\naws\n")
+	require.Contains(t, out, "aws\npostgres\nsqlite\n", "every engine the binary links")
 }
 
 // TestExitContractSameBatch: the same failed batch exits 1 through

@@ -95,10 +95,12 @@ func New(b backend.Backend, o Options) (*Engine, error) {
 			e.Coordinator.Classes[p.name] = p.queue
 		}
 	}
+	chains := coordinator.ChainStarter(coordinator.ChainParams{Ledger: b.Ledger, Router: router, Jobs: o.Catalog,
+		Owner: o.Owner + "/chain", NowFunc: o.NowFunc, Logger: o.Logger, Telemetry: o.Telemetry})
 	newConsumer := func(from queue.Sender, owner string) *consumer.Consumer {
 		c := &consumer.Consumer{
 			Ledger: b.Ledger, Queue: queue.ReceivedFrom(router, from), Jobs: o.Catalog, Effects: b.Effects, Runs: &consumer.RunCache{}, Pages: &consumer.PageCache{}, RateLimits: b.RateLimits,
-			ChainsFunc: e.Coordinator.StartChains,
+			ChainsFunc: chains,
 			Owner:      owner, NowFunc: o.NowFunc, Logger: o.Logger,
 			MaxReceives: b.MaxReceives, RetryDelay: o.retryDelay(), Telemetry: o.Telemetry,
 		}

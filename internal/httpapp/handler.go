@@ -21,6 +21,7 @@ import (
 	"github.com/batonhq/baton/internal/lambdaevent"
 	"github.com/batonhq/baton/internal/lease"
 	"github.com/batonhq/baton/internal/ledger"
+	"github.com/batonhq/baton/internal/queue"
 	"github.com/batonhq/baton/internal/telemetry"
 )
 
@@ -281,18 +282,18 @@ func requestID() string {
 	return hex.EncodeToString(b[:])
 }
 
-// newConsumer returns the core consumer the push endpoint and the pull
-// workers share the settings of.
-func newConsumer(p Params, stop <-chan struct{}) *consumer.Consumer {
+// newConsumer returns the push endpoint's core consumer: the messages it
+// sends (a shard's items, derived items, chained runs) go through router,
+// the job-queue router (engine.JobQueues), each job's to its queue.
+func newConsumer(p Params, stop <-chan struct{}, router queue.Sender) *consumer.Consumer {
 	b := p.Backend
 	c := &consumer.Consumer{
-		Ledger: b.Ledger, Queue: b.Work, MaxReceives: b.MaxReceives, Jobs: p.Catalog, Effects: b.Effects,
+		Ledger: b.Ledger, Queue: router, MaxReceives: b.MaxReceives, Jobs: p.Catalog, Effects: b.Effects,
 		Owner: p.owner() + "/push", NowFunc: p.NowFunc, Logger: p.Logger, Runs: &consumer.RunCache{}, Pages: &consumer.PageCache{}, RateLimits: b.RateLimits, Stop: stop,
 		Telemetry: p.Telemetry,
 	}
-	chains := &coordinator.Coordinator{Leases: b.Leases, Ledger: b.Ledger, Queue: b.Work, Jobs: p.Catalog,
-		Owner: p.owner() + "/chain", NowFunc: p.NowFunc, Logger: p.Logger, Telemetry: p.Telemetry}
-	c.ChainsFunc = chains.StartChains
+	c.ChainsFunc = coordinator.ChainStarter(coordinator.ChainParams{Ledger: b.Ledger, Router: router, Jobs: p.Catalog,
+		Owner: p.owner() + "/chain", NowFunc: p.NowFunc, Logger: p.Logger, Telemetry: p.Telemetry})
 	if b.DeadLetter != nil {
 		c.DeadLetter = b.DeadLetter
 	}

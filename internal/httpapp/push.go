@@ -269,9 +269,7 @@ func NewPush(p Params) (http.Handler, error) {
 	if err != nil {
 		return nil, fmt.Errorf("http push: %w", err)
 	}
-	c := newConsumer(p, p.Stop)
-	c.Queue = router // a derived item of a job with a queue of its own goes there
-	return &pushHandler{p: p, c: c}, nil
+	return &pushHandler{p: p, c: newConsumer(p, p.Stop, router)}, nil
 }
 
 func (h *pushHandler) ServeHTTP(w http.ResponseWriter, r *http.Request) {

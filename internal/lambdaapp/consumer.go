@@ -68,8 +68,8 @@ func (h *ConsumerHandler) Handle(ctx context.Context, ev events.SQSEvent) (event
 	c.Queue = queue.ReceivedFrom(c.Queue, h.source(ev))
 	// Chained runs start under fence 0: the consumer function holds no
 	// lease (and its role may not write LEASE# records).
-	chains := &coordinator.Coordinator{Ledger: h.p.Ledger, Queue: h.p.router(), Jobs: h.p.Jobs, Owner: inv.owner, NowFunc: h.p.NowFunc, Logger: log, Telemetry: h.p.Telemetry}
-	c.ChainsFunc = chains.StartChains
+	c.ChainsFunc = coordinator.ChainStarter(coordinator.ChainParams{Ledger: h.p.Ledger, Router: h.p.router(), Jobs: h.p.Jobs,
+		Owner: inv.owner, NowFunc: h.p.NowFunc, Logger: log, Telemetry: h.p.Telemetry})
 	res := c.Handle(ctx, inv.deadline, msgs)
 
 	reasons := map[string]error{}

@@ -32,7 +32,7 @@ import (
 // --dsn is given (postgres://user:password@host:port/database?sslmode=…,
 // or pgx's key=value form; PGHOST, PGUSER, PGPASSWORD… fill what it
 // leaves out).
-const EnvDSN = "BATON_PG_DSN"
+const EnvDSN = backend.EnvPostgresDSN
 
 // Queue names and the redrive limit Setup stores.
 const (
