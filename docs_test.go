@@ -244,6 +244,10 @@ var tp = batonhttp.Options{}.TracerProvider
 var mp = batonhttp.Options{}.MeterProvider
 var logger *slog.Logger
 `,
+	"docs/engines.md: client, err := batonclient.Open(ctx, catalog, &batonclient.Options{Engine: os.Getenv(\"BATON_PG_DSN\")})": `
+var ctx = context.Background()
+var catalog *baton.Catalog
+`,
 	"docs/locks.md: locker, err := batonlock.Open(ctx, &batonlock.Options{": `
 var ctx = context.Background()
 func trade(ctx context.Context, fence int64) {}
