@@ -102,37 +102,46 @@ var ErrUnknownAsset = errors.New("unknown asset")
 
 // handle runs one message and applies the dead-letter policy to its verdict.
 func (c *Consumer) handle(ctx context.Context, deadline time.Time, d *delivery) verdict {
-	var v verdict
 	if d.err != nil {
-		v = verdict{outcome: MessageOutcome{MessageID: d.d.MessageID, Key: d.msg.Key, Asset: d.key.Asset, Status: StatusMalformed}, err: d.err}
+		v := verdict{outcome: MessageOutcome{MessageID: d.d.MessageID, Key: d.msg.Key, Asset: d.key.Asset, Status: StatusMalformed}, err: d.err}
 		c.logger().WarnContext(ctx, "message rejected", slog.String("phase", "decode"),
 			slog.String("message_id", d.d.MessageID), slog.Any("error", d.err))
 		if c.DeadLetter == nil {
 			return v
 		}
-	} else {
-		v = c.run(ctx, deadline, d)
-		exhausted := c.MaxReceives > 0 && d.d.ReceiveCount >= c.MaxReceives
-		// A message whose item did not run here through no fault of its
-		// own (held by a live claim, a busy key, inputs pending, not
-		// started before the deadline, given back at a stop) is sent
-		// again as a new message near its last receive, never left to be
-		// dead-lettered: one receive early, so that a batch killed at that
-		// receive still leaves the consumer the last one.
-		if v.err != nil && c.nearLastReceive(d.d) && notItsFault(v) {
-			if rv, ok := c.requeue(ctx, d, v); ok {
-				return rv
-			}
-		}
-		if v.outcome.Status == StatusReleased {
-			// Given back at a stop: the item is claimable, and only a
-			// redelivery can finish it.
-			return v
-		}
-		if v.err == nil || c.DeadLetter == nil || !(v.poison || exhausted) {
-			return v
+		return c.deadLetter(ctx, d, v)
+	}
+	return c.conclude(ctx, d, c.run(ctx, deadline, d))
+}
+
+// conclude applies the dead-letter policy to the verdict v of a decoded
+// message's run.
+func (c *Consumer) conclude(ctx context.Context, d *delivery, v verdict) verdict {
+	exhausted := c.MaxReceives > 0 && d.d.ReceiveCount >= c.MaxReceives
+	// A message whose item did not run here through no fault of its
+	// own (held by a live claim, a busy key, inputs pending, not
+	// started before the deadline, given back at a stop) is sent
+	// again as a new message near its last receive, never left to be
+	// dead-lettered: one receive early, so that a batch killed at that
+	// receive still leaves the consumer the last one.
+	if v.err != nil && c.nearLastReceive(d.d) && notItsFault(v) {
+		if rv, ok := c.requeue(ctx, d, v); ok {
+			return rv
 		}
 	}
+	if v.outcome.Status == StatusReleased {
+		// Given back at a stop: the item is claimable, and only a
+		// redelivery can finish it.
+		return v
+	}
+	if v.err == nil || c.DeadLetter == nil || !(v.poison || exhausted) {
+		return v
+	}
+	return c.deadLetter(ctx, d, v)
+}
+
+// deadLetter forwards d to the dead-letter queue with v's reason.
+func (c *Consumer) deadLetter(ctx context.Context, d *delivery, v verdict) verdict {
 	if err := c.forward(ctx, d.d, v.err); err != nil {
 		v.err = fmt.Errorf("%w (and forwarding to the dead-letter queue failed: %v)", v.err, err)
 		return v
@@ -197,15 +206,7 @@ func (c *Consumer) requeue(ctx context.Context, d *delivery, v verdict) (verdict
 // run acts on one decoded message: it gates, claims, processes and records
 // it, each step deciding whether the next one runs.
 func (c *Consumer) run(ctx context.Context, deadline time.Time, d *delivery) verdict {
-	m := &messageRun{
-		d:   d,
-		out: MessageOutcome{MessageID: d.d.MessageID, Key: d.msg.Key, Asset: d.key.Asset, Fence: d.msg.Fence},
-		log: c.logger().With(slog.String("key", d.msg.Key), slog.String("message_id", d.d.MessageID)),
-		now: c.now(),
-	}
-	if !deadline.IsZero() {
-		m.hardEnd = deadline.Add(-d.job.Limits.DeadlineMargin)
-	}
+	m := c.newRun(deadline, d)
 	if d.msg.IsShard() {
 		// Near its last receive a bulk shard is expanded rather than run
 		// in place: its earlier receives ended without a verdict (their
@@ -240,6 +241,20 @@ func (c *Consumer) run(ctx context.Context, deadline time.Time, d *delivery) ver
 	}
 	result, done, perr := c.process(ctx, m)
 	return c.record(ctx, m, result, done, perr)
+}
+
+// newRun starts d's way through run's steps, now.
+func (c *Consumer) newRun(deadline time.Time, d *delivery) *messageRun {
+	m := &messageRun{
+		d:   d,
+		out: MessageOutcome{MessageID: d.d.MessageID, Key: d.msg.Key, Asset: d.key.Asset, Fence: d.msg.Fence},
+		log: c.logger().With(slog.String("key", d.msg.Key), slog.String("message_id", d.d.MessageID)),
+		now: c.now(),
+	}
+	if !deadline.IsZero() {
+		m.hardEnd = deadline.Add(-d.job.Limits.DeadlineMargin)
+	}
+	return m
 }
 
 // messageRun is one message on its way through run's steps.
@@ -420,11 +435,23 @@ func (c *Consumer) gateDerived(ctx context.Context, m *messageRun, def baton.Der
 // live owner is held (redelivered later). ok is false when run stops here
 // with v; otherwise m.item is the claimed item.
 func (c *Consumer) claim(ctx context.Context, m *messageRun) (v verdict, ok bool) {
+	item, err := c.Ledger.Claim(ctx, c.claimParams(m))
+	return c.claimed(ctx, m, item, err)
+}
+
+// claimParams is the claim of m's item by this consumer, at m.now until
+// m.leaseUntil.
+func (c *Consumer) claimParams(m *messageRun) ledger.ClaimParams {
 	d, lim := m.d, m.d.job.Limits
-	item, err := c.Ledger.Claim(ctx, ledger.ClaimParams{
+	return ledger.ClaimParams{
 		Key: d.key, Owner: c.Owner, LeaseUntil: m.leaseUntil, Fence: d.msg.Fence,
 		MaxAttempts: lim.MaxAttempts, Skew: lim.ClockSkew, Now: m.now,
-	})
+	}
+}
+
+// claimed reads the outcome of m's claim (item, err); see claim.
+func (c *Consumer) claimed(ctx context.Context, m *messageRun, item ledger.Item, err error) (v verdict, ok bool) {
+	d := m.d
 	m.item, m.out.Attempt = item, item.Attempt
 	switch {
 	case errors.Is(err, ledger.ErrTerminal):
@@ -554,10 +581,22 @@ func (c *Consumer) release(ctx context.Context, m *messageRun, perr error, done 
 
 // recordSuccess completes the item with result; see record.
 func (c *Consumer) recordSuccess(ctx context.Context, m *messageRun, result []byte, done time.Time) verdict {
+	p := c.completeParams(m, result, done)
+	_, err := c.Ledger.Complete(ctx, p)
+	return c.completed(ctx, m, done, err)
+}
+
+// completeParams is the completion of m's claimed item with result at
+// done.
+func (c *Consumer) completeParams(m *messageRun, result []byte, done time.Time) ledger.CompleteParams {
+	return ledger.CompleteParams{Key: m.d.key, Owner: c.Owner, Attempt: m.item.Attempt, Result: result, Now: done}
+}
+
+// completed reads the outcome err of m's completion at done; see
+// recordSuccess.
+func (c *Consumer) completed(ctx context.Context, m *messageRun, done time.Time, err error) verdict {
 	d, attempt := m.d, m.item.Attempt
-	if _, err := c.Ledger.Complete(ctx, ledger.CompleteParams{
-		Key: d.key, Owner: c.Owner, Attempt: attempt, Result: result, Now: done,
-	}); err != nil {
+	if err != nil {
 		m.log.WarnContext(ctx, "completion rejected", slog.String("phase", "complete"),
 			slog.Int("attempt", attempt), slog.Any("error", err))
 		return m.fail(StatusFailed, fmt.Errorf("complete %s attempt %d: %w", d.key, attempt, err))
