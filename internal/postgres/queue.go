@@ -41,7 +41,16 @@ var (
 	_ queue.Counter      = (*Queue)(nil)
 	_ queue.Peeker       = (*Queue)(nil)
 	_ queue.Mover        = (*Queue)(nil)
+	_ queue.LargeBatches = (*Queue)(nil)
 )
+
+// MaxReceive is the most messages one Receive returns and one
+// DeleteBatch deletes (queue.LargeBatches): each is one statement whatever
+// the count, so batches larger than SQS's 10 cost no more round trips.
+const MaxReceive = 100
+
+// MaxReceive implements queue.LargeBatches.
+func (q *Queue) MaxReceive() int { return MaxReceive }
 
 // QueueOptions tune OpenQueue. The zero value (or nil) opens the queue
 // with the policy stored for it, if any.
@@ -225,7 +234,7 @@ SELECT 'q', 0::bigint, '', NULL::bytea, '', 0::bigint, 0 FROM q
 UNION ALL SELECT 't', id, receipt, body, attributes, sent_at, receive_count FROM taken
 UNION ALL SELECT 'd', id, '', NULL, '', 0, 0 FROM dead`
 
-// Receive returns up to p.Max visible messages, hiding each until
+// Receive returns up to p.Max (at most MaxReceive) visible messages, hiding each until
 // p.Now+p.Visibility. A zero p.Now means the queue's clock. A long poll
 // (p.Wait > 0) looks again when a message is sent to the queue (LISTEN)
 // or every PollInterval, until a message is visible, Wait has passed or
@@ -234,8 +243,8 @@ UNION ALL SELECT 'd', id, '', NULL, '', 0, 0 FROM dead`
 // with queue.ErrNotFound.
 func (q *Queue) Receive(ctx context.Context, p queue.ReceiveParams) ([]queue.Delivery, error) {
 	switch {
-	case p.Max < 1 || p.Max > queue.MaxBatch:
-		return nil, fmt.Errorf("receive from %s: max %d not in 1..%d", q.name, p.Max, queue.MaxBatch)
+	case p.Max < 1 || p.Max > MaxReceive:
+		return nil, fmt.Errorf("receive from %s: max %d not in 1..%d", q.name, p.Max, MaxReceive)
 	case p.Visibility < 0 || p.Wait < 0:
 		return nil, fmt.Errorf("receive from %s: negative visibility %s or wait %s", q.name, p.Visibility, p.Wait)
 	}
@@ -361,12 +370,12 @@ func (q *Queue) Delete(ctx context.Context, receiptHandle string) error {
 	return nil
 }
 
-// DeleteBatch removes the messages last received with handles in one
-// statement (see queue.BatchDeleter). The handles that are not the latest
+// DeleteBatch removes the messages last received with handles (up to
+// MaxReceive) in one statement (see queue.BatchDeleter). The handles that are not the latest
 // of a message in this queue fail with queue.ErrInvalidReceipt, except
 // after a re-run whose first run may have deleted them (as Delete).
 func (q *Queue) DeleteBatch(ctx context.Context, handles []string) error {
-	if err := queue.CheckHandles(handles); err != nil {
+	if err := queue.CheckHandlesUpTo(handles, MaxReceive); err != nil {
 		return fmt.Errorf("delete batch from %s: %w", q.name, err)
 	}
 	ids := make([]int64, 0, len(handles))

@@ -112,3 +112,34 @@ func TestQueueRefusesNULAttribute(t *testing.T) {
 	err := q.SendBatch(t.Context(), []queue.Message{{ID: "1", Body: []byte("x"), Attributes: map[string]string{"k": "a\x00b"}}})
 	require.ErrorContains(t, err, "NUL")
 }
+
+// A receive takes up to MaxReceive messages, and a batch delete as many
+// handles, each in one statement; beyond that both are refused.
+func TestQueueLargeBatches(t *testing.T) {
+	t.Parallel()
+	db := openTestDB(t)
+	q := openTestQueue(t, db, "large", nil)
+	require.Equal(t, MaxReceive, queue.BatchLimit(q))
+	msgs := make([]queue.Message, MaxReceive+20)
+	for i := range msgs {
+		msgs[i] = queue.Message{ID: fmt.Sprint(i), Body: []byte(fmt.Sprint("m", i))}
+	}
+	_, err := queue.SendAll(t.Context(), q, msgs, nil)
+	require.NoError(t, err)
+	now := time.Now()
+	_, err = q.Receive(t.Context(), queue.ReceiveParams{Max: MaxReceive + 1, Visibility: time.Minute, Now: now})
+	require.ErrorContains(t, err, fmt.Sprintf("not in 1..%d", MaxReceive))
+	ds, err := q.Receive(t.Context(), queue.ReceiveParams{Max: MaxReceive, Visibility: time.Minute, Now: now})
+	require.NoError(t, err)
+	require.Len(t, ds, MaxReceive)
+	handles := make([]string, len(ds))
+	for i, d := range ds {
+		handles[i] = d.ReceiptHandle
+	}
+	require.ErrorIs(t, q.DeleteBatch(t.Context(), append(handles, "x-1")), queue.ErrBatchTooLarge)
+	require.ErrorIs(t, q.DeleteBatch(t.Context(), append(handles[:MaxReceive-1:MaxReceive-1], handles[0])), queue.ErrBatchTooLarge, "a handle twice")
+	require.NoError(t, q.DeleteBatch(t.Context(), handles))
+	d, err := q.Depth(t.Context())
+	require.NoError(t, err)
+	require.Equal(t, 20, d.Total())
+}
