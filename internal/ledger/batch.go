@@ -34,3 +34,18 @@ type BatchCompleter interface {
 	// order; errors as ClaimBatch's.
 	CompleteBatch(ctx context.Context, ps []CompleteParams) []Outcome
 }
+
+// ItemRange is a range of a run's item names, First to Last inclusive (as
+// ListItemRange reads one).
+type ItemRange struct {
+	First, Last string
+}
+
+// RangesLister is an optional ability of a Store: reading several ranges
+// of a run's items in one round trip. The settle (package fanin) uses it
+// to read the shards a batch's items ended in together.
+type RangesLister interface {
+	// ListItemRanges returns, for each range, in order, what
+	// ListItemRange would.
+	ListItemRanges(ctx context.Context, run RunID, ranges []ItemRange) ([][]Item, error)
+}

@@ -242,7 +242,7 @@ type largeQueue struct {
 	most int
 }
 
-func (q *largeQueue) MaxReceive() int { return q.most }
+func (q *largeQueue) MaxBatchSize() int { return q.most }
 
 // A receiver that takes large batches gets batches of BatchSize beyond
 // queue.MaxBatch, up to its own limit, deleted in one call; any other

@@ -177,3 +177,35 @@ func TestCompleteBatch(t *testing.T) {
 	require.NoError(t, outs[0].Err)
 	require.ErrorIs(t, outs[1].Err, ledger.ErrConflict)
 }
+
+// Several ranges of a run's items are read in one round trip, each as
+// ListItemRange reads it.
+func TestListItemRanges(t *testing.T) {
+	t.Parallel()
+	s, trips := countedLedger(t)
+	ctx := t.Context()
+	now := time.Date(2026, 5, 1, 12, 0, 0, 0, time.UTC)
+	run, _, err := s.OpenRun(ctx, ledger.OpenRunParams{Job: "ranges", Nominal: now, Fence: 1, Now: now})
+	require.NoError(t, err)
+	var ps []ledger.ClaimParams
+	for i := range 30 {
+		ps = append(ps, ledger.ClaimParams{Key: ledger.ItemKey{Run: run.ID, Asset: fmt.Sprintf("A%03d", i)}, Owner: "me", LeaseUntil: now.Add(time.Minute), Now: now})
+	}
+	for _, o := range s.ClaimBatch(ctx, ps) {
+		require.NoError(t, o.Err)
+	}
+	ranges := []ledger.ItemRange{{First: "A000", Last: "A009"}, {First: "A025", Last: "A099"}, {First: "B", Last: "C"}, {First: "A003", Last: "A004"}}
+	before := trips.n.Load()
+	got, err := s.ListItemRanges(ctx, run.ID, ranges)
+	require.NoError(t, err)
+	require.Equal(t, int64(1), trips.n.Load()-before, "one round trip for the ranges")
+	require.Len(t, got, len(ranges))
+	for i, r := range ranges {
+		want, err := s.ListItemRange(ctx, run.ID, r.First, r.Last)
+		require.NoError(t, err)
+		require.Equal(t, want, got[i], "range %d", i)
+	}
+	require.Len(t, got[0], 10)
+	require.Len(t, got[1], 5)
+	require.Empty(t, got[2])
+}

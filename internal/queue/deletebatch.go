@@ -69,22 +69,23 @@ func DeleteAll(ctx context.Context, r Receiver, handles []string) error {
 	return nil
 }
 
-// LargeBatches is an optional ability of a Receiver whose receives, and
-// batch deletes (BatchDeleter), take more than MaxBatch messages at once
-// (PostgreSQL: one statement whatever the count). Found by type
-// assertion (BatchLimit); every other Receiver takes at most MaxBatch.
+// LargeBatches is an optional ability of a queue whose SendBatch,
+// Receive and DeleteBatch (BatchDeleter) take more than MaxBatch messages
+// at once (PostgreSQL: one statement whatever the count). Found by type
+// assertion (BatchLimit): SendAll and the poller use it; every other
+// queue takes at most MaxBatch. MaxBatchBytes bounds a send all the same.
 type LargeBatches interface {
-	// MaxReceive is the most messages one Receive returns and one
-	// DeleteBatch takes: MaxBatch or more.
-	MaxReceive() int
+	// MaxBatchSize is the most messages one SendBatch sends, one Receive
+	// returns and one DeleteBatch deletes: MaxBatch or more.
+	MaxBatchSize() int
 }
 
-// BatchLimit is the most messages r receives, and deletes with
-// DeleteAll, at once: its MaxReceive when it has LargeBatches, else
-// MaxBatch.
-func BatchLimit(r Receiver) int {
-	if lb, ok := r.(LargeBatches); ok {
-		return max(lb.MaxReceive(), MaxBatch)
+// BatchLimit is the most messages q (a Sender or a Receiver) sends,
+// receives and deletes at once: its MaxBatchSize when it has
+// LargeBatches, else MaxBatch.
+func BatchLimit(q any) int {
+	if lb, ok := q.(LargeBatches); ok {
+		return max(lb.MaxBatchSize(), MaxBatch)
 	}
 	return MaxBatch
 }
