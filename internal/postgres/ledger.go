@@ -463,22 +463,36 @@ func scanRun(scan func(dest ...any) error) (ledger.Run, error) {
 
 // scanItem scans ledgerItemColumns of an item of run.
 func scanItem(scan func(dest ...any) error, run ledger.RunID) (ledger.Item, error) {
-	var (
-		it                                                      ledger.Item
-		state                                                   string
-		leaseUntil, createdAt, startedAt, finishedAt, updatedAt int64
-	)
-	err := scan(&it.Key.Asset, &state, &it.Owner, &it.Attempt, &leaseUntil, &it.Fence, &it.Error, &it.Result,
-		&createdAt, &startedAt, &finishedAt, &updatedAt)
-	if err != nil {
+	var r itemRow
+	if err := scan(r.dest()...); err != nil {
 		return ledger.Item{}, err
 	}
+	return r.item(run), nil
+}
+
+// itemRow is a row of ledgerItemColumns as scanned (dest), before it
+// becomes an Item (item).
+type itemRow struct {
+	it                                                      ledger.Item
+	state                                                   string
+	leaseUntil, createdAt, startedAt, finishedAt, updatedAt int64
+}
+
+// dest returns the scan destinations of ledgerItemColumns.
+func (r *itemRow) dest() []any {
+	return []any{&r.it.Key.Asset, &r.state, &r.it.Owner, &r.it.Attempt, &r.leaseUntil, &r.it.Fence, &r.it.Error, &r.it.Result,
+		&r.createdAt, &r.startedAt, &r.finishedAt, &r.updatedAt}
+}
+
+// item is the row as an item of run.
+func (r *itemRow) item(run ledger.RunID) ledger.Item {
+	it := r.it
 	it.Key.Run = run
-	it.State = ledger.ItemState(state)
-	it.LeaseUntil = fromNanos(leaseUntil)
-	it.CreatedAt, it.StartedAt = fromNanos(createdAt), fromNanos(startedAt)
-	it.FinishedAt, it.UpdatedAt = fromNanos(finishedAt), fromNanos(updatedAt)
-	return it, nil
+	it.State = ledger.ItemState(r.state)
+	it.LeaseUntil = fromNanos(r.leaseUntil)
+	it.CreatedAt, it.StartedAt = fromNanos(r.createdAt), fromNanos(r.startedAt)
+	it.FinishedAt, it.UpdatedAt = fromNanos(r.finishedAt), fromNanos(r.updatedAt)
+	return it
 }
 
 const ledgerRunColumns = `job, nominal, generation, state, cursor, total, fence, open_fence, shards,

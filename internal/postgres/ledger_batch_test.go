@@ -113,9 +113,12 @@ func TestClaimBatch(t *testing.T) {
 	require.NoError(t, err)
 	ps := params(key(200), key(201))
 	for i := range ps {
-		ps[i].MaxAttempts, ps[i].Now, ps[i].LeaseUntil = 1, expired, expired.Add(time.Minute)
+		ps[i].Now, ps[i].LeaseUntil = expired, expired.Add(time.Minute)
 	}
+	ps[0].MaxAttempts, ps[1].MaxAttempts = 1, 5 // two jobs' limits in one batch
+	before = trips.n.Load()
 	outs = s.ClaimBatch(ctx, ps)
+	require.Equal(t, int64(1), trips.n.Load()-before, "round trips: entries of different limits in the same one")
 	require.ErrorIs(t, outs[0].Err, ledger.ErrTerminal)
 	require.Equal(t, ledger.ItemDead, outs[0].Item.State)
 	require.NoError(t, outs[1].Err)
