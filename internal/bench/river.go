@@ -401,13 +401,9 @@ func riverSingle(ctx context.Context, c riverClient, seq int) (time.Duration, er
 	}
 }
 
-// idleSamples and idleGap shape the idle-to-done measurement: samples
-// per system, and the pause before each, long enough for every poller
-// to be back in its long poll.
-const (
-	idleSamples = 60
-	idleGap     = 20 * time.Millisecond
-)
+// idleGap is the pause before each idle-to-done sample: long enough for
+// every poller to be back in its long poll.
+const idleGap = 20 * time.Millisecond
 
 // latencies are the idle-to-done samples of each system.
 type latencies struct {
@@ -421,6 +417,7 @@ type latencies struct {
 // their long poll; from the coordinator's send to the consumer's batch
 // reported) and each River function, alternated.
 func (r *Runner) idleToDone(ctx context.Context, env *Env, pollers, batch int, rivers []riverOne) (latencies, error) {
+	idleSamples := max(r.Config.IdleSamples, 1)
 	out := latencies{samples: idleSamples, baton: &Samples{}}
 	for range rivers {
 		out.river = append(out.river, &Samples{})
