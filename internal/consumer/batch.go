@@ -59,8 +59,17 @@ func (c *Consumer) runWave(ctx context.Context, deadline time.Time, ds []*delive
 		if !passed[i] {
 			continue
 		}
-		// The claim starts now, after the wave's gates.
+		// The claim starts now, after the wave's gates, which a stop or
+		// the batch's end may have overtaken.
 		m.now = c.now()
+		if err := ctx.Err(); err != nil {
+			vs[i] = m.fail(StatusNotStarted, fmt.Errorf("%s not started: %w", m.d.key, err))
+			continue
+		}
+		if c.stopped() {
+			vs[i] = m.fail(StatusReleased, fmt.Errorf("%s not started: %w", m.d.key, ErrStopped))
+			continue
+		}
 		if !m.hardEnd.IsZero() && !m.now.Before(m.hardEnd) {
 			vs[i] = m.fail(StatusNotStarted, fmt.Errorf("%s not started: the deadline less the margin passed at %s",
 				m.d.key, m.hardEnd.UTC().Format(time.RFC3339Nano)))

@@ -113,3 +113,36 @@ func TestBatchClaimAndComplete(t *testing.T) {
 	require.ElementsMatch(t, done, bl.completes[0])
 	require.Empty(t, bl.single, "no item claimed or completed alone")
 }
+
+// stoppingLedger closes stop at the first run read: a stop that comes
+// while a wave's messages are being vouched for.
+type stoppingLedger struct {
+	*batchLedger
+	once sync.Once
+	stop chan struct{}
+}
+
+func (l *stoppingLedger) GetRun(ctx context.Context, job string, nominal time.Time) (ledger.Run, error) {
+	l.once.Do(func() { close(l.stop) })
+	return l.batchLedger.GetRun(ctx, job, nominal)
+}
+
+// A stop that comes after a wave's gates, before its claims: nothing is
+// claimed, every message is given back (released) to be delivered again.
+func TestBatchStopBeforeTheClaims(t *testing.T) {
+	b := setup(t)
+	sl := &stoppingLedger{batchLedger: &batchLedger{Store: b.ledger}, stop: make(chan struct{})}
+	b.consumer.Ledger, b.consumer.Stop = sl, sl.stop
+	batch := b.deliveries(b.fanOut()...)
+	res := b.consumer.Handle(context.Background(), time.Time{}, batch)
+	for _, d := range batch {
+		require.Equal(t, consumer.StatusReleased, statuses(res)[d.MessageID], d.MessageID)
+	}
+	require.Len(t, res.Failed, len(batch), "every message delivered again")
+	require.Empty(t, sl.claims, "nothing claimed after the stop")
+	require.Zero(t, b.proc.total())
+	for _, a := range fx.Assets {
+		_, err := b.ledger.GetItem(context.Background(), b.key(a))
+		require.ErrorIs(t, err, ledger.ErrNotFound, a)
+	}
+}
