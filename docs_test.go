@@ -231,6 +231,19 @@ var fetcher baton.Processor
 var resp *http.Response
 var url string
 `,
+	"docs/tracing.md: func main() {": `
+var catalog *baton.Catalog
+var tp = batonlambda.Options{}.TracerProvider
+var mp = batonlambda.Options{}.MeterProvider
+`,
+	"docs/tracing.md: err := batonhttp.Serve(ctx, catalog, &batonhttp.ServeOptions{Options: batonhttp.Options{": `
+var ctx = context.Background()
+var catalog *baton.Catalog
+var b *batonhttp.Backend
+var tp = batonhttp.Options{}.TracerProvider
+var mp = batonhttp.Options{}.MeterProvider
+var logger *slog.Logger
+`,
 	"docs/locks.md: locker, err := batonlock.Open(ctx, &batonlock.Options{": `
 var ctx = context.Background()
 func trade(ctx context.Context, fence int64) {}

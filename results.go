@@ -15,6 +15,9 @@ type ItemResult struct {
 	Result     []byte // the processor's result, when SUCCEEDED
 	Error      string // the last failure or cancel reason
 	FinishedAt time.Time
+	// NextAttempt of a waiting item, and the limit and key it waits on ("" for a retry delay).
+	NextAttempt        time.Time
+	WaitLimit, WaitKey string
 }
 
 // RunReader reads the results of the catalog's runs.

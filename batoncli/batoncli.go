@@ -48,6 +48,7 @@ import (
 	"context"
 	"errors"
 	"io"
+	"log/slog"
 	"os"
 	"os/signal"
 	"path/filepath"
@@ -55,6 +56,8 @@ import (
 	"syscall"
 
 	"github.com/spf13/cobra"
+	"go.opentelemetry.io/otel/metric"
+	"go.opentelemetry.io/otel/trace"
 
 	"github.com/batonhq/baton"
 	"github.com/batonhq/baton/internal/cli"
@@ -71,12 +74,36 @@ const (
 // An Option configures NewRootCommand, Run and Main.
 type Option func(*options)
 
-type options struct{ name string }
+type options struct {
+	name string
+	tel  cli.Telemetry
+}
 
 // Name sets the program's name that usage lines, help examples and error
 // messages show ("mybaton status: …"). Without it, the base name of
 // os.Args[0] (without .exe).
 func Name(name string) Option { return func(o *options) { o.name = name } }
+
+// TracerProvider records the spans of the commands that run work (run,
+// serve, submit, replay): a span per coordinator invocation and per item
+// (see docs/tracing.md). Without it, the global provider
+// (otel.SetTracerProvider), a no-op until one is set. `run --once
+// --trace stdout` records into a tree of its own instead.
+func TracerProvider(tp trace.TracerProvider) Option {
+	return func(o *options) { o.tel.TracerProvider = tp }
+}
+
+// MeterProvider records those commands' metrics (items by outcome,
+// tick-to-done, claim latency, lease contention). Without it, the global
+// provider.
+func MeterProvider(mp metric.MeterProvider) Option {
+	return func(o *options) { o.tel.MeterProvider = mp }
+}
+
+// LogHandler receives those commands' log records in place of the
+// --log/--log-format logger on stderr: the handler decides level and
+// format.
+func LogHandler(h slog.Handler) Option { return func(o *options) { o.tel.LogHandler = h } }
 
 func apply(opts []Option) options {
 	var o options
@@ -105,7 +132,8 @@ func programName(args []string) string {
 // functions return errors without printing them; Run prints them and maps
 // them to exit statuses.
 func NewRootCommand(catalog *baton.Catalog, opts ...Option) *cobra.Command {
-	return cli.NewRootCommandAs(catalog, apply(opts).name)
+	o := apply(opts)
+	return cli.NewRootCommandWith(catalog, o.name, o.tel)
 }
 
 // CheckTemplate checks the SAM template at path against catalog, as
@@ -133,7 +161,8 @@ func CheckTemplate(path string, catalog *baton.Catalog) error {
 // writing to stdout and stderr, and returns the exit status. ctx's
 // cancellation stops a running command (as Ctrl-C does).
 func Run(ctx context.Context, catalog *baton.Catalog, args []string, stdout, stderr io.Writer, opts ...Option) int {
-	return cli.MainAs(ctx, apply(opts).name, catalog, args, stdout, stderr)
+	o := apply(opts)
+	return cli.MainWith(ctx, o.name, catalog, o.tel, args, stdout, stderr)
 }
 
 // Main runs os.Args for catalog until it finishes or the process receives

@@ -25,8 +25,12 @@ import (
 	"errors"
 	"fmt"
 	"iter"
+	"log/slog"
 	"os"
 	"time"
+
+	"go.opentelemetry.io/otel/metric"
+	"go.opentelemetry.io/otel/trace"
 
 	"github.com/batonhq/baton"
 	"github.com/batonhq/baton/internal/backend"
@@ -36,6 +40,7 @@ import (
 	"github.com/batonhq/baton/internal/coordinator"
 	"github.com/batonhq/baton/internal/engine"
 	"github.com/batonhq/baton/internal/ledger"
+	"github.com/batonhq/baton/internal/telemetry"
 )
 
 // Options say which engine holds the catalog's runs and how to reach it.
@@ -61,6 +66,16 @@ type Options struct {
 	// host/pid.
 	Owner   string
 	NowFunc func() time.Time // nil: time.Now
+	// TracerProvider records a span per submission and per item the
+	// client's Work runs (see docs/tracing.md); the submission's messages
+	// carry its trace context to whichever consumer runs them. nil: the
+	// global provider, a no-op until one is set.
+	TracerProvider trace.TracerProvider
+	// MeterProvider records the item metrics; nil: the global provider.
+	MeterProvider metric.MeterProvider
+	// LogHandler receives the client's log records (its consumers' in
+	// Work); nil: none.
+	LogHandler slog.Handler
 }
 
 // Client submits work and reads runs. Its methods may be called
@@ -94,14 +109,19 @@ func Open(ctx context.Context, catalog *baton.Catalog, o *Options) (*Client, err
 		if dsn == "" {
 			dsn = os.Getenv(postgresbackend.EnvDSN)
 		}
-		b, err = postgresbackend.Open(ctx, postgresbackend.Params{DSN: dsn})
+		b, err = postgresbackend.Open(ctx, postgresbackend.Params{DSN: dsn, TracerProvider: o.TracerProvider})
 	default:
 		return nil, fmt.Errorf("batonclient: unknown engine %q (want sqlite, postgres or aws)", o.Engine)
 	}
 	if err != nil {
 		return nil, fmt.Errorf("batonclient: %w", err)
 	}
-	eng, err := engine.New(b, engine.Options{Catalog: catalog, Owner: o.Owner, NowFunc: o.NowFunc})
+	eo := engine.Options{Catalog: catalog, Owner: o.Owner, NowFunc: o.NowFunc,
+		Telemetry: telemetry.New(telemetry.Options{TracerProvider: o.TracerProvider, MeterProvider: o.MeterProvider, Engine: b.Name})}
+	if o.LogHandler != nil {
+		eo.Logger = slog.New(o.LogHandler)
+	}
+	eng, err := engine.New(b, eo)
 	if err != nil {
 		_ = b.Close()
 		return nil, fmt.Errorf("batonclient: %w", err)
@@ -127,7 +147,7 @@ func openAWS(ctx context.Context, o *Options) (backend.Backend, error) {
 	if err != nil {
 		return backend.Backend{}, err
 	}
-	p.Clients = awsbackend.NewClients(cfg, awsbackend.Endpoints{DynamoDB: o.Endpoint, SQS: o.Endpoint})
+	p.Clients = awsbackend.NewTracedClients(cfg, awsbackend.Endpoints{DynamoDB: o.Endpoint, SQS: o.Endpoint}, o.TracerProvider)
 	return awsbackend.Open(ctx, p)
 }
 

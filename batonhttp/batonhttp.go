@@ -88,11 +88,15 @@ import (
 	"os"
 	"time"
 
+	"go.opentelemetry.io/otel/metric"
+	"go.opentelemetry.io/otel/trace"
+
 	"github.com/batonhq/baton"
 	"github.com/batonhq/baton/internal/backend"
 	"github.com/batonhq/baton/internal/backend/postgresbackend"
 	"github.com/batonhq/baton/internal/backend/sqlitebackend"
 	"github.com/batonhq/baton/internal/httpapp"
+	"github.com/batonhq/baton/internal/telemetry"
 )
 
 // Backend is an open engine: where runs, items, leases and queues live.
@@ -113,6 +117,9 @@ type BackendOptions struct {
 	// database not set up is refused. The embedded store always sets
 	// itself up.
 	Setup bool
+	// TracerProvider records each PostgreSQL statement as a span; nil:
+	// the global provider. Give the same as Options.TracerProvider.
+	TracerProvider trace.TracerProvider
 }
 
 // Engines are the names OpenBackend accepts.
@@ -146,7 +153,7 @@ func OpenBackend(ctx context.Context, name string, o *BackendOptions) (*Backend,
 				return nil, fmt.Errorf("batonhttp: %w", err)
 			}
 		}
-		b, err := postgresbackend.Open(ctx, postgresbackend.Params{DSN: dsn})
+		b, err := postgresbackend.Open(ctx, postgresbackend.Params{DSN: dsn, TracerProvider: o.TracerProvider})
 		if err != nil {
 			return nil, fmt.Errorf("batonhttp: %w", err)
 		}
@@ -208,6 +215,13 @@ type Options struct {
 	Timeout time.Duration
 	Logger  *slog.Logger     // nil: discard
 	NowFunc func() time.Time // nil: time.Now
+	// TracerProvider records a span per trigger and per item (see
+	// docs/tracing.md); a request's W3C trace context (traceparent) is
+	// their parent. nil: the global provider, a no-op until one is set.
+	TracerProvider trace.TracerProvider
+	// MeterProvider records the item and trigger metrics; nil: the global
+	// provider.
+	MeterProvider metric.MeterProvider
 }
 
 func (o *Options) params(catalog *baton.Catalog) (httpapp.Params, error) {
@@ -220,7 +234,14 @@ func (o *Options) params(catalog *baton.Catalog) (httpapp.Params, error) {
 	return httpapp.Params{
 		Catalog: catalog, Backend: o.Backend.b, TriggerSkew: o.TriggerSkew, TriggerAge: o.TriggerAge,
 		Timeout: o.Timeout, Logger: o.Logger, NowFunc: o.NowFunc,
+		Telemetry: newTelemetry(o.TracerProvider, o.MeterProvider, o.Backend.b.Name),
 	}, nil
+}
+
+// newTelemetry is the telemetry of the providers (nil: the global ones)
+// on engine.
+func newTelemetry(tp trace.TracerProvider, mp metric.MeterProvider, engine string) *telemetry.Telemetry {
+	return telemetry.New(telemetry.Options{TracerProvider: tp, MeterProvider: mp, Engine: engine})
 }
 
 // withAuth prepares o.Auth (an OIDC issuer's discovery, within 10s).
@@ -303,6 +324,9 @@ type ConsumerOptions struct {
 	Grace   time.Duration
 	Logger  *slog.Logger     // nil: discard
 	NowFunc func() time.Time // nil: time.Now
+	// TracerProvider and MeterProvider: as Options'.
+	TracerProvider trace.TracerProvider
+	MeterProvider  metric.MeterProvider
 }
 
 func (o *ConsumerOptions) worker() httpapp.WorkerParams {
@@ -322,9 +346,10 @@ func RunConsumer(ctx context.Context, catalog *baton.Catalog, b *Backend, o *Con
 	if b == nil {
 		return errors.New("batonhttp: nil backend")
 	}
-	p := httpapp.Params{Catalog: catalog, Backend: b.b}
+	p := httpapp.Params{Catalog: catalog, Backend: b.b, Telemetry: newTelemetry(nil, nil, b.b.Name)}
 	if o != nil {
 		p.Logger, p.NowFunc = o.Logger, o.NowFunc
+		p.Telemetry = newTelemetry(o.TracerProvider, o.MeterProvider, b.b.Name)
 	}
 	return httpapp.RunWorkers(ctx, p, o.worker())
 }
@@ -354,6 +379,9 @@ func Serve(ctx context.Context, catalog *baton.Catalog, o *ServeOptions) error {
 	}
 	if o.Consumer.Logger != nil && p.Logger == nil {
 		p.Logger = o.Consumer.Logger
+	}
+	if o.TracerProvider == nil && o.MeterProvider == nil && (o.Consumer.TracerProvider != nil || o.Consumer.MeterProvider != nil) {
+		p.Telemetry = newTelemetry(o.Consumer.TracerProvider, o.Consumer.MeterProvider, p.Backend.Name)
 	}
 	return httpapp.Serve(ctx, httpapp.ServeParams{
 		Params: p, Addr: ListenAddr(o.Addr, nil), AuthConfig: o.Auth.internal(o.NowFunc),

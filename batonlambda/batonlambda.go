@@ -38,10 +38,13 @@ import (
 	"fmt"
 	"io"
 	"log"
+	"log/slog"
 	"os"
 
 	"github.com/aws/aws-lambda-go/events"
 	"github.com/aws/aws-lambda-go/lambda"
+	"go.opentelemetry.io/otel/metric"
+	"go.opentelemetry.io/otel/trace"
 
 	"github.com/batonhq/baton"
 	"github.com/batonhq/baton/internal/lambdaapp"
@@ -58,6 +61,18 @@ type Options struct {
 	// Stdout receives the metrics (CloudWatch Embedded Metric Format) and
 	// Stderr the JSON logs; nil: os.Stdout and os.Stderr.
 	Stdout, Stderr io.Writer
+	// LogHandler, when set, receives the log records in place of the
+	// JSON lines on Stderr.
+	LogHandler slog.Handler
+	// TracerProvider records a span per invocation and per item (see
+	// docs/tracing.md); nil: the global provider (otel.SetTracerProvider),
+	// a no-op until one is set. Spans join the invocation's X-Ray trace.
+	// A provider with a ForceFlush method (the SDK's) is flushed at the
+	// end of each invocation, before Lambda freezes the process.
+	TracerProvider trace.TracerProvider
+	// MeterProvider records the item and invocation metrics beside EMF;
+	// nil: the global provider. Flushed as TracerProvider.
+	MeterProvider metric.MeterProvider
 }
 
 func (o *Options) env() lambdaapp.Env {
@@ -74,12 +89,16 @@ func (o *Options) env() lambdaapp.Env {
 	if o.Stderr != nil {
 		e.Stderr = o.Stderr
 	}
+	e.LogHandler, e.TracerProvider, e.MeterProvider = o.LogHandler, o.TracerProvider, o.MeterProvider
 	return e
 }
 
 // CoordinatorHandler is the coordinator function's handler: one trigger
 // in, a CoordinatorResponse out.
-type CoordinatorHandler struct{ h *lambdaapp.CoordinatorHandler }
+type CoordinatorHandler struct {
+	h     *lambdaapp.CoordinatorHandler
+	flush flushers
+}
 
 // CoordinatorResponse is what the coordinator returns for a trigger: the
 // run, its outcome (opened, resumed, already_fanned_out or skipped), the
@@ -97,17 +116,22 @@ func NewCoordinatorHandler(ctx context.Context, catalog *baton.Catalog, o *Optio
 	if err != nil {
 		return nil, err
 	}
-	return &CoordinatorHandler{h}, nil
+	return &CoordinatorHandler{h: h, flush: o.flushers()}, nil
 }
 
-// Handle runs one trigger (the raw event).
+// Handle runs one trigger (the raw event), then flushes the providers'
+// spans and metrics (see Options).
 func (h *CoordinatorHandler) Handle(ctx context.Context, payload json.RawMessage) (CoordinatorResponse, error) {
+	defer h.flush.flush(ctx)
 	return h.h.Handle(ctx, payload)
 }
 
 // ConsumerHandler is the consumer function's handler: one SQS batch in,
 // the batch-item failures out.
-type ConsumerHandler struct{ h *lambdaapp.ConsumerHandler }
+type ConsumerHandler struct {
+	h     *lambdaapp.ConsumerHandler
+	flush flushers
+}
 
 // NewConsumerHandler is the consumer's cold start.
 func NewConsumerHandler(ctx context.Context, catalog *baton.Catalog, o *Options) (*ConsumerHandler, error) {
@@ -118,20 +142,59 @@ func NewConsumerHandler(ctx context.Context, catalog *baton.Catalog, o *Options)
 	if err != nil {
 		return nil, err
 	}
-	return &ConsumerHandler{h}, nil
+	return &ConsumerHandler{h: h, flush: o.flushers()}, nil
 }
 
 // Handle processes one SQS batch; it never fails the batch as a whole.
+// It then flushes the providers' spans and metrics (see Options).
 func (h *ConsumerHandler) Handle(ctx context.Context, ev events.SQSEvent) (events.SQSEventResponse, error) {
+	defer h.flush.flush(ctx)
 	return h.h.Handle(ctx, ev)
+}
+
+// flusher is a provider that can flush what it buffered: the SDK's
+// tracer and meter providers are.
+type flusher interface{ ForceFlush(context.Context) error }
+
+// flushers are the options' providers that can flush.
+type flushers []flusher
+
+func (o *Options) flushers() flushers {
+	var out flushers
+	if o == nil {
+		return out
+	}
+	if f, ok := o.TracerProvider.(flusher); ok {
+		out = append(out, f)
+	}
+	if f, ok := o.MeterProvider.(flusher); ok {
+		out = append(out, f)
+	}
+	return out
+}
+
+// flush flushes each provider before the invocation returns: Lambda
+// freezes the process between invocations, and a batch still buffered
+// then is sent late or never. A failure is logged, never the
+// invocation's.
+func (fs flushers) flush(ctx context.Context) {
+	for _, f := range fs {
+		if err := f.ForceFlush(context.WithoutCancel(ctx)); err != nil {
+			log.Printf("batonlambda: flushing telemetry: %v", err)
+		}
+	}
 }
 
 // StartCoordinator serves catalog as the coordinator function. It does
 // not return; a failed cold start is reported to the Runtime API and ends
 // the process.
-func StartCoordinator(catalog *baton.Catalog) {
+func StartCoordinator(catalog *baton.Catalog) { StartCoordinatorWith(catalog, nil) }
+
+// StartCoordinatorWith is StartCoordinator with options: the user's
+// telemetry providers and log handler.
+func StartCoordinatorWith(catalog *baton.Catalog, o *Options) {
 	ctx := context.Background()
-	h, err := NewCoordinatorHandler(ctx, catalog, nil)
+	h, err := NewCoordinatorHandler(ctx, catalog, o)
 	if err != nil {
 		fail(ctx, err)
 	}
@@ -141,9 +204,12 @@ func StartCoordinator(catalog *baton.Catalog) {
 // StartConsumer serves catalog as the consumer function. It does not
 // return; a failed cold start is reported to the Runtime API and ends the
 // process.
-func StartConsumer(catalog *baton.Catalog) {
+func StartConsumer(catalog *baton.Catalog) { StartConsumerWith(catalog, nil) }
+
+// StartConsumerWith is StartConsumer with options.
+func StartConsumerWith(catalog *baton.Catalog, o *Options) {
 	ctx := context.Background()
-	h, err := NewConsumerHandler(ctx, catalog, nil)
+	h, err := NewConsumerHandler(ctx, catalog, o)
 	if err != nil {
 		fail(ctx, err)
 	}
@@ -152,12 +218,15 @@ func StartConsumer(catalog *baton.Catalog) {
 
 // Start serves catalog as the function BATON_FUNCTION names, so that one
 // bootstrap can serve both functions. It does not return.
-func Start(catalog *baton.Catalog) {
+func Start(catalog *baton.Catalog) { StartWith(catalog, nil) }
+
+// StartWith is Start with options.
+func StartWith(catalog *baton.Catalog, o *Options) {
 	switch role := os.Getenv(EnvFunction); role {
 	case "coordinator":
-		StartCoordinator(catalog)
+		StartCoordinatorWith(catalog, o)
 	case "consumer":
-		StartConsumer(catalog)
+		StartConsumerWith(catalog, o)
 	default:
 		fail(context.Background(), fmt.Errorf("%s=%q: want coordinator or consumer", EnvFunction, role))
 	}

@@ -35,6 +35,7 @@ var corePackages = []string{
 	"./internal/queue",
 	"./internal/schedule",
 	"./internal/sqlite",
+	"./internal/telemetry",
 	"./internal/ui",
 }
 

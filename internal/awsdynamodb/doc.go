@@ -24,6 +24,8 @@
 //	effect  EFFECT#<job>#<key>       EFFECT                     Put
 //	count   CONTENTION#<job>         CONTENTION                 RecordContention (lease.ContentionCounter: operators' count of refused acquisitions)
 //	pause   PAUSE#<job>              PAUSE                      SetPause, RecordSkipped (lease.Pauser: the job's pause flag and skipped ticks)
+//	limit   LIMIT#<name>#<win>#<n>   LIMIT                      Take (a rate limit's counter; LIMIT#<name>#SLOT#<n>: Hold, Free)
+//	keys    LIMIT#<name>#KEYS#<b>    <key, query-escaped>       Take, Hold of a keyed limit (its key directory, read by ListUsage)
 //
 // The run id is job@<nominal>#<generation> (ledger.RunID). The items of a
 // generation opened with at most Options.ShardsPerPartition shards (16 by

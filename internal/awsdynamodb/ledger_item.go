@@ -28,6 +28,12 @@ const (
 	itemStartedAt  = "started_at"
 	itemFinishedAt = "finished_at"
 	itemUpdatedAt  = "updated_at"
+	// The noted wait (ledger.Item.Wait; optional, item format 2: absent
+	// in records of earlier versions, which show no next attempt).
+	itemWaitAt      = "wait_at"      // Number, unix nanoseconds
+	itemWaitLimit   = "wait_limit"   // absent for a retry delay
+	itemWaitKey     = "wait_key"     // absent for an unkeyed limit or a retry delay
+	itemWaitAttempt = "wait_attempt" // the attempt it was noted at
 )
 
 // reasonExhausted is the Error of an item Claim sent to DEAD.
@@ -337,6 +343,65 @@ func (s *LedgerStore) Cancel(ctx context.Context, p ledger.CancelParams) (ledger
 	return ledger.Item{}, fmt.Errorf("%s: the item record kept changing under the write; try again", op)
 }
 
+var _ ledger.WaitNoter = (*LedgerStore)(nil)
+
+// NoteWait implements ledger.WaitNoter with one UpdateItem conditioned on
+// the item being FAILED (at p.Attempt unless unclaimed) or, unclaimed,
+// absent: an absent item's record is made FAILED at attempt 0 by the
+// same write (if_not_exists), its wait noted at attempt 0.
+func (s *LedgerStore) NoteWait(ctx context.Context, p ledger.NoteWaitParams) (ledger.Item, error) {
+	op := "note wait " + p.Key.String()
+	if err := validItemKey(p.Key); err != nil {
+		return ledger.Item{}, fmt.Errorf("%s: %w", op, err)
+	}
+	u := update{
+		set: []string{
+			"#state = :failed",
+			"#attempt = if_not_exists(#attempt, :zero)",
+			"#wait_attempt = if_not_exists(#attempt, :zero)",
+			"#created_at = if_not_exists(#created_at, :now)",
+			"#wait_at = :at",
+			"#updated_at = :now",
+		},
+		cond:   "#state = :failed AND #attempt = :attempt",
+		values: record{":zero": num(0), ":now": nanos(p.Now), ":at": nanos(p.Wait.At), ":attempt": num(int64(p.Attempt))},
+	}
+	if p.Unclaimed {
+		u.cond = "attribute_not_exists(#pk) OR #state = :failed"
+	}
+	for attr, v := range map[string]string{itemWaitLimit: p.Wait.Limit, itemWaitKey: p.Wait.Key} {
+		if v == "" {
+			u.remove = append(u.remove, "#"+attr)
+			continue
+		}
+		u.set = append(u.set, "#"+attr+" = :"+attr)
+		u.values[":"+attr] = str(v)
+	}
+	withStates(u.values)
+	k, err := s.itemKeyOf(ctx, p.Key)
+	if err != nil {
+		return ledger.Item{}, err
+	}
+	w, err := s.t.update(ctx, op, k, u)
+	if err != nil {
+		return ledger.Item{}, err
+	}
+	if w.rec == nil {
+		return ledger.Item{}, fmt.Errorf("%s: %w", op, ledger.ErrNotFound)
+	}
+	it, err := decodeItem(p.Key, w.rec)
+	if err != nil {
+		return ledger.Item{}, fmt.Errorf("%s: %w", op, err)
+	}
+	switch {
+	case w.applied:
+		return it, nil
+	case it.State.Terminal():
+		return it, fmt.Errorf("%s: item is %s: %w", op, it.State, ledger.ErrTerminal)
+	}
+	return it, fmt.Errorf("%s: item is %s at attempt %d, not FAILED at %d: %w", op, it.State, it.Attempt, p.Attempt, ledger.ErrConflict)
+}
+
 // setReason sets the error attribute to reason, or removes it when empty.
 func setReason(u *update, reason string) {
 	if reason == "" {
@@ -463,6 +528,8 @@ func decodeItem(key ledger.ItemKey, rec record) (ledger.Item, error) {
 		StartedAt:  d.time(itemStartedAt),
 		FinishedAt: d.time(itemFinishedAt),
 		UpdatedAt:  d.time(itemUpdatedAt),
+		Wait: ledger.ItemWait{At: d.time(itemWaitAt), Limit: d.str(itemWaitLimit), Key: d.str(itemWaitKey),
+			Attempt: d.int(itemWaitAttempt)},
 	}
 	if d.err != nil {
 		return ledger.Item{}, fmt.Errorf("decode item record %s: %w", key, d.err)

@@ -3,8 +3,15 @@ package awsdynamodb
 import (
 	"context"
 	"fmt"
+	"hash/fnv"
 	"strconv"
+	"strings"
+	"sync"
 	"time"
+
+	"github.com/aws/aws-sdk-go-v2/aws"
+	"github.com/aws/aws-sdk-go-v2/service/dynamodb"
+	"golang.org/x/sync/errgroup"
 
 	"github.com/batonhq/baton/internal/ratelimit"
 )
@@ -62,6 +69,9 @@ func (s *RateLimitStore) Take(ctx context.Context, p ratelimit.TakeParams) (int,
 	if !w.applied {
 		return n, fmt.Errorf("%s: %w", op, ratelimit.ErrFull)
 	}
+	if n == 1 {
+		s.note(ctx, p.Name, dirWindow, p.Window, p.Expires)
+	}
 	return n, nil
 }
 
@@ -106,6 +116,7 @@ func (s *RateLimitStore) Hold(ctx context.Context, p ratelimit.SlotParams) error
 	if !w.applied {
 		return fmt.Errorf("%s: %w", op, ratelimit.ErrFull)
 	}
+	s.note(ctx, p.Name, dirUntil, toNanos(p.Until), p.Until.Add(24*time.Hour))
 	return nil
 }
 
@@ -129,4 +140,155 @@ func (s *RateLimitStore) Free(ctx context.Context, p ratelimit.SlotParams) error
 		return fmt.Errorf("%s: %w", op, ratelimit.ErrNotHolder)
 	}
 	return nil
+}
+
+// The directory of a keyed limit's keys (pk LIMIT#<limit>#KEYS#<bucket>,
+// sk <key, query-escaped>; under LIMIT# like the limit's other records,
+// and no counter's or slot's pk: those end in two numbers or SLOT#<n>):
+// every record of a key has a partition of its own, which no Query finds
+// by limit, so a key's first start of a window
+// (count 1) and each hold of its slots also note the key here, for
+// ListUsage. A note holds the latest window (dirWindow) and the latest
+// hold's end (dirUntil) and expires with them (ttl). The keys are spread
+// over dirBuckets partitions by their hash, so that a limit's notes (one
+// per key and window at most, for a rate limit) never make one hot.
+const (
+	dirKeys    = "#KEYS#"
+	dirBuckets = 16
+	dirWindow  = "win"
+	dirUntil   = "until"
+)
+
+// dirKey is the directory note of record (a keyed limit's record name,
+// ratelimit.KeyedName); ok is false for an unkeyed limit's record.
+func dirKey(record string) (key, bool) {
+	name, esc, ok := strings.Cut(record, "#")
+	if !ok {
+		return key{}, false
+	}
+	h := fnv.New32a()
+	h.Write([]byte(esc))
+	return key{dirPK(name, int(h.Sum32()%dirBuckets)), esc}, true
+}
+
+func dirPK(name string, bucket int) string {
+	return prefixLimit + name + dirKeys + strconv.Itoa(bucket)
+}
+
+// note writes the directory note of record: field raised to v (a window
+// index, or a hold's end in unix nanoseconds) unless it holds a later
+// one, with TTL ttl. A note is for operators (ListUsage) only: a failed
+// note costs the key its place in status until its next one, never a
+// start, so its errors are dropped.
+func (s *RateLimitStore) note(ctx context.Context, rec, field string, v int64, ttl time.Time) {
+	k, ok := dirKey(rec)
+	if !ok {
+		return
+	}
+	_, _ = s.t.update(ctx, "rate limit "+rec+": note the key", k, update{
+		set:    []string{"#" + field + " = :v", "#" + attrTTL + " = :ttl"},
+		cond:   "attribute_not_exists(#" + field + ") OR #" + field + " < :v",
+		values: record{":v": num(v), ":ttl": num(ttl.Unix())},
+	})
+}
+
+var _ ratelimit.Lister = (*RateLimitStore)(nil)
+
+// listUsageReads bounds the reads ListUsage has in flight at once.
+const listUsageReads = 16
+
+// ListUsage implements ratelimit.Lister. An unkeyed limit's records are
+// read by key (the window's Shards counters, or the InFlight slots). A
+// keyed limit's keys are read from its directory, one Query per bucket
+// (dirBuckets in all; never a Scan), keeping those noted in the window of
+// Now or holding a slot past it; then each such key's records by key.
+// Reads are strongly consistent, one GetItem per record, 16 at a time.
+func (s *RateLimitStore) ListUsage(ctx context.Context, p ratelimit.ListParams) ([]ratelimit.Usage, error) {
+	records := []string{p.Limit.Name}
+	if p.Keyed {
+		var err error
+		if records, err = s.liveKeys(ctx, p); err != nil {
+			return nil, err
+		}
+	}
+	g := ratelimit.NewUsages(p)
+	var mu sync.Mutex
+	w := p.Limit.Window(p.Now)
+	// One GetItem per record, listUsageReads at a time.
+	eg, ectx := errgroup.WithContext(ctx)
+	eg.SetLimit(listUsageReads)
+	for _, rec := range records {
+		if p.Limit.InFlight > 0 {
+			for slot := range p.Limit.InFlight {
+				eg.Go(func() error {
+					r, err := s.t.get(ectx, "rate limit "+rec+": list usage", slotKey(rec, slot))
+					if err != nil || r == nil {
+						return err
+					}
+					d := decoder{rec: r}
+					holder, until := d.str(slotHolder), d.time(slotUntil)
+					if d.err != nil {
+						return fmt.Errorf("rate limit %s slot %d: %w", rec, slot, d.err)
+					}
+					if holder != "" && until.After(p.Now) {
+						mu.Lock()
+						g.AddHold(rec, ratelimit.Hold{Slot: slot, Holder: holder, Until: until})
+						mu.Unlock()
+					}
+					return nil
+				})
+			}
+			continue
+		}
+		for shard := range max(p.Limit.Shards, 1) {
+			eg.Go(func() error {
+				r, err := s.t.get(ectx, "rate limit "+rec+": list usage", limitKey(rec, w, shard))
+				if err != nil || r == nil {
+					return err
+				}
+				d := decoder{rec: r}
+				n := d.int(limitCount)
+				if d.err != nil {
+					return fmt.Errorf("rate limit %s window %d shard %d: %w", rec, w, shard, d.err)
+				}
+				mu.Lock()
+				g.AddStarts(rec, n)
+				mu.Unlock()
+				return nil
+			})
+		}
+	}
+	if err := eg.Wait(); err != nil {
+		return nil, err
+	}
+	return g.List(), nil
+}
+
+// liveKeys returns the record names of p's keys noted in the window of
+// p.Now (a rate limit) or holding a slot past it (an in-flight limit).
+func (s *RateLimitStore) liveKeys(ctx context.Context, p ratelimit.ListParams) ([]string, error) {
+	field, at := dirWindow, p.Limit.Window(p.Now)
+	if p.Limit.InFlight > 0 {
+		field, at = dirUntil, toNanos(p.Now)
+	}
+	var out []string
+	for b := range dirBuckets {
+		recs, err := s.t.query(ctx, "rate limit "+p.Limit.Name+": list keys", &dynamodb.QueryInput{
+			TableName:                 aws.String(s.t.name),
+			KeyConditionExpression:    aws.String("#pk = :pk"),
+			FilterExpression:          aws.String("#f >= :at"),
+			ExpressionAttributeNames:  map[string]string{"#pk": attrPK, "#f": field},
+			ExpressionAttributeValues: record{":pk": str(dirPK(p.Limit.Name, b)), ":at": num(at)},
+			ConsistentRead:            aws.Bool(true),
+		}, 0)
+		if err != nil {
+			return nil, err
+		}
+		for _, r := range recs {
+			if esc := strAttr(r, attrSK); esc != "" {
+				out = append(out, p.Limit.Name+"#"+esc)
+			}
+		}
+	}
+	return out, nil
 }

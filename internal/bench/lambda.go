@@ -6,12 +6,17 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"net/http"
+	"net/http/httptest"
+	"net/http/httputil"
+	"net/url"
 	"os"
 	"os/exec"
 	"path/filepath"
 	"runtime"
 	"strconv"
 	"strings"
+	"sync/atomic"
 	"time"
 
 	"github.com/aws/aws-lambda-go/events"
@@ -19,6 +24,7 @@ import (
 	"github.com/aws/aws-sdk-go-v2/service/dynamodb"
 	"github.com/aws/aws-sdk-go-v2/service/sqs"
 
+	"github.com/batonhq/baton"
 	"github.com/batonhq/baton/examples/fx"
 	"github.com/batonhq/baton/internal/awsdynamodb"
 	"github.com/batonhq/baton/internal/awssqs"
@@ -53,7 +59,14 @@ const batchSize = 10
 const (
 	maxBootstrap   = 15 << 20
 	maxFirstInvoke = 50 * time.Millisecond
+	// maxColdShare bounds what a first invocation takes beyond the same
+	// work served warm.
+	maxColdShare = 10 * time.Millisecond
 )
+
+// coldStarts is how many consumer processes the cold share is the median
+// of.
+const coldStarts = 7
 
 // Lambda measures the functions' bootstraps: sizes, time from process
 // start to the first invocation served through the Runtime API, and peak
@@ -105,38 +118,44 @@ func (r *Runner) Lambda(ctx context.Context, p LambdaParams) error {
 		return fmt.Appendf(nil, `{"job":%q,"scheduledTime":%q}`, fx.Name, at.Format(time.RFC3339))
 	}
 	r.logf("  coordinator cold start")
-	coord, err := coldInvoke(ctx, host["coordinator"], env.vars, trigger(nominal), nil)
+	coord, err := coldInvoke(ctx, host["coordinator"], env, trigger(nominal), nil)
 	if err != nil {
 		return fmt.Errorf("coordinator: %w", err)
 	}
 	if !bytes.Contains(coord.body, []byte(`"opened"`)) {
 		return fmt.Errorf("coordinator: unexpected response %s", coord.body)
 	}
-	// Two more ticks, so that the queue holds two batches: the consumer's
-	// first, and the second it serves warm.
-	for i := 1; i <= 2; i++ {
-		if _, err := coldInvoke(ctx, host["coordinator"], env.vars, trigger(nominal.Add(-time.Duration(i)*time.Minute)), nil); err != nil {
+	// Each consumer process serves a batch cold, then one warm, each of
+	// ticks it has not seen (so that neither finds the other's runs in
+	// its caches): four more ticks per process.
+	for i := 1; i < 4*coldStarts; i++ {
+		if _, err := coldInvoke(ctx, host["coordinator"], env, trigger(nominal.Add(-time.Duration(i)*time.Minute)), nil); err != nil {
 			return fmt.Errorf("coordinator, tick %d: %w", i+1, err)
 		}
 	}
-	event, err := env.batch(ctx, batchSize)
+	batches, err := env.batches(ctx, batchSize, 2*coldStarts)
 	if err != nil {
 		return err
 	}
-	second, err := env.batch(ctx, batchSize)
-	if err != nil {
-		return err
-	}
-	r.logf("  consumer cold start with a %d-message batch, then a second batch warm", batchSize)
-	cons, err := coldInvoke(ctx, host["consumer"], env.vars, event, second)
-	if err != nil {
-		return fmt.Errorf("consumer: %w", err)
-	}
-	if !bytes.Equal(bytes.TrimSpace(cons.body), []byte(`{"batchItemFailures":[]}`)) {
-		return fmt.Errorf("consumer: unexpected response %s", cons.body)
+	r.logf("  consumer: %d process starts, each a %d-message batch cold, then one warm", coldStarts, batchSize)
+	var served, warm, share, init, callsCold, callsWarm, cpuShare, cpuCold []float64
+	var cons coldRun
+	for k := range coldStarts {
+		run, err := coldInvoke(ctx, host["consumer"], env, batches[2*k], batches[2*k+1])
+		if err != nil {
+			return fmt.Errorf("consumer: %w", err)
+		}
+		if !bytes.Equal(bytes.TrimSpace(run.body), []byte(`{"batchItemFailures":[]}`)) {
+			return fmt.Errorf("consumer: unexpected response %s", run.body)
+		}
+		served, warm = append(served, run.served.Seconds()), append(warm, run.warm.Seconds())
+		share, init = append(share, (run.served-run.warm).Seconds()), append(init, run.init.Seconds())
+		callsCold, callsWarm = append(callsCold, float64(run.calls)), append(callsWarm, float64(run.warmCalls))
+		cpuShare, cpuCold = append(cpuShare, (run.cpu-run.warmCPU).Seconds()), append(cpuCold, run.cpu.Seconds())
+		cons = run
 	}
 	r.logf("  minimal handler cold start with the same batch")
-	minimal, err := coldInvoke(ctx, host["minimal"], env.vars, event, nil)
+	minimal, err := coldInvoke(ctx, host["minimal"], env, batches[0], nil)
 	if err != nil {
 		return fmt.Errorf("minimal handler: %w", err)
 	}
@@ -148,19 +167,36 @@ func (r *Runner) Lambda(ctx context.Context, p LambdaParams) error {
 	}
 	goal := func(rw Row, g *Goal) Row { rw.Goal = g; return rw }
 	firstInvoke := AtMost(maxFirstInvoke.Seconds(), Duration)
+	medians := fmt.Sprintf("median of %d process starts", coldStarts)
 	r.add(
 		row("coordinator: process start → first poll of the Runtime API (init)", coord.init.Seconds(), minimal.init.Seconds(), Duration),
 		goal(row("coordinator: process start → first invocation served (a tick of the reference job)", coord.served.Seconds(), minimal.served.Seconds(), Duration), firstInvoke),
-		row("consumer: process start → first poll of the Runtime API (init)", cons.init.Seconds(), minimal.init.Seconds(), Duration),
-		goal(row(fmt.Sprintf("consumer: process start → first invocation served (%d-message batch)", batchSize), cons.served.Seconds(), minimal.served.Seconds(), Duration), firstInvoke),
-		Row{Scenario: scenario, Backend: "lambda", Figure: fmt.Sprintf("consumer: the next %d-message batch, served warm by the same process, %s", batchSize, platform),
-			Value: cons.warm.Seconds(), Reference: cons.served.Seconds(), Unit: Duration,
-			RefText: "its first invocation, cold: what the warm batch does not take is the cold start's own share",
-			Note:    fmt.Sprintf("cold − warm: %s", (cons.served - cons.warm).Round(10*time.Microsecond))},
+		row("consumer: process start → first poll of the Runtime API (init)", median(init), minimal.init.Seconds(), Duration),
+		goal(row(fmt.Sprintf("consumer: process start → first invocation served (%d-message batch)", batchSize), median(served), minimal.served.Seconds(), Duration), firstInvoke),
+		Row{Scenario: scenario, Backend: "lambda", Figure: fmt.Sprintf("consumer: cold share (first invocation − the next %d-message batch, served warm by the same process), %s", batchSize, platform),
+			Value: median(share), Reference: median(served), Unit: Duration, Goal: AtMost(maxColdShare.Seconds(), Duration),
+			RefText: "the first invocation",
+			Note:    fmt.Sprintf("%s; each %s; warm batch %s", medians, spread(share, time.Millisecond), (time.Duration(median(warm) * float64(time.Second))).Round(10*time.Microsecond))},
+		Row{Scenario: scenario, Backend: "lambda", Figure: fmt.Sprintf("consumer: cold share on the CPU (the process's CPU time to its first response − the warm batch's), %s", platform),
+			Value: median(cpuShare), Reference: median(cpuCold), Unit: Duration, Goal: AtMost(maxColdShare.Seconds(), Duration),
+			RefText: "its CPU time to its first response, init included",
+			Note:    fmt.Sprintf("%s; each %s; unlike the wall times, it does not move with the machine's load", medians, spread(cpuShare, time.Millisecond))},
+		Row{Scenario: scenario, Backend: "lambda", Figure: fmt.Sprintf("consumer: DynamoDB and SQS calls of the first %d-message batch", batchSize),
+			Value: median(callsCold), Reference: median(callsWarm), Unit: Count, RefText: "the warm batch's",
+			Note: medians + ", counted by a proxy in front of the emulators"},
 		row(fmt.Sprintf("consumer: peak RSS (VmHWM) after a %d-message batch", batchSize), float64(cons.hwm), float64(minimal.hwm), Bytes),
 		row("coordinator: peak RSS (VmHWM) after a tick", float64(coord.hwm), float64(minimal.hwm), Bytes),
 	)
 	return nil
+}
+
+// spread lists v (seconds) in unit, as "a, b, c ms".
+func spread(v []float64, unit time.Duration) string {
+	parts := make([]string, len(v))
+	for i, x := range v {
+		parts[i] = strconv.FormatFloat(x/unit.Seconds(), 'f', 1, 64)
+	}
+	return strings.Join(parts, ", ") + " ms"
 }
 
 // buildBootstrap builds pkg as the template builds the functions (static,
@@ -186,12 +222,18 @@ type coldRun struct {
 	warm   time.Duration // the second invocation, queued once the first was answered → its response
 	hwm    int64         // peak resident set, bytes, after the response
 	body   []byte
+	// calls and warmCalls are the DynamoDB and SQS calls the process
+	// made up to its first response, and for its second invocation.
+	calls, warmCalls int64
+	// cpu and warmCPU are the process's time on a CPU up to its first
+	// response, and for its second invocation.
+	cpu, warmCPU time.Duration
 }
 
 // coldInvoke starts bin with env (and the Runtime API address), hands it
 // payload as its first invocation, and measures it; with warm, it then
 // hands the process warm as its second invocation and times it too.
-func coldInvoke(ctx context.Context, bin string, env []string, payload, warm []byte) (coldRun, error) {
+func coldInvoke(ctx context.Context, bin string, env *lambdaEnv, payload, warm []byte) (coldRun, error) {
 	api, err := lambdaruntime.Start("arn:aws:lambda:us-east-1:123456789012:function:baton-bench")
 	if err != nil {
 		return coldRun{}, err
@@ -202,7 +244,8 @@ func coldInvoke(ctx context.Context, bin string, env []string, payload, warm []b
 
 	out := tailbuf.New(16 << 10)
 	cmd := exec.Command(bin)
-	cmd.Env = append(append([]string(nil), env...), "AWS_LAMBDA_RUNTIME_API="+api.Addr)
+	cmd.Env = append(append([]string(nil), env.vars...), "AWS_LAMBDA_RUNTIME_API="+api.Addr)
+	calls0 := env.calls.Load()
 	cmd.Stdout, cmd.Stderr = out, out
 	start := time.Now()
 	if err := cmd.Start(); err != nil {
@@ -225,6 +268,7 @@ func coldInvoke(ctx context.Context, bin string, env []string, payload, warm []b
 			return fail(fmt.Errorf("%s answered %s: %s", filepath.Base(filepath.Dir(bin)), res.Kind, res.Body))
 		}
 		run.served, run.body = res.At.Sub(start), res.Body
+		run.calls = env.calls.Load() - calls0
 	case res := <-api.InitErrors:
 		return fail(fmt.Errorf("%s answered %s: %s", filepath.Base(filepath.Dir(bin)), res.Kind, res.Body))
 	case err := <-exited:
@@ -246,10 +290,13 @@ func coldInvoke(ctx context.Context, bin string, env []string, payload, warm []b
 		return fail(err)
 	}
 	run.hwm = hwm
+	if run.cpu, err = cpuTime(cmd.Process.Pid); err != nil {
+		return fail(err)
+	}
 	if warm == nil {
 		return run, nil
 	}
-	sent := time.Now()
+	sent, calls1 := time.Now(), env.calls.Load()
 	api.Next <- lambdaruntime.Invocation{ID: "bench-2", Payload: warm, Deadline: sent.Add(timeout)}
 	select {
 	case res := <-api.Answers:
@@ -257,6 +304,12 @@ func coldInvoke(ctx context.Context, bin string, env []string, payload, warm []b
 			return fail(fmt.Errorf("%s answered its second invocation with %s: %s", filepath.Base(filepath.Dir(bin)), res.Kind, res.Body))
 		}
 		run.warm = res.At.Sub(sent)
+		run.warmCalls = env.calls.Load() - calls1
+		cpu, err := cpuTime(cmd.Process.Pid)
+		if err != nil {
+			return fail(err)
+		}
+		run.warmCPU = cpu - run.cpu
 	case err := <-exited:
 		exited <- err
 		return fail(fmt.Errorf("exited before answering its second invocation: %v", err))
@@ -266,6 +319,33 @@ func coldInvoke(ctx context.Context, bin string, env []string, payload, warm []b
 		return fail(ctx.Err())
 	}
 	return run, nil
+}
+
+// cpuTime is the time the process's threads have spent on a CPU (the
+// first field of each thread's schedstat, in nanoseconds): unlike a wall
+// time, it does not move with the machine's load.
+func cpuTime(pid int) (time.Duration, error) {
+	tasks, err := filepath.Glob(fmt.Sprintf("/proc/%d/task/*/schedstat", pid))
+	if err != nil || len(tasks) == 0 {
+		return 0, fmt.Errorf("no schedstat for process %d: %v", pid, err)
+	}
+	var sum time.Duration
+	for _, t := range tasks {
+		b, err := os.ReadFile(t)
+		if err != nil {
+			return 0, err
+		}
+		f := strings.Fields(string(b))
+		if len(f) == 0 {
+			return 0, fmt.Errorf("%s: empty", t)
+		}
+		ns, err := strconv.ParseInt(f[0], 10, 64)
+		if err != nil {
+			return 0, fmt.Errorf("%s: %w", t, err)
+		}
+		sum += time.Duration(ns)
+	}
+	return sum, nil
 }
 
 // peakRSS reads the process's peak resident set size (VmHWM), in bytes.
@@ -287,6 +367,7 @@ func peakRSS(pid int) (int64, error) {
 type lambdaEnv struct {
 	vars      []string
 	work      *awssqs.Queue
+	calls     atomic.Int64 // requests through the proxies, from the functions
 	closeFunc func()
 }
 
@@ -308,6 +389,18 @@ func lambdaStack(ctx context.Context, p LambdaParams, prefix string) (*lambdaEnv
 	if err != nil {
 		return nil, err
 	}
+	// The functions reach the emulators through proxies that count their
+	// calls (the bench's own calls go straight to the emulators).
+	e := &lambdaEnv{work: awssqs.New(sq, workURL, nil)}
+	ddbProxy, err := countingProxy(aws.ToString(p.DynamoDB.BaseEndpoint), &e.calls)
+	if err != nil {
+		return nil, err
+	}
+	sqsProxy, err := countingProxy(aws.ToString(p.SQS.BaseEndpoint), &e.calls)
+	if err != nil {
+		ddbProxy.Close()
+		return nil, err
+	}
 	vars := []string{
 		"AWS_LAMBDA_FUNCTION_NAME=baton-bench",
 		"AWS_LAMBDA_FUNCTION_MEMORY_SIZE=256",
@@ -319,17 +412,18 @@ func lambdaStack(ctx context.Context, p LambdaParams, prefix string) (*lambdaEnv
 		"AWS_SHARED_CREDENTIALS_FILE=" + filepath.Join(home, "none"),
 		"AWS_EC2_METADATA_DISABLED=true",
 		"HOME=" + home,
-		"AWS_ENDPOINT_URL_DYNAMODB=" + aws.ToString(p.DynamoDB.BaseEndpoint),
-		"AWS_ENDPOINT_URL_SQS=" + aws.ToString(p.SQS.BaseEndpoint),
+		"AWS_ENDPOINT_URL_DYNAMODB=" + ddbProxy.URL,
+		"AWS_ENDPOINT_URL_SQS=" + sqsProxy.URL,
 		"BATON_TABLE=" + name,
 		"BATON_QUEUE_URL=" + workURL,
 		"BATON_DLQ_URL=" + dlqURL,
 		"BATON_MAX_RECEIVES=5",
 	}
-	return &lambdaEnv{
-		vars: vars,
-		work: awssqs.New(sq, workURL, nil),
-		closeFunc: func() {
+	e.vars = vars
+	e.closeFunc = func() {
+		ddbProxy.Close()
+		sqsProxy.Close()
+		{
 			ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
 			defer cancel()
 			_, _ = ddb.DeleteTable(ctx, &dynamodb.DeleteTableInput{TableName: aws.String(name)})
@@ -337,36 +431,100 @@ func lambdaStack(ctx context.Context, p LambdaParams, prefix string) (*lambdaEnv
 				_, _ = sq.DeleteQueue(ctx, &sqs.DeleteQueueInput{QueueUrl: aws.String(u)})
 			}
 			_ = os.RemoveAll(home)
-		},
-	}, nil
+		}
+	}
+	return e, nil
 }
 
-// batch receives n messages of the work queue and returns them as the SQS
-// event source would hand them to the consumer.
-func (e *lambdaEnv) batch(ctx context.Context, n int) ([]byte, error) {
-	var ev events.SQSEvent
-	for try := 0; len(ev.Records) < n && try < 20; try++ {
-		ds, err := e.work.Receive(ctx, queue.ReceiveParams{Max: n - len(ev.Records), Visibility: 3 * time.Minute})
+// countingProxy serves a reverse proxy to target on a loopback port,
+// adding each request to n.
+func countingProxy(target string, n *atomic.Int64) (*httptest.Server, error) {
+	u, err := url.Parse(target)
+	if err != nil {
+		return nil, fmt.Errorf("proxy to %q: %w", target, err)
+	}
+	rp := httputil.NewSingleHostReverseProxy(u)
+	rp.Transport = &http.Transport{MaxIdleConns: idleConns, MaxIdleConnsPerHost: idleConns}
+	return httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		n.Add(1)
+		rp.ServeHTTP(w, r)
+	})), nil
+}
+
+// batches receives every message of the work queue and returns count
+// events of n messages each as the SQS event source would hand them to
+// the consumer, each made of two ticks no other event has: all of one's
+// messages, then as many of the next's as fill it.
+func (e *lambdaEnv) batches(ctx context.Context, n, count int) ([][]byte, error) {
+	var all []events.SQSMessage
+	for empty := 0; empty < 3; {
+		ev, err := e.receive(ctx, queue.MaxBatch)
 		if err != nil {
 			return nil, err
 		}
-		for _, d := range ds {
-			rec := events.SQSMessage{
-				MessageId: d.MessageID, ReceiptHandle: d.ReceiptHandle, Body: string(d.Body), EventSource: "aws:sqs",
-				Attributes: map[string]string{
-					"ApproximateReceiveCount": strconv.Itoa(d.ReceiveCount),
-					"SentTimestamp":           strconv.FormatInt(d.SentAt.UnixMilli(), 10),
-				},
-				MessageAttributes: map[string]events.SQSMessageAttribute{},
-			}
-			for k, v := range d.Attributes {
-				rec.MessageAttributes[k] = events.SQSMessageAttribute{StringValue: aws.String(v), DataType: "String"}
-			}
-			ev.Records = append(ev.Records, rec)
+		if len(ev) == 0 {
+			empty++
 		}
+		all = append(all, ev...)
 	}
-	if len(ev.Records) < n {
-		return nil, fmt.Errorf("the work queue holds %d messages, want %d", len(ev.Records), n)
+	byRun := map[string][]events.SQSMessage{}
+	var runs []string
+	for _, m := range all {
+		var body struct {
+			Key string `json:"key"`
+		}
+		if err := json.Unmarshal([]byte(m.Body), &body); err != nil {
+			return nil, fmt.Errorf("message %s: %w", m.MessageId, err)
+		}
+		k, err := baton.ParseItemKey(body.Key)
+		if err != nil {
+			return nil, fmt.Errorf("message %s: %w", m.MessageId, err)
+		}
+		run := k.Run.String()
+		if _, ok := byRun[run]; !ok {
+			runs = append(runs, run)
+		}
+		byRun[run] = append(byRun[run], m)
 	}
-	return json.Marshal(ev)
+	if len(runs) < 2*count {
+		return nil, fmt.Errorf("the work queue holds messages of %d ticks, want %d", len(runs), 2*count)
+	}
+	out := make([][]byte, count)
+	for i := range out {
+		recs := append(append([]events.SQSMessage(nil), byRun[runs[2*i]]...), byRun[runs[2*i+1]]...)
+		if len(recs) < n {
+			return nil, fmt.Errorf("ticks %s and %s have %d messages, want %d", runs[2*i], runs[2*i+1], len(recs), n)
+		}
+		b, err := json.Marshal(events.SQSEvent{Records: recs[:n]})
+		if err != nil {
+			return nil, err
+		}
+		out[i] = b
+	}
+	return out, nil
+}
+
+// receive receives up to max messages of the work queue as the SQS event
+// source's records.
+func (e *lambdaEnv) receive(ctx context.Context, max int) ([]events.SQSMessage, error) {
+	ds, err := e.work.Receive(ctx, queue.ReceiveParams{Max: max, Visibility: 3 * time.Minute})
+	if err != nil {
+		return nil, err
+	}
+	recs := make([]events.SQSMessage, 0, len(ds))
+	for _, d := range ds {
+		rec := events.SQSMessage{
+			MessageId: d.MessageID, ReceiptHandle: d.ReceiptHandle, Body: string(d.Body), EventSource: "aws:sqs",
+			Attributes: map[string]string{
+				"ApproximateReceiveCount": strconv.Itoa(d.ReceiveCount),
+				"SentTimestamp":           strconv.FormatInt(d.SentAt.UnixMilli(), 10),
+			},
+			MessageAttributes: map[string]events.SQSMessageAttribute{},
+		}
+		for k, v := range d.Attributes {
+			rec.MessageAttributes[k] = events.SQSMessageAttribute{StringValue: aws.String(v), DataType: "String"}
+		}
+		recs = append(recs, rec)
+	}
+	return recs, nil
 }

@@ -267,11 +267,17 @@ func TestSmoke(t *testing.T) {
 		for _, row := range rows {
 			if row.Scenario == "6 lambda" {
 				n++
-				require.Positive(t, row.Value, "%+v", row)
 				require.Positive(t, row.Reference, "%+v", row)
+				if strings.Contains(row.Figure, "cold share") {
+					// A difference of two medians: negative when the warm
+					// batch happened to wait longer on the machine.
+					require.False(t, math.IsNaN(row.Value) || math.IsInf(row.Value, 0), "%+v", row)
+					continue
+				}
+				require.Positive(t, row.Value, "%+v", row)
 			}
 		}
-		require.Equal(t, 2+7, n, "host sizes of both functions and seven start-up figures")
+		require.Equal(t, 2+9, n, "host sizes of both functions and nine start-up figures")
 	}
 	// The call counts are exact whatever the machine: check the SQLite
 	// ones, and the contended acquire where the server returns the old

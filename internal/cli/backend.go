@@ -10,6 +10,7 @@ import (
 	"time"
 
 	"github.com/spf13/pflag"
+	"go.opentelemetry.io/otel/trace"
 
 	"github.com/batonhq/baton/internal/awssqs"
 	"github.com/batonhq/baton/internal/backend"
@@ -89,6 +90,8 @@ func (b *backendFlags) open(ctx context.Context) (backend.Backend, error) {
 type postgresFlags struct {
 	dsn   string
 	retry time.Duration
+	// tracer records the statements as spans; nil: the global provider.
+	tracer trace.TracerProvider
 }
 
 func (p *postgresFlags) register(fs *pflag.FlagSet) {
@@ -117,7 +120,7 @@ func (p *postgresFlags) open(ctx context.Context) (backend.Backend, error) {
 	if window == 0 {
 		window = -1 // Params: a negative window is none
 	}
-	b, err := postgresbackend.Open(ctx, postgresbackend.Params{DSN: p.dsn, RetryWindow: window})
+	b, err := postgresbackend.Open(ctx, postgresbackend.Params{DSN: p.dsn, RetryWindow: window, TracerProvider: p.tracer})
 	if err != nil {
 		return backend.Backend{}, fmt.Errorf("--backend postgres: %w", err)
 	}
@@ -139,6 +142,8 @@ type awsFlags struct {
 	receiveWait time.Duration
 	jobQueues   string // name=url,… (BATON_JOB_QUEUE_URLS)
 	envErr      error  // a bad value in the environment, reported at open
+	// tracer records the SDK calls as spans; nil: the global provider.
+	tracer trace.TracerProvider
 }
 
 func (a *awsFlags) registerEndpoints(fs *pflag.FlagSet) {
@@ -223,7 +228,7 @@ func (a *awsFlags) clients(ctx context.Context) (awsbackend.Clients, error) {
 	if err != nil {
 		return awsbackend.Clients{}, err
 	}
-	return awsbackend.NewClients(cfg, e), nil
+	return awsbackend.NewTracedClients(cfg, e, a.tracer), nil
 }
 
 func (a *awsFlags) open(ctx context.Context) (backend.Backend, error) {

@@ -98,6 +98,8 @@ type env struct {
 	// "baton" (see named).
 	prog   string
 	progRE *regexp.Regexp
+	// tel is the binary's telemetry (MainWith, NewRootCommandWith).
+	tel Telemetry
 }
 
 // named returns s with the command lines it quotes ("baton status",
@@ -201,7 +203,14 @@ func Main(ctx context.Context, catalog *baton.Catalog, args []string, stdout, st
 // MainAs is Main for a program called prog (a user's binary built with
 // batoncli): usage lines, help examples and error messages name prog.
 func MainAs(ctx context.Context, prog string, catalog *baton.Catalog, args []string, stdout, stderr io.Writer) int {
+	return MainWith(ctx, prog, catalog, Telemetry{}, args, stdout, stderr)
+}
+
+// MainWith is MainAs with the binary's telemetry: the commands that run
+// work trace, measure and log through it.
+func MainWith(ctx context.Context, prog string, catalog *baton.Catalog, tel Telemetry, args []string, stdout, stderr io.Writer) int {
 	root, e := newRoot(catalog, prog, stdout, stderr)
+	e.tel = tel
 	root.SetArgs(args)
 	e.stdout, e.stderr = stdout, stderr
 	cmd, err := root.ExecuteContextC(ctx)
@@ -295,7 +304,14 @@ func NewRootCommand(catalog *baton.Catalog) *cobra.Command {
 // NewRootCommandAs is NewRootCommand for a program called prog: its root
 // command is prog, and its help and errors name prog.
 func NewRootCommandAs(catalog *baton.Catalog, prog string) *cobra.Command {
-	root, _ := newRoot(catalog, prog, nil, nil)
+	return NewRootCommandWith(catalog, prog, Telemetry{})
+}
+
+// NewRootCommandWith is NewRootCommandAs with the binary's telemetry (see
+// MainWith).
+func NewRootCommandWith(catalog *baton.Catalog, prog string, tel Telemetry) *cobra.Command {
+	root, e := newRoot(catalog, prog, nil, nil)
+	e.tel = tel
 	return root
 }
 

@@ -55,6 +55,7 @@ func TestOperatorCommandsOnAWS(t *testing.T) {
 		{"bounded redrive (receive, send, delete)", testRedriveMax},
 		{"status --json matches the ledger", testStatusJSONMatchesLedger},
 		{"status finds stuck items past --runs", testStatusFindsStuckItemsPastRuns},
+		{"status shows limits and waiting items", testStatusShowsLimitsAndWaitingItems},
 		{"pause and resume", testPauseResume},
 		{"dlq list predicts what the consumer does", testDLQListPredicts},
 		{"dlq purge", testDLQPurge},

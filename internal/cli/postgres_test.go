@@ -58,6 +58,7 @@ func TestOperatorCommandsOnPostgres(t *testing.T) {
 		{"dlq purge", testDLQPurge},
 		{"status --json matches the ledger", testStatusJSONMatchesLedger},
 		{"status finds stuck items past --runs", testStatusFindsStuckItemsPastRuns},
+		{"status shows limits and waiting items", testStatusShowsLimitsAndWaitingItems},
 		{"pause and resume", testPauseResume},
 	} {
 		t.Run(tc.name, func(t *testing.T) { tc.bodyFunc(t, newPostgresFixture(t)) })

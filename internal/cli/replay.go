@@ -104,7 +104,8 @@ func (f *replayFlags) start(ctx context.Context, e *env, jobName string, consume
 	if consumers < 0 {
 		consumers = defaultReplayConsumers(b.Name)
 	}
-	eng, err := engine.New(b, engine.Options{Catalog: e.catalog, Consumers: max(consumers, 1), Logger: logger, Owner: "replay:" + operatorOwner()})
+	eng, err := engine.New(b, engine.Options{Catalog: e.catalog, Consumers: max(consumers, 1), Logger: logger, Owner: "replay:" + operatorOwner(),
+		Telemetry: e.telemetry(b.Name, nil)})
 	if err != nil {
 		b.Close()
 		return nil, err

@@ -14,6 +14,7 @@ import (
 	"unicode/utf8"
 
 	"github.com/spf13/pflag"
+	"go.opentelemetry.io/otel/trace"
 
 	"github.com/batonhq/baton"
 	"github.com/batonhq/baton/internal/coordinator"
@@ -22,6 +23,7 @@ import (
 	"github.com/batonhq/baton/internal/lambdaapp"
 	"github.com/batonhq/baton/internal/ledger"
 	"github.com/batonhq/baton/internal/redact"
+	"github.com/batonhq/baton/internal/telemetry/spantree"
 )
 
 const runSynopsis = `run [--once] [--job J] [flags]
@@ -42,7 +44,14 @@ schedule) and the runs chains start are processed here too.
            (Ctrl-C / SIGTERM): no new tick starts, items in flight finish.
 
 If a tick already ran, --once reports that run instead of running it again
-(--force opens the next generation and re-runs every item).`
+(--force opens the next generation and re-runs every item).
+
+--trace stdout (with --once) records the tick's OpenTelemetry spans and
+prints them after the report as a tree: the coordinator's invocation and
+its steps (lease, open, fan-out, settle), each item's span (vouch, claim,
+complete, fan-in; the derived items under the input that enqueued them)
+and, on --backend aws each DynamoDB and SQS call, on --backend postgres each
+statement.`
 
 type runFlags struct {
 	common    *backendFlags
@@ -51,12 +60,14 @@ type runFlags struct {
 	consumers int
 	timeout   time.Duration
 	logLevel  string
+	trace     string
 }
 
 func runCommand() command {
 	return command{synopsis: runSynopsis, summary: "run the job's ticks end to end (--once: one tick, then a report)",
 		example: `  baton run --once
   baton run --once --json
+  baton run --once --trace stdout
   baton run --consumers 8 --log info --log-format json`,
 		backend: true, defineFunc: defineRun}
 }
@@ -68,6 +79,7 @@ func defineRun(e *env, fs *pflag.FlagSet) runFunc {
 	fs.IntVar(&f.consumers, "consumers", 4, "batches processed at once (like the event source's maximum concurrency)")
 	fs.DurationVar(&f.timeout, "timeout", 2*time.Minute, "with --once: how long to wait for the tick to settle")
 	fs.StringVar(&f.logLevel, "log", "warn", "log level on stderr: debug, info, warn, error")
+	fs.StringVar(&f.trace, "trace", "", "with --once: stdout prints the tick's spans as a tree after the report")
 	return func(ctx context.Context, _ []string) error { return runRun(ctx, e, &f) }
 }
 
@@ -78,6 +90,14 @@ func runRun(ctx context.Context, e *env, f *runFlags) error {
 	if e.json && !f.once {
 		return usagef("--json goes with --once (a report at the end); without it, use --log-format json for the logs")
 	}
+	switch {
+	case f.trace != "" && f.trace != "stdout":
+		return usagef("--trace %q: want stdout", f.trace)
+	case f.trace != "" && !f.once:
+		return usagef("--trace goes with --once (the tick's spans, printed at the end)")
+	case f.trace != "" && e.json:
+		return usagef("--trace stdout prints a tree, not JSON: drop --json, or trace with a provider of your own (docs/tracing.md)")
+	}
 	logger, err := e.newLogger(f.logLevel)
 	if err != nil {
 		return err
@@ -86,17 +106,30 @@ func runRun(ctx context.Context, e *env, f *runFlags) error {
 	if err != nil {
 		return err
 	}
+	var tp trace.TracerProvider
+	var spans *spantree.Recorder
+	if f.trace == "stdout" {
+		provider, rec := spantree.NewProvider()
+		defer provider.Shutdown(context.WithoutCancel(ctx))
+		tp, spans = provider, rec
+		f.common.aws.tracer, f.common.pg.tracer = tp, tp
+	}
 	b, err := f.common.open(ctx)
 	if err != nil {
 		return err
 	}
 	defer b.Close()
-	eng, err := engine.New(b, engine.Options{Catalog: e.catalog, Consumers: f.consumers, Logger: logger})
+	eng, err := engine.New(b, engine.Options{Catalog: e.catalog, Consumers: f.consumers, Logger: logger, Telemetry: e.telemetry(b.Name, tp)})
 	if err != nil {
 		return err
 	}
 	if f.once {
-		return runOnce(ctx, e, eng, f, jobs)
+		err := runOnce(ctx, e, eng, f, jobs) // its consumers have stopped: every item span has ended
+		if spans != nil {
+			fmt.Fprintln(e.stdout)
+			spantree.Print(e.stdout, spans.Spans())
+		}
+		return err
 	}
 	return runForever(ctx, e, eng, f, jobs)
 }
@@ -394,6 +427,9 @@ func (e *env) newLogger(level string) (*slog.Logger, error) {
 	var l slog.Level
 	if err := l.UnmarshalText([]byte(level)); err != nil {
 		return nil, usagef("--log: %q is not a level (debug, info, warn, error)", level)
+	}
+	if e.tel.LogHandler != nil { // the binary's own: it decides its level and format
+		return slog.New(e.tel.LogHandler), nil
 	}
 	opts := &slog.HandlerOptions{Level: l, ReplaceAttr: redact.Attr} // no payload, result or secret in a log
 	if e.logFormat == "json" {                                       // the shape of the functions' logs

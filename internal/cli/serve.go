@@ -178,7 +178,7 @@ func serve(ctx context.Context, e *env, f *serveFlags) error {
 	err = httpapp.Serve(ctx, httpapp.ServeParams{
 		Params: httpapp.Params{
 			Catalog: e.catalog, Backend: b, Timeout: f.timeout, Logger: logger, Owner: owner(),
-			TriggerSkew: f.triggerSkew, TriggerAge: triggerAge,
+			TriggerSkew: f.triggerSkew, TriggerAge: triggerAge, Telemetry: e.telemetry(b.Name, nil),
 		},
 		Addr: f.addr, AuthConfig: f.auth, Pull: f.pull,
 		Workers: httpapp.WorkerParams{Consumers: f.consumers, BatchSize: f.batchSize, BatchTimeout: f.batchTimeout, Grace: f.grace},

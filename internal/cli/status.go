@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"slices"
 	"strings"
 	"text/tabwriter"
 	"time"
@@ -18,6 +19,7 @@ import (
 	"github.com/batonhq/baton/internal/jobspec"
 	"github.com/batonhq/baton/internal/lease"
 	"github.com/batonhq/baton/internal/ledger"
+	"github.com/batonhq/baton/internal/limitstatus"
 	"github.com/batonhq/baton/internal/queue"
 	"github.com/batonhq/baton/internal/schedule"
 )
@@ -29,7 +31,11 @@ alone); for each job: the lease (holder, fence, expiry, how often an
 acquisition was refused); the recent runs with their item counts per state;
 the recent submissions (runs opened by 'baton submit', newest first); per
 asset the latest tick that succeeded and its staleness; items stuck
-RUNNING past their lease; the depth of the work and dead-letter queues.
+RUNNING past their lease; the items waiting for their next attempt (a
+retry delay, or a busy limit key: the time, what on, the last error);
+each rate limit's hottest keys now (starts in the current window, slots
+held and by which items, waiters); the depth of the work and dead-letter
+queues.
 With --run, the items of that run instead of the overview, each with its
 result (a SUCCEEDED item's: its first line in the table; with --json up
 to 1 KiB of it, secrets masked, or its size when it is not text).
@@ -165,8 +171,17 @@ type statusReport struct {
 	Gaps   []tickGap     `json:"ticks_without_run,omitempty"`
 	Assets []assetStatus `json:"assets,omitempty"`
 	Stuck  []itemStatus  `json:"stuck,omitempty"`
-	Run    *runDetail    `json:"run,omitempty"` // with --run
-	Queues []queueStatus `json:"queues"`
+	// Waiting are the items waiting for their next attempt (a retry
+	// delay, or given back by a busy limit key), soonest first, at most
+	// maxWaiting; WaitingMore counts the others. Among the runs read.
+	Waiting     []itemStatus `json:"waiting,omitempty"`
+	WaitingMore int          `json:"waiting_more,omitempty"`
+	// Limits are the job's rate limits now: each one's hottest keys
+	// (starts in the current window, slots held and by which items,
+	// waiters); see package limitstatus.
+	Limits []limitstatus.Limit `json:"limits,omitempty"`
+	Run    *runDetail          `json:"run,omitempty"` // with --run
+	Queues []queueStatus       `json:"queues"`
 	// Retention says what is kept of the job's finished runs and for how
 	// long.
 	Retention retentionStatus `json:"retention"`
@@ -339,7 +354,24 @@ type itemStatus struct {
 	ResultBinary    bool   `json:"result_binary,omitempty"`
 	// OverdueSeconds is, for a stuck item, how long ago its lease ended.
 	OverdueSeconds float64 `json:"overdue_seconds,omitempty"`
+	// NextAttempt is, for an item waiting (FAILED, its message handed
+	// back delayed), the earliest time of its next attempt; WaitingOn
+	// says what for. Absent when none was noted (records of earlier
+	// versions, a queue that cannot delay a message).
+	NextAttempt *time.Time `json:"next_attempt,omitempty"`
+	WaitingOn   *waitingOn `json:"waiting_on,omitempty"`
 }
+
+// waitingOn is what a waiting item waits for: a retry delay after a
+// failed attempt (its error is the item's), or a busy key of a limit.
+type waitingOn struct {
+	Kind  string `json:"kind"`            // retry_delay or limit
+	Limit string `json:"limit,omitempty"` // the limit's name (kind limit)
+	Key   string `json:"key,omitempty"`   // its key, for a keyed limit
+}
+
+// maxWaiting bounds the waiting items the overview lists.
+const maxWaiting = 20
 
 type runDetail struct {
 	runStatus
@@ -407,6 +439,7 @@ func buildStatus(ctx context.Context, b backend.Backend, j baton.Job, p statusPa
 	rep.Gaps = tickGaps(j, listed, rep.Pause, p.Now)
 	expected := engine.SortedItemNames(j)
 	last := map[string]ledger.Item{}
+	var waiting []ledger.Item
 	rep.Runs, rep.Stuck = []runStatus{}, []itemStatus{}
 	for i, run := range runs {
 		if i >= p.Runs && len(last) == len(expected) && run.State.Finished() {
@@ -435,7 +468,14 @@ func buildStatus(ctx context.Context, b backend.Backend, j baton.Job, p statusPa
 				s.OverdueSeconds = p.Now.Sub(it.LeaseUntil).Seconds()
 				rep.Stuck = append(rep.Stuck, s)
 			}
+			if _, ok := it.NextAttempt(); ok {
+				waiting = append(waiting, it)
+			}
 		}
+	}
+	rep.Waiting, rep.WaitingMore = waitingItems(waiting)
+	if len(j.RateLimits) > 0 {
+		rep.Limits = limitstatus.Read(ctx, limitstatus.Params{Job: j, Store: b.RateLimits, Items: waiting, Now: p.Now})
 	}
 	for _, name := range expected {
 		a := assetStatus{Asset: name}
@@ -447,6 +487,25 @@ func buildStatus(ctx context.Context, b backend.Backend, j baton.Job, p statusPa
 		rep.Assets = append(rep.Assets, a)
 	}
 	return rep, nil
+}
+
+// waitingItems returns the items of items, which wait for their next
+// attempt, soonest first, at most maxWaiting, and how many are left out.
+func waitingItems(items []ledger.Item) ([]itemStatus, int) {
+	sorted := slices.Clone(items)
+	slices.SortFunc(sorted, func(a, b ledger.Item) int {
+		if c := a.Wait.At.Compare(b.Wait.At); c != 0 {
+			return c
+		}
+		return strings.Compare(a.Key.String(), b.Key.String())
+	})
+	more := max(0, len(sorted)-maxWaiting)
+	sorted = sorted[:len(sorted)-more]
+	out := make([]itemStatus, 0, len(sorted))
+	for _, it := range sorted {
+		out = append(out, newItemStatus(it))
+	}
+	return out, more
 }
 
 // stuck reports whether it is RUNNING with a lease that ended more than
@@ -596,7 +655,7 @@ func newRunStatus(run ledger.Run, items []ledger.Item, expected []string) runSta
 }
 
 // countItems counts items per state, and expected items without a record
-// as PENDING. Every state appears, with 0 when no item is in it.
+// (or never attempted: ledger.Item.Unattempted) as PENDING. Every state appears, with 0 when no item is in it.
 func countItems(items []ledger.Item, expected []string) map[string]int {
 	counts := map[string]int{}
 	for _, s := range itemStates {
@@ -604,7 +663,11 @@ func countItems(items []ledger.Item, expected []string) map[string]int {
 	}
 	have := map[string]bool{}
 	for _, it := range items {
-		counts[string(it.State)]++
+		if it.Unattempted() {
+			counts[pending]++
+		} else {
+			counts[string(it.State)]++
+		}
 		have[it.Key.Asset] = true
 	}
 	for _, name := range expected {
@@ -624,6 +687,13 @@ func newItemStatus(it ledger.Item) itemStatus {
 		Attempt: it.Attempt, Fence: it.Fence, StartedAt: opt(it.StartedAt), FinishedAt: opt(it.FinishedAt), Error: it.Error}
 	if it.State == ledger.ItemRunning {
 		s.LeaseUntil = opt(it.LeaseUntil)
+	}
+	if w, ok := it.NextAttempt(); ok {
+		s.NextAttempt = opt(w.At)
+		s.WaitingOn = &waitingOn{Kind: "retry_delay"}
+		if w.Limit != "" {
+			s.WaitingOn = &waitingOn{Kind: "limit", Limit: w.Limit, Key: w.Key}
+		}
 	}
 	if it.State == ledger.ItemSucceeded {
 		p := ledger.PreviewResult(it.Result)
@@ -684,6 +754,8 @@ func printStatus(w io.Writer, r statusReport) {
 		printAssets(w, r.Assets, r.Now)
 		fmt.Fprintln(w)
 		printStuck(w, r.Stuck)
+		printWaiting(w, r.Waiting, r.WaitingMore, r.Now)
+		printLimits(w, r.Limits, r.Now)
 	}
 	fmt.Fprintln(w)
 	printQueues(w, r.Queues)
@@ -816,6 +888,11 @@ func printRunDetail(w io.Writer, d *runDetail) {
 		}
 	}
 	fmt.Fprintf(w, "items: %s\n", strings.Join(counts, ", "))
+	for _, s := range d.ItemList {
+		if s.NextAttempt != nil {
+			fmt.Fprintf(w, "waiting: %s, next attempt %s, on %s\n", s.Asset, rfc(*s.NextAttempt), s.WaitingOn.text())
+		}
+	}
 	if d.runStatus.Superseded > 0 {
 		fmt.Fprintf(w, "superseded: %d items of earlier generations acknowledged as superseded\n", d.runStatus.Superseded)
 	}
@@ -881,6 +958,102 @@ func storedNames(ctx context.Context, l ledger.Store, id ledger.RunID) ([]string
 		names = append(names, pg.Names()...)
 		if pg.Final {
 			return names, nil
+		}
+	}
+}
+
+func printWaiting(w io.Writer, items []itemStatus, more int, now time.Time) {
+	if len(items) == 0 {
+		return
+	}
+	fmt.Fprintf(w, "\nwaiting items (their next attempt; soonest first):\n")
+	tw := tabwriter.NewWriter(w, 0, 0, 2, ' ', 0)
+	fmt.Fprintln(tw, "ITEM\tATTEMPT\tNEXT ATTEMPT\tWAITING ON\tLAST ERROR")
+	for _, s := range items {
+		fmt.Fprintf(tw, "%s\t%d\t%s\t%s\t%s\n", s.Key, s.Attempt, nextAttempt(s.NextAttempt, now), s.WaitingOn.text(), orDash(s.Error))
+	}
+	tw.Flush()
+	if more > 0 {
+		fmt.Fprintf(w, "and %d more waiting\n", more)
+	}
+}
+
+// nextAttempt is a next attempt's time, with how far off it is.
+func nextAttempt(t *time.Time, now time.Time) string {
+	switch {
+	case t == nil:
+		return "-"
+	case t.After(now):
+		return fmt.Sprintf("%s (in %s)", rfc(*t), ago(t.Sub(now)))
+	}
+	return fmt.Sprintf("%s (due)", rfc(*t))
+}
+
+func (o *waitingOn) text() string {
+	switch {
+	case o == nil:
+		return "-"
+	case o.Kind == "limit" && o.Key != "":
+		return fmt.Sprintf("limit %s key %s", o.Limit, limitstatus.Cut(o.Key))
+	case o.Kind == "limit":
+		return "limit " + o.Limit
+	}
+	return "retry delay"
+}
+
+func orDash(s string) string {
+	if s == "" {
+		return "-"
+	}
+	return s
+}
+
+func printLimits(w io.Writer, limits []limitstatus.Limit, now time.Time) {
+	if len(limits) == 0 {
+		return
+	}
+	fmt.Fprintf(w, "\nrate limits now (hottest keys first, at most %d each):\n", limitstatus.Top)
+	for _, l := range limits {
+		what := fmt.Sprintf("%d in flight", l.InFlight)
+		if l.InFlight == 0 {
+			what = fmt.Sprintf("%d starts per %s, window from %s", l.Starts, l.Per, rfcPtr(l.Window))
+		}
+		keyed := ""
+		if l.Keyed {
+			keyed = " per key"
+		}
+		fmt.Fprintf(w, "  %s: %s%s; %d item(s) waiting\n", l.Name, what, keyed, l.Waiting)
+		if l.Error != "" {
+			fmt.Fprintf(w, "    usage unknown: %s\n", l.Error)
+		}
+		if len(l.Keys) == 0 && l.Error == "" {
+			fmt.Fprintln(w, "    idle")
+		}
+		tw := tabwriter.NewWriter(w, 0, 0, 2, ' ', 0)
+		for _, k := range l.Keys {
+			name := "(the limit)"
+			if l.Keyed {
+				name = limitstatus.Cut(k.Key)
+			}
+			use := fmt.Sprintf("%d/%d held", len(k.Holders), l.InFlight)
+			if l.InFlight == 0 {
+				use = fmt.Sprintf("%d/%d starts", k.Starts, l.Starts)
+			}
+			fmt.Fprintf(tw, "    %s\t%s\t%d waiting\n", name, use, len(k.Waiters))
+			for _, h := range k.Holders {
+				by := h.Item
+				if by == "" {
+					by = h.Holder
+				}
+				fmt.Fprintf(tw, "      slot %d\theld by %s\tuntil %s\n", h.Slot, by, rfc(h.Until))
+			}
+			for _, wt := range k.Waiters {
+				fmt.Fprintf(tw, "      waiter\t%s\tnext attempt %s\n", wt.Item, nextAttempt(&wt.NextAttempt, now))
+			}
+		}
+		tw.Flush()
+		if l.OtherKeys > 0 {
+			fmt.Fprintf(w, "    and %d other key(s)\n", l.OtherKeys)
 		}
 	}
 }

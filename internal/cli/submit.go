@@ -104,7 +104,8 @@ func submit(ctx context.Context, e *env, key, items, class string, wait time.Dur
 	if consumers < 0 {
 		consumers = defaultReplayConsumers(b.Name)
 	}
-	eng, err := engine.New(b, engine.Options{Catalog: e.catalog, Owner: operatorOwner(), Consumers: max(consumers, 1)})
+	eng, err := engine.New(b, engine.Options{Catalog: e.catalog, Owner: operatorOwner(), Consumers: max(consumers, 1),
+		Telemetry: e.telemetry(b.Name, nil)})
 	if err != nil {
 		return err
 	}

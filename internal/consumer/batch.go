@@ -7,8 +7,11 @@ import (
 	"sync"
 	"time"
 
+	"go.opentelemetry.io/otel/trace"
+
 	"github.com/batonhq/baton"
 	"github.com/batonhq/baton/internal/ledger"
+	"github.com/batonhq/baton/internal/telemetry"
 )
 
 // Set-based transitions. When the ledger claims several items in one
@@ -43,12 +46,17 @@ func batchable(d *delivery) bool {
 func (c *Consumer) runWave(ctx context.Context, deadline time.Time, ds []*delivery, bc ledger.BatchClaimer) []verdict {
 	vs := make([]verdict, len(ds))
 	ms := make([]*messageRun, len(ds))
+	// Each message's steps run under its own span (startItem), as
+	// handle's do; the wave's claim and completion calls under the batch's.
+	ctxs := make([]context.Context, len(ds))
+	spans := make([]trace.Span, len(ds))
 	passed := make([]bool, len(ds))
 	var wg sync.WaitGroup
 	for i, d := range ds {
+		ctxs[i], spans[i] = c.startItem(ctx, d)
 		wg.Go(func() {
 			ms[i] = c.newRun(deadline, d)
-			vs[i], passed[i] = c.gate(ctx, deadline, ms[i])
+			vs[i], passed[i] = c.gate(ctxs[i], deadline, ms[i])
 		})
 	}
 	wg.Wait()
@@ -77,16 +85,34 @@ func (c *Consumer) runWave(ctx context.Context, deadline time.Time, ds []*delive
 		}
 		m.leaseUntil = leaseEnd(m.d.job.ItemLease(m.d.key.Asset), m.now, m.hardEnd)
 		m.limits = newTaskLimiter(c, m.d.job, m.d.key.String(), m.leaseUntil)
+		m.limits.log = m.log
 		claiming = append(claiming, i)
 		ps = append(ps, c.claimParams(m))
 	}
+	// Each item's claim step has its span; the one statement that claims
+	// them all runs under the first one's (a trace shows it once).
+	claimSpans := make([]trace.Span, len(claiming))
+	bctx := ctx
+	for k, i := range claiming {
+		var sctx context.Context
+		sctx, claimSpans[k] = c.stepSpan(ctxs[i], telemetry.SpanClaim)
+		if k == 0 {
+			bctx = sctx
+		}
+	}
 	var outs []ledger.Outcome
 	if len(ps) > 0 {
-		outs = bc.ClaimBatch(ctx, ps)
+		start := c.now()
+		outs = bc.ClaimBatch(bctx, ps)
+		took := c.now().Sub(start)
+		for k, i := range claiming {
+			c.claimed(ctxs[i], ms[i].d.job.Name, took)
+			endClaimSpan(claimSpans[k], outs[k].Item, outs[k].Err)
+		}
 	}
 	var claimed []int
 	for k, i := range claiming {
-		v, ok := c.claimed(ctx, ms[i], outs[k].Item, outs[k].Err)
+		v, ok := c.claimOutcome(ctxs[i], ms[i], outs[k].Item, outs[k].Err)
 		if !ok {
 			vs[i] = v
 			continue
@@ -97,16 +123,17 @@ func (c *Consumer) runWave(ctx context.Context, deadline time.Time, ds []*delive
 	for _, i := range claimed {
 		m := ms[i]
 		wg.Go(func() {
-			result, done, perr := c.process(ctx, m)
-			vs[i] = c.recordInWave(ctx, m, result, done, perr, comp)
+			result, done, perr := c.process(ctxs[i], m)
+			vs[i] = c.recordInWave(ctxs[i], m, result, done, perr, comp)
 		})
 	}
 	wg.Wait()
 	for i, d := range ds {
 		if m := ms[i]; m.limits != nil {
-			m.limits.freeAll(context.WithoutCancel(ctx), m.log)
+			m.limits.freeAll(context.WithoutCancel(ctxs[i]), m.log)
 		}
-		vs[i] = c.conclude(ctx, d, vs[i])
+		vs[i] = c.conclude(ctxs[i], d, vs[i])
+		c.endItem(ctxs[i], spans[i], d, vs[i])
 	}
 	return vs
 }
@@ -114,11 +141,13 @@ func (c *Consumer) runWave(ctx context.Context, deadline time.Time, ds []*delive
 // recordInWave is record for an item of a wave: a success is completed
 // with the wave's (comp); anything else is recorded alone, its place in
 // the wave's completion given up first.
-func (c *Consumer) recordInWave(ctx context.Context, m *messageRun, result []byte, done time.Time, perr error, comp *completer) verdict {
+func (c *Consumer) recordInWave(ctx context.Context, m *messageRun, result []byte, done time.Time, perr error, comp *completer) (v verdict) {
 	if comp == nil || perr != nil || errors.Is(m.ended, baton.ErrCancelled) {
 		comp.drop(ctx)
 		return c.record(ctx, m, result, done, perr)
 	}
+	ctx, span := c.stepSpan(ctx, telemetry.SpanComplete) // as record's
+	defer func() { telemetry.End(span, v.outcome.Status, nil) }()
 	wait := max(m.d.job.ItemLease(m.d.key.Asset)/3, time.Millisecond)
 	_, err := comp.complete(ctx, c.completeParams(m, result, done), wait)
 	return c.completed(ctx, m, done, err)

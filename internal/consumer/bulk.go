@@ -10,6 +10,7 @@ import (
 
 	"github.com/batonhq/baton/internal/ledger"
 	"github.com/batonhq/baton/internal/queue"
+	"github.com/batonhq/baton/internal/telemetry"
 )
 
 // StatusRan is the status of a shard message of a bulk job
@@ -69,7 +70,10 @@ func (c *Consumer) runShard(ctx context.Context, deadline time.Time, m *messageR
 		slots <- struct{}{}
 		g.Go(func() error {
 			defer func() { <-slots }()
-			verdicts[i] = c.run(ctx, deadline, shardItem(d, name, ended))
+			it := shardItem(d, name, ended)
+			ictx, span := c.startItem(ctx, it)
+			verdicts[i] = c.run(ictx, deadline, it)
+			c.endItem(ictx, span, it, verdicts[i])
 			return nil
 		})
 	}
@@ -104,6 +108,7 @@ func (c *Consumer) runShard(ctx context.Context, deadline time.Time, m *messageR
 		// redelivery hands them over.
 		sctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), handOverTimeout)
 		defer cancel()
+		telemetry.Carry(d.d.Attributes, over) // the items link to the run that sent the shard
 		sent, err := queue.SendAll(sctx, c.Queue, over, &queue.SendAllOptions{Parallel: expandParallel})
 		if err != nil {
 			return m.fail(StatusFailed, fmt.Errorf("%s: handed over %d of %d items not ended here: %w",

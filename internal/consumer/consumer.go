@@ -14,6 +14,7 @@ import (
 	"github.com/batonhq/baton/internal/message"
 	"github.com/batonhq/baton/internal/queue"
 	"github.com/batonhq/baton/internal/ratelimit"
+	"github.com/batonhq/baton/internal/telemetry"
 )
 
 // Item statuses reported in MessageOutcome.Status.
@@ -97,6 +98,10 @@ type Consumer struct {
 	// queue.VisibilityChanger for the batch's queue; Failure.Delay says
 	// which was.
 	RetryDelay time.Duration
+	// Telemetry is the tracer and meter the items record with (a span
+	// per delivery, its steps as child spans; counts by outcome); nil:
+	// the global OpenTelemetry providers.
+	Telemetry *telemetry.Telemetry
 }
 
 // Result is the verdict on a batch. Every message not in Failed may be
@@ -155,6 +160,10 @@ type MessageOutcome struct {
 	// here).
 	Ran        []MessageOutcome
 	HandedOver int
+	// Limit, for a message given back by a busy key (status limited), is
+	// the name of the rate limit it waits on (never its key: a key is
+	// data).
+	Limit string
 }
 
 // Handle processes msgs, up to the job's Limits.Concurrency at once (the

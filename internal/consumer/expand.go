@@ -11,6 +11,7 @@ import (
 	"github.com/batonhq/baton/internal/ledger"
 	"github.com/batonhq/baton/internal/message"
 	"github.com/batonhq/baton/internal/queue"
+	"github.com/batonhq/baton/internal/telemetry"
 )
 
 // StatusExpanded is the status of a shard message whose item messages
@@ -53,6 +54,7 @@ func (c *Consumer) expand(ctx context.Context, deadline time.Time, m *messageRun
 	for i, n := range names {
 		msgs[i] = itemMessage(d.msg, ledger.ItemKey{Run: d.key.Run, Asset: n}).QueueMessage()
 	}
+	telemetry.Carry(d.d.Attributes, msgs) // the items link to the run that sent the shard
 	sent, err := queue.SendAll(ctx, c.Queue, msgs, &queue.SendAllOptions{Parallel: expandParallel})
 	if err != nil {
 		return m.fail(StatusFailed, fmt.Errorf("%s: sent %d of %d item messages: %w", shardName(d.msg), sent, len(msgs), err))

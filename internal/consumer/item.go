@@ -1,12 +1,15 @@
 package consumer
 
 import (
+	"cmp"
 	"context"
 	"errors"
 	"fmt"
 	"log/slog"
 	"maps"
 	"time"
+
+	"go.opentelemetry.io/otel/trace"
 
 	"github.com/batonhq/baton"
 	"github.com/batonhq/baton/internal/effect"
@@ -16,6 +19,7 @@ import (
 	"github.com/batonhq/baton/internal/message"
 	"github.com/batonhq/baton/internal/queue"
 	"github.com/batonhq/baton/internal/redact"
+	"github.com/batonhq/baton/internal/telemetry"
 )
 
 // delivery is a received message with what decoding found.
@@ -100,8 +104,17 @@ func (c *Consumer) decode(d queue.Delivery) *delivery {
 // its job's catalog nor one of its derived items.
 var ErrUnknownAsset = errors.New("unknown asset")
 
-// handle runs one message and applies the dead-letter policy to its verdict.
+// handle runs one message and applies the dead-letter policy to its
+// verdict, under the message's span (startItem).
 func (c *Consumer) handle(ctx context.Context, deadline time.Time, d *delivery) verdict {
+	ctx, span := c.startItem(ctx, d)
+	v := c.handleMessage(ctx, deadline, d)
+	c.endItem(ctx, span, d, v)
+	return v
+}
+
+// handleMessage is handle's work.
+func (c *Consumer) handleMessage(ctx context.Context, deadline time.Time, d *delivery) verdict {
 	if d.err != nil {
 		v := verdict{outcome: MessageOutcome{MessageID: d.d.MessageID, Key: d.msg.Key, Asset: d.key.Asset, Status: StatusMalformed}, err: d.err}
 		c.logger().WarnContext(ctx, "message rejected", slog.String("phase", "decode"),
@@ -220,6 +233,7 @@ func (c *Consumer) run(ctx context.Context, deadline time.Time, d *delivery) ver
 	}
 	m.leaseUntil = leaseEnd(d.job.ItemLease(d.key.Asset), m.now, m.hardEnd)
 	m.limits = newTaskLimiter(c, d.job, d.key.String(), m.leaseUntil)
+	m.limits.log = m.log
 	// The item's in-flight slots are held until its run here ends.
 	defer m.limits.freeAll(context.WithoutCancel(ctx), m.log)
 	if v, ok := c.gate(ctx, deadline, m); !ok {
@@ -309,6 +323,8 @@ func leaseEnd(lease time.Duration, now, hardEnd time.Time) time.Time {
 // its inputs SUCCEEDED (see gateDerived). ok is false when run stops here
 // with v.
 func (c *Consumer) gate(ctx context.Context, deadline time.Time, m *messageRun) (v verdict, ok bool) {
+	ctx, span := c.stepSpan(ctx, telemetry.SpanVouch)
+	defer func() { telemetry.End(span, v.outcome.Status, nil) }()
 	d, lim := m.d, m.d.job.Limits
 	if err := ctx.Err(); err != nil {
 		return m.fail(StatusNotStarted, fmt.Errorf("%s not started: %w", d.key, err)), false
@@ -435,8 +451,12 @@ func (c *Consumer) gateDerived(ctx context.Context, m *messageRun, def baton.Der
 // live owner is held (redelivered later). ok is false when run stops here
 // with v; otherwise m.item is the claimed item.
 func (c *Consumer) claim(ctx context.Context, m *messageRun) (v verdict, ok bool) {
-	item, err := c.Ledger.Claim(ctx, c.claimParams(m))
-	return c.claimed(ctx, m, item, err)
+	sctx, span := c.stepSpan(ctx, telemetry.SpanClaim)
+	start := c.now()
+	item, err := c.Ledger.Claim(sctx, c.claimParams(m))
+	c.claimed(ctx, m.d.job.Name, c.now().Sub(start))
+	endClaimSpan(span, item, err)
+	return c.claimOutcome(ctx, m, item, err)
 }
 
 // claimParams is the claim of m's item by this consumer, at m.now until
@@ -449,8 +469,25 @@ func (c *Consumer) claimParams(m *messageRun) ledger.ClaimParams {
 	}
 }
 
-// claimed reads the outcome of m's claim (item, err); see claim.
-func (c *Consumer) claimed(ctx context.Context, m *messageRun, item ledger.Item, err error) (v verdict, ok bool) {
+// endClaimSpan ends the span of a claim with its outcome (item, err).
+func endClaimSpan(span trace.Span, item ledger.Item, err error) {
+	if span.IsRecording() && item.Attempt > 0 {
+		span.SetAttributes(telemetry.KeyAttempt.Int(item.Attempt))
+	}
+	switch {
+	case errors.Is(err, ledger.ErrTerminal):
+		telemetry.End(span, StatusDuplicate, nil)
+	case errors.Is(err, ledger.ErrHeld):
+		telemetry.End(span, StatusHeld, nil)
+	case err != nil:
+		telemetry.End(span, StatusFailed, err)
+	default:
+		telemetry.End(span, "claimed", nil)
+	}
+}
+
+// claimOutcome reads the outcome of m's claim (item, err); see claim.
+func (c *Consumer) claimOutcome(ctx context.Context, m *messageRun, item ledger.Item, err error) (v verdict, ok bool) {
 	d := m.d
 	m.item, m.out.Attempt = item, item.Attempt
 	switch {
@@ -534,7 +571,9 @@ func (c *Consumer) process(ctx context.Context, m *messageRun) (result []byte, d
 // permanent or the attempts are spent, else FAILED (redelivered). A
 // terminal item then gets its fan-in check; a write or check that fails
 // leaves the message to be redelivered.
-func (c *Consumer) record(ctx context.Context, m *messageRun, result []byte, done time.Time, perr error) verdict {
+func (c *Consumer) record(ctx context.Context, m *messageRun, result []byte, done time.Time, perr error) (v verdict) {
+	ctx, span := c.stepSpan(ctx, telemetry.SpanComplete)
+	defer func() { telemetry.End(span, v.outcome.Status, nil) }()
 	if errors.Is(m.ended, baton.ErrCancelled) {
 		return c.recordCancelled(ctx, m)
 	}
@@ -653,16 +692,25 @@ func (c *Consumer) recordFailure(ctx context.Context, m *messageRun, perr error,
 	v.delay = c.retryDelay(ctx, m, perr)
 	m.log.DebugContext(ctx, "item failed", slog.String("phase", "process"), slog.Int("attempt", attempt),
 		slog.Duration("retry_in", v.delay), slog.Any("error", perr))
+	// The next attempt's earliest time, as delay will hide the message:
+	// its own delay, else the consumer's RetryDelay (none: as the queue
+	// hides it, not known here).
+	if wait := cmp.Or(v.delay, c.RetryDelay); wait > 0 {
+		c.noteWait(ctx, m, ledger.NoteWaitParams{Key: d.key, Attempt: attempt, Now: done,
+			Wait: ledger.ItemWait{At: done.Add(wait)}})
+	}
 	return v
 }
 
 // fanIn runs the fan-in check for the derived items downstream of d's
 // item (which may itself be derived), once that item is terminal; without
 // enqueue it only cancels the doomed ones. It is a no-op for other states and for assets nobody depends on.
-func (c *Consumer) fanIn(ctx context.Context, d *delivery, state ledger.ItemState, enqueue bool) error {
+func (c *Consumer) fanIn(ctx context.Context, d *delivery, state ledger.ItemState, enqueue bool) (err error) {
 	if !state.Terminal() || d.msg.Paged() || len(jobspec.DependentsOf(d.job, d.key.Asset)) == 0 {
 		return nil // the items of a stored list have no derived items
 	}
+	ctx, span := c.stepSpan(ctx, telemetry.SpanFanIn)
+	defer func() { telemetry.End(span, "", err) }()
 	p := fanin.Params{
 		Ledger: c.Ledger, Def: d.job, Run: d.key.Run, Partitions: d.parts,
 		Fence: d.msg.Fence, Input: d.key.Asset, Now: c.now(),

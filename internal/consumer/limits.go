@@ -7,11 +7,14 @@ import (
 	"log/slog"
 	"math/rand/v2"
 	"strconv"
+	"strings"
 	"sync"
 	"time"
 
 	"github.com/batonhq/baton"
 	"github.com/batonhq/baton/internal/jobspec"
+	"github.com/batonhq/baton/internal/ledger"
+	"github.com/batonhq/baton/internal/queue"
 	"github.com/batonhq/baton/internal/ratelimit"
 )
 
@@ -28,6 +31,7 @@ type taskLimiter struct {
 	job    baton.Job
 	now    func() time.Time
 	holder string
+	log    *slog.Logger // the message's; nil: none
 
 	mu    sync.Mutex
 	until time.Time      // the end of the holds: the item's lease
@@ -37,6 +41,35 @@ type taskLimiter struct {
 func newTaskLimiter(c *Consumer, job baton.Job, key string, until time.Time) *taskLimiter {
 	return &taskLimiter{store: c.RateLimits, job: job, now: c.now, until: until,
 		holder: c.Owner + "/" + key + "/" + strconv.FormatUint(rand.Uint64(), 36)}
+}
+
+// HolderItem reads the item key and the consumer's owner out of the
+// holder name of an in-flight slot the consumer took for an item
+// (<owner>/<item key>/<random>): ok is false for a holder of another
+// form (a slot taken by some other program). An owner may hold '/'
+// itself: the item key is the first suffix that parses as one.
+func HolderItem(holder string) (item ledger.ItemKey, owner string, ok bool) {
+	rest, _, ok := cutLast(holder, "/")
+	if !ok {
+		return ledger.ItemKey{}, "", false
+	}
+	for i := 0; i < len(rest); i++ {
+		if rest[i] != '/' {
+			continue
+		}
+		if k, err := ledger.ParseItemKey(rest[i+1:]); err == nil {
+			return k, rest[:i], true
+		}
+	}
+	return ledger.ItemKey{}, "", false
+}
+
+func cutLast(s, sep string) (before, after string, ok bool) {
+	i := strings.LastIndex(s, sep)
+	if i < 0 {
+		return s, "", false
+	}
+	return s[:i], s[i+len(sep):], true
 }
 
 func (l *taskLimiter) Wait(ctx context.Context, name string) error {
@@ -78,6 +111,9 @@ func quoteKey(key string) string {
 	return strconv.Quote(key)
 }
 
+// waitLogged is the shortest wait for a start that wait logs (DEBUG).
+const waitLogged = 100 * time.Millisecond
+
 func (l *taskLimiter) wait(ctx context.Context, name, key string, keyed bool) error {
 	r, record, err := l.record(name, key, keyed)
 	if err != nil {
@@ -85,6 +121,18 @@ func (l *taskLimiter) wait(ctx context.Context, name, key string, keyed bool) er
 	}
 	if l.store == nil {
 		return fmt.Errorf("rate limit %s: %w", name, ErrNoRateLimits)
+	}
+	if l.log != nil {
+		start := l.now()
+		defer func() {
+			if waited := l.now().Sub(start); waited >= waitLogged {
+				attrs := []any{slog.String("phase", "limit"), slog.String("rate_limit", name), slog.Duration("waited", waited)}
+				if keyed {
+					attrs = append(attrs, slog.String("limit_key", quoteKey(key)))
+				}
+				l.log.DebugContext(ctx, "waited on a rate limit", attrs...)
+			}
+		}()
 	}
 	lm := ratelimit.Limiter{Store: l.store, NowFunc: l.now}
 	if r.InFlight == 0 {
@@ -201,16 +249,38 @@ func (c *Consumer) itemLimits(ctx context.Context, deadline time.Time, m *messag
 		case errors.Is(err, baton.ErrLimitKey):
 			return m.fail(StatusNotStarted, fmt.Errorf("%s not started: %w", d.key, err)), false
 		case err != nil && ctx.Err() == nil && errors.Is(context.Cause(wctx), ErrLimited):
-			m.log.DebugContext(ctx, "item given back: its key's limit is busy", slog.String("phase", "limit"),
-				slog.String("rate_limit", r.Name), slog.String("limit_key", quoteKey(key)))
+			delay := limitedDelay(r)
+			m.log.InfoContext(ctx, "item given back: its key's limit is busy", slog.String("phase", "limit"),
+				slog.String("rate_limit", r.Name), slog.String("limit_key", quoteKey(key)), slog.Duration("retry_in", delay))
+			m.out.Limit = r.Name
 			v := m.fail(StatusLimited, fmt.Errorf("%s not started: rate limit %s key %s: %w", d.key, r.Name, quoteKey(key), ErrLimited))
-			v.delay = limitedDelay(r)
+			v.delay = delay
+			now := c.now()
+			c.noteWait(ctx, m, ledger.NoteWaitParams{Key: d.key, Unclaimed: true, Now: now,
+				Wait: ledger.ItemWait{At: now.Add(delay), Limit: r.Name, Key: key}})
 			return v, false
 		case err != nil:
 			return m.fail(StatusNotStarted, fmt.Errorf("%s not started: %w", d.key, err)), false
 		}
 	}
 	return verdict{}, true
+}
+
+// noteWait notes on the item what its next attempt waits for, when the
+// ledger can (ledger.WaitNoter): for operators only, so a note that
+// fails is logged and the message's verdict stands.
+//
+// A queue that cannot hide a message for a delay (no
+// queue.VisibilityChanger) redelivers it as it will: the time is not
+// known, and nothing is noted.
+func (c *Consumer) noteWait(ctx context.Context, m *messageRun, p ledger.NoteWaitParams) {
+	wn, ok := c.Ledger.(ledger.WaitNoter)
+	if _, hides := c.Queue.(queue.VisibilityChanger); !ok || !hides || m.d.d.ReceiptHandle == "" {
+		return
+	}
+	if _, err := wn.NoteWait(ctx, p); err != nil {
+		m.log.DebugContext(ctx, "next attempt not noted", slog.String("phase", "limit"), slog.Any("error", err))
+	}
 }
 
 // limitedDelay is how long a message given back by a busy key waits: the

@@ -14,6 +14,7 @@ import (
 	"github.com/batonhq/baton/internal/ledger"
 	"github.com/batonhq/baton/internal/queue"
 	"github.com/batonhq/baton/internal/schedule"
+	"github.com/batonhq/baton/internal/telemetry"
 )
 
 // DefaultCheckpoint is the number of messages sent between two
@@ -82,6 +83,10 @@ type Coordinator struct {
 	SleepFunc func(ctx context.Context, d time.Duration) error
 	NowFunc   func() time.Time // nil: time.Now
 	Logger    *slog.Logger     // nil: discard
+	// Telemetry is the tracer and meter the invocations record with
+	// (a span per invocation, its steps as child spans); nil: the global
+	// OpenTelemetry providers.
+	Telemetry *telemetry.Telemetry
 }
 
 // Trigger asks for the tick a schedule event belongs to.
@@ -175,6 +180,8 @@ var ErrNoTime = errors.New("no time left before the deadline")
 // resume or settle the job's earlier runs left unfinished, and release the
 // lease.
 func (c *Coordinator) Run(ctx context.Context, tr Trigger) (sum Summary, err error) {
+	ctx, span := c.startInvocation(ctx, "trigger", tr.Job)
+	defer func() { c.endInvocation(ctx, span, &sum, err) }()
 	t := &tickRun{tr: tr, start: c.now(), sum: &sum}
 	sum = Summary{Job: tr.Job}
 	if err := c.resolve(t); err != nil {
@@ -193,8 +200,10 @@ func (c *Coordinator) Run(ctx context.Context, tr Trigger) (sum Summary, err err
 	}
 	if outcome == ledger.AlreadyFannedOut {
 		sum.Cursor, sum.Total = run.Total, run.Total
-		c.settleQuietly(ctx, t.log, t.job.Name, sum.Nominal, false)
-	} else if err := c.fanOut(ctx, t, run); err != nil {
+		sctx, span := c.step(ctx, telemetry.SpanSettle)
+		c.settleQuietly(sctx, t.log, t.job.Name, sum.Nominal, false)
+		span.End()
+	} else if err := c.tracedFanOut(ctx, t, run); err != nil {
 		return sum, err
 	} else if sum.Stopped == "" {
 		// Consumers that ended items while the run was still fanning out
@@ -204,13 +213,31 @@ func (c *Coordinator) Run(ctx context.Context, tr Trigger) (sum Summary, err err
 		// trigger. The coordinator that marked it does, now, reading every
 		// shard once (a sweep), so that shards completed during the fan-out
 		// are marked even behind a shard still in flight.
-		c.settleQuietly(ctx, t.log, t.job.Name, sum.Nominal, true)
+		sctx, span := c.step(ctx, telemetry.SpanSettle)
+		c.settleQuietly(sctx, t.log, t.job.Name, sum.Nominal, true)
+		span.End()
 	}
 	if sum.Stopped == "" {
-		c.tendRecent(ctx, t, sum.Nominal)
-		c.catchUp(ctx, t, sum.Nominal)
+		// The job's earlier runs: resumed or settled under a span of
+		// their own.
+		sctx, span := c.step(ctx, telemetry.SpanSettle+".earlier")
+		c.tendRecent(sctx, t, sum.Nominal)
+		c.catchUp(sctx, t, sum.Nominal)
+		span.End()
 	}
 	return sum, nil
+}
+
+// tracedFanOut is fanOut under a span of its own.
+func (c *Coordinator) tracedFanOut(ctx context.Context, t *tickRun, run ledger.Run) (err error) {
+	ctx, span := c.step(ctx, telemetry.SpanFanOut)
+	defer func() {
+		if span.IsRecording() {
+			span.SetAttributes(telemetry.KeyEnqueue.Int(t.sum.Enqueued))
+		}
+		telemetry.End(span, t.sum.Stopped, err)
+	}()
+	return c.fanOut(ctx, t, run)
 }
 
 // tickRun is one Run call on its way through its steps.
@@ -318,6 +345,17 @@ func (c *Coordinator) skipPaused(ctx context.Context, t *tickRun) (bool, error) 
 // (OutcomeSkipped, with Pending when the tick itself still needs a
 // coordinator).
 func (c *Coordinator) acquire(ctx context.Context, t *tickRun) (acquired bool, err error) {
+	ctx, span := c.step(ctx, telemetry.SpanLease)
+	defer func() {
+		outcome := "acquired"
+		if !acquired {
+			outcome = string(t.sum.Outcome)
+		}
+		if span.IsRecording() && t.hold != nil {
+			span.SetAttributes(telemetry.KeyFence.Int64(t.hold.lease.Fence))
+		}
+		telemetry.End(span, outcome, err)
+	}()
 	j, sum, lim, start := t.job, t.sum, t.job.Limits, t.start
 	ttl := c.ttl(lim, start, t.tr.Deadline)
 	if ttl <= 0 {
@@ -354,10 +392,15 @@ func (c *Coordinator) acquire(ctx context.Context, t *tickRun) (acquired bool, e
 func (c *Coordinator) open(ctx context.Context, t *tickRun) (ledger.Run, ledger.OpenOutcome, error) {
 	sum := t.sum
 	openStart := c.now()
+	ctx, span := c.step(ctx, telemetry.SpanOpen)
 	run, outcome, err := c.Ledger.OpenRun(ctx, ledger.OpenRunParams{
 		Job: t.job.Name, Nominal: sum.Nominal, Fence: t.hold.lease.Fence, Force: t.tr.Force, Now: openStart,
 		Shards: openShards(t.job), Pages: t.job.RunTime(),
 	})
+	if span.IsRecording() && err == nil {
+		span.SetAttributes(telemetry.KeyRun.String(run.ID.String()))
+	}
+	telemetry.End(span, string(outcome), err)
 	if err != nil {
 		return run, outcome, fmt.Errorf("run %s %s: open: %w", t.job.Name, sum.Nominal.Format(time.RFC3339), err)
 	}
@@ -422,7 +465,9 @@ func (c *Coordinator) release(ctx context.Context, log *slog.Logger, h *holding)
 	start := c.now()
 	ctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), 5*time.Second)
 	defer cancel()
+	ctx, span := c.step(ctx, telemetry.SpanRelease)
 	err := c.Leases.Release(ctx, lease.ReleaseParams{Job: h.lease.Job, Owner: h.lease.Owner, Fence: h.lease.Fence})
+	telemetry.End(span, "", err)
 	if err != nil {
 		log.WarnContext(ctx, "lease release failed; it will expire", slog.String("phase", "release"),
 			slog.Time("expires", h.lease.ExpiresAt), slog.Any("error", err))

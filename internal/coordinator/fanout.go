@@ -11,6 +11,7 @@ import (
 	"github.com/batonhq/baton/internal/ledger"
 	"github.com/batonhq/baton/internal/message"
 	"github.com/batonhq/baton/internal/queue"
+	"github.com/batonhq/baton/internal/telemetry"
 )
 
 // sendParallel is the number of batches the fan-out keeps in flight: a
@@ -88,6 +89,7 @@ func (c *Coordinator) sendChunk(ctx context.Context, t *tickRun, id ledger.RunID
 			msgs = append(msgs, message.NewShard(ledger.ItemKey{Run: id, Asset: assets[i]}, fence, i, to).QueueMessage())
 			ends = append(ends, to)
 		}
+		telemetry.Stamp(ctx, msgs)
 		sent, sendErr = queue.SendAll(ctx, c.Queue, msgs, &queue.SendAllOptions{Parallel: sendParallel})
 		sum.ShardMessages += sent
 		if sent > 0 {
@@ -100,6 +102,7 @@ func (c *Coordinator) sendChunk(ctx context.Context, t *tickRun, id ledger.RunID
 			key := ledger.ItemKey{Run: id, Asset: a}
 			msgs = append(msgs, message.New(key, fence, false).QueueMessage())
 		}
+		telemetry.Stamp(ctx, msgs)
 		sent, sendErr = queue.SendAll(ctx, c.Queue, msgs, &queue.SendAllOptions{Parallel: sendParallel})
 		covered = sent
 		sum.Enqueued += sent

@@ -12,6 +12,7 @@ import (
 	"github.com/batonhq/baton/internal/ledger"
 	"github.com/batonhq/baton/internal/message"
 	"github.com/batonhq/baton/internal/queue"
+	"github.com/batonhq/baton/internal/telemetry"
 )
 
 // ErrItems matches the error of a fan-out stopped by the job's items
@@ -186,6 +187,7 @@ func (c *Coordinator) sendPages(ctx context.Context, t *tickRun, src *pageSource
 	var sent int
 	var sendErr error
 	if len(msgs) > 0 {
+		telemetry.Stamp(ctx, msgs)
 		sent, sendErr = queue.SendAll(ctx, c.sender(t), msgs, &queue.SendAllOptions{Parallel: sendParallel})
 		for i := range sent {
 			sum.Enqueued += covers[i]

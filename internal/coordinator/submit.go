@@ -125,6 +125,12 @@ type submitParams struct {
 // caller that finds the key's lease held waits for its holder (see
 // Submit).
 func (c *Coordinator) submitRun(ctx context.Context, p submitParams) (sum Summary, err error) {
+	kind := "submit"
+	if p.parent.Job != "" {
+		kind = "chain"
+	}
+	ctx, span := c.startInvocation(ctx, kind, p.job.Name)
+	defer func() { c.endInvocation(ctx, span, &sum, err) }()
 	start := c.now()
 	j := p.job
 	sum = Summary{Job: j.Name}
@@ -231,7 +237,7 @@ func (c *Coordinator) submitRun(ctx context.Context, p submitParams) (sum Summar
 		return sum, nil
 	}
 	t.log.InfoContext(ctx, "submission opened", slog.String("phase", "open"), slog.String("outcome", string(outcome)))
-	return sum, c.fanOutPages(ctx, t, run)
+	return sum, c.tracedFanOut(ctx, t, run)
 }
 
 // Contention wait defaults (Coordinator.ContentionWait): a submission

@@ -24,6 +24,7 @@ import (
 	"github.com/batonhq/baton/internal/poller"
 	"github.com/batonhq/baton/internal/queue"
 	"github.com/batonhq/baton/internal/schedule"
+	"github.com/batonhq/baton/internal/telemetry"
 )
 
 // Options tune an Engine.
@@ -44,6 +45,9 @@ type Options struct {
 	Owner      string // prefix of lease and item owners; empty means host/pid
 	Logger     *slog.Logger
 	NowFunc    func() time.Time
+	// Telemetry is the tracer and meter of the coordinator and the
+	// consumers; nil: the global OpenTelemetry providers.
+	Telemetry *telemetry.Telemetry
 }
 
 // Engine wires a backend to the core.
@@ -85,7 +89,7 @@ func New(b backend.Backend, o Options) (*Engine, error) {
 	}
 	e.Coordinator = &coordinator.Coordinator{
 		Leases: lease.Counting(b.Leases, o.Logger), Ledger: b.Ledger, Queue: router, Jobs: o.Catalog,
-		Owner: o.Owner + "/coordinator", NowFunc: o.NowFunc, Logger: o.Logger,
+		Owner: o.Owner + "/coordinator", NowFunc: o.NowFunc, Logger: o.Logger, Telemetry: o.Telemetry,
 	}
 	if len(e.pools) > 0 {
 		e.Coordinator.Classes = map[string]queue.Sender{}
@@ -98,7 +102,7 @@ func New(b backend.Backend, o Options) (*Engine, error) {
 			Ledger: b.Ledger, Queue: queue.ReceivedFrom(router, from), Jobs: o.Catalog, Effects: b.Effects, Runs: &consumer.RunCache{}, Pages: &consumer.PageCache{}, RateLimits: b.RateLimits,
 			ChainsFunc: e.Coordinator.StartChains,
 			Owner:      owner, NowFunc: o.NowFunc, Logger: o.Logger,
-			MaxReceives: b.MaxReceives, RetryDelay: o.retryDelay(),
+			MaxReceives: b.MaxReceives, RetryDelay: o.retryDelay(), Telemetry: o.Telemetry,
 		}
 		if b.DeadLetter != nil {
 			c.DeadLetter = b.DeadLetter

@@ -46,6 +46,7 @@ import (
 	"github.com/batonhq/baton/internal/ledger"
 	"github.com/batonhq/baton/internal/message"
 	"github.com/batonhq/baton/internal/queue"
+	"github.com/batonhq/baton/internal/telemetry"
 )
 
 // Params are the inputs of Check.
@@ -153,6 +154,9 @@ func Check(ctx context.Context, p Params) (Result, error) {
 		}
 	}
 	if len(ready) > 0 && p.Queue != nil {
+		// The derived items' messages carry the span of the item whose
+		// end made them ready (the consumer's origin).
+		telemetry.Stamp(ctx, ready)
 		if _, err := queue.SendAll(ctx, p.Queue, ready, nil); err != nil {
 			return res, fmt.Errorf("fan-in %s: enqueue %v: %w", p.Run, readyNames, err)
 		}

@@ -21,6 +21,7 @@ import (
 	"github.com/batonhq/baton/internal/lambdaevent"
 	"github.com/batonhq/baton/internal/lease"
 	"github.com/batonhq/baton/internal/ledger"
+	"github.com/batonhq/baton/internal/telemetry"
 )
 
 // Params are what the handlers work on.
@@ -47,6 +48,9 @@ type Params struct {
 	// Draining, when set and true, makes the handlers refuse new work
 	// (503) and readiness fail: the server is stopping.
 	Draining *atomic.Bool
+	// Telemetry is the OpenTelemetry tracer and meter of the coordinator
+	// and the consumers; nil: the global providers.
+	Telemetry *telemetry.Telemetry
 }
 
 func (p Params) logger() *slog.Logger {
@@ -205,7 +209,7 @@ func NewCoordinator(p Params) (http.Handler, error) {
 	}
 	return &coordinatorHandler{p: p, core: coordinator.Coordinator{
 		Leases: lease.Counting(b.Leases, p.logger()), Ledger: b.Ledger, Queue: router, Jobs: p.Catalog,
-		NowFunc: p.NowFunc, Logger: p.logger(),
+		NowFunc: p.NowFunc, Logger: p.logger(), Telemetry: p.Telemetry,
 	}}, nil
 }
 
@@ -235,6 +239,7 @@ func (c *coordinatorHandler) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	// with its deadline, resumable either way.
 	ctx, cancel := context.WithTimeout(context.WithoutCancel(r.Context()), c.p.timeout())
 	defer cancel()
+	ctx = telemetry.FromHeader(ctx, r.Header) // a caller's trace, joined
 	core := c.core
 	core.Owner = fmt.Sprintf("%s/coordinator/%s", c.p.owner(), requestID())
 	sum, err := core.Run(ctx, coordinator.Trigger{Job: tr.Job, At: tr.At, Force: tr.Force, Deadline: now.Add(c.p.timeout())})
@@ -283,9 +288,10 @@ func newConsumer(p Params, stop <-chan struct{}) *consumer.Consumer {
 	c := &consumer.Consumer{
 		Ledger: b.Ledger, Queue: b.Work, MaxReceives: b.MaxReceives, Jobs: p.Catalog, Effects: b.Effects,
 		Owner: p.owner() + "/push", NowFunc: p.NowFunc, Logger: p.Logger, Runs: &consumer.RunCache{}, Pages: &consumer.PageCache{}, RateLimits: b.RateLimits, Stop: stop,
+		Telemetry: p.Telemetry,
 	}
 	chains := &coordinator.Coordinator{Leases: b.Leases, Ledger: b.Ledger, Queue: b.Work, Jobs: p.Catalog,
-		Owner: p.owner() + "/chain", NowFunc: p.NowFunc, Logger: p.Logger}
+		Owner: p.owner() + "/chain", NowFunc: p.NowFunc, Logger: p.Logger, Telemetry: p.Telemetry}
 	c.ChainsFunc = chains.StartChains
 	if b.DeadLetter != nil {
 		c.DeadLetter = b.DeadLetter

@@ -19,6 +19,7 @@ import (
 	"github.com/batonhq/baton/internal/engine"
 	"github.com/batonhq/baton/internal/queue"
 	"github.com/batonhq/baton/internal/strictjson"
+	"github.com/batonhq/baton/internal/telemetry"
 )
 
 // PubSubMessagePublished is the CloudEvent type Eventarc gives a Pub/Sub
@@ -285,6 +286,8 @@ func (h *pushHandler) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	deadline := h.p.now().Add(h.p.timeout())
 	ctx, cancel := context.WithTimeout(context.WithoutCancel(r.Context()), h.p.timeout())
 	defer cancel()
+	// A traced caller's request and the item's span are one trace.
+	ctx = telemetry.FromHeader(ctx, r.Header)
 	c := *h.c // the settings; the owner is this request's
 	c.Owner = fmt.Sprintf("%s/push/%s", h.p.owner(), requestID())
 	var res consumer.Result

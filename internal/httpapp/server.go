@@ -81,7 +81,7 @@ func RunWorkers(ctx context.Context, p Params, w WorkerParams) error {
 	}
 	eng, err := engine.New(p.Backend, engine.Options{
 		Catalog: p.Catalog, Consumers: consumers, BatchSize: w.BatchSize, BatchTimeout: w.BatchTimeout,
-		RetryDelay: w.RetryDelay, Owner: p.owner(), Logger: p.Logger, NowFunc: p.NowFunc,
+		RetryDelay: w.RetryDelay, Owner: p.owner(), Logger: p.Logger, NowFunc: p.NowFunc, Telemetry: p.Telemetry,
 	})
 	if err != nil {
 		return err

@@ -9,6 +9,8 @@ import (
 
 	"github.com/aws/aws-sdk-go-v2/aws"
 	"github.com/aws/aws-sdk-go-v2/config"
+	"go.opentelemetry.io/otel/metric"
+	"go.opentelemetry.io/otel/trace"
 
 	"github.com/batonhq/baton"
 	"github.com/batonhq/baton/internal/awssqs"
@@ -16,6 +18,7 @@ import (
 	"github.com/batonhq/baton/internal/jsonlog"
 	"github.com/batonhq/baton/internal/lease"
 	"github.com/batonhq/baton/internal/queue"
+	"github.com/batonhq/baton/internal/telemetry"
 )
 
 // Env is the process environment a cold start reads: variables and the
@@ -24,6 +27,22 @@ type Env struct {
 	GetenvFunc func(string) string
 	Stdout     io.Writer // EMF metrics
 	Stderr     io.Writer // JSON logs
+	// LogHandler, when set, receives the log records in place of the
+	// JSON lines on Stderr.
+	LogHandler slog.Handler
+	// TracerProvider and MeterProvider are the OpenTelemetry providers
+	// the handlers record with; nil: the global ones.
+	TracerProvider trace.TracerProvider
+	MeterProvider  metric.MeterProvider
+}
+
+// logger is env's logger at level: the user's handler, else the JSON
+// lines on Stderr.
+func (env Env) logger(level slog.Level) *slog.Logger {
+	if env.LogHandler != nil {
+		return slog.New(env.LogHandler)
+	}
+	return NewLogger(env.Stderr, level)
 }
 
 // NewLogger returns the functions' JSON logger at level: Powertools-shaped
@@ -38,7 +57,7 @@ func NewLogger(w io.Writer, level slog.Level) *slog.Logger {
 // and effects on cfg.Table) and SQS (cfg.QueueURL, and cfg.DLQURL when
 // set), logging JSON to env.Stderr and metrics to env.Stdout.
 func ParamsOnAWS(cfg Config, c awsbackend.Clients, env Env, jobs *baton.Catalog) HandlerParams {
-	logger := NewLogger(env.Stderr, cfg.LogLevel)
+	logger := env.logger(cfg.LogLevel)
 	b := awsbackend.New(awsbackend.Params{
 		Clients: c, Table: cfg.Table, QueueURL: cfg.QueueURL, DLQURL: cfg.DLQURL, MaxReceives: cfg.MaxReceives,
 	})
@@ -58,6 +77,7 @@ func ParamsOnAWS(cfg Config, c awsbackend.Clients, env Env, jobs *baton.Catalog)
 		Metrics:     env.Stdout,
 		Service:     cfg.Service,
 		Namespace:   cfg.Namespace,
+		Telemetry:   telemetry.New(telemetry.Options{TracerProvider: env.TracerProvider, MeterProvider: env.MeterProvider, Engine: "aws"}),
 	}
 	if b.DeadLetter != nil {
 		p.DeadLetter = b.DeadLetter
@@ -98,7 +118,7 @@ func NewCoordinatorFromEnv(ctx context.Context, jobs *baton.Catalog, env Env) (*
 	if err != nil {
 		return nil, err
 	}
-	return NewCoordinatorHandler(ParamsOnAWS(cfg, awsbackend.NewClients(awsCfg, awsbackend.Endpoints{}), env, jobs))
+	return NewCoordinatorHandler(ParamsOnAWS(cfg, awsbackend.NewTracedClients(awsCfg, awsbackend.Endpoints{}, env.TracerProvider), env, jobs))
 }
 
 // NewConsumerFromEnv is the consumer function's cold start.
@@ -107,5 +127,5 @@ func NewConsumerFromEnv(ctx context.Context, jobs *baton.Catalog, env Env) (*Con
 	if err != nil {
 		return nil, err
 	}
-	return NewConsumerHandler(ParamsOnAWS(cfg, awsbackend.NewClients(awsCfg, awsbackend.Endpoints{}), env, jobs))
+	return NewConsumerHandler(ParamsOnAWS(cfg, awsbackend.NewTracedClients(awsCfg, awsbackend.Endpoints{}, env.TracerProvider), env, jobs))
 }

@@ -38,7 +38,7 @@ func NewConsumerHandler(p HandlerParams) (*ConsumerHandler, error) {
 		core: consumer.Consumer{
 			Ledger: p.Ledger, Queue: p.router(), MaxReceives: p.MaxReceives,
 			Jobs: p.Jobs, Effects: p.Effects, NowFunc: p.NowFunc, Runs: &consumer.RunCache{}, Pages: &consumer.PageCache{},
-			RateLimits: p.RateLimits,
+			RateLimits: p.RateLimits, Telemetry: p.Telemetry,
 		},
 		name: p.functionName(Consumer),
 		emf:  p.metrics(),
@@ -52,6 +52,7 @@ func NewConsumerHandler(p HandlerParams) (*ConsumerHandler, error) {
 // Handle processes one SQS batch and reports the messages to redeliver.
 // It fails no batch as a whole.
 func (h *ConsumerHandler) Handle(ctx context.Context, ev events.SQSEvent) (events.SQSEventResponse, error) {
+	ctx = xrayParent(ctx)
 	now := h.now()
 	inv := invocationOf(ctx, h.name, h.p, &h.cold, now)
 	inv.coldStartMetric(ctx, h.emf, now)
@@ -67,7 +68,7 @@ func (h *ConsumerHandler) Handle(ctx context.Context, ev events.SQSEvent) (event
 	c.Queue = queue.ReceivedFrom(c.Queue, h.source(ev))
 	// Chained runs start under fence 0: the consumer function holds no
 	// lease (and its role may not write LEASE# records).
-	chains := &coordinator.Coordinator{Ledger: h.p.Ledger, Queue: h.p.router(), Jobs: h.p.Jobs, Owner: inv.owner, NowFunc: h.p.NowFunc, Logger: log}
+	chains := &coordinator.Coordinator{Ledger: h.p.Ledger, Queue: h.p.router(), Jobs: h.p.Jobs, Owner: inv.owner, NowFunc: h.p.NowFunc, Logger: log, Telemetry: h.p.Telemetry}
 	c.ChainsFunc = chains.StartChains
 	res := c.Handle(ctx, inv.deadline, msgs)
 
@@ -120,6 +121,7 @@ func (h *ConsumerHandler) metrics(ctx context.Context, inv invocation, res consu
 		failed, deadLettered int
 		messages             int
 		tickToDone           []float64
+		limitWaits           map[string]int // by limit name, never by key
 	}
 	byJob := map[string]*tally{}
 	of := func(job string) *tally {
@@ -141,6 +143,12 @@ func (h *ConsumerHandler) metrics(ctx context.Context, inv invocation, res consu
 		t.status[it.Status]++
 		if it.Status == consumer.StatusSucceeded && it.TickToDone > 0 {
 			t.tickToDone = append(t.tickToDone, ms(it.TickToDone))
+		}
+		if it.Status == consumer.StatusLimited && it.Limit != "" {
+			if t.limitWaits == nil {
+				t.limitWaits = map[string]int{}
+			}
+			t.limitWaits[it.Limit]++
 		}
 	}
 	for _, f := range res.Failed {
@@ -185,6 +193,13 @@ func (h *ConsumerHandler) metrics(ctx context.Context, inv invocation, res consu
 				tickToDone = tickToDone[n:]
 			}
 			inv.emit(ctx, h.emf, now, job, map[string]any{"messages": t.messages}, record...)
+		}
+		// LimitWaits: messages given back by a busy key, one record per
+		// limit with its name as a dimension. A limit's names are the
+		// job's declared ones (bounded); its keys are data, of no bound,
+		// and never a dimension.
+		for _, limit := range slices.Sorted(maps.Keys(t.limitWaits)) {
+			inv.emitDims(ctx, h.emf, now, map[string]string{"Job": job, "Limit": limit}, nil, metric("LimitWaits", t.limitWaits[limit]))
 		}
 	}
 }

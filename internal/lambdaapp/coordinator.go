@@ -43,7 +43,7 @@ func NewCoordinatorHandler(p HandlerParams) (*CoordinatorHandler, error) {
 			// Every path to the coordinator (Lambda, baton invoke, replay
 			// event) records refused acquisitions for operators.
 			Leases: lease.Counting(p.Leases, p.logger()), Ledger: p.Ledger, Queue: p.router(), Jobs: p.Jobs, NowFunc: p.NowFunc,
-			Classes: p.JobQueues,
+			Classes: p.JobQueues, Telemetry: p.Telemetry,
 		},
 		name: p.functionName(Coordinator),
 		emf:  p.metrics(),
@@ -85,6 +85,7 @@ type Holder struct {
 
 // Handle runs one trigger. payload is the raw event (lambdaevent.DecodeTrigger).
 func (h *CoordinatorHandler) Handle(ctx context.Context, payload json.RawMessage) (CoordinatorResponse, error) {
+	ctx = xrayParent(ctx)
 	now := h.now()
 	inv := invocationOf(ctx, h.name, h.p, &h.cold, now)
 	inv.coldStartMetric(ctx, h.emf, now)

@@ -8,6 +8,7 @@ import (
 	"fmt"
 	"io"
 	"log/slog"
+	"maps"
 	"strings"
 	"sync/atomic"
 	"time"
@@ -22,6 +23,7 @@ import (
 	"github.com/batonhq/baton/internal/ledger"
 	"github.com/batonhq/baton/internal/queue"
 	"github.com/batonhq/baton/internal/ratelimit"
+	"github.com/batonhq/baton/internal/telemetry"
 )
 
 // HandlerParams are what a handler works on. Fields marked (coordinator)
@@ -70,6 +72,9 @@ type HandlerParams struct {
 	Logger    *slog.Logger // nil: discard
 	Metrics   io.Writer    // EMF lines; nil: none
 	NowFunc   func() time.Time
+	// Telemetry is the OpenTelemetry tracer and meter of the handlers;
+	// nil: the global providers.
+	Telemetry *telemetry.Telemetry
 }
 
 func (p HandlerParams) validate(f Function) error {
@@ -250,6 +255,11 @@ func (inv invocation) coldStartMetric(ctx context.Context, w *emf.Writer, at tim
 }
 
 func (inv invocation) emit(ctx context.Context, w *emf.Writer, at time.Time, job string, props map[string]any, metrics ...emf.Metric) {
+	inv.emitDims(ctx, w, at, map[string]string{"Job": job}, props, metrics...)
+}
+
+// emitDims is emit with the dimensions dims (and service).
+func (inv invocation) emitDims(ctx context.Context, w *emf.Writer, at time.Time, dims map[string]string, props map[string]any, metrics ...emf.Metric) {
 	if w == nil {
 		return
 	}
@@ -257,9 +267,11 @@ func (inv invocation) emit(ctx context.Context, w *emf.Writer, at time.Time, job
 		props = map[string]any{}
 	}
 	props = inv.properties(props)
+	dimensions := maps.Clone(dims)
+	dimensions["service"] = inv.service
 	err := w.Write(emf.Record{
 		Namespace:  inv.namespace,
-		Dimensions: map[string]string{"Job": job, "service": inv.service},
+		Dimensions: dimensions,
 		Metrics:    metrics,
 		Properties: props,
 		Time:       at,

@@ -176,6 +176,74 @@ type Item struct {
 	StartedAt  time.Time // latest claim
 	FinishedAt time.Time // time it became terminal
 	UpdatedAt  time.Time
+	// Wait is what the item's next attempt waits for, as the consumer
+	// noted it when it handed the item's message back delayed (see
+	// WaitNoter); the zero value when none was noted, and in records
+	// written before it was kept. Read it with NextAttempt.
+	Wait ItemWait
+}
+
+// ItemWait is a noted wait of an item (WaitNoter.NoteWait).
+type ItemWait struct {
+	// At is the earliest time of the next attempt: the message is hidden
+	// until then (it may come later, never sooner).
+	At time.Time
+	// Limit and Key name the rate limit (and its key, for a keyed one;
+	// at most baton.MaxLimitKey bytes) the item waits on: its message was
+	// given back without an attempt. Limit is "" for a retry delay after
+	// a failed attempt.
+	Limit, Key string
+	// Attempt is the item's Attempt when the wait was noted.
+	Attempt int
+}
+
+// NextAttempt returns the item's wait while it holds: the item is FAILED
+// (or, never claimed, was recorded FAILED at attempt 0 by NoteWait) at
+// the attempt the wait was noted at. A later claim, by any version,
+// raises Attempt, so a wait noted before it never shows again; a record
+// without one (older versions) shows none.
+func (it Item) NextAttempt() (ItemWait, bool) {
+	if it.State != ItemFailed || it.Wait.At.IsZero() || it.Wait.Attempt != it.Attempt {
+		return ItemWait{}, false
+	}
+	return it.Wait, true
+}
+
+// Unattempted reports whether the item was never claimed: a record that
+// NoteWait made for an item waiting on a limit (FAILED at attempt 0).
+// Operators' counts show it as PENDING, which it is.
+func (it Item) Unattempted() bool { return it.State == ItemFailed && it.Attempt == 0 }
+
+// NoteWaitParams are the inputs of WaitNoter.NoteWait.
+type NoteWaitParams struct {
+	Key ItemKey
+	// Wait is the wait to note: its At, and Limit and Key for a limit.
+	// Its Attempt is ignored (the stored one is the record's).
+	Wait ItemWait
+	// Attempt is the attempt the caller failed (a retry delay): the
+	// record must be FAILED at it. Ignored with Unclaimed.
+	Attempt int
+	// Unclaimed: the caller never claimed the item (it waits on a
+	// limit): any FAILED record takes the note, and an absent item is
+	// recorded FAILED at attempt 0 with it.
+	Unclaimed bool
+	Now       time.Time
+}
+
+// WaitNoter is an optional ability of a Store: noting on an item what
+// its next attempt waits for, for operators (status, the dashboard). It
+// decides nothing: a claim never reads it.
+type WaitNoter interface {
+	// NoteWait stores p.Wait (Attempt: the record's) on the item in one
+	// conditional write, when the item is FAILED at p.Attempt, or with
+	// p.Unclaimed FAILED at any attempt or absent. An absent item is
+	// created FAILED at Attempt 0 without an error: its first claim
+	// is attempt 1, as from no record. It returns the record after the
+	// write; ErrTerminal when the item is terminal, ErrConflict when it
+	// is RUNNING or at another attempt, ErrNotFound when absent (without
+	// Unclaimed), each with the record where there is one, nothing
+	// written.
+	NoteWait(ctx context.Context, p NoteWaitParams) (Item, error)
 }
 
 // OpenOutcome says what OpenRun did.

@@ -75,5 +75,9 @@ func Results(ctx context.Context, s Store, run RunID, stored bool) iter.Seq2[bat
 }
 
 func itemResult(name string, it Item) baton.ItemResult {
-	return baton.ItemResult{Item: name, State: string(it.State), Attempts: it.Attempt, Result: it.Result, Error: it.Error, FinishedAt: it.FinishedAt}
+	r := baton.ItemResult{Item: name, State: string(it.State), Attempts: it.Attempt, Result: it.Result, Error: it.Error, FinishedAt: it.FinishedAt}
+	if w, ok := it.NextAttempt(); ok {
+		r.NextAttempt, r.WaitLimit, r.WaitKey = w.At, w.Limit, w.Key
+	}
+	return r
 }

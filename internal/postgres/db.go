@@ -70,6 +70,7 @@ import (
 	"sync"
 	"time"
 
+	"github.com/jackc/pgx/v5"
 	"github.com/jackc/pgx/v5/pgxpool"
 )
 
@@ -93,6 +94,9 @@ type Options struct {
 	// error before it fails (SetRetryWindow): 0 means DefaultRetryWindow,
 	// a negative window none.
 	RetryWindow time.Duration
+	// Tracer, optional, is the connections' pgx tracer (the
+	// OpenTelemetry one, a round-trip counter).
+	Tracer pgx.QueryTracer
 }
 
 // New returns a DB on pool, which the caller keeps and closes after the
@@ -110,6 +114,9 @@ func Open(ctx context.Context, dsn string, o *Options) (*DB, error) {
 	}
 	if o != nil && o.MaxConns > 0 {
 		cfg.MaxConns = o.MaxConns
+	}
+	if o != nil && o.Tracer != nil {
+		cfg.ConnConfig.Tracer = o.Tracer
 	}
 	pool, err := pgxpool.NewWithConfig(ctx, cfg)
 	if err != nil {

@@ -476,12 +476,13 @@ type itemRow struct {
 	it                                                      ledger.Item
 	state                                                   string
 	leaseUntil, createdAt, startedAt, finishedAt, updatedAt int64
+	waitAt                                                  int64
 }
 
 // dest returns the scan destinations of ledgerItemColumns.
 func (r *itemRow) dest() []any {
 	return []any{&r.it.Key.Asset, &r.state, &r.it.Owner, &r.it.Attempt, &r.leaseUntil, &r.it.Fence, &r.it.Error, &r.it.Result,
-		&r.createdAt, &r.startedAt, &r.finishedAt, &r.updatedAt}
+		&r.createdAt, &r.startedAt, &r.finishedAt, &r.updatedAt, &r.waitAt, &r.it.Wait.Limit, &r.it.Wait.Key, &r.it.Wait.Attempt}
 }
 
 // item is the row as an item of run.
@@ -492,6 +493,7 @@ func (r *itemRow) item(run ledger.RunID) ledger.Item {
 	it.LeaseUntil = fromNanos(r.leaseUntil)
 	it.CreatedAt, it.StartedAt = fromNanos(r.createdAt), fromNanos(r.startedAt)
 	it.FinishedAt, it.UpdatedAt = fromNanos(r.finishedAt), fromNanos(r.updatedAt)
+	it.Wait.At = fromNanos(r.waitAt)
 	return it
 }
 
@@ -499,7 +501,7 @@ const ledgerRunColumns = `job, nominal, generation, state, cursor, total, fence,
 	opened_at, updated_at, finished_at, succeeded, dead, cancelled, digest`
 
 const ledgerItemColumns = `asset, state, owner, attempt, lease_until, fence, error, result,
-	created_at, started_at, finished_at, updated_at`
+	created_at, started_at, finished_at, updated_at, wait_at, wait_limit, wait_key, wait_attempt`
 
 // ledgerForceSQL is the forced open's upsert, without its RETURNING.
 const ledgerForceSQL = `
@@ -592,6 +594,18 @@ var (
 	ledgerRelease = named(`
 		UPDATE baton_items SET lease_until = @now, updated_at = @now
 		WHERE run = @run AND asset = @asset AND state = 'RUNNING' AND owner = @owner AND attempt = @attempt
+		RETURNING ` + ledgerItemColumns)
+
+	// absent (unclaimed only) → FAILED attempt 0 with the wait; FAILED
+	// (at @attempt unless unclaimed) → the wait noted at its attempt.
+	ledgerNoteWait = named(`
+		INSERT INTO baton_items AS i (run, asset, state, attempt, created_at, updated_at, wait_at, wait_limit, wait_key, wait_attempt)
+		SELECT @run, @asset, 'FAILED', 0, @now::bigint, @now::bigint, @wait_at::bigint, @wait_limit::text, @wait_key::text, 0
+		WHERE @unclaimed::boolean OR EXISTS (SELECT 1 FROM baton_items WHERE run = @run AND asset = @asset)
+		ON CONFLICT (run, asset) DO UPDATE SET
+			wait_at = excluded.wait_at, wait_limit = excluded.wait_limit, wait_key = excluded.wait_key,
+			wait_attempt = i.attempt, updated_at = excluded.updated_at
+		WHERE i.state = 'FAILED' AND (@unclaimed::boolean OR i.attempt = @attempt::integer)
 		RETURNING ` + ledgerItemColumns)
 
 	ledgerCancel = named(`

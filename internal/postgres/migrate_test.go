@@ -178,3 +178,48 @@ func TestMigrateContentionStreak(t *testing.T) {
 	require.NoError(t, err)
 	require.EqualValues(t, 1, l.Fence)
 }
+
+// A database at schema version 7 with a FAILED item migrates to the
+// current version (008_item_wait): the item reads with no wait and no
+// next attempt (the compatibility rule), keeps its error, and takes a
+// note afterwards.
+func TestMigrateItemWait(t *testing.T) {
+	t.Parallel()
+	db := openEmptyDB(t)
+	ms, err := Migrations()
+	require.NoError(t, err)
+	_, err = db.pool.Exec(t.Context(), `CREATE TABLE baton_schema_migrations (version INTEGER PRIMARY KEY, name TEXT NOT NULL, applied_at TIMESTAMPTZ NOT NULL)`)
+	require.NoError(t, err)
+	for _, m := range ms {
+		if m.Version > 7 {
+			break
+		}
+		_, err = db.pool.Exec(t.Context(), m.SQL)
+		require.NoError(t, err, m.Name)
+		_, err = db.pool.Exec(t.Context(), `INSERT INTO baton_schema_migrations VALUES ($1, $2, now())`, m.Version, m.Name)
+		require.NoError(t, err)
+	}
+	nominal := time.Date(2026, 11, 21, 12, 1, 0, 0, time.UTC)
+	key := ledger.ItemKey{Run: ledger.RunID{Job: "fx", Nominal: nominal, Generation: 1}, Asset: "EURUSD"}
+	_, err = db.pool.Exec(t.Context(), `INSERT INTO baton_items (run, asset, state, owner, attempt, error, created_at, updated_at)
+		VALUES ($1, 'EURUSD', 'FAILED', 'c1', 2, 'upstream 503', 1, 1)`, key.Run.String())
+	require.NoError(t, err)
+
+	applied, err := db.Migrate(t.Context())
+	require.NoError(t, err)
+	require.Equal(t, 8, applied[0])
+	s := NewLedgerStore(db)
+	it, err := s.GetItem(t.Context(), key)
+	require.NoError(t, err)
+	require.Equal(t, ledger.ItemWait{}, it.Wait)
+	_, ok := it.NextAttempt()
+	require.False(t, ok, "a record without a wait shows no next attempt")
+	require.Equal(t, "upstream 503", it.Error)
+
+	next := nominal.Add(time.Hour)
+	it, err = s.NoteWait(t.Context(), ledger.NoteWaitParams{Key: key, Wait: ledger.ItemWait{At: next}, Attempt: 2, Now: nominal.Add(time.Minute)})
+	require.NoError(t, err)
+	w, ok := it.NextAttempt()
+	require.True(t, ok)
+	require.True(t, next.Equal(w.At))
+}

@@ -39,8 +39,15 @@ func (s *RateLimitStore) Take(ctx context.Context, p ratelimit.TakeParams) (int,
 		ON CONFLICT (name, win, shard) DO UPDATE SET count = baton_rate_limits.count + 1 WHERE baton_rate_limits.count < $5
 		RETURNING count`, p.Name, p.Window, p.Shard, toNanos(p.Expires), p.Max).Scan(&n)
 	if errors.Is(err, pgx.ErrNoRows) {
-		if err := s.db.queryRow(ctx, nil, `SELECT count FROM baton_rate_limits WHERE name = $1 AND win = $2 AND shard = $3`,
-			p.Name, p.Window, p.Shard).Scan(&n); err != nil {
+		err := s.db.queryRow(ctx, nil, `SELECT count FROM baton_rate_limits WHERE name = $1 AND win = $2 AND shard = $3`,
+			p.Name, p.Window, p.Shard).Scan(&n)
+		if errors.Is(err, pgx.ErrNoRows) {
+			// The full window's row went between the two statements: a
+			// taker of a later window, or the pruner, removed it. The
+			// window is past; it was full when this take was refused.
+			n, err = p.Max, nil
+		}
+		if err != nil {
 			return 0, fmt.Errorf("%s: %w", subject, translate(err))
 		}
 		return n, fmt.Errorf("%s: %w", subject, ratelimit.ErrFull)

@@ -510,9 +510,10 @@ func scanLedgerItem(scan func(dest ...any) error, run ledger.RunID) (ledger.Item
 		it                                                      ledger.Item
 		state                                                   string
 		leaseUntil, createdAt, startedAt, finishedAt, updatedAt int64
+		waitAt                                                  int64
 	)
 	err := scan(&it.Key.Asset, &state, &it.Owner, &it.Attempt, &leaseUntil, &it.Fence, &it.Error, &it.Result,
-		&createdAt, &startedAt, &finishedAt, &updatedAt)
+		&createdAt, &startedAt, &finishedAt, &updatedAt, &waitAt, &it.Wait.Limit, &it.Wait.Key, &it.Wait.Attempt)
 	if err != nil {
 		return ledger.Item{}, err
 	}
@@ -521,6 +522,7 @@ func scanLedgerItem(scan func(dest ...any) error, run ledger.RunID) (ledger.Item
 	it.LeaseUntil = fromNanos(leaseUntil)
 	it.CreatedAt, it.StartedAt = fromNanos(createdAt), fromNanos(startedAt)
 	it.FinishedAt, it.UpdatedAt = fromNanos(finishedAt), fromNanos(updatedAt)
+	it.Wait.At = fromNanos(waitAt)
 	return it, nil
 }
 
@@ -541,6 +543,7 @@ const (
 	ledgerCancel
 	ledgerGetItem
 	ledgerExtend
+	ledgerNoteWait
 	numLedgerStmts
 )
 
@@ -548,7 +551,7 @@ const ledgerRunColumns = `job, nominal, generation, state, cursor, total, fence,
 	opened_at, updated_at, finished_at, succeeded, dead, cancelled, digest`
 
 const ledgerItemColumns = `asset, state, owner, attempt, lease_until, fence, error, result,
-	created_at, started_at, finished_at, updated_at`
+	created_at, started_at, finished_at, updated_at, wait_at, wait_limit, wait_key, wait_attempt`
 
 // ledgerClaimExhausted is Claim's condition for DEAD instead of another attempt.
 // SET expressions all read the row as it was before the statement.
@@ -646,5 +649,16 @@ var ledgerQueries = [numLedgerStmts]string{
 	ledgerExtend: `
 		UPDATE items SET lease_until = :lease_until, updated_at = :now
 		WHERE run = :run AND asset = :asset AND state = 'RUNNING' AND owner = :owner AND attempt = :attempt
+		RETURNING ` + ledgerItemColumns,
+
+	// absent (unclaimed only) → FAILED attempt 0 with the wait; FAILED
+	// (at :attempt unless unclaimed) → the wait noted at its attempt.
+	ledgerNoteWait: `
+		INSERT INTO items (run, asset, state, attempt, created_at, updated_at, wait_at, wait_limit, wait_key, wait_attempt)
+		SELECT :run, :asset, 'FAILED', 0, :now, :now, :wait_at, :wait_limit, :wait_key, 0
+		WHERE :unclaimed OR EXISTS (SELECT 1 FROM items WHERE run = :run AND asset = :asset)
+		ON CONFLICT (run, asset) DO UPDATE SET
+			wait_at = :wait_at, wait_limit = :wait_limit, wait_key = :wait_key, wait_attempt = attempt, updated_at = :now
+		WHERE state = 'FAILED' AND (:unclaimed OR attempt = :attempt)
 		RETURNING ` + ledgerItemColumns,
 }

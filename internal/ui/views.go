@@ -16,6 +16,7 @@ import (
 	"github.com/batonhq/baton"
 	"github.com/batonhq/baton/internal/lease"
 	"github.com/batonhq/baton/internal/ledger"
+	"github.com/batonhq/baton/internal/limitstatus"
 	"github.com/batonhq/baton/internal/queue"
 	"github.com/batonhq/baton/internal/schedule"
 	"github.com/batonhq/baton/internal/strictjson"
@@ -260,6 +261,34 @@ type jobView struct {
 	Pause     *lease.Pause
 	Subs      submissions
 	RunTime   bool
+	// Limits are the job's rate limits now (hottest keys, holders,
+	// waiters); Waiting the items of the runs shown that wait for their
+	// next attempt, soonest first.
+	Limits  []limitstatus.Limit
+	Waiting []waitingRow
+}
+
+// waitingRow is an item waiting for its next attempt.
+type waitingRow struct {
+	Key         ledger.ItemKey
+	Attempt     int
+	NextAttempt time.Time
+	WaitingOn   string // "retry delay", or the limit (and key, cut)
+	Error       string
+}
+
+// maxWaiting bounds the waiting items a job's page lists.
+const maxWaiting = 20
+
+// waitingOn says what an item's noted wait is for.
+func waitingOn(w ledger.ItemWait) string {
+	switch {
+	case w.Limit != "" && w.Key != "":
+		return "limit " + w.Limit + " key " + limitstatus.Cut(w.Key)
+	case w.Limit != "":
+		return "limit " + w.Limit
+	}
+	return "retry delay"
 }
 
 func (s *Server) lookupJob(w http.ResponseWriter, r *http.Request) (baton.Job, bool) {
@@ -336,17 +365,37 @@ func (s *Server) jobPage(w http.ResponseWriter, r *http.Request) {
 	}
 	live = live || v.Lease.State == "held"
 	v.Staleness = buildStaleness(j, runs, byRun, now)
+	var waiting []ledger.Item
+	for _, items := range byRun {
+		for _, it := range items {
+			if _, ok := it.NextAttempt(); ok {
+				waiting = append(waiting, it)
+			}
+		}
+	}
+	slices.SortFunc(waiting, func(a, b ledger.Item) int { return a.Wait.At.Compare(b.Wait.At) })
+	for _, it := range waiting[:min(len(waiting), maxWaiting)] {
+		v.Waiting = append(v.Waiting, waitingRow{Key: it.Key, Attempt: it.Attempt, NextAttempt: it.Wait.At, WaitingOn: waitingOn(it.Wait), Error: it.Error})
+	}
+	if len(j.RateLimits) > 0 {
+		v.Limits = limitstatus.Read(ctx, limitstatus.Params{Job: j, Store: s.o.Backend.RateLimits, Items: waiting, Now: now})
+	}
 	s.render(w, r, http.StatusOK, "job", page{Title: j.Name, Nav: "jobs", Live: live, Now: now, Body: v})
 }
 
 // countStates counts j's items per state; expected items without a
-// record are PENDING.
+// record, or never attempted (ledger.Item.Unattempted), are PENDING.
 func countStates(j baton.Job, items []ledger.Item) []stateCount {
 	n := map[string]int{}
+	attempted := 0
 	for _, it := range items {
+		if it.Unattempted() {
+			continue // waiting on a limit before its first attempt: PENDING
+		}
 		n[string(it.State)]++
+		attempted++
 	}
-	n[pendingState] = len(j.Assets) + len(j.Derived) - len(items)
+	n[pendingState] = len(j.Assets) + len(j.Derived) - attempted
 	out := make([]stateCount, len(itemStates))
 	for i, st := range itemStates {
 		out[i] = stateCount{st, max(n[st], 0)}
@@ -564,6 +613,10 @@ type itemRow struct {
 	Result ledger.ResultPreview
 	Replay *Action
 	Cancel *Action
+	// NextAttempt and WaitingOn: a waiting item's noted next attempt
+	// and what for (zero: none noted).
+	NextAttempt time.Time
+	WaitingOn   string
 }
 
 func (s *Server) runPage(w http.ResponseWriter, r *http.Request) {
@@ -628,6 +681,9 @@ func (s *Server) runPage(w http.ResponseWriter, r *http.Request) {
 		ir := itemRow{timelineRow: row}
 		if it, ok := byAsset[row.Asset]; ok && it.State == ledger.ItemSucceeded {
 			ir.Result = ledger.PreviewResult(it.Result)
+		}
+		if w, ok := byAsset[row.Asset].NextAttempt(); ok {
+			ir.NextAttempt, ir.WaitingOn = w.At, waitingOn(w)
 		}
 		if v.Current && window == nil {
 			terminal := ledger.ItemState(row.State).Terminal()

@@ -9,6 +9,7 @@ import (
 	"github.com/aws/aws-sdk-go-v2/config"
 	"github.com/aws/aws-sdk-go-v2/service/dynamodb"
 	"github.com/aws/aws-sdk-go-v2/service/sqs"
+	"go.opentelemetry.io/otel/trace"
 )
 
 // ErrNoRegion is returned by LoadConfig when the configuration chain names
@@ -55,15 +56,24 @@ const (
 )
 
 // NewClients returns the DynamoDB and SQS clients for cfg with e's
-// endpoints.
-func NewClients(cfg aws.Config, e Endpoints) Clients {
+// endpoints, their calls traced through the global OpenTelemetry
+// provider (NewTracedClients).
+func NewClients(cfg aws.Config, e Endpoints) Clients { return NewTracedClients(cfg, e, nil) }
+
+// NewTracedClients returns the DynamoDB and SQS clients for cfg with e's
+// endpoints, each call a span recorded by tp (nil: the global provider),
+// a child of the span in the call's context: see tracerProvider.
+func NewTracedClients(cfg aws.Config, e Endpoints, tp trace.TracerProvider) Clients {
+	traced := tracerProvider{tp: tp}
 	return Clients{
 		DynamoDB: dynamodb.NewFromConfig(cfg, func(o *dynamodb.Options) {
+			o.TracerProvider = traced
 			if e.DynamoDB != "" {
 				o.BaseEndpoint = aws.String(e.DynamoDB)
 			}
 		}),
 		SQS: sqs.NewFromConfig(cfg, func(o *sqs.Options) {
+			o.TracerProvider = traced
 			if e.SQS != "" {
 				o.BaseEndpoint = aws.String(e.SQS)
 			}

@@ -18,7 +18,10 @@ import (
 	"strings"
 	"time"
 
+	"github.com/exaring/otelpgx"
 	"github.com/jackc/pgx/v5/pgxpool"
+	"go.opentelemetry.io/otel"
+	"go.opentelemetry.io/otel/trace"
 
 	"github.com/batonhq/baton/internal/backend"
 	"github.com/batonhq/baton/internal/postgres"
@@ -80,6 +83,10 @@ type Params struct {
 	// connection (a server restarting or failing over) before it fails; 0
 	// means DefaultRetryWindow (a minute), a negative window none.
 	RetryWindow time.Duration
+	// TracerProvider records each statement as a span (pgx's tracer hook,
+	// through otelpgx), a child of the step that ran it; nil: the global
+	// provider. Not used with Pool, whose tracer is the caller's.
+	TracerProvider trace.TracerProvider
 }
 
 // Open connects to the database, checks that Setup brought it to this
@@ -104,7 +111,8 @@ func Open(ctx context.Context, p Params) (backend.Backend, error) {
 		if p.MaxConns == 0 && !strings.Contains(p.DSN, "pool_max_conns") {
 			p.MaxConns = DefaultMaxConns
 		}
-		if db, err = postgres.Open(ctx, p.DSN, &postgres.Options{MaxConns: p.MaxConns, RetryWindow: p.RetryWindow}); err != nil {
+		if db, err = postgres.Open(ctx, p.DSN, &postgres.Options{MaxConns: p.MaxConns, RetryWindow: p.RetryWindow,
+			Tracer: otelpgx.NewTracer(otelpgx.WithTracerProvider(tracerOr(p.TracerProvider)), otelpgx.WithDisableConnectionDetailsInAttributes())}); err != nil {
 			return backend.Backend{}, fmt.Errorf("postgres backend: %w", err)
 		}
 	}
@@ -215,4 +223,12 @@ func Redact(dsn string) string {
 	}
 	u.RawQuery = ""
 	return u.String()
+}
+
+// tracerOr is tp, or the global provider when tp is nil.
+func tracerOr(tp trace.TracerProvider) trace.TracerProvider {
+	if tp == nil {
+		return otel.GetTracerProvider()
+	}
+	return tp
 }

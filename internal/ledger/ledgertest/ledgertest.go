@@ -88,6 +88,7 @@ func Cases() []Case {
 		{"TerminalIsTerminal", TestTerminalIsTerminal},
 		{"GetItem", TestGetItem},
 		{"ListItems", TestListItems},
+		{"NoteWait", TestNoteWait},
 		{"Shards", TestShards},
 		{"ListItemRange", TestListItemRange},
 		{"MarkDone", TestMarkDone},

@@ -169,6 +169,10 @@ func (m *memStore) Cancel(_ context.Context, p ledger.CancelParams) (ledger.Item
 	return m.item(p.Key, func(cur *ledger.Item) (*ledger.Item, error) { return modelCancel(cur, p) })
 }
 
+func (m *memStore) NoteWait(_ context.Context, p ledger.NoteWaitParams) (ledger.Item, error) {
+	return m.item(p.Key, func(cur *ledger.Item) (*ledger.Item, error) { return modelNoteWait(cur, p) })
+}
+
 func (m *memStore) GetItem(_ context.Context, key ledger.ItemKey) (ledger.Item, error) {
 	m.mu.Lock()
 	defer m.mu.Unlock()

@@ -153,6 +153,29 @@ func modelCancel(cur *ledger.Item, p ledger.CancelParams) (*ledger.Item, error) 
 	return next, nil
 }
 
+// modelNoteWait is WaitNoter.NoteWait.
+func modelNoteWait(cur *ledger.Item, p ledger.NoteWaitParams) (*ledger.Item, error) {
+	w := p.Wait
+	if cur == nil {
+		if !p.Unclaimed {
+			return nil, ledger.ErrNotFound
+		}
+		w.Attempt = 0
+		return &ledger.Item{Key: p.Key, State: ledger.ItemFailed, CreatedAt: p.Now, UpdatedAt: p.Now, Wait: w}, nil
+	}
+	next := cloneItem(*cur)
+	switch {
+	case cur.State.Terminal():
+		return next, ledger.ErrTerminal
+	case cur.State != ledger.ItemFailed, !p.Unclaimed && cur.Attempt != p.Attempt:
+		return next, ledger.ErrConflict
+	}
+	w.Attempt = cur.Attempt
+	next.Wait = w
+	next.UpdatedAt = p.Now
+	return next, nil
+}
+
 func cloneItem(it ledger.Item) *ledger.Item {
 	it.Result = bytes.Clone(it.Result)
 	return &it
@@ -170,6 +193,7 @@ func itemView(it ledger.Item) ledger.Item {
 	it.StartedAt = utc(it.StartedAt)
 	it.FinishedAt = utc(it.FinishedAt)
 	it.UpdatedAt = utc(it.UpdatedAt)
+	it.Wait.At = utc(it.Wait.At)
 	if len(it.Result) == 0 {
 		it.Result = nil
 	} else {

@@ -46,6 +46,8 @@ func Cases() []Case {
 		{"ConcurrentHoldsOneWinner", TestConcurrentHoldsOneWinner},
 		{"KeyedRecordsAreSeparate", TestKeyedRecordsAreSeparate},
 		{"PruneRemovesIdleRecords", TestPruneRemovesIdleRecords},
+		{"ListUsageOfStarts", TestListUsageOfStarts},
+		{"ListUsageOfSlots", TestListUsageOfSlots},
 	}
 }
 
@@ -290,4 +292,94 @@ func TestPruneRemovesIdleRecords(t *testing.T, h Harness) {
 	require.Equal(t, 2, got, "a live counter is kept")
 	require.ErrorIs(t, s.Hold(ctx, ratelimit.SlotParams{Name: live, Slot: 0, Holder: "other", Until: now.Add(time.Minute), Now: now}), ratelimit.ErrFull, "a live slot is kept")
 	require.ErrorIs(t, s.Free(ctx, ratelimit.SlotParams{Name: idle, Slot: 0, Holder: "crashed"}), ratelimit.ErrNotHolder, "the run-out slot was removed")
+}
+
+func lister(t *testing.T, s ratelimit.Store) ratelimit.Lister {
+	t.Helper()
+	l, ok := s.(ratelimit.Lister)
+	require.True(t, ok, "%T must implement ratelimit.Lister: status shows every engine's limits", s)
+	return l
+}
+
+// TestListUsageOfStarts: a rate limit's usage now is each key's starts
+// in the window of Now, summed over its shards: not the previous
+// window's, not another limit's (one whose name extends this one's), and
+// every key's text comes back as it was given.
+func TestListUsageOfStarts(t *testing.T, h Harness) {
+	t.Parallel()
+	s := h.NewStore(t)
+	l := lister(t, s)
+	ctx, name := t.Context(), uniqueName()
+	lim := ratelimit.Limit{Name: name, Starts: 10, Per: time.Second, Shards: 2}
+	now := t0.Add(1500 * time.Millisecond)
+	w := lim.Window(now)
+	take := func(rec string, win int64, shard, n int) {
+		for range n {
+			_, err := s.Take(ctx, ratelimit.TakeParams{Name: rec, Window: win, Shard: shard, Max: 100, Expires: now.Add(time.Hour)})
+			require.NoError(t, err)
+		}
+	}
+	want := map[string]int{}
+	for i, k := range keys {
+		take(ratelimit.KeyedName(name, k), w, 0, i+1)
+		want[k] = i + 1
+	}
+	take(ratelimit.KeyedName(name, "a/b"), w, 1, 2) // another shard of the window
+	want["a/b"] += 2
+	take(ratelimit.KeyedName(name, "old"), w-1, 0, 3) // the previous window only
+	take(name, w, 0, 4)                               // the unkeyed record of the name
+	take(name, w, 1, 1)
+	take(ratelimit.KeyedName(name+"0", "a/b"), w, 0, 5) // another limit
+
+	got, err := l.ListUsage(ctx, ratelimit.ListParams{Limit: lim, Keyed: true, Now: now})
+	require.NoError(t, err)
+	have := map[string]int{}
+	for _, u := range got {
+		require.Empty(t, u.Holds)
+		have[u.Key] = u.Starts
+	}
+	require.Equal(t, want, have)
+
+	got, err = l.ListUsage(ctx, ratelimit.ListParams{Limit: lim, Now: now})
+	require.NoError(t, err)
+	require.Equal(t, []ratelimit.Usage{{Key: "", Starts: 5}}, got, "the unkeyed limit: its own records only")
+
+	got, err = l.ListUsage(ctx, ratelimit.ListParams{Limit: lim, Keyed: true, Now: now.Add(time.Second)})
+	require.NoError(t, err)
+	require.Empty(t, got, "no start in the next window yet")
+}
+
+// TestListUsageOfSlots: an in-flight limit's usage now is each key's
+// slots held past Now, with their holders: a freed slot, a run-out one
+// and another limit's are not listed.
+func TestListUsageOfSlots(t *testing.T, h Harness) {
+	t.Parallel()
+	s := h.NewStore(t)
+	l := lister(t, s)
+	ctx, name := t.Context(), uniqueName()
+	lim := ratelimit.Limit{Name: name, InFlight: 3}
+	hold := func(rec string, slot int, holder string, until time.Duration) {
+		require.NoError(t, s.Hold(ctx, ratelimit.SlotParams{Name: rec, Slot: slot, Holder: holder, Until: t0.Add(until), Now: t0}))
+	}
+	busy, freed := ratelimit.KeyedName(name, "tenant/a#1"), ratelimit.KeyedName(name, "日本語")
+	hold(busy, 0, "c1/item-a", time.Minute)
+	hold(busy, 2, "c2/item-b", 2*time.Minute)
+	hold(busy, 1, "c3/item-c", time.Second) // runs out before now
+	hold(freed, 0, "c4/item-d", time.Minute)
+	require.NoError(t, s.Free(ctx, ratelimit.SlotParams{Name: freed, Slot: 0, Holder: "c4/item-d"}))
+	hold(ratelimit.KeyedName(name+"0", "tenant/a#1"), 0, "c5/item-e", time.Minute) // another limit
+	hold(name, 1, "c6/item-f", time.Minute)                                        // the unkeyed record
+
+	now := t0.Add(10 * time.Second)
+	got, err := l.ListUsage(ctx, ratelimit.ListParams{Limit: lim, Keyed: true, Now: now})
+	require.NoError(t, err)
+	require.Len(t, got, 1, "one key holds live slots: %+v", got)
+	require.Equal(t, "tenant/a#1", got[0].Key)
+	require.Len(t, got[0].Holds, 2)
+	require.Equal(t, ratelimit.Hold{Slot: 0, Holder: "c1/item-a", Until: t0.Add(time.Minute)}, got[0].Holds[0])
+	require.Equal(t, ratelimit.Hold{Slot: 2, Holder: "c2/item-b", Until: t0.Add(2 * time.Minute)}, got[0].Holds[1])
+
+	got, err = l.ListUsage(ctx, ratelimit.ListParams{Limit: lim, Now: now})
+	require.NoError(t, err)
+	require.Equal(t, []ratelimit.Usage{{Holds: []ratelimit.Hold{{Slot: 1, Holder: "c6/item-f", Until: t0.Add(time.Minute)}}}}, got)
 }

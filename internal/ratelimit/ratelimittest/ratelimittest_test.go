@@ -3,6 +3,7 @@ package ratelimittest
 import (
 	"context"
 	"fmt"
+	"strings"
 	"sync"
 	"testing"
 	"time"
@@ -58,6 +59,67 @@ func (m *memStore) Take(_ context.Context, p ratelimit.TakeParams) (int, error) 
 	return m.n[k], nil
 }
 
+// ListUsage implements ratelimit.Lister over the maps.
+func (m *memStore) ListUsage(_ context.Context, p ratelimit.ListParams) ([]ratelimit.Usage, error) {
+	return m.listUsage(p, false, false), nil
+}
+
+// listUsage lists p's usage; loose takes any name the limit's starts
+// (another limit's too), stale lists run-out holds too.
+func (m *memStore) listUsage(p ratelimit.ListParams, loose, stale bool) []ratelimit.Usage {
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	g := ratelimit.NewUsages(p)
+	belongs := func(rec string) (string, bool) {
+		if loose && strings.HasPrefix(rec, p.Limit.Name) {
+			if _, k, ok := strings.Cut(rec, "#"); ok {
+				return ratelimit.KeyedName(p.Limit.Name, k), true
+			}
+			return p.Limit.Name, true
+		}
+		return rec, true
+	}
+	for k, n := range m.n {
+		rest, shard, _ := cutLast(k)
+		rec, win, _ := cutLast(rest)
+		_ = shard
+		if r, ok := belongs(rec); ok && win == fmt.Sprint(p.Limit.Window(p.Now)) {
+			g.AddStarts(r, n)
+		}
+	}
+	for k, sl := range m.slots {
+		rec, slot, _ := cutLast(k)
+		var i int
+		fmt.Sscan(slot, &i)
+		if r, ok := belongs(rec); ok && sl.holder != "" && (stale || sl.until.After(p.Now)) {
+			g.AddHold(r, ratelimit.Hold{Slot: i, Holder: sl.holder, Until: sl.until})
+		}
+	}
+	return g.List()
+}
+
+func cutLast(s string) (before, after string, ok bool) {
+	i := strings.LastIndex(s, "/")
+	if i < 0 {
+		return s, "", false
+	}
+	return s[:i], s[i+1:], true
+}
+
+// looseList lists other limits' records whose names start with the limit's.
+type looseList struct{ *memStore }
+
+func (s looseList) ListUsage(_ context.Context, p ratelimit.ListParams) ([]ratelimit.Usage, error) {
+	return s.listUsage(p, true, false), nil
+}
+
+// staleList lists run-out holds as live.
+type staleList struct{ *memStore }
+
+func (s staleList) ListUsage(_ context.Context, p ratelimit.ListParams) ([]ratelimit.Usage, error) {
+	return s.listUsage(p, false, true), nil
+}
+
 func TestRunMemStore(t *testing.T) {
 	Run(t, Harness{NewStore: func(*testing.T) ratelimit.Store { return newMemStore() }})
 }
@@ -72,6 +134,8 @@ func TestSuiteFindsBrokenStores(t *testing.T) {
 		"one slot":     {"SlotsAreSeparate"},
 		"racy slot":    {"ConcurrentHoldsOneWinner"},
 		"no renewal":   {"HoldAndFree"},
+		"loose list":   {"ListUsageOfStarts", "ListUsageOfSlots"},
+		"stale list":   {"ListUsageOfSlots"},
 	})
 }
 
@@ -86,6 +150,8 @@ func TestBrokenStore(t *testing.T) {
 		"one slot":     func() ratelimit.Store { return oneSlot{newMemStore()} },
 		"racy slot":    func() ratelimit.Store { return &racySlot{memStore: newMemStore()} },
 		"no renewal":   func() ratelimit.Store { return noRenewal{newMemStore()} },
+		"loose list":   func() ratelimit.Store { return looseList{newMemStore()} },
+		"stale list":   func() ratelimit.Store { return staleList{newMemStore()} },
 	}
 	Run(t, Harness{NewStore: func(*testing.T) ratelimit.Store { return stores[name]() }})
 }
