@@ -294,7 +294,9 @@ func NewHandler(catalog *baton.Catalog, o *Options) (http.Handler, error) {
 type ConsumerOptions struct {
 	// Consumers is the number of batches processed at once; 0 means 4.
 	Consumers int
-	// BatchSize is the most messages per batch; 0 means 10.
+	// BatchSize is the most messages per batch; 0 means 10. Up to 10, or
+	// up to 100 on PostgreSQL, whose batch of messages is received,
+	// claimed, completed and deleted a few statements per batch.
 	BatchSize int
 	// BatchTimeout is each batch's deadline; 0 means 30s.
 	BatchTimeout time.Duration

@@ -109,6 +109,14 @@ func (c *consumers) ended(at time.Time) {
 	c.doneOnce.Do(func() { close(c.done) })
 }
 
+// Succeeded returns how many items succeeded so far and when the last
+// one was reported (after its batch).
+func (c *consumers) Succeeded() (int, time.Time) {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	return c.succeeded, c.lastDone
+}
+
 // Stop stops the pollers; batches in flight finish.
 func (c *consumers) Stop() {
 	c.stopFunc()

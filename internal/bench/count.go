@@ -120,6 +120,45 @@ type CountedLedger struct {
 	Tally *Tally
 }
 
+// CountLedger returns s with its calls counted in tally: a
+// CountedBatchLedger when s claims, completes and reads items in batches
+// (ledger.BatchClaimer, ledger.BatchCompleter and ledger.RangesLister:
+// PostgreSQL), so that the abilities stay visible, else a CountedLedger.
+func CountLedger(s ledger.Store, tally *Tally) ledger.Store {
+	counted := CountedLedger{Store: s, Tally: tally}
+	bc, claims := s.(ledger.BatchClaimer)
+	bd, completes := s.(ledger.BatchCompleter)
+	rl, lists := s.(ledger.RangesLister)
+	if claims && completes && lists {
+		return CountedBatchLedger{CountedLedger: counted, claimer: bc, completer: bd, lister: rl}
+	}
+	return counted
+}
+
+// CountedBatchLedger is a CountedLedger with the batched abilities: one
+// call counted per batch.
+type CountedBatchLedger struct {
+	CountedLedger
+	claimer   ledger.BatchClaimer
+	completer ledger.BatchCompleter
+	lister    ledger.RangesLister
+}
+
+func (c CountedBatchLedger) ListItemRanges(ctx context.Context, run ledger.RunID, ranges []ledger.ItemRange) ([][]ledger.Item, error) {
+	c.Tally.add("ledger.ListItemRanges")
+	return c.lister.ListItemRanges(ctx, run, ranges)
+}
+
+func (c CountedBatchLedger) ClaimBatch(ctx context.Context, ps []ledger.ClaimParams) []ledger.Outcome {
+	c.Tally.add("ledger.ClaimBatch")
+	return c.claimer.ClaimBatch(ctx, ps)
+}
+
+func (c CountedBatchLedger) CompleteBatch(ctx context.Context, ps []ledger.CompleteParams) []ledger.Outcome {
+	c.Tally.add("ledger.CompleteBatch")
+	return c.completer.CompleteBatch(ctx, ps)
+}
+
 func (c CountedLedger) OpenRun(ctx context.Context, p ledger.OpenRunParams) (ledger.Run, ledger.OpenOutcome, error) {
 	c.Tally.add("ledger.OpenRun")
 	return c.Store.OpenRun(ctx, p)
@@ -251,6 +290,10 @@ func (c CountedQueue) DeleteBatch(ctx context.Context, handles []string) error {
 	}
 	return queue.DeleteAll(ctx, deleteOnly{c}, handles)
 }
+
+// MaxBatch is the queue's own batch limit (queue.BatchLimit), so that
+// a queue taking large batches is seen to.
+func (c CountedQueue) MaxBatchSize() int { return queue.BatchLimit(c.Queue) }
 
 // deleteOnly hides a CountedQueue's DeleteBatch, so that queue.DeleteAll
 // deletes one by one through the counted Delete.

@@ -51,9 +51,12 @@
 //  7. River (PostgreSQL only): 10,000 zero-work items end to end with
 //     idempotent completion on baton, on River (riverpgxv5) as shipped and
 //     on River tuned for throughput, on the same database, rounds
-//     alternated; round trips per item on each side; beside a bare INSERT
-//     … ON CONFLICT and a bare SKIP LOCKED dequeue (see river.go for the
-//     set-up of each side).
+//     alternated (baton in batches of 100, the queue's limit, River with
+//     as many workers as baton has items in flight); round trips per item
+//     on each side; beside a bare INSERT … ON CONFLICT and a bare SKIP
+//     LOCKED dequeue; and idle to done, enqueue → done of one item at a
+//     time on an idle system, p50 and p99, beside River (see river.go for
+//     the set-up of each side).
 //  8. Scale: whole ticks of zero-work runs, of two kinds of job: a
 //     catalog of N assets (the job's definition holds the N names, so
 //     both processes do), and a run-time list of N items (baton.Job.Items

@@ -134,7 +134,7 @@ func openPostgres(ctx context.Context, dsn string) (env *Env, err error) {
 	tally := &Tally{}
 	counted := plain
 	counted.Leases = CountLeases(plain.Leases, tally)
-	counted.Ledger = CountedLedger{Store: plain.Ledger, Tally: tally}
+	counted.Ledger = CountLedger(plain.Ledger, tally)
 	counted.Work = CountedQueue{Queue: plain.Work, Tally: tally}
 	counted.DeadLetter = CountedQueue{Queue: plain.DeadLetter, Tally: tally}
 	return &Env{

@@ -8,6 +8,7 @@ import (
 	"path/filepath"
 	"runtime/debug"
 	"strings"
+	"sync"
 	"sync/atomic"
 	"time"
 
@@ -17,6 +18,7 @@ import (
 	"github.com/riverqueue/river/rivermigrate"
 
 	"github.com/batonhq/baton"
+	"github.com/batonhq/baton/internal/backend"
 	"github.com/batonhq/baton/internal/engine"
 	"github.com/batonhq/baton/internal/queue"
 )
@@ -29,10 +31,14 @@ import (
 //     an idempotent completion;
 //   - baton: one coordinator invocation fans the items out (fenced lease,
 //     run record, batches of 10, 10 in flight); EndToEndConsumers pollers
-//     take batches of 10 and process each batch's items at once, so that
-//     EndToEndConsumers × 10 items are in flight; each item is vouched
-//     for, claimed and completed in the ledger, and its message deleted;
-//   - River: one client with MaxWorkers = EndToEndConsumers × 10 on the
+//     take batches as large as the queue takes (100 on PostgreSQL:
+//     queue.LargeBatches) and process each batch's items at once, so that
+//     EndToEndConsumers × 100 items are in flight; each item is vouched
+//     for, claimed and completed in the ledger (a batch's claims in one
+//     pipelined round trip, its completions in another:
+//     ledger.BatchClaimer, ledger.BatchCompleter), and its message
+//     deleted;
+//   - River: one client with MaxWorkers = EndToEndConsumers × 100 on the
 //     default queue, its default fetch settings (FetchCooldown 100 ms,
 //     FetchPollInterval 1 s, LISTEN/NOTIFY on) and its default batch
 //     completer; the items are inserted by one InsertMany call with
@@ -42,7 +48,11 @@ import (
 //   - references on the same server: a bare INSERT … ON CONFLICT … WHERE
 //     (the raw conditional write, ÷ 2 writes per item) and a bare SKIP
 //     LOCKED dequeue (DELETE … WHERE id IN (SELECT … FOR UPDATE SKIP
-//     LOCKED LIMIT 10), as many workers as baton's pollers).
+//     LOCKED LIMIT 100), as many workers as baton's pollers);
+//   - idle to done: one item at a time on an idle system, a one-item
+//     job's tick at a time on baton (from the coordinator's send to the
+//     consumer's batch reported), one job inserted at a time on River
+//     (from the insert to its JobCompleted event), alternated.
 //
 // Round trips are counted by a pgx tracer on each side's pool: every
 // statement, batch, prepare and copy sent, background work included.
@@ -94,6 +104,15 @@ func riverVersion() string {
 	return "(unknown version)"
 }
 
+// riverClient is one River client on a queue of its own, with its
+// JobCompleted events and its pool's round trips.
+type riverClient struct {
+	queue  string
+	client *river.Client[pgx.Tx]
+	events <-chan *river.Event
+	rt     *RoundTrips
+}
+
 // side is one measured round of one system.
 type side struct {
 	rate       float64 // items per second
@@ -110,7 +129,11 @@ func (r *Runner) river(ctx context.Context, t Target) error {
 	}
 	defer env.Close()
 	n, pollers := r.Config.EndToEndItems, r.Config.EndToEndConsumers
-	inFlight := pollers * queue.MaxBatch
+	// baton's batches are as large as the queue takes (100 on
+	// PostgreSQL), each batch's items in flight at once; River gets as
+	// many workers.
+	batch := queue.BatchLimit(env.Plain.Work)
+	inFlight := pollers * batch
 
 	// River on the same database: a pool of its own per client, counted
 	// alike.
@@ -146,12 +169,6 @@ func (r *Runner) river(ctx context.Context, t Target) error {
 	// Two clients, each on a queue of its own: River as it ships (its
 	// default fetch settings), and River tuned for throughput (the least
 	// FetchCooldown it allows), a harder reference.
-	type riverClient struct {
-		queue  string
-		client *river.Client[pgx.Tx]
-		events <-chan *river.Event
-		rt     *RoundTrips
-	}
 	newClient := func(queueName string, qc river.QueueConfig) (riverClient, error) {
 		driver, rt, err := newDriver()
 		if err != nil {
@@ -218,15 +235,15 @@ func (r *Runner) river(ctx context.Context, t Target) error {
 
 	batonRound := func(round int) (side, error) {
 		proc := &sleeper{}
-		j := syntheticJob(fmt.Sprintf("cmp%d", round), n, queue.MaxBatch, proc)
+		j := syntheticJob(fmt.Sprintf("cmp%d", round), n, batch, proc)
 		e, err := engine.New(env.Backend, engine.Options{
-			Catalog: baton.MustCatalog(j), Consumers: pollers, BatchSize: queue.MaxBatch,
+			Catalog: baton.MustCatalog(j), Consumers: pollers, BatchSize: batch,
 			BatchTimeout: time.Minute, Owner: "bench",
 		})
 		if err != nil {
 			return side{}, err
 		}
-		c := consume(ctx, e, pollers, queue.MaxBatch, n)
+		c := consume(ctx, e, pollers, batch, n)
 		defer c.Stop()
 		env.Calls.Reset()
 		before := env.RoundTrips.Load()
@@ -280,12 +297,22 @@ func (r *Runner) river(ctx context.Context, t Target) error {
 	if err != nil {
 		return fmt.Errorf("raw writes: %w", err)
 	}
-	dequeue, err := rawDequeueRate(ctx, env.Pool, n, pollers, queue.MaxBatch)
+	dequeue, err := rawDequeueRate(ctx, env.Pool, n, pollers, batch)
 	if err != nil {
 		return err
 	}
 	r.logf("  bare INSERT … ON CONFLICT, %d writers: %.0f/s; bare SKIP LOCKED dequeue, %d workers × %d: %.0f jobs/s",
-		inFlight, rawWrites.PerSecond(), pollers, queue.MaxBatch, dequeue)
+		inFlight, rawWrites.PerSecond(), pollers, batch, dequeue)
+
+	// Idle to done: one item at a time on an idle system, the three
+	// alternated.
+	lat, err := r.idleToDone(ctx, env, pollers, batch, []riverOne{
+		func(seq int) (time.Duration, error) { return riverSingle(ctx, shipped, seq) },
+		func(seq int) (time.Duration, error) { return riverSingle(ctx, tuned, seq) },
+	})
+	if err != nil {
+		return err
+	}
 
 	rates := func(ss []side) []float64 {
 		out := make([]float64, len(ss))
@@ -306,37 +333,165 @@ func (r *Runner) river(ctx context.Context, t Target) error {
 		riverVersion(), inFlight, river.FetchCooldownDefault, river.FetchPollIntervalDefault)
 	r.add(Row{
 		Scenario: "7 river", Backend: t.Name,
-		Figure: fmt.Sprintf("%s zero-work items end to end, idempotent completion, %d in flight (baton: %d pollers × %d), items/s",
-			number(float64(n)), inFlight, pollers, queue.MaxBatch),
+		Figure: fmt.Sprintf("%s zero-work items end to end, idempotent completion, %d in flight (baton: %d pollers × batches of %d), items/s",
+			number(float64(n)), inFlight, pollers, batch),
 		Value: bRate, Reference: rRate, Unit: Rate, Goal: RatioAtLeast(1),
 		RefText: setup + fmt.Sprintf("; median of %d alternated rounds each, same database", len(rivers)),
 		Note:    "baton with its fenced lease, run record and vouched messages",
 	}, Row{
 		Scenario: "7 river", Backend: t.Name,
 		Figure: "the same, against River tuned for throughput",
-		Value:  bRate, Reference: tRate, Unit: Rate,
+		Value:  bRate, Reference: tRate, Unit: Rate, Goal: RatioAtLeast(1),
 		RefText: fmt.Sprintf("River as above with FetchCooldown %s and FetchPollInterval %s (its minimums): its default cooldown caps a queue at MaxWorkers jobs per %s",
 			river.FetchCooldownMin, river.FetchPollIntervalMin, river.FetchCooldownDefault),
 	}, Row{
 		Scenario: "7 river", Backend: t.Name,
 		Figure: "round trips per item (statements, batches, prepares; background work included), baton",
-		Value:  median(trips(batons)), Reference: median(trips(rivers)), Unit: Count,
-		RefText: "River as shipped, same work, same count (it fetches and completes many jobs per statement; baton makes one conditional write per transition of an item)",
+		Value:  median(trips(batons)), Reference: median(trips(rivers)), Unit: Count, Goal: AtMost(0.25, Count),
+		RefText: fmt.Sprintf("River as shipped, same work, same count (it fetches and completes many jobs per statement; baton claims, and completes, a batch's items in one pipelined round trip each); River tuned %.3f",
+			median(trips(tunedRivers))),
 	}, Row{
 		Scenario: "7 river", Backend: t.Name,
 		Figure: "baton items/s, against the bare conditional write",
-		Value:  bRate, Reference: rawWrites.PerSecond() / writesPerItem, Unit: Rate,
+		Value:  bRate, Reference: rawWrites.PerSecond() / writesPerItem, Unit: Rate, Goal: RatioAtLeast(0.5),
 		RefText: fmt.Sprintf("bare INSERT … ON CONFLICT … WHERE/s ÷ %d writes per item, %d writers", writesPerItem, inFlight),
 	}, Row{
 		Scenario: "7 river", Backend: t.Name,
 		Figure: "baton items/s, against the bare queue",
 		Value:  bRate, Reference: dequeue, Unit: Rate,
-		RefText: fmt.Sprintf("bare SKIP LOCKED dequeue (take and delete, %d at a time), %d workers, jobs/s", queue.MaxBatch, pollers),
+		RefText: fmt.Sprintf("bare SKIP LOCKED dequeue (take and delete, %d at a time), %d workers, jobs/s", batch, pollers),
 	}, Row{
 		Scenario: "7 river", Backend: t.Name,
 		Figure: "River (tuned) items/s, against the bare queue",
 		Value:  tRate, Reference: dequeue, Unit: Rate,
 		RefText: "as above",
 	})
+	latText := fmt.Sprintf("River tuned, one job inserted at a time on the idle client, insert → its JobCompleted event, %d samples alternated with baton's (River as shipped: p50 %s, p99 %s)",
+		lat.samples, format(lat.river[0].Percentile(50), Duration), format(lat.river[0].Percentile(99), Duration))
+	r.add(Row{
+		Scenario: "7 river", Backend: t.Name,
+		Figure: "idle to done, one item at a time: enqueue → done p50 (the coordinator's send → the consumer's batch reported, LISTEN/NOTIFY wakes the idle pollers)",
+		Value:  lat.baton.Percentile(50), Reference: lat.river[1].Percentile(50), Unit: Duration,
+		RefText: latText,
+	}, Row{
+		Scenario: "7 river", Backend: t.Name,
+		Figure: "idle to done, one item at a time: enqueue → done p99",
+		Value:  lat.baton.Percentile(99), Reference: lat.river[1].Percentile(99), Unit: Duration,
+		RefText: "as above, p99",
+	})
 	return nil
 }
+
+// riverOne measures one job of a River client, enqueue to done; seq makes
+// its arguments unique.
+type riverOne func(seq int) (time.Duration, error)
+
+// riverSingle inserts one job into c's queue and returns the time from
+// the insert to its JobCompleted event.
+func riverSingle(ctx context.Context, c riverClient, seq int) (time.Duration, error) {
+	start := time.Now()
+	if _, err := c.client.Insert(ctx, riverArgs{Round: -1 - seq, Asset: "idle"}, &river.InsertOpts{Queue: c.queue}); err != nil {
+		return 0, fmt.Errorf("river insert: %w", err)
+	}
+	select {
+	case <-c.events:
+		return time.Since(start), nil
+	case <-ctx.Done():
+		return 0, fmt.Errorf("river: one job not completed: %w", ctx.Err())
+	}
+}
+
+// idleGap is the pause before each idle-to-done sample: long enough for
+// every poller to be back in its long poll.
+const idleGap = 20 * time.Millisecond
+
+// latencies are the idle-to-done samples of each system.
+type latencies struct {
+	samples int
+	baton   *Samples
+	river   []*Samples // one per riverOne
+}
+
+// idleToDone measures enqueue → done of one item at a time on an idle
+// system: baton (a one-item job, a tick at a time, its pollers idle in
+// their long poll; from the coordinator's send to the consumer's batch
+// reported) and each River function, alternated.
+func (r *Runner) idleToDone(ctx context.Context, env *Env, pollers, batch int, rivers []riverOne) (latencies, error) {
+	idleSamples := max(r.Config.IdleSamples, 1)
+	out := latencies{samples: idleSamples, baton: &Samples{}}
+	for range rivers {
+		out.river = append(out.river, &Samples{})
+	}
+	sends := &sendClock{}
+	b := env.Backend
+	b.Work = timedQueue{Queue: b.Work, clock: sends}
+	j := syntheticJob("idle", 1, batch, &sleeper{})
+	e, err := engine.New(b, engine.Options{Catalog: baton.MustCatalog(j), Consumers: pollers, BatchSize: batch, BatchTimeout: time.Minute, Owner: "bench-idle"})
+	if err != nil {
+		return out, err
+	}
+	c := consume(ctx, e, pollers, batch, idleSamples)
+	defer c.Stop()
+	base := time.Now().Truncate(time.Minute)
+	for i := range idleSamples {
+		time.Sleep(idleGap)
+		before, _ := c.Succeeded()
+		// Past ticks, one per sample: each a run of its own.
+		if _, err := e.Trigger(ctx, j.Name, base.Add(-time.Duration(idleSamples-i)*time.Minute), false); err != nil {
+			return out, fmt.Errorf("idle coordinator: %w", err)
+		}
+		for {
+			got, done := c.Succeeded()
+			if got > before {
+				out.baton.Add(done.Sub(sends.last()))
+				break
+			}
+			if err := ctx.Err(); err != nil {
+				return out, err
+			}
+			time.Sleep(100 * time.Microsecond)
+		}
+		for k, one := range rivers {
+			time.Sleep(idleGap)
+			d, err := one(i*len(rivers) + k) // unique arguments across the clients
+
+			if err != nil {
+				return out, err
+			}
+			out.river[k].Add(d)
+		}
+	}
+	r.logf("  idle to done: baton p50 %s p99 %s; River p50 %s p99 %s; River tuned p50 %s p99 %s",
+		format(out.baton.Percentile(50), Duration), format(out.baton.Percentile(99), Duration),
+		format(out.river[0].Percentile(50), Duration), format(out.river[0].Percentile(99), Duration),
+		format(out.river[len(rivers)-1].Percentile(50), Duration), format(out.river[len(rivers)-1].Percentile(99), Duration))
+	return out, nil
+}
+
+// sendClock keeps when the last send began.
+type sendClock struct {
+	mu sync.Mutex
+	at time.Time
+}
+
+func (s *sendClock) last() time.Time {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return s.at
+}
+
+// timedQueue records when each send begins.
+type timedQueue struct {
+	backend.Queue
+	clock *sendClock
+}
+
+func (q timedQueue) SendBatch(ctx context.Context, msgs []queue.Message) error {
+	q.clock.mu.Lock()
+	q.clock.at = time.Now()
+	q.clock.mu.Unlock()
+	return q.Queue.SendBatch(ctx, msgs)
+}
+
+// MaxBatch keeps the queue's batch limit visible.
+func (q timedQueue) MaxBatchSize() int { return queue.BatchLimit(q.Queue) }

@@ -27,6 +27,9 @@ type Config struct {
 	// each is kept).
 	FanOutItems  int
 	FanOutRounds int
+	// IdleSamples is the number of one-item samples of scenario 7's idle
+	// to done, per system.
+	IdleSamples int
 	// EndToEndItems and EndToEndConsumers size scenario 4.
 	EndToEndItems     int
 	EndToEndConsumers int
@@ -89,6 +92,7 @@ func FullConfig() Config {
 		FanOutRounds:       5,
 		EndToEndItems:      10_000,
 		EndToEndConsumers:  8,
+		IdleSamples:        60,
 		Latency:            1600 * time.Millisecond,
 		WideAssets:         1000,
 		WideLatency:        200 * time.Millisecond,
@@ -117,6 +121,7 @@ func SmokeConfig() Config {
 		FanOutRounds:       2,
 		EndToEndItems:      60,
 		EndToEndConsumers:  2,
+		IdleSamples:        3,
 		Latency:            20 * time.Millisecond,
 		WideAssets:         40,
 		WideLatency:        10 * time.Millisecond,

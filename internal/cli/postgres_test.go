@@ -150,7 +150,7 @@ func TestServeOnPostgres(t *testing.T) {
 	done := make(chan int, 1)
 	go func() {
 		done <- Main(ctx, fx.Catalog(nil), []string{"serve", "--backend", "postgres", "--dsn", dsn, "--addr", "127.0.0.1:0",
-			"--auth-secret", secret, "--consumers", "2", "--grace", "1s", "--json", "--log", "warn"}, &out, &errOut)
+			"--auth-secret", secret, "--consumers", "2", "--batch-size", "100", "--grace", "1s", "--json", "--log", "warn"}, &out, &errOut)
 	}()
 	var start serveReport
 	require.Eventually(t, func() bool {

@@ -14,6 +14,7 @@ import (
 
 	"github.com/batonhq/baton/internal/engine"
 	"github.com/batonhq/baton/internal/httpapp"
+	"github.com/batonhq/baton/internal/queue"
 )
 
 const serveSynopsis = `serve [--addr A] [--auth-…] [flags]
@@ -64,6 +65,10 @@ type serveFlags struct {
 	logLevel     string
 }
 
+// maxBatchSize is the largest --batch-size of any backend (PostgreSQL's;
+// the others take queue.MaxBatch).
+const maxBatchSize = 100
+
 func (f *serveFlags) register(fs *pflag.FlagSet) {
 	defAddr := "127.0.0.1:8080"
 	if port := os.Getenv("PORT"); port != "" {
@@ -80,7 +85,7 @@ func (f *serveFlags) register(fs *pflag.FlagSet) {
 	fs.StringVar(&f.auth.SecretHeader, "auth-secret-header", os.Getenv(envAuthSecretHeader), "header carrying the shared secret (default: Authorization: Bearer) ($"+envAuthSecretHeader+")")
 	fs.BoolVar(&f.auth.None, "auth-none", false, "verify no caller: the platform does (Cloud Run without unauthenticated access)")
 	fs.IntVar(&f.consumers, "consumers", 4, "pull consumers: batches processed at once")
-	fs.IntVar(&f.batchSize, "batch-size", 10, "most messages per pulled batch")
+	fs.IntVar(&f.batchSize, "batch-size", 10, "most messages per pulled batch: up to 10, or 100 on PostgreSQL (claimed and completed a statement per batch)")
 	fs.DurationVar(&f.batchTimeout, "batch-timeout", 30*time.Second, "deadline of each pulled batch")
 	fs.DurationVar(&f.timeout, "timeout", time.Minute, "deadline of each request's work (a fan-out, a pushed message)")
 	fs.DurationVar(&f.grace, "grace", httpapp.DefaultGrace, "on SIGTERM, how long work in flight may finish before it is given back")
@@ -126,8 +131,8 @@ func serve(ctx context.Context, e *env, f *serveFlags) error {
 	switch {
 	case f.consumers < 1:
 		return usagef("--consumers must be at least 1, got %d", f.consumers)
-	case f.batchSize < 1 || f.batchSize > 10:
-		return usagef("--batch-size must be within 1..10, got %d", f.batchSize)
+	case f.batchSize < 1 || f.batchSize > maxBatchSize:
+		return usagef("--batch-size must be within 1..%d, got %d", maxBatchSize, f.batchSize)
 	case f.grace <= 0 || f.timeout <= 0 || f.batchTimeout <= 0:
 		return usagef("--grace, --timeout and --batch-timeout must be positive")
 	case f.triggerSkew <= 0:
@@ -152,6 +157,9 @@ func serve(ctx context.Context, e *env, f *serveFlags) error {
 		return err
 	}
 	defer b.Close()
+	if most := queue.BatchLimit(b.Work); f.pull && f.batchSize > most {
+		return usagef("--batch-size %d: the %s backend takes at most %d messages per batch", f.batchSize, b.Name, most)
+	}
 	report := serveReport{Backend: b.Name, Store: f.common.where(), Auth: f.auth.Kind(), Pull: f.pull, Jobs: strings.Join(e.catalog.Names(), ",")}
 	if f.pull {
 		report.Consumers = f.consumers

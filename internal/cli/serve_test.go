@@ -126,6 +126,8 @@ func TestServeRefusals(t *testing.T) {
 		{[]string{"--addr", "127.0.0.1:0", "--auth-oidc-audience", "https://x"}, "OIDC needs an issuer"},
 		{[]string{"--addr", "127.0.0.1:0", "--auth-secret", "short"}, "shorter than 16 bytes"},
 		{[]string{"--consumers", "0"}, "--consumers must be at least 1"},
+		{[]string{"--batch-size", "101"}, "--batch-size must be within 1..100, got 101"},
+		{[]string{"--addr", "127.0.0.1:0", "--batch-size", "50"}, "--batch-size 50: the sqlite backend takes at most 10 messages per batch"},
 		{[]string{"--trigger-age", "-1m"}, "--trigger-age must not be negative"},
 		{[]string{"--backend", "oracle", "--addr", "127.0.0.1:0"}, `--backend: unknown engine "oracle" (engines: aws, postgres, sqlite;`},
 	} {

@@ -185,16 +185,34 @@ func (c *Consumer) Handle(ctx context.Context, deadline time.Time, msgs []queue.
 	verdicts := make([]verdict, len(ds))
 	ended := &endedItems{}
 	slots := make(chan struct{}, parallel) // a batch's bulk items run parallel at once, as its messages do
-	var g errgroup.Group                   // a message's failure is its verdict: none stops the others
+	// The messages a ledger that claims many items at once takes in
+	// waves (see batch.go); the others one by one.
+	var waved []int
+	bc, _ := c.Ledger.(ledger.BatchClaimer)
+	var g errgroup.Group // a message's failure is its verdict: none stops the others
 	g.SetLimit(parallel)
 	for i, d := range ds {
 		d.ended, d.slots = ended, slots
+		if bc != nil && batchable(d) {
+			waved = append(waved, i)
+			continue
+		}
 		g.Go(func() error {
 			verdicts[i] = c.handle(ctx, deadline, d)
 			return nil
 		})
 	}
 	_ = g.Wait()
+	for lo := 0; lo < len(waved); lo += parallel {
+		wave := waved[lo:min(len(waved), lo+parallel)]
+		wds := make([]*delivery, len(wave))
+		for k, i := range wave {
+			wds[k] = ds[i]
+		}
+		for k, v := range c.runWave(ctx, deadline, wds, bc) {
+			verdicts[wave[k]] = v
+		}
+	}
 	// Before any message is acknowledged: the batch's items that ended
 	// settle their shards, each shard once (see settle).
 	c.settleEnded(ctx, ended.take(), parallel)

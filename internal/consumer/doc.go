@@ -107,6 +107,25 @@
 //     recovered. Runs opened by earlier versions (no shard count) settle
 //     here only up to fanin.LegacySettleMax items.
 //
+// # Set-based transitions
+//
+// On a ledger that claims and completes many items per statement
+// (ledger.BatchClaimer and ledger.BatchCompleter: PostgreSQL), the plain
+// item messages of a batch (not a shard, not a derived item, not of a job
+// with rate limits: those take the steps above one message at a time,
+// their input check and limit waits before their claim) go in waves of
+// the batch's parallelism: each is gated as above (deadline, stop, vouch,
+// page, run budget), the wave's items that passed are claimed in one
+// call, every claim conditioned on its own item (an item refused, held
+// or terminal, is that message's verdict alone, as in step 5), their
+// processors run at once, and the items that succeeded are completed in
+// one call once every processor of the wave has returned; a processor
+// that returned waits for the others at most a third of its item's lease,
+// then its item is completed alone. Failures, cancellations and releases
+// are recorded one by one; fan-in, settling and the dead-letter policy
+// are as above. The settle reads the shards of a batch's items together
+// when the ledger reads several ranges at once (ledger.RangesLister).
+//
 // # Claim
 //
 // The task's Claim (baton.Claim) holds the item for the item's lease

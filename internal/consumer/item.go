@@ -9,6 +9,8 @@ import (
 	"maps"
 	"time"
 
+	"go.opentelemetry.io/otel/trace"
+
 	"github.com/batonhq/baton"
 	"github.com/batonhq/baton/internal/effect"
 	"github.com/batonhq/baton/internal/fanin"
@@ -113,37 +115,46 @@ func (c *Consumer) handle(ctx context.Context, deadline time.Time, d *delivery) 
 
 // handleMessage is handle's work.
 func (c *Consumer) handleMessage(ctx context.Context, deadline time.Time, d *delivery) verdict {
-	var v verdict
 	if d.err != nil {
-		v = verdict{outcome: MessageOutcome{MessageID: d.d.MessageID, Key: d.msg.Key, Asset: d.key.Asset, Status: StatusMalformed}, err: d.err}
+		v := verdict{outcome: MessageOutcome{MessageID: d.d.MessageID, Key: d.msg.Key, Asset: d.key.Asset, Status: StatusMalformed}, err: d.err}
 		c.logger().WarnContext(ctx, "message rejected", slog.String("phase", "decode"),
 			slog.String("message_id", d.d.MessageID), slog.Any("error", d.err))
 		if c.DeadLetter == nil {
 			return v
 		}
-	} else {
-		v = c.run(ctx, deadline, d)
-		exhausted := c.MaxReceives > 0 && d.d.ReceiveCount >= c.MaxReceives
-		// A message whose item did not run here through no fault of its
-		// own (held by a live claim, a busy key, inputs pending, not
-		// started before the deadline, given back at a stop) is sent
-		// again as a new message near its last receive, never left to be
-		// dead-lettered: one receive early, so that a batch killed at that
-		// receive still leaves the consumer the last one.
-		if v.err != nil && c.nearLastReceive(d.d) && notItsFault(v) {
-			if rv, ok := c.requeue(ctx, d, v); ok {
-				return rv
-			}
-		}
-		if v.outcome.Status == StatusReleased {
-			// Given back at a stop: the item is claimable, and only a
-			// redelivery can finish it.
-			return v
-		}
-		if v.err == nil || c.DeadLetter == nil || !(v.poison || exhausted) {
-			return v
+		return c.deadLetter(ctx, d, v)
+	}
+	return c.conclude(ctx, d, c.run(ctx, deadline, d))
+}
+
+// conclude applies the dead-letter policy to the verdict v of a decoded
+// message's run.
+func (c *Consumer) conclude(ctx context.Context, d *delivery, v verdict) verdict {
+	exhausted := c.MaxReceives > 0 && d.d.ReceiveCount >= c.MaxReceives
+	// A message whose item did not run here through no fault of its
+	// own (held by a live claim, a busy key, inputs pending, not
+	// started before the deadline, given back at a stop) is sent
+	// again as a new message near its last receive, never left to be
+	// dead-lettered: one receive early, so that a batch killed at that
+	// receive still leaves the consumer the last one.
+	if v.err != nil && c.nearLastReceive(d.d) && notItsFault(v) {
+		if rv, ok := c.requeue(ctx, d, v); ok {
+			return rv
 		}
 	}
+	if v.outcome.Status == StatusReleased {
+		// Given back at a stop: the item is claimable, and only a
+		// redelivery can finish it.
+		return v
+	}
+	if v.err == nil || c.DeadLetter == nil || !(v.poison || exhausted) {
+		return v
+	}
+	return c.deadLetter(ctx, d, v)
+}
+
+// deadLetter forwards d to the dead-letter queue with v's reason.
+func (c *Consumer) deadLetter(ctx context.Context, d *delivery, v verdict) verdict {
 	if err := c.forward(ctx, d.d, v.err); err != nil {
 		v.err = fmt.Errorf("%w (and forwarding to the dead-letter queue failed: %v)", v.err, err)
 		return v
@@ -208,15 +219,7 @@ func (c *Consumer) requeue(ctx context.Context, d *delivery, v verdict) (verdict
 // run acts on one decoded message: it gates, claims, processes and records
 // it, each step deciding whether the next one runs.
 func (c *Consumer) run(ctx context.Context, deadline time.Time, d *delivery) verdict {
-	m := &messageRun{
-		d:   d,
-		out: MessageOutcome{MessageID: d.d.MessageID, Key: d.msg.Key, Asset: d.key.Asset, Fence: d.msg.Fence},
-		log: c.logger().With(slog.String("key", d.msg.Key), slog.String("message_id", d.d.MessageID)),
-		now: c.now(),
-	}
-	if !deadline.IsZero() {
-		m.hardEnd = deadline.Add(-d.job.Limits.DeadlineMargin)
-	}
+	m := c.newRun(deadline, d)
 	if d.msg.IsShard() {
 		// Near its last receive a bulk shard is expanded rather than run
 		// in place: its earlier receives ended without a verdict (their
@@ -252,6 +255,20 @@ func (c *Consumer) run(ctx context.Context, deadline time.Time, d *delivery) ver
 	}
 	result, done, perr := c.process(ctx, m)
 	return c.record(ctx, m, result, done, perr)
+}
+
+// newRun starts d's way through run's steps, now.
+func (c *Consumer) newRun(deadline time.Time, d *delivery) *messageRun {
+	m := &messageRun{
+		d:   d,
+		out: MessageOutcome{MessageID: d.d.MessageID, Key: d.msg.Key, Asset: d.key.Asset, Fence: d.msg.Fence},
+		log: c.logger().With(slog.String("key", d.msg.Key), slog.String("message_id", d.d.MessageID)),
+		now: c.now(),
+	}
+	if !deadline.IsZero() {
+		m.hardEnd = deadline.Add(-d.job.Limits.DeadlineMargin)
+	}
+	return m
 }
 
 // messageRun is one message on its way through run's steps.
@@ -434,14 +451,26 @@ func (c *Consumer) gateDerived(ctx context.Context, m *messageRun, def baton.Der
 // live owner is held (redelivered later). ok is false when run stops here
 // with v; otherwise m.item is the claimed item.
 func (c *Consumer) claim(ctx context.Context, m *messageRun) (v verdict, ok bool) {
-	d, lim := m.d, m.d.job.Limits
 	sctx, span := c.stepSpan(ctx, telemetry.SpanClaim)
 	start := c.now()
-	item, err := c.Ledger.Claim(sctx, ledger.ClaimParams{
+	item, err := c.Ledger.Claim(sctx, c.claimParams(m))
+	c.claimed(ctx, m.d.job.Name, c.now().Sub(start))
+	endClaimSpan(span, item, err)
+	return c.claimOutcome(ctx, m, item, err)
+}
+
+// claimParams is the claim of m's item by this consumer, at m.now until
+// m.leaseUntil.
+func (c *Consumer) claimParams(m *messageRun) ledger.ClaimParams {
+	d, lim := m.d, m.d.job.Limits
+	return ledger.ClaimParams{
 		Key: d.key, Owner: c.Owner, LeaseUntil: m.leaseUntil, Fence: d.msg.Fence,
 		MaxAttempts: lim.MaxAttempts, Skew: lim.ClockSkew, Now: m.now,
-	})
-	c.claimed(ctx, d.job.Name, c.now().Sub(start))
+	}
+}
+
+// endClaimSpan ends the span of a claim with its outcome (item, err).
+func endClaimSpan(span trace.Span, item ledger.Item, err error) {
 	if span.IsRecording() && item.Attempt > 0 {
 		span.SetAttributes(telemetry.KeyAttempt.Int(item.Attempt))
 	}
@@ -455,6 +484,11 @@ func (c *Consumer) claim(ctx context.Context, m *messageRun) (v verdict, ok bool
 	default:
 		telemetry.End(span, "claimed", nil)
 	}
+}
+
+// claimOutcome reads the outcome of m's claim (item, err); see claim.
+func (c *Consumer) claimOutcome(ctx context.Context, m *messageRun, item ledger.Item, err error) (v verdict, ok bool) {
+	d := m.d
 	m.item, m.out.Attempt = item, item.Attempt
 	switch {
 	case errors.Is(err, ledger.ErrTerminal):
@@ -586,10 +620,22 @@ func (c *Consumer) release(ctx context.Context, m *messageRun, perr error, done 
 
 // recordSuccess completes the item with result; see record.
 func (c *Consumer) recordSuccess(ctx context.Context, m *messageRun, result []byte, done time.Time) verdict {
+	p := c.completeParams(m, result, done)
+	_, err := c.Ledger.Complete(ctx, p)
+	return c.completed(ctx, m, done, err)
+}
+
+// completeParams is the completion of m's claimed item with result at
+// done.
+func (c *Consumer) completeParams(m *messageRun, result []byte, done time.Time) ledger.CompleteParams {
+	return ledger.CompleteParams{Key: m.d.key, Owner: c.Owner, Attempt: m.item.Attempt, Result: result, Now: done}
+}
+
+// completed reads the outcome err of m's completion at done; see
+// recordSuccess.
+func (c *Consumer) completed(ctx context.Context, m *messageRun, done time.Time, err error) verdict {
 	d, attempt := m.d, m.item.Attempt
-	if _, err := c.Ledger.Complete(ctx, ledger.CompleteParams{
-		Key: d.key, Owner: c.Owner, Attempt: attempt, Result: result, Now: done,
-	}); err != nil {
+	if err != nil {
 		m.log.WarnContext(ctx, "completion rejected", slog.String("phase", "complete"),
 			slog.Int("attempt", attempt), slog.Any("error", err))
 		return m.fail(StatusFailed, fmt.Errorf("complete %s attempt %d: %w", d.key, attempt, err))

@@ -1,6 +1,8 @@
 package consumer_test
 
 import (
+	"os"
+	"os/exec"
 	"path/filepath"
 	"testing"
 	"time"
@@ -23,11 +25,35 @@ func openDB(t *testing.T) *sqlite.DB {
 	return db
 }
 
+// batchLedgerEnv, when set, makes newStores's ledger one with the
+// batched abilities (batchLedger, as PostgreSQL's), so that every test
+// runs the consumer's set-based path (TestSuiteOnABatchLedger).
+const batchLedgerEnv = "BATON_CONSUMER_TEST_BATCH_LEDGER"
+
 // newStores returns the embedded stores on a fresh database file.
 func newStores(t *testing.T) (ledger.Store, effect.Store) {
 	t.Helper()
 	db := openDB(t)
-	return sqlite.NewLedgerStore(db), sqlite.NewEffectStore(db)
+	var led ledger.Store = sqlite.NewLedgerStore(db)
+	if os.Getenv(batchLedgerEnv) != "" {
+		led = &batchLedger{Store: led}
+	}
+	return led, sqlite.NewEffectStore(db)
+}
+
+// Every test of the package again, on a ledger that claims and completes
+// in batches: the waves (claims together, completions together) keep
+// every behaviour the one-by-one path has (held, duplicates, failures,
+// dead letters, requeues, stops, cancellations, heartbeats, settling).
+func TestSuiteOnABatchLedger(t *testing.T) {
+	if os.Getenv(batchLedgerEnv) != "" {
+		t.Skip("the run on a batch ledger itself")
+	}
+	t.Parallel()
+	cmd := exec.CommandContext(t.Context(), os.Args[0], "-test.run", "^Test", "-test.skip", "^TestSuiteOnABatchLedger$", "-test.count=1")
+	cmd.Env = append(os.Environ(), batchLedgerEnv+"=1")
+	out, err := cmd.CombinedOutput()
+	require.NoError(t, err, "%s", out)
 }
 
 // readBar reads fx's bar of asset for the tick's minute from effects.

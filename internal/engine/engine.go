@@ -33,7 +33,9 @@ type Options struct {
 	// Consumers is the number of batches processed at once (the event
 	// source's maximum concurrency); 0 means 4.
 	Consumers int
-	// BatchSize is the most messages per batch; 0 means 10.
+	// BatchSize is the most messages per batch; 0 means 10. Up to 10, or
+	// up to 100 on PostgreSQL, whose batch of messages is received,
+	// claimed, completed and deleted a few statements per batch.
 	BatchSize int
 	// BatchTimeout is each batch's deadline (Lambda's timeout); 0 means 30s.
 	BatchTimeout time.Duration

@@ -218,9 +218,11 @@ func SettleShard(ctx context.Context, p ShardParams) (ledger.Run, error) {
 		}
 	}
 	slices.Sort(shards)
+	probe := shardProbe{ended: ended}
+	store := l.prefetch(ctx, p.Ledger, run, shards, probe)
 	for _, s := range shards {
 		var err error
-		if run, _, err = l.settleShard(ctx, p.Ledger, run, s, nil, shardProbe{ended: ended}, p.Now); err != nil || run.State.Finished() {
+		if run, _, err = l.settleShard(ctx, store, run, s, nil, probe, p.Now); err != nil || run.State.Finished() {
 			return run, err
 		}
 	}

@@ -515,3 +515,65 @@ func TestSettleOfARunReadFanningOutReadsItOncePerCompleteShard(t *testing.T) {
 	require.NoError(t, err)
 	require.Len(t, marks, 1, "once fanned out, the last item's shard is marked (the coordinator's sweep after the fan-out marks the others)")
 }
+
+// rangesLedger is a crashing ledger that reads several ranges at once
+// (ledger.RangesLister, as PostgreSQL's in one round trip): it counts
+// those calls.
+type rangesLedger struct {
+	*crashing
+	calls  int
+	ranges []int // the ranges of each call
+}
+
+func (r *rangesLedger) ListItemRanges(ctx context.Context, run ledger.RunID, rs []ledger.ItemRange) ([][]ledger.Item, error) {
+	out := make([][]ledger.Item, len(rs))
+	for i, x := range rs {
+		items, err := r.Store.ListItemRange(ctx, run, x.First, x.Last) // not counted as a single read
+		if err != nil {
+			return nil, err
+		}
+		out[i] = items
+	}
+	r.mu.Lock()
+	r.calls++
+	r.ranges = append(r.ranges, len(rs))
+	r.mu.Unlock()
+	return out, nil
+}
+
+// On a store that reads several ranges at once, the settle of a batch's
+// items that ended in several shards reads their probes in one call and
+// the shards whose probe ended in another, whatever the number of
+// shards; the shards complete are marked, the one in flight is not, and
+// the run finishes at its last item as ever.
+func TestSettleReadsTheShardsOfABatchTogether(t *testing.T) {
+	t.Parallel()
+	b := setupBig(t, 300, nil)
+	rl := &rangesLedger{crashing: b.l}
+	names := slices.Sorted(slices.Values(b.job.ItemNames()))
+	const size = 64                // fanin.Shards(300) = 5 shards of 64
+	ended := names[:3*size+size/2] // shards 0, 1 and 2 whole, half of shard 3
+	for _, a := range ended {
+		b.end(t, a, false)
+	}
+	run, err := fanin.SettleShard(t.Context(), fanin.ShardParams{Ledger: rl, Def: b.job, Run: b.run,
+		Item: ended[0], Items: ended[1:], Now: b.now})
+	require.NoError(t, err)
+	require.Equal(t, ledger.RunFannedOut, run.State)
+	require.Equal(t, 2, rl.calls, "one read of the probes, one of the shards whose probe ended")
+	require.Equal(t, []int{1, 3}, rl.ranges, "shard 3's probe; shards 0, 1 and 2 (their last item ended: no probe)")
+	require.Zero(t, b.l.ranges, "no range read alone")
+	marks, err := b.l.ListMarks(t.Context(), b.run.ID, 0, 0)
+	require.NoError(t, err)
+	require.Len(t, marks, 3, "shards 0, 1 and 2 marked")
+
+	rest := names[len(ended):]
+	for _, a := range rest {
+		b.end(t, a, false)
+	}
+	run, err = fanin.SettleShard(t.Context(), fanin.ShardParams{Ledger: rl, Def: b.job, Run: b.run,
+		Item: rest[0], Items: rest[1:], Now: b.now})
+	require.NoError(t, err)
+	require.Equal(t, ledger.RunComplete, run.State)
+	require.Equal(t, 300, run.Succeeded)
+}

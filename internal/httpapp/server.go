@@ -32,7 +32,9 @@ const DefaultGrace = 8 * time.Second
 type WorkerParams struct {
 	// Consumers is the number of batches in flight at once; 0 means 4.
 	Consumers int
-	// BatchSize is the most messages per batch; 0 means 10.
+	// BatchSize is the most messages per batch; 0 means 10. Up to 10, or
+	// up to 100 on PostgreSQL, whose batch of messages is received,
+	// claimed, completed and deleted a few statements per batch.
 	BatchSize int
 	// BatchTimeout is each batch's deadline; 0 means 30s.
 	BatchTimeout time.Duration

@@ -29,7 +29,9 @@ type HandlerFunc func(ctx context.Context, deadline time.Time, msgs []queue.Deli
 type Poller struct {
 	Receiver   queue.Receiver
 	HandleFunc HandlerFunc
-	// BatchSize is the most messages per batch (1..queue.MaxBatch); 0 means 10.
+	// BatchSize is the most messages per batch: 1..queue.MaxBatch, or up
+	// to the Receiver's own limit when it takes more
+	// (queue.LargeBatches: 100 on PostgreSQL); 0 means 10.
 	BatchSize int
 	// Visibility hides received messages this long; it must exceed Timeout.
 	// 0 means 6 × Timeout (the ratio AWS recommends for event sources).
@@ -64,9 +66,10 @@ func (p *Poller) logger() *slog.Logger {
 
 func (p *Poller) settings() (batch int, timeout, visibility, wait time.Duration) {
 	batch, timeout, wait = p.BatchSize, p.Timeout, p.Wait
-	if batch <= 0 || batch > queue.MaxBatch {
+	if batch <= 0 {
 		batch = queue.MaxBatch
 	}
+	batch = min(batch, queue.BatchLimit(p.Receiver))
 	if timeout <= 0 {
 		timeout = 30 * time.Second
 	}
@@ -160,8 +163,9 @@ func (p *Poller) Poll(ctx context.Context) (int, error) {
 // duplicate.
 func (p *Poller) delete(ctx context.Context, msgs []queue.Delivery) []error {
 	var errs []error
-	for lo := 0; lo < len(msgs); lo += queue.MaxBatch {
-		chunk := msgs[lo:min(len(msgs), lo+queue.MaxBatch)]
+	most := queue.BatchLimit(p.Receiver)
+	for lo := 0; lo < len(msgs); lo += most {
+		chunk := msgs[lo:min(len(msgs), lo+most)]
 		handles := make([]string, len(chunk))
 		ids := make(map[string]string, len(chunk)) // message id by handle
 		for i, m := range chunk {

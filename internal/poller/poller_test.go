@@ -234,3 +234,42 @@ func TestRunFinishesTheReceiveInFlight(t *testing.T) {
 	require.Equal(t, []string{"m0", "m1"}, handled)
 	require.Equal(t, []string{"r0", "r1"}, q.deleted)
 }
+
+// largeQueue is a batchQueue whose receives and batch deletes take up to
+// most messages (queue.LargeBatches, as PostgreSQL's).
+type largeQueue struct {
+	*batchQueue
+	most int
+}
+
+func (q *largeQueue) MaxBatchSize() int { return q.most }
+
+// A receiver that takes large batches gets batches of BatchSize beyond
+// queue.MaxBatch, up to its own limit, deleted in one call; any other
+// receiver still gets at most queue.MaxBatch.
+func TestPollLargeBatches(t *testing.T) {
+	t.Parallel()
+	q := &largeQueue{batchQueue: &batchQueue{fakeQueue: newFake(250)}, most: 100}
+	var sizes []int
+	p := &Poller{Receiver: q, BatchSize: 150, HandleFunc: func(_ context.Context, _ time.Time, msgs []queue.Delivery) []string {
+		sizes = append(sizes, len(msgs))
+		return nil
+	}}
+	n, err := p.Poll(t.Context())
+	require.NoError(t, err)
+	require.Equal(t, 100, n, "BatchSize above the receiver's limit: its limit")
+	require.Len(t, q.batches, 1, "one delete call for the batch")
+	require.Len(t, q.batches[0], 100)
+
+	p.BatchSize = 40
+	n, err = p.Poll(t.Context())
+	require.NoError(t, err)
+	require.Equal(t, 40, n)
+
+	small := &batchQueue{fakeQueue: newFake(50)}
+	p.Receiver = small
+	n, err = p.Poll(t.Context())
+	require.NoError(t, err)
+	require.Equal(t, queue.MaxBatch, n, "a receiver without large batches: at most queue.MaxBatch")
+	require.Equal(t, []int{100, 40, queue.MaxBatch}, sizes)
+}

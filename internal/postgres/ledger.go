@@ -229,40 +229,54 @@ func (s *LedgerStore) ListRuns(ctx context.Context, p ledger.ListRunsParams) ([]
 
 // Claim implements ledger.Store.
 func (s *LedgerStore) Claim(ctx context.Context, p ledger.ClaimParams) (ledger.Item, error) {
+	w := claimWrite(p)
+	it, err := s.itemWrite(ctx, w.key, w.stmt, w.args, w.mine, w.refusal)
+	return w.finish(it, err)
+}
+
+// claimWrite is Claim's statement, with how a refusal and a re-run are
+// read.
+func claimWrite(p ledger.ClaimParams) itemWriteSpec {
 	args := itemArgs(p.Key, pgx.NamedArgs{
 		"owner": p.Owner, "lease_until": toNanos(p.LeaseUntil), "fence": p.Fence,
 		"max_attempts": p.MaxAttempts, "skew": int64(p.Skew), "now": toNanos(p.Now),
 	})
-	// A claim re-run after its first run applied is refused by that very
-	// claim, RUNNING under this owner with this lease from this Now (an
-	// owner claims an item once per Now): the claim's success. Any other
-	// holder is a conflict reported as such, so the re-run never takes an
-	// item another consumer holds, nor reports as another's a claim that
-	// is this one's.
-	mine := func(cur ledger.Item) bool {
-		return cur.State == ledger.ItemRunning && cur.Owner == p.Owner &&
-			sameTime(cur.LeaseUntil, p.LeaseUntil) && sameTime(cur.UpdatedAt, p.Now) && sameTime(cur.StartedAt, p.Now)
+	return itemWriteSpec{
+		op: "claim", key: p.Key, stmt: ledgerClaim, args: args,
+		// A claim re-run after its first run applied is refused by that very
+		// claim, RUNNING under this owner with this lease from this Now (an
+		// owner claims an item once per Now): the claim's success. Any other
+		// holder is a conflict reported as such, so the re-run never takes an
+		// item another consumer holds, nor reports as another's a claim that
+		// is this one's.
+		mine: func(cur ledger.Item) bool {
+			return cur.State == ledger.ItemRunning && cur.Owner == p.Owner &&
+				sameTime(cur.LeaseUntil, p.LeaseUntil) && sameTime(cur.UpdatedAt, p.Now) && sameTime(cur.StartedAt, p.Now)
+		},
+		refusal: func(cur ledger.Item) error {
+			switch {
+			case cur.State == ledger.ItemRunning:
+				return fmt.Errorf("held by %s (attempt %d) until %s: %w",
+					cur.Owner, cur.Attempt, cur.LeaseUntil.Format(time.RFC3339Nano), ledger.ErrHeld)
+			case cur.State.Terminal():
+				return fmt.Errorf("item is %s: %w", cur.State, ledger.ErrTerminal)
+			}
+			return fmt.Errorf("item is %s: %w", cur.State, ledger.ErrConflict)
+		},
+		after: func(it ledger.Item) error {
+			if it.State == ledger.ItemDead {
+				return fmt.Errorf("%s after attempt %d: %w", it.Error, it.Attempt, ledger.ErrTerminal)
+			}
+			return nil
+		},
 	}
-	it, err := s.itemWrite(ctx, p.Key, ledgerClaim, args, mine, func(cur ledger.Item) error {
-		switch {
-		case cur.State == ledger.ItemRunning:
-			return fmt.Errorf("held by %s (attempt %d) until %s: %w",
-				cur.Owner, cur.Attempt, cur.LeaseUntil.Format(time.RFC3339Nano), ledger.ErrHeld)
-		case cur.State.Terminal():
-			return fmt.Errorf("item is %s: %w", cur.State, ledger.ErrTerminal)
-		}
-		return fmt.Errorf("item is %s: %w", cur.State, ledger.ErrConflict)
-	})
-	if err == nil && it.State == ledger.ItemDead {
-		err = fmt.Errorf("%s after attempt %d: %w", it.Error, it.Attempt, ledger.ErrTerminal)
-	}
-	return it, wrapLedger("claim", p.Key, err)
 }
 
 // Complete implements ledger.Store.
 func (s *LedgerStore) Complete(ctx context.Context, p ledger.CompleteParams) (ledger.Item, error) {
-	return s.holderWrite(ctx, "complete", ledgerComplete, p.Key, p.Owner, p.Attempt, ledger.ItemSucceeded, p.Now,
-		pgx.NamedArgs{"result": p.Result, "now": toNanos(p.Now)})
+	w := completeWrite(p)
+	it, err := s.itemWrite(ctx, w.key, w.stmt, w.args, w.mine, w.refusal)
+	return w.finish(it, err)
 }
 
 // Fail implements ledger.Store.
@@ -288,24 +302,40 @@ func (s *LedgerStore) Extend(ctx context.Context, p ledger.ExtendParams) (ledger
 }
 
 // holderWrite runs stmt, whose condition is the one Complete, Fail,
+// Release and Extend share (see holderSpec).
+func (s *LedgerStore) holderWrite(ctx context.Context, op string, stmt namedSQL, key ledger.ItemKey, owner string, attempt int,
+	want ledger.ItemState, now time.Time, args pgx.NamedArgs) (ledger.Item, error) {
+	w := holderSpec(op, stmt, key, owner, attempt, want, now, args)
+	it, err := s.itemWrite(ctx, key, w.stmt, w.args, w.mine, w.refusal)
+	return w.finish(it, err)
+}
+
+// holderSpec is a statement whose condition is the one Complete, Fail,
 // Release and Extend share: the item is RUNNING under owner and attempt.
 // A Release or Extend re-run after its first run applied applies again to
 // the same effect; a Complete or Fail re-run is refused by its own first
 // run's record, in state want under owner and attempt at now: its
 // success.
-func (s *LedgerStore) holderWrite(ctx context.Context, op string, stmt namedSQL, key ledger.ItemKey, owner string, attempt int,
-	want ledger.ItemState, now time.Time, args pgx.NamedArgs) (ledger.Item, error) {
+func holderSpec(op string, stmt namedSQL, key ledger.ItemKey, owner string, attempt int,
+	want ledger.ItemState, now time.Time, args pgx.NamedArgs) itemWriteSpec {
 	args["owner"], args["attempt"] = owner, attempt
-	mine := func(cur ledger.Item) bool {
-		return cur.State == want && cur.Owner == owner && cur.Attempt == attempt && sameTime(cur.UpdatedAt, now)
+	return itemWriteSpec{
+		op: op, key: key, stmt: stmt, args: itemArgs(key, args),
+		mine: func(cur ledger.Item) bool {
+			return cur.State == want && cur.Owner == owner && cur.Attempt == attempt && sameTime(cur.UpdatedAt, now)
+		},
+		refusal: func(cur ledger.Item) error {
+			if cur.State.Terminal() {
+				return fmt.Errorf("item is %s: %w", cur.State, ledger.ErrTerminal)
+			}
+			return fmt.Errorf("caller %s#%d, item %s by %s#%d: %w", owner, attempt, cur.State, cur.Owner, cur.Attempt, ledger.ErrConflict)
+		},
 	}
-	it, err := s.itemWrite(ctx, key, stmt, itemArgs(key, args), mine, func(cur ledger.Item) error {
-		if cur.State.Terminal() {
-			return fmt.Errorf("item is %s: %w", cur.State, ledger.ErrTerminal)
-		}
-		return fmt.Errorf("caller %s#%d, item %s by %s#%d: %w", owner, attempt, cur.State, cur.Owner, cur.Attempt, ledger.ErrConflict)
-	})
-	return it, wrapLedger(op, key, err)
+}
+
+func completeWrite(p ledger.CompleteParams) itemWriteSpec {
+	return holderSpec("complete", ledgerComplete, p.Key, p.Owner, p.Attempt, ledger.ItemSucceeded, p.Now,
+		pgx.NamedArgs{"result": p.Result, "now": toNanos(p.Now)})
 }
 
 // Cancel implements ledger.Store.
@@ -433,24 +463,38 @@ func scanRun(scan func(dest ...any) error) (ledger.Run, error) {
 
 // scanItem scans ledgerItemColumns of an item of run.
 func scanItem(scan func(dest ...any) error, run ledger.RunID) (ledger.Item, error) {
-	var (
-		it                                                      ledger.Item
-		state                                                   string
-		leaseUntil, createdAt, startedAt, finishedAt, updatedAt int64
-		waitAt                                                  int64
-	)
-	err := scan(&it.Key.Asset, &state, &it.Owner, &it.Attempt, &leaseUntil, &it.Fence, &it.Error, &it.Result,
-		&createdAt, &startedAt, &finishedAt, &updatedAt, &waitAt, &it.Wait.Limit, &it.Wait.Key, &it.Wait.Attempt)
-	if err != nil {
+	var r itemRow
+	if err := scan(r.dest()...); err != nil {
 		return ledger.Item{}, err
 	}
+	return r.item(run), nil
+}
+
+// itemRow is a row of ledgerItemColumns as scanned (dest), before it
+// becomes an Item (item).
+type itemRow struct {
+	it                                                      ledger.Item
+	state                                                   string
+	leaseUntil, createdAt, startedAt, finishedAt, updatedAt int64
+	waitAt                                                  int64
+}
+
+// dest returns the scan destinations of ledgerItemColumns.
+func (r *itemRow) dest() []any {
+	return []any{&r.it.Key.Asset, &r.state, &r.it.Owner, &r.it.Attempt, &r.leaseUntil, &r.it.Fence, &r.it.Error, &r.it.Result,
+		&r.createdAt, &r.startedAt, &r.finishedAt, &r.updatedAt, &r.waitAt, &r.it.Wait.Limit, &r.it.Wait.Key, &r.it.Wait.Attempt}
+}
+
+// item is the row as an item of run.
+func (r *itemRow) item(run ledger.RunID) ledger.Item {
+	it := r.it
 	it.Key.Run = run
-	it.State = ledger.ItemState(state)
-	it.LeaseUntil = fromNanos(leaseUntil)
-	it.CreatedAt, it.StartedAt = fromNanos(createdAt), fromNanos(startedAt)
-	it.FinishedAt, it.UpdatedAt = fromNanos(finishedAt), fromNanos(updatedAt)
-	it.Wait.At = fromNanos(waitAt)
-	return it, nil
+	it.State = ledger.ItemState(r.state)
+	it.LeaseUntil = fromNanos(r.leaseUntil)
+	it.CreatedAt, it.StartedAt = fromNanos(r.createdAt), fromNanos(r.startedAt)
+	it.FinishedAt, it.UpdatedAt = fromNanos(r.finishedAt), fromNanos(r.updatedAt)
+	it.Wait.At = fromNanos(r.waitAt)
+	return it
 }
 
 const ledgerRunColumns = `job, nominal, generation, state, cursor, total, fence, open_fence, shards,

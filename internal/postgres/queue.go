@@ -41,7 +41,17 @@ var (
 	_ queue.Counter      = (*Queue)(nil)
 	_ queue.Peeker       = (*Queue)(nil)
 	_ queue.Mover        = (*Queue)(nil)
+	_ queue.LargeBatches = (*Queue)(nil)
 )
+
+// MaxBatch is the most messages one SendBatch sends, one Receive returns
+// and one DeleteBatch deletes (queue.LargeBatches): each is one statement
+// whatever the count, so batches larger than SQS's 10 cost no more round
+// trips.
+const MaxBatch = 100
+
+// MaxBatchSize implements queue.LargeBatches.
+func (q *Queue) MaxBatchSize() int { return MaxBatch }
 
 // QueueOptions tune OpenQueue. The zero value (or nil) opens the queue
 // with the policy stored for it, if any.
@@ -154,13 +164,13 @@ ins AS (
 )
 SELECT (SELECT count(*) FROM ins), (SELECT count(*) FROM q), pg_notify('` + notifyChannel + `', $1)`
 
-// SendBatch stores msgs in one statement: every entry is sent or none is,
+// SendBatch stores msgs (up to MaxBatch) in one statement: every entry is sent or none is,
 // so it never returns a *queue.BatchError. A send cut by a lost
 // connection after it reached the server is sent again, and may then be
 // stored twice: the queue's delivery is at least once, as SQS's is, and
 // consumers take a duplicate for what it is (the item's claim).
 func (q *Queue) SendBatch(ctx context.Context, msgs []queue.Message) error {
-	if err := queue.CheckBatch(msgs); err != nil {
+	if err := queue.CheckBatchUpTo(msgs, MaxBatch); err != nil {
 		return fmt.Errorf("send to %s: %w", q.name, err)
 	}
 	now := q.nowFunc()
@@ -225,7 +235,7 @@ SELECT 'q', 0::bigint, '', NULL::bytea, '', 0::bigint, 0 FROM q
 UNION ALL SELECT 't', id, receipt, body, attributes, sent_at, receive_count FROM taken
 UNION ALL SELECT 'd', id, '', NULL, '', 0, 0 FROM dead`
 
-// Receive returns up to p.Max visible messages, hiding each until
+// Receive returns up to p.Max (at most MaxBatch) visible messages, hiding each until
 // p.Now+p.Visibility. A zero p.Now means the queue's clock. A long poll
 // (p.Wait > 0) looks again when a message is sent to the queue (LISTEN)
 // or every PollInterval, until a message is visible, Wait has passed or
@@ -234,8 +244,8 @@ UNION ALL SELECT 'd', id, '', NULL, '', 0, 0 FROM dead`
 // with queue.ErrNotFound.
 func (q *Queue) Receive(ctx context.Context, p queue.ReceiveParams) ([]queue.Delivery, error) {
 	switch {
-	case p.Max < 1 || p.Max > queue.MaxBatch:
-		return nil, fmt.Errorf("receive from %s: max %d not in 1..%d", q.name, p.Max, queue.MaxBatch)
+	case p.Max < 1 || p.Max > MaxBatch:
+		return nil, fmt.Errorf("receive from %s: max %d not in 1..%d", q.name, p.Max, MaxBatch)
 	case p.Visibility < 0 || p.Wait < 0:
 		return nil, fmt.Errorf("receive from %s: negative visibility %s or wait %s", q.name, p.Visibility, p.Wait)
 	}
@@ -361,12 +371,12 @@ func (q *Queue) Delete(ctx context.Context, receiptHandle string) error {
 	return nil
 }
 
-// DeleteBatch removes the messages last received with handles in one
-// statement (see queue.BatchDeleter). The handles that are not the latest
+// DeleteBatch removes the messages last received with handles (up to
+// MaxBatch) in one statement (see queue.BatchDeleter). The handles that are not the latest
 // of a message in this queue fail with queue.ErrInvalidReceipt, except
 // after a re-run whose first run may have deleted them (as Delete).
 func (q *Queue) DeleteBatch(ctx context.Context, handles []string) error {
-	if err := queue.CheckHandles(handles); err != nil {
+	if err := queue.CheckHandlesUpTo(handles, MaxBatch); err != nil {
 		return fmt.Errorf("delete batch from %s: %w", q.name, err)
 	}
 	ids := make([]int64, 0, len(handles))

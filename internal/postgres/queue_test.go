@@ -112,3 +112,36 @@ func TestQueueRefusesNULAttribute(t *testing.T) {
 	err := q.SendBatch(t.Context(), []queue.Message{{ID: "1", Body: []byte("x"), Attributes: map[string]string{"k": "a\x00b"}}})
 	require.ErrorContains(t, err, "NUL")
 }
+
+// A send takes up to MaxBatch messages, a receive returns as many and a
+// batch delete takes as many handles, each in one statement; beyond that
+// each is refused.
+func TestQueueLargeBatches(t *testing.T) {
+	t.Parallel()
+	db := openTestDB(t)
+	q := openTestQueue(t, db, "large", nil)
+	require.Equal(t, MaxBatch, queue.BatchLimit(q))
+	msgs := make([]queue.Message, MaxBatch+20)
+	for i := range msgs {
+		msgs[i] = queue.Message{ID: fmt.Sprint(i), Body: []byte(fmt.Sprint("m", i))}
+	}
+	require.ErrorIs(t, q.SendBatch(t.Context(), msgs[:MaxBatch+1]), queue.ErrBatchTooLarge)
+	require.NoError(t, q.SendBatch(t.Context(), msgs[:MaxBatch]))
+	require.NoError(t, q.SendBatch(t.Context(), msgs[MaxBatch:]))
+	now := time.Now()
+	_, err := q.Receive(t.Context(), queue.ReceiveParams{Max: MaxBatch + 1, Visibility: time.Minute, Now: now})
+	require.ErrorContains(t, err, fmt.Sprintf("not in 1..%d", MaxBatch))
+	ds, err := q.Receive(t.Context(), queue.ReceiveParams{Max: MaxBatch, Visibility: time.Minute, Now: now})
+	require.NoError(t, err)
+	require.Len(t, ds, MaxBatch)
+	handles := make([]string, len(ds))
+	for i, d := range ds {
+		handles[i] = d.ReceiptHandle
+	}
+	require.ErrorIs(t, q.DeleteBatch(t.Context(), append(handles, "x-1")), queue.ErrBatchTooLarge)
+	require.ErrorIs(t, q.DeleteBatch(t.Context(), append(handles[:MaxBatch-1:MaxBatch-1], handles[0])), queue.ErrBatchTooLarge, "a handle twice")
+	require.NoError(t, q.DeleteBatch(t.Context(), handles))
+	d, err := q.Depth(t.Context())
+	require.NoError(t, err)
+	require.Equal(t, 20, d.Total())
+}

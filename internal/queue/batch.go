@@ -7,11 +7,17 @@ import "fmt"
 // MaxBatchBytes in all, or an entry id used twice. Adapters call it before
 // sending anything.
 func CheckBatch(msgs []Message) error {
+	return CheckBatchUpTo(msgs, MaxBatch)
+}
+
+// CheckBatchUpTo is CheckBatch for an adapter that sends up to most
+// messages at once (LargeBatches).
+func CheckBatchUpTo(msgs []Message, most int) error {
 	if len(msgs) == 0 {
 		return fmt.Errorf("empty batch: %w", ErrBatchTooLarge)
 	}
-	if len(msgs) > MaxBatch {
-		return fmt.Errorf("%d entries, at most %d: %w", len(msgs), MaxBatch, ErrBatchTooLarge)
+	if len(msgs) > most {
+		return fmt.Errorf("%d entries, at most %d: %w", len(msgs), most, ErrBatchTooLarge)
 	}
 	size := 0
 	ids := make(map[string]bool, len(msgs))

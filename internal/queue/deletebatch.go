@@ -41,8 +41,8 @@ func CheckHandles(handles []string) error {
 	return nil
 }
 
-// DeleteAll deletes the messages received with handles (at most MaxBatch,
-// none twice): with one DeleteBatch call when r is a BatchDeleter, else
+// DeleteAll deletes the messages received with handles (at most
+// BatchLimit(r), none twice): with one DeleteBatch call when r is a BatchDeleter, else
 // with one Delete per handle. It returns nil when every message was
 // deleted, and otherwise an error as DeleteBatch's: a *BatchError listing
 // the handles that were not deleted (with one Delete per handle, each
@@ -65,6 +65,46 @@ func DeleteAll(ctx context.Context, r Receiver, handles []string) error {
 	}
 	if len(failed) > 0 {
 		return &BatchError{Failed: failed}
+	}
+	return nil
+}
+
+// LargeBatches is an optional ability of a queue whose SendBatch,
+// Receive and DeleteBatch (BatchDeleter) take more than MaxBatch messages
+// at once (PostgreSQL: one statement whatever the count). Found by type
+// assertion (BatchLimit): SendAll and the poller use it; every other
+// queue takes at most MaxBatch. MaxBatchBytes bounds a send all the same.
+type LargeBatches interface {
+	// MaxBatchSize is the most messages one SendBatch sends, one Receive
+	// returns and one DeleteBatch deletes: MaxBatch or more.
+	MaxBatchSize() int
+}
+
+// BatchLimit is the most messages q (a Sender or a Receiver) sends,
+// receives and deletes at once: its MaxBatchSize when it has
+// LargeBatches, else MaxBatch.
+func BatchLimit(q any) int {
+	if lb, ok := q.(LargeBatches); ok {
+		return max(lb.MaxBatchSize(), MaxBatch)
+	}
+	return MaxBatch
+}
+
+// CheckHandlesUpTo is CheckHandles for an adapter that deletes up to most
+// handles at once (LargeBatches).
+func CheckHandlesUpTo(handles []string, most int) error {
+	if len(handles) > most {
+		return fmt.Errorf("%d handles, at most %d: %w", len(handles), most, ErrBatchTooLarge)
+	}
+	if len(handles) <= MaxBatch {
+		return CheckHandles(handles)
+	}
+	seen := make(map[string]bool, len(handles))
+	for _, h := range handles {
+		if seen[h] {
+			return fmt.Errorf("receipt handle %q given twice: %w", h, ErrBatchTooLarge)
+		}
+		seen[h] = true
 	}
 	return nil
 }

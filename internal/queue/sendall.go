@@ -34,8 +34,8 @@ const (
 	retryCap  = time.Second
 )
 
-// SendAll sends msgs in batches of at most MaxBatch entries and
-// MaxBatchBytes, up to Parallel batches at once, retrying only the entries
+// SendAll sends msgs in batches of at most MaxBatch entries (BatchLimit
+// for a Sender with LargeBatches) and MaxBatchBytes, up to Parallel batches at once, retrying only the entries
 // that failed. Entry ids are assigned per batch; the ids in msgs are
 // ignored. It returns the number of messages sent, in order from the front
 // of msgs: on error, msgs[:sent] were all accepted (later ones may have been
@@ -70,7 +70,7 @@ func SendAll(ctx context.Context, s Sender, msgs []Message, o *SendAllOptions) (
 			r.rand = o.randFunc
 		}
 	}
-	batches := split(msgs)
+	batches := split(msgs, BatchLimit(s))
 	errs := make([]error, len(batches))
 	// A failed batch does not stop the others: each one's error is kept,
 	// and the first in order decides what was sent.
@@ -97,12 +97,12 @@ func SendAll(ctx context.Context, s Sender, msgs []Message, o *SendAllOptions) (
 
 type span struct{ lo, hi int }
 
-// split cuts msgs into spans that respect MaxBatch and MaxBatchBytes.
-func split(msgs []Message) []span {
+// split cuts msgs into spans of at most most entries and MaxBatchBytes.
+func split(msgs []Message, most int) []span {
 	var out []span
 	lo, size := 0, 0
 	for i, m := range msgs {
-		if i > lo && (i-lo == MaxBatch || size+m.Size() > MaxBatchBytes) {
+		if i > lo && (i-lo == most || size+m.Size() > MaxBatchBytes) {
 			out = append(out, span{lo, i})
 			lo, size = i, 0
 		}

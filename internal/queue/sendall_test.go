@@ -296,7 +296,7 @@ func TestSplit(t *testing.T) {
 	for _, c := range cases {
 		t.Run(c.name, func(t *testing.T) {
 			t.Parallel()
-			got := split(c.msgs)
+			got := split(c.msgs, MaxBatch)
 			require.Equal(t, c.want, got)
 			for _, s := range got {
 				size := 0
@@ -308,4 +308,40 @@ func TestSplit(t *testing.T) {
 			}
 		})
 	}
+}
+
+// largeSender takes batches of up to most entries (LargeBatches); it
+// records the size of each call.
+type largeSender struct {
+	mu    sync.Mutex
+	most  int
+	sizes []int
+}
+
+func (l *largeSender) MaxBatchSize() int { return l.most }
+
+func (l *largeSender) SendBatch(_ context.Context, msgs []Message) error {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	if err := CheckBatchUpTo(msgs, l.most); err != nil {
+		return err
+	}
+	l.sizes = append(l.sizes, len(msgs))
+	return nil
+}
+
+// A sender that takes large batches gets them, still within
+// MaxBatchBytes.
+func TestSendAllLargeBatches(t *testing.T) {
+	t.Parallel()
+	l := &largeSender{most: 100}
+	sent, err := SendAll(t.Context(), l, messages(230, 0), &SendAllOptions{Parallel: 1})
+	require.NoError(t, err)
+	require.Equal(t, 230, sent)
+	require.Equal(t, []int{100, 100, 30}, l.sizes)
+
+	l = &largeSender{most: 100}
+	_, err = SendAll(t.Context(), l, messages(100, MaxBatchBytes/40), &SendAllOptions{Parallel: 1})
+	require.NoError(t, err)
+	require.Equal(t, []int{40, 40, 20}, l.sizes, "cut at MaxBatchBytes")
 }

@@ -86,7 +86,7 @@ func TestDeleteBatchLimits(t *testing.T, h Harness) {
 	got := receiveN(t, q.Receiver, len(msgs), queue.ReceiveParams{Visibility: longVisibility, Now: now})
 	hs := handles(got)
 	tooMany := append([]string(nil), hs...)
-	for i := len(tooMany); i <= queue.MaxBatch; i++ {
+	for i := len(tooMany); i <= queue.BatchLimit(q.Receiver); i++ { // beyond the receiver's limit (queue.LargeBatches)
 		tooMany = append(tooMany, fmt.Sprint("made-up-", i))
 	}
 	for name, batch := range map[string][]string{

@@ -1,0 +1,300 @@
+package postgres
+
+import (
+	"cmp"
+	"context"
+	"errors"
+	"fmt"
+	"slices"
+	"strings"
+	"time"
+
+	"github.com/jackc/pgx/v5"
+
+	"github.com/batonhq/baton/internal/ledger"
+)
+
+var (
+	_ ledger.BatchClaimer   = (*LedgerStore)(nil)
+	_ ledger.BatchCompleter = (*LedgerStore)(nil)
+)
+
+// itemWriteSpec is one conditional statement on one item, with how its
+// refusal and its re-run are read (see itemWrite).
+type itemWriteSpec struct {
+	op      string
+	key     ledger.ItemKey
+	stmt    namedSQL
+	args    pgx.NamedArgs
+	mine    func(ledger.Item) bool  // a refusal by the statement's own earlier write
+	refusal func(ledger.Item) error // the sentinel of a refusal by cur
+	after   func(ledger.Item) error // optional: the error of an applied write (a claim that made the item DEAD)
+}
+
+// finish turns an itemWrite's outcome into the operation's.
+func (w itemWriteSpec) finish(it ledger.Item, err error) (ledger.Item, error) {
+	if err == nil && w.after != nil {
+		err = w.after(it)
+	}
+	return it, wrapLedger(w.op, w.key, err)
+}
+
+// ClaimBatch implements ledger.BatchClaimer: the claims are one
+// statement, INSERT … SELECT FROM unnest(…) ON CONFLICT DO UPDATE … WHERE,
+// each row conditioned as Claim's (one statement per distinct
+// MaxAttempts and Skew among the entries, all in one round trip; see
+// itemWrites).
+func (s *LedgerStore) ClaimBatch(ctx context.Context, ps []ledger.ClaimParams) []ledger.Outcome {
+	ws := make([]itemWriteSpec, len(ps))
+	for i, p := range ps {
+		ws[i] = claimWrite(p)
+	}
+	return s.itemWrites(ctx, ws, func(once []int) []setStatement {
+		type group struct {
+			maxAttempts int
+			skew        time.Duration
+		}
+		var order []group
+		groups := map[group][]int{}
+		for _, i := range once {
+			g := group{ps[i].MaxAttempts, ps[i].Skew}
+			if _, ok := groups[g]; !ok {
+				order = append(order, g)
+			}
+			groups[g] = append(groups[g], i)
+		}
+		var out []setStatement
+		for _, g := range order {
+			idx := groups[g]
+			var runs, assets, owners []string
+			var leases, fences, nows []int64
+			for _, i := range idx {
+				p := ps[i]
+				runs, assets, owners = append(runs, p.Key.Run.String()), append(assets, p.Key.Asset), append(owners, p.Owner)
+				leases, fences, nows = append(leases, toNanos(p.LeaseUntil)), append(fences, p.Fence), append(nows, toNanos(p.Now))
+			}
+			out = append(out, setStatement{sql: ledgerClaimMany, args: []any{runs, assets, owners, leases, fences, nows, g.maxAttempts, int64(g.skew)}})
+		}
+		return out
+	})
+}
+
+// CompleteBatch implements ledger.BatchCompleter: the completions are
+// one statement, UPDATE … FROM unnest(…) WHERE, each row conditioned as
+// Complete's (see itemWrites).
+func (s *LedgerStore) CompleteBatch(ctx context.Context, ps []ledger.CompleteParams) []ledger.Outcome {
+	ws := make([]itemWriteSpec, len(ps))
+	for i, p := range ps {
+		ws[i] = completeWrite(p)
+	}
+	return s.itemWrites(ctx, ws, func(once []int) []setStatement {
+		var runs, assets, owners []string
+		var attempts []int32
+		var results [][]byte
+		var nows []int64
+		for _, i := range once {
+			p := ps[i]
+			runs, assets, owners = append(runs, p.Key.Run.String()), append(assets, p.Key.Asset), append(owners, p.Owner)
+			attempts, results, nows = append(attempts, int32(p.Attempt)), append(results, p.Result), append(nows, toNanos(p.Now))
+		}
+		return []setStatement{{sql: ledgerCompleteMany, args: []any{runs, assets, owners, attempts, results, nows}}}
+	})
+}
+
+// setStatement is one statement writing several items, each row under
+// its own condition, RETURNING run and ledgerItemColumns of each row it
+// wrote.
+type setStatement struct {
+	sql  string
+	args []any
+}
+
+// The set-based statements of ClaimBatch and CompleteBatch: each row's
+// condition is that of ledgerClaim and ledgerComplete. The rows are
+// taken in key order (the batch's lock order, see itemWrites).
+var (
+	ledgerClaimManyExhausted = `($7::integer > 0 AND i.attempt >= $7::integer)`
+	ledgerClaimMany          = `
+		INSERT INTO baton_items AS i (run, asset, state, owner, attempt, lease_until, fence, created_at, started_at, updated_at)
+		SELECT u.run, u.asset, 'RUNNING', u.owner, 1, u.lease_until, u.fence, u.now, u.now, u.now
+		FROM unnest($1::text[], $2::text[], $3::text[], $4::bigint[], $5::bigint[], $6::bigint[]) AS u(run, asset, owner, lease_until, fence, now)
+		ORDER BY u.run, u.asset
+		ON CONFLICT (run, asset) DO UPDATE SET
+			state       = CASE WHEN ` + ledgerClaimManyExhausted + ` THEN 'DEAD' ELSE 'RUNNING' END,
+			owner       = CASE WHEN ` + ledgerClaimManyExhausted + ` THEN i.owner ELSE excluded.owner END,
+			attempt     = CASE WHEN ` + ledgerClaimManyExhausted + ` THEN i.attempt ELSE i.attempt + 1 END,
+			lease_until = CASE WHEN ` + ledgerClaimManyExhausted + ` THEN i.lease_until ELSE excluded.lease_until END,
+			fence       = CASE WHEN ` + ledgerClaimManyExhausted + ` THEN i.fence ELSE excluded.fence END,
+			error       = CASE WHEN ` + ledgerClaimManyExhausted + ` THEN 'attempts exhausted' ELSE i.error END,
+			started_at  = CASE WHEN ` + ledgerClaimManyExhausted + ` THEN i.started_at ELSE excluded.started_at END,
+			finished_at = CASE WHEN ` + ledgerClaimManyExhausted + ` THEN excluded.updated_at ELSE i.finished_at END,
+			updated_at  = excluded.updated_at
+		WHERE i.state = 'FAILED' OR (i.state = 'RUNNING' AND i.lease_until + $8::bigint <= excluded.updated_at)
+		RETURNING i.run, ` + qualifiedItemColumns
+
+	ledgerCompleteMany = `
+		UPDATE baton_items AS i SET state = 'SUCCEEDED', result = u.result, finished_at = u.now, updated_at = u.now
+		FROM (SELECT * FROM unnest($1::text[], $2::text[], $3::text[], $4::integer[], $5::bytea[], $6::bigint[])
+			AS x(run, asset, owner, attempt, result, now) ORDER BY run, asset) AS u
+		WHERE i.run = u.run AND i.asset = u.asset AND i.state = 'RUNNING' AND i.owner = u.owner AND i.attempt = u.attempt
+		RETURNING i.run, ` + qualifiedItemColumns
+)
+
+// qualifiedItemColumns is ledgerItemColumns of the table aliased i.
+var qualifiedItemColumns = qualify("i", ledgerItemColumns)
+
+// itemWrites runs the writes as itemWrite runs one, together: first
+// set's statements (one statement writes many items, each row under its
+// own condition, the same as the write's own statement), all in one round
+// trip; then, when some entries were refused, for those only, one more
+// pipelined batch (one round trip) of a read of the record FOR UPDATE and
+// the entry's own statement again each, which picks each refusal's
+// sentinel from the very record that refused it (or applies the
+// statement, the record having changed in between). The items are written
+// in key order, so that two batches over the same items never wait for
+// each other in a cycle. A batch cut by a lost connection is sent again
+// whole (attempts): a refusal by a record mine recognises is then that
+// entry's own first write, its success.
+//
+// The same item twice in one call is refused for its second entry
+// (ErrConflict): no caller has a reason to write an item twice at once.
+func (s *LedgerStore) itemWrites(ctx context.Context, ws []itemWriteSpec, set func(once []int) []setStatement) []ledger.Outcome {
+	out := make([]ledger.Outcome, len(ws))
+	if len(ws) == 0 {
+		return out
+	}
+	order := make([]int, len(ws))
+	for i := range order {
+		order[i] = i
+	}
+	slices.SortStableFunc(order, func(a, b int) int {
+		ka, kb := ws[a].key, ws[b].key
+		return cmp.Or(cmp.Compare(ka.Run.String(), kb.Run.String()), cmp.Compare(ka.Asset, kb.Asset))
+	})
+	// A key given twice: its later entries are left out of the batch.
+	var once []int
+	for n, i := range order {
+		if n > 0 && ws[order[n-1]].key == ws[i].key {
+			out[i].Err = wrapLedger(ws[i].op, ws[i].key, errDuplicateEntry)
+			continue
+		}
+		once = append(once, i)
+	}
+
+	var a attempts
+	applied := make([]bool, len(ws))
+	at := make(map[string]int, len(once)) // entry by run and asset
+	for _, i := range once {
+		at[ws[i].key.Run.String()+"\x00"+ws[i].key.Asset] = i
+	}
+	stmts := set(once)
+	err := s.db.batch(ctx, &a, func(b *pgx.Batch) {
+		for _, st := range stmts {
+			b.Queue(st.sql, st.args...)
+		}
+	}, func(br pgx.BatchResults) error {
+		clear(applied)
+		for range stmts {
+			rows, err := br.Query()
+			if err != nil {
+				return err
+			}
+			for rows.Next() {
+				var run string
+				var r itemRow
+				if err := rows.Scan(append([]any{&run}, r.dest()...)...); err != nil {
+					rows.Close()
+					return err
+				}
+				i, ok := at[run+"\x00"+r.it.Key.Asset]
+				if !ok {
+					rows.Close()
+					return fmt.Errorf("a batched write returned item %s of run %s, not one of its entries", r.it.Key.Asset, run)
+				}
+				out[i].Item, applied[i] = r.item(ws[i].key.Run), true
+			}
+			rows.Close()
+			if err := rows.Err(); err != nil {
+				return err
+			}
+		}
+		return nil
+	})
+	if err != nil {
+		for _, i := range once {
+			out[i] = ledger.Outcome{Err: wrapLedger(ws[i].op, ws[i].key, translate(err))}
+		}
+		return out
+	}
+	var refused []int
+	for _, i := range once {
+		if !applied[i] {
+			refused = append(refused, i)
+		}
+	}
+	type second struct {
+		cur, wrote     ledger.Item
+		found, applied bool
+	}
+	res := make(map[int]*second, len(refused))
+	if len(refused) > 0 {
+		err = s.db.batch(ctx, &a, func(b *pgx.Batch) {
+			for _, i := range refused {
+				key := ws[i].key
+				b.Queue(`SELECT `+ledgerItemColumns+` FROM baton_items WHERE run = $1 AND asset = $2 FOR UPDATE`, key.Run.String(), key.Asset)
+				b.Queue(ws[i].stmt.sql, ws[i].stmt.args(ws[i].args)...)
+			}
+		}, func(br pgx.BatchResults) error {
+			for _, i := range refused {
+				r := &second{}
+				var err error
+				r.cur, err = scanItem(br.QueryRow().Scan, ws[i].key.Run)
+				r.found = err == nil
+				if err != nil && !errors.Is(err, pgx.ErrNoRows) {
+					return err
+				}
+				r.wrote, err = scanItem(br.QueryRow().Scan, ws[i].key.Run)
+				r.applied = err == nil
+				if err != nil && !errors.Is(err, pgx.ErrNoRows) {
+					return err
+				}
+				res[i] = r
+			}
+			return nil
+		})
+	}
+	for _, i := range once {
+		w := ws[i]
+		var it ledger.Item
+		var werr error
+		switch r := res[i]; {
+		case applied[i]:
+			it = out[i].Item
+		case err != nil:
+			werr = translate(err)
+		case r.applied:
+			it = r.wrote
+		case !r.found:
+			werr = ledger.ErrNotFound
+		case a.unsure && w.mine(r.cur):
+			it = r.cur
+		default:
+			it, werr = r.cur, w.refusal(r.cur)
+		}
+		out[i].Item, out[i].Err = w.finish(it, werr)
+	}
+	return out
+}
+
+// errDuplicateEntry is the error of a batch's entry whose item an earlier
+// entry of the same batch writes.
+var errDuplicateEntry = fmt.Errorf("the item is given twice in one batch: %w", ledger.ErrConflict)
+
+// qualify prefixes each of the comma-separated columns with alias.
+func qualify(alias, columns string) string {
+	parts := strings.Split(columns, ",")
+	for i, c := range parts {
+		parts[i] = alias + "." + strings.TrimSpace(c)
+	}
+	return strings.Join(parts, ", ")
+}
