@@ -5,8 +5,10 @@
 // runs; the public packages serve it: batonlambda (the AWS Lambda
 // functions), batonhttp (HTTP handlers for containers), batoncli (the
 // operator CLI and local runtime), batonclient (submissions from Go),
-// batonlock (fenced locks on any key), batontest (testing a processor)
-// and examples/fx (the reference job), all under github.com/batonhq/baton.
+// batonlock (fenced locks on any key), batontest (testing a processor),
+// engines (how a binary chooses its engines) with engines/sqlite,
+// engines/postgres and engines/aws (imported blank, each links one) and
+// examples/fx (the reference job), all under github.com/batonhq/baton.
 //
 // The guides are in the repository's docs/. baton is pre-1.0: the API may
 // change between minor versions; a new field's zero value keeps today's
