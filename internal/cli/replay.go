@@ -16,6 +16,7 @@ import (
 	"github.com/batonhq/baton/internal/engine"
 	"github.com/batonhq/baton/internal/lease"
 	"github.com/batonhq/baton/internal/ledger"
+	"github.com/batonhq/baton/internal/ops"
 )
 
 const replayAbout = `Run ticks and items again, through the same coordinator and consumer code
@@ -398,14 +399,14 @@ func replayItem(ctx context.Context, e *env, fs *pflag.FlagSet, f *replayFlags, 
 		return err
 	}
 	defer r.close()
-	if _, err := currentRun(ctx, r.b.Ledger, id); err != nil {
-		if errors.Is(err, errSuperseded) {
-			return usagef("%v: replay the item of that run", err)
-		}
+	op, err := ops.New(r.b, e.catalog, &ops.Options{Owner: "replay:" + operatorOwner(), Engine: r.eng})
+	if err != nil {
 		return err
 	}
-
-	rep, err := r.eng.ReplayItem(ctx, id, asset, force)
+	rep, err := op.ReplayItem(ctx, id, asset, force)
+	if errors.Is(err, ops.ErrUnknownRun) || errors.Is(err, ops.ErrSuperseded) {
+		return runRefusal(err, "replay the item of that run")
+	}
 	if err != nil {
 		return itemReplayRefusal(err)
 	}

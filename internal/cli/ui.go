@@ -17,7 +17,7 @@ import (
 	"github.com/batonhq/baton"
 	"github.com/batonhq/baton/internal/backend"
 	"github.com/batonhq/baton/internal/ledger"
-	"github.com/batonhq/baton/internal/queue"
+	"github.com/batonhq/baton/internal/ops"
 	"github.com/batonhq/baton/internal/ui"
 )
 
@@ -250,26 +250,19 @@ func (o *uiOperator) Do(ctx context.Context, a ui.Action) ui.Outcome {
 
 // DeadLetters lists the dead-letter queue as 'baton dlq list' does.
 func (o *uiOperator) DeadLetters(ctx context.Context, limit int) ([]ui.DeadLetter, error) {
-	if o.b.DeadLetter == nil {
-		return nil, fmt.Errorf("the %s backend has no dead-letter queue configured", o.b.Name)
-	}
-	msgs, err := queue.OpsOf(o.b.DeadLetter).Peek(ctx, limit)
+	op, err := ops.New(o.b, o.catalog, &ops.Options{Owner: operatorOwner()})
 	if err != nil {
-		return nil, fmt.Errorf("list dead letters: %w", err)
+		return nil, err
 	}
-	now := time.Now().UTC()
-	out := make([]ui.DeadLetter, 0, len(msgs))
-	for _, m := range msgs {
-		d, err := describeDeadLetter(ctx, o.catalog, o.b.Ledger, m, now)
-		if err != nil {
-			return out, err
-		}
+	rows, err := op.DeadLetters(ctx, limit)
+	out := make([]ui.DeadLetter, 0, len(rows))
+	for _, d := range rows {
 		out = append(out, ui.DeadLetter{
 			MessageID: d.MessageID, Key: d.Key, Malformed: d.Malformed, ItemState: d.ItemState, Attempts: d.Attempts,
 			ReceiveCount: d.ReceiveCount, LastError: d.LastError, SentAt: d.SentAt, OnRedrive: d.OnRedrive,
 		})
 	}
-	return out, nil
+	return out, err
 }
 
 // MissedTicks are the ticks 'baton status' lists as without a run.
