@@ -40,9 +40,9 @@ const Pending = "PENDING"
 type Options struct {
 	// Owner names the operator: in default reasons ("cancelled by …"), in
 	// the pause record's By, in the owner of a lease takeover
-	// ("operator:…"). "" means "operator".
+	// ("operator:…"). "" means Engine's owner, else "operator".
 	Owner string
-	// NowFunc is the clock; nil means time.Now.
+	// NowFunc is the clock; nil means Engine's, else time.Now.
 	NowFunc func() time.Time
 	// Engine, optional, is the runtime whose coordinator settles a
 	// cancelled run and replays items and ticks (its job queues route
@@ -74,6 +74,14 @@ func New(b backend.Backend, c *baton.Catalog, o *Options) (*Operator, error) {
 	op := &Operator{b: b, catalog: c}
 	if o != nil {
 		op.o = *o
+	}
+	if e := op.o.Engine; e != nil {
+		if op.o.Owner == "" {
+			op.o.Owner = e.Owner()
+		}
+		if op.o.NowFunc == nil {
+			op.o.NowFunc = e.Now
+		}
 	}
 	if op.o.Owner == "" {
 		op.o.Owner = "operator"
