@@ -18,6 +18,16 @@
 //
 // Status, Results and Wait take any run id, a tick's ("job@time#gen") or
 // a submission's.
+//
+// # Operating
+//
+// The operator's actions of the CLI are methods too, with the same
+// guards: Cancel and CancelItem, Pause and Resume, Redrive, Lease and
+// ReleaseLease, ReplayItem and ReplayTick (and Replay for a submission).
+// Each returns what it did; a refusal is an error matching one of the
+// Err values (ErrLeaseLive, ErrLeaseChanged, ErrItemTerminal, ErrItemHeld,
+// …), to test with errors.Is. The CLI and the dashboard call the same
+// operations.
 package batonclient
 
 import (

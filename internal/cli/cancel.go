@@ -4,14 +4,12 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"slices"
 	"text/tabwriter"
-	"time"
 
 	"github.com/spf13/pflag"
 
-	"github.com/batonhq/baton/internal/engine"
 	"github.com/batonhq/baton/internal/ledger"
+	"github.com/batonhq/baton/internal/ops"
 )
 
 const cancelSynopsis = `cancel --run R [--asset A] [--reason TEXT] [flags]
@@ -48,46 +46,33 @@ func defineCancel(e *env, fs *pflag.FlagSet) runFunc {
 }
 
 func cancel(ctx context.Context, e *env, run, asset, reason string) error {
-	common := &e.backend
-	var explicitAsset bool
 	id, j, err := parseRun(e.catalog, run)
 	if err != nil {
 		return err
 	}
-	stored := id.Submitted() || j.RunTime() // the run's items are its stored list
-	if explicitAsset = asset != ""; explicitAsset && !stored {
+	if asset != "" && !id.Submitted() && !j.RunTime() {
 		if err := checkAsset(j, asset); err != nil {
 			return err
 		}
 	}
-	if reason == "" {
-		reason = "cancelled by " + operatorOwner()
-	}
-	b, err := common.open(ctx)
+	b, err := e.backend.open(ctx)
 	if err != nil {
 		return err
 	}
 	defer b.Close()
-	_, err = currentRun(ctx, b.Ledger, id)
-	if errors.Is(err, errSuperseded) {
-		return usagef("%v: cancel that run instead", err)
-	}
+	op, err := ops.New(b, e.catalog, &ops.Options{Owner: operatorOwner()})
 	if err != nil {
 		return err
 	}
-	targets := engine.SortedItemNames(j)
-	if stored {
-		// Memory grows with the list here: an operator's cancel of a
-		// very large run is rare, and each item is one write anyway.
-		if targets, err = storedNames(ctx, b.Ledger, id); err != nil {
-			return err
-		}
-		if explicitAsset && !slices.Contains(targets, asset) {
-			return usagef("run %s has no item %q in its stored list", id, asset)
-		}
-	}
-	if explicitAsset {
-		targets = []string{asset}
+	res, err := op.Cancel(ctx, ops.CancelParams{Run: id, Item: asset, Reason: reason})
+	var terminal *ops.ItemTerminalError
+	switch {
+	case errors.As(err, &terminal):
+		err = fmt.Errorf("refused: %w", err)
+	case errors.Is(err, ops.ErrUnknownRun) || errors.Is(err, ops.ErrSuperseded) || errors.Is(err, ops.ErrUnknownItem):
+		return runRefusal(err, "cancel that run instead")
+	case err != nil && len(res.Items) == 0:
+		return err
 	}
 
 	tw := tabwriter.NewWriter(e.text(), 0, 0, 2, ' ', 0)
@@ -99,46 +84,25 @@ func cancel(ctx context.Context, e *env, run, asset, reason string) error {
 		Changed bool   `json:"changed"`
 	}
 	var changes []change
-	var cancelled, kept int
-	var refused error
-	for _, name := range targets {
-		key := ledger.ItemKey{Run: id, Asset: name}
-		before, err := b.Ledger.GetItem(ctx, key)
+	for _, c := range res.Items {
+		if !c.Changed {
+			fmt.Fprintf(tw, "%s\t%s\tunchanged (terminal)\n", c.Item, c.After.State)
+			changes = append(changes, change{Item: c.Item, Was: string(c.After.State), Now: string(c.After.State)})
+			continue
+		}
 		was := pending
-		if err == nil {
-			was = describeItem(before)
-		} else if !errors.Is(err, ledger.ErrNotFound) {
-			return err
+		if c.Before.State != "" {
+			was = describeItem(c.Before)
 		}
-		it, err := b.Ledger.Cancel(ctx, ledger.CancelParams{Key: key, Reason: reason, Now: time.Now()})
-		switch {
-		case errors.Is(err, ledger.ErrTerminal):
-			kept++
-			fmt.Fprintf(tw, "%s\t%s\tunchanged (terminal)\n", name, it.State)
-			changes = append(changes, change{Item: name, Was: string(it.State), Now: string(it.State)})
-			if explicitAsset && it.State != ledger.ItemCancelled {
-				refused = fmt.Errorf("refused: %s is already %s; terminal items are never overwritten", key, it.State)
-			}
-		case err != nil:
-			tw.Flush()
-			return fmt.Errorf("cancel %s: %w", key, err)
-		default:
-			cancelled++
-			fmt.Fprintf(tw, "%s\t%s\t%s\n", name, was, it.State)
-			changes = append(changes, change{Item: name, Was: was, Now: string(it.State), Changed: true})
-		}
+		fmt.Fprintf(tw, "%s\t%s\t%s\n", c.Item, was, c.After.State)
+		changes = append(changes, change{Item: c.Item, Was: was, Now: string(c.After.State), Changed: true})
 	}
 	tw.Flush()
-
-	eng, err := engine.New(b, engine.Options{Catalog: e.catalog, Owner: operatorOwner()})
-	if err != nil {
+	if res.Run.ID.Job == "" { // stopped before settling
 		return err
 	}
-	settled, err := eng.Coordinator.SettleRun(ctx, id)
-	if err != nil {
-		return fmt.Errorf("settle %s: %w", id, err)
-	}
-	line := fmt.Sprintf("%d cancelled, %d already terminal; run %s is %s", cancelled, kept, settled.ID, settled.State)
+	settled := res.Run
+	line := fmt.Sprintf("%d cancelled, %d already terminal; run %s is %s", res.Cancelled, res.AlreadyTerminal, settled.ID, settled.State)
 	switch settled.State {
 	case ledger.RunFanningOut:
 		line += " (its fan-out goes on; the cancelled items' messages are acknowledged without running)"
@@ -147,10 +111,30 @@ func cancel(ctx context.Context, e *env, run, asset, reason string) error {
 	}
 	e.sayf("%s\n", line)
 	e.set("items", changes)
-	e.set("cancelled", cancelled)
-	e.set("already_terminal", kept)
+	e.set("cancelled", res.Cancelled)
+	e.set("already_terminal", res.AlreadyTerminal)
 	e.set("run", newRunStatus(settled, nil, nil))
-	return refused
+	return err
+}
+
+// runRefusal is the CLI's error for an operation refused because of the
+// run or item it names (bad input, exit status 2); instead says what to
+// do with a superseded run. Other errors are returned as they are.
+func runRefusal(err error, instead string) error {
+	var unknown *ops.UnknownRunError
+	var sup *ops.SupersededError
+	switch {
+	case errors.As(err, &unknown) && unknown.Latest.Job == "":
+		id := unknown.ID
+		return usagef("unknown run %s: tick %s has no run ('baton status --job %s' lists the runs)", id, id.TickKey(), id.Job)
+	case errors.As(err, &unknown):
+		return usagef("%v", unknown)
+	case errors.As(err, &sup):
+		return usagef("run %s is superseded by %s: %s", sup.ID, sup.Current.ID, instead)
+	case errors.Is(err, ops.ErrUnknownItem):
+		return usagef("%v", err)
+	}
+	return err
 }
 
 // describeItem is an item's state with who holds it, for before/after lines.

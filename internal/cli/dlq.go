@@ -9,10 +9,7 @@ import (
 
 	"github.com/spf13/pflag"
 
-	"github.com/batonhq/baton"
-	"github.com/batonhq/baton/internal/ledger"
-	"github.com/batonhq/baton/internal/message"
-	"github.com/batonhq/baton/internal/queue"
+	"github.com/batonhq/baton/internal/ops"
 )
 
 const dlqAbout = `Inspect, redrive and purge the dead-letter queue.
@@ -51,18 +48,7 @@ message's receive count when it moves, so there it counts receives in the
 dead-letter queue only; ATTEMPTS (from the ledger) is the item's claims.`
 
 // deadLetter is one row of dlq list.
-type deadLetter struct {
-	MessageID    string    `json:"message_id"`
-	Key          string    `json:"key,omitempty"`
-	Malformed    string    `json:"malformed,omitempty"` // why the body is not an item message
-	ItemState    string    `json:"item_state,omitempty"`
-	Attempts     int       `json:"attempts"`
-	ReceiveCount int       `json:"receive_count"`
-	LastError    string    `json:"last_error,omitempty"`
-	SentAt       time.Time `json:"sent_at"`
-	AgeSeconds   float64   `json:"age_seconds"`
-	OnRedrive    string    `json:"on_redrive"`
-}
+type deadLetter = ops.DeadLetter
 
 func defineDLQList(e *env, fs *pflag.FlagSet) runFunc {
 	var limit int
@@ -71,30 +57,22 @@ func defineDLQList(e *env, fs *pflag.FlagSet) runFunc {
 }
 
 func dlqList(ctx context.Context, e *env, limit int) error {
-	common := &e.backend
 	if limit < 1 {
 		return usagef("--max must be at least 1, got %d", limit)
 	}
-	b, err := common.openReadOnly(ctx)
+	b, err := e.backend.openReadOnly(ctx)
 	if err != nil {
 		return err
 	}
 	defer b.Close()
-	if b.DeadLetter == nil {
-		return fmt.Errorf("the %s backend has no dead-letter queue configured", b.Name)
-	}
-	msgs, err := queue.OpsOf(b.DeadLetter).Peek(ctx, limit)
-	if err != nil {
-		return fmt.Errorf("list dead letters: %w", err)
-	}
 	now := time.Now().UTC()
-	rows := make([]deadLetter, 0, len(msgs))
-	for _, m := range msgs {
-		row, err := describeDeadLetter(ctx, e.catalog, b.Ledger, m, now)
-		if err != nil {
-			return err
-		}
-		rows = append(rows, row)
+	op, err := ops.New(b, e.catalog, &ops.Options{Owner: operatorOwner(), NowFunc: func() time.Time { return now }})
+	if err != nil {
+		return err
+	}
+	rows, err := op.DeadLetters(ctx, limit)
+	if err != nil {
+		return err
 	}
 	if e.json {
 		e.custom = struct {
@@ -126,110 +104,6 @@ func printDeadLetters(e *env, rows []deadLetter) {
 			ago(time.Duration(r.AgeSeconds*float64(time.Second))), r.OnRedrive, oneLine(r.LastError, 100))
 	}
 	tw.Flush()
-}
-
-// describeDeadLetter decodes m, checks it as the consumer will (its job
-// and asset against the catalog, its run against the ledger) and looks its
-// item up, to predict what a redrive does with it.
-func describeDeadLetter(ctx context.Context, c *baton.Catalog, l ledger.Store, m queue.Peeked, now time.Time) (deadLetter, error) {
-	row := deadLetter{MessageID: m.MessageID, ReceiveCount: m.ReceiveCount, SentAt: m.SentAt.UTC(),
-		AgeSeconds: now.Sub(m.SentAt).Seconds(), LastError: m.Attributes[message.AttrError]}
-	msg, err := message.Decode(m.Body)
-	if err != nil {
-		row.Malformed = err.Error()
-		if row.LastError == "" {
-			row.LastError = err.Error()
-		}
-		row.OnRedrive = "rejected again (malformed)"
-		return row, nil
-	}
-	key, _ := msg.ItemKey() // Decode checked it
-	row.Key = key.String()
-	j, err := c.Lookup(key.Run.Job)
-	if err != nil {
-		row.OnRedrive = "rejected again (unknown job)"
-		return row, nil
-	}
-	paged := j.RunTime() || key.Run.Submitted() // the run's items are its stored pages
-	switch {
-	case paged && msg.IsShard() && !msg.PageShard():
-		row.OnRedrive = "rejected again (malformed: a shard message for a run of stored pages)"
-		return row, nil
-	case !paged && msg.PageShard():
-		row.OnRedrive = "rejected again (malformed: a page shard for a job of constant items)"
-		return row, nil
-	case paged != msg.Paged() && !msg.PageShard():
-		row.OnRedrive = fmt.Sprintf("rejected again (malformed: version %d does not fit the job's items)", msg.Version)
-		return row, nil
-	}
-	if !paged && !j.HasItem(key.Asset) {
-		row.OnRedrive = "rejected again (unknown asset)"
-		return row, nil
-	}
-	if key.Run.Nominal.After(now) {
-		row.OnRedrive = "rejected again (future tick)"
-		return row, nil
-	}
-	run, err := ledger.GetRunOf(ctx, l, key.Run)
-	switch {
-	case errors.Is(err, ledger.ErrNotFound):
-		row.OnRedrive = "rejected again (the tick has no run)"
-		return row, nil
-	case err != nil:
-		return row, fmt.Errorf("look up %s: %w", key.Run, err)
-	case key.Run.Generation > run.ID.Generation:
-		row.OnRedrive = "rejected again (generation never opened)"
-		return row, nil
-	case key.Run.Generation < run.ID.Generation:
-		row.OnRedrive = "acknowledged (superseded by " + run.ID.String() + ")"
-		return row, nil
-	}
-	if msg.IsShard() {
-		// A shard message (hierarchical fan-out) runs nothing itself: it
-		// sends its range's item messages again, whose claims absorb the
-		// items already done.
-		row.ItemState = "-"
-		verb := "expands"
-		if j.Bulk {
-			verb = "runs in place" // a bulk job's consumer runs a shard's items itself
-		}
-		row.OnRedrive = fmt.Sprintf("%s items %d to %d again", verb, msg.Expand.From, msg.Expand.To-1)
-		if msg.PageShard() {
-			pg, err := l.GetPage(ctx, key.Run, msg.Page)
-			switch {
-			case errors.Is(err, ledger.ErrNotFound):
-				row.OnRedrive = fmt.Sprintf("rejected again (page %d of the run's list is not stored)", msg.Page)
-			case err != nil:
-				return row, fmt.Errorf("look up page %d of %s: %w", msg.Page, key.Run, err)
-			case len(pg.Items) == 0 || pg.Items[0].Name != key.Asset:
-				row.OnRedrive = fmt.Sprintf("rejected again (malformed: %s is not the first item of page %d)", key.Asset, msg.Page)
-			default:
-				row.OnRedrive = fmt.Sprintf("%s the %d items of page %d again", verb, len(pg.Items), msg.Page)
-			}
-		}
-		return row, nil
-	}
-	it, err := l.GetItem(ctx, key)
-	switch {
-	case errors.Is(err, ledger.ErrNotFound):
-		row.ItemState, row.OnRedrive = pending, "runs"
-		return row, nil
-	case err != nil:
-		return row, fmt.Errorf("look up %s: %w", key, err)
-	}
-	row.ItemState, row.Attempts = string(it.State), it.Attempt
-	if row.LastError == "" {
-		row.LastError = it.Error
-	}
-	switch {
-	case it.State.Terminal():
-		row.OnRedrive = "acknowledged, not re-run"
-	case it.State == ledger.ItemRunning && !stuck(it, 0, now):
-		row.OnRedrive = "retried after the live claim"
-	default:
-		row.OnRedrive = "runs"
-	}
-	return row, nil
 }
 
 // oneLine shortens s to one line of at most n runes.
@@ -267,33 +141,36 @@ func defineDLQRedrive(e *env, fs *pflag.FlagSet) runFunc {
 }
 
 func dlqRedrive(ctx context.Context, e *env, limit int) error {
-	common := &e.backend
 	if limit < 0 {
 		return usagef("--max must not be negative, got %d", limit)
 	}
-	b, err := common.open(ctx)
+	b, err := e.backend.open(ctx)
 	if err != nil {
 		return err
 	}
 	defer b.Close()
-	if b.DeadLetter == nil {
-		return fmt.Errorf("the %s backend has no dead-letter queue configured", b.Name)
+	op, err := ops.New(b, e.catalog, &ops.Options{Owner: operatorOwner()})
+	if err != nil {
+		return err
 	}
-	n, err := queue.OpsOf(b.DeadLetter).MoveTo(ctx, b.Work, limit)
-	e.set("moved", n)
-	if n > 0 || err == nil {
-		e.sayf("moved %d message(s) from the dead-letter queue to the work queue; items already terminal are acknowledged without running\n", n)
+	res, err := op.Redrive(ctx, limit)
+	if errors.Is(err, ops.ErrNoDeadLetterQueue) {
+		return err
+	}
+	e.set("moved", res.Moved)
+	if res.Moved > 0 || err == nil {
+		e.sayf("moved %d message(s) from the dead-letter queue to the work queue; items already terminal are acknowledged without running\n", res.Moved)
 	}
 	if err != nil {
-		return fmt.Errorf("redrive stopped after %d message(s): %w", n, err)
+		return err
 	}
-	if d, err := queue.OpsOf(b.DeadLetter).Depth(ctx); err == nil && d.Total() > 0 {
+	if left := res.Left; left.Known && left.Messages > 0 {
 		approx := ""
-		if d.Approximate {
+		if left.Approximate {
 			approx = " (approximate)"
 		}
-		e.set("left", d.Total())
-		e.sayf("%d message(s) left in the dead-letter queue%s (in flight or beyond --max)\n", d.Total(), approx)
+		e.set("left", left.Messages)
+		e.sayf("%d message(s) left in the dead-letter queue%s (in flight or beyond --max)\n", left.Messages, approx)
 	}
 	return nil
 }
@@ -315,10 +192,6 @@ Each message is received, then deleted, on every backend (on SQS this is
 not PurgeQueue, which also drops messages in flight and cannot count):
 messages another process holds in flight are left.`
 
-// purgePreview is how many messages dlq purge lists without --yes when
-// there is no --max.
-const purgePreview = 100
-
 func defineDLQPurge(e *env, fs *pflag.FlagSet) runFunc {
 	var (
 		limit int
@@ -338,68 +211,51 @@ func dlqPurge(ctx context.Context, e *env, limit int, yes bool) error {
 		return err
 	}
 	defer b.Close()
-	if b.DeadLetter == nil {
-		return fmt.Errorf("the %s backend has no dead-letter queue configured", b.Name)
+	op, err := ops.New(b, e.catalog, &ops.Options{Owner: operatorOwner()})
+	if err != nil {
+		return err
 	}
-	ops := queue.OpsOf(b.DeadLetter)
+	if b.DeadLetter == nil {
+		_, err := op.Purge(ctx, limit) // the error that says so
+		return err
+	}
 	e.set("purged", 0)
 	if !yes {
-		shown := purgePreview
-		if limit > 0 {
-			shown = limit
-		}
-		msgs, err := ops.Peek(ctx, shown)
+		p, err := op.PreviewPurge(ctx, limit)
 		if err != nil {
-			return fmt.Errorf("list dead letters: %w", err)
+			return err
 		}
-		now := time.Now().UTC()
-		rows := make([]deadLetter, 0, len(msgs))
-		for _, m := range msgs {
-			row, err := describeDeadLetter(ctx, e.catalog, b.Ledger, m, now)
-			if err != nil {
-				return err
-			}
-			rows = append(rows, row)
-		}
-		held := len(rows)
-		if d, err := ops.Depth(ctx); err == nil {
-			held = max(held, d.Visible)
-		}
-		would := held
-		if limit > 0 {
-			would = min(held, limit)
-		}
-		e.set("would_purge", would)
-		e.set("dead_letters", rows)
-		if would == 0 {
+		e.set("would_purge", p.Would)
+		e.set("dead_letters", p.Letters)
+		if p.Would == 0 {
 			e.sayf("the dead-letter queue holds no visible message: nothing to purge\n")
 			return nil
 		}
-		if len(rows) > 0 {
-			printDeadLetters(e, rows)
+		if len(p.Letters) > 0 {
+			printDeadLetters(e, p.Letters)
 		}
 		more := ""
-		if len(rows) < would {
-			more = fmt.Sprintf(" (%d listed)", len(rows))
+		if len(p.Letters) < p.Would {
+			more = fmt.Sprintf(" (%d listed)", len(p.Letters))
 		}
-		return fmt.Errorf("refused: a purge would delete %d message(s)%s for good; nothing deleted. Run 'baton dlq purge%s --yes' to delete them", would, more, maxFlag(limit))
+		return fmt.Errorf("refused: a purge would delete %d message(s)%s for good; nothing deleted. Run 'baton dlq purge%s --yes' to delete them", p.Would, more, maxFlag(limit))
 	}
-	n, err := ops.Purge(ctx, limit)
-	e.set("purged", n)
-	if n > 0 || err == nil {
-		e.sayf("deleted %d message(s) from the dead-letter queue\n", n)
+	res, err := op.Purge(ctx, limit)
+	e.set("purged", res.Purged)
+	if res.Purged > 0 || err == nil {
+		e.sayf("deleted %d message(s) from the dead-letter queue\n", res.Purged)
 	}
 	if err != nil {
-		return fmt.Errorf("purge stopped after %d message(s): %w", n, err)
+		return err
 	}
-	if d, err := ops.Depth(ctx); err == nil {
+	if left := res.Left; left.Known {
 		approx := ""
-		if d.Approximate {
+		if left.Approximate {
 			approx = " (approximate)"
 		}
-		e.set("left", d.Total())
-		if d.Total() > 0 {
-			e.sayf("%d message(s) left in the dead-letter queue%s (in flight, arrived meanwhile or beyond --max)\n", d.Total(), approx)
+		e.set("left", left.Messages)
+		if left.Messages > 0 {
+			e.sayf("%d message(s) left in the dead-letter queue%s (in flight, arrived meanwhile or beyond --max)\n", left.Messages, approx)
 		}
 	}
 	return nil

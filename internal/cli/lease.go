@@ -14,6 +14,7 @@ import (
 	"golang.org/x/term"
 
 	"github.com/batonhq/baton/internal/lease"
+	"github.com/batonhq/baton/internal/ops"
 )
 
 const leaseAbout = `Inspect and, with guardrails, release a job's coordinator lease.
@@ -132,72 +133,59 @@ func leaseRelease(ctx context.Context, e *env, fs *pflag.FlagSet, f *leaseReleas
 		return err
 	}
 	defer b.Close()
-
-	skew := j.Limits.ClockSkew
-	now := time.Now()
-	l, err := b.Leases.Inspect(ctx, j.Name)
-	if errors.Is(err, lease.ErrNotFound) {
-		return fmt.Errorf("refused: job %s has no lease record (its coordinator never ran)", j.Name)
-	}
+	op, err := ops.New(b, e.catalog, &ops.Options{Owner: operatorOwner()})
 	if err != nil {
 		return err
 	}
-	if l.Owner == "" {
+	p := ops.ReleaseParams{Job: j.Name, Owner: f.owner, Fence: f.fence, ForceLive: f.forceLive}
+	if !f.yes {
+		p.ConfirmFunc = func(l lease.Lease) error { return confirmOwner(e, l) }
+	}
+	res, err := op.ReleaseLease(ctx, p)
+	if err != nil {
+		return leaseRefusal(err, j.Name)
+	}
+	l := res.Lease
+	switch res.Outcome {
+	case ops.LeaseAlreadyFree:
 		e.sayf("lease of %s is already free (fence %d); nothing to do\n", j.Name, l.Fence)
-		return nil
-	}
-	if l.Owner != f.owner || l.Fence != f.fence {
-		return fmt.Errorf("refused: the lease of %s is held by %q with fence %d, not %q with fence %d; it changed hands since you looked ('baton lease show --job %s')",
-			j.Name, l.Owner, l.Fence, f.owner, f.fence, j.Name)
-	}
-
-	if l.Held(now, skew) {
-		if !f.forceLive {
-			return fmt.Errorf("refused: %q holds the lease of %s until %s (%s from now, clock-skew allowance %s included) and may be alive; "+
-				"an expired lease is taken over at once by the next trigger, so waiting is safe. "+
-				"If you are sure the holder is dead, add --force-live", l.Owner, j.Name, rfc(l.ExpiresAt), ago(l.ExpiresAt.Add(skew).Sub(now)), skew)
-		}
-		if !f.yes {
-			if err := confirmOwner(e, l); err != nil {
-				return err
-			}
-		}
-		if err := b.Leases.Release(ctx, lease.ReleaseParams{Job: j.Name, Owner: l.Owner, Fence: l.Fence}); err != nil {
-			if errors.Is(err, lease.ErrNotHolder) {
-				return fmt.Errorf("refused: the lease changed hands during the release (%v); nothing released", err)
-			}
-			return err
-		}
+	case ops.LeaseReleasedLive:
 		e.sayf("released the LIVE lease of %s held by %q (fence %d, was live until %s); "+
 			"the fence stays %d and the next acquisition gets %d. If the holder was alive, it still runs and its lease renewals will fail.\n",
 			j.Name, l.Owner, l.Fence, rfc(l.ExpiresAt), l.Fence, l.Fence+1)
-		return nil
-	}
-
-	// Expired: take it over (one conditional write, refused if the holder
-	// renewed meanwhile), then release the takeover.
-	op := "operator:" + operatorOwner()
-	got, err := b.Leases.Acquire(ctx, lease.AcquireParams{Job: j.Name, Owner: op, TTL: 30 * time.Second, Now: time.Now(), Skew: skew})
-	var held *lease.HeldError
-	if errors.As(err, &held) {
-		return fmt.Errorf("refused: the lease of %s is live again, held by %q (fence %d) until %s; nothing released",
-			j.Name, held.Holder.Owner, held.Holder.Fence, rfc(held.Holder.ExpiresAt))
-	}
-	if err != nil {
-		return fmt.Errorf("take over the expired lease: %w", err)
-	}
-	if err := b.Leases.Release(ctx, lease.ReleaseParams{Job: j.Name, Owner: op, Fence: got.Fence}); err != nil {
-		return fmt.Errorf("took over the expired lease as %q (fence %d) but could not release it (it expires at %s): %w", op, got.Fence, rfc(got.ExpiresAt), err)
-	}
-	if got.Fence != l.Fence+1 {
+	case ops.LeaseChangedHands:
 		e.sayf("the lease of %s changed hands after you looked (fence %d then, %d now), and %q no longer held it; "+
-			"took it over as fence %d and released it: it is free\n", j.Name, l.Fence, got.Fence-1, l.Owner, got.Fence)
-		return nil
+			"took it over as fence %d and released it: it is free\n", j.Name, l.Fence, res.TakeoverFence-1, l.Owner, res.TakeoverFence)
+	default:
+		e.sayf("released the expired lease of %s: %q (fence %d, expired %s, %s ago) was taken over as fence %d and released; "+
+			"late writes conditioned on fence %d are refused; the lease is free\n",
+			j.Name, l.Owner, l.Fence, rfc(l.ExpiresAt), ago(time.Since(l.ExpiresAt)), res.TakeoverFence, l.Fence)
 	}
-	e.sayf("released the expired lease of %s: %q (fence %d, expired %s, %s ago) was taken over as fence %d and released; "+
-		"late writes conditioned on fence %d are refused; the lease is free\n",
-		j.Name, l.Owner, l.Fence, rfc(l.ExpiresAt), ago(time.Since(l.ExpiresAt)), got.Fence, l.Fence)
 	return nil
+}
+
+// leaseRefusal says why ReleaseLease refused, and what to do.
+func leaseRefusal(err error, job string) error {
+	var changed *ops.LeaseChangedError
+	var live *ops.LeaseLiveError
+	var held *lease.HeldError
+	switch {
+	case errors.Is(err, ops.ErrNoLease):
+		return fmt.Errorf("refused: %w", err)
+	case errors.As(err, &changed):
+		return fmt.Errorf("refused: %w ('baton lease show --job %s')", err, job)
+	case errors.As(err, &live):
+		l, skew := live.Lease, live.Skew
+		return fmt.Errorf("refused: %q holds the lease of %s until %s (%s from now, clock-skew allowance %s included) and may be alive; "+
+			"an expired lease is taken over at once by the next trigger, so waiting is safe. "+
+			"If you are sure the holder is dead, add --force-live", l.Owner, job, rfc(l.ExpiresAt), ago(l.ExpiresAt.Add(skew).Sub(live.Now)), skew)
+	case errors.As(err, &held):
+		return fmt.Errorf("refused: the lease of %s is live again, held by %q (fence %d) until %s; nothing released",
+			job, held.Holder.Owner, held.Holder.Fence, rfc(held.Holder.ExpiresAt))
+	case errors.Is(err, ops.ErrLeaseChanged): // during the release
+		return fmt.Errorf("refused: %w", err)
+	}
+	return err
 }
 
 // confirmOwner asks the operator to type the owner's name, when stdin is

@@ -2,12 +2,12 @@ package cli
 
 import (
 	"context"
+	"errors"
 	"fmt"
-	"time"
 
 	"github.com/spf13/pflag"
 
-	"github.com/batonhq/baton/internal/lease"
+	"github.com/batonhq/baton/internal/ops"
 )
 
 const pauseSynopsis = `pause --job J [--reason TEXT] [flags]
@@ -60,29 +60,29 @@ func setPause(ctx context.Context, e *env, paused bool, reason string) error {
 		return err
 	}
 	defer b.Close()
-	pauser, ok := lease.PauserOf(b.Leases)
-	if !ok {
-		return fmt.Errorf("refused: the %s backend cannot pause jobs (its lease store has no pause ability)", b.Name)
-	}
-	before, err := pauser.PauseOf(ctx, j.Name)
+	op, err := ops.New(b, e.catalog, &ops.Options{Owner: operatorOwner()})
 	if err != nil {
 		return err
 	}
-	verb := map[bool]string{true: "paused", false: "resumed"}[paused]
-	if reason == "" {
-		reason = verb + " by " + operatorOwner()
+	set := op.Resume
+	if paused {
+		set = op.Pause
 	}
-	after, err := pauser.SetPause(ctx, lease.SetPauseParams{Job: j.Name, Paused: paused, By: operatorOwner(), Reason: reason, Now: time.Now()})
+	res, err := set(ctx, j.Name, reason)
+	if errors.Is(err, ops.ErrCannotPause) {
+		return fmt.Errorf("refused: %w", err)
+	}
 	if err != nil {
 		return err
 	}
+	after := res.After
 	e.set("job", j.Name)
-	e.set("changed", before.Paused != paused)
+	e.set("changed", res.Changed)
 	e.set("pause", newPauseStatus(after))
 	switch {
-	case before.Paused == paused && paused:
+	case !res.Changed && paused:
 		e.sayf("job %s is already paused (since %s, by %s); nothing changed\n", j.Name, rfc(after.Since), after.By)
-	case before.Paused == paused:
+	case !res.Changed:
 		e.sayf("job %s is not paused; nothing changed\n", j.Name)
 	case paused:
 		e.sayf("paused job %s at %s: its ticks are skipped and recorded until 'baton resume --job %s'\n", j.Name, rfc(after.Since), j.Name)

@@ -4,7 +4,6 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"math/rand/v2"
 	"sync"
 	"time"
 
@@ -16,6 +15,7 @@ import (
 	"github.com/batonhq/baton/internal/engine"
 	"github.com/batonhq/baton/internal/lease"
 	"github.com/batonhq/baton/internal/ledger"
+	"github.com/batonhq/baton/internal/ops"
 )
 
 const replayAbout = `Run ticks and items again, through the same coordinator and consumer code
@@ -146,50 +146,18 @@ func (r *replayer) close() {
 	r.b.Close()
 }
 
-// trigger runs the coordinator for the tick at nominal until its fan-out
-// is complete (a fan-out stopped by the deadline or budget is resumed at
-// once), retrying while another coordinator holds the lease and the tick
-// is still pending, up to leaseWait. It returns the last summary: skipped
-// with Pending when the lease stayed held, skipped without Pending when
-// the tick was fanned out by someone else.
+// trigger runs the tick at nominal as ops.Operator.ReplayTick does,
+// retrying up to leaseWait while another coordinator holds the lease.
 func (r *replayer) trigger(ctx context.Context, nominal time.Time, force bool, leaseWait time.Duration) (coordinator.Summary, error) {
-	backoff := 100 * time.Millisecond
-	deadline := time.Now().Add(leaseWait)
-	for {
-		sum, err := r.eng.Trigger(ctx, r.j.Name, nominal, force)
-		if err != nil {
-			return sum, err
-		}
-		switch {
-		case sum.Outcome == coordinator.OutcomePaused:
-			return sum, nil
-		case sum.Outcome == coordinator.OutcomeSkipped && !sum.Pending:
-			return sum, nil // the tick is fanned out already: nothing to retry
-		case sum.Outcome == coordinator.OutcomeSkipped:
-			if time.Now().Add(backoff).After(deadline) {
-				return sum, nil
-			}
-		case sum.Stopped != "":
-			force = false // the new generation is open: resume it
-			backoff = 0
-		default:
-			return sum, nil
-		}
-		if err := sleep(ctx, jitter(backoff)); err != nil {
-			return sum, err
-		}
-		backoff = min(max(2*backoff, 100*time.Millisecond), 5*time.Second)
+	op, err := ops.New(r.b, r.eng.Catalog(), &ops.Options{Engine: r.eng})
+	if err != nil {
+		return coordinator.Summary{}, err
 	}
+	return op.ReplayTick(ctx, ops.TickReplayParams{Job: r.j.Name, Nominal: nominal, Force: force, LeaseWait: leaseWait})
 }
 
-// jitter returns a wait in [d/2, d]: contenders retrying the same lease
-// spread out instead of colliding again in lockstep.
-func jitter(d time.Duration) time.Duration {
-	if d <= 0 {
-		return 0
-	}
-	return d/2 + rand.N(d/2+1)
-}
+// jitter returns a wait in [d/2, d] (ops.Jitter).
+var jitter = ops.Jitter
 
 // sleep waits d or until ctx is done.
 func sleep(ctx context.Context, d time.Duration) error {
@@ -398,14 +366,14 @@ func replayItem(ctx context.Context, e *env, fs *pflag.FlagSet, f *replayFlags, 
 		return err
 	}
 	defer r.close()
-	if _, err := currentRun(ctx, r.b.Ledger, id); err != nil {
-		if errors.Is(err, errSuperseded) {
-			return usagef("%v: replay the item of that run", err)
-		}
+	op, err := ops.New(r.b, e.catalog, &ops.Options{Owner: "replay:" + operatorOwner(), Engine: r.eng})
+	if err != nil {
 		return err
 	}
-
-	rep, err := r.eng.ReplayItem(ctx, id, asset, force)
+	rep, err := op.ReplayItem(ctx, id, asset, force)
+	if errors.Is(err, ops.ErrUnknownRun) || errors.Is(err, ops.ErrSuperseded) {
+		return runRefusal(err, "replay the item of that run")
+	}
 	if err != nil {
 		return itemReplayRefusal(err)
 	}

@@ -20,6 +20,7 @@ import (
 	"github.com/batonhq/baton/internal/lease"
 	"github.com/batonhq/baton/internal/ledger"
 	"github.com/batonhq/baton/internal/limitstatus"
+	"github.com/batonhq/baton/internal/ops"
 	"github.com/batonhq/baton/internal/queue"
 	"github.com/batonhq/baton/internal/schedule"
 )
@@ -591,7 +592,7 @@ func readRun(ctx context.Context, l ledger.Store, j baton.Job, id ledger.RunID, 
 	}
 	expected := engine.SortedItemNames(j)
 	if id.Submitted() || j.RunTime() {
-		if expected, err = storedNames(ctx, l, id); err != nil {
+		if expected, err = ops.StoredNames(ctx, l, id); err != nil {
 			return nil, err
 		}
 	}
@@ -940,25 +941,6 @@ func printGaps(w io.Writer, gaps []tickGap) {
 			more = fmt.Sprintf(" and %d more", len(ticks)-len(shown))
 		}
 		fmt.Fprintf(w, "  %s: %d (%s%s)\n", r, len(ticks), strings.Join(shown, ", "), more)
-	}
-}
-
-// storedNames returns the names of the run's stored item list (a
-// submission's, or a run-time list's), page by page, in order.
-func storedNames(ctx context.Context, l ledger.Store, id ledger.RunID) ([]string, error) {
-	var names []string
-	for p := 0; ; p++ {
-		pg, err := l.GetPage(ctx, id, p)
-		if errors.Is(err, ledger.ErrNotFound) {
-			return names, nil // not stored whole yet
-		}
-		if err != nil {
-			return nil, fmt.Errorf("read the item list of %s: %w", id, err)
-		}
-		names = append(names, pg.Names()...)
-		if pg.Final {
-			return names, nil
-		}
 	}
 }
 

@@ -1,14 +1,12 @@
 package cli
 
 import (
-	"bytes"
 	"context"
 	"encoding/json"
 	"fmt"
 	"net"
 	"net/http"
 	"os"
-	"strconv"
 	"strings"
 	"time"
 
@@ -17,7 +15,7 @@ import (
 	"github.com/batonhq/baton"
 	"github.com/batonhq/baton/internal/backend"
 	"github.com/batonhq/baton/internal/ledger"
-	"github.com/batonhq/baton/internal/queue"
+	"github.com/batonhq/baton/internal/ops"
 	"github.com/batonhq/baton/internal/ui"
 )
 
@@ -37,9 +35,10 @@ with its reason. The items of a submission or a run-time list are read a
 few stored pages at a time (256 items per page of the dashboard).
 
 Actions (replay a tick or an item, redrive, cancel, release an expired
-lease) show what they will do on a confirmation page first, then run the
-very command of this CLI, with its guards (replays wait for their run
-like 'baton replay' does, up to --action-timeout). What the CLI refuses
+lease) show what they will do on a confirmation page first, then perform
+the same operations as this CLI's commands, with their guards (replays
+wait for their run like 'baton replay' does, up to --action-timeout, with
+consumers in this process on sqlite and postgres). What the CLI refuses
 is not offered: a submission has no tick to replay, and the items of a
 submission or a run-time list are not named one by one. They refuse
 cross-origin requests and need the browser session's token; --read-only
@@ -81,7 +80,7 @@ func defineUI(e *env, fs *pflag.FlagSet) runFunc {
 	fs.DurationVar(&f.actionTimeout, "action-timeout", 2*time.Minute, "how long a replay from the dashboard waits for its run to settle")
 	fs.DurationVar(&f.refresh, "refresh", 2*time.Second, "how often a page of work in flight refreshes")
 	fs.StringVar(&f.logLevel, "log", "info", "log level on stderr: debug, info, warn, error")
-	return func(ctx context.Context, _ []string) error { return serveUI(ctx, e, fs, &f) }
+	return func(ctx context.Context, _ []string) error { return serveUI(ctx, e, &f) }
 }
 
 // uiReport is what ui prints when it starts and stops (--json: a line each).
@@ -93,7 +92,7 @@ type uiReport struct {
 	Mode    string `json:"mode"`
 }
 
-func serveUI(ctx context.Context, e *env, fs *pflag.FlagSet, f *uiFlags) error {
+func serveUI(ctx context.Context, e *env, f *uiFlags) error {
 	// Read after parsing, so that --help never prints it.
 	token := os.Getenv(envUIToken)
 	switch {
@@ -125,7 +124,10 @@ func serveUI(ctx context.Context, e *env, fs *pflag.FlagSet, f *uiFlags) error {
 		return err
 	}
 	defer b.Close()
-	op := &uiOperator{catalog: e.catalog, backendArgs: backendArgs(fs), b: b, timeout: f.actionTimeout}
+	op := &uiOperator{catalog: e.catalog, b: b, actor: &ui.Actor{
+		Catalog: e.catalog, OpenFunc: f.common.open, Owner: "ui:" + operatorOwner(),
+		Consumers: defaultReplayConsumers(b.Name), Timeout: f.actionTimeout, Logger: logger,
+	}}
 	srv, err := ui.New(ui.Options{
 		Catalog: e.catalog, Backend: b, Operator: op, ReadOnly: f.readOnly, AccessToken: token,
 		Runs: f.runs, Refresh: f.refresh, Logger: logger,
@@ -184,92 +186,35 @@ func loopbackAddr(addr string) (bool, error) {
 	return ip != nil && ip.IsLoopback(), nil
 }
 
-// uiOperator performs the dashboard's actions by running this CLI's own
-// commands on the same backend, so that they keep its guards and say
-// what they did in its words.
+// uiOperator answers the dashboard's questions that only the CLI knows
+// how to compute (the ticks without a run) and performs its actions with
+// a ui.Actor: the operator's calls of package ops, the CLI's guards.
 type uiOperator struct {
 	catalog *baton.Catalog
-	// backendArgs select the dashboard's backend on the commands' command
-	// lines.
-	backendArgs []string
-	b           backend.Backend
-	timeout     time.Duration
-}
-
-// backendArgs are the backend flags given on fs's command line, as
-// --name=value: the commands an action runs select the same backend
-// (what was not given comes from the same defaults and environment).
-// --job is left out: every action names its job or run.
-func backendArgs(fs *pflag.FlagSet) []string {
-	var out []string
-	fs.Visit(func(f *pflag.Flag) {
-		if g := f.Annotations[flagGroup]; len(g) > 0 && g[0] == backendGroup && f.Name != "job" {
-			out = append(out, "--"+f.Name+"="+f.Value.String())
-		}
-	})
-	return out
+	b       backend.Backend
+	actor   *ui.Actor
 }
 
 var _ ui.Operator = (*uiOperator)(nil)
 
-// Do runs the command that performs a and returns its exit status and
-// output (stdout and stderr together, as a terminal shows them).
-func (o *uiOperator) Do(ctx context.Context, a ui.Action) ui.Outcome {
-	var args []string
-	switch a.Kind {
-	case ui.ReplayTick:
-		args = []string{"replay", "tick", "--job", a.Job, "--at", a.Tick.Format(time.RFC3339Nano), "--timeout", o.timeout.String()}
-		if a.Force {
-			args = append(args, "--force")
-		}
-	case ui.ReplayItem:
-		args = []string{"replay", "item", "--run", a.Run.String(), "--asset", a.Asset, "--timeout", o.timeout.String()}
-		if a.Force {
-			args = append(args, "--force")
-		}
-	case ui.Cancel:
-		args = []string{"cancel", "--run", a.Run.String(), "--reason", "cancelled from baton ui by " + operatorOwner()}
-		if a.Asset != "" {
-			args = append(args, "--asset", a.Asset)
-		}
-	case ui.Redrive:
-		args = []string{"dlq", "redrive"}
-	case ui.ReleaseLease:
-		// Never --force-live: the dashboard releases expired leases only.
-		args = []string{"lease", "release", "--job", a.Job, "--owner", a.Owner, "--fence", strconv.FormatInt(a.Fence, 10)}
-	default:
-		return ui.Outcome{ExitStatus: ExitUsage, Output: fmt.Sprintf("unknown action %q", a.Kind)}
-	}
-	// A confirmed action runs to its end even if the browser goes away.
-	ctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), o.timeout+time.Minute)
-	defer cancel()
-	var out bytes.Buffer
-	code := Main(ctx, o.catalog, append(args, o.backendArgs...), &out, &out)
-	return ui.Outcome{ExitStatus: code, Output: out.String()}
-}
+// Do performs a (ui.Actor.Do).
+func (o *uiOperator) Do(ctx context.Context, a ui.Action) ui.Outcome { return o.actor.Do(ctx, a) }
 
 // DeadLetters lists the dead-letter queue as 'baton dlq list' does.
 func (o *uiOperator) DeadLetters(ctx context.Context, limit int) ([]ui.DeadLetter, error) {
-	if o.b.DeadLetter == nil {
-		return nil, fmt.Errorf("the %s backend has no dead-letter queue configured", o.b.Name)
-	}
-	msgs, err := queue.OpsOf(o.b.DeadLetter).Peek(ctx, limit)
+	op, err := ops.New(o.b, o.catalog, &ops.Options{Owner: operatorOwner()})
 	if err != nil {
-		return nil, fmt.Errorf("list dead letters: %w", err)
+		return nil, err
 	}
-	now := time.Now().UTC()
-	out := make([]ui.DeadLetter, 0, len(msgs))
-	for _, m := range msgs {
-		d, err := describeDeadLetter(ctx, o.catalog, o.b.Ledger, m, now)
-		if err != nil {
-			return out, err
-		}
+	rows, err := op.DeadLetters(ctx, limit)
+	out := make([]ui.DeadLetter, 0, len(rows))
+	for _, d := range rows {
 		out = append(out, ui.DeadLetter{
 			MessageID: d.MessageID, Key: d.Key, Malformed: d.Malformed, ItemState: d.ItemState, Attempts: d.Attempts,
 			ReceiveCount: d.ReceiveCount, LastError: d.LastError, SentAt: d.SentAt, OnRedrive: d.OnRedrive,
 		})
 	}
-	return out, nil
+	return out, err
 }
 
 // MissedTicks are the ticks 'baton status' lists as without a run.

@@ -406,3 +406,10 @@ func (e *Engine) WaitSettled(ctx context.Context, jobName string, nominal time.T
 
 // Catalog returns the engine's catalog.
 func (e *Engine) Catalog() *baton.Catalog { return e.opts.Catalog }
+
+// Owner is the prefix of the engine's lease and item owners
+// (Options.Owner, or host/pid).
+func (e *Engine) Owner() string { return e.opts.Owner }
+
+// Now reads the engine's clock (Options.NowFunc, else time.Now).
+func (e *Engine) Now() time.Time { return e.now() }

@@ -21,7 +21,7 @@ type plan struct {
 	Action   Action
 	Query    string   // the action's form values, for the confirmation's POST
 	Lines    []string // what will happen
-	Refused  string   // the guard that refuses it now (the action may still be posted: the command refuses it again)
+	Refused  string   // the guard that refuses it now (the action may still be posted: it is refused again)
 	Nothing  string   // why there is nothing to do
 	Letters  []DeadLetter
 	Back     string // where to go afterwards
@@ -103,7 +103,7 @@ func (s *Server) plan(ctx context.Context, a Action) (plan, error) {
 				p.Lines = append(p.Lines, fmt.Sprintf("%s is %s: items of it still running are cut short.", run.ID, run.State))
 			}
 		}
-		p.Lines = append(p.Lines, "The command retries for a while if another coordinator holds the job's lease, and waits for the run to settle.")
+		p.Lines = append(p.Lines, "The replay retries for a while if another coordinator holds the job's lease, and waits for the run to settle.")
 	case ReplayItem:
 		if err := s.planItem(ctx, a, &p); err != nil {
 			return p, err

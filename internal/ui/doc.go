@@ -37,7 +37,8 @@
 //
 // Replaying a tick or an item, redriving the dead-letter queue, cancelling
 // a run or an item and releasing an expired lease are done by an Operator
-// (package cli runs the very commands of the CLI, with their guards). Each
+// (an Actor: the operator's calls of package ops, which keep the CLI's
+// guards; no command runs and no command's output is shown). Each
 // is shown first on a confirmation page that says what will happen, from
 // the state as it is now; only the confirmation's POST acts. POSTs must
 // carry the session's token (a cookie-bound CSRF token), and cross-origin

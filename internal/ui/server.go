@@ -54,10 +54,11 @@ type Options struct {
 }
 
 // Operator performs the dashboard's actions with the guards of the CLI
-// and answers what only the CLI knows how to compute.
+// (Actor does, with the calls of package ops) and answers what only the
+// CLI knows how to compute.
 type Operator interface {
 	// Do performs a, which ParseAction returned; Outcome reports what
-	// happened (a refusal included) as the CLI prints it.
+	// happened (a refusal included).
 	Do(ctx context.Context, a Action) Outcome
 	// DeadLetters lists up to max messages of the dead-letter queue with
 	// each one's reason and what a redrive would do with it.
@@ -69,10 +70,10 @@ type Operator interface {
 
 // Outcome is what an action did.
 type Outcome struct {
-	// ExitStatus is the CLI's: 0 done (or nothing to do), 1 refused or
+	// ExitStatus is as the CLI's: 0 done (or nothing to do), 1 refused or
 	// failed, 2 bad input.
 	ExitStatus int
-	Output     string // what the command printed
+	Output     string // what the action did, in the dashboard's words
 }
 
 // DeadLetter is one message of the dead-letter queue.
