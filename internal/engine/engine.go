@@ -59,6 +59,8 @@ type Engine struct {
 	// pools are the consumer pools of the job queues (baton.JobQueue),
 	// by queue name: each its own queue, consumer and concurrency.
 	pools []pool
+	// router sends each job's messages to its queue (JobQueues).
+	router queue.Sender
 }
 
 // pool is the consumers of one job queue.
@@ -87,6 +89,7 @@ func New(b backend.Backend, o Options) (*Engine, error) {
 	if err != nil {
 		return nil, fmt.Errorf("engine: %w", err)
 	}
+	e.router = router
 	e.Coordinator = &coordinator.Coordinator{
 		Leases: lease.Counting(b.Leases, o.Logger), Ledger: b.Ledger, Queue: router, Jobs: o.Catalog,
 		Owner: o.Owner + "/coordinator", NowFunc: o.NowFunc, Logger: o.Logger, Telemetry: o.Telemetry,

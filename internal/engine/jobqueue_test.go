@@ -96,3 +96,45 @@ func queueDepth(t *testing.T, q any) (int, error) {
 	d, err := queue.OpsOf(q.(queue.Receiver)).Depth(t.Context())
 	return d.Total(), err
 }
+
+// A replayed item of a job with a queue of its own is sent to that queue,
+// as the coordinator's messages are, not to the shared work queue.
+func TestReplayItemGoesToTheJobsQueue(t *testing.T) {
+	t.Parallel()
+	ctx := t.Context()
+	own := baton.Job{
+		Name: "own", Schedule: "rate(1 minute)", Assets: []string{"a", "b"},
+		Queue:     baton.JobQueue{Name: "own"},
+		Processor: baton.ProcessorFunc(func(context.Context, baton.Task) ([]byte, error) { return []byte("ok"), nil }),
+	}
+	b, err := sqlitebackend.Open(ctx, filepath.Join(t.TempDir(), "baton.db"))
+	require.NoError(t, err)
+	t.Cleanup(func() { require.NoError(t, b.Close()) })
+	e, err := New(b, Options{Catalog: baton.MustCatalog(own)})
+	require.NoError(t, err)
+	q, err := b.JobQueueFunc(ctx, "own")
+	require.NoError(t, err)
+	now := time.Now()
+	sum, err := e.Trigger(ctx, "own", now, false)
+	require.NoError(t, err)
+	// Take the tick's messages off the job's queue, unprocessed.
+	for {
+		ds, err := q.Receive(ctx, queue.ReceiveParams{Max: queue.MaxBatch, Visibility: time.Hour, Now: time.Now()})
+		require.NoError(t, err)
+		if len(ds) == 0 {
+			break
+		}
+		for _, d := range ds {
+			require.NoError(t, q.Delete(ctx, d.ReceiptHandle))
+		}
+	}
+	run := ledger.RunID{Job: "own", Nominal: sum.Nominal, Generation: 1}
+	_, err = e.ReplayItem(ctx, run, "a", false)
+	require.NoError(t, err)
+	got, err := q.Receive(ctx, queue.ReceiveParams{Max: queue.MaxBatch, Visibility: time.Hour, Now: time.Now()})
+	require.NoError(t, err)
+	require.Len(t, got, 1, "the replayed item's message, on the job's queue")
+	shared, err := b.Work.Receive(ctx, queue.ReceiveParams{Max: queue.MaxBatch, Visibility: time.Hour, Now: time.Now()})
+	require.NoError(t, err)
+	require.Empty(t, shared, "nothing on the shared work queue")
+}

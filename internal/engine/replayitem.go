@@ -185,7 +185,8 @@ func (e *Engine) inputsReady(ctx context.Context, id ledger.RunID, def baton.Der
 
 func (e *Engine) send(ctx context.Context, j baton.Job, key ledger.ItemKey, fence int64) error {
 	msg := message.New(key, fence, j.IsDerived(key.Asset)).QueueMessage()
-	if _, err := queue.SendAll(ctx, e.backend.Work, []queue.Message{msg}, nil); err != nil {
+	// Through the router: a job with a queue of its own gets it there.
+	if _, err := queue.SendAll(ctx, e.router, []queue.Message{msg}, nil); err != nil {
 		return fmt.Errorf("enqueue %s: %w", key, err)
 	}
 	return nil
