@@ -43,21 +43,11 @@ func PriorityOn(ctx context.Context, b backend.Backend, name string, high, low i
 	var mu sync.Mutex
 	var order []string
 	job := func(name string, n, prio, conc int) baton.Job {
-		assets := make([]string, n)
-		for i := range assets {
-			assets[i] = fmt.Sprintf("%s-%d", name, i)
-		}
-		return baton.Job{
-			Name: name, Schedule: "rate(1 minute)", Assets: assets,
-			Queue: baton.JobQueue{Name: name, MaxConcurrency: conc, Priority: prio},
-			Processor: baton.ProcessorFunc(func(ctx context.Context, _ baton.Task) ([]byte, error) {
-				time.Sleep(time.Millisecond)
-				mu.Lock()
-				order = append(order, name)
-				mu.Unlock()
-				return []byte("ok"), nil
-			}),
-		}
+		return classJob(name, n, prio, conc, time.Millisecond, func() {
+			mu.Lock()
+			order = append(order, name)
+			mu.Unlock()
+		})
 	}
 	e, err := engine.New(b, engine.Options{Catalog: baton.MustCatalog(job("urgent", high, 2, 6), job("bulk", low, 1, 2)), Consumers: 1, BatchSize: 10, BatchTimeout: time.Minute})
 	if err != nil {
@@ -142,21 +132,11 @@ func PriorityBehind(ctx context.Context, b backend.Backend, name string, depth i
 	const urgent, work = 50, 2 * time.Millisecond
 	var done atomic.Int64 // bulk completions
 	job := func(name string, n, prio, conc int) baton.Job {
-		assets := make([]string, n)
-		for i := range assets {
-			assets[i] = fmt.Sprintf("%s-%d", name, i)
-		}
-		return baton.Job{
-			Name: name, Schedule: "rate(1 minute)", Assets: assets,
-			Queue: baton.JobQueue{Name: name, MaxConcurrency: conc, Priority: prio},
-			Processor: baton.ProcessorFunc(func(ctx context.Context, _ baton.Task) ([]byte, error) {
-				time.Sleep(work)
-				if name == "late-bulk" {
-					done.Add(1)
-				}
-				return []byte("ok"), nil
-			}),
-		}
+		return classJob(name, n, prio, conc, work, func() {
+			if name == "late-bulk" {
+				done.Add(1)
+			}
+		})
 	}
 	e, err := engine.New(b, engine.Options{Catalog: baton.MustCatalog(job("late-urgent", urgent, 2, 6), job("late-bulk", depth, 1, 2)), Consumers: 1, BatchSize: 10, BatchTimeout: time.Minute})
 	if err != nil {
@@ -221,4 +201,23 @@ func PriorityBehind(ctx context.Context, b backend.Backend, name string, depth i
 		Value: behind.Seconds(), Reference: alone.Seconds(), RefText: "the same items alone, idle pool", Unit: Duration, Goal: RatioAtMost(2),
 		Note: fmt.Sprintf("%d bulk items still queued when the urgent tick arrived, %d when it was done; the bulk run took %s", atDepth, left, bulkTook.Round(time.Millisecond)),
 	}}, nil
+}
+
+// classJob is a job of n items on a job queue of its own, name, with the
+// given MaxConcurrency and Priority: each item sleeps work, then calls
+// done.
+func classJob(name string, n, prio, conc int, work time.Duration, done func()) baton.Job {
+	assets := make([]string, n)
+	for i := range assets {
+		assets[i] = fmt.Sprintf("%s-%d", name, i)
+	}
+	return baton.Job{
+		Name: name, Schedule: "rate(1 minute)", Assets: assets,
+		Queue: baton.JobQueue{Name: name, MaxConcurrency: conc, Priority: prio},
+		Processor: baton.ProcessorFunc(func(context.Context, baton.Task) ([]byte, error) {
+			time.Sleep(work)
+			done()
+			return []byte("ok"), nil
+		}),
+	}
 }

@@ -159,20 +159,8 @@ func (r *replayer) trigger(ctx context.Context, nominal time.Time, force bool, l
 // jitter returns a wait in [d/2, d] (ops.Jitter).
 var jitter = ops.Jitter
 
-// sleep waits d or until ctx is done.
-func sleep(ctx context.Context, d time.Duration) error {
-	if d <= 0 {
-		return ctx.Err()
-	}
-	t := time.NewTimer(d)
-	defer t.Stop()
-	select {
-	case <-ctx.Done():
-		return ctx.Err()
-	case <-t.C:
-		return nil
-	}
-}
+// sleep waits d or until ctx is done (ops.Sleep).
+var sleep = ops.Sleep
 
 // heldError explains a skipped trigger.
 func heldError(sum coordinator.Summary) error {

@@ -94,7 +94,7 @@ func (o *Operator) ReplayTick(ctx context.Context, p TickReplayParams) (coordina
 		default:
 			return sum, nil
 		}
-		if err := sleep(ctx, Jitter(backoff)); err != nil {
+		if err := Sleep(ctx, Jitter(backoff)); err != nil {
 			return sum, err
 		}
 		backoff = min(max(2*backoff, 100*time.Millisecond), 5*time.Second)
@@ -110,8 +110,8 @@ func Jitter(d time.Duration) time.Duration {
 	return d/2 + rand.N(d/2+1)
 }
 
-// sleep waits d or until ctx is done.
-func sleep(ctx context.Context, d time.Duration) error {
+// Sleep waits d or until ctx is done, and returns ctx's error then.
+func Sleep(ctx context.Context, d time.Duration) error {
 	if d <= 0 {
 		return ctx.Err()
 	}
