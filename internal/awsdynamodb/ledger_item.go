@@ -321,18 +321,14 @@ func (s *LedgerStore) Cancel(ctx context.Context, p ledger.CancelParams) (ledger
 		return ledger.Item{}, err
 	}
 	for range raceRetries {
-		w, err := s.t.update(ctx, op, k, u)
+		it, applied, found, err := s.updateItem(ctx, op, k, p.Key, u)
 		if err != nil {
 			return ledger.Item{}, err
 		}
-		if w.rec == nil {
+		if !found {
 			continue // gone since the failed condition: retry
 		}
-		it, err := decodeItem(p.Key, w.rec)
-		if err != nil {
-			return ledger.Item{}, fmt.Errorf("%s: %w", op, err)
-		}
-		if w.applied {
+		if applied {
 			return it, nil
 		}
 		if it.State.Terminal() {
@@ -382,24 +378,34 @@ func (s *LedgerStore) NoteWait(ctx context.Context, p ledger.NoteWaitParams) (le
 	if err != nil {
 		return ledger.Item{}, err
 	}
-	w, err := s.t.update(ctx, op, k, u)
+	it, applied, found, err := s.updateItem(ctx, op, k, p.Key, u)
 	if err != nil {
 		return ledger.Item{}, err
 	}
-	if w.rec == nil {
+	if !found {
 		return ledger.Item{}, fmt.Errorf("%s: %w", op, ledger.ErrNotFound)
 	}
-	it, err := decodeItem(p.Key, w.rec)
-	if err != nil {
-		return ledger.Item{}, fmt.Errorf("%s: %w", op, err)
-	}
 	switch {
-	case w.applied:
+	case applied:
 		return it, nil
 	case it.State.Terminal():
 		return it, fmt.Errorf("%s: item is %s: %w", op, it.State, ledger.ErrTerminal)
 	}
 	return it, fmt.Errorf("%s: item is %s at attempt %d, not FAILED at %d: %w", op, it.State, it.Attempt, p.Attempt, ledger.ErrConflict)
+}
+
+// updateItem runs u on the record of item, at k, and decodes the record
+// the write returns: the new one when applied, else the one that failed
+// the condition; found is false when there is none.
+func (s *LedgerStore) updateItem(ctx context.Context, op string, k key, item ledger.ItemKey, u update) (it ledger.Item, applied, found bool, err error) {
+	w, err := s.t.update(ctx, op, k, u)
+	if err != nil || w.rec == nil {
+		return ledger.Item{}, false, false, err
+	}
+	if it, err = decodeItem(item, w.rec); err != nil {
+		return ledger.Item{}, false, false, fmt.Errorf("%s: %w", op, err)
+	}
+	return it, w.applied, true, nil
 }
 
 // setReason sets the error attribute to reason, or removes it when empty.
