@@ -49,7 +49,7 @@ import (
 	_ "github.com/batonhq/baton/internal/backend/postgresbackend"
 	_ "github.com/batonhq/baton/internal/backend/sqlitebackend"
 	"github.com/batonhq/baton/internal/coordinator"
-	"github.com/batonhq/baton/internal/engine"
+	"github.com/batonhq/baton/internal/exec"
 	"github.com/batonhq/baton/internal/ledger"
 	"github.com/batonhq/baton/internal/telemetry"
 )
@@ -97,7 +97,7 @@ type Options struct {
 // concurrently. Close it when done.
 type Client struct {
 	b   backend.Backend
-	eng *engine.Engine
+	eng *exec.Runtime
 }
 
 // Open opens the engine o names for catalog.
@@ -117,12 +117,12 @@ func Open(ctx context.Context, catalog *baton.Catalog, o *Options) (*Client, err
 	if err != nil {
 		return nil, fmt.Errorf("batonclient: %w", err)
 	}
-	eo := engine.Options{Catalog: catalog, Owner: o.Owner, NowFunc: o.NowFunc,
+	eo := exec.Options{Catalog: catalog, Owner: o.Owner, NowFunc: o.NowFunc,
 		Telemetry: telemetry.New(telemetry.Options{TracerProvider: o.TracerProvider, MeterProvider: o.MeterProvider, Engine: b.Name})}
 	if o.LogHandler != nil {
 		eo.Logger = slog.New(o.LogHandler)
 	}
-	eng, err := engine.New(b, eo)
+	eng, err := exec.New(b, eo)
 	if err != nil {
 		_ = b.Close()
 		return nil, fmt.Errorf("batonclient: %w", err)

@@ -8,7 +8,7 @@ import (
 
 	"github.com/batonhq/baton"
 	"github.com/batonhq/baton/internal/coordinator"
-	"github.com/batonhq/baton/internal/engine"
+	"github.com/batonhq/baton/internal/exec"
 	"github.com/batonhq/baton/internal/lease"
 	"github.com/batonhq/baton/internal/ledger"
 	"github.com/batonhq/baton/internal/ops"
@@ -312,9 +312,9 @@ func (c *Client) ReleaseLease(ctx context.Context, job string, p ReleaseLeasePar
 
 // What ReplayItem did (ItemReplayed.Outcome).
 const (
-	ItemEnqueued        = engine.ItemEnqueued        // not terminal: its message was sent again
-	ItemAlreadyTerminal = engine.ItemAlreadyTerminal // terminal and no force: nothing written
-	ItemNewGeneration   = engine.ItemNewGeneration   // force on a terminal item: the tick's next generation runs it again
+	ItemEnqueued        = exec.ItemEnqueued        // not terminal: its message was sent again
+	ItemAlreadyTerminal = exec.ItemAlreadyTerminal // terminal and no force: nothing written
+	ItemNewGeneration   = exec.ItemNewGeneration   // force on a terminal item: the tick's next generation runs it again
 )
 
 // ItemReplayed says what ReplayItem did.

@@ -26,7 +26,7 @@ var corePackages = []string{
 	"./internal/consumer",
 	"./internal/coordinator",
 	"./internal/effect",
-	"./internal/engine",
+	"./internal/exec",
 	"./internal/fanin",
 	"./internal/lease",
 	"./internal/ledger",

@@ -7,7 +7,7 @@ import (
 	"time"
 
 	"github.com/batonhq/baton/internal/consumer"
-	"github.com/batonhq/baton/internal/engine"
+	"github.com/batonhq/baton/internal/exec"
 	"github.com/batonhq/baton/internal/ledger"
 	"github.com/batonhq/baton/internal/queue"
 )
@@ -38,7 +38,7 @@ type consumers struct {
 // consume starts e's pollers with pollers workers, each taking batches of
 // batch messages, and returns once they run. want is the number of
 // succeeded items Wait waits for.
-func consume(ctx context.Context, e *engine.Engine, pollers, batch, want int) *consumers {
+func consume(ctx context.Context, e *exec.Runtime, pollers, batch, want int) *consumers {
 	c := &consumers{want: want, statuses: map[string]int{}, done: make(chan struct{})}
 	p := e.Poller()
 	p.Concurrency, p.BatchSize = pollers, batch

@@ -7,7 +7,7 @@ import (
 	"time"
 
 	"github.com/batonhq/baton"
-	"github.com/batonhq/baton/internal/engine"
+	"github.com/batonhq/baton/internal/exec"
 	"github.com/batonhq/baton/internal/ledger"
 	"github.com/batonhq/baton/internal/queue"
 )
@@ -88,7 +88,7 @@ func (r *Runner) endToEnd(ctx context.Context, t Target) error {
 
 	proc := &sleeper{}
 	j := syntheticJob("e2e", n, queue.MaxBatch, proc)
-	e, err := engine.New(env.Backend, engine.Options{
+	e, err := exec.New(env.Backend, exec.Options{
 		Catalog: baton.MustCatalog(j), Consumers: r.Config.EndToEndConsumers, BatchSize: queue.MaxBatch,
 		BatchTimeout: time.Minute, Owner: "bench",
 	})

@@ -10,7 +10,7 @@ import (
 
 	"github.com/batonhq/baton"
 	"github.com/batonhq/baton/internal/coordinator"
-	"github.com/batonhq/baton/internal/engine"
+	"github.com/batonhq/baton/internal/exec"
 	"github.com/batonhq/baton/internal/ledger"
 	"github.com/batonhq/baton/internal/message"
 	"github.com/batonhq/baton/internal/queue"
@@ -39,7 +39,7 @@ func (r *Runner) fanOut(ctx context.Context, t Target) error {
 	// than a mean or a best.
 	for round := range max(r.Config.FanOutRounds, 1) {
 		j := syntheticJob(fmt.Sprintf("fanout-%d", round), n, 10, &sleeper{})
-		e, err := engine.New(env.Backend, engine.Options{Catalog: baton.MustCatalog(j), BatchTimeout: r.Config.Timeout, Owner: "bench"})
+		e, err := exec.New(env.Backend, exec.Options{Catalog: baton.MustCatalog(j), BatchTimeout: r.Config.Timeout, Owner: "bench"})
 		if err != nil {
 			return err
 		}

@@ -10,7 +10,7 @@ import (
 	"time"
 
 	"github.com/batonhq/baton"
-	"github.com/batonhq/baton/internal/engine"
+	"github.com/batonhq/baton/internal/exec"
 	"github.com/batonhq/baton/internal/ledger"
 	"github.com/batonhq/baton/internal/ratelimit"
 )
@@ -157,7 +157,7 @@ func RetryDelay(ctx context.Context, tg Target, items int, delay time.Duration) 
 			return []byte("ok"), nil
 		}),
 	}
-	e, err := engine.New(env.Plain, engine.Options{Catalog: baton.MustCatalog(j), Consumers: 4, BatchSize: 10, BatchTimeout: 30 * time.Second})
+	e, err := exec.New(env.Plain, exec.Options{Catalog: baton.MustCatalog(j), Consumers: 4, BatchSize: 10, BatchTimeout: 30 * time.Second})
 	if err != nil {
 		return nil, err
 	}

@@ -9,7 +9,7 @@ import (
 	"github.com/batonhq/baton"
 	"github.com/batonhq/baton/examples/fx"
 	"github.com/batonhq/baton/internal/effect"
-	"github.com/batonhq/baton/internal/engine"
+	"github.com/batonhq/baton/internal/exec"
 	"github.com/batonhq/baton/internal/ledger"
 	"github.com/batonhq/baton/internal/queue"
 )
@@ -41,7 +41,7 @@ func (r *Runner) referenceJob(ctx context.Context, t Target) error {
 	defer env.Close()
 	lat := r.Config.Latency
 	catalog := fx.Catalog(&fx.Options{Latency: lat})
-	e, err := engine.New(env.Backend, engine.Options{Catalog: catalog, Consumers: referenceConsumers, Owner: "bench"})
+	e, err := exec.New(env.Backend, exec.Options{Catalog: catalog, Consumers: referenceConsumers, Owner: "bench"})
 	if err != nil {
 		return err
 	}
@@ -116,7 +116,7 @@ func (r *Runner) wideJob(ctx context.Context, t Target) error {
 	pollers := max(slots/queue.MaxBatch, 1)
 	proc := &sleeper{latency: lat}
 	j := syntheticJob("wide", n, queue.MaxBatch, proc)
-	e, err := engine.New(env.Backend, engine.Options{
+	e, err := exec.New(env.Backend, exec.Options{
 		Catalog: baton.MustCatalog(j), Consumers: pollers, BatchSize: queue.MaxBatch, Owner: "bench",
 	})
 	if err != nil {

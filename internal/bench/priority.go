@@ -11,7 +11,7 @@ import (
 	"github.com/batonhq/baton"
 	"github.com/batonhq/baton/internal/backend"
 	"github.com/batonhq/baton/internal/backend/sqlitebackend"
-	"github.com/batonhq/baton/internal/engine"
+	"github.com/batonhq/baton/internal/exec"
 	"github.com/batonhq/baton/internal/ledger"
 )
 
@@ -49,7 +49,7 @@ func PriorityOn(ctx context.Context, b backend.Backend, name string, high, low i
 			mu.Unlock()
 		})
 	}
-	e, err := engine.New(b, engine.Options{Catalog: baton.MustCatalog(job("urgent", high, 2, 6), job("bulk", low, 1, 2)), Consumers: 1, BatchSize: 10, BatchTimeout: time.Minute})
+	e, err := exec.New(b, exec.Options{Catalog: baton.MustCatalog(job("urgent", high, 2, 6), job("bulk", low, 1, 2)), Consumers: 1, BatchSize: 10, BatchTimeout: time.Minute})
 	if err != nil {
 		return nil, err
 	}
@@ -138,7 +138,7 @@ func PriorityBehind(ctx context.Context, b backend.Backend, name string, depth i
 			}
 		})
 	}
-	e, err := engine.New(b, engine.Options{Catalog: baton.MustCatalog(job("late-urgent", urgent, 2, 6), job("late-bulk", depth, 1, 2)), Consumers: 1, BatchSize: 10, BatchTimeout: time.Minute})
+	e, err := exec.New(b, exec.Options{Catalog: baton.MustCatalog(job("late-urgent", urgent, 2, 6), job("late-bulk", depth, 1, 2)), Consumers: 1, BatchSize: 10, BatchTimeout: time.Minute})
 	if err != nil {
 		return nil, err
 	}

@@ -19,7 +19,7 @@ import (
 
 	"github.com/batonhq/baton"
 	"github.com/batonhq/baton/internal/backend"
-	"github.com/batonhq/baton/internal/engine"
+	"github.com/batonhq/baton/internal/exec"
 	"github.com/batonhq/baton/internal/queue"
 )
 
@@ -236,7 +236,7 @@ func (r *Runner) river(ctx context.Context, t Target) error {
 	batonRound := func(round int) (side, error) {
 		proc := &sleeper{}
 		j := syntheticJob(fmt.Sprintf("cmp%d", round), n, batch, proc)
-		e, err := engine.New(env.Backend, engine.Options{
+		e, err := exec.New(env.Backend, exec.Options{
 			Catalog: baton.MustCatalog(j), Consumers: pollers, BatchSize: batch,
 			BatchTimeout: time.Minute, Owner: "bench",
 		})
@@ -438,7 +438,7 @@ func (r *Runner) idleToDone(ctx context.Context, env *Env, pollers, batch int, r
 	b := env.Backend
 	b.Work = timedQueue{Queue: b.Work, clock: sends}
 	j := syntheticJob("idle", 1, batch, &sleeper{})
-	e, err := engine.New(b, engine.Options{Catalog: baton.MustCatalog(j), Consumers: pollers, BatchSize: batch, BatchTimeout: time.Minute, Owner: "bench-idle"})
+	e, err := exec.New(b, exec.Options{Catalog: baton.MustCatalog(j), Consumers: pollers, BatchSize: batch, BatchTimeout: time.Minute, Owner: "bench-idle"})
 	if err != nil {
 		return out, err
 	}

@@ -10,7 +10,7 @@ import (
 	"time"
 
 	"github.com/batonhq/baton"
-	"github.com/batonhq/baton/internal/engine"
+	"github.com/batonhq/baton/internal/exec"
 	"github.com/batonhq/baton/internal/ledger"
 )
 
@@ -46,7 +46,7 @@ func RunTimeList(ctx context.Context, tg Target, n int) ([]Row, error) {
 	if err != nil {
 		return nil, err
 	}
-	eng, err := engine.New(env.Plain, engine.Options{Catalog: cat, Consumers: 8, BatchSize: 10, BatchTimeout: 10 * time.Minute, RetryDelay: 100 * time.Millisecond})
+	eng, err := exec.New(env.Plain, exec.Options{Catalog: cat, Consumers: 8, BatchSize: 10, BatchTimeout: 10 * time.Minute, RetryDelay: 100 * time.Millisecond})
 	if err != nil {
 		return nil, err
 	}

@@ -8,7 +8,7 @@ import (
 	"errors"
 	"fmt"
 	"os"
-	"os/exec"
+	osexec "os/exec"
 	"path/filepath"
 	"strconv"
 	"time"
@@ -16,7 +16,7 @@ import (
 	"github.com/batonhq/baton"
 	"github.com/batonhq/baton/internal/backend/sqlitebackend"
 	"github.com/batonhq/baton/internal/coordinator"
-	"github.com/batonhq/baton/internal/engine"
+	"github.com/batonhq/baton/internal/exec"
 	"github.com/batonhq/baton/internal/ledger"
 	"github.com/batonhq/baton/internal/queue"
 )
@@ -84,7 +84,7 @@ func RunScaleRole(ctx context.Context, role ScaleRole) (ScaleResult, error) {
 	}
 	defer b.Close()
 	j := scaleJob(role.Items, queue.MaxBatch, role.RunTime)
-	e, err := engine.New(b, engine.Options{Catalog: baton.MustCatalog(j), Consumers: max(role.Consumers, 1),
+	e, err := exec.New(b, exec.Options{Catalog: baton.MustCatalog(j), Consumers: max(role.Consumers, 1),
 		BatchSize: queue.MaxBatch, BatchTimeout: time.Minute, Owner: "scale-" + role.Role})
 	if err != nil {
 		return ScaleResult{}, err
@@ -122,7 +122,7 @@ const ScaleRoleTest = "TestScaleRole"
 
 // roleProcess is a running role process.
 type roleProcess struct {
-	cmd *exec.Cmd
+	cmd *osexec.Cmd
 	out chan roleOutput
 }
 
@@ -133,7 +133,7 @@ type roleOutput struct {
 
 // startRole runs the bench binary again in role.
 func startRole(ctx context.Context, role ScaleRole) (*roleProcess, error) {
-	cmd := exec.CommandContext(ctx, os.Args[0], "-test.run", "^"+ScaleRoleTest+"$", "-test.timeout", "0",
+	cmd := osexec.CommandContext(ctx, os.Args[0], "-test.run", "^"+ScaleRoleTest+"$", "-test.timeout", "0",
 		"-scale.role", role.Role, "-scale.store", role.Store, "-scale.items", strconv.Itoa(role.Items),
 		"-scale.consumers", strconv.Itoa(role.Consumers),
 		"-scale.expand-from", strconv.Itoa(role.ExpandFrom), "-scale.expand-items", strconv.Itoa(role.ExpandItems),
@@ -330,7 +330,7 @@ func rawWriteRate(ctx context.Context, env *Env, d time.Duration) (float64, erro
 // tries again shortly). It returns the first invocation's summary with
 // Cursor, Total and Stopped from the last and Enqueued summed over them,
 // and how many there were; logf, if set, hears of each.
-func fanOutWhole(ctx context.Context, e *engine.Engine, job string, at time.Time, logf func(string, ...any)) (coordinator.Summary, int, error) {
+func fanOutWhole(ctx context.Context, e *exec.Runtime, job string, at time.Time, logf func(string, ...any)) (coordinator.Summary, int, error) {
 	var sum coordinator.Summary
 	enqueued, shards := 0, 0
 	for n := 1; ; n++ {

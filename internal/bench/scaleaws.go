@@ -12,7 +12,7 @@ import (
 
 	"github.com/batonhq/baton"
 	"github.com/batonhq/baton/internal/ddbthrottle"
-	"github.com/batonhq/baton/internal/engine"
+	"github.com/batonhq/baton/internal/exec"
 	"github.com/batonhq/baton/internal/lease"
 	"github.com/batonhq/baton/internal/ledger"
 	"github.com/batonhq/baton/internal/queue"
@@ -92,7 +92,7 @@ func (r *Runner) awsScaleRun(ctx context.Context, p *ddbthrottle.Proxy, ep awsEn
 	}
 	j := scaleJob(n, queue.MaxBatch, runTime)
 	j.Bulk = bulk
-	e, err := engine.New(env.Backend, engine.Options{Catalog: baton.MustCatalog(j), Consumers: r.Config.ScaleAWSConsumers,
+	e, err := exec.New(env.Backend, exec.Options{Catalog: baton.MustCatalog(j), Consumers: r.Config.ScaleAWSConsumers,
 		BatchSize: queue.MaxBatch, BatchTimeout: time.Minute, Owner: "scale"})
 	if err != nil {
 		return run, err

@@ -9,7 +9,7 @@ import (
 
 	"github.com/batonhq/baton"
 	"github.com/batonhq/baton/internal/backend"
-	"github.com/batonhq/baton/internal/engine"
+	"github.com/batonhq/baton/internal/exec"
 	"github.com/batonhq/baton/internal/ledger"
 	"github.com/batonhq/baton/internal/poller"
 	"github.com/batonhq/baton/internal/queue"
@@ -169,7 +169,7 @@ func runConsumer(ctx context.Context, b backend.Backend, o consumerOptions) erro
 	// item's until its claim can be taken over, else retryDelay), as the
 	// local runtime's do; the poller leaves them.
 	b.Work = dupHandles{b.Work}
-	eng, err := engine.New(faulty(b), engine.Options{
+	eng, err := exec.New(faulty(b), exec.Options{
 		Catalog: baton.MustCatalog(Job(o.Latency, o.Journal, o.Bulk)), Owner: o.Owner,
 		NowFunc: now, BatchTimeout: batchTimeout, RetryDelay: retryDelay,
 	})

@@ -10,7 +10,7 @@ import (
 	"github.com/batonhq/baton"
 	"github.com/batonhq/baton/internal/backend"
 	"github.com/batonhq/baton/internal/coordinator"
-	"github.com/batonhq/baton/internal/engine"
+	"github.com/batonhq/baton/internal/exec"
 	"github.com/batonhq/baton/internal/ledger"
 )
 
@@ -154,8 +154,8 @@ func (l openingLedger) OpenRun(ctx context.Context, p ledger.OpenRunParams) (led
 // per concurrent trigger, each with its own owner and clock, on one
 // backend.
 type coordinators struct {
-	engines []*engine.Engine
-	final   *engine.Engine // fault-free: the settle phase's pass
+	engines []*exec.Runtime
+	final   *exec.Runtime // fault-free: the settle phase's pass
 	dice    *dice
 	kills   float64
 	opened  *openings
@@ -172,7 +172,7 @@ func newCoordinators(b backend.Backend, n int, d *dice, kills float64, skew func
 	cat := baton.MustCatalog(Job(0, nil, bulk))
 	for i := range n + 1 {
 		off := skew()
-		e, err := engine.New(fb, engine.Options{
+		e, err := exec.New(fb, exec.Options{
 			Catalog: cat, Owner: "coordinator-" + strconv.Itoa(i), BatchTimeout: batchTimeout,
 			NowFunc: func() time.Time { return time.Now().Add(off) },
 		})

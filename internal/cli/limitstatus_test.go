@@ -12,7 +12,7 @@ import (
 
 	"github.com/batonhq/baton"
 	"github.com/batonhq/baton/internal/consumer"
-	"github.com/batonhq/baton/internal/engine"
+	"github.com/batonhq/baton/internal/exec"
 	"github.com/batonhq/baton/internal/ledger"
 	"github.com/batonhq/baton/internal/queue"
 	"github.com/batonhq/baton/internal/ratelimit"
@@ -54,7 +54,7 @@ func testStatusShowsLimitsAndWaitingItems(t *testing.T, f *opsFixture) {
 	require.NoError(t, err)
 	// The consumer's clock stands still: the noted times are exact.
 	now := time.Now().UTC().Truncate(time.Millisecond)
-	eng, err := engine.New(f.b, engine.Options{Catalog: cat, Owner: "test", NowFunc: func() time.Time { return now }})
+	eng, err := exec.New(f.b, exec.Options{Catalog: cat, Owner: "test", NowFunc: func() time.Time { return now }})
 	require.NoError(t, err)
 	tick := now.Truncate(time.Minute)
 	holderItem := ledger.ItemKey{Run: ledger.RunID{Job: "limited", Nominal: tick.Add(-time.Minute), Generation: 1}, Asset: "b1"}

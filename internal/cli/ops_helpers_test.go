@@ -15,7 +15,7 @@ import (
 	"github.com/batonhq/baton/internal/backend"
 	"github.com/batonhq/baton/internal/backend/sqlitebackend"
 	"github.com/batonhq/baton/internal/consumer"
-	"github.com/batonhq/baton/internal/engine"
+	"github.com/batonhq/baton/internal/exec"
 	"github.com/batonhq/baton/internal/ledger"
 	"github.com/batonhq/baton/internal/queue"
 )
@@ -27,7 +27,7 @@ type opsFixture struct {
 	flags []string // selects the fixture's backend on the command line
 	b     backend.Backend
 	calls *callCounter
-	eng   *engine.Engine // consumes with a processor that counts its calls
+	eng   *exec.Runtime // consumes with a processor that counts its calls
 	// base is a minute tick half an hour ago: the tests' ticks are after it.
 	base time.Time
 }
@@ -48,7 +48,7 @@ func newFixture(t *testing.T, b backend.Backend, flags []string) *opsFixture {
 	fx, _ := catalog.Lookup(fx.Name)
 	fx.Processor = countingProcessor{inner: fx.Processor, calls: f.calls}
 	catalog = baton.MustCatalog(fx)
-	eng, err := engine.New(b, engine.Options{Catalog: catalog, Owner: "test", RetryDelay: 10 * time.Millisecond})
+	eng, err := exec.New(b, exec.Options{Catalog: catalog, Owner: "test", RetryDelay: 10 * time.Millisecond})
 	require.NoError(t, err)
 	f.eng = eng
 	f.base = time.Now().UTC().Truncate(time.Minute).Add(-30 * time.Minute)

@@ -12,7 +12,7 @@ import (
 	"github.com/batonhq/baton"
 	"github.com/batonhq/baton/internal/backend"
 	"github.com/batonhq/baton/internal/coordinator"
-	"github.com/batonhq/baton/internal/engine"
+	"github.com/batonhq/baton/internal/exec"
 	"github.com/batonhq/baton/internal/lease"
 	"github.com/batonhq/baton/internal/ledger"
 	"github.com/batonhq/baton/internal/ops"
@@ -78,7 +78,7 @@ func (f *replayFlags) check() error {
 // replayer is an open backend with an engine, and consumers when asked.
 type replayer struct {
 	b   backend.Backend
-	eng *engine.Engine
+	eng *exec.Runtime
 	j   baton.Job
 	// consumers is the number of in-process consumers consume runs.
 	consumers int
@@ -104,7 +104,7 @@ func (f *replayFlags) start(ctx context.Context, e *env, jobName string, consume
 	if consumers < 0 {
 		consumers = defaultReplayConsumers(b.Name)
 	}
-	eng, err := engine.New(b, engine.Options{Catalog: e.catalog, Consumers: max(consumers, 1), Logger: logger, Owner: "replay:" + operatorOwner(),
+	eng, err := exec.New(b, exec.Options{Catalog: e.catalog, Consumers: max(consumers, 1), Logger: logger, Owner: "replay:" + operatorOwner(),
 		Telemetry: e.telemetry(b.Name, nil)})
 	if err != nil {
 		b.Close()
@@ -373,16 +373,16 @@ func replayItem(ctx context.Context, e *env, fs *pflag.FlagSet, f *replayFlags, 
 
 // itemReplayRefusal explains why ReplayItem refused, and what to do.
 func itemReplayRefusal(err error) error {
-	var held *engine.ItemHeldError
+	var held *exec.ItemHeldError
 	var lheld *lease.HeldError
 	switch {
 	case errors.As(err, &held):
 		return fmt.Errorf("refused: %v; its worker may still finish it (if it died, the item is taken over once the lease ends). --force enqueues it anyway", err)
 	case errors.As(err, &lheld):
 		return fmt.Errorf("refused: the job's lease is held by %q (fence %d) until %s; try again once that coordinator is done", lheld.Holder.Owner, lheld.Holder.Fence, rfc(lheld.Holder.ExpiresAt))
-	case errors.Is(err, engine.ErrRunInFlight):
+	case errors.Is(err, exec.ErrRunInFlight):
 		return fmt.Errorf("refused: %v", err)
-	case errors.Is(err, engine.ErrInputsPending):
+	case errors.Is(err, exec.ErrInputsPending):
 		return usagef("refused: %v", err)
 	}
 	return err
@@ -390,19 +390,19 @@ func itemReplayRefusal(err error) error {
 
 // printItemReplay says what ReplayItem did to key. It returns false when
 // there is nothing to wait for (the item was already terminal).
-func printItemReplay(e *env, key ledger.ItemKey, rep engine.ItemReplay) bool {
+func printItemReplay(e *env, key ledger.ItemKey, rep exec.ItemReplay) bool {
 	was := pending
 	if rep.Before.State != "" {
 		was = describeItem(rep.Before)
 	}
 	switch rep.Outcome {
-	case engine.ItemAlreadyTerminal:
+	case exec.ItemAlreadyTerminal:
 		e.sayf("%s is already %s (attempt %d); nothing to do (--force re-runs it in the tick's next generation)\n",
 			rep.Key, rep.Before.State, rep.Before.Attempt)
 		return false
-	case engine.ItemEnqueued:
+	case exec.ItemEnqueued:
 		e.sayf("%s was %s; enqueued it again (fence %d)\n", rep.Key, was, rep.Fence)
-	case engine.ItemNewGeneration:
+	case exec.ItemNewGeneration:
 		e.sayf("%s was %s; opened %s (fence %d): carried over %d item(s) unchanged, re-running %v\n",
 			key, was, rep.Key.Run, rep.Fence, len(rep.Carried), rep.Rerun)
 	}

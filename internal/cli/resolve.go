@@ -11,7 +11,7 @@ import (
 	"github.com/spf13/pflag"
 
 	"github.com/batonhq/baton"
-	"github.com/batonhq/baton/internal/engine"
+	"github.com/batonhq/baton/internal/exec"
 	"github.com/batonhq/baton/internal/ledger"
 	"github.com/batonhq/baton/internal/rfc3339"
 )
@@ -80,10 +80,10 @@ func checkAsset(j baton.Job, asset string) error {
 		return usagef("job %s computes its items when its run opens: an item of it cannot be named here; replay the tick instead", j.Name)
 	}
 	if asset == "" {
-		return usagef("--asset is required (one of %s)", strings.Join(engine.SortedItemNames(j), ", "))
+		return usagef("--asset is required (one of %s)", strings.Join(exec.SortedItemNames(j), ", "))
 	}
 	if !j.HasItem(asset) {
-		return usagef("unknown asset %q: job %s has %s", asset, j.Name, strings.Join(engine.SortedItemNames(j), ", "))
+		return usagef("unknown asset %q: job %s has %s", asset, j.Name, strings.Join(exec.SortedItemNames(j), ", "))
 	}
 	return nil
 }

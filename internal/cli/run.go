@@ -18,7 +18,7 @@ import (
 
 	"github.com/batonhq/baton"
 	"github.com/batonhq/baton/internal/coordinator"
-	"github.com/batonhq/baton/internal/engine"
+	"github.com/batonhq/baton/internal/exec"
 	"github.com/batonhq/baton/internal/jsonlog"
 	"github.com/batonhq/baton/internal/lambdaapp"
 	"github.com/batonhq/baton/internal/ledger"
@@ -119,7 +119,7 @@ func runRun(ctx context.Context, e *env, f *runFlags) error {
 		return err
 	}
 	defer b.Close()
-	eng, err := engine.New(b, engine.Options{Catalog: e.catalog, Consumers: f.consumers, Logger: logger, Telemetry: e.telemetry(b.Name, tp)})
+	eng, err := exec.New(b, exec.Options{Catalog: e.catalog, Consumers: f.consumers, Logger: logger, Telemetry: e.telemetry(b.Name, tp)})
 	if err != nil {
 		return err
 	}
@@ -159,7 +159,7 @@ func scheduledJobs(c *baton.Catalog, name string) ([]string, error) {
 	return out, nil
 }
 
-func runOnce(ctx context.Context, e *env, eng *engine.Engine, f *runFlags, jobs []string) error {
+func runOnce(ctx context.Context, e *env, eng *exec.Runtime, f *runFlags, jobs []string) error {
 	consumeCtx, stopConsumers := context.WithCancel(ctx)
 	var wg sync.WaitGroup
 	wg.Go(func() { _ = eng.Consume(consumeCtx) })
@@ -201,7 +201,7 @@ func runOnce(ctx context.Context, e *env, eng *engine.Engine, f *runFlags, jobs 
 
 // runOnceJob runs the tick of job at the current time, waits for it and
 // the runs its chains start, and reports them.
-func runOnceJob(ctx context.Context, e *env, eng *engine.Engine, f *runFlags, job string) error {
+func runOnceJob(ctx context.Context, e *env, eng *exec.Runtime, f *runFlags, job string) error {
 	trigger := time.Now()
 	sum, err := eng.Trigger(ctx, job, trigger, f.force)
 	if err != nil {
@@ -257,7 +257,7 @@ func runOnceJob(ctx context.Context, e *env, eng *engine.Engine, f *runFlags, jo
 
 // waitChained waits for the runs run's chains start (baton.Chain), and
 // theirs in turn, to finish, and returns them in the order they started.
-func waitChained(ctx context.Context, eng *engine.Engine, run ledger.Run) ([]ledger.Run, error) {
+func waitChained(ctx context.Context, eng *exec.Runtime, run ledger.Run) ([]ledger.Run, error) {
 	var out []ledger.Run
 	queue := []ledger.Run{run}
 	for len(queue) > 0 {
@@ -283,7 +283,7 @@ func waitChained(ctx context.Context, eng *engine.Engine, run ledger.Run) ([]led
 	return out, nil
 }
 
-func runForever(ctx context.Context, e *env, eng *engine.Engine, f *runFlags, jobs []string) error {
+func runForever(ctx context.Context, e *env, eng *exec.Runtime, f *runFlags, jobs []string) error {
 	fmt.Fprintf(e.stdout, "running %s on %s (%s); Ctrl-C to stop\n", jobList(jobs), f.common.where(), eng.Backend().Name)
 	consumeCtx, stopConsumers := context.WithCancel(context.WithoutCancel(ctx))
 	var wg sync.WaitGroup

@@ -12,7 +12,7 @@ import (
 
 	"github.com/spf13/pflag"
 
-	"github.com/batonhq/baton/internal/engine"
+	"github.com/batonhq/baton/internal/exec"
 	"github.com/batonhq/baton/internal/httpapp"
 	"github.com/batonhq/baton/internal/queue"
 )
@@ -167,7 +167,7 @@ func serve(ctx context.Context, e *env, f *serveFlags) error {
 	if b.Pruner != nil {
 		// Finished runs past each job's retention, pruned in bounded passes
 		// while the server runs.
-		pruner, err := engine.New(b, engine.Options{Catalog: e.catalog, Owner: owner() + "/prune", Logger: logger})
+		pruner, err := exec.New(b, exec.Options{Catalog: e.catalog, Owner: owner() + "/prune", Logger: logger})
 		if err != nil {
 			return err
 		}

@@ -15,7 +15,7 @@ import (
 	"github.com/batonhq/baton"
 	"github.com/batonhq/baton/internal/backend"
 	"github.com/batonhq/baton/internal/consumer"
-	"github.com/batonhq/baton/internal/engine"
+	"github.com/batonhq/baton/internal/exec"
 	"github.com/batonhq/baton/internal/jobspec"
 	"github.com/batonhq/baton/internal/lease"
 	"github.com/batonhq/baton/internal/ledger"
@@ -438,7 +438,7 @@ func buildStatus(ctx context.Context, b backend.Backend, j baton.Job, p statusPa
 		}
 	}
 	rep.Gaps = tickGaps(j, listed, rep.Pause, p.Now)
-	expected := engine.SortedItemNames(j)
+	expected := exec.SortedItemNames(j)
 	last := map[string]ledger.Item{}
 	var waiting []ledger.Item
 	rep.Runs, rep.Stuck = []runStatus{}, []itemStatus{}
@@ -590,7 +590,7 @@ func readRun(ctx context.Context, l ledger.Store, j baton.Job, id ledger.RunID, 
 	if err != nil {
 		return nil, fmt.Errorf("list items of %s: %w", id, err)
 	}
-	expected := engine.SortedItemNames(j)
+	expected := exec.SortedItemNames(j)
 	if id.Submitted() || j.RunTime() {
 		if expected, err = ops.StoredNames(ctx, l, id); err != nil {
 			return nil, err

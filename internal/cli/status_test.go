@@ -16,7 +16,7 @@ import (
 	"github.com/batonhq/baton"
 	"github.com/batonhq/baton/examples/fx"
 	"github.com/batonhq/baton/internal/consumer"
-	"github.com/batonhq/baton/internal/engine"
+	"github.com/batonhq/baton/internal/exec"
 	"github.com/batonhq/baton/internal/lease"
 	"github.com/batonhq/baton/internal/ledger"
 	"github.com/batonhq/baton/internal/message"
@@ -85,7 +85,7 @@ func testStatusJSONMatchesLedger(t *testing.T, f *opsFixture) {
 	require.NoError(t, err)
 	require.Len(t, runs, 4)
 	require.Len(t, rep.Runs, 3)
-	expected := engine.SortedItemNames(fx.Job(nil))
+	expected := exec.SortedItemNames(fx.Job(nil))
 	for i, got := range rep.Runs {
 		want := runs[i]
 		require.Equal(t, want.ID.String(), got.ID)
@@ -185,7 +185,7 @@ func TestStatusRunMatchesLedger(t *testing.T) {
 	require.Nil(t, rep.Runs)
 	require.True(t, rep.Run.Current)
 	items := f.items(id)
-	expected := engine.SortedItemNames(fx.Job(nil))
+	expected := exec.SortedItemNames(fx.Job(nil))
 	require.Len(t, rep.Run.ItemList, len(expected))
 	for i, got := range rep.Run.ItemList {
 		require.Equal(t, expected[i], got.Asset)

@@ -11,7 +11,7 @@ import (
 	"github.com/spf13/pflag"
 
 	"github.com/batonhq/baton/internal/coordinator"
-	"github.com/batonhq/baton/internal/engine"
+	"github.com/batonhq/baton/internal/exec"
 	"github.com/batonhq/baton/internal/lambdaevent"
 	"github.com/batonhq/baton/internal/ledger"
 )
@@ -104,7 +104,7 @@ func submit(ctx context.Context, e *env, key, items, class string, wait time.Dur
 	if consumers < 0 {
 		consumers = defaultReplayConsumers(b.Name)
 	}
-	eng, err := engine.New(b, engine.Options{Catalog: e.catalog, Owner: operatorOwner(), Consumers: max(consumers, 1),
+	eng, err := exec.New(b, exec.Options{Catalog: e.catalog, Owner: operatorOwner(), Consumers: max(consumers, 1),
 		Telemetry: e.telemetry(b.Name, nil)})
 	if err != nil {
 		return err

@@ -94,7 +94,7 @@ type ChainParams struct {
 }
 
 // ChainStarter returns the function every consumer (on Lambda, over HTTP
-// push or pull, in a local engine) calls when it finishes a run
+// push or pull, in the local runtime) calls when it finishes a run
 // (consumer.Consumer.ChainsFunc): StartChains without a lease store, so a
 // chained run opens under fence 0 (see submitRun; a consumer holds no
 // lease, and on Lambda its role may not write one), its items sent

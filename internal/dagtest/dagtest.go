@@ -18,7 +18,7 @@ import (
 
 	"github.com/batonhq/baton"
 	"github.com/batonhq/baton/internal/backend"
-	"github.com/batonhq/baton/internal/engine"
+	"github.com/batonhq/baton/internal/exec"
 	"github.com/batonhq/baton/internal/itemstest"
 	"github.com/batonhq/baton/internal/ledger"
 )
@@ -92,7 +92,7 @@ func Run(t *testing.T, b backend.Backend) {
 	c := &counter{calls: map[string]int{}}
 	cat, err := baton.NewCatalog(job("dag", "", c), job("dagdead", "a3", c))
 	require.NoError(t, err)
-	eng, err := engine.New(b, engine.Options{Catalog: cat, Consumers: 2, BatchSize: 4, BatchTimeout: 10 * time.Second, RetryDelay: 100 * time.Millisecond})
+	eng, err := exec.New(b, exec.Options{Catalog: cat, Consumers: 2, BatchSize: 4, BatchTimeout: 10 * time.Second, RetryDelay: 100 * time.Millisecond})
 	require.NoError(t, err)
 	ctx, cancel := context.WithCancel(t.Context())
 	var wg sync.WaitGroup
@@ -135,7 +135,7 @@ func Run(t *testing.T, b backend.Backend) {
 	}
 }
 
-func trigger(t *testing.T, eng *engine.Engine, job string, at time.Time) ledger.RunID {
+func trigger(t *testing.T, eng *exec.Runtime, job string, at time.Time) ledger.RunID {
 	t.Helper()
 	sum, err := eng.Trigger(t.Context(), job, at, false)
 	require.NoError(t, err)
@@ -201,7 +201,7 @@ func RunLarge(t *testing.T, b backend.Backend) {
 	c := &counter{calls: map[string]int{}}
 	cat, err := baton.NewCatalog(largeJob("large", "", c), largeJob("largedead", "L299", c))
 	require.NoError(t, err)
-	eng, err := engine.New(b, engine.Options{Catalog: cat, Consumers: 4, BatchSize: 10, BatchTimeout: 10 * time.Second, RetryDelay: 100 * time.Millisecond})
+	eng, err := exec.New(b, exec.Options{Catalog: cat, Consumers: 4, BatchSize: 10, BatchTimeout: 10 * time.Second, RetryDelay: 100 * time.Millisecond})
 	require.NoError(t, err)
 
 	at := time.Now()
@@ -268,7 +268,7 @@ func RunBesideRunTimeList(t *testing.T, b backend.Backend, n int) {
 	}
 	cat, err := baton.NewCatalog(job("dag", "", c), listed)
 	require.NoError(t, err)
-	eng, err := engine.New(b, engine.Options{Catalog: cat, Consumers: 4, BatchSize: 10, BatchTimeout: 10 * time.Second, RetryDelay: 100 * time.Millisecond})
+	eng, err := exec.New(b, exec.Options{Catalog: cat, Consumers: 4, BatchSize: 10, BatchTimeout: 10 * time.Second, RetryDelay: 100 * time.Millisecond})
 	require.NoError(t, err)
 	ctx, cancel := context.WithCancel(t.Context())
 	var wg sync.WaitGroup

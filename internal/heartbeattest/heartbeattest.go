@@ -19,7 +19,7 @@ import (
 
 	"github.com/batonhq/baton"
 	"github.com/batonhq/baton/internal/backend"
-	"github.com/batonhq/baton/internal/engine"
+	"github.com/batonhq/baton/internal/exec"
 	"github.com/batonhq/baton/internal/ledger"
 )
 
@@ -100,7 +100,7 @@ func Run(t *testing.T, b backend.Backend) {
 	cat, err := baton.NewCatalog(long, stuck)
 	require.NoError(t, err)
 	w := &warnings{}
-	eng, err := engine.New(b, engine.Options{Catalog: cat, Consumers: 2, BatchSize: 1, BatchTimeout: 30 * time.Second,
+	eng, err := exec.New(b, exec.Options{Catalog: cat, Consumers: 2, BatchSize: 1, BatchTimeout: 30 * time.Second,
 		RetryDelay: 100 * time.Millisecond, Logger: slog.New(w)})
 	require.NoError(t, err)
 	ctx, cancel := context.WithCancel(t.Context())

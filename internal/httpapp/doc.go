@@ -23,7 +23,7 @@
 //
 // # Pull workers and stopping
 //
-// RunWorkers polls the backend's work queue with the engine's poller, as
+// RunWorkers polls the backend's work queue with the local runtime's poller, as
 // `baton run` does. Serve runs the endpoints and the workers; when its
 // context ends (SIGTERM) it stops taking work, lets what is in flight
 // finish for a grace period, then gives back what is left: the consumer's

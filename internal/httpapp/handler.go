@@ -17,7 +17,7 @@ import (
 	"github.com/batonhq/baton/internal/backend"
 	"github.com/batonhq/baton/internal/consumer"
 	"github.com/batonhq/baton/internal/coordinator"
-	"github.com/batonhq/baton/internal/engine"
+	"github.com/batonhq/baton/internal/exec"
 	"github.com/batonhq/baton/internal/lambdaevent"
 	"github.com/batonhq/baton/internal/lease"
 	"github.com/batonhq/baton/internal/ledger"
@@ -204,7 +204,7 @@ func NewCoordinator(p Params) (http.Handler, error) {
 		p.TriggerSkew = DefaultTriggerSkew
 	}
 	b := p.Backend
-	router, _, err := engine.JobQueues(context.Background(), b, p.Catalog) // each job's messages to its queue
+	router, _, err := exec.JobQueues(context.Background(), b, p.Catalog) // each job's messages to its queue
 	if err != nil {
 		return nil, fmt.Errorf("http coordinator: %w", err)
 	}
@@ -284,7 +284,7 @@ func requestID() string {
 
 // newConsumer returns the push endpoint's core consumer: the messages it
 // sends (a shard's items, derived items, chained runs) go through router,
-// the job-queue router (engine.JobQueues), each job's to its queue.
+// the job-queue router (exec.JobQueues), each job's to its queue.
 func newConsumer(p Params, stop <-chan struct{}, router queue.Sender) *consumer.Consumer {
 	b := p.Backend
 	c := &consumer.Consumer{

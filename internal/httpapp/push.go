@@ -16,7 +16,7 @@ import (
 	"github.com/cloudevents/sdk-go/v2/event"
 
 	"github.com/batonhq/baton/internal/consumer"
-	"github.com/batonhq/baton/internal/engine"
+	"github.com/batonhq/baton/internal/exec"
 	"github.com/batonhq/baton/internal/queue"
 	"github.com/batonhq/baton/internal/strictjson"
 	"github.com/batonhq/baton/internal/telemetry"
@@ -265,7 +265,7 @@ func NewPush(p Params) (http.Handler, error) {
 	if p.Backend.Effects == nil {
 		return nil, fmt.Errorf("http push: the backend has no effect store")
 	}
-	router, _, err := engine.JobQueues(context.Background(), p.Backend, p.Catalog)
+	router, _, err := exec.JobQueues(context.Background(), p.Backend, p.Catalog)
 	if err != nil {
 		return nil, fmt.Errorf("http push: %w", err)
 	}

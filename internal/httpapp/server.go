@@ -12,7 +12,7 @@ import (
 	"sync/atomic"
 	"time"
 
-	"github.com/batonhq/baton/internal/engine"
+	"github.com/batonhq/baton/internal/exec"
 )
 
 // Routes of the server.
@@ -79,7 +79,7 @@ func RunWorkers(ctx context.Context, p Params, w WorkerParams) error {
 	if consumers <= 0 {
 		consumers = 4
 	}
-	eng, err := engine.New(p.Backend, engine.Options{
+	eng, err := exec.New(p.Backend, exec.Options{
 		Catalog: p.Catalog, Consumers: consumers, BatchSize: w.BatchSize, BatchTimeout: w.BatchTimeout,
 		RetryDelay: w.RetryDelay, Owner: p.owner(), Logger: p.Logger, NowFunc: p.NowFunc, Telemetry: p.Telemetry,
 	})

@@ -13,7 +13,7 @@ import (
 
 	"github.com/batonhq/baton"
 	"github.com/batonhq/baton/internal/backend"
-	"github.com/batonhq/baton/internal/engine"
+	"github.com/batonhq/baton/internal/exec"
 	"github.com/batonhq/baton/internal/ledger"
 	"github.com/batonhq/baton/internal/message"
 	"github.com/batonhq/baton/internal/queue"
@@ -172,7 +172,7 @@ func (c *bulkCalls) get(item string) int {
 // whose processor counts its calls, fails flaky's first attempt and
 // returns result(task) otherwise, with a work queue that counts the
 // shard and item messages sent, and an engine of two consumers.
-func bulkEngine(t *testing.T, b backend.Backend, job baton.Job, flaky string, result func(baton.Task) []byte) (*engine.Engine, *countingQueue, *bulkCalls) {
+func bulkEngine(t *testing.T, b backend.Backend, job baton.Job, flaky string, result func(baton.Task) []byte) (*exec.Runtime, *countingQueue, *bulkCalls) {
 	t.Helper()
 	calls := &bulkCalls{n: map[string]int{}}
 	job.Bulk = true
@@ -190,7 +190,7 @@ func bulkEngine(t *testing.T, b backend.Backend, job baton.Job, flaky string, re
 	require.NoError(t, err)
 	work := &countingQueue{Queue: b.Work}
 	b.Work = work
-	eng, err := engine.New(b, engine.Options{Catalog: cat, Consumers: 2, BatchSize: 10, BatchTimeout: 2 * time.Minute, RetryDelay: 100 * time.Millisecond})
+	eng, err := exec.New(b, exec.Options{Catalog: cat, Consumers: 2, BatchSize: 10, BatchTimeout: 2 * time.Minute, RetryDelay: 100 * time.Millisecond})
 	require.NoError(t, err)
 	return eng, work, calls
 }

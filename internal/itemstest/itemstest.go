@@ -25,7 +25,7 @@ import (
 	"github.com/batonhq/baton"
 	"github.com/batonhq/baton/internal/backend"
 	"github.com/batonhq/baton/internal/coordinator"
-	"github.com/batonhq/baton/internal/engine"
+	"github.com/batonhq/baton/internal/exec"
 	"github.com/batonhq/baton/internal/ledger"
 	"github.com/batonhq/baton/internal/ratelimit"
 )
@@ -109,7 +109,7 @@ func Run(t *testing.T, b backend.Backend, n int) {
 	}
 	cat, err := baton.NewCatalog(job)
 	require.NoError(t, err)
-	eng, err := engine.New(b, engine.Options{Catalog: cat, Consumers: 4, BatchSize: 10, BatchTimeout: 30 * time.Second, RetryDelay: 100 * time.Millisecond})
+	eng, err := exec.New(b, exec.Options{Catalog: cat, Consumers: 4, BatchSize: 10, BatchTimeout: 30 * time.Second, RetryDelay: 100 * time.Millisecond})
 	require.NoError(t, err)
 	eng.Coordinator.Checkpoint = 200
 
@@ -184,7 +184,7 @@ func Run(t *testing.T, b backend.Backend, n int) {
 // settles the run itself (the consumers must).
 // consume runs eng's consumers until the returned func, which stops them
 // and waits for their batches in flight.
-func consume(t *testing.T, eng *engine.Engine) (stop func()) {
+func consume(t *testing.T, eng *exec.Runtime) (stop func()) {
 	ctx, cancel := context.WithCancel(t.Context())
 	var wg sync.WaitGroup
 	wg.Go(func() { _ = eng.Consume(ctx) })
@@ -223,7 +223,7 @@ func RunSubmission(t *testing.T, b backend.Backend, n int) {
 	}
 	cat, err := baton.NewCatalog(job)
 	require.NoError(t, err)
-	eng, err := engine.New(b, engine.Options{Catalog: cat, Consumers: 4, BatchSize: 10, BatchTimeout: 30 * time.Second, RetryDelay: 100 * time.Millisecond})
+	eng, err := exec.New(b, exec.Options{Catalog: cat, Consumers: 4, BatchSize: 10, BatchTimeout: 30 * time.Second, RetryDelay: 100 * time.Millisecond})
 	require.NoError(t, err)
 	defer consume(t, eng)()
 
@@ -299,7 +299,7 @@ func RunSubmissionContention(t *testing.T, b backend.Backend, n int) {
 	}
 	cat, err := baton.NewCatalog(job)
 	require.NoError(t, err)
-	eng, err := engine.New(b, engine.Options{Catalog: cat, Consumers: 4, BatchSize: 10, BatchTimeout: 30 * time.Second, RetryDelay: 100 * time.Millisecond})
+	eng, err := exec.New(b, exec.Options{Catalog: cat, Consumers: 4, BatchSize: 10, BatchTimeout: 30 * time.Second, RetryDelay: 100 * time.Millisecond})
 	require.NoError(t, err)
 	eng.Coordinator.ContentionWait = time.Minute // the emulators may be slow; the waiters answer once the run is fanned out
 	items := make([]baton.Item, n)
@@ -383,7 +383,7 @@ func RunChain(t *testing.T, b backend.Backend) {
 		job("downpartial", []string{"p1"}),
 	)
 	require.NoError(t, err)
-	eng, err := engine.New(b, engine.Options{Catalog: cat, Consumers: 2, BatchSize: 10, BatchTimeout: 30 * time.Second, RetryDelay: 100 * time.Millisecond})
+	eng, err := exec.New(b, exec.Options{Catalog: cat, Consumers: 2, BatchSize: 10, BatchTimeout: 30 * time.Second, RetryDelay: 100 * time.Millisecond})
 	require.NoError(t, err)
 	defer consume(t, eng)()
 
@@ -476,7 +476,7 @@ func RunSummary(t *testing.T, b backend.Backend) {
 		baton.Job{Name: "summary", Schedule: "rate(1 day)", Assets: []string{"total"}, Processor: summary, Limits: lim},
 	)
 	require.NoError(t, err)
-	eng, err := engine.New(b, engine.Options{Catalog: cat, Consumers: 2, BatchSize: 10, BatchTimeout: 30 * time.Second, RetryDelay: 100 * time.Millisecond})
+	eng, err := exec.New(b, exec.Options{Catalog: cat, Consumers: 2, BatchSize: 10, BatchTimeout: 30 * time.Second, RetryDelay: 100 * time.Millisecond})
 	require.NoError(t, err)
 	defer consume(t, eng)()
 
@@ -529,7 +529,7 @@ func RunRateLimit(t *testing.T, b backend.Backend) {
 		Limits: baton.Limits{ItemLease: 10 * time.Second, ClockSkew: 100 * time.Millisecond},
 	})
 	require.NoError(t, err)
-	eng, err := engine.New(b, engine.Options{Catalog: cat, Consumers: 4, BatchSize: 10, BatchTimeout: 30 * time.Second, RetryDelay: 100 * time.Millisecond})
+	eng, err := exec.New(b, exec.Options{Catalog: cat, Consumers: 4, BatchSize: 10, BatchTimeout: 30 * time.Second, RetryDelay: 100 * time.Millisecond})
 	require.NoError(t, err)
 	defer consume(t, eng)()
 
@@ -598,7 +598,7 @@ func RunPriorities(t *testing.T, b backend.Backend) {
 			Queue: baton.JobQueue{Name: "class-urgent", MaxConcurrency: 2}},
 	)
 	require.NoError(t, err)
-	eng, err := engine.New(b, engine.Options{Catalog: cat, Consumers: 1, BatchSize: 10, BatchTimeout: 30 * time.Second, RetryDelay: 100 * time.Millisecond})
+	eng, err := exec.New(b, exec.Options{Catalog: cat, Consumers: 1, BatchSize: 10, BatchTimeout: 30 * time.Second, RetryDelay: 100 * time.Millisecond})
 	require.NoError(t, err)
 	at := time.Now()
 	bulk, err := eng.Trigger(t.Context(), "bulk", at, false)
@@ -663,7 +663,7 @@ func RunSettleDuringFanOut(t *testing.T, b backend.Backend) {
 	cat, err := baton.NewCatalog(baton.Job{Name: "slowlist", Schedule: "rate(1 hour)", Items: items, Processor: proc,
 		Limits: baton.Limits{ItemLease: 10 * time.Second, ClockSkew: 100 * time.Millisecond}})
 	require.NoError(t, err)
-	eng, err := engine.New(b, engine.Options{Catalog: cat, Consumers: 4, BatchSize: 10, BatchTimeout: 2 * time.Minute, RetryDelay: 100 * time.Millisecond})
+	eng, err := exec.New(b, exec.Options{Catalog: cat, Consumers: 4, BatchSize: 10, BatchTimeout: 2 * time.Minute, RetryDelay: 100 * time.Millisecond})
 	require.NoError(t, err)
 	eng.Coordinator.Checkpoint = 64
 	defer consume(t, eng)()
@@ -715,7 +715,7 @@ func RunInFlightLimit(t *testing.T, b backend.Backend) {
 		Limits:     baton.Limits{ItemLease: 10 * time.Second, ClockSkew: 100 * time.Millisecond},
 	})
 	require.NoError(t, err)
-	eng, err := engine.New(b, engine.Options{Catalog: cat, Consumers: 8, BatchSize: 1, BatchTimeout: 30 * time.Second, RetryDelay: 100 * time.Millisecond})
+	eng, err := exec.New(b, exec.Options{Catalog: cat, Consumers: 8, BatchSize: 1, BatchTimeout: 30 * time.Second, RetryDelay: 100 * time.Millisecond})
 	require.NoError(t, err)
 	defer consume(t, eng)()
 

@@ -14,7 +14,7 @@ import (
 
 	"github.com/batonhq/baton"
 	"github.com/batonhq/baton/internal/backend"
-	"github.com/batonhq/baton/internal/engine"
+	"github.com/batonhq/baton/internal/exec"
 	"github.com/batonhq/baton/internal/ledger"
 	"github.com/batonhq/baton/internal/ratelimit"
 )
@@ -109,7 +109,7 @@ func RunKeyedLimits(t *testing.T, b backend.Backend) {
 	}
 	cat, err := baton.NewCatalog(job("hot", assets[:12]), job("cold", assets[12:]))
 	require.NoError(t, err)
-	eng, err := engine.New(b, engine.Options{Catalog: cat, Consumers: 1, BatchSize: 10, BatchTimeout: 30 * time.Second, RetryDelay: 100 * time.Millisecond})
+	eng, err := exec.New(b, exec.Options{Catalog: cat, Consumers: 1, BatchSize: 10, BatchTimeout: 30 * time.Second, RetryDelay: 100 * time.Millisecond})
 	require.NoError(t, err)
 	defer consume(t, eng)()
 

@@ -11,7 +11,7 @@ import (
 
 	"github.com/batonhq/baton"
 	"github.com/batonhq/baton/internal/backend"
-	"github.com/batonhq/baton/internal/engine"
+	"github.com/batonhq/baton/internal/exec"
 )
 
 // RunPriorityPool runs two classes with a Priority on b ("urgent", 6 of 8
@@ -51,7 +51,7 @@ func RunPriorityPool(t *testing.T, b backend.Backend) {
 			Queue: baton.JobQueue{Name: "class-urgent", MaxConcurrency: 6, Priority: 2}},
 	)
 	require.NoError(t, err)
-	eng, err := engine.New(b, engine.Options{Catalog: cat, Consumers: 1, BatchSize: 10, BatchTimeout: 30 * time.Second, RetryDelay: 100 * time.Millisecond})
+	eng, err := exec.New(b, exec.Options{Catalog: cat, Consumers: 1, BatchSize: 10, BatchTimeout: 30 * time.Second, RetryDelay: 100 * time.Millisecond})
 	require.NoError(t, err)
 	at := time.Now()
 	bulk, err := eng.Trigger(t.Context(), "bulk", at, false)

@@ -11,7 +11,7 @@ import (
 
 	"github.com/batonhq/baton"
 	"github.com/batonhq/baton/internal/backend"
-	"github.com/batonhq/baton/internal/engine"
+	"github.com/batonhq/baton/internal/exec"
 	"github.com/batonhq/baton/internal/ledger"
 )
 
@@ -59,7 +59,7 @@ func RunRetryDelays(t *testing.T, b backend.Backend) {
 		Retry:  baton.RetryPolicy{MinDelay: RetryPolicyDelay, MaxDelay: RetryPolicyDelay},
 	})
 	require.NoError(t, err)
-	eng, err := engine.New(b, engine.Options{Catalog: cat, Consumers: 2, BatchSize: 10, BatchTimeout: 30 * time.Second, RetryDelay: 100 * time.Millisecond})
+	eng, err := exec.New(b, exec.Options{Catalog: cat, Consumers: 2, BatchSize: 10, BatchTimeout: 30 * time.Second, RetryDelay: 100 * time.Millisecond})
 	require.NoError(t, err)
 	defer consume(t, eng)()
 

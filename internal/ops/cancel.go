@@ -6,7 +6,7 @@ import (
 	"fmt"
 	"slices"
 
-	"github.com/batonhq/baton/internal/engine"
+	"github.com/batonhq/baton/internal/exec"
 	"github.com/batonhq/baton/internal/ledger"
 )
 
@@ -89,7 +89,7 @@ func (o *Operator) Cancel(ctx context.Context, p CancelParams) (CancelResult, er
 	if _, err := o.currentRun(ctx, p.Run); err != nil {
 		return res, err
 	}
-	targets := engine.SortedItemNames(j)
+	targets := exec.SortedItemNames(j)
 	if stored {
 		// Memory grows with the list here: an operator's cancel of a very
 		// large run is rare, and each item is one write anyway.

@@ -29,7 +29,7 @@ import (
 
 	"github.com/batonhq/baton"
 	"github.com/batonhq/baton/internal/backend"
-	"github.com/batonhq/baton/internal/engine"
+	"github.com/batonhq/baton/internal/exec"
 	"github.com/batonhq/baton/internal/ledger"
 )
 
@@ -47,9 +47,9 @@ type Options struct {
 	// Engine, optional, is the runtime whose coordinator settles a
 	// cancelled run and replays items and ticks (its job queues route
 	// their messages). nil: Cancel and the replays build one on the
-	// backend (engine.New) the first time they need it; the other actions
+	// backend (exec.New) the first time they need it; the other actions
 	// never need one.
-	Engine *engine.Engine
+	Engine *exec.Runtime
 }
 
 // Operator performs the actions on one backend for one catalog. Its
@@ -60,7 +60,7 @@ type Operator struct {
 	o       Options
 
 	mu  sync.Mutex
-	eng *engine.Engine
+	eng *exec.Runtime
 }
 
 // New returns an Operator on b for catalog c.
@@ -98,13 +98,13 @@ func (o *Operator) now() time.Time {
 }
 
 // engine returns the runtime, building it on first use.
-func (o *Operator) engine() (*engine.Engine, error) {
+func (o *Operator) engine() (*exec.Runtime, error) {
 	o.mu.Lock()
 	defer o.mu.Unlock()
 	if o.eng != nil {
 		return o.eng, nil
 	}
-	eng, err := engine.New(o.b, engine.Options{Catalog: o.catalog, Owner: o.o.Owner, NowFunc: o.o.NowFunc})
+	eng, err := exec.New(o.b, exec.Options{Catalog: o.catalog, Owner: o.o.Owner, NowFunc: o.o.NowFunc})
 	if err != nil {
 		return nil, err
 	}

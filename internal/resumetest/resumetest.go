@@ -16,7 +16,7 @@ import (
 	"github.com/batonhq/baton"
 	"github.com/batonhq/baton/examples/fx"
 	"github.com/batonhq/baton/internal/backend"
-	"github.com/batonhq/baton/internal/engine"
+	"github.com/batonhq/baton/internal/exec"
 	"github.com/batonhq/baton/internal/fanin"
 	"github.com/batonhq/baton/internal/ledger"
 	"github.com/batonhq/baton/internal/message"
@@ -55,7 +55,7 @@ func Run(t *testing.T, b backend.Backend, jobName string) {
 	_, err = b.Ledger.AdvanceRun(ctx, ledger.AdvanceRunParams{ID: run.ID, Fence: 1, Cursor: 3, Now: crashed.Add(2 * time.Second)})
 	require.NoError(t, err)
 
-	eng, err := engine.New(b, engine.Options{Catalog: cat, Consumers: 2, BatchTimeout: 10 * time.Second, RetryDelay: 100 * time.Millisecond})
+	eng, err := exec.New(b, exec.Options{Catalog: cat, Consumers: 2, BatchTimeout: 10 * time.Second, RetryDelay: 100 * time.Millisecond})
 	require.NoError(t, err)
 	cctx, cancel := context.WithCancel(ctx)
 	var wg sync.WaitGroup

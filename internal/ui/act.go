@@ -12,7 +12,7 @@ import (
 	"github.com/batonhq/baton"
 	"github.com/batonhq/baton/internal/backend"
 	"github.com/batonhq/baton/internal/coordinator"
-	"github.com/batonhq/baton/internal/engine"
+	"github.com/batonhq/baton/internal/exec"
 	"github.com/batonhq/baton/internal/lease"
 	"github.com/batonhq/baton/internal/ledger"
 	"github.com/batonhq/baton/internal/ops"
@@ -62,9 +62,9 @@ func (x *Actor) Do(ctx context.Context, a Action) Outcome {
 	if logger == nil {
 		logger = slog.New(slog.DiscardHandler)
 	}
-	var eng *engine.Engine
+	var eng *exec.Runtime
 	if a.Kind == ReplayTick || a.Kind == ReplayItem || a.Kind == Cancel {
-		eng, err = engine.New(b, engine.Options{Catalog: x.Catalog, Owner: x.Owner, Consumers: max(x.Consumers, 1), Logger: logger})
+		eng, err = exec.New(b, exec.Options{Catalog: x.Catalog, Owner: x.Owner, Consumers: max(x.Consumers, 1), Logger: logger})
 		if err != nil {
 			return Outcome{ExitStatus: statusRefused, Output: err.Error()}
 		}
@@ -191,7 +191,7 @@ func (x *Actor) releaseLease(ctx context.Context, op *ops.Operator, a Action, w 
 
 // consume runs eng's consumers while a replay waits, when the actor has
 // any; the returned func stops them.
-func (x *Actor) consume(ctx context.Context, eng *engine.Engine) (stop func()) {
+func (x *Actor) consume(ctx context.Context, eng *exec.Runtime) (stop func()) {
 	if x.Consumers <= 0 {
 		return func() {}
 	}
@@ -201,7 +201,7 @@ func (x *Actor) consume(ctx context.Context, eng *engine.Engine) (stop func()) {
 	return func() { cancel(); wg.Wait() }
 }
 
-func (x *Actor) replayTick(ctx context.Context, b backend.Backend, eng *engine.Engine, op *ops.Operator, a Action, w *outcomeWriter) {
+func (x *Actor) replayTick(ctx context.Context, b backend.Backend, eng *exec.Runtime, op *ops.Operator, a Action, w *outcomeWriter) {
 	defer x.consume(ctx, eng)()
 	sum, err := op.ReplayTick(ctx, ops.TickReplayParams{Job: a.Job, Nominal: a.Tick, Force: a.Force, LeaseWait: 30 * time.Second})
 	if err != nil {
@@ -238,7 +238,7 @@ func (x *Actor) replayTick(ctx context.Context, b backend.Backend, eng *engine.E
 
 // waitRun waits up to Timeout for the tick's run to settle and lists its
 // items; the outcome fails unless the run is complete.
-func (x *Actor) waitRun(ctx context.Context, b backend.Backend, eng *engine.Engine, job string, nominal time.Time, w *outcomeWriter) {
+func (x *Actor) waitRun(ctx context.Context, b backend.Backend, eng *exec.Runtime, job string, nominal time.Time, w *outcomeWriter) {
 	wctx, cancel := context.WithTimeout(ctx, x.Timeout)
 	defer cancel()
 	run, items, err := eng.WaitSettled(wctx, job, nominal, 50*time.Millisecond)
@@ -259,9 +259,9 @@ func (x *Actor) waitRun(ctx context.Context, b backend.Backend, eng *engine.Engi
 	}
 }
 
-func (x *Actor) replayItem(ctx context.Context, b backend.Backend, eng *engine.Engine, op *ops.Operator, a Action, w *outcomeWriter) {
+func (x *Actor) replayItem(ctx context.Context, b backend.Backend, eng *exec.Runtime, op *ops.Operator, a Action, w *outcomeWriter) {
 	rep, err := op.ReplayItem(ctx, a.Run, a.Asset, a.Force)
-	var held *engine.ItemHeldError
+	var held *exec.ItemHeldError
 	switch {
 	case errors.As(err, &held):
 		w.fail(statusRefused, fmt.Errorf("refused: %w; its worker may still finish it (if it died, the item is taken over once its lease ends)", err))
@@ -271,10 +271,10 @@ func (x *Actor) replayItem(ctx context.Context, b backend.Backend, eng *engine.E
 		return
 	}
 	switch rep.Outcome {
-	case engine.ItemAlreadyTerminal:
+	case exec.ItemAlreadyTerminal:
 		w.linef("%s is already %s (attempt %d); nothing to do (force re-runs it in the tick's next generation)", rep.Key, rep.Before.State, rep.Before.Attempt)
 		return
-	case engine.ItemNewGeneration:
+	case exec.ItemNewGeneration:
 		w.linef("%s/%s was %s; opened %s (fence %d): carried over %d item(s) unchanged, re-running %v",
 			a.Run, a.Asset, describe(rep.Before), rep.Key.Run, rep.Fence, len(rep.Carried), rep.Rerun)
 		defer x.consume(ctx, eng)()

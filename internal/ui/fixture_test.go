@@ -19,7 +19,7 @@ import (
 	"github.com/batonhq/baton/internal/backend"
 	"github.com/batonhq/baton/internal/backend/sqlitebackend"
 	"github.com/batonhq/baton/internal/cli"
-	"github.com/batonhq/baton/internal/engine"
+	"github.com/batonhq/baton/internal/exec"
 	"github.com/batonhq/baton/internal/lease"
 	"github.com/batonhq/baton/internal/ledger"
 	"github.com/batonhq/baton/internal/message"
@@ -74,7 +74,7 @@ func newStore(t *testing.T) *store {
 	require.NoError(t, err)
 	t.Cleanup(func() { b.Close() })
 	s.b = b
-	eng, err := engine.New(b, engine.Options{Catalog: s.catalog, Owner: "fixture", RetryDelay: 50 * time.Millisecond, Consumers: 2})
+	eng, err := exec.New(b, exec.Options{Catalog: s.catalog, Owner: "fixture", RetryDelay: 50 * time.Millisecond, Consumers: 2})
 	require.NoError(t, err)
 
 	cctx, cancel := context.WithCancel(ctx)

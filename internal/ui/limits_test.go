@@ -15,7 +15,7 @@ import (
 	"github.com/batonhq/baton"
 	"github.com/batonhq/baton/internal/backend/sqlitebackend"
 	"github.com/batonhq/baton/internal/consumer"
-	"github.com/batonhq/baton/internal/engine"
+	"github.com/batonhq/baton/internal/exec"
 	"github.com/batonhq/baton/internal/ledger"
 	"github.com/batonhq/baton/internal/queue"
 	"github.com/batonhq/baton/internal/ratelimit"
@@ -39,7 +39,7 @@ func TestPagesShowLimitsAndWaitingItems(t *testing.T) {
 	require.NoError(t, err)
 	t.Cleanup(func() { b.Close() })
 	now := time.Now().UTC().Truncate(time.Millisecond)
-	eng, err := engine.New(b, engine.Options{Catalog: catalog, Owner: "test", NowFunc: func() time.Time { return now }})
+	eng, err := exec.New(b, exec.Options{Catalog: catalog, Owner: "test", NowFunc: func() time.Time { return now }})
 	require.NoError(t, err)
 	tick := now.Truncate(time.Minute)
 	holderItem := ledger.ItemKey{Run: ledger.RunID{Job: "limited", Nominal: tick.Add(-time.Minute), Generation: 1}, Asset: "b1"}

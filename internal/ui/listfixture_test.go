@@ -16,7 +16,7 @@ import (
 	"github.com/batonhq/baton/internal/backend"
 	"github.com/batonhq/baton/internal/backend/sqlitebackend"
 	"github.com/batonhq/baton/internal/coordinator"
-	"github.com/batonhq/baton/internal/engine"
+	"github.com/batonhq/baton/internal/exec"
 	"github.com/batonhq/baton/internal/lease"
 	"github.com/batonhq/baton/internal/ledger"
 )
@@ -61,7 +61,7 @@ func newListStore(t *testing.T) *listStore {
 	require.NoError(t, err)
 	t.Cleanup(func() { b.Close() })
 	s.b = b
-	eng, err := engine.New(b, engine.Options{Catalog: s.catalog, Owner: "fixture", Consumers: 2})
+	eng, err := exec.New(b, exec.Options{Catalog: s.catalog, Owner: "fixture", Consumers: 2})
 	require.NoError(t, err)
 	cctx, cancel := context.WithCancel(ctx)
 	var wg sync.WaitGroup

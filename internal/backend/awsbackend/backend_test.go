@@ -16,7 +16,7 @@ import (
 
 	"github.com/batonhq/baton/examples/fx"
 	"github.com/batonhq/baton/internal/backend/awsbackend"
-	"github.com/batonhq/baton/internal/engine"
+	"github.com/batonhq/baton/internal/exec"
 	"github.com/batonhq/baton/internal/ledger"
 	"github.com/batonhq/baton/internal/localaws"
 	"github.com/batonhq/baton/internal/message"
@@ -176,7 +176,7 @@ func TestEngineOnAWS(t *testing.T) {
 	b, err := awsbackend.Open(t.Context(), awsbackend.Params{Clients: c, Table: res.Table, QueueURL: res.QueueURL})
 	require.NoError(t, err)
 
-	eng, err := engine.New(b, engine.Options{Catalog: fx.Catalog(nil), Consumers: 2, BatchTimeout: 10 * time.Second})
+	eng, err := exec.New(b, exec.Options{Catalog: fx.Catalog(nil), Consumers: 2, BatchTimeout: 10 * time.Second})
 	require.NoError(t, err)
 	require.NoError(t, b.Work.SendBatch(t.Context(), []queue.Message{{ID: "malformed", Body: []byte("not a baton message")}}))
 

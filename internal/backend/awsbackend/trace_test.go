@@ -10,7 +10,7 @@ import (
 
 	"github.com/batonhq/baton/examples/fx"
 	"github.com/batonhq/baton/internal/backend/awsbackend"
-	"github.com/batonhq/baton/internal/engine"
+	"github.com/batonhq/baton/internal/exec"
 	"github.com/batonhq/baton/internal/localaws"
 	"github.com/batonhq/baton/internal/telemetry"
 	"github.com/batonhq/baton/internal/telemetry/telemetrytest"
@@ -40,7 +40,7 @@ func TestSDKCallsAreChildSpans(t *testing.T) {
 	b, err := awsbackend.Open(t.Context(), awsbackend.Params{Clients: c, Table: res.Table, QueueURL: res.QueueURL})
 	require.NoError(t, err)
 	t.Cleanup(func() { _ = b.Close() })
-	e, err := engine.New(b, engine.Options{Catalog: fx.Catalog(nil), Telemetry: telemetry.New(telemetry.Options{TracerProvider: tp})})
+	e, err := exec.New(b, exec.Options{Catalog: fx.Catalog(nil), Telemetry: telemetry.New(telemetry.Options{TracerProvider: tp})})
 	require.NoError(t, err)
 	_, err = e.Trigger(t.Context(), "fx", time.Now(), false)
 	require.NoError(t, err)

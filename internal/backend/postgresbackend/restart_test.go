@@ -14,7 +14,7 @@ import (
 	"github.com/batonhq/baton/internal/backend"
 	"github.com/batonhq/baton/internal/backend/postgresbackend"
 	"github.com/batonhq/baton/internal/coordinator"
-	"github.com/batonhq/baton/internal/engine"
+	"github.com/batonhq/baton/internal/exec"
 	"github.com/batonhq/baton/internal/ledger"
 	"github.com/batonhq/baton/internal/pgtest"
 	"github.com/batonhq/baton/internal/queue"
@@ -52,7 +52,7 @@ func TestServerRestartLosesNothing(t *testing.T) {
 	}
 	cat, err := baton.NewCatalog(job)
 	require.NoError(t, err)
-	eng, err := engine.New(b, engine.Options{Catalog: cat, Consumers: 2, BatchTimeout: 20 * time.Second, RetryDelay: 200 * time.Millisecond})
+	eng, err := exec.New(b, exec.Options{Catalog: cat, Consumers: 2, BatchTimeout: 20 * time.Second, RetryDelay: 200 * time.Millisecond})
 	require.NoError(t, err)
 	cctx, stop := context.WithCancel(t.Context())
 	var wg sync.WaitGroup

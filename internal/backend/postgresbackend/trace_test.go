@@ -9,7 +9,7 @@ import (
 
 	"github.com/batonhq/baton/examples/fx"
 	"github.com/batonhq/baton/internal/backend/postgresbackend"
-	"github.com/batonhq/baton/internal/engine"
+	"github.com/batonhq/baton/internal/exec"
 	"github.com/batonhq/baton/internal/pgtest"
 	"github.com/batonhq/baton/internal/queue"
 	"github.com/batonhq/baton/internal/telemetry"
@@ -35,7 +35,7 @@ func TestStatementsAreChildSpans(t *testing.T) {
 	b, err := postgresbackend.Open(t.Context(), postgresbackend.Params{DSN: dsn, TracerProvider: tp})
 	require.NoError(t, err)
 	t.Cleanup(func() { _ = b.Close() })
-	e, err := engine.New(b, engine.Options{Catalog: fx.Catalog(nil), Telemetry: telemetry.New(telemetry.Options{TracerProvider: tp})})
+	e, err := exec.New(b, exec.Options{Catalog: fx.Catalog(nil), Telemetry: telemetry.New(telemetry.Options{TracerProvider: tp})})
 	require.NoError(t, err)
 	sum, err := e.Trigger(t.Context(), "fx", time.Now(), false)
 	require.NoError(t, err)

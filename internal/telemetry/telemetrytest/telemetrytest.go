@@ -25,7 +25,7 @@ import (
 	"github.com/batonhq/baton/examples/fx"
 	"github.com/batonhq/baton/internal/backend"
 	"github.com/batonhq/baton/internal/coordinator"
-	"github.com/batonhq/baton/internal/engine"
+	"github.com/batonhq/baton/internal/exec"
 	"github.com/batonhq/baton/internal/ledger"
 	"github.com/batonhq/baton/internal/message"
 	"github.com/batonhq/baton/internal/queue"
@@ -69,7 +69,7 @@ func Run(t *testing.T, b backend.Backend) {
 	reader := sdkmetric.NewManualReader()
 	mp := sdkmetric.NewMeterProvider(sdkmetric.WithReader(reader))
 	t.Cleanup(func() { _ = mp.Shutdown(context.Background()) })
-	e, err := engine.New(b, engine.Options{
+	e, err := exec.New(b, exec.Options{
 		Catalog: fx.Catalog(&fx.Options{Latency: time.Millisecond}), Consumers: 2, BatchSize: 4,
 		RetryDelay: 50 * time.Millisecond,
 		Telemetry:  telemetry.New(telemetry.Options{TracerProvider: tp, MeterProvider: mp, Engine: b.Name}),

@@ -1,9 +1,8 @@
-// Package engine is the local runtime: it runs baton outside Lambda, the
+// Package exec is the local runtime: it runs baton outside Lambda, the
 // coordinator on an in-process schedule and consumers fed by pollers that
-// behave like Lambda's SQS event source. It runs on any engine in the docs'
-// sense (a backend: the embedded SQLite store, PostgreSQL, AWS endpoints),
-// each a Backend; the docs call this package the local runtime.
-package engine
+// behave like Lambda's SQS event source, on any engine (a backend: the
+// embedded SQLite store, PostgreSQL, AWS endpoints).
+package exec
 
 import (
 	"context"
@@ -27,7 +26,7 @@ import (
 	"github.com/batonhq/baton/internal/telemetry"
 )
 
-// Options tune an Engine.
+// Options tune an Runtime.
 type Options struct {
 	Catalog *baton.Catalog
 	// Consumers is the number of batches processed at once (the event
@@ -50,8 +49,8 @@ type Options struct {
 	Telemetry *telemetry.Telemetry
 }
 
-// Engine wires a backend to the core.
-type Engine struct {
+// Runtime wires a backend to the core.
+type Runtime struct {
 	backend     backend.Backend
 	opts        Options
 	Coordinator *coordinator.Coordinator
@@ -72,10 +71,10 @@ type pool struct {
 	priority    int // baton.JobQueue.Priority
 }
 
-// New returns an engine on b.
-func New(b backend.Backend, o Options) (*Engine, error) {
+// New returns a runtime on b.
+func New(b backend.Backend, o Options) (*Runtime, error) {
 	if o.Catalog == nil {
-		return nil, errors.New("engine: no job catalog")
+		return nil, errors.New("local runtime: no job catalog")
 	}
 	if o.Owner == "" {
 		host, _ := os.Hostname()
@@ -84,10 +83,10 @@ func New(b backend.Backend, o Options) (*Engine, error) {
 	if o.Logger == nil {
 		o.Logger = slog.New(slog.DiscardHandler)
 	}
-	e := &Engine{backend: b, opts: o}
+	e := &Runtime{backend: b, opts: o}
 	router, err := e.openJobQueues()
 	if err != nil {
-		return nil, fmt.Errorf("engine: %w", err)
+		return nil, fmt.Errorf("local runtime: %w", err)
 	}
 	e.router = router
 	e.Coordinator = &coordinator.Coordinator{
@@ -125,7 +124,7 @@ func New(b backend.Backend, o Options) (*Engine, error) {
 // openJobQueues opens the queues the catalog's jobs name (baton.JobQueue),
 // a pool for each, and returns the sender that routes each job's messages
 // to its queue.
-func (e *Engine) openJobQueues() (queue.Sender, error) {
+func (e *Runtime) openJobQueues() (queue.Sender, error) {
 	router, queues, err := JobQueues(context.Background(), e.backend, e.opts.Catalog)
 	if err != nil {
 		return nil, err
@@ -180,19 +179,19 @@ func JobQueues(ctx context.Context, b backend.Backend, c *baton.Catalog) (queue.
 	return queue.ByJob(b.Work, routes), out, nil
 }
 
-// SetStop sets the stop channel of every consumer of the engine (the
+// SetStop sets the stop channel of every consumer of the runtime (the
 // shared queue's and each job queue's): see consumer.Consumer.Stop.
-func (e *Engine) SetStop(stop <-chan struct{}) {
+func (e *Runtime) SetStop(stop <-chan struct{}) {
 	e.Consumer.Stop = stop
 	for _, p := range e.pools {
 		p.consumer.Stop = stop
 	}
 }
 
-// backend.Backend returns the engine's backend.
-func (e *Engine) Backend() backend.Backend { return e.backend }
+// backend.Backend returns the runtime's backend.
+func (e *Runtime) Backend() backend.Backend { return e.backend }
 
-func (e *Engine) now() time.Time {
+func (e *Runtime) now() time.Time {
 	if e.opts.NowFunc != nil {
 		return e.opts.NowFunc()
 	}
@@ -200,12 +199,12 @@ func (e *Engine) now() time.Time {
 }
 
 // Trigger runs the coordinator for the tick of jobName at or before at.
-func (e *Engine) Trigger(ctx context.Context, jobName string, at time.Time, force bool) (coordinator.Summary, error) {
+func (e *Runtime) Trigger(ctx context.Context, jobName string, at time.Time, force bool) (coordinator.Summary, error) {
 	deadline := e.now().Add(e.batchTimeout())
 	return e.Coordinator.Run(ctx, coordinator.Trigger{Job: jobName, At: at, Force: force, Deadline: deadline})
 }
 
-func (e *Engine) batchTimeout() time.Duration {
+func (e *Runtime) batchTimeout() time.Duration {
 	if e.opts.BatchTimeout > 0 {
 		return e.opts.BatchTimeout
 	}
@@ -213,7 +212,7 @@ func (e *Engine) batchTimeout() time.Duration {
 }
 
 // Poller returns a poller feeding the shared work queue to the consumer.
-func (e *Engine) Poller() *poller.Poller {
+func (e *Runtime) Poller() *poller.Poller {
 	return e.poller(e.backend.Work, e.Consumer, max(e.opts.Consumers, 1))
 }
 
@@ -223,7 +222,7 @@ func (e *Engine) Poller() *poller.Poller {
 // backend whose empty receives are cheap (backend.Backend.CheapProbes: the
 // embedded store, PostgreSQL) the job queues with a Priority share one
 // poller instead (priorityPoller).
-func (e *Engine) Pollers() []*poller.Poller {
+func (e *Runtime) Pollers() []*poller.Poller {
 	ps := []*poller.Poller{e.Poller()}
 	var ordered []pool
 	for _, p := range e.pools {
@@ -244,7 +243,7 @@ func (e *Engine) Pollers() []*poller.Poller {
 // highest class with work, but a class behind its share (its
 // concurrency's part of the sum) goes first (queue.Priority). Each batch
 // comes from one class and is handled by that class's consumer.
-func (e *Engine) priorityPoller(pools []pool) *poller.Poller {
+func (e *Runtime) priorityPoller(pools []pool) *poller.Poller {
 	sort.SliceStable(pools, func(a, b int) bool { return pools[a].priority > pools[b].priority })
 	total := 0
 	for _, p := range pools {
@@ -298,7 +297,7 @@ func (o Options) retryDelay() time.Duration {
 // the consumer itself, each for its own delay (a job's retry policy, a
 // processor's RetryAfter, else Options.RetryDelay): the poller leaves
 // them as they are.
-func (e *Engine) poller(from queue.Receiver, c *consumer.Consumer, concurrency int) *poller.Poller {
+func (e *Runtime) poller(from queue.Receiver, c *consumer.Consumer, concurrency int) *poller.Poller {
 	wait := e.backend.ReceiveWait
 	if wait <= 0 {
 		wait = 500 * time.Millisecond
@@ -330,7 +329,7 @@ func handle(ctx context.Context, c *consumer.Consumer, deadline time.Time, msgs 
 // Consume runs the consumers until ctx is done; batches in flight finish.
 // Every queue has its pollers: the shared work queue's and one per job
 // queue (Pollers).
-func (e *Engine) Consume(ctx context.Context) error {
+func (e *Runtime) Consume(ctx context.Context) error {
 	ps := e.Pollers()
 	if len(ps) == 1 {
 		return ps[0].Run(ctx)
@@ -348,7 +347,7 @@ func (e *Engine) Consume(ctx context.Context) error {
 
 // Schedule fires the coordinator for jobName at every tick of its
 // schedule until ctx is done. onTick, if set, gets each trigger's summary.
-func (e *Engine) Schedule(ctx context.Context, jobName string, onTick func(coordinator.Summary, error)) error {
+func (e *Runtime) Schedule(ctx context.Context, jobName string, onTick func(coordinator.Summary, error)) error {
 	j, err := e.opts.Catalog.Lookup(jobName)
 	if err != nil {
 		return err
@@ -380,7 +379,7 @@ func SortedItemNames(j baton.Job) []string {
 // WaitSettled polls the ledger until the tick's run is complete or partial
 // (settling it when its items are all terminal), or ctx ends. It returns
 // the run and its items.
-func (e *Engine) WaitSettled(ctx context.Context, jobName string, nominal time.Time, every time.Duration) (ledger.Run, []ledger.Item, error) {
+func (e *Runtime) WaitSettled(ctx context.Context, jobName string, nominal time.Time, every time.Duration) (ledger.Run, []ledger.Item, error) {
 	if every <= 0 {
 		every = 50 * time.Millisecond
 	}
@@ -407,12 +406,12 @@ func (e *Engine) WaitSettled(ctx context.Context, jobName string, nominal time.T
 	}
 }
 
-// Catalog returns the engine's catalog.
-func (e *Engine) Catalog() *baton.Catalog { return e.opts.Catalog }
+// Catalog returns the runtime's catalog.
+func (e *Runtime) Catalog() *baton.Catalog { return e.opts.Catalog }
 
-// Owner is the prefix of the engine's lease and item owners
+// Owner is the prefix of the runtime's lease and item owners
 // (Options.Owner, or host/pid).
-func (e *Engine) Owner() string { return e.opts.Owner }
+func (e *Runtime) Owner() string { return e.opts.Owner }
 
-// Now reads the engine's clock (Options.NowFunc, else time.Now).
-func (e *Engine) Now() time.Time { return e.now() }
+// Now reads the runtime's clock (Options.NowFunc, else time.Now).
+func (e *Runtime) Now() time.Time { return e.now() }

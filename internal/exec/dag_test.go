@@ -1,4 +1,4 @@
-package engine_test
+package exec_test
 
 import (
 	"path/filepath"

@@ -1,4 +1,4 @@
-package engine
+package exec
 
 import (
 	"context"
@@ -74,10 +74,10 @@ func (h *hookLedger) GetItem(ctx context.Context, key ledger.ItemKey) (ledger.It
 }
 
 // replayBundle is a finished run of a wide job (40 assets, a05 CANCELLED,
-// a06 DEAD, the rest SUCCEEDED) on SQLite, an engine on it whose clock the
+// a06 DEAD, the rest SUCCEEDED) on SQLite, a runtime on it whose clock the
 // test moves, and the ledger hooks.
 type replayBundle struct {
-	e       *Engine
+	e       *Runtime
 	b       backend.Backend // unwrapped
 	hooks   *hookLedger
 	clock   *clocktest.Clock

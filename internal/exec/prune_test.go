@@ -1,4 +1,4 @@
-package engine_test
+package exec_test
 
 import (
 	"context"
@@ -11,7 +11,7 @@ import (
 
 	"github.com/batonhq/baton"
 	"github.com/batonhq/baton/internal/backend/sqlitebackend"
-	"github.com/batonhq/baton/internal/engine"
+	"github.com/batonhq/baton/internal/exec"
 	"github.com/batonhq/baton/internal/ledger"
 )
 
@@ -28,7 +28,7 @@ func TestPrunePassOnSQLite(t *testing.T) {
 	now := time.Now()
 	var mu sync.Mutex
 	clock := func() time.Time { mu.Lock(); defer mu.Unlock(); return now }
-	eng, err := engine.New(b, engine.Options{Catalog: cat, NowFunc: clock, RetryDelay: 50 * time.Millisecond})
+	eng, err := exec.New(b, exec.Options{Catalog: cat, NowFunc: clock, RetryDelay: 50 * time.Millisecond})
 	require.NoError(t, err)
 	ctx, cancel := context.WithCancel(t.Context())
 	var wg sync.WaitGroup

@@ -1,4 +1,4 @@
-package engine
+package exec
 
 import (
 	"context"
@@ -99,7 +99,7 @@ var replays atomic.Int64
 //     resumed run with one matching ledger.ErrConflict. A CANCELLED item
 //     is carried over only when it has no record in the new generation
 //     (see carry).
-func (e *Engine) ReplayItem(ctx context.Context, id ledger.RunID, asset string, force bool) (ItemReplay, error) {
+func (e *Runtime) ReplayItem(ctx context.Context, id ledger.RunID, asset string, force bool) (ItemReplay, error) {
 	j, err := e.opts.Catalog.Lookup(id.Job)
 	if err != nil {
 		return ItemReplay{}, err
@@ -160,7 +160,7 @@ var ErrInputsPending = errors.New("inputs not all succeeded")
 // input of def in run id that has not ended and its state, when some
 // input has not ended and none ended without success (fanin.Waiting, the
 // consumer's verdict that holds the message).
-func (e *Engine) inputsReady(ctx context.Context, id ledger.RunID, def baton.Derived) error {
+func (e *Runtime) inputsReady(ctx context.Context, id ledger.RunID, def baton.Derived) error {
 	var pending []string
 	states := make(map[string]ledger.ItemState, len(def.Inputs))
 	for _, in := range def.Inputs {
@@ -183,7 +183,7 @@ func (e *Engine) inputsReady(ctx context.Context, id ledger.RunID, def baton.Der
 	return fmt.Errorf("replay %s/%s: %w (%s): fan-in enqueues it once they have; replay those first", id, def.Name, ErrInputsPending, strings.Join(pending, ", "))
 }
 
-func (e *Engine) send(ctx context.Context, j baton.Job, key ledger.ItemKey, fence int64) error {
+func (e *Runtime) send(ctx context.Context, j baton.Job, key ledger.ItemKey, fence int64) error {
 	msg := message.New(key, fence, j.IsDerived(key.Asset)).QueueMessage()
 	// Through the router: a job with a queue of its own gets it there.
 	if _, err := queue.SendAll(ctx, e.router, []queue.Message{msg}, nil); err != nil {
@@ -195,7 +195,7 @@ func (e *Engine) send(ctx context.Context, j baton.Job, key ledger.ItemKey, fenc
 // replayGeneration is ReplayItem's forced path on a terminal item: under
 // the job's lease it opens the tick's next generation, plans it
 // (planGeneration), copies it (copyGeneration) and marks it fanned out.
-func (e *Engine) replayGeneration(ctx context.Context, j baton.Job, run ledger.Run, asset string, rep ItemReplay) (ItemReplay, error) {
+func (e *Runtime) replayGeneration(ctx context.Context, j baton.Job, run ledger.Run, asset string, rep ItemReplay) (ItemReplay, error) {
 	if !run.State.Finished() {
 		return rep, fmt.Errorf("replay %s: run %s is %s: %w (wait for it, or cancel it)", rep.Key, run.ID, run.State, ErrRunInFlight)
 	}
@@ -285,7 +285,7 @@ func planGeneration(j baton.Job, asset string, old []ledger.Item) generationPlan
 // each outcome over (recording it in rep.Carried), sets rep.Rerun, then
 // enqueues the items to send, checking g before each item. An error stops
 // it half-way.
-func (e *Engine) copyGeneration(ctx context.Context, g *generationGuard, plan generationPlan, rep *ItemReplay) error {
+func (e *Runtime) copyGeneration(ctx context.Context, g *generationGuard, plan generationPlan, rep *ItemReplay) error {
 	for _, prev := range plan.carry {
 		name := prev.Key.Asset
 		if err := g.check(ctx); err != nil {
@@ -317,7 +317,7 @@ const replayCheckEvery = 16
 // it copies: it renews the job's lease, and checks with a fenced write that
 // the run is still fanning out under the replay's fence.
 type generationGuard struct {
-	e       *Engine
+	e       *Runtime
 	job     baton.Job
 	owner   string
 	fence   int64
@@ -359,7 +359,7 @@ func (g *generationGuard) check(ctx context.Context) error {
 // landing between that read and the cancel (a newer coordinator resumed
 // the generation within those two calls, despite the lease) is cancelled,
 // and reported with ErrConflict: the Cancel result then carries its attempt.
-func (e *Engine) carry(ctx context.Context, j baton.Job, fence int64, owner string, key ledger.ItemKey, prev ledger.Item) error {
+func (e *Runtime) carry(ctx context.Context, j baton.Job, fence int64, owner string, key ledger.ItemKey, prev ledger.Item) error {
 	now := e.now()
 	reason := fmt.Sprintf("carried over from %s", prev.Key.Run)
 	if prev.Error != "" {

@@ -1,4 +1,4 @@
-package engine
+package exec
 
 import (
 	"context"
@@ -19,7 +19,7 @@ const DefaultPruneEvery = 5 * time.Minute
 // counters and slots (ratelimit.Pruner; a keyed limit's keys without
 // number): one bounded pass. A backend without a pruner (DynamoDB keeps
 // by TTL) prunes nothing.
-func (e *Engine) PrunePass(ctx context.Context, maxRecords int) (ledger.PruneResult, error) {
+func (e *Runtime) PrunePass(ctx context.Context, maxRecords int) (ledger.PruneResult, error) {
 	var all ledger.PruneResult
 	p := e.backend.Pruner
 	if p == nil {
@@ -52,7 +52,7 @@ func (e *Engine) PrunePass(ctx context.Context, maxRecords int) (ledger.PruneRes
 // Prune runs a pruning pass every interval (0: DefaultPruneEvery) until
 // ctx ends; a pass that stopped at its bound goes on at the next tick.
 // Failures are logged.
-func (e *Engine) Prune(ctx context.Context, every time.Duration) {
+func (e *Runtime) Prune(ctx context.Context, every time.Duration) {
 	if e.backend.Pruner == nil {
 		return
 	}

@@ -1,4 +1,4 @@
-package engine
+package exec
 
 import (
 	"context"
@@ -15,7 +15,7 @@ import (
 	"github.com/batonhq/baton/internal/ledger"
 )
 
-func openTestEngine(t *testing.T, latency time.Duration, consumers int) *Engine {
+func openTestEngine(t *testing.T, latency time.Duration, consumers int) *Runtime {
 	t.Helper()
 	b, err := sqlitebackend.Open(t.Context(), filepath.Join(t.TempDir(), "baton.db"))
 	require.NoError(t, err)
