@@ -621,6 +621,20 @@ func checkFunctions(t *testing.T, tpl map[string]any) {
 			require.True(t, grants(policies[role], a, "*"), "%s: its role %s cannot send traces (%s)", fn, role, a)
 		}
 
+		// The ADOT collector layer only when the parameter names one.
+		layers, ok := at(t, p, "Layers").(map[string]any)
+		require.True(t, ok, "%s: Layers is not a !If on the collector parameter", fn)
+		cond := list(layers["Fn::If"])
+		require.Len(t, cond, 3, "%s: Layers", fn)
+		require.Equal(t, "HasOTelCollector", cond[0], fn)
+		layerParam, _, isLayerRef := refTo(list(cond[1])[0])
+		require.True(t, isLayerRef, "%s: the layer is not a !Ref of a parameter", fn)
+		require.Equal(t, "", at(t, tpl, "Parameters", layerParam, "Default"), "%s: no layer unless asked for", fn)
+		noValue, _, _ := refTo(cond[2])
+		require.Equal(t, "AWS::NoValue", noValue, fn)
+		require.Equal(t, map[string]any{"Fn::Not": []any{map[string]any{"Fn::Equals": []any{map[string]any{"Ref": layerParam}, ""}}}},
+			at(t, tpl, "Conditions", "HasOTelCollector"), "%s: the layer's condition", fn)
+
 		logging := at(t, p, "LoggingConfig")
 		require.Equal(t, "JSON", at(t, logging, "LogFormat"), fn)
 		group, _, _ := refTo(at(t, logging, "LogGroup"))
