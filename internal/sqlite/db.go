@@ -39,7 +39,8 @@ import (
 	"strings"
 	"time"
 
-	_ "modernc.org/sqlite" // registers the "sqlite" driver
+	"go.opentelemetry.io/otel/trace"
+	sqlite3 "modernc.org/sqlite"
 )
 
 //go:embed migrations/*.sql
@@ -64,6 +65,9 @@ type Options struct {
 	// migrated, every write fails, and a missing store is an error
 	// matching ErrNoStore.
 	ReadOnly bool
+	// TracerProvider records each statement run under a recording span as
+	// a child span of it (see trace.go); nil: the global provider.
+	TracerProvider trace.TracerProvider
 }
 
 // ErrNoStore matches Open's error for a read-only open of a path where no
@@ -78,7 +82,9 @@ var ErrCorrupt = errors.New("corrupt store")
 func Open(ctx context.Context, path string, o *Options) (*DB, error) {
 	busy := 10 * time.Second
 	readOnly := false
+	var tp trace.TracerProvider
 	if o != nil {
+		tp = o.TracerProvider
 		if o.BusyTimeout > 0 {
 			busy = o.BusyTimeout
 		}
@@ -103,10 +109,11 @@ func Open(ctx context.Context, path string, o *Options) (*DB, error) {
 		q.Set("_txlock", "immediate")
 	}
 	q.Add("_pragma", "foreign_keys(ON)")
-	db, err := sql.Open("sqlite", "file:"+escapePath(path)+"?"+q.Encode())
+	base, err := sqlite3.NewConnector("file:" + escapePath(path) + "?" + q.Encode())
 	if err != nil {
 		return nil, fmt.Errorf("open %s: %w", path, err)
 	}
+	db := sql.OpenDB(newTracedConnector(base, tp))
 	// Keep every connection open: database/sql keeps two idle by default,
 	// and a connection closed and opened again reads the schema and
 	// prepares its statements anew.

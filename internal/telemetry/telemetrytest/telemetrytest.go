@@ -66,6 +66,18 @@ func Named(rec *tracetest.SpanRecorder, name string) []sdktrace.ReadOnlySpan {
 // the package documentation.
 func Run(t *testing.T, b backend.Backend) {
 	tp, rec := Recorder(t)
+	Trace(t, b, tp, rec)
+}
+
+// Traced are the spans of the tick Trace checked.
+type Traced struct {
+	Coordinator sdktrace.ReadOnlySpan
+	Items       map[string]sdktrace.ReadOnlySpan // the succeeded item spans, by asset
+}
+
+// Trace is Run with the tracer provider and its recorder given: a
+// backend opened with tp (its store's own spans recorded too).
+func Trace(t *testing.T, b backend.Backend, tp trace.TracerProvider, rec *tracetest.SpanRecorder) Traced {
 	reader := sdkmetric.NewManualReader()
 	mp := sdkmetric.NewMeterProvider(sdkmetric.WithReader(reader))
 	t.Cleanup(func() { _ = mp.Shutdown(context.Background()) })
@@ -165,6 +177,27 @@ func Run(t *testing.T, b backend.Backend) {
 	require.Equal(t, int64(1), m.Sums["baton.coordinator.invocations"][Set{Job: "fx", Outcome: "opened", Engine: b.Name}])
 	require.Equal(t, uint64(len(fx.Assets)+1), m.Counts["baton.item.tick_to_done"][Set{Job: "fx", Engine: b.Name}])
 	require.GreaterOrEqual(t, m.Counts["baton.item.claim_latency"][Set{Job: "fx", Engine: b.Name}], uint64(len(fx.Assets)+2))
+	return Traced{Coordinator: coord, Items: items}
+}
+
+// Descendants are the ended spans under parent, at any depth.
+func Descendants(rec *tracetest.SpanRecorder, parent trace.SpanContext) []sdktrace.ReadOnlySpan {
+	ended := rec.Ended()
+	byParent := map[string][]sdktrace.ReadOnlySpan{}
+	for _, s := range ended {
+		byParent[ID(s.Parent())] = append(byParent[ID(s.Parent())], s)
+	}
+	var out []sdktrace.ReadOnlySpan
+	next := []string{ID(parent)}
+	for len(next) > 0 {
+		id := next[0]
+		next = next[1:]
+		for _, s := range byParent[id] {
+			out = append(out, s)
+			next = append(next, ID(s.SpanContext()))
+		}
+	}
+	return out
 }
 
 // Set is a metric data point's attributes, which are these three only.
