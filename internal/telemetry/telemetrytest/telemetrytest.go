@@ -177,6 +177,11 @@ func Trace(t *testing.T, b backend.Backend, tp trace.TracerProvider, rec *tracet
 	require.Equal(t, int64(1), m.Sums["baton.coordinator.invocations"][Set{Job: "fx", Outcome: "opened", Engine: b.Name}])
 	require.Equal(t, uint64(len(fx.Assets)+1), m.Counts["baton.item.tick_to_done"][Set{Job: "fx", Engine: b.Name}])
 	require.GreaterOrEqual(t, m.Counts["baton.item.claim_latency"][Set{Job: "fx", Engine: b.Name}], uint64(len(fx.Assets)+2))
+	// The runtime's queues report their depth while it consumes.
+	require.Contains(t, m.Gauges["baton.queue.depth"], Set{Queue: "work", Engine: b.Name}, "%v", m.Gauges)
+	if b.DeadLetter != nil {
+		require.Contains(t, m.Gauges["baton.queue.depth"], Set{Queue: "work-dlq", Engine: b.Name}, "%v", m.Gauges)
+	}
 	return Traced{Coordinator: coord, Items: items}
 }
 
@@ -200,23 +205,25 @@ func Descendants(rec *tracetest.SpanRecorder, parent trace.SpanContext) []sdktra
 	return out
 }
 
-// Set is a metric data point's attributes, which are these three only.
-type Set struct{ Job, Outcome, Engine string }
+// Set is a metric data point's attributes, which are these four only.
+type Set struct{ Job, Outcome, Engine, Queue string }
 
-// Measured is what a reader collected: the sums of counters and the
-// counts of histograms, by instrument and attribute set.
+// Measured is what a reader collected: the sums of counters, the counts
+// of histograms and the values of gauges, by instrument and attribute
+// set.
 type Measured struct {
 	Sums   map[string]map[Set]int64
 	Counts map[string]map[Set]uint64
+	Gauges map[string]map[Set]int64
 }
 
 // Metrics collects reader's metrics; an attribute other than the job,
-// the outcome and the engine fails the test.
+// the outcome, the engine and a queue's name fails the test.
 func Metrics(t testing.TB, reader *sdkmetric.ManualReader) Measured {
 	t.Helper()
 	var rm metricdata.ResourceMetrics
 	require.NoError(t, reader.Collect(context.Background(), &rm))
-	out := Measured{Sums: map[string]map[Set]int64{}, Counts: map[string]map[Set]uint64{}}
+	out := Measured{Sums: map[string]map[Set]int64{}, Counts: map[string]map[Set]uint64{}, Gauges: map[string]map[Set]int64{}}
 	set := func(a attribute.Set) Set {
 		var s Set
 		for _, kv := range a.ToSlice() {
@@ -227,6 +234,8 @@ func Metrics(t testing.TB, reader *sdkmetric.ManualReader) Measured {
 				s.Outcome = kv.Value.AsString()
 			case telemetry.KeyEngine:
 				s.Engine = kv.Value.AsString()
+			case telemetry.KeyQueue:
+				s.Queue = kv.Value.AsString()
 			default:
 				require.Failf(t, "unbounded metric attribute", "%s", kv.Key)
 			}
@@ -245,6 +254,11 @@ func Metrics(t testing.TB, reader *sdkmetric.ManualReader) Measured {
 				out.Counts[m.Name] = map[Set]uint64{}
 				for _, p := range data.DataPoints {
 					out.Counts[m.Name][set(p.Attributes)] += p.Count
+				}
+			case metricdata.Gauge[int64]:
+				out.Gauges[m.Name] = map[Set]int64{}
+				for _, p := range data.DataPoints {
+					out.Gauges[m.Name][set(p.Attributes)] = p.Value
 				}
 			}
 		}
