@@ -180,6 +180,20 @@ func (t *Telemetry) Step(ctx context.Context, name string) (context.Context, tra
 	return t.Or().tracer.Start(ctx, name)
 }
 
+// TraceID is the id of the sampled trace ctx's span belongs to, in the
+// W3C form (32 lower-case hex digits), and "" when ctx has no valid span
+// context or it is not sampled (no trace to look at): what a run record
+// keeps (ledger.Run.TraceID). With a no-op provider, a span context
+// from elsewhere (Lambda's X-Ray header, an HTTP request's traceparent)
+// still counts.
+func TraceID(ctx context.Context) string {
+	sc := trace.SpanContextFromContext(ctx)
+	if !sc.IsValid() || !sc.IsSampled() {
+		return ""
+	}
+	return sc.TraceID().String()
+}
+
 // End ends span with err's status (nil: unset) and, when it records, the
 // outcome attribute ("" leaves it out).
 func End(span trace.Span, outcome string, err error) {

@@ -170,3 +170,13 @@ func TestObserveQueueDepths(t *testing.T) {
 	stop()
 	require.Empty(t, collect())
 }
+
+// A run record keeps the trace id of a sampled span only: an unsampled
+// one's trace is nowhere to be seen.
+func TestTraceID(t *testing.T) {
+	t.Parallel()
+	require.Equal(t, "0af7651916cd43dd8448eb211c80319c", telemetry.TraceID(trace.ContextWithSpanContext(context.Background(), sc)))
+	unsampled := sc.WithTraceFlags(0)
+	require.Empty(t, telemetry.TraceID(trace.ContextWithSpanContext(context.Background(), unsampled)))
+	require.Empty(t, telemetry.TraceID(context.Background()))
+}

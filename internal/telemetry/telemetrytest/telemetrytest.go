@@ -113,6 +113,7 @@ func Trace(t *testing.T, b backend.Backend, tp trace.TracerProvider, rec *tracet
 	require.Equal(t, string(coordinator.OutcomeOpened), Attr(coord, string(telemetry.KeyOutcome)))
 	require.Equal(t, "7", Attr(coord, string(telemetry.KeyEnqueue)))
 	require.Equal(t, "fx", Attr(coord, string(telemetry.KeyJob)))
+	require.Equal(t, coord.SpanContext().TraceID().String(), run.TraceID, "the run record keeps the trace of the span that opened it")
 	for _, step := range []string{telemetry.SpanLease, telemetry.SpanOpen, telemetry.SpanFanOut, telemetry.SpanRelease} {
 		require.Len(t, children(rec, coord.SpanContext(), step), 1, "the coordinator's %s step", step)
 	}
