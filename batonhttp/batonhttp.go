@@ -118,8 +118,9 @@ type BackendOptions struct {
 	// database not set up is refused. The embedded store always sets
 	// itself up.
 	Setup bool
-	// TracerProvider records each PostgreSQL statement as a span; nil:
-	// the global provider. Give the same as Options.TracerProvider.
+	// TracerProvider records each statement of the store (PostgreSQL's,
+	// or the embedded SQLite store's) as a span; nil: the global
+	// provider. Give the same as Options.TracerProvider.
 	TracerProvider trace.TracerProvider
 }
 

@@ -46,6 +46,12 @@ const (
 	// when the opening write had none.
 	runDigest    = "digest"
 	runDigestTok = "digest_tok"
+	// runTrace is the trace id of the span that opened the current
+	// generation (ledger.Run.TraceID), valid only when runTraceTok equals
+	// runOpenToken, as runDigest. Absent when the opening write had none
+	// (and on records written before it was kept: not known).
+	runTrace    = "trace_id"
+	runTraceTok = "trace_tok"
 	// runOpenToken is the write token of the write that opened the current
 	// generation: OpenRun tells Opened from Resumed by it.
 	runOpenToken = "open_tok"
@@ -99,6 +105,10 @@ func (s *LedgerStore) OpenRun(ctx context.Context, p ledger.OpenRunParams) (ledg
 	if p.Digest != "" {
 		u.set = append(u.set, "#digest = if_not_exists(#digest, :digest)", "#digest_tok = if_not_exists(#digest_tok, :tok)")
 		u.values[":digest"] = str(p.Digest)
+	}
+	if p.TraceID != "" {
+		u.set = append(u.set, "#trace_id = if_not_exists(#trace_id, :trace)", "#trace_tok = if_not_exists(#trace_tok, :tok)")
+		u.values[":trace"] = str(p.TraceID)
 	}
 	for range raceRetries {
 		w, err := s.t.update(ctx, op, k, u)
@@ -188,6 +198,12 @@ func (s *LedgerStore) forceRun(ctx context.Context, op string, k key, p ledger.O
 			u.values[":digest"] = str(p.Digest)
 		} else {
 			u.remove = append(u.remove, "#digest", "#digest_tok")
+		}
+		if p.TraceID != "" {
+			u.set = append(u.set, "#trace_id = :trace", "#trace_tok = :tok")
+			u.values[":trace"] = str(p.TraceID)
+		} else {
+			u.remove = append(u.remove, "#trace_id", "#trace_tok")
 		}
 		if cur != nil {
 			prev, err := decodeRun(cur)
@@ -414,6 +430,9 @@ func decodeRun(rec record) (ledger.Run, error) {
 	}
 	if strAttr(rec, runDigestTok) == strAttr(rec, runOpenToken) {
 		run.Digest = strAttr(rec, runDigest)
+	}
+	if strAttr(rec, runTraceTok) == strAttr(rec, runOpenToken) {
+		run.TraceID = strAttr(rec, runTrace)
 	}
 	if n, ok := numAttr(rec, runParts); ok && n > 1 && strAttr(rec, runPartsTok) == strAttr(rec, runOpenToken) {
 		run.Partitions = int(n) // 1 reads as 0, as on stores that do not partition

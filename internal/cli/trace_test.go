@@ -16,7 +16,8 @@ import (
 
 // run --once --trace stdout prints the tick's spans as a tree after the
 // report: the coordinator's invocation with its steps, an item span per
-// item under it, DXY under the input whose end enqueued it.
+// item under it, DXY under the input whose end enqueued it, the store's
+// statements under the steps that ran them.
 func TestRunOnceTraceStdout(t *testing.T) {
 	t.Parallel()
 	store := filepath.Join(t.TempDir(), "baton.db")
@@ -34,6 +35,8 @@ func TestRunOnceTraceStdout(t *testing.T) {
 	require.Regexp(t, `(?m)^      baton\.item \S+ job=fx .*item\.key=fx@\S+/DXY fence=\d+ attempt=1 outcome=succeeded links=1$`, tree,
 		"DXY under one of its inputs")
 	require.Regexp(t, `(?m)^      baton\.claim \S+ attempt=1 outcome=claimed$`, tree)
+	// The embedded store's statements, each on one line under its step.
+	require.Regexp(t, `(?m)^      baton\.claim \S+ attempt=1 outcome=claimed\n(        [A-Z]+ \S+ sql=[^\n]+\n)*        INSERT \S+ sql=INSERT INTO items `, tree)
 }
 
 func TestRunTraceFlagErrors(t *testing.T) {

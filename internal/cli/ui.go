@@ -63,6 +63,7 @@ type uiFlags struct {
 	actionTimeout time.Duration
 	refresh       time.Duration
 	logLevel      string
+	traceURL      string
 }
 
 func uiCommand() command {
@@ -80,6 +81,7 @@ func defineUI(e *env, fs *pflag.FlagSet) runFunc {
 	fs.DurationVar(&f.actionTimeout, "action-timeout", 2*time.Minute, "how long a replay from the dashboard waits for its run to settle")
 	fs.DurationVar(&f.refresh, "refresh", 2*time.Second, "how often a page of work in flight refreshes")
 	fs.StringVar(&f.logLevel, "log", "info", "log level on stderr: debug, info, warn, error")
+	fs.StringVar(&f.traceURL, "trace-url", "", "link each run's trace id to your tracing backend: a URL with "+ui.TraceIDPlaceholder+" where the id goes, e.g. 'https://tracing.example/trace/"+ui.TraceIDPlaceholder+"' (default: the id as text)")
 	return func(ctx context.Context, _ []string) error { return serveUI(ctx, e, &f) }
 }
 
@@ -102,6 +104,9 @@ func serveUI(ctx context.Context, e *env, f *uiFlags) error {
 		return usagef("--action-timeout and --refresh must be positive")
 	case token != "" && len(token) < 16:
 		return usagef("$%s is too short: use at least 16 random characters", envUIToken)
+	}
+	if err := ui.CheckTraceURL(f.traceURL); err != nil {
+		return usagef("--trace-url: %v", err)
 	}
 	loopback, err := loopbackAddr(f.listen)
 	if err != nil {
@@ -130,7 +135,7 @@ func serveUI(ctx context.Context, e *env, f *uiFlags) error {
 	}}
 	srv, err := ui.New(ui.Options{
 		Catalog: e.catalog, Backend: b, Operator: op, ReadOnly: f.readOnly, AccessToken: token,
-		Runs: f.runs, Refresh: f.refresh, Logger: logger,
+		Runs: f.runs, Refresh: f.refresh, Logger: logger, TraceURL: f.traceURL,
 	})
 	if err != nil {
 		return err

@@ -395,7 +395,7 @@ func (c *Coordinator) open(ctx context.Context, t *tickRun) (ledger.Run, ledger.
 	ctx, span := c.step(ctx, telemetry.SpanOpen)
 	run, outcome, err := c.Ledger.OpenRun(ctx, ledger.OpenRunParams{
 		Job: t.job.Name, Nominal: sum.Nominal, Fence: t.hold.lease.Fence, Force: t.tr.Force, Now: openStart,
-		Shards: openShards(t.job), Pages: t.job.RunTime(),
+		Shards: openShards(t.job), Pages: t.job.RunTime(), TraceID: telemetry.TraceID(ctx),
 	})
 	if span.IsRecording() && err == nil {
 		span.SetAttributes(telemetry.KeyRun.String(run.ID.String()))

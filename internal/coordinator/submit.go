@@ -17,6 +17,7 @@ import (
 	"github.com/batonhq/baton/internal/lease"
 	"github.com/batonhq/baton/internal/ledger"
 	"github.com/batonhq/baton/internal/queue"
+	"github.com/batonhq/baton/internal/telemetry"
 )
 
 // MaxSubmissionItems bounds the items of one submission: a submission is
@@ -218,7 +219,7 @@ func (c *Coordinator) submitRun(ctx context.Context, p submitParams) (sum Summar
 	sum.Fence = fence
 
 	run, outcome, err := c.Ledger.OpenRun(ctx, ledger.OpenRunParams{Job: j.Name, Submission: p.key, Fence: fence, Force: force, Now: c.now(),
-		Shards: pagesOf(cmp.Or(p.size, j.ExpectedItems)), Pages: true, Digest: p.digest})
+		Shards: pagesOf(cmp.Or(p.size, j.ExpectedItems)), Pages: true, Digest: p.digest, TraceID: telemetry.TraceID(ctx)})
 	if err != nil {
 		return sum, fmt.Errorf("submit %s: open: %w", id.TickKey(), err)
 	}

@@ -8,6 +8,7 @@ import (
 	"github.com/stretchr/testify/require"
 	sdktrace "go.opentelemetry.io/otel/sdk/trace"
 
+	"github.com/batonhq/baton"
 	"github.com/batonhq/baton/internal/coordinator"
 	"github.com/batonhq/baton/internal/ledger"
 	"github.com/batonhq/baton/internal/message"
@@ -69,4 +70,32 @@ func TestChainInvocationSpan(t *testing.T) {
 		require.Equal(t, telemetrytest.ID(chain.SpanContext()), telemetrytest.ID(sc))
 	}
 	require.Equal(t, 3, n)
+}
+
+// The record of a run keeps the trace of the invocation span that opened
+// it, a submission's as a trigger's; an untraced open keeps none.
+func TestRunRecordKeepsTheOpenersTrace(t *testing.T) {
+	t.Parallel()
+	j := bigJob("ingest", 2)
+	b := setup(t, j)
+	tp, rec := telemetrytest.Recorder(t)
+	c := b.coordinator("c1")
+	c.Telemetry = telemetry.New(telemetry.Options{TracerProvider: tp})
+	sum, err := c.Submit(t.Context(), coordinator.Submission{Job: "ingest", Key: "order-42", Items: []baton.Item{{Name: "a"}}})
+	require.NoError(t, err)
+	spans := telemetrytest.Named(rec, telemetry.SpanCoordinator)
+	require.Len(t, spans, 1)
+	job, nominal := ledger.TickOf(sum.Run)
+	run, err := b.ledger.GetRun(t.Context(), job, nominal)
+	require.NoError(t, err)
+	require.Equal(t, spans[0].SpanContext().TraceID().String(), run.TraceID)
+
+	// With no provider (the global no-op), no span context: none kept.
+	sum, err = b.coordinator("c2").Submit(t.Context(), coordinator.Submission{Job: "ingest", Key: "order-43", Items: []baton.Item{{Name: "a"}}})
+	require.NoError(t, err)
+	require.Equal(t, coordinator.OutcomeOpened, sum.Outcome)
+	job, nominal = ledger.TickOf(sum.Run)
+	run, err = b.ledger.GetRun(t.Context(), job, nominal)
+	require.NoError(t, err)
+	require.Empty(t, run.TraceID)
 }

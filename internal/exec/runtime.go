@@ -328,8 +328,10 @@ func handle(ctx context.Context, c *consumer.Consumer, deadline time.Time, msgs 
 
 // Consume runs the consumers until ctx is done; batches in flight finish.
 // Every queue has its pollers: the shared work queue's and one per job
-// queue (Pollers).
+// queue (Pollers). While it runs, the queues' depths are reported to the
+// telemetry's meter provider (baton.queue.depth).
 func (e *Runtime) Consume(ctx context.Context) error {
+	defer e.opts.Telemetry.ObserveQueueDepths(e.countedQueues())()
 	ps := e.Pollers()
 	if len(ps) == 1 {
 		return ps[0].Run(ctx)
@@ -343,6 +345,26 @@ func (e *Runtime) Consume(ctx context.Context) error {
 		all = append(all, <-errs)
 	}
 	return errors.Join(all...)
+}
+
+// countedQueues are the runtime's queues that can count their messages,
+// named for the queue depth metric: "work", "work-dlq" and "job-" and
+// each job queue's name.
+func (e *Runtime) countedQueues() []telemetry.CountedQueue {
+	var out []telemetry.CountedQueue
+	add := func(name string, q backend.Queue) {
+		if c, ok := q.(queue.Counter); ok {
+			out = append(out, telemetry.CountedQueue{Name: name, Counter: c})
+		}
+	}
+	add("work", e.backend.Work)
+	if e.backend.DeadLetter != nil {
+		add("work-dlq", e.backend.DeadLetter)
+	}
+	for _, p := range e.pools {
+		add("job-"+p.name, p.queue)
+	}
+	return out
 }
 
 // Schedule fires the coordinator for jobName at every tick of its

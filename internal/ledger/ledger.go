@@ -154,7 +154,12 @@ type Run struct {
 	// Digest is the OpenRunParams.Digest of the write that opened this
 	// generation: a submission's item list (DigestItems). "" when none
 	// was given, and for records written before it was kept (not known).
-	Digest     string
+	Digest string
+	// TraceID is the OpenRunParams.TraceID of the write that opened this
+	// generation: the trace of the coordinator's span that opened it,
+	// which its items' spans link to. "" when it was not traced, and for
+	// records written before it was kept (not known).
+	TraceID    string
 	OpenedAt   time.Time
 	UpdatedAt  time.Time
 	FinishedAt time.Time // zero until complete or partial
@@ -283,7 +288,11 @@ type OpenRunParams struct {
 	// opens (a submission's: ledger.DigestItems), kept with the run
 	// (Run.Digest); resuming keeps the stored one. At most 128 bytes.
 	Digest string
-	Now    time.Time
+	// TraceID, optional, is the W3C trace id (32 lower-case hex digits)
+	// of the span opening the generation, kept with the run
+	// (Run.TraceID); resuming keeps the stored one.
+	TraceID string
+	Now     time.Time
 }
 
 // AdvanceRunParams are the inputs of Store.AdvanceRun.

@@ -37,7 +37,7 @@ func NewLedgerStore(db *DB) *LedgerStore { return &LedgerStore{db: db} }
 func (s *LedgerStore) OpenRun(ctx context.Context, p ledger.OpenRunParams) (ledger.Run, ledger.OpenOutcome, error) {
 	p.Job, p.Nominal = ledger.TickOf(ledger.RunID{Job: p.Job, Nominal: p.Nominal, Submission: p.Submission})
 	tick := ledger.RunIDOf(p.Job, p.Nominal, 0).TickKey()
-	args := pgx.NamedArgs{"job": p.Job, "nominal": toNanos(p.Nominal), "fence": p.Fence, "now": toNanos(p.Now), "shards": max(p.Shards, 1), "digest": p.Digest}
+	args := pgx.NamedArgs{"job": p.Job, "nominal": toNanos(p.Nominal), "fence": p.Fence, "now": toNanos(p.Now), "shards": max(p.Shards, 1), "digest": p.Digest, "trace_id": p.TraceID}
 	// This very open, applied by an attempt whose answer was lost: the
 	// record holds its fence as the opening one and its Now as the opening
 	// time (a fence is taken once per lease acquisition).
@@ -451,7 +451,7 @@ func scanRun(scan func(dest ...any) error) (ledger.Run, error) {
 		nominal, openedAt, updatedAt, finishedAt int64
 	)
 	err := scan(&r.ID.Job, &nominal, &r.ID.Generation, &state, &r.Cursor, &r.Total, &r.Fence, &r.OpenFence, &r.Shards,
-		&openedAt, &updatedAt, &finishedAt, &r.Succeeded, &r.Dead, &r.Cancelled, &r.Digest)
+		&openedAt, &updatedAt, &finishedAt, &r.Succeeded, &r.Dead, &r.Cancelled, &r.Digest, &r.TraceID)
 	if err != nil {
 		return ledger.Run{}, err
 	}
@@ -498,20 +498,20 @@ func (r *itemRow) item(run ledger.RunID) ledger.Item {
 }
 
 const ledgerRunColumns = `job, nominal, generation, state, cursor, total, fence, open_fence, shards,
-	opened_at, updated_at, finished_at, succeeded, dead, cancelled, digest`
+	opened_at, updated_at, finished_at, succeeded, dead, cancelled, digest, trace_id`
 
 const ledgerItemColumns = `asset, state, owner, attempt, lease_until, fence, error, result,
 	created_at, started_at, finished_at, updated_at, wait_at, wait_limit, wait_key, wait_attempt`
 
 // ledgerForceSQL is the forced open's upsert, without its RETURNING.
 const ledgerForceSQL = `
-		INSERT INTO baton_runs AS r (job, nominal, generation, state, fence, open_fence, shards, opened_at, updated_at, digest)
-		VALUES (@job, @nominal, 1, 'fanning_out', @fence, @fence, @shards, @now, @now, @digest)
+		INSERT INTO baton_runs AS r (job, nominal, generation, state, fence, open_fence, shards, opened_at, updated_at, digest, trace_id)
+		VALUES (@job, @nominal, 1, 'fanning_out', @fence, @fence, @shards, @now, @now, @digest, @trace_id)
 		ON CONFLICT (job, nominal) DO UPDATE SET
 			generation = r.generation + 1, state = 'fanning_out', cursor = 0, total = 0,
 			fence = excluded.fence, open_fence = excluded.fence, shards = excluded.shards, opened_at = excluded.opened_at,
 			updated_at = excluded.updated_at, finished_at = 0, succeeded = 0, dead = 0, cancelled = 0,
-			digest = excluded.digest`
+			digest = excluded.digest, trace_id = excluded.trace_id`
 
 // ledgerClaimExhausted is Claim's condition for DEAD instead of another
 // attempt. SET expressions all read the row as it was before the
@@ -525,8 +525,8 @@ const ledgerClaimExhausted = `(@max_attempts::integer > 0 AND i.attempt >= @max_
 var (
 	// Opened: the tick has no record.
 	ledgerInsertRun = named(`
-		INSERT INTO baton_runs (job, nominal, generation, state, fence, open_fence, shards, opened_at, updated_at, digest)
-		VALUES (@job, @nominal, 1, 'fanning_out', @fence, @fence, @shards, @now, @now, @digest)
+		INSERT INTO baton_runs (job, nominal, generation, state, fence, open_fence, shards, opened_at, updated_at, digest, trace_id)
+		VALUES (@job, @nominal, 1, 'fanning_out', @fence, @fence, @shards, @now, @now, @digest, @trace_id)
 		ON CONFLICT (job, nominal) DO NOTHING
 		RETURNING ` + ledgerRunColumns)
 

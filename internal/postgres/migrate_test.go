@@ -223,3 +223,47 @@ func TestMigrateItemWait(t *testing.T) {
 	require.True(t, ok)
 	require.True(t, next.Equal(w.At))
 }
+
+// A database at schema version 8 with a run in its fan-out migrates to
+// 009_run_trace: the run reads with no trace id (not known: the
+// compatibility rule), keeps none when resumed, and its next generation
+// takes the opener's.
+func TestMigrateRunTrace(t *testing.T) {
+	t.Parallel()
+	db := openEmptyDB(t)
+	ms, err := Migrations()
+	require.NoError(t, err)
+	_, err = db.pool.Exec(t.Context(), `CREATE TABLE baton_schema_migrations (version INTEGER PRIMARY KEY, name TEXT NOT NULL, applied_at TIMESTAMPTZ NOT NULL)`)
+	require.NoError(t, err)
+	for _, m := range ms {
+		if m.Version > 8 {
+			break
+		}
+		_, err = db.pool.Exec(t.Context(), m.SQL)
+		require.NoError(t, err, m.Name)
+		_, err = db.pool.Exec(t.Context(), `INSERT INTO baton_schema_migrations VALUES ($1, $2, now())`, m.Version, m.Name)
+		require.NoError(t, err)
+	}
+	nominal := time.Date(2026, 11, 21, 12, 1, 0, 0, time.UTC)
+	_, err = db.pool.Exec(t.Context(), `INSERT INTO baton_runs (job, nominal, generation, state, fence, open_fence, shards, opened_at, updated_at)
+		VALUES ('fx', $1, 1, 'fanning_out', 3, 3, 1, $1, $1)`, toNanos(nominal))
+	require.NoError(t, err)
+
+	applied, err := db.Migrate(t.Context())
+	require.NoError(t, err)
+	require.Equal(t, []int{9}, applied)
+	s := NewLedgerStore(db)
+	run, err := s.GetRun(t.Context(), "fx", nominal)
+	require.NoError(t, err)
+	require.Empty(t, run.TraceID)
+
+	const tid = "4bf92f3577b34da6a3ce929d0e0e4736"
+	run, out, err := s.OpenRun(t.Context(), ledger.OpenRunParams{Job: "fx", Nominal: nominal, Fence: 4, TraceID: tid, Now: nominal.Add(time.Minute)})
+	require.NoError(t, err)
+	require.Equal(t, ledger.Resumed, out)
+	require.Empty(t, run.TraceID, "a resume does not give a trace id to a generation opened without one")
+	run, _, err = s.OpenRun(t.Context(), ledger.OpenRunParams{Job: "fx", Nominal: nominal, Fence: 5, Force: true, TraceID: tid, Now: nominal.Add(2 * time.Minute)})
+	require.NoError(t, err)
+	require.Equal(t, 2, run.ID.Generation)
+	require.Equal(t, tid, run.TraceID)
+}

@@ -19,6 +19,13 @@
 // its call returns, and a failed commit fails them all. The schema is
 // embedded and migrated on Open.
 //
+// # Tracing
+//
+// Every statement run under a recording OpenTelemetry span is a span of
+// its own, a child of it, named and attributed as pgx's tracer names
+// PostgreSQL's (Options.TracerProvider; see trace.go); under a span that
+// does not record, a statement costs one check and no allocation.
+//
 // # Errors
 //
 // Backend errors are returned wrapped; the ports' sentinels are returned
@@ -39,7 +46,8 @@ import (
 	"strings"
 	"time"
 
-	_ "modernc.org/sqlite" // registers the "sqlite" driver
+	"go.opentelemetry.io/otel/trace"
+	sqlite3 "modernc.org/sqlite"
 )
 
 //go:embed migrations/*.sql
@@ -64,6 +72,9 @@ type Options struct {
 	// migrated, every write fails, and a missing store is an error
 	// matching ErrNoStore.
 	ReadOnly bool
+	// TracerProvider records each statement run under a recording span as
+	// a child span of it (see trace.go); nil: the global provider.
+	TracerProvider trace.TracerProvider
 }
 
 // ErrNoStore matches Open's error for a read-only open of a path where no
@@ -78,7 +89,9 @@ var ErrCorrupt = errors.New("corrupt store")
 func Open(ctx context.Context, path string, o *Options) (*DB, error) {
 	busy := 10 * time.Second
 	readOnly := false
+	var tp trace.TracerProvider
 	if o != nil {
+		tp = o.TracerProvider
 		if o.BusyTimeout > 0 {
 			busy = o.BusyTimeout
 		}
@@ -103,10 +116,11 @@ func Open(ctx context.Context, path string, o *Options) (*DB, error) {
 		q.Set("_txlock", "immediate")
 	}
 	q.Add("_pragma", "foreign_keys(ON)")
-	db, err := sql.Open("sqlite", "file:"+escapePath(path)+"?"+q.Encode())
+	base, err := sqlite3.NewConnector("file:" + escapePath(path) + "?" + q.Encode())
 	if err != nil {
 		return nil, fmt.Errorf("open %s: %w", path, err)
 	}
+	db := sql.OpenDB(newTracedConnector(base, tp))
 	// Keep every connection open: database/sql keeps two idle by default,
 	// and a connection closed and opened again reads the schema and
 	// prepares its statements anew.

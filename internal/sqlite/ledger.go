@@ -47,7 +47,7 @@ func (s *LedgerStore) OpenRun(ctx context.Context, p ledger.OpenRunParams) (ledg
 	args := []any{
 		sql.Named("job", p.Job), sql.Named("nominal", toNanos(p.Nominal)),
 		sql.Named("fence", p.Fence), sql.Named("now", toNanos(p.Now)), sql.Named("shards", max(p.Shards, 1)),
-		sql.Named("digest", p.Digest),
+		sql.Named("digest", p.Digest), sql.Named("trace_id", p.TraceID),
 	}
 	txErr := s.inTx(ctx, func(ctx context.Context, tx *sql.Tx) error {
 		if p.Force {
@@ -494,7 +494,7 @@ func scanLedgerRun(scan func(dest ...any) error) (ledger.Run, error) {
 		nominal, openedAt, updatedAt, finishedAt int64
 	)
 	err := scan(&r.ID.Job, &nominal, &r.ID.Generation, &state, &r.Cursor, &r.Total, &r.Fence, &r.OpenFence, &r.Shards,
-		&openedAt, &updatedAt, &finishedAt, &r.Succeeded, &r.Dead, &r.Cancelled, &r.Digest)
+		&openedAt, &updatedAt, &finishedAt, &r.Succeeded, &r.Dead, &r.Cancelled, &r.Digest, &r.TraceID)
 	if err != nil {
 		return ledger.Run{}, err
 	}
@@ -548,7 +548,7 @@ const (
 )
 
 const ledgerRunColumns = `job, nominal, generation, state, cursor, total, fence, open_fence, shards,
-	opened_at, updated_at, finished_at, succeeded, dead, cancelled, digest`
+	opened_at, updated_at, finished_at, succeeded, dead, cancelled, digest, trace_id`
 
 const ledgerItemColumns = `asset, state, owner, attempt, lease_until, fence, error, result,
 	created_at, started_at, finished_at, updated_at, wait_at, wait_limit, wait_key, wait_attempt`
@@ -563,8 +563,8 @@ const ledgerClaimExhausted = `(:max_attempts > 0 AND attempt >= :max_attempts)`
 var ledgerQueries = [numLedgerStmts]string{
 	// Opened: the tick has no record.
 	ledgerInsertRun: `
-		INSERT INTO runs (job, nominal, generation, state, fence, open_fence, shards, opened_at, updated_at, digest)
-		VALUES (:job, :nominal, 1, 'fanning_out', :fence, :fence, :shards, :now, :now, :digest)
+		INSERT INTO runs (job, nominal, generation, state, fence, open_fence, shards, opened_at, updated_at, digest, trace_id)
+		VALUES (:job, :nominal, 1, 'fanning_out', :fence, :fence, :shards, :now, :now, :digest, :trace_id)
 		ON CONFLICT (job, nominal) DO NOTHING
 		RETURNING ` + ledgerRunColumns,
 
@@ -576,11 +576,11 @@ var ledgerQueries = [numLedgerStmts]string{
 
 	// Opened, forced: generation 1, or the next one from scratch.
 	ledgerForceRun: `
-		INSERT INTO runs (job, nominal, generation, state, fence, open_fence, shards, opened_at, updated_at, digest)
-		VALUES (:job, :nominal, 1, 'fanning_out', :fence, :fence, :shards, :now, :now, :digest)
+		INSERT INTO runs (job, nominal, generation, state, fence, open_fence, shards, opened_at, updated_at, digest, trace_id)
+		VALUES (:job, :nominal, 1, 'fanning_out', :fence, :fence, :shards, :now, :now, :digest, :trace_id)
 		ON CONFLICT (job, nominal) DO UPDATE SET
 			generation = generation + 1, state = 'fanning_out', cursor = 0, total = 0,
-			fence = :fence, open_fence = :fence, shards = :shards, opened_at = :now, updated_at = :now, finished_at = 0, digest = :digest,
+			fence = :fence, open_fence = :fence, shards = :shards, opened_at = :now, updated_at = :now, finished_at = 0, digest = :digest, trace_id = :trace_id,
 			succeeded = 0, dead = 0, cancelled = 0
 		RETURNING ` + ledgerRunColumns,
 

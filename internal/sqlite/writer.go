@@ -6,6 +6,7 @@ import (
 	"errors"
 	"fmt"
 	"sync"
+	"time"
 )
 
 // The writes of one process run on one goroutine, the writer, one after
@@ -157,7 +158,7 @@ func (w *writer) runJob(tx *sql.Tx, j *writeJob) afterWrite {
 		j.err = err // never started: nothing written
 		return more
 	}
-	ctx := context.WithoutCancel(j.ctx)
+	ctx := uncancelled(j.ctx)
 	if j.atomic {
 		if _, err := tx.ExecContext(ctx, "SAVEPOINT write"); err != nil {
 			j.err = err
@@ -183,6 +184,19 @@ func (w *writer) runJob(tx *sql.Tx, j *writeJob) afterWrite {
 	}
 	return more
 }
+
+// uncancelled returns ctx's values without its cancellation, as
+// context.WithoutCancel does, in a context whose Value allocates
+// nothing: context.WithoutCancel's copies itself into an interface on
+// every lookup, and the statements' tracing looks ctx's span up on every
+// statement (see trace.go).
+func uncancelled(ctx context.Context) context.Context { return &detached{ctx} }
+
+type detached struct{ context.Context }
+
+func (*detached) Deadline() (time.Time, bool) { return time.Time{}, false }
+func (*detached) Done() <-chan struct{}       { return nil }
+func (*detached) Err() error                  { return nil }
 
 // safeWrite runs fn, turning a panic into an error: the writer serves the
 // whole process.

@@ -6,10 +6,12 @@ import (
 
 	"go.opentelemetry.io/otel/attribute"
 	"go.opentelemetry.io/otel/metric"
+
+	"github.com/batonhq/baton/internal/queue"
 )
 
-// Metric attributes are bounded: the job, the outcome and the engine,
-// never a run id or an item key.
+// Metric attributes are bounded: the job, the outcome and the engine
+// (and a queue's name, for queue depth), never a run id or an item key.
 
 // setKey names one attribute set.
 type setKey struct{ job, outcome string }
@@ -92,4 +94,47 @@ func (t *Telemetry) Invocation(ctx context.Context, job, outcome string, contend
 	if contended {
 		t.contention.Add(ctx, 1, t.opts(job, "").add...)
 	}
+}
+
+// CountedQueue is a queue whose depth the runtime reports.
+type CountedQueue struct {
+	// Name is the queue's baton.queue attribute: "work", "work-dlq", or
+	// "job-" and a job queue's name.
+	Name    string
+	Counter queue.Counter
+}
+
+// ObserveQueueDepths reports the depth of each of queues as the gauge
+// baton.queue.depth (attributes baton.queue and baton.engine), counted
+// (Counter.Depth) each time the meter provider collects: every message
+// the queue holds, visible, in flight or delayed. A queue whose count
+// fails is left out of that collection. It returns the function that
+// stops the reports; with a no-op provider nothing is ever counted.
+func (t *Telemetry) ObserveQueueDepths(queues []CountedQueue) (stop func()) {
+	t = t.Or()
+	if len(queues) == 0 {
+		return func() {}
+	}
+	sets := make([]metric.ObserveOption, len(queues))
+	for i, q := range queues {
+		kv := []attribute.KeyValue{KeyQueue.String(q.Name)}
+		if t.engine != "" {
+			kv = append(kv, KeyEngine.String(t.engine))
+		}
+		sets[i] = metric.WithAttributeSet(attribute.NewSet(kv...))
+	}
+	reg, err := t.meter.RegisterCallback(func(ctx context.Context, o metric.Observer) error {
+		for i, q := range queues {
+			d, err := q.Counter.Depth(ctx)
+			if err != nil {
+				continue // this collection goes without it; telemetry never fails a run
+			}
+			o.ObserveInt64(t.depth, int64(d.Total()), sets[i])
+		}
+		return nil
+	}, t.depth)
+	if err != nil {
+		return func() {}
+	}
+	return func() { _ = reg.Unregister() }
 }

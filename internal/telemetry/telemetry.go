@@ -75,6 +75,7 @@ const (
 	KeyFence   = attribute.Key("baton.fence")
 	KeyOutcome = attribute.Key("baton.outcome")
 	KeyEngine  = attribute.Key("baton.engine")
+	KeyQueue   = attribute.Key("baton.queue") // a queue's name in the queue depth metric
 	KeyEnqueue = attribute.Key("baton.enqueued")
 	KeyKind    = attribute.Key("baton.invocation")     // what started a coordinator invocation: trigger, submit, chain
 	KeyStopped = attribute.Key("baton.fanout.stopped") // why a fan-out stopped early
@@ -109,6 +110,8 @@ type Telemetry struct {
 	claimLat   metric.Float64Histogram
 	contention metric.Int64Counter
 	ticks      metric.Int64Counter
+	meter      metric.Meter
+	depth      metric.Int64ObservableGauge
 
 	mu   sync.RWMutex
 	sets map[setKey]options // built once per key
@@ -137,6 +140,9 @@ func New(o Options) *Telemetry {
 		metric.WithDescription("Coordinator invocations that found the job's lease held by another owner."))
 	t.ticks, _ = m.Int64Counter("baton.coordinator.invocations", metric.WithUnit("{invocation}"),
 		metric.WithDescription("Coordinator invocations, by outcome."))
+	t.meter = m
+	t.depth, _ = m.Int64ObservableGauge("baton.queue.depth", metric.WithUnit("{message}"),
+		metric.WithDescription("Messages a queue holds: visible, in flight or delayed."))
 	return t
 }
 
@@ -172,6 +178,20 @@ func (t *Telemetry) Step(ctx context.Context, name string) (context.Context, tra
 		return ctx, noSpan
 	}
 	return t.Or().tracer.Start(ctx, name)
+}
+
+// TraceID is the id of the sampled trace ctx's span belongs to, in the
+// W3C form (32 lower-case hex digits), and "" when ctx has no valid span
+// context or it is not sampled (no trace to look at): what a run record
+// keeps (ledger.Run.TraceID). With a no-op provider, a span context
+// from elsewhere (Lambda's X-Ray header, an HTTP request's traceparent)
+// still counts.
+func TraceID(ctx context.Context) string {
+	sc := trace.SpanContextFromContext(ctx)
+	if !sc.IsValid() || !sc.IsSampled() {
+		return ""
+	}
+	return sc.TraceID().String()
 }
 
 // End ends span with err's status (nil: unset) and, when it records, the

@@ -124,3 +124,59 @@ func TestMetricAttributes(t *testing.T) {
 		"baton.lease.contention baton.engine=aws,baton.job=fx":                              1,
 	}, got)
 }
+
+// counted is a queue.Counter with a fixed depth, or a failing count.
+type counted struct {
+	d   queue.Depth
+	err error
+}
+
+func (c counted) Depth(context.Context) (queue.Depth, error) { return c.d, c.err }
+
+// The queue depth gauge: one data point per queue that could count, its
+// every message, with the queue's name and the engine as its only
+// attributes; none after stop.
+func TestObserveQueueDepths(t *testing.T) {
+	t.Parallel()
+	reader := sdkmetric.NewManualReader()
+	mp := sdkmetric.NewMeterProvider(sdkmetric.WithReader(reader))
+	tel := telemetry.New(telemetry.Options{MeterProvider: mp, Engine: "sqlite"})
+	stop := tel.ObserveQueueDepths([]telemetry.CountedQueue{
+		{Name: "work", Counter: counted{d: queue.Depth{Visible: 3, InFlight: 2, Delayed: 1}}},
+		{Name: "work-dlq", Counter: counted{d: queue.Depth{Visible: 4}}},
+		{Name: "job-broken", Counter: counted{err: context.DeadlineExceeded}},
+	})
+	collect := func() map[string]int64 {
+		var rm metricdata.ResourceMetrics
+		require.NoError(t, reader.Collect(context.Background(), &rm))
+		out := map[string]int64{}
+		for _, sm := range rm.ScopeMetrics {
+			for _, m := range sm.Metrics {
+				if m.Name != "baton.queue.depth" {
+					continue
+				}
+				for _, p := range m.Data.(metricdata.Gauge[int64]).DataPoints {
+					require.Equal(t, 2, p.Attributes.Len(), "the queue and the engine only")
+					engine, _ := p.Attributes.Value(telemetry.KeyEngine)
+					require.Equal(t, "sqlite", engine.AsString())
+					q, _ := p.Attributes.Value(telemetry.KeyQueue)
+					out[q.AsString()] = p.Value
+				}
+			}
+		}
+		return out
+	}
+	require.Equal(t, map[string]int64{"work": 6, "work-dlq": 4}, collect())
+	stop()
+	require.Empty(t, collect())
+}
+
+// A run record keeps the trace id of a sampled span only: an unsampled
+// one's trace is nowhere to be seen.
+func TestTraceID(t *testing.T) {
+	t.Parallel()
+	require.Equal(t, "0af7651916cd43dd8448eb211c80319c", telemetry.TraceID(trace.ContextWithSpanContext(context.Background(), sc)))
+	unsampled := sc.WithTraceFlags(0)
+	require.Empty(t, telemetry.TraceID(trace.ContextWithSpanContext(context.Background(), unsampled)))
+	require.Empty(t, telemetry.TraceID(context.Background()))
+}

@@ -49,8 +49,13 @@ type Options struct {
 	// Refresh is how often a live page asks for its content again; 0
 	// means 2s.
 	Refresh time.Duration
-	NowFunc func() time.Time
-	Logger  *slog.Logger
+	// TraceURL, when set, makes a run's trace id (ledger.Run.TraceID) a
+	// link: the URL with {trace_id} replaced by the id, such as
+	// "https://tracing.example/trace/{trace_id}". It must be an http or
+	// https URL holding {trace_id}. Unset, the id shows as text.
+	TraceURL string
+	NowFunc  func() time.Time
+	Logger   *slog.Logger
 }
 
 // Operator performs the dashboard's actions with the guards of the CLI
@@ -112,6 +117,9 @@ func New(o Options) (*Server, error) {
 		return nil, errors.New("ui: no operator")
 	case o.Backend.Ledger == nil || o.Backend.Leases == nil:
 		return nil, errors.New("ui: backend without a ledger or leases")
+	}
+	if err := CheckTraceURL(o.TraceURL); err != nil {
+		return nil, fmt.Errorf("ui: %w", err)
 	}
 	if o.Runs <= 0 {
 		o.Runs = 20
@@ -304,4 +312,45 @@ func (s *Server) fail(w http.ResponseWriter, r *http.Request, status int, err er
 		Status int
 		Error  string
 	}{status, err.Error()}})
+}
+
+// TraceIDPlaceholder is what Options.TraceURL holds where the trace id
+// goes.
+const TraceIDPlaceholder = "{trace_id}"
+
+// CheckTraceURL returns an error naming what is wrong with tmpl as
+// Options.TraceURL ("" is none, and fine).
+func CheckTraceURL(tmpl string) error {
+	if tmpl == "" {
+		return nil
+	}
+	if !strings.Contains(tmpl, TraceIDPlaceholder) {
+		return fmt.Errorf("trace URL %q has no %s where the trace id goes", tmpl, TraceIDPlaceholder)
+	}
+	u, err := url.Parse(strings.ReplaceAll(tmpl, TraceIDPlaceholder, "0af7651916cd43dd8448eb211c80319c"))
+	if err != nil {
+		return fmt.Errorf("trace URL %q: %v", tmpl, err)
+	}
+	if (u.Scheme != "http" && u.Scheme != "https") || u.Host == "" {
+		return fmt.Errorf("trace URL %q is not an http or https URL with a host", tmpl)
+	}
+	return nil
+}
+
+// traceRef is a run's trace as a page shows it.
+type traceRef struct {
+	ID  string // the W3C trace id
+	URL string // Options.TraceURL's link to it; "" when unset
+}
+
+// traceOf is run's trace, nil when its record has none.
+func (s *Server) traceOf(run ledger.Run) *traceRef {
+	if run.TraceID == "" {
+		return nil
+	}
+	t := &traceRef{ID: run.TraceID}
+	if s.o.TraceURL != "" {
+		t.URL = strings.ReplaceAll(s.o.TraceURL, TraceIDPlaceholder, url.PathEscape(run.TraceID))
+	}
+	return t
 }

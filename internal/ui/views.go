@@ -530,6 +530,10 @@ type runView struct {
 	Window   *itemWindow
 	Expected int      // the job's constant items (Window nil)
 	Refusals []string // the actions the CLI refuses on this run, and why
+	// Trace is the trace of the span that opened the run (Run.TraceID),
+	// which its items' spans link to; nil when the record has none, and
+	// for a superseded generation (its record is gone).
+	Trace *traceRef
 }
 
 // pagesShown is how many stored pages of a run's item list one run page
@@ -666,6 +670,9 @@ func (s *Server) runPage(w http.ResponseWriter, r *http.Request) {
 	now := s.o.NowFunc().UTC()
 	v := runView{Job: j, ID: id, Run: run, Current: run.ID.Generation == id.Generation, Counts: countStates(listed, items), DeadLetters: -1,
 		Window: window, Expected: len(j.Assets) + len(j.Derived)}
+	if v.Current {
+		v.Trace = s.traceOf(run)
+	}
 	shown := run
 	if !v.Current {
 		// Only the current generation has a run record: an older one is

@@ -33,7 +33,7 @@ func init() {
 			return nil
 		},
 		OpenLocks: func(ctx context.Context, c backend.Config) (lease.Store, func() error, error) {
-			db, err := sqlite.Open(ctx, store(c), nil)
+			db, err := sqlite.Open(ctx, store(c), &sqlite.Options{TracerProvider: c.TracerProvider})
 			if err != nil {
 				return nil, nil, err
 			}
@@ -52,7 +52,7 @@ func store(c backend.Config) string {
 
 func openConfig(ctx context.Context, c backend.Config) (backend.Backend, error) {
 	if !c.ReadOnly {
-		return Open(ctx, store(c))
+		return OpenWith(ctx, store(c), &Options{TracerProvider: c.TracerProvider})
 	}
 	b, err := OpenReadOnly(ctx, store(c))
 	if errors.Is(err, sqlite.ErrNoStore) {

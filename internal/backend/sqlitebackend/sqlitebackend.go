@@ -7,6 +7,8 @@ import (
 	"fmt"
 	"time"
 
+	"go.opentelemetry.io/otel/trace"
+
 	"github.com/batonhq/baton/internal/backend"
 	"github.com/batonhq/baton/internal/sqlite"
 )
@@ -30,6 +32,23 @@ const pollInterval = 10 * time.Millisecond
 // it and applying the store's migrations as needed.
 func Open(ctx context.Context, path string) (backend.Backend, error) {
 	return open(ctx, path, nil)
+}
+
+// Options tune OpenWith. The zero value is Open's.
+type Options struct {
+	// TracerProvider records each statement of the store run under a
+	// traced step (an item's claim, the coordinator's lease…) as a span,
+	// a child of that step; nil: the global provider.
+	TracerProvider trace.TracerProvider
+}
+
+// OpenWith opens the embedded backend as Open does, with o's options
+// (nil: none).
+func OpenWith(ctx context.Context, path string, o *Options) (backend.Backend, error) {
+	if o == nil {
+		return open(ctx, path, nil)
+	}
+	return open(ctx, path, &sqlite.Options{TracerProvider: o.TracerProvider})
 }
 
 // OpenReadOnly opens an existing embedded store for reading: nothing is

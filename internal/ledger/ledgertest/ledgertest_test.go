@@ -28,6 +28,7 @@ func TestSuiteFindsBrokenStores(t *testing.T) {
 		"resume takes shards":     {"Shards"},
 		"force keeps old shards":  {"Shards"},
 		"resume takes digest":     {"OpenRun"},
+		"resume takes trace id":   {"OpenRun"},
 		"page overwritten":        {"PutPage"},
 		"page payloads dropped":   {"PutPage"},
 		"submissions of a prefix": {"ListSubmissions"},
@@ -46,6 +47,7 @@ func TestBrokenStore(t *testing.T) {
 		"resume takes shards":     func() ledger.Store { return resumeTakesShards{newMemStore()} },
 		"force keeps old shards":  func() ledger.Store { return forceKeepsOldShards{newMemStore()} },
 		"resume takes digest":     func() ledger.Store { return resumeTakesDigest{newMemStore()} },
+		"resume takes trace id":   func() ledger.Store { return resumeTakesTraceID{newMemStore()} },
 		"page overwritten":        func() ledger.Store { return pageOverwritten{newMemStore()} },
 		"page payloads dropped":   func() ledger.Store { return pagePayloadsDropped{newMemStore()} },
 		"submissions of a prefix": func() ledger.Store { return submissionsOfAPrefix{newMemStore()} },
@@ -147,6 +149,20 @@ func (s resumeTakesDigest) OpenRun(ctx context.Context, p ledger.OpenRunParams) 
 	if err == nil && out == ledger.Resumed {
 		s.mu.Lock()
 		r.Digest = p.Digest
+		s.runs[r.ID.TickKey()] = r
+		s.mu.Unlock()
+	}
+	return r, out, err
+}
+
+// resumeTakesTraceID lets a resume replace the generation's trace id.
+type resumeTakesTraceID struct{ *memStore }
+
+func (s resumeTakesTraceID) OpenRun(ctx context.Context, p ledger.OpenRunParams) (ledger.Run, ledger.OpenOutcome, error) {
+	r, out, err := s.memStore.OpenRun(ctx, p)
+	if err == nil && out == ledger.Resumed {
+		s.mu.Lock()
+		r.TraceID = p.TraceID
 		s.runs[r.ID.TickKey()] = r
 		s.mu.Unlock()
 	}

@@ -46,7 +46,7 @@ func (m *memStore) OpenRun(_ context.Context, p ledger.OpenRunParams) (ledger.Ru
 		if ok {
 			id.Generation = r.ID.Generation + 1
 		}
-		r = ledger.Run{ID: id, State: ledger.RunFanningOut, Fence: p.Fence, OpenFence: p.Fence, Shards: max(p.Shards, 1), Digest: p.Digest, OpenedAt: p.Now, UpdatedAt: p.Now}
+		r = ledger.Run{ID: id, State: ledger.RunFanningOut, Fence: p.Fence, OpenFence: p.Fence, Shards: max(p.Shards, 1), Digest: p.Digest, TraceID: p.TraceID, OpenedAt: p.Now, UpdatedAt: p.Now}
 		m.runs[id.TickKey()] = r
 		return r, ledger.Opened, nil
 	case r.State != ledger.RunFanningOut:

@@ -90,6 +90,18 @@ func Print(w io.Writer, spans []sdktrace.ReadOnlySpan) {
 	}
 }
 
+// statementWidth bounds a statement's text on its span's line.
+const statementWidth = 72
+
+// statement is a statement's text on one line, shortened.
+func statement(text string) string {
+	text = strings.Join(strings.Fields(text), " ")
+	if r := []rune(text); len(r) > statementWidth {
+		text = string(r[:statementWidth-1]) + "…"
+	}
+	return text
+}
+
 // line is one span's line.
 func line(s sdktrace.ReadOnlySpan) string {
 	var b strings.Builder
@@ -97,8 +109,12 @@ func line(s sdktrace.ReadOnlySpan) string {
 	fmt.Fprintf(&b, " %s", s.EndTime().Sub(s.StartTime()).Round(10*time.Microsecond))
 	for _, kv := range s.Attributes() {
 		k := string(kv.Key)
-		if k == "messaging.message.id" || k == "baton.receive_count" {
-			continue // noise in a tree
+		switch k {
+		case "messaging.message.id", "baton.receive_count", "db.system.name", "db.operation.name":
+			continue // noise in a tree (a statement's name is its operation)
+		case "db.query.text":
+			fmt.Fprintf(&b, " sql=%s", statement(kv.Value.AsString()))
+			continue
 		}
 		fmt.Fprintf(&b, " %s=%s", strings.TrimPrefix(k, "baton."), kv.Value.String())
 	}

@@ -66,6 +66,18 @@ func Named(rec *tracetest.SpanRecorder, name string) []sdktrace.ReadOnlySpan {
 // the package documentation.
 func Run(t *testing.T, b backend.Backend) {
 	tp, rec := Recorder(t)
+	Trace(t, b, tp, rec)
+}
+
+// Traced are the spans of the tick Trace checked.
+type Traced struct {
+	Coordinator sdktrace.ReadOnlySpan
+	Items       map[string]sdktrace.ReadOnlySpan // the succeeded item spans, by asset
+}
+
+// Trace is Run with the tracer provider and its recorder given: a
+// backend opened with tp (its store's own spans recorded too).
+func Trace(t *testing.T, b backend.Backend, tp trace.TracerProvider, rec *tracetest.SpanRecorder) Traced {
 	reader := sdkmetric.NewManualReader()
 	mp := sdkmetric.NewMeterProvider(sdkmetric.WithReader(reader))
 	t.Cleanup(func() { _ = mp.Shutdown(context.Background()) })
@@ -101,6 +113,7 @@ func Run(t *testing.T, b backend.Backend) {
 	require.Equal(t, string(coordinator.OutcomeOpened), Attr(coord, string(telemetry.KeyOutcome)))
 	require.Equal(t, "7", Attr(coord, string(telemetry.KeyEnqueue)))
 	require.Equal(t, "fx", Attr(coord, string(telemetry.KeyJob)))
+	require.Equal(t, coord.SpanContext().TraceID().String(), run.TraceID, "the run record keeps the trace of the span that opened it")
 	for _, step := range []string{telemetry.SpanLease, telemetry.SpanOpen, telemetry.SpanFanOut, telemetry.SpanRelease} {
 		require.Len(t, children(rec, coord.SpanContext(), step), 1, "the coordinator's %s step", step)
 	}
@@ -165,25 +178,53 @@ func Run(t *testing.T, b backend.Backend) {
 	require.Equal(t, int64(1), m.Sums["baton.coordinator.invocations"][Set{Job: "fx", Outcome: "opened", Engine: b.Name}])
 	require.Equal(t, uint64(len(fx.Assets)+1), m.Counts["baton.item.tick_to_done"][Set{Job: "fx", Engine: b.Name}])
 	require.GreaterOrEqual(t, m.Counts["baton.item.claim_latency"][Set{Job: "fx", Engine: b.Name}], uint64(len(fx.Assets)+2))
+	// The runtime's queues report their depth while it consumes.
+	require.Contains(t, m.Gauges["baton.queue.depth"], Set{Queue: "work", Engine: b.Name}, "%v", m.Gauges)
+	if b.DeadLetter != nil {
+		require.Contains(t, m.Gauges["baton.queue.depth"], Set{Queue: "work-dlq", Engine: b.Name}, "%v", m.Gauges)
+	}
+	return Traced{Coordinator: coord, Items: items}
 }
 
-// Set is a metric data point's attributes, which are these three only.
-type Set struct{ Job, Outcome, Engine string }
+// Descendants are the ended spans under parent, at any depth.
+func Descendants(rec *tracetest.SpanRecorder, parent trace.SpanContext) []sdktrace.ReadOnlySpan {
+	ended := rec.Ended()
+	byParent := map[string][]sdktrace.ReadOnlySpan{}
+	for _, s := range ended {
+		byParent[ID(s.Parent())] = append(byParent[ID(s.Parent())], s)
+	}
+	var out []sdktrace.ReadOnlySpan
+	next := []string{ID(parent)}
+	for len(next) > 0 {
+		id := next[0]
+		next = next[1:]
+		for _, s := range byParent[id] {
+			out = append(out, s)
+			next = append(next, ID(s.SpanContext()))
+		}
+	}
+	return out
+}
 
-// Measured is what a reader collected: the sums of counters and the
-// counts of histograms, by instrument and attribute set.
+// Set is a metric data point's attributes, which are these four only.
+type Set struct{ Job, Outcome, Engine, Queue string }
+
+// Measured is what a reader collected: the sums of counters, the counts
+// of histograms and the values of gauges, by instrument and attribute
+// set.
 type Measured struct {
 	Sums   map[string]map[Set]int64
 	Counts map[string]map[Set]uint64
+	Gauges map[string]map[Set]int64
 }
 
 // Metrics collects reader's metrics; an attribute other than the job,
-// the outcome and the engine fails the test.
+// the outcome, the engine and a queue's name fails the test.
 func Metrics(t testing.TB, reader *sdkmetric.ManualReader) Measured {
 	t.Helper()
 	var rm metricdata.ResourceMetrics
 	require.NoError(t, reader.Collect(context.Background(), &rm))
-	out := Measured{Sums: map[string]map[Set]int64{}, Counts: map[string]map[Set]uint64{}}
+	out := Measured{Sums: map[string]map[Set]int64{}, Counts: map[string]map[Set]uint64{}, Gauges: map[string]map[Set]int64{}}
 	set := func(a attribute.Set) Set {
 		var s Set
 		for _, kv := range a.ToSlice() {
@@ -194,6 +235,8 @@ func Metrics(t testing.TB, reader *sdkmetric.ManualReader) Measured {
 				s.Outcome = kv.Value.AsString()
 			case telemetry.KeyEngine:
 				s.Engine = kv.Value.AsString()
+			case telemetry.KeyQueue:
+				s.Queue = kv.Value.AsString()
 			default:
 				require.Failf(t, "unbounded metric attribute", "%s", kv.Key)
 			}
@@ -212,6 +255,11 @@ func Metrics(t testing.TB, reader *sdkmetric.ManualReader) Measured {
 				out.Counts[m.Name] = map[Set]uint64{}
 				for _, p := range data.DataPoints {
 					out.Counts[m.Name][set(p.Attributes)] += p.Count
+				}
+			case metricdata.Gauge[int64]:
+				out.Gauges[m.Name] = map[Set]int64{}
+				for _, p := range data.DataPoints {
+					out.Gauges[m.Name][set(p.Attributes)] = p.Value
 				}
 			}
 		}
