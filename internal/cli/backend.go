@@ -12,8 +12,10 @@ import (
 	"github.com/spf13/pflag"
 	"go.opentelemetry.io/otel/trace"
 
+	"github.com/batonhq/baton"
 	"github.com/batonhq/baton/internal/backend"
 	"github.com/batonhq/baton/internal/lambdaapp"
+	"github.com/batonhq/baton/internal/ops"
 )
 
 // backendNames are the values of --backend (shell completion): the
@@ -274,4 +276,19 @@ func (a *awsFlags) check(c *backend.Config) error {
 	}
 	c.JobQueueURLs = jobQueues
 	return a.checkEndpoints()
+}
+
+// openOperator opens the backend bf names and the operator's actions on
+// it for catalog; the caller closes the backend.
+func openOperator(ctx context.Context, bf *backendFlags, catalog *baton.Catalog) (backend.Backend, *ops.Operator, error) {
+	b, err := bf.open(ctx)
+	if err != nil {
+		return backend.Backend{}, nil, err
+	}
+	op, err := ops.New(b, catalog, &ops.Options{Owner: operatorOwner()})
+	if err != nil {
+		b.Close()
+		return backend.Backend{}, nil, err
+	}
+	return b, op, nil
 }

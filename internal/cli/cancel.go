@@ -55,15 +55,11 @@ func cancel(ctx context.Context, e *env, run, asset, reason string) error {
 			return err
 		}
 	}
-	b, err := e.backend.open(ctx)
+	b, op, err := openOperator(ctx, &e.backend, e.catalog)
 	if err != nil {
 		return err
 	}
 	defer b.Close()
-	op, err := ops.New(b, e.catalog, &ops.Options{Owner: operatorOwner()})
-	if err != nil {
-		return err
-	}
 	res, err := op.Cancel(ctx, ops.CancelParams{Run: id, Item: asset, Reason: reason})
 	var terminal *ops.ItemTerminalError
 	switch {

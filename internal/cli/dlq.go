@@ -144,15 +144,11 @@ func dlqRedrive(ctx context.Context, e *env, limit int) error {
 	if limit < 0 {
 		return usagef("--max must not be negative, got %d", limit)
 	}
-	b, err := e.backend.open(ctx)
+	b, op, err := openOperator(ctx, &e.backend, e.catalog)
 	if err != nil {
 		return err
 	}
 	defer b.Close()
-	op, err := ops.New(b, e.catalog, &ops.Options{Owner: operatorOwner()})
-	if err != nil {
-		return err
-	}
 	res, err := op.Redrive(ctx, limit)
 	if errors.Is(err, ops.ErrNoDeadLetterQueue) {
 		return err
@@ -206,15 +202,11 @@ func dlqPurge(ctx context.Context, e *env, limit int, yes bool) error {
 	if limit < 0 {
 		return usagef("--max must not be negative, got %d", limit)
 	}
-	b, err := e.backend.open(ctx)
+	b, op, err := openOperator(ctx, &e.backend, e.catalog)
 	if err != nil {
 		return err
 	}
 	defer b.Close()
-	op, err := ops.New(b, e.catalog, &ops.Options{Owner: operatorOwner()})
-	if err != nil {
-		return err
-	}
 	if b.DeadLetter == nil {
 		_, err := op.Purge(ctx, limit) // the error that says so
 		return err

@@ -128,15 +128,11 @@ func leaseRelease(ctx context.Context, e *env, fs *pflag.FlagSet, f *leaseReleas
 	if err != nil {
 		return err
 	}
-	b, err := f.common.open(ctx)
+	b, op, err := openOperator(ctx, f.common, e.catalog)
 	if err != nil {
 		return err
 	}
 	defer b.Close()
-	op, err := ops.New(b, e.catalog, &ops.Options{Owner: operatorOwner()})
-	if err != nil {
-		return err
-	}
 	p := ops.ReleaseParams{Job: j.Name, Owner: f.owner, Fence: f.fence, ForceLive: f.forceLive}
 	if !f.yes {
 		p.ConfirmFunc = func(l lease.Lease) error { return confirmOwner(e, l) }

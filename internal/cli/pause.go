@@ -55,15 +55,11 @@ func setPause(ctx context.Context, e *env, paused bool, reason string) error {
 	if err != nil {
 		return err
 	}
-	b, err := e.backend.open(ctx)
+	b, op, err := openOperator(ctx, &e.backend, e.catalog)
 	if err != nil {
 		return err
 	}
 	defer b.Close()
-	op, err := ops.New(b, e.catalog, &ops.Options{Owner: operatorOwner()})
-	if err != nil {
-		return err
-	}
 	set := op.Resume
 	if paused {
 		set = op.Pause
