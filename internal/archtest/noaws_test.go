@@ -37,6 +37,7 @@ var corePackages = []string{
 	"./internal/queue",
 	"./internal/schedule",
 	"./internal/sqlite",
+	"./internal/sqlstore",
 	"./internal/telemetry",
 	"./internal/ui",
 }

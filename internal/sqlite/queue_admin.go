@@ -6,9 +6,9 @@ import (
 	"fmt"
 	"path/filepath"
 	"strconv"
-	"time"
 
 	"github.com/batonhq/baton/internal/queue"
+	"github.com/batonhq/baton/internal/sqlstore"
 )
 
 var (
@@ -31,18 +31,8 @@ func (q *Queue) Depth(ctx context.Context) (queue.Depth, error) {
 	return d, nil
 }
 
-// StoredMessage is a message as Inspect shows it: what Peek shows and
-// where it stands in the queue.
-type StoredMessage struct {
-	MessageID    string
-	Body         []byte
-	Attributes   map[string]string
-	SentAt       time.Time
-	ReceiveCount int       // receives in this queue
-	VisibleAt    time.Time // zero when never received here; after now while in flight
-	MovedFrom    string    // the queue it last moved from ("" if it never moved)
-	MovedAt      time.Time
-}
+// StoredMessage is a message as Inspect shows it (sqlstore.StoredMessage).
+type StoredMessage = sqlstore.StoredMessage
 
 // Peek lists up to max of the queue's messages (all when max <= 0),
 // visible or not, in send order, without receiving them: it counts no
@@ -52,11 +42,7 @@ func (q *Queue) Peek(ctx context.Context, max int) ([]queue.Peeked, error) {
 	if err != nil {
 		return nil, err
 	}
-	out := make([]queue.Peeked, len(ms))
-	for i, m := range ms {
-		out[i] = queue.Peeked{MessageID: m.MessageID, Body: m.Body, Attributes: m.Attributes, ReceiveCount: m.ReceiveCount, SentAt: m.SentAt}
-	}
-	return out, nil
+	return sqlstore.Peeked(ms), nil
 }
 
 // Inspect is Peek with each message's visibility and last move.
