@@ -117,3 +117,33 @@ func TestChainOfAStoppedFinisherStartedByALaterTriggerPastTheGrace(t *testing.T)
 	require.NoError(t, err)
 	require.Equal(t, ledger.RunFannedOut, down.State)
 }
+
+// A run finished by Settle or SettleRun (a local waiter, an operator's
+// cancel, a replay) rather than by its last consumer still starts its
+// chains: the consumer that then finds it finished leaves them to the
+// finisher, so without this the chained run waits for the job's next
+// trigger, which a one-shot run never makes.
+func TestSettleThatFinishesARunStartsItsChains(t *testing.T) {
+	t.Parallel()
+	for _, byID := range []bool{false, true} {
+		b := setup(t, chainJobs()...)
+		ctx := context.Background()
+		c := b.coordinator("c1")
+		sum, err := c.Run(ctx, coordinator.Trigger{Job: "up", At: t0})
+		require.NoError(t, err)
+		for _, a := range []string{"u1", "u2"} {
+			finishItem(t, b, sum.Run, a, ledger.ItemSucceeded)
+		}
+		for range 2 {
+			var run ledger.Run
+			if byID {
+				run, err = c.SettleRun(ctx, sum.Run)
+			} else {
+				run, err = c.Settle(ctx, "up", sum.Nominal)
+			}
+			require.NoError(t, err)
+			require.Equal(t, ledger.RunComplete, run.State)
+			require.Equal(t, 3, b.queue.sentTo(t, "down"), "SettleRun %v: the chained run, sent once", byID)
+		}
+	}
+}

@@ -22,10 +22,18 @@ import (
 // CANCELLED are cancelled ("input X is DEAD"), so that a run always
 // settles. Settle returns the run as it is after the call: unchanged when
 // it is still fanning out, has items in flight, or was already finished.
+// The settle that finishes the run starts its chains (baton.Chain), as
+// every settler does, so that a run finished here rather than by its
+// last consumer still starts them; failing to start them is logged only.
 // It returns the ledger's errors (ErrNotFound when the tick has no run)
 // and an error matching baton.ErrUnknownJob for an unknown job.
 func (c *Coordinator) Settle(ctx context.Context, jobName string, nominal time.Time) (ledger.Run, error) {
-	return c.settle(ctx, jobName, nominal, false, c.Ledger)
+	fin := &fanin.Finisher{Store: c.Ledger}
+	run, err := c.settle(ctx, jobName, nominal, false, fin)
+	if err == nil && fin.Won() {
+		c.chainsQuietly(ctx, c.logger(), run)
+	}
+	return run, err
 }
 
 // SettleRun is Settle for the current run of id's tick or submission
@@ -43,7 +51,12 @@ func (c *Coordinator) SettleRun(ctx context.Context, id ledger.RunID) (ledger.Ru
 	if run.State != ledger.RunFannedOut {
 		return run, nil
 	}
-	return fanin.Settle(ctx, fanin.SettleParams{Ledger: c.Ledger, Queue: c.Queue, Def: j, Run: run, Sweep: true, Now: c.now()})
+	fin := &fanin.Finisher{Store: c.Ledger}
+	run, err = fanin.Settle(ctx, fanin.SettleParams{Ledger: fin, Queue: c.Queue, Def: j, Run: run, Sweep: true, Now: c.now()})
+	if err == nil && fin.Won() {
+		c.chainsQuietly(ctx, c.logger(), run)
+	}
+	return run, err
 }
 
 // settle is Settle; sweep reads every shard of the run (see
