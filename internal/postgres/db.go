@@ -72,6 +72,8 @@ import (
 
 	"github.com/jackc/pgx/v5"
 	"github.com/jackc/pgx/v5/pgxpool"
+
+	"github.com/batonhq/baton/internal/sqlstore"
 )
 
 // DB is a connection pool to a database that holds (or will hold) baton's
@@ -155,17 +157,8 @@ func (d *DB) Close() error {
 	return nil
 }
 
-// toNanos stores t as Unix nanoseconds; 0 is the zero time.
-func toNanos(t time.Time) int64 {
-	if t.IsZero() {
-		return 0
-	}
-	return t.UnixNano()
-}
+// Times are stored as Unix nanoseconds (0 = zero time, sqlstore.Nanos) so
+// that comparisons inside conditional statements are exact.
+func toNanos(t time.Time) int64 { return sqlstore.Nanos(t) }
 
-func fromNanos(n int64) time.Time {
-	if n == 0 {
-		return time.Time{}
-	}
-	return time.Unix(0, n).UTC()
-}
+func fromNanos(n int64) time.Time { return sqlstore.Time(n) }

@@ -3,11 +3,11 @@ package postgres
 import (
 	"context"
 	"errors"
-	"fmt"
 
 	"github.com/jackc/pgx/v5"
 
 	"github.com/batonhq/baton/internal/effect"
+	"github.com/batonhq/baton/internal/sqlstore"
 )
 
 // EffectStore implements effect.Store on the baton_effects table.
@@ -37,50 +37,27 @@ RETURNING 1`
 // A re-run after an unknown outcome applies again to the same effect (its
 // condition is "at least", not "newer than").
 func (s *EffectStore) Put(ctx context.Context, r effect.Record) error {
-	if err := effect.Validate(r); err != nil {
-		return err
-	}
-	value := r.Value
-	if value == nil {
-		value = []byte{}
-	}
-	var one, gen, attempt int
-	var applied bool
-	err := s.db.batch(ctx, nil, func(b *pgx.Batch) {
-		b.Queue(effectPutSQL, r.Job, r.Key, value, r.Generation, r.Attempt, toNanos(r.WrittenAt))
-		b.Queue(`SELECT generation, attempt FROM baton_effects WHERE job = $1 AND key = $2`, r.Job, r.Key)
-	}, func(br pgx.BatchResults) error {
-		err := br.QueryRow().Scan(&one)
-		applied = err == nil
-		if err != nil && !errors.Is(err, pgx.ErrNoRows) {
-			return err
-		}
-		return br.QueryRow().Scan(&gen, &attempt)
+	return sqlstore.PutEffect(r, func(value []byte) (sqlstore.EffectWrite, error) {
+		var w sqlstore.EffectWrite
+		err := s.db.batch(ctx, nil, func(b *pgx.Batch) {
+			b.Queue(effectPutSQL, r.Job, r.Key, value, r.Generation, r.Attempt, toNanos(r.WrittenAt))
+			b.Queue(`SELECT generation, attempt FROM baton_effects WHERE job = $1 AND key = $2`, r.Job, r.Key)
+		}, func(br pgx.BatchResults) error {
+			var one int
+			err := br.QueryRow().Scan(&one)
+			w.Applied = err == nil
+			if err != nil && !errors.Is(err, pgx.ErrNoRows) {
+				return err
+			}
+			return br.QueryRow().Scan(&w.Generation, &w.Attempt)
+		})
+		return w, translate(err)
 	})
-	if err != nil {
-		return fmt.Errorf("put effect %s %q: %w", r.Job, r.Key, translate(err))
-	}
-	if !applied {
-		return effect.StaleError(r, gen, attempt)
-	}
-	return nil
 }
 
 // Get implements effect.Store with one read.
 func (s *EffectStore) Get(ctx context.Context, job, key string) (effect.Record, error) {
-	if err := effect.ValidateKey(job, key); err != nil {
-		return effect.Record{}, err
-	}
-	r := effect.Record{Job: job, Key: key}
-	var writtenAt int64
-	err := s.db.queryRow(ctx, nil, `SELECT value, generation, attempt, written_at FROM baton_effects WHERE job = $1 AND key = $2`, job, key).
-		Scan(&r.Value, &r.Generation, &r.Attempt, &writtenAt)
-	if errors.Is(err, pgx.ErrNoRows) {
-		return effect.Record{}, effect.NotFoundError(job, key)
-	}
-	if err != nil {
-		return effect.Record{}, fmt.Errorf("get effect %s %q: %w", job, key, translate(err))
-	}
-	r.WrittenAt = fromNanos(writtenAt)
-	return r, nil
+	return sqlstore.GetEffect(job, key, func(dest ...any) (bool, error) {
+		return found(s.db.queryRow(ctx, nil, `SELECT `+sqlstore.EffectColumns+` FROM baton_effects WHERE job = $1 AND key = $2`, job, key).Scan(dest...))
+	})
 }

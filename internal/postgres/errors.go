@@ -9,6 +9,7 @@ import (
 	"strings"
 	"syscall"
 
+	"github.com/jackc/pgx/v5"
 	"github.com/jackc/pgx/v5/pgconn"
 )
 
@@ -111,4 +112,13 @@ func translate(err error) error {
 // its password masked).
 func errDSN(err error) error {
 	return fmt.Errorf("want postgres://user:password@host:port/database or key=value pairs: %w", err)
+}
+
+// found turns a one-row read's error into sqlstore.ReadFunc's result:
+// false, with no error, when there was no row; other errors translated.
+func found(err error) (bool, error) {
+	if errors.Is(err, pgx.ErrNoRows) {
+		return false, nil
+	}
+	return err == nil, translate(err)
 }

@@ -5,6 +5,8 @@ import (
 	"unicode/utf8"
 
 	"github.com/stretchr/testify/require"
+
+	"github.com/batonhq/baton/internal/sqlstore"
 )
 
 // Receipt handles come back from callers: any text is refused or names a
@@ -15,7 +17,7 @@ func FuzzReceiptID(f *testing.F) {
 		f.Add(s)
 	}
 	f.Fuzz(func(t *testing.T, h string) {
-		id, ok := receiptID(h)
+		id, ok := sqlstore.ReceiptID(h)
 		if !ok {
 			return
 		}
@@ -35,11 +37,11 @@ func FuzzAttributes(f *testing.F) {
 		if err != nil {
 			require.False(t, utf8.ValidString(k) && utf8.ValidString(v) && !containsNUL(k) && !containsNUL(v), "refused %q=%q: %v", k, v, err)
 		} else {
-			got, err := decodeAttributes(enc)
+			got, err := sqlstore.DecodeAttributes(enc)
 			require.NoError(t, err)
 			require.Equal(t, map[string]string{k: v}, got)
 		}
-		_, _ = decodeAttributes(stored)
+		_, _ = sqlstore.DecodeAttributes(stored)
 	})
 }
 

@@ -10,6 +10,7 @@ import (
 	"github.com/jackc/pgx/v5"
 
 	"github.com/batonhq/baton/internal/lease"
+	"github.com/batonhq/baton/internal/sqlstore"
 )
 
 // LeaseStore is lease.Store on the baton_leases table: one row per job,
@@ -72,24 +73,21 @@ ON CONFLICT (job) DO UPDATE SET
     expires_at  = excluded.expires_at,
     acquired_at = excluded.acquired_at
 WHERE l.owner = '' OR l.owner = excluded.owner OR l.expires_at <= $5
-RETURNING owner, fence, expires_at, acquired_at`
+RETURNING ` + sqlstore.LeaseColumns
 
 	leaseRenewSQL = `
 UPDATE baton_leases SET expires_at = $4
 WHERE job = $1 AND owner = $2 AND fence = $3 AND expires_at > $5
-RETURNING owner, fence, expires_at, acquired_at`
+RETURNING ` + sqlstore.LeaseColumns
 
 	leaseReleaseSQL = `UPDATE baton_leases SET owner = '', expires_at = 0 WHERE job = $1 AND owner = $2 AND fence = $3`
 
-	leaseSelectSQL = `SELECT owner, fence, expires_at, acquired_at FROM baton_leases WHERE job = $1`
+	leaseSelectSQL = `SELECT ` + sqlstore.LeaseColumns + ` FROM baton_leases WHERE job = $1`
 )
-
-// errLeaseParams reports parameters the lease contract rules out.
-var errLeaseParams = errors.New("invalid lease parameters")
 
 // Acquire implements lease.Store.
 func (s *LeaseStore) Acquire(ctx context.Context, p lease.AcquireParams) (lease.Lease, error) {
-	if err := checkLeaseParams(p.Job, p.Owner, p.TTL, p.Now); err != nil {
+	if err := sqlstore.CheckLeaseParams(p.Job, p.Owner, p.TTL, p.Now); err != nil {
 		return lease.Lease{}, fmt.Errorf("acquire lease %q: %w", p.Job, err)
 	}
 	now := toNanos(p.Now)
@@ -100,12 +98,12 @@ func (s *LeaseStore) Acquire(ctx context.Context, p lease.AcquireParams) (lease.
 		b.Queue(s.q(leaseSelectSQL), p.Job)
 	}, func(br pgx.BatchResults) error {
 		var err error
-		got, err = scanLease(p.Job, br.QueryRow())
+		got, err = sqlstore.ScanLease(p.Job, br.QueryRow().Scan)
 		refused = errors.Is(err, pgx.ErrNoRows)
 		if err != nil && !refused {
 			return err
 		}
-		holder, err = scanLease(p.Job, br.QueryRow())
+		holder, err = sqlstore.ScanLease(p.Job, br.QueryRow().Scan)
 		return err
 	})
 	switch {
@@ -119,10 +117,10 @@ func (s *LeaseStore) Acquire(ctx context.Context, p lease.AcquireParams) (lease.
 
 // Renew implements lease.Store.
 func (s *LeaseStore) Renew(ctx context.Context, p lease.RenewParams) (lease.Lease, error) {
-	if err := checkLeaseParams(p.Job, p.Owner, p.TTL, p.Now); err != nil {
+	if err := sqlstore.CheckLeaseParams(p.Job, p.Owner, p.TTL, p.Now); err != nil {
 		return lease.Lease{}, fmt.Errorf("renew lease %q: %w", p.Job, err)
 	}
-	got, err := scanLease(p.Job, s.db.queryRow(ctx, nil, s.q(leaseRenewSQL), p.Job, p.Owner, p.Fence, toNanos(p.Now.Add(p.TTL)), toNanos(p.Now)))
+	got, err := sqlstore.ScanLease(p.Job, s.db.queryRow(ctx, nil, s.q(leaseRenewSQL), p.Job, p.Owner, p.Fence, toNanos(p.Now.Add(p.TTL)), toNanos(p.Now)).Scan)
 	if errors.Is(err, pgx.ErrNoRows) {
 		return lease.Lease{}, fmt.Errorf("renew lease %q by %q (fence %d): %w", p.Job, p.Owner, p.Fence, lease.ErrNotHolder)
 	}
@@ -134,7 +132,7 @@ func (s *LeaseStore) Renew(ctx context.Context, p lease.RenewParams) (lease.Leas
 
 // Release implements lease.Store.
 func (s *LeaseStore) Release(ctx context.Context, p lease.ReleaseParams) error {
-	if err := checkLeaseHolder(p.Job, p.Owner); err != nil {
+	if err := sqlstore.CheckLeaseHolder(p.Job, p.Owner); err != nil {
 		return fmt.Errorf("release lease %q: %w", p.Job, err)
 	}
 	var a attempts
@@ -151,9 +149,9 @@ func (s *LeaseStore) Release(ctx context.Context, p lease.ReleaseParams) error {
 // Inspect implements lease.Store.
 func (s *LeaseStore) Inspect(ctx context.Context, job string) (lease.Lease, error) {
 	if job == "" {
-		return lease.Lease{}, fmt.Errorf("inspect lease: empty job: %w", errLeaseParams)
+		return lease.Lease{}, fmt.Errorf("inspect lease: empty job: %w", sqlstore.ErrLeaseParams)
 	}
-	got, err := scanLease(job, s.db.queryRow(ctx, nil, s.q(leaseSelectSQL), job))
+	got, err := sqlstore.ScanLease(job, s.db.queryRow(ctx, nil, s.q(leaseSelectSQL), job).Scan)
 	if errors.Is(err, pgx.ErrNoRows) {
 		return lease.Lease{}, fmt.Errorf("inspect lease %q: %w", job, lease.ErrNotFound)
 	}
@@ -195,72 +193,26 @@ ON CONFLICT (job) DO UPDATE SET
 
 // Contention implements lease.ContentionCounter.
 func (s *LeaseStore) Contention(ctx context.Context, job string) (lease.Contention, error) {
-	r := lease.Contention{Job: job, Holder: lease.Lease{Job: job}}
-	var last, until, streak, ttl int64
-	err := s.db.queryRow(ctx, nil, s.q(`SELECT count, last_at, holder, holder_fence, holder_until, streak_at, ttl FROM baton_lease_contention WHERE job = $1`), job).
-		Scan(&r.Count, &last, &r.Holder.Owner, &r.Holder.Fence, &until, &streak, &ttl)
-	if errors.Is(err, pgx.ErrNoRows) {
-		return lease.Contention{Job: job, Holder: lease.Lease{Job: job}}, nil
-	}
-	if err != nil {
-		return lease.Contention{}, fmt.Errorf("contention of %q: %w", job, translate(err))
-	}
-	r.Last, r.Holder.ExpiresAt, r.TTL = fromNanos(last), fromNanos(until), time.Duration(ttl)
-	if streak > 0 {
-		r.StreakStart = fromNanos(streak)
-	}
-	return r, nil
-}
-
-func checkLeaseHolder(job, owner string) error {
-	switch {
-	case job == "":
-		return fmt.Errorf("empty job: %w", errLeaseParams)
-	case owner == "":
-		return fmt.Errorf("empty owner: %w", errLeaseParams)
-	}
-	return nil
-}
-
-func checkLeaseParams(job, owner string, ttl time.Duration, now time.Time) error {
-	if err := checkLeaseHolder(job, owner); err != nil {
-		return err
-	}
-	switch {
-	case ttl <= 0:
-		return fmt.Errorf("non-positive TTL %s: %w", ttl, errLeaseParams)
-	case now.IsZero():
-		return fmt.Errorf("zero Now: %w", errLeaseParams)
-	}
-	return nil
-}
-
-func scanLease(job string, row pgx.Row) (lease.Lease, error) {
-	l := lease.Lease{Job: job}
-	var expires, acquired int64
-	if err := row.Scan(&l.Owner, &l.Fence, &expires, &acquired); err != nil {
-		return lease.Lease{}, err
-	}
-	l.ExpiresAt, l.AcquiredAt = fromNanos(expires), fromNanos(acquired)
-	return l, nil
+	return sqlstore.ReadContention(job, func(dest ...any) (bool, error) {
+		err := s.db.queryRow(ctx, nil, s.q(`SELECT `+sqlstore.ContentionColumns+` FROM baton_lease_contention WHERE job = $1`), job).Scan(dest...)
+		return found(err)
+	})
 }
 
 // List returns every record of the store, by job (key): the operators'
 // view of the application locks (baton lock list).
 func (s *LeaseStore) List(ctx context.Context) ([]lease.Lease, error) {
-	rows, err := s.db.pool.Query(ctx, s.q(`SELECT job, owner, fence, expires_at, acquired_at FROM baton_leases ORDER BY job COLLATE "C"`))
+	rows, err := s.db.pool.Query(ctx, s.q(`SELECT job, `+sqlstore.LeaseColumns+` FROM baton_leases ORDER BY job COLLATE "C"`))
 	if err != nil {
 		return nil, fmt.Errorf("list leases: %w", translate(err))
 	}
 	defer rows.Close()
 	var out []lease.Lease
 	for rows.Next() {
-		var l lease.Lease
-		var expires, acquired int64
-		if err := rows.Scan(&l.Job, &l.Owner, &l.Fence, &expires, &acquired); err != nil {
+		l, err := sqlstore.ScanListedLease(rows.Scan)
+		if err != nil {
 			return nil, fmt.Errorf("list leases: %w", translate(err))
 		}
-		l.ExpiresAt, l.AcquiredAt = fromNanos(expires), fromNanos(acquired)
 		out = append(out, l)
 	}
 	if err := rows.Err(); err != nil {

@@ -11,6 +11,7 @@ import (
 	"github.com/jackc/pgx/v5"
 
 	"github.com/batonhq/baton/internal/ledger"
+	"github.com/batonhq/baton/internal/sqlstore"
 )
 
 // LedgerStore is ledger.Store on the tables baton_runs and baton_items.
@@ -42,7 +43,7 @@ func (s *LedgerStore) OpenRun(ctx context.Context, p ledger.OpenRunParams) (ledg
 	// record holds its fence as the opening one and its Now as the opening
 	// time (a fence is taken once per lease acquisition).
 	mine := func(r ledger.Run) bool {
-		return r.OpenFence == p.Fence && sameTime(r.OpenedAt, p.Now) && r.Cursor == 0
+		return r.OpenFence == p.Fence && sqlstore.SameTime(r.OpenedAt, p.Now) && r.Cursor == 0
 	}
 	var a attempts
 	if p.Force {
@@ -50,9 +51,9 @@ func (s *LedgerStore) OpenRun(ctx context.Context, p ledger.OpenRunParams) (ledg
 		// sent once, and after an unknown outcome its guarded variant is
 		// sent instead, which refuses to replace the open it finds to be
 		// this one's (mine); the record read then is this open's.
-		r, err := scanRun(s.db.queryRow(ctx, &attempts{sendOnce: true}, ledgerForceRun.sql, ledgerForceRun.args(args)...).Scan)
+		r, err := sqlstore.ScanRun(s.db.queryRow(ctx, &attempts{sendOnce: true}, ledgerForceRun.sql, ledgerForceRun.args(args)...).Scan)
 		if _, sent := transient(err); sent {
-			r, err = scanRun(s.db.queryRow(ctx, nil, ledgerForceRunAgain.sql, ledgerForceRunAgain.args(args)...).Scan)
+			r, err = sqlstore.ScanRun(s.db.queryRow(ctx, nil, ledgerForceRunAgain.sql, ledgerForceRunAgain.args(args)...).Scan)
 		}
 		if errors.Is(err, pgx.ErrNoRows) {
 			if r, err = s.GetRun(ctx, p.Job, p.Nominal); err == nil && !mine(r) {
@@ -67,7 +68,7 @@ func (s *LedgerStore) OpenRun(ctx context.Context, p ledger.OpenRunParams) (ledg
 		}
 		return r, ledger.Opened, nil
 	}
-	r, err := scanRun(s.db.queryRow(ctx, &a, ledgerInsertRun.sql, ledgerInsertRun.args(args)...).Scan)
+	r, err := sqlstore.ScanRun(s.db.queryRow(ctx, &a, ledgerInsertRun.sql, ledgerInsertRun.args(args)...).Scan)
 	if err == nil {
 		return r, ledger.Opened, nil
 	}
@@ -105,7 +106,7 @@ func (s *LedgerStore) AdvanceRun(ctx context.Context, p ledger.AdvanceRunParams)
 	// and Now.
 	mine := func(cur ledger.Run) bool {
 		return cur.ID.Generation == p.ID.Generation && cur.Fence == p.Fence && cur.Cursor == p.Cursor &&
-			sameTime(cur.UpdatedAt, p.Now) && (cur.State == ledger.RunFanningOut) != p.Done
+			sqlstore.SameTime(cur.UpdatedAt, p.Now) && (cur.State == ledger.RunFanningOut) != p.Done
 	}
 	r, err := s.runWrite(ctx, p.ID, ledgerAdvanceRun, args, mine, func(cur ledger.Run) error {
 		return fmt.Errorf("run %s is %s (fence %d, cursor %d): %w", cur.ID, cur.State, cur.Fence, cur.Cursor, ledger.ErrConflict)
@@ -122,7 +123,7 @@ func (s *LedgerStore) FinishRun(ctx context.Context, p ledger.FinishRunParams) (
 	// A re-run after the first applied finds the run finished with its
 	// counts at its Now.
 	mine := func(cur ledger.Run) bool {
-		return cur.ID.Generation == p.ID.Generation && cur.State.Finished() && sameTime(cur.FinishedAt, p.Now) &&
+		return cur.ID.Generation == p.ID.Generation && cur.State.Finished() && sqlstore.SameTime(cur.FinishedAt, p.Now) &&
 			cur.Succeeded == p.Succeeded && cur.Dead == p.Dead && cur.Cancelled == p.Cancelled
 	}
 	r, err := s.runWrite(ctx, p.ID, ledgerFinishRun, args, mine, func(cur ledger.Run) error {
@@ -144,7 +145,7 @@ func (s *LedgerStore) FinishRun(ctx context.Context, p ledger.FinishRunParams) (
 // the statement's own write is its success.
 func (s *LedgerStore) runWrite(ctx context.Context, id ledger.RunID, stmt namedSQL, args pgx.NamedArgs, mine func(ledger.Run) bool, refusal func(ledger.Run) error) (ledger.Run, error) {
 	var a attempts
-	r, err := scanRun(s.db.queryRow(ctx, &a, stmt.sql, stmt.args(args)...).Scan)
+	r, err := sqlstore.ScanRun(s.db.queryRow(ctx, &a, stmt.sql, stmt.args(args)...).Scan)
 	if err == nil {
 		return r, nil
 	}
@@ -170,18 +171,18 @@ func (s *LedgerStore) runWrite(ctx context.Context, id ledger.RunID, stmt namedS
 // applied, the record it wrote.
 func (s *LedgerStore) lockedRun(ctx context.Context, a *attempts, job string, nominal time.Time, stmt namedSQL, args pgx.NamedArgs) (cur *ledger.Run, wrote ledger.Run, ok bool, err error) {
 	err = s.db.batch(ctx, a, func(b *pgx.Batch) {
-		b.Queue(`SELECT `+ledgerRunColumns+` FROM baton_runs WHERE job = $1 AND nominal = $2 FOR UPDATE`, job, toNanos(nominal))
+		b.Queue(`SELECT `+sqlstore.RunColumns+` FROM baton_runs WHERE job = $1 AND nominal = $2 FOR UPDATE`, job, toNanos(nominal))
 		b.Queue(stmt.sql, stmt.args(args)...)
 	}, func(br pgx.BatchResults) error {
 		cur, wrote, ok = nil, ledger.Run{}, false
-		r, err := scanRun(br.QueryRow().Scan)
+		r, err := sqlstore.ScanRun(br.QueryRow().Scan)
 		switch {
 		case err == nil:
 			cur = &r
 		case !errors.Is(err, pgx.ErrNoRows):
 			return err
 		}
-		wrote, err = scanRun(br.QueryRow().Scan)
+		wrote, err = sqlstore.ScanRun(br.QueryRow().Scan)
 		switch {
 		case err == nil:
 			ok = true
@@ -198,7 +199,7 @@ func (s *LedgerStore) lockedRun(ctx context.Context, a *attempts, job string, no
 
 // GetRun implements ledger.Store.
 func (s *LedgerStore) GetRun(ctx context.Context, job string, nominal time.Time) (ledger.Run, error) {
-	r, err := scanRun(s.db.queryRow(ctx, nil, `SELECT `+ledgerRunColumns+` FROM baton_runs WHERE job = $1 AND nominal = $2`, job, toNanos(nominal)).Scan)
+	r, err := sqlstore.ScanRun(s.db.queryRow(ctx, nil, `SELECT `+sqlstore.RunColumns+` FROM baton_runs WHERE job = $1 AND nominal = $2`, job, toNanos(nominal)).Scan)
 	if errors.Is(err, pgx.ErrNoRows) {
 		err = ledger.ErrNotFound
 	}
@@ -218,9 +219,9 @@ func (s *LedgerStore) ListRuns(ctx context.Context, p ledger.ListRunsParams) ([]
 	if !p.Before.IsZero() {
 		before = toNanos(p.Before)
 	}
-	runs, err := queryAll(ctx, s.db, `SELECT `+ledgerRunColumns+` FROM baton_runs
+	runs, err := queryAll(ctx, s.db, `SELECT `+sqlstore.RunColumns+` FROM baton_runs
 		WHERE job = $1 AND nominal < $2 ORDER BY nominal DESC LIMIT $3`, []any{p.Job, before, limit},
-		func(rows pgx.Rows) (ledger.Run, error) { return scanRun(rows.Scan) })
+		func(rows pgx.Rows) (ledger.Run, error) { return sqlstore.ScanRun(rows.Scan) })
 	if err != nil {
 		return nil, fmt.Errorf("list runs of %s: %w", p.Job, translate(err))
 	}
@@ -251,7 +252,7 @@ func claimWrite(p ledger.ClaimParams) itemWriteSpec {
 		// is this one's.
 		mine: func(cur ledger.Item) bool {
 			return cur.State == ledger.ItemRunning && cur.Owner == p.Owner &&
-				sameTime(cur.LeaseUntil, p.LeaseUntil) && sameTime(cur.UpdatedAt, p.Now) && sameTime(cur.StartedAt, p.Now)
+				sqlstore.SameTime(cur.LeaseUntil, p.LeaseUntil) && sqlstore.SameTime(cur.UpdatedAt, p.Now) && sqlstore.SameTime(cur.StartedAt, p.Now)
 		},
 		refusal: func(cur ledger.Item) error {
 			switch {
@@ -322,7 +323,7 @@ func holderSpec(op string, stmt namedSQL, key ledger.ItemKey, owner string, atte
 	return itemWriteSpec{
 		op: op, key: key, stmt: stmt, args: itemArgs(key, args),
 		mine: func(cur ledger.Item) bool {
-			return cur.State == want && cur.Owner == owner && cur.Attempt == attempt && sameTime(cur.UpdatedAt, now)
+			return cur.State == want && cur.Owner == owner && cur.Attempt == attempt && sqlstore.SameTime(cur.UpdatedAt, now)
 		},
 		refusal: func(cur ledger.Item) error {
 			if cur.State.Terminal() {
@@ -344,7 +345,7 @@ func (s *LedgerStore) Cancel(ctx context.Context, p ledger.CancelParams) (ledger
 	// A re-run is refused by its own first run's record: CANCELLED with
 	// this reason at this Now.
 	mine := func(cur ledger.Item) bool {
-		return cur.State == ledger.ItemCancelled && cur.Error == p.Reason && sameTime(cur.UpdatedAt, p.Now)
+		return cur.State == ledger.ItemCancelled && cur.Error == p.Reason && sqlstore.SameTime(cur.UpdatedAt, p.Now)
 	}
 	it, err := s.itemWrite(ctx, p.Key, ledgerCancel, args, mine, func(cur ledger.Item) error {
 		if cur.State.Terminal() {
@@ -368,7 +369,7 @@ func (s *LedgerStore) Cancel(ctx context.Context, p ledger.CancelParams) (ledger
 // record; any other refusal is reported as always.
 func (s *LedgerStore) itemWrite(ctx context.Context, key ledger.ItemKey, stmt namedSQL, args pgx.NamedArgs, mine func(ledger.Item) bool, refusal func(ledger.Item) error) (ledger.Item, error) {
 	var a attempts
-	it, err := scanItem(s.db.queryRow(ctx, &a, stmt.sql, stmt.args(args)...).Scan, key.Run)
+	it, err := sqlstore.ScanItem(s.db.queryRow(ctx, &a, stmt.sql, stmt.args(args)...).Scan, key.Run)
 	if err == nil {
 		return it, nil
 	}
@@ -378,16 +379,16 @@ func (s *LedgerStore) itemWrite(ctx context.Context, key ledger.ItemKey, stmt na
 	var cur, wrote ledger.Item
 	var found, applied bool
 	err = s.db.batch(ctx, &a, func(b *pgx.Batch) {
-		b.Queue(`SELECT `+ledgerItemColumns+` FROM baton_items WHERE run = $1 AND asset = $2 FOR UPDATE`, key.Run.String(), key.Asset)
+		b.Queue(`SELECT `+sqlstore.ItemColumns+` FROM baton_items WHERE run = $1 AND asset = $2 FOR UPDATE`, key.Run.String(), key.Asset)
 		b.Queue(stmt.sql, stmt.args(args)...)
 	}, func(br pgx.BatchResults) error {
 		var err error
-		cur, err = scanItem(br.QueryRow().Scan, key.Run)
+		cur, err = sqlstore.ScanItem(br.QueryRow().Scan, key.Run)
 		found = err == nil
 		if err != nil && !errors.Is(err, pgx.ErrNoRows) {
 			return err
 		}
-		wrote, err = scanItem(br.QueryRow().Scan, key.Run)
+		wrote, err = sqlstore.ScanItem(br.QueryRow().Scan, key.Run)
 		applied = err == nil
 		if err != nil && !errors.Is(err, pgx.ErrNoRows) {
 			return err
@@ -409,7 +410,7 @@ func (s *LedgerStore) itemWrite(ctx context.Context, key ledger.ItemKey, stmt na
 
 // GetItem implements ledger.Store.
 func (s *LedgerStore) GetItem(ctx context.Context, key ledger.ItemKey) (ledger.Item, error) {
-	it, err := scanItem(s.db.queryRow(ctx, nil, `SELECT `+ledgerItemColumns+` FROM baton_items WHERE run = $1 AND asset = $2`,
+	it, err := sqlstore.ScanItem(s.db.queryRow(ctx, nil, `SELECT `+sqlstore.ItemColumns+` FROM baton_items WHERE run = $1 AND asset = $2`,
 		key.Run.String(), key.Asset).Scan, key.Run)
 	if errors.Is(err, pgx.ErrNoRows) {
 		err = ledger.ErrNotFound
@@ -422,8 +423,8 @@ func (s *LedgerStore) GetItem(ctx context.Context, key ledger.ItemKey) (ledger.I
 
 // ListItems implements ledger.Store.
 func (s *LedgerStore) ListItems(ctx context.Context, run ledger.RunID) ([]ledger.Item, error) {
-	items, err := queryAll(ctx, s.db, `SELECT `+ledgerItemColumns+` FROM baton_items WHERE run = $1 ORDER BY asset`, []any{run.String()},
-		func(rows pgx.Rows) (ledger.Item, error) { return scanItem(rows.Scan, run) })
+	items, err := queryAll(ctx, s.db, `SELECT `+sqlstore.ItemColumns+` FROM baton_items WHERE run = $1 ORDER BY asset`, []any{run.String()},
+		func(rows pgx.Rows) (ledger.Item, error) { return sqlstore.ScanItem(rows.Scan, run) })
 	if err != nil {
 		return nil, fmt.Errorf("list items of %s: %w", run, translate(err))
 	}
@@ -442,66 +443,6 @@ func wrapLedger(op string, subject fmt.Stringer, err error) error {
 	}
 	return fmt.Errorf("%s %s: %w", op, subject, err)
 }
-
-// scanRun scans ledgerRunColumns.
-func scanRun(scan func(dest ...any) error) (ledger.Run, error) {
-	var (
-		r                                        ledger.Run
-		state                                    string
-		nominal, openedAt, updatedAt, finishedAt int64
-	)
-	err := scan(&r.ID.Job, &nominal, &r.ID.Generation, &state, &r.Cursor, &r.Total, &r.Fence, &r.OpenFence, &r.Shards,
-		&openedAt, &updatedAt, &finishedAt, &r.Succeeded, &r.Dead, &r.Cancelled, &r.Digest, &r.TraceID)
-	if err != nil {
-		return ledger.Run{}, err
-	}
-	r.ID = ledger.RunIDOf(r.ID.Job, time.Unix(0, nominal).UTC(), r.ID.Generation)
-	r.State = ledger.RunState(state)
-	r.OpenedAt, r.UpdatedAt, r.FinishedAt = fromNanos(openedAt), fromNanos(updatedAt), fromNanos(finishedAt)
-	return r, nil
-}
-
-// scanItem scans ledgerItemColumns of an item of run.
-func scanItem(scan func(dest ...any) error, run ledger.RunID) (ledger.Item, error) {
-	var r itemRow
-	if err := scan(r.dest()...); err != nil {
-		return ledger.Item{}, err
-	}
-	return r.item(run), nil
-}
-
-// itemRow is a row of ledgerItemColumns as scanned (dest), before it
-// becomes an Item (item).
-type itemRow struct {
-	it                                                      ledger.Item
-	state                                                   string
-	leaseUntil, createdAt, startedAt, finishedAt, updatedAt int64
-	waitAt                                                  int64
-}
-
-// dest returns the scan destinations of ledgerItemColumns.
-func (r *itemRow) dest() []any {
-	return []any{&r.it.Key.Asset, &r.state, &r.it.Owner, &r.it.Attempt, &r.leaseUntil, &r.it.Fence, &r.it.Error, &r.it.Result,
-		&r.createdAt, &r.startedAt, &r.finishedAt, &r.updatedAt, &r.waitAt, &r.it.Wait.Limit, &r.it.Wait.Key, &r.it.Wait.Attempt}
-}
-
-// item is the row as an item of run.
-func (r *itemRow) item(run ledger.RunID) ledger.Item {
-	it := r.it
-	it.Key.Run = run
-	it.State = ledger.ItemState(r.state)
-	it.LeaseUntil = fromNanos(r.leaseUntil)
-	it.CreatedAt, it.StartedAt = fromNanos(r.createdAt), fromNanos(r.startedAt)
-	it.FinishedAt, it.UpdatedAt = fromNanos(r.finishedAt), fromNanos(r.updatedAt)
-	it.Wait.At = fromNanos(r.waitAt)
-	return it
-}
-
-const ledgerRunColumns = `job, nominal, generation, state, cursor, total, fence, open_fence, shards,
-	opened_at, updated_at, finished_at, succeeded, dead, cancelled, digest, trace_id`
-
-const ledgerItemColumns = `asset, state, owner, attempt, lease_until, fence, error, result,
-	created_at, started_at, finished_at, updated_at, wait_at, wait_limit, wait_key, wait_attempt`
 
 // ledgerForceSQL is the forced open's upsert, without its RETURNING.
 const ledgerForceSQL = `
@@ -528,23 +469,23 @@ var (
 		INSERT INTO baton_runs (job, nominal, generation, state, fence, open_fence, shards, opened_at, updated_at, digest, trace_id)
 		VALUES (@job, @nominal, 1, 'fanning_out', @fence, @fence, @shards, @now, @now, @digest, @trace_id)
 		ON CONFLICT (job, nominal) DO NOTHING
-		RETURNING ` + ledgerRunColumns)
+		RETURNING ` + sqlstore.RunColumns)
 
 	// Resumed: fanning out, and no newer coordinator has taken it.
 	ledgerResumeRun = named(`
 		UPDATE baton_runs SET fence = @fence, updated_at = @now
 		WHERE job = @job AND nominal = @nominal AND state = 'fanning_out' AND fence <= @fence
-		RETURNING ` + ledgerRunColumns)
+		RETURNING ` + sqlstore.RunColumns)
 
 	// Opened, forced: generation 1, or the next one from scratch.
 	ledgerForceRun = named(ledgerForceSQL + `
-		RETURNING ` + ledgerRunColumns)
+		RETURNING ` + sqlstore.RunColumns)
 
 	// ledgerForceRun sent again after an unknown outcome: refused when the
 	// record is that very open (the same fence and Now, not advanced yet).
 	ledgerForceRunAgain = named(ledgerForceSQL + `
 		WHERE NOT (r.open_fence = excluded.open_fence AND r.opened_at = excluded.opened_at AND r.cursor = 0)
-		RETURNING ` + ledgerRunColumns)
+		RETURNING ` + sqlstore.RunColumns)
 
 	ledgerAdvanceRun = named(`
 		UPDATE baton_runs SET
@@ -553,7 +494,7 @@ var (
 			total = CASE WHEN @done::boolean THEN @cursor::integer ELSE total END
 		WHERE job = @job AND nominal = @nominal AND generation = @generation
 			AND state = 'fanning_out' AND fence <= @fence AND cursor <= @cursor::integer
-		RETURNING ` + ledgerRunColumns)
+		RETURNING ` + sqlstore.RunColumns)
 
 	ledgerFinishRun = named(`
 		UPDATE baton_runs SET
@@ -561,7 +502,7 @@ var (
 			succeeded = @succeeded, dead = @dead, cancelled = @cancelled,
 			finished_at = @now, updated_at = @now
 		WHERE job = @job AND nominal = @nominal AND generation = @generation AND state = 'fanned_out'
-		RETURNING ` + ledgerRunColumns)
+		RETURNING ` + sqlstore.RunColumns)
 
 	// absent → RUNNING attempt 1; FAILED or expired RUNNING → RUNNING
 	// attempt+1, or DEAD when the attempts are exhausted.
@@ -579,22 +520,22 @@ var (
 			finished_at = CASE WHEN ` + ledgerClaimExhausted + ` THEN excluded.updated_at ELSE i.finished_at END,
 			updated_at  = excluded.updated_at
 		WHERE i.state = 'FAILED' OR (i.state = 'RUNNING' AND i.lease_until + @skew::bigint <= @now::bigint)
-		RETURNING ` + ledgerItemColumns)
+		RETURNING ` + sqlstore.ItemColumns)
 
 	ledgerComplete = named(`
 		UPDATE baton_items SET state = 'SUCCEEDED', result = @result, finished_at = @now, updated_at = @now
 		WHERE run = @run AND asset = @asset AND state = 'RUNNING' AND owner = @owner AND attempt = @attempt
-		RETURNING ` + ledgerItemColumns)
+		RETURNING ` + sqlstore.ItemColumns)
 
 	ledgerFail = named(`
 		UPDATE baton_items SET state = @state, error = @reason, finished_at = @finished_at, updated_at = @now
 		WHERE run = @run AND asset = @asset AND state = 'RUNNING' AND owner = @owner AND attempt = @attempt
-		RETURNING ` + ledgerItemColumns)
+		RETURNING ` + sqlstore.ItemColumns)
 
 	ledgerRelease = named(`
 		UPDATE baton_items SET lease_until = @now, updated_at = @now
 		WHERE run = @run AND asset = @asset AND state = 'RUNNING' AND owner = @owner AND attempt = @attempt
-		RETURNING ` + ledgerItemColumns)
+		RETURNING ` + sqlstore.ItemColumns)
 
 	// absent (unclaimed only) → FAILED attempt 0 with the wait; FAILED
 	// (at @attempt unless unclaimed) → the wait noted at its attempt.
@@ -606,7 +547,7 @@ var (
 			wait_at = excluded.wait_at, wait_limit = excluded.wait_limit, wait_key = excluded.wait_key,
 			wait_attempt = i.attempt, updated_at = excluded.updated_at
 		WHERE i.state = 'FAILED' AND (@unclaimed::boolean OR i.attempt = @attempt::integer)
-		RETURNING ` + ledgerItemColumns)
+		RETURNING ` + sqlstore.ItemColumns)
 
 	ledgerCancel = named(`
 		INSERT INTO baton_items AS i (run, asset, state, error, created_at, finished_at, updated_at)
@@ -614,12 +555,12 @@ var (
 		ON CONFLICT (run, asset) DO UPDATE SET
 			state = 'CANCELLED', error = excluded.error, finished_at = excluded.finished_at, updated_at = excluded.updated_at
 		WHERE i.state IN ('RUNNING', 'FAILED')
-		RETURNING ` + ledgerItemColumns)
+		RETURNING ` + sqlstore.ItemColumns)
 
 	ledgerExtend = named(`
 		UPDATE baton_items SET lease_until = @lease_until, updated_at = @now
 		WHERE run = @run AND asset = @asset AND state = 'RUNNING' AND owner = @owner AND attempt = @attempt
-		RETURNING ` + ledgerItemColumns)
+		RETURNING ` + sqlstore.ItemColumns)
 )
 
 // namedSQL is a statement written with named parameters (@name), turned
@@ -657,10 +598,6 @@ func (n namedSQL) args(args pgx.NamedArgs) []any {
 	}
 	return out
 }
-
-// sameTime says whether a time read back from a record is t as this
-// package stores it (Unix nanoseconds).
-func sameTime(stored, t time.Time) bool { return toNanos(stored) == toNanos(t) }
 
 // tickJob and tickNominal are the (job, nominal) the record of run id is
 // kept under (ledger.TickOf): a submission's under job+key and the epoch.

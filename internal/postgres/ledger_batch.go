@@ -12,6 +12,7 @@ import (
 	"github.com/jackc/pgx/v5"
 
 	"github.com/batonhq/baton/internal/ledger"
+	"github.com/batonhq/baton/internal/sqlstore"
 )
 
 var (
@@ -102,7 +103,7 @@ func (s *LedgerStore) CompleteBatch(ctx context.Context, ps []ledger.CompletePar
 }
 
 // setStatement is one statement writing several items, each row under
-// its own condition, RETURNING run and ledgerItemColumns of each row it
+// its own condition, RETURNING run and sqlstore.ItemColumns of each row it
 // wrote.
 type setStatement struct {
 	sql  string
@@ -140,8 +141,8 @@ var (
 		RETURNING i.run, ` + qualifiedItemColumns
 )
 
-// qualifiedItemColumns is ledgerItemColumns of the table aliased i.
-var qualifiedItemColumns = qualify("i", ledgerItemColumns)
+// qualifiedItemColumns is sqlstore.ItemColumns of the table aliased i.
+var qualifiedItemColumns = qualify("i", sqlstore.ItemColumns)
 
 // itemWrites runs the writes as itemWrite runs one, together: first
 // set's statements (one statement writes many items, each row under its
@@ -201,17 +202,17 @@ func (s *LedgerStore) itemWrites(ctx context.Context, ws []itemWriteSpec, set fu
 			}
 			for rows.Next() {
 				var run string
-				var r itemRow
-				if err := rows.Scan(append([]any{&run}, r.dest()...)...); err != nil {
+				var r sqlstore.ItemRow
+				if err := rows.Scan(append([]any{&run}, r.Dest()...)...); err != nil {
 					rows.Close()
 					return err
 				}
-				i, ok := at[run+"\x00"+r.it.Key.Asset]
+				i, ok := at[run+"\x00"+r.Asset()]
 				if !ok {
 					rows.Close()
-					return fmt.Errorf("a batched write returned item %s of run %s, not one of its entries", r.it.Key.Asset, run)
+					return fmt.Errorf("a batched write returned item %s of run %s, not one of its entries", r.Asset(), run)
 				}
-				out[i].Item, applied[i] = r.item(ws[i].key.Run), true
+				out[i].Item, applied[i] = r.Item(ws[i].key.Run), true
 			}
 			rows.Close()
 			if err := rows.Err(); err != nil {
@@ -241,19 +242,19 @@ func (s *LedgerStore) itemWrites(ctx context.Context, ws []itemWriteSpec, set fu
 		err = s.db.batch(ctx, &a, func(b *pgx.Batch) {
 			for _, i := range refused {
 				key := ws[i].key
-				b.Queue(`SELECT `+ledgerItemColumns+` FROM baton_items WHERE run = $1 AND asset = $2 FOR UPDATE`, key.Run.String(), key.Asset)
+				b.Queue(`SELECT `+sqlstore.ItemColumns+` FROM baton_items WHERE run = $1 AND asset = $2 FOR UPDATE`, key.Run.String(), key.Asset)
 				b.Queue(ws[i].stmt.sql, ws[i].stmt.args(ws[i].args)...)
 			}
 		}, func(br pgx.BatchResults) error {
 			for _, i := range refused {
 				r := &second{}
 				var err error
-				r.cur, err = scanItem(br.QueryRow().Scan, ws[i].key.Run)
+				r.cur, err = sqlstore.ScanItem(br.QueryRow().Scan, ws[i].key.Run)
 				r.found = err == nil
 				if err != nil && !errors.Is(err, pgx.ErrNoRows) {
 					return err
 				}
-				r.wrote, err = scanItem(br.QueryRow().Scan, ws[i].key.Run)
+				r.wrote, err = sqlstore.ScanItem(br.QueryRow().Scan, ws[i].key.Run)
 				r.applied = err == nil
 				if err != nil && !errors.Is(err, pgx.ErrNoRows) {
 					return err

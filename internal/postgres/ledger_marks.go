@@ -8,22 +8,21 @@ import (
 	"github.com/jackc/pgx/v5"
 
 	"github.com/batonhq/baton/internal/ledger"
+	"github.com/batonhq/baton/internal/sqlstore"
 )
 
 // ListItemRange implements ledger.Store: a range scan of the items'
 // primary key (asset compares byte-wise, COLLATE "C"), so it reads the
 // shard's rows only.
 func (s *LedgerStore) ListItemRange(ctx context.Context, run ledger.RunID, first, last string) ([]ledger.Item, error) {
-	items, err := queryAll(ctx, s.db, `SELECT `+ledgerItemColumns+` FROM baton_items
+	items, err := queryAll(ctx, s.db, `SELECT `+sqlstore.ItemColumns+` FROM baton_items
 		WHERE run = $1 AND asset >= $2 AND asset <= $3 ORDER BY asset`, []any{run.String(), first, last},
-		func(rows pgx.Rows) (ledger.Item, error) { return scanItem(rows.Scan, run) })
+		func(rows pgx.Rows) (ledger.Item, error) { return sqlstore.ScanItem(rows.Scan, run) })
 	if err != nil {
 		return nil, fmt.Errorf("list items of %s from %q to %q: %w", run, first, last, translate(err))
 	}
 	return items, nil
 }
-
-const markColumns = `level, idx, succeeded, dead, cancelled, at`
 
 // MarkDone implements ledger.Store: one INSERT … ON CONFLICT DO NOTHING,
 // sent in one batch with a read of the mark. The read runs after the
@@ -32,71 +31,38 @@ const markColumns = `level, idx, succeeded, dead, cancelled, at`
 // then does nothing). A re-send after an unknown outcome finds the mark
 // its first send wrote: the same counts at the same Now are its success.
 func (s *LedgerStore) MarkDone(ctx context.Context, p ledger.MarkParams) (ledger.Mark, error) {
-	if err := validMark(p); err != nil {
-		return ledger.Mark{}, err
-	}
-	subject := fmt.Sprintf("mark %s level %d index %d", p.Run, p.Level, p.Index)
-	var a attempts
-	var m ledger.Mark
-	var exists bool
-	err := s.db.batch(ctx, &a, func(b *pgx.Batch) {
-		b.Queue(`INSERT INTO baton_marks (run, level, idx, succeeded, dead, cancelled, at)
-		VALUES ($1, $2, $3, $4, $5, $6, $7) ON CONFLICT (run, level, idx) DO NOTHING RETURNING `+markColumns,
-			p.Run.String(), p.Level, p.Index, p.Succeeded, p.Dead, p.Cancelled, toNanos(p.Now))
-		b.Queue(`SELECT `+markColumns+` FROM baton_marks WHERE run = $1 AND level = $2 AND idx = $3`, p.Run.String(), p.Level, p.Index)
-	}, func(br pgx.BatchResults) error {
-		_, err := scanMark(br.QueryRow().Scan, p.Run)
-		exists = errors.Is(err, pgx.ErrNoRows)
-		if err != nil && !exists {
+	return sqlstore.MarkDone(p, func() (sqlstore.MarkWrite, error) {
+		var a attempts
+		var w sqlstore.MarkWrite
+		err := s.db.batch(ctx, &a, func(b *pgx.Batch) {
+			b.Queue(`INSERT INTO baton_marks (run, level, idx, succeeded, dead, cancelled, at)
+			VALUES ($1, $2, $3, $4, $5, $6, $7) ON CONFLICT (run, level, idx) DO NOTHING RETURNING `+sqlstore.MarkColumns,
+				p.Run.String(), p.Level, p.Index, p.Succeeded, p.Dead, p.Cancelled, toNanos(p.Now))
+			b.Queue(`SELECT `+sqlstore.MarkColumns+` FROM baton_marks WHERE run = $1 AND level = $2 AND idx = $3`, p.Run.String(), p.Level, p.Index)
+		}, func(br pgx.BatchResults) error {
+			_, err := sqlstore.ScanMark(br.QueryRow().Scan, p.Run)
+			w.Existed = errors.Is(err, pgx.ErrNoRows)
+			if err != nil && !w.Existed {
+				return err
+			}
+			w.Mark, err = sqlstore.ScanMark(br.QueryRow().Scan, p.Run)
 			return err
-		}
-		m, err = scanMark(br.QueryRow().Scan, p.Run)
-		return err
+		})
+		w.Unsure = a.unsure
+		return w, translate(err)
 	})
-	mine := m.Succeeded == p.Succeeded && m.Dead == p.Dead && m.Cancelled == p.Cancelled && sameTime(m.At, p.Now)
-	switch {
-	case err != nil:
-		return ledger.Mark{}, fmt.Errorf("%s: %w", subject, translate(err))
-	case exists && !(a.unsure && mine):
-		return m, fmt.Errorf("%s: written already: %w", subject, ledger.ErrTerminal)
-	}
-	return m, nil
 }
 
 // ListMarks implements ledger.Store.
 func (s *LedgerStore) ListMarks(ctx context.Context, run ledger.RunID, level, group int) ([]ledger.Mark, error) {
-	marks, err := queryAll(ctx, s.db, `SELECT `+markColumns+` FROM baton_marks
+	marks, err := queryAll(ctx, s.db, `SELECT `+sqlstore.MarkColumns+` FROM baton_marks
 		WHERE run = $1 AND level = $2 AND idx >= $3 AND idx < $4 ORDER BY idx`,
 		[]any{run.String(), level, group * ledger.MarkGroup, (group + 1) * ledger.MarkGroup},
-		func(rows pgx.Rows) (ledger.Mark, error) { return scanMark(rows.Scan, run) })
+		func(rows pgx.Rows) (ledger.Mark, error) { return sqlstore.ScanMark(rows.Scan, run) })
 	if err != nil {
 		return nil, fmt.Errorf("list marks of %s level %d group %d: %w", run, level, group, translate(err))
 	}
 	return marks, nil
-}
-
-// scanMark scans markColumns of a mark of run.
-func scanMark(scan func(dest ...any) error, run ledger.RunID) (ledger.Mark, error) {
-	m := ledger.Mark{Run: run}
-	var at int64
-	if err := scan(&m.Level, &m.Index, &m.Succeeded, &m.Dead, &m.Cancelled, &at); err != nil {
-		return ledger.Mark{}, err
-	}
-	m.At = fromNanos(at)
-	return m, nil
-}
-
-// validMark reports which of p's numbers is negative, if any.
-func validMark(p ledger.MarkParams) error {
-	for _, f := range []struct {
-		name string
-		v    int
-	}{{"level", p.Level}, {"index", p.Index}, {"succeeded", p.Succeeded}, {"dead", p.Dead}, {"cancelled", p.Cancelled}} {
-		if f.v < 0 {
-			return fmt.Errorf("mark %s: %s %d is negative", p.Run, f.name, f.v)
-		}
-	}
-	return nil
 }
 
 var _ ledger.RangesLister = (*LedgerStore)(nil)
@@ -110,7 +76,7 @@ func (s *LedgerStore) ListItemRanges(ctx context.Context, run ledger.RunID, rang
 	}
 	err := s.db.batch(ctx, nil, func(b *pgx.Batch) {
 		for _, r := range ranges {
-			b.Queue(`SELECT `+ledgerItemColumns+` FROM baton_items
+			b.Queue(`SELECT `+sqlstore.ItemColumns+` FROM baton_items
 				WHERE run = $1 AND asset >= $2 AND asset <= $3 ORDER BY asset`, run.String(), r.First, r.Last)
 		}
 	}, func(br pgx.BatchResults) error {
@@ -119,7 +85,7 @@ func (s *LedgerStore) ListItemRanges(ctx context.Context, run ledger.RunID, rang
 			if err != nil {
 				return err
 			}
-			items, err := pgx.CollectRows(rows, func(row pgx.CollectableRow) (ledger.Item, error) { return scanItem(row.Scan, run) })
+			items, err := pgx.CollectRows(rows, func(row pgx.CollectableRow) (ledger.Item, error) { return sqlstore.ScanItem(row.Scan, run) })
 			if err != nil {
 				return err
 			}

@@ -9,6 +9,7 @@ import (
 	"github.com/jackc/pgx/v5"
 
 	"github.com/batonhq/baton/internal/ledger"
+	"github.com/batonhq/baton/internal/sqlstore"
 )
 
 const pageColumns = `idx, items, final, resume, parent, at`
@@ -40,7 +41,7 @@ func (s *LedgerStore) PutPage(ctx context.Context, p ledger.PutPageParams) (ledg
 		pg, err = scanPage(br.QueryRow().Scan, p.Run)
 		return err
 	})
-	mine := err == nil && sameTime(pg.At, p.Now) && pg.Final == p.Final && pg.Resume == p.Resume && pg.Parent == p.Parent &&
+	mine := err == nil && sqlstore.SameTime(pg.At, p.Now) && pg.Final == p.Final && pg.Resume == p.Resume && pg.Parent == p.Parent &&
 		bytes.Equal(ledger.EncodePageItems(pg.Items), items)
 	switch {
 	case err != nil:

@@ -7,6 +7,7 @@ import (
 	"github.com/jackc/pgx/v5"
 
 	"github.com/batonhq/baton/internal/ledger"
+	"github.com/batonhq/baton/internal/sqlstore"
 )
 
 var _ ledger.WaitNoter = (*LedgerStore)(nil)
@@ -19,7 +20,7 @@ func (s *LedgerStore) NoteWait(ctx context.Context, p ledger.NoteWaitParams) (le
 	args := itemArgs(p.Key, pgx.NamedArgs{"wait_at": toNanos(p.Wait.At), "wait_limit": p.Wait.Limit, "wait_key": p.Wait.Key,
 		"attempt": p.Attempt, "unclaimed": p.Unclaimed, "now": toNanos(p.Now)})
 	mine := func(cur ledger.Item) bool {
-		return cur.State == ledger.ItemFailed && sameTime(cur.Wait.At, p.Wait.At) && sameTime(cur.UpdatedAt, p.Now)
+		return cur.State == ledger.ItemFailed && sqlstore.SameTime(cur.Wait.At, p.Wait.At) && sqlstore.SameTime(cur.UpdatedAt, p.Now)
 	}
 	it, err := s.itemWrite(ctx, p.Key, ledgerNoteWait, args, mine, func(cur ledger.Item) error {
 		if cur.State.Terminal() {

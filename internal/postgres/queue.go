@@ -2,18 +2,16 @@ package postgres
 
 import (
 	"context"
-	"crypto/rand"
-	"encoding/json"
 	"errors"
 	"fmt"
 	"strconv"
 	"strings"
 	"time"
-	"unicode/utf8"
 
 	"github.com/jackc/pgx/v5"
 
 	"github.com/batonhq/baton/internal/queue"
+	"github.com/batonhq/baton/internal/sqlstore"
 )
 
 // Queue is one named queue in the database. It implements queue.Sender,
@@ -93,13 +91,8 @@ func OpenQueue(ctx context.Context, db *DB, name string, o *QueueOptions) (*Queu
 			q.poll = o.PollInterval
 		}
 	}
-	switch {
-	case name == "":
-		return nil, errors.New("open queue: empty name")
-	case maxReceives < 0 || (dlq == "") != (maxReceives == 0):
-		return nil, fmt.Errorf("open queue %s: dead-letter queue %q with max receives %d: give both or neither", name, dlq, maxReceives)
-	case dlq == name:
-		return nil, fmt.Errorf("open queue %s: a queue cannot be its own dead-letter queue", name)
+	if err := sqlstore.CheckQueueOpen(name, dlq, maxReceives); err != nil {
+		return nil, err
 	}
 	if noCreate {
 		if _, _, err := q.DeadLetterPolicy(ctx); err != nil {
@@ -243,45 +236,9 @@ UNION ALL SELECT 'd', id, '', NULL, '', 0, 0 FROM dead`
 // end it returns ctx's error. A queue that does not exist fails at once
 // with queue.ErrNotFound.
 func (q *Queue) Receive(ctx context.Context, p queue.ReceiveParams) ([]queue.Delivery, error) {
-	switch {
-	case p.Max < 1 || p.Max > MaxBatch:
-		return nil, fmt.Errorf("receive from %s: max %d not in 1..%d", q.name, p.Max, MaxBatch)
-	case p.Visibility < 0 || p.Wait < 0:
-		return nil, fmt.Errorf("receive from %s: negative visibility %s or wait %s", q.name, p.Visibility, p.Wait)
-	}
-	var woken <-chan struct{}
-	if p.Wait > 0 {
-		ch, unsubscribe := q.db.wakeups().subscribe(q.name)
-		defer unsubscribe()
-		woken = ch
-	}
-	began := time.Now()
-	now := p.Now
-	for {
-		if p.Now.IsZero() {
-			now = q.nowFunc()
-		}
-		ds, err := q.receiveOnce(ctx, p.Max, p.Visibility, now)
-		if err != nil || len(ds) > 0 {
-			return ds, err
-		}
-		waited := time.Since(began)
-		if waited >= p.Wait {
-			return nil, nil
-		}
-		timer := time.NewTimer(min(q.poll, p.Wait-waited))
-		select {
-		case <-ctx.Done():
-			timer.Stop()
-			return nil, fmt.Errorf("receive from %s: %w", q.name, ctx.Err())
-		case <-woken:
-			timer.Stop()
-		case <-timer.C:
-		}
-		if !p.Now.IsZero() {
-			now = p.Now.Add(time.Since(began))
-		}
-	}
+	poll := sqlstore.LongPoll{Queue: q.name, MaxBatch: MaxBatch, NowFunc: q.nowFunc, Interval: q.poll,
+		SubscribeFunc: func() (<-chan struct{}, func()) { return q.db.wakeups().subscribe(q.name) }}
+	return poll.Receive(ctx, p, q.receiveOnce)
 }
 
 // receiveOnce is one look for visible messages at now. Messages it
@@ -292,7 +249,7 @@ func (q *Queue) Receive(ctx context.Context, p queue.ReceiveParams) ([]queue.Del
 // more), as after a consumer's crash.
 func (q *Queue) receiveOnce(ctx context.Context, max int, visibility time.Duration, now time.Time) ([]queue.Delivery, error) {
 	at := toNanos(now)
-	prefix := rand.Text() + "-"
+	prefix := sqlstore.ReceiptPrefix()
 	var out []queue.Delivery
 	seen := []int64{}
 	for len(out) < max {
@@ -323,7 +280,7 @@ func (q *Queue) receiveOnce(ctx context.Context, max int, visibility time.Durati
 				seen = append(seen, r.id)
 				d := queue.Delivery{MessageID: strconv.FormatInt(r.id, 10), ReceiptHandle: r.receipt, Body: r.body,
 					ReceiveCount: r.count, SentAt: fromNanos(r.sentAt)}
-				if d.Attributes, err = decodeAttributes(r.attrs); err != nil {
+				if d.Attributes, err = sqlstore.DecodeAttributes(r.attrs); err != nil {
 					return nil, fmt.Errorf("receive from %s: message %s: %w", q.name, d.MessageID, err)
 				}
 				out = append(out, d)
@@ -339,24 +296,13 @@ func (q *Queue) receiveOnce(ctx context.Context, max int, visibility time.Durati
 	return out, nil
 }
 
-// receiptID returns the message id of a receipt handle
-// ("<random>-<id>"), and false when h is not one.
-func receiptID(h string) (int64, bool) {
-	i := strings.LastIndexByte(h, '-')
-	if i <= 0 {
-		return 0, false
-	}
-	id, err := strconv.ParseInt(h[i+1:], 10, 64)
-	return id, err == nil && id > 0
-}
-
 // Delete removes the message last received with receiptHandle. It returns
 // queue.ErrInvalidReceipt when the handle is not the latest of a message
 // in this queue. A delete re-run after its first run applied finds the
 // message gone; it reports success then (the message is deleted either
 // way, and the handle can no longer be anyone else's).
 func (q *Queue) Delete(ctx context.Context, receiptHandle string) error {
-	id, ok := receiptID(receiptHandle)
+	id, ok := sqlstore.ReceiptID(receiptHandle)
 	if !ok {
 		return fmt.Errorf("delete from %s: %w", q.name, queue.ErrInvalidReceipt)
 	}
@@ -379,12 +325,7 @@ func (q *Queue) DeleteBatch(ctx context.Context, handles []string) error {
 	if err := queue.CheckHandlesUpTo(handles, MaxBatch); err != nil {
 		return fmt.Errorf("delete batch from %s: %w", q.name, err)
 	}
-	ids := make([]int64, 0, len(handles))
-	for _, h := range handles {
-		if id, ok := receiptID(h); ok {
-			ids = append(ids, id)
-		}
-	}
+	ids := sqlstore.ReceiptIDs(handles)
 	deleted := map[string]bool{}
 	var a attempts
 	if len(ids) > 0 {
@@ -404,14 +345,8 @@ func (q *Queue) DeleteBatch(ctx context.Context, handles []string) error {
 			return fmt.Errorf("delete batch from %s: %w", q.name, translate(err))
 		}
 	}
-	var failed []queue.EntryError
-	for _, h := range handles {
-		if _, ok := receiptID(h); !deleted[h] && !(a.unsure && ok) {
-			failed = append(failed, queue.EntryError{ID: h, Err: queue.ErrInvalidReceipt})
-		}
-	}
-	if len(failed) > 0 {
-		return fmt.Errorf("delete batch from %s: %w", q.name, &queue.BatchError{Failed: failed})
+	if err := sqlstore.DeleteOutcome(handles, deleted, a.unsure); err != nil {
+		return fmt.Errorf("delete batch from %s: %w", q.name, err)
 	}
 	return nil
 }
@@ -420,20 +355,13 @@ func (q *Queue) DeleteBatch(ctx context.Context, handles []string) error {
 // until p.Now+p.Timeout (a zero p.Now means the queue's clock). Errors as
 // Delete.
 func (q *Queue) ChangeVisibility(ctx context.Context, p queue.ChangeVisibilityParams) error {
-	if p.Timeout < 0 {
-		return fmt.Errorf("change visibility in %s: negative timeout %s", q.name, p.Timeout)
-	}
-	id, ok := receiptID(p.ReceiptHandle)
-	if !ok {
-		return fmt.Errorf("change visibility in %s: %w", q.name, queue.ErrInvalidReceipt)
-	}
-	now := p.Now
-	if now.IsZero() {
-		now = q.nowFunc()
+	id, until, err := sqlstore.VisibilityChange(p, q.nowFunc)
+	if err != nil {
+		return fmt.Errorf("change visibility in %s: %w", q.name, err)
 	}
 	// Idempotent: a re-run sets the same visibility.
 	tag, err := q.db.exec(ctx, nil, `UPDATE baton_messages SET visible_at = $1 WHERE id = $2 AND queue = $3 AND receipt = $4`,
-		now.Add(p.Timeout).UnixNano(), id, q.name, p.ReceiptHandle)
+		until.UnixNano(), id, q.name, p.ReceiptHandle)
 	if err != nil {
 		return fmt.Errorf("change visibility in %s: %w", q.name, translate(err))
 	}
@@ -443,32 +371,12 @@ func (q *Queue) ChangeVisibility(ctx context.Context, p queue.ChangeVisibilityPa
 	return nil
 }
 
+// encodeAttributes is sqlstore.EncodeAttributes, refusing NUL bytes too.
 func encodeAttributes(m map[string]string) (string, error) {
-	if len(m) == 0 {
-		return "", nil
-	}
 	for k, v := range m {
-		if !utf8.ValidString(k) || !utf8.ValidString(v) {
-			return "", fmt.Errorf("attribute %q: not valid UTF-8", k)
-		}
 		if strings.IndexByte(k, 0) >= 0 || strings.IndexByte(v, 0) >= 0 {
 			return "", fmt.Errorf("attribute %q: contains a NUL byte, which PostgreSQL text cannot hold", k)
 		}
 	}
-	b, err := json.Marshal(m)
-	if err != nil {
-		return "", fmt.Errorf("encode attributes: %w", err)
-	}
-	return string(b), nil
-}
-
-func decodeAttributes(s string) (map[string]string, error) {
-	if s == "" {
-		return nil, nil
-	}
-	var m map[string]string
-	if err := json.Unmarshal([]byte(s), &m); err != nil {
-		return nil, fmt.Errorf("decode attributes: %w", err)
-	}
-	return m, nil
+	return sqlstore.EncodeAttributes(m)
 }

@@ -57,7 +57,7 @@ func (q *Queue) Inspect(ctx context.Context, limit int) ([]StoredMessage, error)
 			m.MessageID = strconv.FormatInt(id, 10)
 			m.SentAt, m.VisibleAt, m.MovedAt = fromNanos(sentAt), fromNanos(visibleAt), fromNanos(movedAt)
 			var err error
-			if m.Attributes, err = decodeAttributes(attrs); err != nil {
+			if m.Attributes, err = sqlstore.DecodeAttributes(attrs); err != nil {
 				return m, fmt.Errorf("message %s: %w", m.MessageID, err)
 			}
 			return m, nil

@@ -7,6 +7,7 @@ import (
 	"github.com/jackc/pgx/v5"
 
 	"github.com/batonhq/baton/internal/ledger"
+	"github.com/batonhq/baton/internal/sqlstore"
 )
 
 var _ ledger.SubmissionLister = (*LedgerStore)(nil)
@@ -19,9 +20,9 @@ func (s *LedgerStore) ListSubmissions(ctx context.Context, p ledger.ListSubmissi
 	if limit <= 0 {
 		limit = 20
 	}
-	runs, err := queryAll(ctx, s.db, `SELECT `+ledgerRunColumns+` FROM baton_runs
+	runs, err := queryAll(ctx, s.db, `SELECT `+sqlstore.RunColumns+` FROM baton_runs
 		WHERE starts_with(job, $1) ORDER BY updated_at DESC, job LIMIT $2`, []any{p.Job + "+", limit},
-		func(rows pgx.Rows) (ledger.Run, error) { return scanRun(rows.Scan) })
+		func(rows pgx.Rows) (ledger.Run, error) { return sqlstore.ScanRun(rows.Scan) })
 	if err != nil {
 		return nil, fmt.Errorf("list submissions of %s: %w", p.Job, translate(err))
 	}

@@ -8,6 +8,7 @@ import (
 	"time"
 
 	"github.com/batonhq/baton/internal/lease"
+	"github.com/batonhq/baton/internal/sqlstore"
 )
 
 // The lease store counts refused acquisitions per job in the
@@ -58,23 +59,11 @@ ON CONFLICT (job) DO UPDATE SET
 // Contention implements lease.ContentionCounter: job's record; Count is 0
 // when it was never refused.
 func (s *LeaseStore) Contention(ctx context.Context, job string) (lease.Contention, error) {
-	var r lease.Contention
-	var last, until, streak, ttl int64
-	r.Job, r.Holder.Job = job, job
-	st, err := s.stmt(ctx, `SELECT count, last_at, holder, holder_fence, holder_until, streak_at, ttl FROM lease_contention WHERE job = ?`)
+	st, err := s.stmt(ctx, `SELECT `+sqlstore.ContentionColumns+` FROM lease_contention WHERE job = ?`)
 	if err != nil {
 		return lease.Contention{}, fmt.Errorf("contention of %q: %w", job, err)
 	}
-	err = st.QueryRowContext(ctx, job).Scan(&r.Count, &last, &r.Holder.Owner, &r.Holder.Fence, &until, &streak, &ttl)
-	if errors.Is(err, sql.ErrNoRows) {
-		return lease.Contention{Job: job, Holder: lease.Lease{Job: job}}, nil
-	}
-	if err != nil {
-		return lease.Contention{}, fmt.Errorf("contention of %q: %w", job, err)
-	}
-	r.Last, r.Holder.ExpiresAt, r.TTL = fromNanos(last), fromNanos(until), time.Duration(ttl)
-	if streak > 0 {
-		r.StreakStart = fromNanos(streak)
-	}
-	return r, nil
+	return sqlstore.ReadContention(job, func(dest ...any) (bool, error) {
+		return found(st.QueryRowContext(ctx, job).Scan(dest...))
+	})
 }

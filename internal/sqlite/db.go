@@ -48,6 +48,8 @@ import (
 
 	"go.opentelemetry.io/otel/trace"
 	sqlite3 "modernc.org/sqlite"
+
+	"github.com/batonhq/baton/internal/sqlstore"
 )
 
 //go:embed migrations/*.sql
@@ -244,18 +246,17 @@ func (d *DB) migrate(ctx context.Context) error {
 	return tx.Commit()
 }
 
-// Times are stored as INTEGER Unix nanoseconds (0 = zero time) so that
-// comparisons inside conditional statements are exact.
-func toNanos(t time.Time) int64 {
-	if t.IsZero() {
-		return 0
-	}
-	return t.UnixNano()
-}
+// Times are stored as Unix nanoseconds (0 = zero time, sqlstore.Nanos) so
+// that comparisons inside conditional statements are exact.
+func toNanos(t time.Time) int64 { return sqlstore.Nanos(t) }
 
-func fromNanos(n int64) time.Time {
-	if n == 0 {
-		return time.Time{}
+func fromNanos(n int64) time.Time { return sqlstore.Time(n) }
+
+// found turns a one-row read's error into sqlstore.ReadFunc's result:
+// false, with no error, when there was no row.
+func found(err error) (bool, error) {
+	if errors.Is(err, sql.ErrNoRows) {
+		return false, nil
 	}
-	return time.Unix(0, n).UTC()
+	return err == nil, err
 }

@@ -4,9 +4,9 @@ import (
 	"context"
 	"database/sql"
 	"errors"
-	"fmt"
 
 	"github.com/batonhq/baton/internal/effect"
+	"github.com/batonhq/baton/internal/sqlstore"
 )
 
 // EffectStore implements effect.Store on the database's effects table.
@@ -34,52 +34,24 @@ RETURNING 1`
 // process's writer. When it writes nothing, the stored pair is read in
 // the same transaction, for the error.
 func (s *EffectStore) Put(ctx context.Context, r effect.Record) error {
-	if err := effect.Validate(r); err != nil {
-		return err
-	}
-	value := r.Value
-	if value == nil {
-		value = []byte{} // NOT NULL: an empty value is an empty blob
-	}
-	var applied bool
-	var gen, attempt int
-	err := s.db.write(ctx, func(ctx context.Context, tx *sql.Tx) error {
-		var one int
-		err := tx.QueryRowContext(ctx, effectPut, r.Job, r.Key, value, r.Generation, r.Attempt, toNanos(r.WrittenAt)).Scan(&one)
-		if err == nil {
-			applied = true
-			return nil
-		}
-		if !errors.Is(err, sql.ErrNoRows) {
-			return err
-		}
-		return tx.QueryRowContext(ctx, `SELECT generation, attempt FROM effects WHERE job = ? AND key = ?`, r.Job, r.Key).
-			Scan(&gen, &attempt)
+	return sqlstore.PutEffect(r, func(value []byte) (sqlstore.EffectWrite, error) {
+		var w sqlstore.EffectWrite
+		err := s.db.write(ctx, func(ctx context.Context, tx *sql.Tx) error {
+			var one int
+			err := tx.QueryRowContext(ctx, effectPut, r.Job, r.Key, value, r.Generation, r.Attempt, toNanos(r.WrittenAt)).Scan(&one)
+			if w.Applied = err == nil; w.Applied || !errors.Is(err, sql.ErrNoRows) {
+				return err
+			}
+			return tx.QueryRowContext(ctx, `SELECT generation, attempt FROM effects WHERE job = ? AND key = ?`, r.Job, r.Key).
+				Scan(&w.Generation, &w.Attempt)
+		})
+		return w, err
 	})
-	if err != nil {
-		return fmt.Errorf("put effect %s %q: %w", r.Job, r.Key, err)
-	}
-	if !applied {
-		return effect.StaleError(r, gen, attempt)
-	}
-	return nil
 }
 
 // Get implements effect.Store with one read.
 func (s *EffectStore) Get(ctx context.Context, job, key string) (effect.Record, error) {
-	if err := effect.ValidateKey(job, key); err != nil {
-		return effect.Record{}, err
-	}
-	r := effect.Record{Job: job, Key: key}
-	var writtenAt int64
-	err := s.db.sql.QueryRowContext(ctx, `SELECT value, generation, attempt, written_at FROM effects WHERE job = ? AND key = ?`, job, key).
-		Scan(&r.Value, &r.Generation, &r.Attempt, &writtenAt)
-	if errors.Is(err, sql.ErrNoRows) {
-		return effect.Record{}, effect.NotFoundError(job, key)
-	}
-	if err != nil {
-		return effect.Record{}, fmt.Errorf("get effect %s %q: %w", job, key, err)
-	}
-	r.WrittenAt = fromNanos(writtenAt)
-	return r, nil
+	return sqlstore.GetEffect(job, key, func(dest ...any) (bool, error) {
+		return found(s.db.sql.QueryRowContext(ctx, `SELECT `+sqlstore.EffectColumns+` FROM effects WHERE job = ? AND key = ?`, job, key).Scan(dest...))
+	})
 }

@@ -7,9 +7,9 @@ import (
 	"fmt"
 	"strings"
 	"sync"
-	"time"
 
 	"github.com/batonhq/baton/internal/lease"
+	"github.com/batonhq/baton/internal/sqlstore"
 )
 
 // LeaseStore is lease.Store on the leases table: one row per job, with an
@@ -72,14 +72,14 @@ ON CONFLICT (job) DO UPDATE SET
     expires_at  = excluded.expires_at,
     acquired_at = excluded.acquired_at
 WHERE leases.owner = '' OR leases.owner = excluded.owner OR leases.expires_at <= ?5
-RETURNING owner, fence, expires_at, acquired_at`
+RETURNING ` + sqlstore.LeaseColumns
 
 // leaseRenewSQL extends the row when owner and fence match and it has not
 // expired at now (no skew allowance).
 const leaseRenewSQL = `
 UPDATE leases SET expires_at = ?4
 WHERE job = ?1 AND owner = ?2 AND fence = ?3 AND expires_at > ?5
-RETURNING owner, fence, expires_at, acquired_at`
+RETURNING ` + sqlstore.LeaseColumns
 
 // leaseReleaseSQL frees the row when owner and fence match; the fence and
 // the time of the latest acquisition stay.
@@ -87,14 +87,11 @@ const leaseReleaseSQL = `
 UPDATE leases SET owner = '', expires_at = 0
 WHERE job = ?1 AND owner = ?2 AND fence = ?3`
 
-const leaseSelectSQL = `SELECT owner, fence, expires_at, acquired_at FROM leases WHERE job = ?1`
-
-// errLeaseParams reports parameters the lease contract rules out.
-var errLeaseParams = errors.New("invalid lease parameters")
+const leaseSelectSQL = `SELECT ` + sqlstore.LeaseColumns + ` FROM leases WHERE job = ?1`
 
 // Acquire implements lease.Store.
 func (s *LeaseStore) Acquire(ctx context.Context, p lease.AcquireParams) (lease.Lease, error) {
-	if err := checkLeaseParams(p.Job, p.Owner, p.TTL, p.Now); err != nil {
+	if err := sqlstore.CheckLeaseParams(p.Job, p.Owner, p.TTL, p.Now); err != nil {
 		return lease.Lease{}, fmt.Errorf("acquire lease %q: %w", p.Job, err)
 	}
 	now := toNanos(p.Now)
@@ -113,12 +110,12 @@ func (s *LeaseStore) Acquire(ctx context.Context, p lease.AcquireParams) (lease.
 	var refused bool
 	err = s.db.write(ctx, func(ctx context.Context, tx *sql.Tx) error {
 		var err error
-		got, err = scanLease(p.Job, tx.StmtContext(ctx, upsert).QueryRowContext(ctx, args...))
+		got, err = sqlstore.ScanLease(p.Job, tx.StmtContext(ctx, upsert).QueryRowContext(ctx, args...).Scan)
 		if !errors.Is(err, sql.ErrNoRows) {
 			return err
 		}
 		refused = true
-		holder, err = scanLease(p.Job, tx.StmtContext(ctx, sel).QueryRowContext(ctx, p.Job))
+		holder, err = sqlstore.ScanLease(p.Job, tx.StmtContext(ctx, sel).QueryRowContext(ctx, p.Job).Scan)
 		if err != nil {
 			return fmt.Errorf("read holder: %w", err)
 		}
@@ -135,7 +132,7 @@ func (s *LeaseStore) Acquire(ctx context.Context, p lease.AcquireParams) (lease.
 
 // Renew implements lease.Store.
 func (s *LeaseStore) Renew(ctx context.Context, p lease.RenewParams) (lease.Lease, error) {
-	if err := checkLeaseParams(p.Job, p.Owner, p.TTL, p.Now); err != nil {
+	if err := sqlstore.CheckLeaseParams(p.Job, p.Owner, p.TTL, p.Now); err != nil {
 		return lease.Lease{}, fmt.Errorf("renew lease %q: %w", p.Job, err)
 	}
 	st, err := s.stmt(ctx, leaseRenewSQL)
@@ -145,7 +142,7 @@ func (s *LeaseStore) Renew(ctx context.Context, p lease.RenewParams) (lease.Leas
 	var got lease.Lease
 	var refused bool
 	err = s.db.write(ctx, func(ctx context.Context, tx *sql.Tx) (err error) {
-		got, err = scanLease(p.Job, tx.StmtContext(ctx, st).QueryRowContext(ctx, p.Job, p.Owner, p.Fence, toNanos(p.Now.Add(p.TTL)), toNanos(p.Now)))
+		got, err = sqlstore.ScanLease(p.Job, tx.StmtContext(ctx, st).QueryRowContext(ctx, p.Job, p.Owner, p.Fence, toNanos(p.Now.Add(p.TTL)), toNanos(p.Now)).Scan)
 		if errors.Is(err, sql.ErrNoRows) {
 			refused, err = true, nil
 		}
@@ -162,7 +159,7 @@ func (s *LeaseStore) Renew(ctx context.Context, p lease.RenewParams) (lease.Leas
 
 // Release implements lease.Store.
 func (s *LeaseStore) Release(ctx context.Context, p lease.ReleaseParams) error {
-	if err := checkLeaseHolder(p.Job, p.Owner); err != nil {
+	if err := sqlstore.CheckLeaseHolder(p.Job, p.Owner); err != nil {
 		return fmt.Errorf("release lease %q: %w", p.Job, err)
 	}
 	st, err := s.stmt(ctx, leaseReleaseSQL)
@@ -190,13 +187,13 @@ func (s *LeaseStore) Release(ctx context.Context, p lease.ReleaseParams) error {
 // Inspect implements lease.Store.
 func (s *LeaseStore) Inspect(ctx context.Context, job string) (lease.Lease, error) {
 	if job == "" {
-		return lease.Lease{}, fmt.Errorf("inspect lease: empty job: %w", errLeaseParams)
+		return lease.Lease{}, fmt.Errorf("inspect lease: empty job: %w", sqlstore.ErrLeaseParams)
 	}
 	st, err := s.stmt(ctx, leaseSelectSQL)
 	if err != nil {
 		return lease.Lease{}, fmt.Errorf("inspect lease %q: %w", job, err)
 	}
-	got, err := scanLease(job, st.QueryRowContext(ctx, job))
+	got, err := sqlstore.ScanLease(job, st.QueryRowContext(ctx, job).Scan)
 	if errors.Is(err, sql.ErrNoRows) {
 		return lease.Lease{}, fmt.Errorf("inspect lease %q: %w", job, lease.ErrNotFound)
 	}
@@ -222,62 +219,20 @@ func (s *LeaseStore) stmt(ctx context.Context, query string) (*sql.Stmt, error) 
 	return st, nil
 }
 
-// checkLeaseHolder rejects an empty job or owner, which the contract calls
-// invalid. (An empty owner would otherwise match a free row.)
-func checkLeaseHolder(job, owner string) error {
-	switch {
-	case job == "":
-		return fmt.Errorf("empty job: %w", errLeaseParams)
-	case owner == "":
-		return fmt.Errorf("empty owner: %w", errLeaseParams)
-	}
-	return nil
-}
-
-// checkLeaseParams also rejects a non-positive TTL (invalid by contract) and
-// a zero Now, which has no expiry to add the TTL to.
-func checkLeaseParams(job, owner string, ttl time.Duration, now time.Time) error {
-	if err := checkLeaseHolder(job, owner); err != nil {
-		return err
-	}
-	switch {
-	case ttl <= 0:
-		return fmt.Errorf("non-positive TTL %s: %w", ttl, errLeaseParams)
-	case now.IsZero():
-		return fmt.Errorf("zero Now: %w", errLeaseParams)
-	}
-	return nil
-}
-
-// scanLease reads owner, fence, expires_at, acquired_at.
-func scanLease(job string, row *sql.Row) (lease.Lease, error) {
-	var (
-		l                 = lease.Lease{Job: job}
-		expires, acquired int64
-	)
-	if err := row.Scan(&l.Owner, &l.Fence, &expires, &acquired); err != nil {
-		return lease.Lease{}, err
-	}
-	l.ExpiresAt, l.AcquiredAt = fromNanos(expires), fromNanos(acquired)
-	return l, nil
-}
-
 // List returns every record of the store, by job (key): the operators'
 // view of the application locks (baton lock list).
 func (s *LeaseStore) List(ctx context.Context) ([]lease.Lease, error) {
-	rows, err := s.db.sql.QueryContext(ctx, s.q(`SELECT job, owner, fence, expires_at, acquired_at FROM leases ORDER BY job`))
+	rows, err := s.db.sql.QueryContext(ctx, s.q(`SELECT job, `+sqlstore.LeaseColumns+` FROM leases ORDER BY job`))
 	if err != nil {
 		return nil, fmt.Errorf("list leases: %w", err)
 	}
 	defer rows.Close()
 	var out []lease.Lease
 	for rows.Next() {
-		var l lease.Lease
-		var expires, acquired int64
-		if err := rows.Scan(&l.Job, &l.Owner, &l.Fence, &expires, &acquired); err != nil {
+		l, err := sqlstore.ScanListedLease(rows.Scan)
+		if err != nil {
 			return nil, fmt.Errorf("list leases: %w", err)
 		}
-		l.ExpiresAt, l.AcquiredAt = fromNanos(expires), fromNanos(acquired)
 		out = append(out, l)
 	}
 	if err := rows.Err(); err != nil {

@@ -9,6 +9,7 @@ import (
 	"time"
 
 	"github.com/batonhq/baton/internal/ledger"
+	"github.com/batonhq/baton/internal/sqlstore"
 )
 
 // LedgerStore is ledger.Store on the tables runs and items.
@@ -51,11 +52,11 @@ func (s *LedgerStore) OpenRun(ctx context.Context, p ledger.OpenRunParams) (ledg
 	}
 	txErr := s.inTx(ctx, func(ctx context.Context, tx *sql.Tx) error {
 		if p.Force {
-			r, err = scanLedgerRun(s.row(ctx, tx, ledgerForceRun, args...).Scan)
+			r, err = sqlstore.ScanRun(s.row(ctx, tx, ledgerForceRun, args...).Scan)
 			out = ledger.Opened
 			return err
 		}
-		r, err = scanLedgerRun(s.row(ctx, tx, ledgerInsertRun, args...).Scan)
+		r, err = sqlstore.ScanRun(s.row(ctx, tx, ledgerInsertRun, args...).Scan)
 		if err == nil {
 			out = ledger.Opened
 			return nil
@@ -63,7 +64,7 @@ func (s *LedgerStore) OpenRun(ctx context.Context, p ledger.OpenRunParams) (ledg
 		if !errors.Is(err, sql.ErrNoRows) {
 			return err
 		}
-		r, err = scanLedgerRun(s.row(ctx, tx, ledgerResumeRun, args...).Scan)
+		r, err = sqlstore.ScanRun(s.row(ctx, tx, ledgerResumeRun, args...).Scan)
 		if err == nil {
 			out = ledger.Resumed
 			return nil
@@ -97,7 +98,7 @@ func (s *LedgerStore) AdvanceRun(ctx context.Context, p ledger.AdvanceRunParams)
 	var err error
 	txErr := s.inTx(ctx, func(ctx context.Context, tx *sql.Tx) error {
 		job, nominal := ledger.TickOf(p.ID)
-		r, err = scanLedgerRun(s.row(ctx, tx, ledgerAdvanceRun,
+		r, err = sqlstore.ScanRun(s.row(ctx, tx, ledgerAdvanceRun,
 			sql.Named("job", job), sql.Named("nominal", toNanos(nominal)),
 			sql.Named("generation", p.ID.Generation), sql.Named("fence", p.Fence),
 			sql.Named("cursor", p.Cursor), sql.Named("done", p.Done), sql.Named("now", toNanos(p.Now))).Scan)
@@ -119,7 +120,7 @@ func (s *LedgerStore) FinishRun(ctx context.Context, p ledger.FinishRunParams) (
 	var err error
 	txErr := s.inTx(ctx, func(ctx context.Context, tx *sql.Tx) error {
 		job, nominal := ledger.TickOf(p.ID)
-		r, err = scanLedgerRun(s.row(ctx, tx, ledgerFinishRun,
+		r, err = sqlstore.ScanRun(s.row(ctx, tx, ledgerFinishRun,
 			sql.Named("job", job), sql.Named("nominal", toNanos(nominal)),
 			sql.Named("generation", p.ID.Generation), sql.Named("succeeded", p.Succeeded),
 			sql.Named("dead", p.Dead), sql.Named("cancelled", p.Cancelled), sql.Named("now", toNanos(p.Now))).Scan)
@@ -166,7 +167,7 @@ func (s *LedgerStore) ListRuns(ctx context.Context, p ledger.ListRunsParams) ([]
 		before = toNanos(p.Before)
 	}
 	rows, err := s.db.sql.QueryContext(ctx, `
-		SELECT `+ledgerRunColumns+` FROM runs
+		SELECT `+sqlstore.RunColumns+` FROM runs
 		WHERE job = :job AND nominal < :before
 		ORDER BY nominal DESC LIMIT :limit`,
 		sql.Named("job", p.Job), sql.Named("before", before), sql.Named("limit", limit))
@@ -176,7 +177,7 @@ func (s *LedgerStore) ListRuns(ctx context.Context, p ledger.ListRunsParams) ([]
 	defer rows.Close()
 	var runs []ledger.Run
 	for rows.Next() {
-		r, err := scanLedgerRun(rows.Scan)
+		r, err := sqlstore.ScanRun(rows.Scan)
 		if err != nil {
 			return nil, fmt.Errorf("list runs of %s: %w", p.Job, err)
 		}
@@ -217,7 +218,7 @@ func (s *LedgerStore) Claim(ctx context.Context, p ledger.ClaimParams) (ledger.I
 	var err error
 	txErr := s.inTx(ctx, func(ctx context.Context, tx *sql.Tx) error {
 		var done bool
-		if it, done, err = verdict(scanLedgerItem(s.row(ctx, tx, ledgerClaim, args...).Scan, p.Key.Run)); done {
+		if it, done, err = verdict(sqlstore.ScanItem(s.row(ctx, tx, ledgerClaim, args...).Scan, p.Key.Run)); done {
 			if err != nil && !errors.Is(err, ledger.ErrTerminal) {
 				return err // a backend error
 			}
@@ -286,7 +287,7 @@ func (s *LedgerStore) holderWrite(ctx context.Context, op string, stmt ledgerStm
 	var it ledger.Item
 	var err error
 	txErr := s.inTx(ctx, func(ctx context.Context, tx *sql.Tx) error {
-		it, err = scanLedgerItem(s.row(ctx, tx, stmt, args...).Scan, key.Run)
+		it, err = sqlstore.ScanItem(s.row(ctx, tx, stmt, args...).Scan, key.Run)
 		if !errors.Is(err, sql.ErrNoRows) {
 			return err
 		}
@@ -312,7 +313,7 @@ func (s *LedgerStore) Cancel(ctx context.Context, p ledger.CancelParams) (ledger
 	var it ledger.Item
 	var err error
 	txErr := s.inTx(ctx, func(ctx context.Context, tx *sql.Tx) error {
-		it, err = scanLedgerItem(s.row(ctx, tx, ledgerCancel,
+		it, err = sqlstore.ScanItem(s.row(ctx, tx, ledgerCancel,
 			sql.Named("run", p.Key.Run.String()), sql.Named("asset", p.Key.Asset),
 			sql.Named("reason", p.Reason), sql.Named("now", toNanos(p.Now))).Scan, p.Key.Run)
 		if !errors.Is(err, sql.ErrNoRows) {
@@ -347,7 +348,7 @@ func (s *LedgerStore) GetItem(ctx context.Context, key ledger.ItemKey) (ledger.I
 // ListItems implements ledger.Store.
 func (s *LedgerStore) ListItems(ctx context.Context, run ledger.RunID) ([]ledger.Item, error) {
 	rows, err := s.db.sql.QueryContext(ctx,
-		`SELECT `+ledgerItemColumns+` FROM items WHERE run = :run ORDER BY asset`,
+		`SELECT `+sqlstore.ItemColumns+` FROM items WHERE run = :run ORDER BY asset`,
 		sql.Named("run", run.String()))
 	if err != nil {
 		return nil, fmt.Errorf("list items of %s: %w", run, err)
@@ -355,7 +356,7 @@ func (s *LedgerStore) ListItems(ctx context.Context, run ledger.RunID) ([]ledger
 	defer rows.Close()
 	var items []ledger.Item
 	for rows.Next() {
-		it, err := scanLedgerItem(rows.Scan, run)
+		it, err := sqlstore.ScanItem(rows.Scan, run)
 		if err != nil {
 			return nil, fmt.Errorf("list items of %s: %w", run, err)
 		}
@@ -370,7 +371,7 @@ func (s *LedgerStore) ListItems(ctx context.Context, run ledger.RunID) ([]ledger
 // getRun reads the tick's record in tx (nil: none); ledger.ErrNotFound
 // when there is none.
 func (s *LedgerStore) getRun(ctx context.Context, tx *sql.Tx, job string, nominal time.Time) (ledger.Run, error) {
-	r, err := scanLedgerRun(s.row(ctx, tx, ledgerGetRun, sql.Named("job", job), sql.Named("nominal", toNanos(nominal))).Scan)
+	r, err := sqlstore.ScanRun(s.row(ctx, tx, ledgerGetRun, sql.Named("job", job), sql.Named("nominal", toNanos(nominal))).Scan)
 	if errors.Is(err, sql.ErrNoRows) {
 		return ledger.Run{}, ledger.ErrNotFound
 	}
@@ -380,7 +381,7 @@ func (s *LedgerStore) getRun(ctx context.Context, tx *sql.Tx, job string, nomina
 // getItem reads the item's record in tx (nil: none); ledger.ErrNotFound
 // when there is none.
 func (s *LedgerStore) getItem(ctx context.Context, tx *sql.Tx, key ledger.ItemKey) (ledger.Item, error) {
-	it, err := scanLedgerItem(s.row(ctx, tx, ledgerGetItem, sql.Named("run", key.Run.String()), sql.Named("asset", key.Asset)).Scan, key.Run)
+	it, err := sqlstore.ScanItem(s.row(ctx, tx, ledgerGetItem, sql.Named("run", key.Run.String()), sql.Named("asset", key.Asset)).Scan, key.Run)
 	if errors.Is(err, sql.ErrNoRows) {
 		return ledger.Item{}, ledger.ErrNotFound
 	}
@@ -399,7 +400,7 @@ func (s *LedgerStore) autocommit(ctx context.Context, id ledgerStmt, run ledger.
 	var it ledger.Item
 	var refused bool
 	err := s.db.write(ctx, func(ctx context.Context, tx *sql.Tx) (err error) {
-		it, err = scanLedgerItem(s.row(ctx, tx, id, args...).Scan, run)
+		it, err = sqlstore.ScanItem(s.row(ctx, tx, id, args...).Scan, run)
 		if errors.Is(err, sql.ErrNoRows) {
 			refused, err = true, nil // an outcome, not a failed write
 		}
@@ -486,46 +487,6 @@ func ledgerResult(op string, subject fmt.Stringer, txErr, err error) error {
 	return nil
 }
 
-// scanLedgerRun scans ledgerRunColumns.
-func scanLedgerRun(scan func(dest ...any) error) (ledger.Run, error) {
-	var (
-		r                                        ledger.Run
-		state                                    string
-		nominal, openedAt, updatedAt, finishedAt int64
-	)
-	err := scan(&r.ID.Job, &nominal, &r.ID.Generation, &state, &r.Cursor, &r.Total, &r.Fence, &r.OpenFence, &r.Shards,
-		&openedAt, &updatedAt, &finishedAt, &r.Succeeded, &r.Dead, &r.Cancelled, &r.Digest, &r.TraceID)
-	if err != nil {
-		return ledger.Run{}, err
-	}
-	r.ID = ledger.RunIDOf(r.ID.Job, time.Unix(0, nominal).UTC(), r.ID.Generation)
-	r.State = ledger.RunState(state)
-	r.OpenedAt, r.UpdatedAt, r.FinishedAt = fromNanos(openedAt), fromNanos(updatedAt), fromNanos(finishedAt)
-	return r, nil
-}
-
-// scanLedgerItem scans ledgerItemColumns of an item of run.
-func scanLedgerItem(scan func(dest ...any) error, run ledger.RunID) (ledger.Item, error) {
-	var (
-		it                                                      ledger.Item
-		state                                                   string
-		leaseUntil, createdAt, startedAt, finishedAt, updatedAt int64
-		waitAt                                                  int64
-	)
-	err := scan(&it.Key.Asset, &state, &it.Owner, &it.Attempt, &leaseUntil, &it.Fence, &it.Error, &it.Result,
-		&createdAt, &startedAt, &finishedAt, &updatedAt, &waitAt, &it.Wait.Limit, &it.Wait.Key, &it.Wait.Attempt)
-	if err != nil {
-		return ledger.Item{}, err
-	}
-	it.Key.Run = run
-	it.State = ledger.ItemState(state)
-	it.LeaseUntil = fromNanos(leaseUntil)
-	it.CreatedAt, it.StartedAt = fromNanos(createdAt), fromNanos(startedAt)
-	it.FinishedAt, it.UpdatedAt = fromNanos(finishedAt), fromNanos(updatedAt)
-	it.Wait.At = fromNanos(waitAt)
-	return it, nil
-}
-
 // ledgerStmt names one of the prepared statements.
 type ledgerStmt int
 
@@ -547,12 +508,6 @@ const (
 	numLedgerStmts
 )
 
-const ledgerRunColumns = `job, nominal, generation, state, cursor, total, fence, open_fence, shards,
-	opened_at, updated_at, finished_at, succeeded, dead, cancelled, digest, trace_id`
-
-const ledgerItemColumns = `asset, state, owner, attempt, lease_until, fence, error, result,
-	created_at, started_at, finished_at, updated_at, wait_at, wait_limit, wait_key, wait_attempt`
-
 // ledgerClaimExhausted is Claim's condition for DEAD instead of another attempt.
 // SET expressions all read the row as it was before the statement.
 const ledgerClaimExhausted = `(:max_attempts > 0 AND attempt >= :max_attempts)`
@@ -566,13 +521,13 @@ var ledgerQueries = [numLedgerStmts]string{
 		INSERT INTO runs (job, nominal, generation, state, fence, open_fence, shards, opened_at, updated_at, digest, trace_id)
 		VALUES (:job, :nominal, 1, 'fanning_out', :fence, :fence, :shards, :now, :now, :digest, :trace_id)
 		ON CONFLICT (job, nominal) DO NOTHING
-		RETURNING ` + ledgerRunColumns,
+		RETURNING ` + sqlstore.RunColumns,
 
 	// Resumed: fanning out, and no newer coordinator has taken it.
 	ledgerResumeRun: `
 		UPDATE runs SET fence = :fence, updated_at = :now
 		WHERE job = :job AND nominal = :nominal AND state = 'fanning_out' AND fence <= :fence
-		RETURNING ` + ledgerRunColumns,
+		RETURNING ` + sqlstore.RunColumns,
 
 	// Opened, forced: generation 1, or the next one from scratch.
 	ledgerForceRun: `
@@ -582,7 +537,7 @@ var ledgerQueries = [numLedgerStmts]string{
 			generation = generation + 1, state = 'fanning_out', cursor = 0, total = 0,
 			fence = :fence, open_fence = :fence, shards = :shards, opened_at = :now, updated_at = :now, finished_at = 0, digest = :digest, trace_id = :trace_id,
 			succeeded = 0, dead = 0, cancelled = 0
-		RETURNING ` + ledgerRunColumns,
+		RETURNING ` + sqlstore.RunColumns,
 
 	ledgerAdvanceRun: `
 		UPDATE runs SET
@@ -591,7 +546,7 @@ var ledgerQueries = [numLedgerStmts]string{
 			total = CASE WHEN :done THEN :cursor ELSE total END
 		WHERE job = :job AND nominal = :nominal AND generation = :generation
 			AND state = 'fanning_out' AND fence <= :fence AND cursor <= :cursor
-		RETURNING ` + ledgerRunColumns,
+		RETURNING ` + sqlstore.RunColumns,
 
 	ledgerFinishRun: `
 		UPDATE runs SET
@@ -599,9 +554,9 @@ var ledgerQueries = [numLedgerStmts]string{
 			succeeded = :succeeded, dead = :dead, cancelled = :cancelled,
 			finished_at = :now, updated_at = :now
 		WHERE job = :job AND nominal = :nominal AND generation = :generation AND state = 'fanned_out'
-		RETURNING ` + ledgerRunColumns,
+		RETURNING ` + sqlstore.RunColumns,
 
-	ledgerGetRun: `SELECT ` + ledgerRunColumns + ` FROM runs WHERE job = :job AND nominal = :nominal`,
+	ledgerGetRun: `SELECT ` + sqlstore.RunColumns + ` FROM runs WHERE job = :job AND nominal = :nominal`,
 
 	// absent → RUNNING attempt 1; FAILED or expired RUNNING → RUNNING
 	// attempt+1, or DEAD when the attempts are exhausted.
@@ -619,22 +574,22 @@ var ledgerQueries = [numLedgerStmts]string{
 			finished_at = CASE WHEN ` + ledgerClaimExhausted + ` THEN :now ELSE finished_at END,
 			updated_at  = :now
 		WHERE state = 'FAILED' OR (state = 'RUNNING' AND lease_until + :skew <= :now)
-		RETURNING ` + ledgerItemColumns,
+		RETURNING ` + sqlstore.ItemColumns,
 
 	ledgerComplete: `
 		UPDATE items SET state = 'SUCCEEDED', result = :result, finished_at = :now, updated_at = :now
 		WHERE run = :run AND asset = :asset AND state = 'RUNNING' AND owner = :owner AND attempt = :attempt
-		RETURNING ` + ledgerItemColumns,
+		RETURNING ` + sqlstore.ItemColumns,
 
 	ledgerFail: `
 		UPDATE items SET state = :state, error = :reason, finished_at = :finished_at, updated_at = :now
 		WHERE run = :run AND asset = :asset AND state = 'RUNNING' AND owner = :owner AND attempt = :attempt
-		RETURNING ` + ledgerItemColumns,
+		RETURNING ` + sqlstore.ItemColumns,
 
 	ledgerRelease: `
 		UPDATE items SET lease_until = :now, updated_at = :now
 		WHERE run = :run AND asset = :asset AND state = 'RUNNING' AND owner = :owner AND attempt = :attempt
-		RETURNING ` + ledgerItemColumns,
+		RETURNING ` + sqlstore.ItemColumns,
 
 	ledgerCancel: `
 		INSERT INTO items (run, asset, state, error, created_at, finished_at, updated_at)
@@ -642,14 +597,14 @@ var ledgerQueries = [numLedgerStmts]string{
 		ON CONFLICT (run, asset) DO UPDATE SET
 			state = 'CANCELLED', error = :reason, finished_at = :now, updated_at = :now
 		WHERE state IN ('RUNNING', 'FAILED')
-		RETURNING ` + ledgerItemColumns,
+		RETURNING ` + sqlstore.ItemColumns,
 
-	ledgerGetItem: `SELECT ` + ledgerItemColumns + ` FROM items WHERE run = :run AND asset = :asset`,
+	ledgerGetItem: `SELECT ` + sqlstore.ItemColumns + ` FROM items WHERE run = :run AND asset = :asset`,
 
 	ledgerExtend: `
 		UPDATE items SET lease_until = :lease_until, updated_at = :now
 		WHERE run = :run AND asset = :asset AND state = 'RUNNING' AND owner = :owner AND attempt = :attempt
-		RETURNING ` + ledgerItemColumns,
+		RETURNING ` + sqlstore.ItemColumns,
 
 	// absent (unclaimed only) → FAILED attempt 0 with the wait; FAILED
 	// (at :attempt unless unclaimed) → the wait noted at its attempt.
@@ -660,5 +615,5 @@ var ledgerQueries = [numLedgerStmts]string{
 		ON CONFLICT (run, asset) DO UPDATE SET
 			wait_at = :wait_at, wait_limit = :wait_limit, wait_key = :wait_key, wait_attempt = attempt, updated_at = :now
 		WHERE state = 'FAILED' AND (:unclaimed OR attempt = :attempt)
-		RETURNING ` + ledgerItemColumns,
+		RETURNING ` + sqlstore.ItemColumns,
 }

@@ -3,16 +3,15 @@ package sqlite
 import (
 	"context"
 	"database/sql"
-	"encoding/json"
 	"errors"
 	"fmt"
 	"strings"
 	"sync"
 	"sync/atomic"
 	"time"
-	"unicode/utf8"
 
 	"github.com/batonhq/baton/internal/queue"
+	"github.com/batonhq/baton/internal/sqlstore"
 )
 
 // Queue is one named queue in the database. It implements queue.Sender and
@@ -138,13 +137,8 @@ func OpenQueue(ctx context.Context, db *DB, name string, o *QueueOptions) (*Queu
 			q.poll = o.PollInterval
 		}
 	}
-	switch {
-	case name == "":
-		return nil, errors.New("open queue: empty name")
-	case maxReceives < 0 || (dlq == "") != (maxReceives == 0):
-		return nil, fmt.Errorf("open queue %s: dead-letter queue %q with max receives %d: give both or neither", name, dlq, maxReceives)
-	case dlq == name:
-		return nil, fmt.Errorf("open queue %s: a queue cannot be its own dead-letter queue", name)
+	if err := sqlstore.CheckQueueOpen(name, dlq, maxReceives); err != nil {
+		return nil, err
 	}
 	if db.readOnly {
 		// Nothing to create: the queue must exist.
@@ -207,7 +201,7 @@ func (q *Queue) SendBatch(ctx context.Context, msgs []queue.Message) error {
 	args := make([]any, 2, 2+3*len(msgs))
 	args[0], args[1] = q.name, toNanos(now)
 	for _, m := range msgs {
-		attrs, err := encodeAttributes(m.Attributes)
+		attrs, err := sqlstore.EncodeAttributes(m.Attributes)
 		if err != nil {
 			return fmt.Errorf("send to %s: entry %s: %w", q.name, m.ID, err)
 		}
@@ -240,31 +234,4 @@ func (q *Queue) SendBatch(ctx context.Context, msgs []queue.Message) error {
 		return fmt.Errorf("send to %s: %w", q.name, err)
 	}
 	return nil
-}
-
-func encodeAttributes(m map[string]string) (string, error) {
-	if len(m) == 0 {
-		return "", nil
-	}
-	for k, v := range m {
-		if !utf8.ValidString(k) || !utf8.ValidString(v) {
-			return "", fmt.Errorf("attribute %q: not valid UTF-8", k)
-		}
-	}
-	b, err := json.Marshal(m)
-	if err != nil {
-		return "", fmt.Errorf("encode attributes: %w", err)
-	}
-	return string(b), nil
-}
-
-func decodeAttributes(s string) (map[string]string, error) {
-	if s == "" {
-		return nil, nil
-	}
-	var m map[string]string
-	if err := json.Unmarshal([]byte(s), &m); err != nil {
-		return nil, fmt.Errorf("decode attributes: %w", err)
-	}
-	return m, nil
 }

@@ -66,7 +66,7 @@ func (q *Queue) Inspect(ctx context.Context, limit int) ([]StoredMessage, error)
 		}
 		m.MessageID = strconv.FormatInt(id, 10)
 		m.SentAt, m.VisibleAt, m.MovedAt = fromNanos(sentAt), fromNanos(visibleAt), fromNanos(movedAt)
-		if m.Attributes, err = decodeAttributes(attrs); err != nil {
+		if m.Attributes, err = sqlstore.DecodeAttributes(attrs); err != nil {
 			return nil, fmt.Errorf("peek at %s: message %s: %w", q.name, m.MessageID, err)
 		}
 		out = append(out, m)

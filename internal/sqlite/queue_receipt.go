@@ -2,39 +2,21 @@ package sqlite
 
 import (
 	"context"
-	"crypto/rand"
 	"database/sql"
 	"encoding/json"
 	"fmt"
-	"strconv"
-	"strings"
 
 	"github.com/batonhq/baton/internal/queue"
+	"github.com/batonhq/baton/internal/sqlstore"
 )
 
-// A receipt handle is "<prefix>-<message id>": the prefix is random, one
-// per receive, so that a handle is valid only until the message's next
-// receive; the id finds the message by its key.
-
-// receiptPrefix returns a fresh random prefix, "-" included.
-func receiptPrefix() string { return rand.Text() + "-" }
-
-// receiptID returns the message id of a receipt handle, and false when h
-// is not one.
-func receiptID(h string) (int64, bool) {
-	i := strings.LastIndexByte(h, '-')
-	if i <= 0 {
-		return 0, false
-	}
-	id, err := strconv.ParseInt(h[i+1:], 10, 64)
-	return id, err == nil && id > 0
-}
+// Receipt handles are sqlstore's (sqlstore.ReceiptPrefix).
 
 // Delete removes the message last received with receiptHandle. It returns
 // queue.ErrInvalidReceipt when the handle is not the latest of a message in
 // this queue.
 func (q *Queue) Delete(ctx context.Context, receiptHandle string) error {
-	id, ok := receiptID(receiptHandle)
+	id, ok := sqlstore.ReceiptID(receiptHandle)
 	if !ok {
 		return fmt.Errorf("delete from %s: %w", q.name, queue.ErrInvalidReceipt)
 	}
@@ -60,12 +42,7 @@ func (q *Queue) DeleteBatch(ctx context.Context, handles []string) error {
 	if err := queue.CheckHandles(handles); err != nil {
 		return fmt.Errorf("delete batch from %s: %w", q.name, err)
 	}
-	ids := make([]int64, 0, len(handles))
-	for _, h := range handles {
-		if id, ok := receiptID(h); ok {
-			ids = append(ids, id)
-		}
-	}
+	ids := sqlstore.ReceiptIDs(handles)
 	deleted := map[string]bool{}
 	if len(ids) > 0 {
 		list, err := json.Marshal(handles)
@@ -84,14 +61,8 @@ func (q *Queue) DeleteBatch(ctx context.Context, handles []string) error {
 			return fmt.Errorf("delete batch from %s: %w", q.name, err)
 		}
 	}
-	var failed []queue.EntryError
-	for _, h := range handles {
-		if !deleted[h] {
-			failed = append(failed, queue.EntryError{ID: h, Err: queue.ErrInvalidReceipt})
-		}
-	}
-	if len(failed) > 0 {
-		return fmt.Errorf("delete batch from %s: %w", q.name, &queue.BatchError{Failed: failed})
+	if err := sqlstore.DeleteOutcome(handles, deleted, false); err != nil { // one writer: never unsure
+		return fmt.Errorf("delete batch from %s: %w", q.name, err)
 	}
 	return nil
 }
@@ -119,16 +90,9 @@ func (q *Queue) deleteBatch(ctx context.Context, st *sql.Stmt, ids, handles stri
 // until p.Now+p.Timeout (a zero p.Now means the queue's clock). Errors as
 // Delete.
 func (q *Queue) ChangeVisibility(ctx context.Context, p queue.ChangeVisibilityParams) error {
-	if p.Timeout < 0 {
-		return fmt.Errorf("change visibility in %s: negative timeout %s", q.name, p.Timeout)
-	}
-	id, ok := receiptID(p.ReceiptHandle)
-	if !ok {
-		return fmt.Errorf("change visibility in %s: %w", q.name, queue.ErrInvalidReceipt)
-	}
-	now := p.Now
-	if now.IsZero() {
-		now = q.nowFunc()
+	id, until, err := sqlstore.VisibilityChange(p, q.nowFunc)
+	if err != nil {
+		return fmt.Errorf("change visibility in %s: %w", q.name, err)
 	}
 	st, err := q.prepared(ctx, sqlChangeVisibility)
 	if err != nil {
@@ -136,7 +100,7 @@ func (q *Queue) ChangeVisibility(ctx context.Context, p queue.ChangeVisibilityPa
 	}
 	var res sql.Result
 	err = q.db.write(ctx, func(ctx context.Context, tx *sql.Tx) (err error) {
-		res, err = tx.StmtContext(ctx, st[0]).ExecContext(ctx, now.Add(p.Timeout).UnixNano(), id, q.name, p.ReceiptHandle)
+		res, err = tx.StmtContext(ctx, st[0]).ExecContext(ctx, until.UnixNano(), id, q.name, p.ReceiptHandle)
 		return err
 	})
 	if err := oneRow(res, err); err != nil {

@@ -9,6 +9,7 @@ import (
 	"time"
 
 	"github.com/batonhq/baton/internal/queue"
+	"github.com/batonhq/baton/internal/sqlstore"
 )
 
 // Receive returns up to p.Max visible messages, hiding each until
@@ -18,37 +19,8 @@ import (
 // waited. On ctx's end it returns ctx's error. A queue that does not exist
 // fails at once with queue.ErrNotFound.
 func (q *Queue) Receive(ctx context.Context, p queue.ReceiveParams) ([]queue.Delivery, error) {
-	switch {
-	case p.Max < 1 || p.Max > queue.MaxBatch:
-		return nil, fmt.Errorf("receive from %s: max %d not in 1..%d", q.name, p.Max, queue.MaxBatch)
-	case p.Visibility < 0 || p.Wait < 0:
-		return nil, fmt.Errorf("receive from %s: negative visibility %s or wait %s", q.name, p.Visibility, p.Wait)
-	}
-	began := time.Now()
-	now := p.Now
-	for {
-		if p.Now.IsZero() {
-			now = q.nowFunc()
-		}
-		ds, err := q.receiveOnce(ctx, p.Max, p.Visibility, now)
-		if err != nil || len(ds) > 0 {
-			return ds, err
-		}
-		waited := time.Since(began)
-		if waited >= p.Wait {
-			return nil, nil
-		}
-		timer := time.NewTimer(min(q.poll, p.Wait-waited))
-		select {
-		case <-ctx.Done():
-			timer.Stop()
-			return nil, fmt.Errorf("receive from %s: %w", q.name, ctx.Err())
-		case <-timer.C:
-		}
-		if !p.Now.IsZero() {
-			now = p.Now.Add(time.Since(began))
-		}
-	}
+	poll := sqlstore.LongPoll{Queue: q.name, MaxBatch: queue.MaxBatch, NowFunc: q.nowFunc, Interval: q.poll}
+	return poll.Receive(ctx, p, q.receiveOnce)
 }
 
 // receiveOnce is one look for visible messages at now.
@@ -83,7 +55,7 @@ func (q *Queue) receiveOnce(ctx context.Context, max int, visibility time.Durati
 	out := make([]queue.Delivery, len(taken))
 	for i, t := range taken {
 		out[i] = t.Delivery
-		if out[i].Attributes, err = decodeAttributes(t.attrs); err != nil {
+		if out[i].Attributes, err = sqlstore.DecodeAttributes(t.attrs); err != nil {
 			return nil, fmt.Errorf("receive from %s: message %s: %w", q.name, t.MessageID, err)
 		}
 	}
@@ -212,7 +184,7 @@ func idList(ids []int64) string {
 // handles, with st, the prepared sqlTake: one statement for the lot. It
 // returns them in the order of ids.
 func takeMessages(ctx context.Context, st *sql.Stmt, ids []int64, visibleAt int64) ([]takenMessage, error) {
-	rows, err := st.QueryContext(ctx, visibleAt, receiptPrefix(), idList(ids))
+	rows, err := st.QueryContext(ctx, visibleAt, sqlstore.ReceiptPrefix(), idList(ids))
 	if err != nil {
 		return nil, err
 	}

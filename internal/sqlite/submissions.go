@@ -6,6 +6,7 @@ import (
 	"fmt"
 
 	"github.com/batonhq/baton/internal/ledger"
+	"github.com/batonhq/baton/internal/sqlstore"
 )
 
 var _ ledger.SubmissionLister = (*LedgerStore)(nil)
@@ -19,7 +20,7 @@ func (s *LedgerStore) ListSubmissions(ctx context.Context, p ledger.ListSubmissi
 		limit = 20
 	}
 	rows, err := s.db.sql.QueryContext(ctx, `
-		SELECT `+ledgerRunColumns+` FROM runs
+		SELECT `+sqlstore.RunColumns+` FROM runs
 		WHERE job >= :lo AND job < :hi
 		ORDER BY updated_at DESC, job LIMIT :limit`,
 		sql.Named("lo", p.Job+"+"), sql.Named("hi", p.Job+","), sql.Named("limit", limit))
@@ -29,7 +30,7 @@ func (s *LedgerStore) ListSubmissions(ctx context.Context, p ledger.ListSubmissi
 	defer rows.Close()
 	var runs []ledger.Run
 	for rows.Next() {
-		r, err := scanLedgerRun(rows.Scan)
+		r, err := sqlstore.ScanRun(rows.Scan)
 		if err != nil {
 			return nil, fmt.Errorf("list submissions of %s: %w", p.Job, err)
 		}

@@ -1,8 +1,3 @@
-// Package sqlstore is what the SQL engines (internal/sqlite and
-// internal/postgres) share beyond their dialects: the shapes of their
-// records as operators see them, and the steps that do not depend on the
-// SQL. Each engine keeps its own statements, explicit and in its own
-// dialect; what is here runs no SQL.
 package sqlstore
 
 import (
