@@ -211,14 +211,7 @@ func (s *LedgerStore) GetRun(ctx context.Context, job string, nominal time.Time)
 
 // ListRuns implements ledger.Store.
 func (s *LedgerStore) ListRuns(ctx context.Context, p ledger.ListRunsParams) ([]ledger.Run, error) {
-	limit := p.Limit
-	if limit <= 0 {
-		limit = 20
-	}
-	before := int64(1<<63 - 1)
-	if !p.Before.IsZero() {
-		before = toNanos(p.Before)
-	}
+	limit, before := sqlstore.ListLimit(p.Limit), sqlstore.RunsBefore(p.Before)
 	runs, err := queryAll(ctx, s.db, `SELECT `+sqlstore.RunColumns+` FROM baton_runs
 		WHERE job = $1 AND nominal < $2 ORDER BY nominal DESC LIMIT $3`, []any{p.Job, before, limit},
 		func(rows pgx.Rows) (ledger.Run, error) { return sqlstore.ScanRun(rows.Scan) })

@@ -3,7 +3,6 @@ package postgres
 import (
 	"context"
 	"fmt"
-	"strconv"
 
 	"github.com/jackc/pgx/v5"
 
@@ -45,23 +44,9 @@ func (q *Queue) Inspect(ctx context.Context, limit int) ([]StoredMessage, error)
 	if limit > 0 {
 		lim = &limit
 	}
-	out, err := queryAll(ctx, q.db, `SELECT id, body, attributes, sent_at, receive_count, visible_at, moved_from, moved_at
+	out, err := queryAll(ctx, q.db, `SELECT `+sqlstore.StoredMessageColumns+`
 		FROM baton_messages WHERE queue = $1 ORDER BY id LIMIT $2`, []any{q.name, lim},
-		func(rows pgx.Rows) (StoredMessage, error) {
-			var m StoredMessage
-			var id, sentAt, visibleAt, movedAt int64
-			var attrs string
-			if err := rows.Scan(&id, &m.Body, &attrs, &sentAt, &m.ReceiveCount, &visibleAt, &m.MovedFrom, &movedAt); err != nil {
-				return m, err
-			}
-			m.MessageID = strconv.FormatInt(id, 10)
-			m.SentAt, m.VisibleAt, m.MovedAt = fromNanos(sentAt), fromNanos(visibleAt), fromNanos(movedAt)
-			var err error
-			if m.Attributes, err = sqlstore.DecodeAttributes(attrs); err != nil {
-				return m, fmt.Errorf("message %s: %w", m.MessageID, err)
-			}
-			return m, nil
-		})
+		func(rows pgx.Rows) (StoredMessage, error) { return sqlstore.ScanStoredMessage(rows.Scan) })
 	if err != nil {
 		return nil, fmt.Errorf("peek at %s: %w", q.name, translate(err))
 	}

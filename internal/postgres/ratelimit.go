@@ -8,6 +8,7 @@ import (
 	"github.com/jackc/pgx/v5"
 
 	"github.com/batonhq/baton/internal/ratelimit"
+	"github.com/batonhq/baton/internal/sqlstore"
 )
 
 // RateLimitStore is the ratelimit.Store on PostgreSQL: one row per
@@ -30,78 +31,53 @@ func NewRateLimitStore(db *DB) *RateLimitStore { return &RateLimitStore{db: db} 
 // a Free re-run that finds the slot no longer the holder's reports
 // success (it is not the holder's either way).
 func (s *RateLimitStore) Take(ctx context.Context, p ratelimit.TakeParams) (int, error) {
-	subject := fmt.Sprintf("rate limit %s window %d shard %d", p.Name, p.Window, p.Shard)
-	if p.Max < 1 || p.Window < 0 || p.Shard < 0 || p.Name == "" {
-		return 0, fmt.Errorf("%s: name, max ≥ 1, window and shard ≥ 0 required", subject)
-	}
-	var n int
-	err := s.db.queryRow(ctx, nil, `INSERT INTO baton_rate_limits (name, win, shard, count, expires) VALUES ($1, $2, $3, 1, $4)
-		ON CONFLICT (name, win, shard) DO UPDATE SET count = baton_rate_limits.count + 1 WHERE baton_rate_limits.count < $5
-		RETURNING count`, p.Name, p.Window, p.Shard, toNanos(p.Expires), p.Max).Scan(&n)
-	if errors.Is(err, pgx.ErrNoRows) {
-		err := s.db.queryRow(ctx, nil, `SELECT count FROM baton_rate_limits WHERE name = $1 AND win = $2 AND shard = $3`,
-			p.Name, p.Window, p.Shard).Scan(&n)
+	return sqlstore.Take(p, func() (sqlstore.RateTake, error) {
+		var t sqlstore.RateTake
+		err := s.db.queryRow(ctx, nil, `INSERT INTO baton_rate_limits (name, win, shard, count, expires) VALUES ($1, $2, $3, 1, $4)
+			ON CONFLICT (name, win, shard) DO UPDATE SET count = baton_rate_limits.count + 1 WHERE baton_rate_limits.count < $5
+			RETURNING count`, p.Name, p.Window, p.Shard, toNanos(p.Expires), p.Max).Scan(&t.Count)
 		if errors.Is(err, pgx.ErrNoRows) {
-			// The full window's row went between the two statements: a
-			// taker of a later window, or the pruner, removed it. The
-			// window is past; it was full when this take was refused.
-			n, err = p.Max, nil
+			t.Full = true
+			err = s.db.queryRow(ctx, nil, `SELECT count FROM baton_rate_limits WHERE name = $1 AND win = $2 AND shard = $3`,
+				p.Name, p.Window, p.Shard).Scan(&t.Count)
+			if errors.Is(err, pgx.ErrNoRows) {
+				// The full window's row went between the two statements: a
+				// taker of a later window, or the pruner, removed it. The
+				// window is past; it was full when this take was refused.
+				t.Count, err = p.Max, nil
+			}
+			return t, translate(err)
 		}
 		if err != nil {
-			return 0, fmt.Errorf("%s: %w", subject, translate(err))
+			return t, translate(err)
 		}
-		return n, fmt.Errorf("%s: %w", subject, ratelimit.ErrFull)
-	}
-	if err != nil {
-		return 0, fmt.Errorf("%s: %w", subject, translate(err))
-	}
-	if n == 1 {
-		if _, err := s.db.exec(ctx, nil, `DELETE FROM baton_rate_limits WHERE name = $1 AND win < $2::bigint - 1`, p.Name, p.Window); err != nil {
-			return n, fmt.Errorf("%s: clean up: %w", subject, translate(err))
+		if t.Count == 1 {
+			if _, err := s.db.exec(ctx, nil, `DELETE FROM baton_rate_limits WHERE name = $1 AND win < $2::bigint - 1`, p.Name, p.Window); err != nil {
+				return t, fmt.Errorf("clean up: %w", translate(err))
+			}
 		}
-	}
-	return n, nil
-}
-
-func checkSlot(p ratelimit.SlotParams) error {
-	if p.Name == "" || p.Slot < 0 || p.Holder == "" {
-		return fmt.Errorf("rate limit %q slot %d: name, holder and slot ≥ 0 required", p.Name, p.Slot)
-	}
-	return nil
+		return t, nil
+	})
 }
 
 // Hold implements ratelimit.Store: one upsert whose update is conditioned
 // on the slot being free, run out or the holder's.
 func (s *RateLimitStore) Hold(ctx context.Context, p ratelimit.SlotParams) error {
-	if err := checkSlot(p); err != nil {
-		return err
-	}
-	tag, err := s.db.exec(ctx, nil, `INSERT INTO baton_rate_slots (name, slot, holder, until) VALUES ($1, $2, $3, $4)
-		ON CONFLICT (name, slot) DO UPDATE SET holder = $3, until = $4
-		WHERE baton_rate_slots.until <= $5 OR baton_rate_slots.holder = $3`,
-		p.Name, p.Slot, p.Holder, toNanos(p.Until), toNanos(p.Now))
-	if err != nil {
-		return fmt.Errorf("rate limit %s slot %d: hold: %w", p.Name, p.Slot, translate(err))
-	}
-	if tag.RowsAffected() == 0 {
-		return fmt.Errorf("rate limit %s slot %d: %w", p.Name, p.Slot, ratelimit.ErrFull)
-	}
-	return nil
+	return sqlstore.Hold(p, func() (bool, error) {
+		tag, err := s.db.exec(ctx, nil, `INSERT INTO baton_rate_slots (name, slot, holder, until) VALUES ($1, $2, $3, $4)
+			ON CONFLICT (name, slot) DO UPDATE SET holder = $3, until = $4
+			WHERE baton_rate_slots.until <= $5 OR baton_rate_slots.holder = $3`,
+			p.Name, p.Slot, p.Holder, toNanos(p.Until), toNanos(p.Now))
+		return tag.RowsAffected() > 0, translate(err)
+	})
 }
 
 // Free implements ratelimit.Store: one update conditioned on the holder.
 func (s *RateLimitStore) Free(ctx context.Context, p ratelimit.SlotParams) error {
-	if err := checkSlot(p); err != nil {
-		return err
-	}
-	var a attempts
-	tag, err := s.db.exec(ctx, &a, `UPDATE baton_rate_slots SET holder = '', until = 0
-		WHERE name = $1 AND slot = $2 AND holder = $3`, p.Name, p.Slot, p.Holder)
-	if err != nil {
-		return fmt.Errorf("rate limit %s slot %d: free: %w", p.Name, p.Slot, translate(err))
-	}
-	if tag.RowsAffected() == 0 && !a.unsure {
-		return fmt.Errorf("rate limit %s slot %d: %w", p.Name, p.Slot, ratelimit.ErrNotHolder)
-	}
-	return nil
+	return sqlstore.Free(p, func() (bool, error) {
+		var a attempts
+		tag, err := s.db.exec(ctx, &a, `UPDATE baton_rate_slots SET holder = '', until = 0
+			WHERE name = $1 AND slot = $2 AND holder = $3`, p.Name, p.Slot, p.Holder)
+		return tag.RowsAffected() > 0 || a.unsure, translate(err)
+	})
 }

@@ -16,10 +16,7 @@ var _ ledger.SubmissionLister = (*LedgerStore)(nil)
 // kept under "job+key" are those whose job starts with "job+"
 // (starts_with compares bytes, whatever the database's collation).
 func (s *LedgerStore) ListSubmissions(ctx context.Context, p ledger.ListSubmissionsParams) ([]ledger.Run, error) {
-	limit := p.Limit
-	if limit <= 0 {
-		limit = 20
-	}
+	limit := sqlstore.ListLimit(p.Limit)
 	runs, err := queryAll(ctx, s.db, `SELECT `+sqlstore.RunColumns+` FROM baton_runs
 		WHERE starts_with(job, $1) ORDER BY updated_at DESC, job LIMIT $2`, []any{p.Job + "+", limit},
 		func(rows pgx.Rows) (ledger.Run, error) { return sqlstore.ScanRun(rows.Scan) })

@@ -158,14 +158,7 @@ func (s *LedgerStore) GetRun(ctx context.Context, job string, nominal time.Time)
 
 // ListRuns implements ledger.Store.
 func (s *LedgerStore) ListRuns(ctx context.Context, p ledger.ListRunsParams) ([]ledger.Run, error) {
-	limit := p.Limit
-	if limit <= 0 {
-		limit = 20
-	}
-	before := int64(1<<63 - 1)
-	if !p.Before.IsZero() {
-		before = toNanos(p.Before)
-	}
+	limit, before := sqlstore.ListLimit(p.Limit), sqlstore.RunsBefore(p.Before)
 	rows, err := s.db.sql.QueryContext(ctx, `
 		SELECT `+sqlstore.RunColumns+` FROM runs
 		WHERE job = :job AND nominal < :before

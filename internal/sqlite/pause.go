@@ -3,11 +3,10 @@ package sqlite
 import (
 	"context"
 	"database/sql"
-	"errors"
-	"fmt"
 	"time"
 
 	"github.com/batonhq/baton/internal/lease"
+	"github.com/batonhq/baton/internal/sqlstore"
 )
 
 // The lease store keeps each job's pause flag in the job_pause table:
@@ -15,12 +14,29 @@ import (
 // processes agree on it.
 var _ lease.Pauser = (*LeaseStore)(nil)
 
-// SetPause implements lease.Pauser.
+// SetPause implements lease.Pauser (sqlstore.SetPause).
 func (s *LeaseStore) SetPause(ctx context.Context, p lease.SetPauseParams) (lease.Pause, error) {
-	if p.Job == "" {
-		return lease.Pause{}, errors.New("set pause: empty job")
-	}
-	err := s.db.write(ctx, func(ctx context.Context, tx *sql.Tx) error {
+	return sqlstore.SetPause(ctx, pauseDB{s.db}, p)
+}
+
+// PauseOf implements lease.Pauser.
+func (s *LeaseStore) PauseOf(ctx context.Context, job string) (lease.Pause, error) {
+	return sqlstore.PauseOf(ctx, pauseDB{s.db}, job)
+}
+
+// RecordSkipped implements lease.Pauser: one conditional UPDATE counts
+// the tick when the job is paused and the tick is newer than the last
+// counted.
+func (s *LeaseStore) RecordSkipped(ctx context.Context, job string, nominal time.Time) (lease.Pause, error) {
+	return sqlstore.RecordSkipped(ctx, pauseDB{s.db}, job, nominal)
+}
+
+// pauseDB is sqlstore.PauseDB on the job_pause table. (paused is 0 or 1,
+// which database/sql scans into a bool.)
+type pauseDB struct{ db *DB }
+
+func (d pauseDB) WritePause(ctx context.Context, p lease.SetPauseParams) error {
+	return d.db.write(ctx, func(ctx context.Context, tx *sql.Tx) error {
 		var err error
 		if p.Paused { // a new pause, unless paused already
 			_, err = tx.ExecContext(ctx, `
@@ -37,51 +53,17 @@ WHERE job = ?1 AND paused = 1`, p.Job, toNanos(p.Now), p.By, p.Reason)
 		}
 		return err
 	})
-	if err != nil {
-		return lease.Pause{}, fmt.Errorf("set pause of %q: %w", p.Job, err)
-	}
-	return s.PauseOf(ctx, p.Job)
 }
 
-// PauseOf implements lease.Pauser.
-func (s *LeaseStore) PauseOf(ctx context.Context, job string) (lease.Pause, error) {
-	r := lease.Pause{Job: job}
-	var paused, since, until, last int64
-	err := s.db.sql.QueryRowContext(ctx, `SELECT paused, since, until, by_whom, reason, skipped, last_skipped FROM job_pause WHERE job = ?`, job).
-		Scan(&paused, &since, &until, &r.By, &r.Reason, &r.Skipped, &last)
-	if errors.Is(err, sql.ErrNoRows) {
-		return r, nil
-	}
-	if err != nil {
-		return lease.Pause{}, fmt.Errorf("pause of %q: %w", job, err)
-	}
-	r.Paused = paused == 1
-	r.Since, r.Until, r.LastSkipped = fromNanos(since), fromNanos(until), fromNanos(last)
-	return r, nil
-}
-
-// RecordSkipped implements lease.Pauser: one conditional UPDATE counts
-// the tick when the job is paused and the tick is newer than the last
-// counted.
-func (s *LeaseStore) RecordSkipped(ctx context.Context, job string, nominal time.Time) (lease.Pause, error) {
-	if job == "" {
-		return lease.Pause{}, errors.New("record skipped: empty job")
-	}
-	err := s.db.write(ctx, func(ctx context.Context, tx *sql.Tx) error {
-		_, err := tx.ExecContext(ctx, `
+func (d pauseDB) CountSkipped(ctx context.Context, job string, nominal time.Time) error {
+	_, err := d.db.writeOne(ctx, `
 UPDATE job_pause SET skipped = skipped + 1, last_skipped = ?2
 WHERE job = ?1 AND paused = 1 AND last_skipped < ?2`, job, toNanos(nominal))
-		return err
-	})
-	if err != nil {
-		return lease.Pause{}, fmt.Errorf("record skipped tick of %q: %w", job, err)
+	return err
+}
+
+func (d pauseDB) ReadPause(ctx context.Context, job string) sqlstore.ReadFunc {
+	return func(dest ...any) (bool, error) {
+		return found(d.db.sql.QueryRowContext(ctx, `SELECT `+sqlstore.PauseColumns+` FROM job_pause WHERE job = ?`, job).Scan(dest...))
 	}
-	r, err := s.PauseOf(ctx, job)
-	if err != nil {
-		return r, err
-	}
-	if !r.Paused {
-		return r, fmt.Errorf("record skipped tick of %q: %w", job, lease.ErrNotPaused)
-	}
-	return r, nil
 }

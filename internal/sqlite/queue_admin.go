@@ -5,7 +5,6 @@ import (
 	"database/sql"
 	"fmt"
 	"path/filepath"
-	"strconv"
 
 	"github.com/batonhq/baton/internal/queue"
 	"github.com/batonhq/baton/internal/sqlstore"
@@ -50,7 +49,7 @@ func (q *Queue) Inspect(ctx context.Context, limit int) ([]StoredMessage, error)
 	if limit <= 0 {
 		limit = -1 // no limit
 	}
-	rows, err := q.db.sql.QueryContext(ctx, `SELECT id, body, attributes, sent_at, receive_count, visible_at, moved_from, moved_at
+	rows, err := q.db.sql.QueryContext(ctx, `SELECT `+sqlstore.StoredMessageColumns+`
 		FROM messages WHERE queue = ? ORDER BY id LIMIT ?`, q.name, limit)
 	if err != nil {
 		return nil, fmt.Errorf("peek at %s: %w", q.name, err)
@@ -58,16 +57,9 @@ func (q *Queue) Inspect(ctx context.Context, limit int) ([]StoredMessage, error)
 	defer rows.Close()
 	var out []StoredMessage
 	for rows.Next() {
-		var m StoredMessage
-		var id, sentAt, visibleAt, movedAt int64
-		var attrs string
-		if err := rows.Scan(&id, &m.Body, &attrs, &sentAt, &m.ReceiveCount, &visibleAt, &m.MovedFrom, &movedAt); err != nil {
+		m, err := sqlstore.ScanStoredMessage(rows.Scan)
+		if err != nil {
 			return nil, fmt.Errorf("peek at %s: %w", q.name, err)
-		}
-		m.MessageID = strconv.FormatInt(id, 10)
-		m.SentAt, m.VisibleAt, m.MovedAt = fromNanos(sentAt), fromNanos(visibleAt), fromNanos(movedAt)
-		if m.Attributes, err = sqlstore.DecodeAttributes(attrs); err != nil {
-			return nil, fmt.Errorf("peek at %s: message %s: %w", q.name, m.MessageID, err)
 		}
 		out = append(out, m)
 	}

@@ -15,10 +15,7 @@ var _ ledger.SubmissionLister = (*LedgerStore)(nil)
 // kept under "job+key" are the primary key's range ["job+", "job,")
 // (',' follows '+'), read from the index and sorted by update time.
 func (s *LedgerStore) ListSubmissions(ctx context.Context, p ledger.ListSubmissionsParams) ([]ledger.Run, error) {
-	limit := p.Limit
-	if limit <= 0 {
-		limit = 20
-	}
+	limit := sqlstore.ListLimit(p.Limit)
 	rows, err := s.db.sql.QueryContext(ctx, `
 		SELECT `+sqlstore.RunColumns+` FROM runs
 		WHERE job >= :lo AND job < :hi

@@ -218,6 +218,21 @@ func (d *DB) write(ctx context.Context, fn writeFunc) error {
 	return d.submit(ctx, fn, false)
 }
 
+// writeOne runs one statement as write does and reports whether it
+// changed a row.
+func (d *DB) writeOne(ctx context.Context, query string, args ...any) (bool, error) {
+	var n int64
+	err := d.write(ctx, func(ctx context.Context, tx *sql.Tx) error {
+		res, err := tx.ExecContext(ctx, query, args...)
+		if err != nil {
+			return err
+		}
+		n, err = res.RowsAffected()
+		return err
+	})
+	return n > 0, err
+}
+
 // writeAtomic runs fn as write does, under a savepoint: when fn returns an
 // error, every statement it ran is undone.
 func (d *DB) writeAtomic(ctx context.Context, fn writeFunc) error {

@@ -133,3 +133,24 @@ func MarkDone(p ledger.MarkParams, write func() (MarkWrite, error)) (ledger.Mark
 	}
 	return m, nil
 }
+
+// DefaultListLimit is how many records a listing returns when its params
+// give no limit.
+const DefaultListLimit = 20
+
+// ListLimit is a listing's limit n, DefaultListLimit when n <= 0.
+func ListLimit(n int) int {
+	if n <= 0 {
+		return DefaultListLimit
+	}
+	return n
+}
+
+// RunsBefore is ledger.ListRunsParams.Before as a stored bound: nominal
+// times before it, every one when it is zero.
+func RunsBefore(before time.Time) int64 {
+	if before.IsZero() {
+		return 1<<63 - 1
+	}
+	return Nanos(before)
+}

@@ -1,6 +1,8 @@
 package sqlstore
 
 import (
+	"fmt"
+	"strconv"
 	"time"
 
 	"github.com/batonhq/baton/internal/queue"
@@ -26,4 +28,25 @@ func Peeked(ms []StoredMessage) []queue.Peeked {
 		out[i] = queue.Peeked{MessageID: m.MessageID, Body: m.Body, Attributes: m.Attributes, ReceiveCount: m.ReceiveCount, SentAt: m.SentAt}
 	}
 	return out
+}
+
+// StoredMessageColumns are the columns of a message that
+// ScanStoredMessage reads, in its order.
+const StoredMessageColumns = `id, body, attributes, sent_at, receive_count, visible_at, moved_from, moved_at`
+
+// ScanStoredMessage scans StoredMessageColumns.
+func ScanStoredMessage(scan ScanFunc) (StoredMessage, error) {
+	var m StoredMessage
+	var id, sentAt, visibleAt, movedAt int64
+	var attrs string
+	if err := scan(&id, &m.Body, &attrs, &sentAt, &m.ReceiveCount, &visibleAt, &m.MovedFrom, &movedAt); err != nil {
+		return StoredMessage{}, err
+	}
+	m.MessageID = strconv.FormatInt(id, 10)
+	m.SentAt, m.VisibleAt, m.MovedAt = Time(sentAt), Time(visibleAt), Time(movedAt)
+	var err error
+	if m.Attributes, err = DecodeAttributes(attrs); err != nil {
+		return StoredMessage{}, fmt.Errorf("message %s: %w", m.MessageID, err)
+	}
+	return m, nil
 }
