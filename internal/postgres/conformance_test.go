@@ -1,9 +1,6 @@
 package postgres
 
 import (
-	"errors"
-	"fmt"
-	"sync"
 	"testing"
 	"time"
 
@@ -37,55 +34,13 @@ func TestEffectConformance(t *testing.T) {
 	effecttest.Run(t, effecttest.Harness{NewStoreFunc: func(*testing.T) effect.Store { return store }})
 }
 
-// Two pools on one database stand for two processes: contenders racing on
-// the same free lease through both produce exactly one holder, and every
-// other contender is told who it is, exactly (the holder that refused it).
+// Two pools on one database stand for two processes.
 func TestLeaseStoreTwoPools(t *testing.T) {
-	t.Parallel()
 	first := openTestDB(t)
 	second, err := Open(t.Context(), first.pool.Config().ConnString(), nil)
 	require.NoError(t, err)
 	t.Cleanup(func() { second.Close() })
-	stores := []*LeaseStore{NewLeaseStore(first), NewLeaseStore(second)}
-	const contenders = 8
-	now := time.Date(2026, 5, 1, 12, 0, 0, 0, time.UTC)
-	for round := range 20 {
-		job := fmt.Sprintf("job-%d", round)
-		var (
-			start   = make(chan struct{})
-			wg      sync.WaitGroup
-			results = make([]lease.Lease, contenders)
-			errs    = make([]error, contenders)
-		)
-		for c := range contenders {
-			wg.Go(func() {
-				<-start
-				results[c], errs[c] = stores[c%2].Acquire(t.Context(), lease.AcquireParams{
-					Job: job, Owner: fmt.Sprintf("owner-%d", c), TTL: time.Minute, Now: now,
-				})
-			})
-		}
-		close(start)
-		wg.Wait()
-		winner := -1
-		for c, err := range errs {
-			if err == nil {
-				require.Equal(t, -1, winner, "round %d: owners %d and %d both acquired", round, winner, c)
-				winner = c
-			}
-		}
-		require.NotEqual(t, -1, winner, "round %d: nobody acquired: %v", round, errs)
-		won := results[winner]
-		require.Equal(t, int64(1), won.Fence)
-		for c, err := range errs {
-			if c == winner {
-				continue
-			}
-			var held *lease.HeldError
-			require.True(t, errors.As(err, &held), "round %d, owner %d: %v", round, c, err)
-			require.Equal(t, won, held.Holder, "round %d, owner %d", round, c)
-		}
-	}
+	leasetest.TestAcquireAcrossHandles(t, []lease.Store{NewLeaseStore(first), NewLeaseStore(second)})
 }
 
 func TestLedgerStoreConformance(t *testing.T) {

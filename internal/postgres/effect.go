@@ -10,15 +10,34 @@ import (
 	"github.com/batonhq/baton/internal/sqlstore"
 )
 
-// EffectStore implements effect.Store on the baton_effects table.
-type EffectStore struct {
-	db *DB
+// NewEffectStore returns the effect store of db: sqlstore.EffectStore on
+// the baton_effects table.
+func NewEffectStore(db *DB) *sqlstore.EffectStore { return &sqlstore.EffectStore{DB: effectDB{db}} }
+
+// effectDB is sqlstore.EffectDB on baton_effects.
+type effectDB struct{ db *DB }
+
+// UpsertEffect runs effectPutSQL in one batch with a read of the stored
+// pair, which a refusal reports (the refused upsert locks the row, so the
+// read sees the record that refused it). A re-run after an unknown
+// outcome applies again to the same effect (its condition is "at least",
+// not "newer than").
+func (d effectDB) UpsertEffect(ctx context.Context, r effect.Record, value []byte) (sqlstore.EffectWrite, error) {
+	var w sqlstore.EffectWrite
+	err := d.db.batch(ctx, nil, func(b *pgx.Batch) {
+		b.Queue(effectPutSQL, r.Job, r.Key, value, r.Generation, r.Attempt, toNanos(r.WrittenAt))
+		b.Queue(`SELECT generation, attempt FROM baton_effects WHERE job = $1 AND key = $2`, r.Job, r.Key)
+	}, func(br pgx.BatchResults) error {
+		var one int
+		err := br.QueryRow().Scan(&one)
+		w.Applied = err == nil
+		if err != nil && !errors.Is(err, pgx.ErrNoRows) {
+			return err
+		}
+		return br.QueryRow().Scan(&w.Generation, &w.Attempt)
+	})
+	return w, translate(err)
 }
-
-var _ effect.Store = (*EffectStore)(nil)
-
-// NewEffectStore returns the effect store of db.
-func NewEffectStore(db *DB) *EffectStore { return &EffectStore{db: db} }
 
 // effectPutSQL inserts the record, or replaces the stored one when the
 // record's (generation, attempt) is at least the stored pair; it returns a
@@ -31,33 +50,8 @@ ON CONFLICT (job, key) DO UPDATE SET
 WHERE (excluded.generation, excluded.attempt) >= (e.generation, e.attempt)
 RETURNING 1`
 
-// Put implements effect.Store: one conditional upsert, sent in one batch
-// with a read of the stored pair, which a refusal reports (the refused
-// upsert locks the row, so the read sees the record that refused it).
-// A re-run after an unknown outcome applies again to the same effect (its
-// condition is "at least", not "newer than").
-func (s *EffectStore) Put(ctx context.Context, r effect.Record) error {
-	return sqlstore.PutEffect(r, func(value []byte) (sqlstore.EffectWrite, error) {
-		var w sqlstore.EffectWrite
-		err := s.db.batch(ctx, nil, func(b *pgx.Batch) {
-			b.Queue(effectPutSQL, r.Job, r.Key, value, r.Generation, r.Attempt, toNanos(r.WrittenAt))
-			b.Queue(`SELECT generation, attempt FROM baton_effects WHERE job = $1 AND key = $2`, r.Job, r.Key)
-		}, func(br pgx.BatchResults) error {
-			var one int
-			err := br.QueryRow().Scan(&one)
-			w.Applied = err == nil
-			if err != nil && !errors.Is(err, pgx.ErrNoRows) {
-				return err
-			}
-			return br.QueryRow().Scan(&w.Generation, &w.Attempt)
-		})
-		return w, translate(err)
-	})
-}
-
-// Get implements effect.Store with one read.
-func (s *EffectStore) Get(ctx context.Context, job, key string) (effect.Record, error) {
-	return sqlstore.GetEffect(job, key, func(dest ...any) (bool, error) {
-		return found(s.db.queryRow(ctx, nil, `SELECT `+sqlstore.EffectColumns+` FROM baton_effects WHERE job = $1 AND key = $2`, job, key).Scan(dest...))
-	})
+func (d effectDB) ReadEffect(ctx context.Context, job, key string) sqlstore.ReadFunc {
+	return func(dest ...any) (bool, error) {
+		return found(d.db.queryRow(ctx, nil, `SELECT `+sqlstore.EffectColumns+` FROM baton_effects WHERE job = $1 AND key = $2`, job, key).Scan(dest...))
+	}
 }

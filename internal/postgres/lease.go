@@ -32,7 +32,8 @@ import (
 // caller's either way). RecordContention, a count for operators, is sent
 // once: a re-run could count a refusal twice.
 type LeaseStore struct {
-	db *DB
+	sqlstore.Pauses // lease.Pauser over pauseDB
+	db              *DB
 	// names maps the table names in the queries to this store's: nil for
 	// the jobs' leases; the lock tables for NewLockStore.
 	names *strings.Replacer
@@ -44,7 +45,9 @@ var (
 )
 
 // NewLeaseStore returns the lease store of db.
-func NewLeaseStore(db *DB) *LeaseStore { return &LeaseStore{db: db} }
+func NewLeaseStore(db *DB) *LeaseStore {
+	return &LeaseStore{Pauses: sqlstore.Pauses{DB: pauseDB{db}}, db: db}
+}
 
 // NewLockStore returns the store of db's application locks (batonlock):
 // the same records and operations as the jobs' leases, in the tables
@@ -52,7 +55,7 @@ func NewLeaseStore(db *DB) *LeaseStore { return &LeaseStore{db: db} }
 // lease. A lock's key is its record's job. Its rows are never deleted, so
 // a key's fence never goes back.
 func NewLockStore(db *DB) *LeaseStore {
-	return &LeaseStore{db: db, names: strings.NewReplacer("baton_lease_contention", "baton_lock_contention", "baton_leases", "baton_locks")}
+	return &LeaseStore{Pauses: sqlstore.Pauses{DB: pauseDB{db}}, db: db, names: strings.NewReplacer("baton_lease_contention", "baton_lock_contention", "baton_leases", "baton_locks")}
 }
 
 // q returns query on this store's tables.

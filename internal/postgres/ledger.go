@@ -26,13 +26,16 @@ import (
 // the sentinel and is returned with it; one applied this time (the record
 // changed in between) is the transition's result.
 type LedgerStore struct {
-	db *DB
+	sqlstore.RunPruner // ledger.Pruner over prunerDB
+	db                 *DB
 }
 
 var _ ledger.Store = (*LedgerStore)(nil)
 
 // NewLedgerStore returns the ledger of db.
-func NewLedgerStore(db *DB) *LedgerStore { return &LedgerStore{db: db} }
+func NewLedgerStore(db *DB) *LedgerStore {
+	return &LedgerStore{RunPruner: sqlstore.RunPruner{DB: prunerDB{db}}, db: db}
+}
 
 // OpenRun implements ledger.Store.
 func (s *LedgerStore) OpenRun(ctx context.Context, p ledger.OpenRunParams) (ledger.Run, ledger.OpenOutcome, error) {

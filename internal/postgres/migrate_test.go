@@ -9,6 +9,7 @@ import (
 
 	"github.com/batonhq/baton/internal/lease"
 	"github.com/batonhq/baton/internal/ledger"
+	"github.com/batonhq/baton/internal/ledger/ledgertest"
 )
 
 // Concurrent setups apply each migration once; a second setup applies
@@ -208,20 +209,7 @@ func TestMigrateItemWait(t *testing.T) {
 	applied, err := db.Migrate(t.Context())
 	require.NoError(t, err)
 	require.Equal(t, 8, applied[0])
-	s := NewLedgerStore(db)
-	it, err := s.GetItem(t.Context(), key)
-	require.NoError(t, err)
-	require.Equal(t, ledger.ItemWait{}, it.Wait)
-	_, ok := it.NextAttempt()
-	require.False(t, ok, "a record without a wait shows no next attempt")
-	require.Equal(t, "upstream 503", it.Error)
-
-	next := nominal.Add(time.Hour)
-	it, err = s.NoteWait(t.Context(), ledger.NoteWaitParams{Key: key, Wait: ledger.ItemWait{At: next}, Attempt: 2, Now: nominal.Add(time.Minute)})
-	require.NoError(t, err)
-	w, ok := it.NextAttempt()
-	require.True(t, ok)
-	require.True(t, next.Equal(w.At))
+	ledgertest.RequireItemWithoutWait(t, NewLedgerStore(db), key)
 }
 
 // A database at schema version 8 with a run in its fan-out migrates to
@@ -252,18 +240,5 @@ func TestMigrateRunTrace(t *testing.T) {
 	applied, err := db.Migrate(t.Context())
 	require.NoError(t, err)
 	require.Equal(t, []int{9}, applied)
-	s := NewLedgerStore(db)
-	run, err := s.GetRun(t.Context(), "fx", nominal)
-	require.NoError(t, err)
-	require.Empty(t, run.TraceID)
-
-	const tid = "4bf92f3577b34da6a3ce929d0e0e4736"
-	run, out, err := s.OpenRun(t.Context(), ledger.OpenRunParams{Job: "fx", Nominal: nominal, Fence: 4, TraceID: tid, Now: nominal.Add(time.Minute)})
-	require.NoError(t, err)
-	require.Equal(t, ledger.Resumed, out)
-	require.Empty(t, run.TraceID, "a resume does not give a trace id to a generation opened without one")
-	run, _, err = s.OpenRun(t.Context(), ledger.OpenRunParams{Job: "fx", Nominal: nominal, Fence: 5, Force: true, TraceID: tid, Now: nominal.Add(2 * time.Minute)})
-	require.NoError(t, err)
-	require.Equal(t, 2, run.ID.Generation)
-	require.Equal(t, tid, run.TraceID)
+	ledgertest.RequireRunWithoutTrace(t, NewLedgerStore(db), "fx", nominal)
 }

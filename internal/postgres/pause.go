@@ -13,27 +13,6 @@ import (
 // processes agree on it.
 var _ lease.Pauser = (*LeaseStore)(nil)
 
-// SetPause implements lease.Pauser (sqlstore.SetPause): one conditional
-// upsert (a new pause unless paused already) or update (a resume of a
-// paused job), then the record. Both are idempotent: a re-run after an
-// unknown outcome finds the job paused (or resumed) and does nothing.
-func (s *LeaseStore) SetPause(ctx context.Context, p lease.SetPauseParams) (lease.Pause, error) {
-	return sqlstore.SetPause(ctx, pauseDB{s.db}, p)
-}
-
-// PauseOf implements lease.Pauser.
-func (s *LeaseStore) PauseOf(ctx context.Context, job string) (lease.Pause, error) {
-	return sqlstore.PauseOf(ctx, pauseDB{s.db}, job)
-}
-
-// RecordSkipped implements lease.Pauser: one conditional UPDATE counts
-// the tick when the job is paused and the tick is newer than the last
-// counted (so that a re-run counts it once); the record is read after
-// it.
-func (s *LeaseStore) RecordSkipped(ctx context.Context, job string, nominal time.Time) (lease.Pause, error) {
-	return sqlstore.RecordSkipped(ctx, pauseDB{s.db}, job, nominal)
-}
-
 // pauseDB is sqlstore.PauseDB on baton_job_pause.
 type pauseDB struct{ db *DB }
 

@@ -13,13 +13,6 @@ import (
 
 var _ ledger.Pruner = (*LedgerStore)(nil)
 
-// Prune implements ledger.Pruner (sqlstore.Prune) as the embedded store
-// does, with the statements below. Each chunk is one statement; a chunk
-// re-run after an unknown outcome deletes what is left.
-func (s *LedgerStore) Prune(ctx context.Context, p ledger.PruneParams) (ledger.PruneResult, error) {
-	return sqlstore.Prune(ctx, prunerDB{s.db}, p)
-}
-
 // prunerDB is sqlstore.PruneDB on the database.
 type prunerDB struct{ db *DB }
 

@@ -2,7 +2,6 @@ package postgres
 
 import (
 	"fmt"
-	"sync/atomic"
 	"testing"
 	"time"
 
@@ -19,39 +18,29 @@ func openTestQueue(t *testing.T, db *DB, name string, o *QueueOptions) *Queue {
 	return q
 }
 
-// queueHarness makes the suite's queues in one database. A send stores
+// namedQueues makes the suite's queues in one database. A send stores
 // every entry or none, so no message is unsendable.
-type queueHarness struct {
-	db   *DB
-	next atomic.Int64
-}
-
-func (h *queueHarness) newQueue(t *testing.T, o queuetest.QueueOptions) queuetest.Queue {
-	name := fmt.Sprintf("q%d", h.next.Add(1))
-	if o.MaxReceives == 0 {
-		q := openTestQueue(t, h.db, name, nil)
-		return queuetest.Queue{Sender: q, Receiver: q}
+func namedQueues(db *DB) *queuetest.Named {
+	return &queuetest.Named{
+		OpenFunc: func(t *testing.T, name, deadLetter string, maxReceives int) queuetest.NamedQueue {
+			if deadLetter == "" {
+				return openTestQueue(t, db, name, nil)
+			}
+			return openTestQueue(t, db, name, &QueueOptions{DeadLetterQueue: deadLetter, MaxReceives: maxReceives})
+		},
+		DropFunc: func(t *testing.T, name string) {
+			_, err := db.pool.Exec(t.Context(), `DELETE FROM baton_queues WHERE name = $1`, name)
+			require.NoError(t, err)
+		},
 	}
-	q := openTestQueue(t, h.db, name, &QueueOptions{DeadLetterQueue: name + "-dlq", MaxReceives: o.MaxReceives})
-	dlq := openTestQueue(t, h.db, name+"-dlq", nil)
-	return queuetest.Queue{Sender: q, Receiver: q, DeadLetters: dlq, DeadLetterSender: dlq}
-}
-
-// newNonexistentQueue opens a queue and deletes it, as another process
-// would, keeping the handle.
-func (h *queueHarness) newNonexistentQueue(t *testing.T) queuetest.Queue {
-	q := openTestQueue(t, h.db, fmt.Sprintf("gone%d", h.next.Add(1)), nil)
-	_, err := h.db.pool.Exec(t.Context(), `DELETE FROM baton_queues WHERE name = $1`, q.Name())
-	require.NoError(t, err)
-	return queuetest.Queue{Sender: q, Receiver: q}
 }
 
 func TestQueueConformance(t *testing.T) {
 	t.Parallel()
-	h := &queueHarness{db: openTestDB(t)}
+	h := namedQueues(openTestDB(t))
 	queuetest.Run(t, queuetest.Harness{
-		NewQueue:            h.newQueue,
-		NewNonexistentQueue: h.newNonexistentQueue,
+		NewQueue:            h.NewQueue,
+		NewNonexistentQueue: h.NewNonexistentQueue,
 		Capabilities:        queuetest.Capabilities{ExactReceiptCheck: true, HonoursNow: true, ExactDepth: true},
 	})
 }

@@ -9,15 +9,29 @@ import (
 	"github.com/batonhq/baton/internal/sqlstore"
 )
 
-// EffectStore implements effect.Store on the database's effects table.
-type EffectStore struct {
-	db *DB
+// NewEffectStore returns the effect store of db: sqlstore.EffectStore on
+// the effects table.
+func NewEffectStore(db *DB) *sqlstore.EffectStore { return &sqlstore.EffectStore{DB: effectDB{db}} }
+
+// effectDB is sqlstore.EffectDB on the effects table.
+type effectDB struct{ db *DB }
+
+// UpsertEffect runs effectPut through the process's writer. When it
+// writes nothing, the stored pair is read in the same transaction, for
+// the error.
+func (d effectDB) UpsertEffect(ctx context.Context, r effect.Record, value []byte) (sqlstore.EffectWrite, error) {
+	var w sqlstore.EffectWrite
+	err := d.db.write(ctx, func(ctx context.Context, tx *sql.Tx) error {
+		var one int
+		err := tx.QueryRowContext(ctx, effectPut, r.Job, r.Key, value, r.Generation, r.Attempt, toNanos(r.WrittenAt)).Scan(&one)
+		if w.Applied = err == nil; w.Applied || !errors.Is(err, sql.ErrNoRows) {
+			return err
+		}
+		return tx.QueryRowContext(ctx, `SELECT generation, attempt FROM effects WHERE job = ? AND key = ?`, r.Job, r.Key).
+			Scan(&w.Generation, &w.Attempt)
+	})
+	return w, err
 }
-
-var _ effect.Store = (*EffectStore)(nil)
-
-// NewEffectStore returns the effect store of db.
-func NewEffectStore(db *DB) *EffectStore { return &EffectStore{db: db} }
 
 // effectPut inserts the record, or replaces the stored one when the
 // record's (generation, attempt) is at least the stored pair; it returns
@@ -30,28 +44,8 @@ ON CONFLICT (job, key) DO UPDATE SET
 WHERE (excluded.generation, excluded.attempt) >= (effects.generation, effects.attempt)
 RETURNING 1`
 
-// Put implements effect.Store: one conditional upsert, through the
-// process's writer. When it writes nothing, the stored pair is read in
-// the same transaction, for the error.
-func (s *EffectStore) Put(ctx context.Context, r effect.Record) error {
-	return sqlstore.PutEffect(r, func(value []byte) (sqlstore.EffectWrite, error) {
-		var w sqlstore.EffectWrite
-		err := s.db.write(ctx, func(ctx context.Context, tx *sql.Tx) error {
-			var one int
-			err := tx.QueryRowContext(ctx, effectPut, r.Job, r.Key, value, r.Generation, r.Attempt, toNanos(r.WrittenAt)).Scan(&one)
-			if w.Applied = err == nil; w.Applied || !errors.Is(err, sql.ErrNoRows) {
-				return err
-			}
-			return tx.QueryRowContext(ctx, `SELECT generation, attempt FROM effects WHERE job = ? AND key = ?`, r.Job, r.Key).
-				Scan(&w.Generation, &w.Attempt)
-		})
-		return w, err
-	})
-}
-
-// Get implements effect.Store with one read.
-func (s *EffectStore) Get(ctx context.Context, job, key string) (effect.Record, error) {
-	return sqlstore.GetEffect(job, key, func(dest ...any) (bool, error) {
-		return found(s.db.sql.QueryRowContext(ctx, `SELECT `+sqlstore.EffectColumns+` FROM effects WHERE job = ? AND key = ?`, job, key).Scan(dest...))
-	})
+func (d effectDB) ReadEffect(ctx context.Context, job, key string) sqlstore.ReadFunc {
+	return func(dest ...any) (bool, error) {
+		return found(d.db.sql.QueryRowContext(ctx, `SELECT `+sqlstore.EffectColumns+` FROM effects WHERE job = ? AND key = ?`, job, key).Scan(dest...))
+	}
 }

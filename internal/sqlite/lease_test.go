@@ -1,10 +1,8 @@
 package sqlite
 
 import (
-	"errors"
 	"fmt"
 	"path/filepath"
-	"sync"
 	"testing"
 	"time"
 
@@ -39,70 +37,17 @@ func TestLeaseStoreConformance(t *testing.T) {
 	leasetest.Run(t, leaseHarness(NewLeaseStore(openLeaseTestDB(t))))
 }
 
-// Two handles on one file stand for two processes: contenders racing on the
-// same free lease through both produce exactly one holder, and every other
-// contender is told who it is.
+// Two handles on one file stand for two processes.
 func TestLeaseStoreTwoHandles(t *testing.T) {
-	t.Parallel()
 	path := filepath.Join(t.TempDir(), "baton.db")
-	stores := make([]*LeaseStore, 2)
+	stores := make([]lease.Store, 2)
 	for i := range stores {
 		db, err := Open(t.Context(), path, nil)
 		require.NoError(t, err)
 		t.Cleanup(func() { require.NoError(t, db.Close()) })
 		stores[i] = NewLeaseStore(db)
 	}
-	const (
-		rounds     = 20
-		perHandle  = 4
-		contenders = perHandle * 2
-		ttl        = time.Minute
-	)
-	now := time.Date(2026, 5, 1, 12, 0, 0, 0, time.UTC)
-	for round := range rounds {
-		job := fmt.Sprintf("job-%d", round)
-		var (
-			start   = make(chan struct{})
-			wg      sync.WaitGroup
-			results = make([]lease.Lease, contenders)
-			errs    = make([]error, contenders)
-		)
-		for c := range contenders {
-			wg.Go(func() {
-				<-start
-				results[c], errs[c] = stores[c%2].Acquire(t.Context(), lease.AcquireParams{
-					Job: job, Owner: fmt.Sprintf("owner-%d", c), TTL: ttl, Now: now,
-				})
-			})
-		}
-		close(start)
-		wg.Wait()
-
-		winner := -1
-		for c, err := range errs {
-			if err == nil {
-				require.Equal(t, -1, winner, "round %d: owners %d and %d both acquired", round, winner, c)
-				winner = c
-			}
-		}
-		require.NotEqual(t, -1, winner, "round %d: nobody acquired: %v", round, errs)
-		won := results[winner]
-		require.Equal(t, fmt.Sprintf("owner-%d", winner), won.Owner)
-		require.Equal(t, int64(1), won.Fence)
-		for c, err := range errs {
-			if c == winner {
-				continue
-			}
-			var held *lease.HeldError
-			require.True(t, errors.As(err, &held), "round %d, owner %d: %v", round, c, err)
-			require.Equal(t, won, held.Holder, "round %d, owner %d", round, c)
-		}
-		for _, s := range stores {
-			got, err := s.Inspect(t.Context(), job)
-			require.NoError(t, err)
-			require.Equal(t, won, got)
-		}
-	}
+	leasetest.TestAcquireAcrossHandles(t, stores)
 }
 
 // A lock named like a job is not that job's lease: the lock store keeps

@@ -24,7 +24,8 @@ import (
 // and, unless that read finds a terminal record (which never changes), to
 // the all-or-nothing write.
 type LedgerStore struct {
-	db *DB
+	sqlstore.RunPruner // ledger.Pruner over prunerDB: each chunk one write
+	db                 *DB
 
 	mu    sync.Mutex
 	stmts [numLedgerStmts]*sql.Stmt // prepared on first use
@@ -34,7 +35,9 @@ var _ ledger.Store = (*LedgerStore)(nil)
 
 // NewLedgerStore returns the ledger of db. Its statements are prepared on
 // first use and live as long as db.
-func NewLedgerStore(db *DB) *LedgerStore { return &LedgerStore{db: db} }
+func NewLedgerStore(db *DB) *LedgerStore {
+	return &LedgerStore{RunPruner: sqlstore.RunPruner{DB: prunerDB{db}}, db: db}
+}
 
 // OpenRun implements ledger.Store.
 func (s *LedgerStore) OpenRun(ctx context.Context, p ledger.OpenRunParams) (ledger.Run, ledger.OpenOutcome, error) {

@@ -7,7 +7,7 @@ import (
 
 	"github.com/stretchr/testify/require"
 
-	"github.com/batonhq/baton/internal/ledger"
+	"github.com/batonhq/baton/internal/ledger/ledgertest"
 )
 
 // A run row written before migration 018_run_trace (no trace_id column)
@@ -36,19 +36,5 @@ func TestRunTraceMigratesOldRows(t *testing.T) {
 	db, err = Open(t.Context(), path, nil)
 	require.NoError(t, err)
 	t.Cleanup(func() { require.NoError(t, db.Close()) })
-	s := NewLedgerStore(db)
-	run, err := s.GetRun(t.Context(), "fx", nominal)
-	require.NoError(t, err)
-	require.Empty(t, run.TraceID)
-	require.EqualValues(t, 3, run.OpenFence)
-
-	const tid = "4bf92f3577b34da6a3ce929d0e0e4736"
-	run, out, err := s.OpenRun(t.Context(), ledger.OpenRunParams{Job: "fx", Nominal: nominal, Fence: 4, TraceID: tid, Now: nominal.Add(time.Minute)})
-	require.NoError(t, err)
-	require.Equal(t, ledger.Resumed, out)
-	require.Empty(t, run.TraceID, "a resume does not give a trace id to a generation opened without one")
-	run, _, err = s.OpenRun(t.Context(), ledger.OpenRunParams{Job: "fx", Nominal: nominal, Fence: 5, Force: true, TraceID: tid, Now: nominal.Add(2 * time.Minute)})
-	require.NoError(t, err)
-	require.Equal(t, 2, run.ID.Generation)
-	require.Equal(t, tid, run.TraceID)
+	ledgertest.RequireRunWithoutTrace(t, NewLedgerStore(db), "fx", nominal)
 }

@@ -8,6 +8,7 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/batonhq/baton/internal/ledger"
+	"github.com/batonhq/baton/internal/ledger/ledgertest"
 )
 
 // An item row written before migration 017_item_wait (no wait columns)
@@ -38,18 +39,5 @@ func TestItemWaitMigratesOldRows(t *testing.T) {
 	db, err = Open(t.Context(), path, nil)
 	require.NoError(t, err)
 	t.Cleanup(func() { require.NoError(t, db.Close()) })
-	s := NewLedgerStore(db)
-	it, err := s.GetItem(t.Context(), key)
-	require.NoError(t, err)
-	require.Equal(t, ledger.ItemWait{}, it.Wait)
-	_, ok := it.NextAttempt()
-	require.False(t, ok, "a record without a wait shows no next attempt")
-	require.Equal(t, "upstream 503", it.Error)
-
-	next := nominal.Add(time.Hour)
-	it, err = s.NoteWait(t.Context(), ledger.NoteWaitParams{Key: key, Wait: ledger.ItemWait{At: next}, Attempt: 2, Now: nominal.Add(time.Minute)})
-	require.NoError(t, err)
-	w, ok := it.NextAttempt()
-	require.True(t, ok)
-	require.True(t, next.Equal(w.At))
+	ledgertest.RequireItemWithoutWait(t, NewLedgerStore(db), key)
 }

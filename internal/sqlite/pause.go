@@ -14,23 +14,6 @@ import (
 // processes agree on it.
 var _ lease.Pauser = (*LeaseStore)(nil)
 
-// SetPause implements lease.Pauser (sqlstore.SetPause).
-func (s *LeaseStore) SetPause(ctx context.Context, p lease.SetPauseParams) (lease.Pause, error) {
-	return sqlstore.SetPause(ctx, pauseDB{s.db}, p)
-}
-
-// PauseOf implements lease.Pauser.
-func (s *LeaseStore) PauseOf(ctx context.Context, job string) (lease.Pause, error) {
-	return sqlstore.PauseOf(ctx, pauseDB{s.db}, job)
-}
-
-// RecordSkipped implements lease.Pauser: one conditional UPDATE counts
-// the tick when the job is paused and the tick is newer than the last
-// counted.
-func (s *LeaseStore) RecordSkipped(ctx context.Context, job string, nominal time.Time) (lease.Pause, error) {
-	return sqlstore.RecordSkipped(ctx, pauseDB{s.db}, job, nominal)
-}
-
 // pauseDB is sqlstore.PauseDB on the job_pause table. (paused is 0 or 1,
 // which database/sql scans into a bool.)
 type pauseDB struct{ db *DB }

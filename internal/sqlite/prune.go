@@ -11,12 +11,6 @@ import (
 
 var _ ledger.Pruner = (*LedgerStore)(nil)
 
-// Prune implements ledger.Pruner (sqlstore.Prune) with the statements
-// below. Each chunk is one write transaction.
-func (s *LedgerStore) Prune(ctx context.Context, p ledger.PruneParams) (ledger.PruneResult, error) {
-	return sqlstore.Prune(ctx, prunerDB{s.db}, p)
-}
-
 // prunerDB is sqlstore.PruneDB on the embedded database.
 type prunerDB struct{ db *DB }
 

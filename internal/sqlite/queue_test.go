@@ -5,7 +5,6 @@ import (
 	"fmt"
 	"path/filepath"
 	"sync"
-	"sync/atomic"
 	"testing"
 	"testing/synctest"
 	"time"
@@ -34,45 +33,36 @@ func openTestQueue(t *testing.T, db *DB, name string, o *QueueOptions) *Queue {
 	return q
 }
 
-// queueHarness makes the suite's queues in one database file. A send
+// namedQueues makes the suite's queues in one database file. A send
 // stores every entry or none, so no message is unsendable.
-type queueHarness struct {
-	db   *DB
-	next atomic.Int64
+func namedQueues(db *DB) *queuetest.Named {
+	return &queuetest.Named{
+		OpenFunc: func(t *testing.T, name, deadLetter string, maxReceives int) queuetest.NamedQueue {
+			var o *QueueOptions
+			if deadLetter != "" {
+				o = &QueueOptions{DeadLetterQueue: deadLetter, MaxReceives: maxReceives}
+			}
+			return openTestQueue(t, db, name, o)
+		},
+		DropFunc: func(t *testing.T, name string) {
+			_, err := db.SQL().ExecContext(t.Context(), `DELETE FROM queues WHERE name = ?`, name)
+			require.NoError(t, err)
+		},
+	}
 }
 
-func (h *queueHarness) harness() queuetest.Harness {
+// queueHarness is the suite's harness on h's queues.
+func queueHarness(h *queuetest.Named) queuetest.Harness {
 	return queuetest.Harness{
-		NewQueue:            h.newQueue,
-		NewNonexistentQueue: h.newNonexistentQueue,
+		NewQueue:            h.NewQueue,
+		NewNonexistentQueue: h.NewNonexistentQueue,
 		Capabilities:        queuetest.Capabilities{ExactReceiptCheck: true, HonoursNow: true, ExactDepth: true},
 	}
 }
 
-func (h *queueHarness) newQueue(t *testing.T, o queuetest.QueueOptions) queuetest.Queue {
-	name := fmt.Sprintf("q%d", h.next.Add(1))
-	if o.MaxReceives == 0 {
-		q := openTestQueue(t, h.db, name, nil)
-		return queuetest.Queue{Sender: q, Receiver: q}
-	}
-	q := openTestQueue(t, h.db, name, &QueueOptions{DeadLetterQueue: name + "-dlq", MaxReceives: o.MaxReceives})
-	dlq := openTestQueue(t, h.db, name+"-dlq", nil)
-	return queuetest.Queue{Sender: q, Receiver: q, DeadLetters: dlq, DeadLetterSender: dlq}
-}
-
-// newNonexistentQueue opens a queue and deletes it, as another process
-// would, keeping the handle.
-func (h *queueHarness) newNonexistentQueue(t *testing.T) queuetest.Queue {
-	q := openTestQueue(t, h.db, fmt.Sprintf("gone%d", h.next.Add(1)), nil)
-	_, err := h.db.SQL().ExecContext(t.Context(), `DELETE FROM queues WHERE name = ?`, q.Name())
-	require.NoError(t, err)
-	return queuetest.Queue{Sender: q, Receiver: q}
-}
-
 func TestQueueConformance(t *testing.T) {
 	t.Parallel()
-	h := &queueHarness{db: openQueueTestDB(t)}
-	queuetest.Run(t, h.harness())
+	queuetest.Run(t, queueHarness(namedQueues(openQueueTestDB(t))))
 }
 
 // testMessages makes n messages with bodies m0, m1, ….
@@ -455,7 +445,7 @@ func (q ownClock) ChangeVisibility(ctx context.Context, p queue.ChangeVisibility
 }
 
 // ownClockHarness is queueHarness with every receiver on its own clock.
-func ownClockHarness(h *queueHarness) queuetest.Harness {
+func ownClockHarness(h *queuetest.Named) queuetest.Harness {
 	hide := func(q queuetest.Queue) queuetest.Queue {
 		q.Receiver = ownClock{q.Receiver.(*Queue)}
 		if q.DeadLetters != nil {
@@ -465,10 +455,10 @@ func ownClockHarness(h *queueHarness) queuetest.Harness {
 	}
 	return queuetest.Harness{
 		NewQueue: func(t *testing.T, o queuetest.QueueOptions) queuetest.Queue {
-			return hide(h.newQueue(t, o))
+			return hide(h.NewQueue(t, o))
 		},
 		NewNonexistentQueue: func(t *testing.T) queuetest.Queue {
-			return hide(h.newNonexistentQueue(t))
+			return hide(h.NewNonexistentQueue(t))
 		},
 		Capabilities: queuetest.Capabilities{ExactReceiptCheck: false, HonoursNow: false, ExactDepth: true},
 	}
@@ -478,7 +468,7 @@ func ownClockHarness(h *queueHarness) queuetest.Harness {
 // real second).
 func TestQueueConformanceOwnClock(t *testing.T) {
 	t.Parallel()
-	queuetest.Run(t, ownClockHarness(&queueHarness{db: openQueueTestDB(t)}))
+	queuetest.Run(t, ownClockHarness(namedQueues(openQueueTestDB(t))))
 }
 
 // The conformance suite (NonexistentQueue) checks send and receive; here,

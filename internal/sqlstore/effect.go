@@ -1,6 +1,7 @@
 package sqlstore
 
 import (
+	"context"
 	"fmt"
 
 	"github.com/batonhq/baton/internal/effect"
@@ -14,11 +15,30 @@ type EffectWrite struct {
 	Generation, Attempt int
 }
 
-// PutEffect implements effect.Store's Put over put, the engine's
-// conditional upsert of r with value (r.Value, never nil: an empty value
-// is stored empty, not NULL). It checks r first and reports a refused
-// write as effect.StaleError.
-func PutEffect(r effect.Record, put func(value []byte) (EffectWrite, error)) error {
+// EffectColumns are the columns of an effect record that Get reads, in
+// its order.
+const EffectColumns = `value, generation, attempt, written_at`
+
+// EffectDB is what EffectStore needs of an engine: its two statements on
+// the effects table, run as the engine runs them, errors translated.
+type EffectDB interface {
+	// UpsertEffect inserts r with value (r.Value, never nil), or replaces
+	// the stored record when r's (generation, attempt) is at least the
+	// stored pair; when it writes nothing it reads the stored pair.
+	UpsertEffect(ctx context.Context, r effect.Record, value []byte) (EffectWrite, error)
+	// ReadEffect reads EffectColumns of the record (job, key).
+	ReadEffect(ctx context.Context, job, key string) ReadFunc
+}
+
+// EffectStore is effect.Store over an engine's EffectDB.
+type EffectStore struct{ DB EffectDB }
+
+var _ effect.Store = (*EffectStore)(nil)
+
+// Put implements effect.Store: it checks r, stores it with one
+// conditional upsert (an empty value is stored empty, not NULL) and
+// reports a refused write as effect.StaleError.
+func (s *EffectStore) Put(ctx context.Context, r effect.Record) error {
 	if err := effect.Validate(r); err != nil {
 		return err
 	}
@@ -26,7 +46,7 @@ func PutEffect(r effect.Record, put func(value []byte) (EffectWrite, error)) err
 	if value == nil {
 		value = []byte{}
 	}
-	w, err := put(value)
+	w, err := s.DB.UpsertEffect(ctx, r, value)
 	if err != nil {
 		return fmt.Errorf("put effect %s %q: %w", r.Job, r.Key, err)
 	}
@@ -36,19 +56,14 @@ func PutEffect(r effect.Record, put func(value []byte) (EffectWrite, error)) err
 	return nil
 }
 
-// EffectColumns are the columns of an effect record that GetEffect
-// reads, in its order.
-const EffectColumns = `value, generation, attempt, written_at`
-
-// GetEffect implements effect.Store's Get over read, the engine's read of
-// EffectColumns of the record (job, key).
-func GetEffect(job, key string, read ReadFunc) (effect.Record, error) {
+// Get implements effect.Store with one read.
+func (s *EffectStore) Get(ctx context.Context, job, key string) (effect.Record, error) {
 	if err := effect.ValidateKey(job, key); err != nil {
 		return effect.Record{}, err
 	}
 	r := effect.Record{Job: job, Key: key}
 	var writtenAt int64
-	found, err := read(&r.Value, &r.Generation, &r.Attempt, &writtenAt)
+	found, err := s.DB.ReadEffect(ctx, job, key)(&r.Value, &r.Generation, &r.Attempt, &writtenAt)
 	switch {
 	case err != nil:
 		return effect.Record{}, fmt.Errorf("get effect %s %q: %w", job, key, err)

@@ -27,24 +27,26 @@ type PauseDB interface {
 	ReadPause(ctx context.Context, job string) ReadFunc
 }
 
-// SetPause implements lease.Pauser's SetPause over db: the write, then
-// the record.
-func SetPause(ctx context.Context, db PauseDB, p lease.SetPauseParams) (lease.Pause, error) {
+// Pauses is lease.Pauser over an engine's PauseDB: an engine's lease
+// store embeds it.
+type Pauses struct{ DB PauseDB }
+
+// SetPause implements lease.Pauser: the write, then the record.
+func (s Pauses) SetPause(ctx context.Context, p lease.SetPauseParams) (lease.Pause, error) {
 	if p.Job == "" {
 		return lease.Pause{}, errors.New("set pause: empty job")
 	}
-	if err := db.WritePause(ctx, p); err != nil {
+	if err := s.DB.WritePause(ctx, p); err != nil {
 		return lease.Pause{}, fmt.Errorf("set pause of %q: %w", p.Job, err)
 	}
-	return PauseOf(ctx, db, p.Job)
+	return s.PauseOf(ctx, p.Job)
 }
 
-// PauseOf implements lease.Pauser's PauseOf over db: a job without a
-// record is not paused.
-func PauseOf(ctx context.Context, db PauseDB, job string) (lease.Pause, error) {
+// PauseOf implements lease.Pauser: a job without a record is not paused.
+func (s Pauses) PauseOf(ctx context.Context, job string) (lease.Pause, error) {
 	r := lease.Pause{Job: job}
 	var since, until, last int64
-	found, err := db.ReadPause(ctx, job)(&r.Paused, &since, &until, &r.By, &r.Reason, &r.Skipped, &last)
+	found, err := s.DB.ReadPause(ctx, job)(&r.Paused, &since, &until, &r.By, &r.Reason, &r.Skipped, &last)
 	switch {
 	case err != nil:
 		return lease.Pause{}, fmt.Errorf("pause of %q: %w", job, err)
@@ -55,16 +57,16 @@ func PauseOf(ctx context.Context, db PauseDB, job string) (lease.Pause, error) {
 	return r, nil
 }
 
-// RecordSkipped implements lease.Pauser's RecordSkipped over db: the
-// count, then the record; lease.ErrNotPaused when the job is not paused.
-func RecordSkipped(ctx context.Context, db PauseDB, job string, nominal time.Time) (lease.Pause, error) {
+// RecordSkipped implements lease.Pauser: the count, then the record;
+// lease.ErrNotPaused when the job is not paused.
+func (s Pauses) RecordSkipped(ctx context.Context, job string, nominal time.Time) (lease.Pause, error) {
 	if job == "" {
 		return lease.Pause{}, errors.New("record skipped: empty job")
 	}
-	if err := db.CountSkipped(ctx, job, nominal); err != nil {
+	if err := s.DB.CountSkipped(ctx, job, nominal); err != nil {
 		return lease.Pause{}, fmt.Errorf("record skipped tick of %q: %w", job, err)
 	}
-	r, err := PauseOf(ctx, db, job)
+	r, err := s.PauseOf(ctx, job)
 	if err != nil {
 		return r, err
 	}

@@ -46,13 +46,18 @@ type PruneDB interface {
 	DeleteRun(ctx context.Context, r FinishedRun) error
 }
 
-// Prune implements ledger.Pruner over db: the job's runs (ticks and
+// RunPruner is ledger.Pruner over an engine's PruneDB: an engine's
+// ledger store embeds it.
+type RunPruner struct{ DB PruneDB }
+
+// Prune implements ledger.Pruner: the job's runs (ticks and
 // submissions) finished before p.Before are removed, oldest first, each
 // with its items of every generation, its settle marks and its item
 // pages, in chunks of at most PruneChunk records, its run record last,
 // until p's limit of records is removed. A run cut short by the limit is
 // removed further by the next call (More).
-func Prune(ctx context.Context, db PruneDB, p ledger.PruneParams) (ledger.PruneResult, error) {
+func (s RunPruner) Prune(ctx context.Context, p ledger.PruneParams) (ledger.PruneResult, error) {
+	db := s.DB
 	limit := p.Limit()
 	var res ledger.PruneResult
 	for res.Records < limit {

@@ -1,6 +1,7 @@
 package sqlstore
 
 import (
+	"context"
 	"fmt"
 
 	"github.com/batonhq/baton/internal/ratelimit"
@@ -14,15 +15,34 @@ type RateTake struct {
 	Full  bool
 }
 
-// Take implements ratelimit.Store's Take over take, the engine's
-// conditional upsert (and its read of the count when refused): it checks
-// p and reports a full window as ratelimit.ErrFull with the count.
-func Take(p ratelimit.TakeParams, take func() (RateTake, error)) (int, error) {
+// RateLimitDB is what RateLimits needs of an engine: its statements on
+// the counters and slots, run as the engine runs them, errors translated.
+type RateLimitDB interface {
+	// TakeUnit adds one to the count of p's window and shard, created
+	// with p.Expires, unless it reached p.Max; when the window's first
+	// unit is taken it removes the name's windows before the previous
+	// one. A refused take reads the count.
+	TakeUnit(ctx context.Context, p ratelimit.TakeParams) (RateTake, error)
+	// HoldSlot gives the slot to p.Holder until p.Until when it is free,
+	// run out at p.Now or the holder's; applied reports that it did.
+	HoldSlot(ctx context.Context, p ratelimit.SlotParams) (applied bool, err error)
+	// FreeSlot frees the slot when p.Holder holds it; applied reports
+	// that it did (or, after an unknown outcome, may have).
+	FreeSlot(ctx context.Context, p ratelimit.SlotParams) (applied bool, err error)
+}
+
+// RateLimits is ratelimit.Store's Take, Hold and Free over an engine's
+// RateLimitDB: an engine's store embeds it.
+type RateLimits struct{ DB RateLimitDB }
+
+// Take implements ratelimit.Store: it checks p and reports a full window
+// as ratelimit.ErrFull with the count.
+func (s RateLimits) Take(ctx context.Context, p ratelimit.TakeParams) (int, error) {
 	subject := fmt.Sprintf("rate limit %s window %d shard %d", p.Name, p.Window, p.Shard)
 	if p.Max < 1 || p.Window < 0 || p.Shard < 0 || p.Name == "" {
 		return 0, fmt.Errorf("%s: name, max ≥ 1, window and shard ≥ 0 required", subject)
 	}
-	t, err := take()
+	t, err := s.DB.TakeUnit(ctx, p)
 	switch {
 	case err != nil:
 		return 0, fmt.Errorf("%s: %w", subject, err)
@@ -41,26 +61,23 @@ func CheckSlot(p ratelimit.SlotParams) error {
 	return nil
 }
 
-// Hold implements ratelimit.Store's Hold over hold, the engine's upsert
-// conditioned on the slot being free, run out or the holder's: applied
-// false (nothing written) is ratelimit.ErrFull.
-func Hold(p ratelimit.SlotParams, hold func() (applied bool, err error)) error {
-	return slotWrite(p, "hold", ratelimit.ErrFull, hold)
+// Hold implements ratelimit.Store: a slot not given is ratelimit.ErrFull.
+func (s RateLimits) Hold(ctx context.Context, p ratelimit.SlotParams) error {
+	return slotWrite(ctx, p, "hold", ratelimit.ErrFull, s.DB.HoldSlot)
 }
 
-// Free implements ratelimit.Store's Free over free, the engine's update
-// conditioned on the holder: applied false is ratelimit.ErrNotHolder. (An
-// engine that sent the update again after an unknown outcome reports it
-// applied: the slot is not the holder's either way.)
-func Free(p ratelimit.SlotParams, free func() (applied bool, err error)) error {
-	return slotWrite(p, "free", ratelimit.ErrNotHolder, free)
+// Free implements ratelimit.Store: a slot not freed is
+// ratelimit.ErrNotHolder.
+func (s RateLimits) Free(ctx context.Context, p ratelimit.SlotParams) error {
+	return slotWrite(ctx, p, "free", ratelimit.ErrNotHolder, s.DB.FreeSlot)
 }
 
-func slotWrite(p ratelimit.SlotParams, op string, refused error, write func() (bool, error)) error {
+func slotWrite(ctx context.Context, p ratelimit.SlotParams, op string, refused error,
+	write func(context.Context, ratelimit.SlotParams) (bool, error)) error {
 	if err := CheckSlot(p); err != nil {
 		return err
 	}
-	applied, err := write()
+	applied, err := write(ctx, p)
 	switch {
 	case err != nil:
 		return fmt.Errorf("rate limit %s slot %d: %s: %w", p.Name, p.Slot, op, err)

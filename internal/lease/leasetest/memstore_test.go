@@ -188,3 +188,9 @@ func TestMemStoreWithoutContention(t *testing.T) {
 	t.Parallel()
 	Run(t, Harness{NewStore: func(*testing.T) lease.Store { return onlyLeases{newMemStore()} }})
 }
+
+// Two handles on one in-memory store: the race has one winner.
+func TestMemStoreAcrossHandles(t *testing.T) {
+	shared := newMemStore()
+	TestAcquireAcrossHandles(t, []lease.Store{shared, shared})
+}
