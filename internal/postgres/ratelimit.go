@@ -11,18 +11,11 @@ import (
 	"github.com/batonhq/baton/internal/sqlstore"
 )
 
-// RateLimitStore is the ratelimit.Store on PostgreSQL: one row per
-// counter.
-type RateLimitStore struct {
-	sqlstore.RateLimits // Take, Hold and Free over rateLimitDB
-	db                  *DB
-}
-
-var _ ratelimit.Store = (*RateLimitStore)(nil)
-
-// NewRateLimitStore returns the rate limit store on db.
-func NewRateLimitStore(db *DB) *RateLimitStore {
-	return &RateLimitStore{RateLimits: sqlstore.RateLimits{DB: rateLimitDB{db}}, db: db}
+// NewRateLimitStore returns the rate limit store on db:
+// sqlstore.RateLimitStore on baton_rate_limits (one row per counter) and
+// baton_rate_slots (one row per slot).
+func NewRateLimitStore(db *DB) *sqlstore.RateLimitStore {
+	return &sqlstore.RateLimitStore{DB: rateLimitDB{db}}
 }
 
 // rateLimitDB is sqlstore.RateLimitDB on the rate limit tables.

@@ -9,17 +9,11 @@ import (
 	"github.com/batonhq/baton/internal/sqlstore"
 )
 
-// RateLimitStore is the embedded ratelimit.Store: one row per counter.
-type RateLimitStore struct {
-	sqlstore.RateLimits // Take, Hold and Free over rateLimitDB
-	db                  *DB
-}
-
-var _ ratelimit.Store = (*RateLimitStore)(nil)
-
-// NewRateLimitStore returns the rate limit store on db.
-func NewRateLimitStore(db *DB) *RateLimitStore {
-	return &RateLimitStore{RateLimits: sqlstore.RateLimits{DB: rateLimitDB{db}}, db: db}
+// NewRateLimitStore returns the rate limit store on db:
+// sqlstore.RateLimitStore on the rate_limits (one row per counter) and
+// rate_slots (one row per slot) tables.
+func NewRateLimitStore(db *DB) *sqlstore.RateLimitStore {
+	return &sqlstore.RateLimitStore{DB: rateLimitDB{db}}
 }
 
 // rateLimitDB is sqlstore.RateLimitDB on the rate limit tables.

@@ -85,6 +85,9 @@ type fakeRates struct {
 	applied bool
 	err     error
 	calls   int
+	bounds  []int64 // DeleteRunOut's
+	rows    [][]any // ReadUsage's
+	at      int64   // ReadUsage's UsageAt
 }
 
 func (f *fakeRates) TakeUnit(context.Context, ratelimit.TakeParams) (RateTake, error) {
@@ -102,10 +105,57 @@ func (f *fakeRates) FreeSlot(context.Context, ratelimit.SlotParams) (bool, error
 	return f.applied, f.err
 }
 
+func (f *fakeRates) DeleteRunOut(_ context.Context, expired, idle int64) (int, error) {
+	f.bounds = []int64{expired, idle}
+	return 4, f.err
+}
+
+func (f *fakeRates) ReadUsage(_ context.Context, p ratelimit.ListParams, row func(ScanFunc) error) error {
+	f.at = UsageAt(p)
+	for _, r := range f.rows {
+		if err := row(scanOf(r...)); err != nil {
+			return err
+		}
+	}
+	return f.err
+}
+
+func TestRateLimitStorePruneAndUsage(t *testing.T) {
+	t.Parallel()
+	db := &fakeRates{}
+	s := &RateLimitStore{DB: db}
+	n, err := s.PruneLimits(t.Context(), t0)
+	require.NoError(t, err)
+	require.Equal(t, 4, n)
+	require.Equal(t, []int64{Nanos(t0), Nanos(t0.Add(-ratelimit.SlotIdle))}, db.bounds)
+
+	// A rate limit: one row per record name with its window's count.
+	db.rows = [][]any{{"api#a", int64(3), "", int64(0)}, {"api#b", int64(1), "", int64(0)}}
+	p := ratelimit.ListParams{Limit: ratelimit.Limit{Name: "api", Starts: 5, Per: time.Minute}, Keyed: true, Now: t0}
+	us, err := s.ListUsage(t.Context(), p)
+	require.NoError(t, err)
+	require.Equal(t, p.Limit.Window(t0), db.at)
+	require.Equal(t, []ratelimit.Usage{{Key: "a", Starts: 3}, {Key: "b", Starts: 1}}, us)
+
+	// Slots: one row per held slot.
+	db.rows = [][]any{{"pool", int64(0), "h1", Nanos(t0.Add(time.Minute))}, {"pool", int64(2), "h2", Nanos(t0.Add(time.Hour))}}
+	p = ratelimit.ListParams{Limit: ratelimit.Limit{Name: "pool", InFlight: 3}, Now: t0}
+	us, err = s.ListUsage(t.Context(), p)
+	require.NoError(t, err)
+	require.Equal(t, Nanos(t0), db.at)
+	require.Equal(t, []ratelimit.Usage{{Holds: []ratelimit.Hold{{Slot: 0, Holder: "h1", Until: t0.Add(time.Minute)}, {Slot: 2, Holder: "h2", Until: t0.Add(time.Hour)}}}}, us)
+
+	db.err = errors.New("boom")
+	_, err = s.ListUsage(t.Context(), p)
+	require.ErrorContains(t, err, "rate limit pool: list usage: boom")
+	_, err = s.PruneLimits(t.Context(), t0)
+	require.ErrorContains(t, err, "prune rate limits: boom")
+}
+
 func TestRateLimits(t *testing.T) {
 	t.Parallel()
 	db := &fakeRates{take: RateTake{Count: 2}, applied: true}
-	s := RateLimits{DB: db}
+	s := &RateLimitStore{DB: db}
 	tp := ratelimit.TakeParams{Name: "n", Max: 3, Window: 1}
 	n, err := s.Take(t.Context(), tp)
 	require.NoError(t, err)
