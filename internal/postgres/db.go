@@ -162,3 +162,8 @@ func (d *DB) Close() error {
 func toNanos(t time.Time) int64 { return sqlstore.Nanos(t) }
 
 func fromNanos(n int64) time.Time { return sqlstore.Time(n) }
+
+// statements is the engine as sqlstore sees it: every sqlstore.XxxDB
+// (EffectDB, RateLimitDB, PauseDB, PruneDB), each method one of the
+// engine's statements on db, in its dialect.
+type statements struct{ db *DB }

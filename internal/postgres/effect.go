@@ -12,17 +12,14 @@ import (
 
 // NewEffectStore returns the effect store of db: sqlstore.EffectStore on
 // the baton_effects table.
-func NewEffectStore(db *DB) *sqlstore.EffectStore { return &sqlstore.EffectStore{DB: effectDB{db}} }
-
-// effectDB is sqlstore.EffectDB on baton_effects.
-type effectDB struct{ db *DB }
+func NewEffectStore(db *DB) *sqlstore.EffectStore { return &sqlstore.EffectStore{DB: statements{db}} }
 
 // UpsertEffect runs effectPutSQL in one batch with a read of the stored
 // pair, which a refusal reports (the refused upsert locks the row, so the
 // read sees the record that refused it). A re-run after an unknown
 // outcome applies again to the same effect (its condition is "at least",
 // not "newer than").
-func (d effectDB) UpsertEffect(ctx context.Context, r effect.Record, value []byte) (sqlstore.EffectWrite, error) {
+func (d statements) UpsertEffect(ctx context.Context, r effect.Record, value []byte) (sqlstore.EffectWrite, error) {
 	var w sqlstore.EffectWrite
 	err := d.db.batch(ctx, nil, func(b *pgx.Batch) {
 		b.Queue(effectPutSQL, r.Job, r.Key, value, r.Generation, r.Attempt, toNanos(r.WrittenAt))
@@ -50,7 +47,8 @@ ON CONFLICT (job, key) DO UPDATE SET
 WHERE (excluded.generation, excluded.attempt) >= (e.generation, e.attempt)
 RETURNING 1`
 
-func (d effectDB) ReadEffect(ctx context.Context, job, key string) sqlstore.ReadFunc {
+// ReadEffect implements sqlstore.EffectDB.
+func (d statements) ReadEffect(ctx context.Context, job, key string) sqlstore.ReadFunc {
 	return func(dest ...any) (bool, error) {
 		return found(d.db.queryRow(ctx, nil, `SELECT `+sqlstore.EffectColumns+` FROM baton_effects WHERE job = $1 AND key = $2`, job, key).Scan(dest...))
 	}

@@ -32,7 +32,7 @@ import (
 // caller's either way). RecordContention, a count for operators, is sent
 // once: a re-run could count a refusal twice.
 type LeaseStore struct {
-	sqlstore.Pauses // lease.Pauser over pauseDB
+	sqlstore.Pauses // lease.Pauser over statements
 	db              *DB
 	// names maps the table names in the queries to this store's: nil for
 	// the jobs' leases; the lock tables for NewLockStore.
@@ -46,7 +46,7 @@ var (
 
 // NewLeaseStore returns the lease store of db.
 func NewLeaseStore(db *DB) *LeaseStore {
-	return &LeaseStore{Pauses: sqlstore.Pauses{DB: pauseDB{db}}, db: db}
+	return &LeaseStore{Pauses: sqlstore.Pauses{DB: statements{db}}, db: db}
 }
 
 // NewLockStore returns the store of db's application locks (batonlock):
@@ -55,7 +55,7 @@ func NewLeaseStore(db *DB) *LeaseStore {
 // lease. A lock's key is its record's job. Its rows are never deleted, so
 // a key's fence never goes back.
 func NewLockStore(db *DB) *LeaseStore {
-	return &LeaseStore{Pauses: sqlstore.Pauses{DB: pauseDB{db}}, db: db, names: strings.NewReplacer("baton_lease_contention", "baton_lock_contention", "baton_leases", "baton_locks")}
+	return &LeaseStore{Pauses: sqlstore.Pauses{DB: statements{db}}, db: db, names: strings.NewReplacer("baton_lease_contention", "baton_lock_contention", "baton_leases", "baton_locks")}
 }
 
 // q returns query on this store's tables.

@@ -26,7 +26,7 @@ import (
 // the sentinel and is returned with it; one applied this time (the record
 // changed in between) is the transition's result.
 type LedgerStore struct {
-	sqlstore.RunPruner // ledger.Pruner over prunerDB
+	sqlstore.RunPruner // ledger.Pruner over statements
 	db                 *DB
 }
 
@@ -34,7 +34,7 @@ var _ ledger.Store = (*LedgerStore)(nil)
 
 // NewLedgerStore returns the ledger of db.
 func NewLedgerStore(db *DB) *LedgerStore {
-	return &LedgerStore{RunPruner: sqlstore.RunPruner{DB: prunerDB{db}}, db: db}
+	return &LedgerStore{RunPruner: sqlstore.RunPruner{DB: statements{db}}, db: db}
 }
 
 // OpenRun implements ledger.Store.

@@ -13,10 +13,8 @@ import (
 // processes agree on it.
 var _ lease.Pauser = (*LeaseStore)(nil)
 
-// pauseDB is sqlstore.PauseDB on baton_job_pause.
-type pauseDB struct{ db *DB }
-
-func (d pauseDB) WritePause(ctx context.Context, p lease.SetPauseParams) error {
+// WritePause implements sqlstore.PauseDB.
+func (d statements) WritePause(ctx context.Context, p lease.SetPauseParams) error {
 	var err error
 	if p.Paused {
 		_, err = d.db.exec(ctx, nil, `
@@ -34,14 +32,16 @@ WHERE job = $1 AND paused`, p.Job, toNanos(p.Now), p.By, p.Reason)
 	return translate(err)
 }
 
-func (d pauseDB) CountSkipped(ctx context.Context, job string, nominal time.Time) error {
+// CountSkipped implements sqlstore.PauseDB.
+func (d statements) CountSkipped(ctx context.Context, job string, nominal time.Time) error {
 	_, err := d.db.exec(ctx, nil, `
 UPDATE baton_job_pause SET skipped = skipped + 1, last_skipped = $2
 WHERE job = $1 AND paused AND last_skipped < $2`, job, toNanos(nominal))
 	return translate(err)
 }
 
-func (d pauseDB) ReadPause(ctx context.Context, job string) sqlstore.ReadFunc {
+// ReadPause implements sqlstore.PauseDB.
+func (d statements) ReadPause(ctx context.Context, job string) sqlstore.ReadFunc {
 	return func(dest ...any) (bool, error) {
 		return found(d.db.queryRow(ctx, nil, `SELECT `+sqlstore.PauseColumns+` FROM baton_job_pause WHERE job = $1`, job).Scan(dest...))
 	}

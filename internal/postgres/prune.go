@@ -13,9 +13,6 @@ import (
 
 var _ ledger.Pruner = (*LedgerStore)(nil)
 
-// prunerDB is sqlstore.PruneDB on the database.
-type prunerDB struct{ db *DB }
-
 // pruneChunkSQL deletes up to $2 records of one part of run $1.
 var pruneChunkSQL = map[sqlstore.RunPart]string{
 	sqlstore.PartItems:     `DELETE FROM baton_items WHERE run = $1 AND asset IN (SELECT asset FROM baton_items WHERE run = $1 LIMIT $2)`,
@@ -23,7 +20,8 @@ var pruneChunkSQL = map[sqlstore.RunPart]string{
 	sqlstore.PartItemPages: `DELETE FROM baton_item_pages WHERE run = $1 AND idx IN (SELECT idx FROM baton_item_pages WHERE run = $1 LIMIT $2)`,
 }
 
-func (d prunerDB) OldestFinished(ctx context.Context, job string, before time.Time) (sqlstore.FinishedRun, bool, error) {
+// OldestFinished implements sqlstore.PruneDB.
+func (d statements) OldestFinished(ctx context.Context, job string, before time.Time) (sqlstore.FinishedRun, bool, error) {
 	var r sqlstore.FinishedRun
 	err := d.db.queryRow(ctx, nil, `SELECT job, nominal, generation FROM baton_runs
 		WHERE finished_at > 0 AND finished_at < $1 AND (job = $2 OR left(job, length($2) + 1) = $2 || '+')
@@ -34,7 +32,8 @@ func (d prunerDB) OldestFinished(ctx context.Context, job string, before time.Ti
 	return r, err == nil, translate(err)
 }
 
-func (d prunerDB) DeleteChunk(ctx context.Context, part sqlstore.RunPart, run string, n int) (int, error) {
+// DeleteChunk implements sqlstore.PruneDB.
+func (d statements) DeleteChunk(ctx context.Context, part sqlstore.RunPart, run string, n int) (int, error) {
 	tag, err := d.db.exec(ctx, nil, pruneChunkSQL[part], run, n)
 	if err != nil {
 		return 0, translate(err)
@@ -42,7 +41,8 @@ func (d prunerDB) DeleteChunk(ctx context.Context, part sqlstore.RunPart, run st
 	return int(tag.RowsAffected()), nil
 }
 
-func (d prunerDB) DeleteRun(ctx context.Context, r sqlstore.FinishedRun) error {
+// DeleteRun implements sqlstore.PruneDB.
+func (d statements) DeleteRun(ctx context.Context, r sqlstore.FinishedRun) error {
 	_, err := d.db.exec(ctx, nil, `DELETE FROM baton_runs WHERE job = $1 AND nominal = $2 AND generation = $3`, r.Job, r.Nominal, r.Generation)
 	return translate(err)
 }

@@ -15,11 +15,8 @@ import (
 // sqlstore.RateLimitStore on baton_rate_limits (one row per counter) and
 // baton_rate_slots (one row per slot).
 func NewRateLimitStore(db *DB) *sqlstore.RateLimitStore {
-	return &sqlstore.RateLimitStore{DB: rateLimitDB{db}}
+	return &sqlstore.RateLimitStore{DB: statements{db}}
 }
-
-// rateLimitDB is sqlstore.RateLimitDB on the rate limit tables.
-type rateLimitDB struct{ db *DB }
 
 // TakeUnit is Take's write (sqlstore.RateLimits): one upsert whose
 // update is conditioned on the count (INSERT … ON CONFLICT DO UPDATE …
@@ -32,7 +29,7 @@ type rateLimitDB struct{ db *DB }
 // the safe side). Hold re-run applies again (the slot is the holder's);
 // a Free re-run that finds the slot no longer the holder's reports
 // success (it is not the holder's either way).
-func (d rateLimitDB) TakeUnit(ctx context.Context, p ratelimit.TakeParams) (sqlstore.RateTake, error) {
+func (d statements) TakeUnit(ctx context.Context, p ratelimit.TakeParams) (sqlstore.RateTake, error) {
 	var t sqlstore.RateTake
 	err := d.db.queryRow(ctx, nil, `INSERT INTO baton_rate_limits (name, win, shard, count, expires) VALUES ($1, $2, $3, 1, $4)
 		ON CONFLICT (name, win, shard) DO UPDATE SET count = baton_rate_limits.count + 1 WHERE baton_rate_limits.count < $5
@@ -62,7 +59,7 @@ func (d rateLimitDB) TakeUnit(ctx context.Context, p ratelimit.TakeParams) (sqls
 
 // HoldSlot is Hold's write: one upsert whose update is conditioned
 // on the slot being free, run out or the holder's.
-func (d rateLimitDB) HoldSlot(ctx context.Context, p ratelimit.SlotParams) (bool, error) {
+func (d statements) HoldSlot(ctx context.Context, p ratelimit.SlotParams) (bool, error) {
 	tag, err := d.db.exec(ctx, nil, `INSERT INTO baton_rate_slots (name, slot, holder, until) VALUES ($1, $2, $3, $4)
 		ON CONFLICT (name, slot) DO UPDATE SET holder = $3, until = $4
 		WHERE baton_rate_slots.until <= $5 OR baton_rate_slots.holder = $3`,
@@ -71,7 +68,7 @@ func (d rateLimitDB) HoldSlot(ctx context.Context, p ratelimit.SlotParams) (bool
 }
 
 // FreeSlot is Free's write: one update conditioned on the holder.
-func (d rateLimitDB) FreeSlot(ctx context.Context, p ratelimit.SlotParams) (bool, error) {
+func (d statements) FreeSlot(ctx context.Context, p ratelimit.SlotParams) (bool, error) {
 	var a attempts
 	tag, err := d.db.exec(ctx, &a, `UPDATE baton_rate_slots SET holder = '', until = 0
 		WHERE name = $1 AND slot = $2 AND holder = $3`, p.Name, p.Slot, p.Holder)

@@ -7,7 +7,7 @@ import (
 // DeleteRunOut is PruneLimits' write (sqlstore.RateLimitStore): the
 // counters and the slots in one statement (retried through a lost
 // connection: a re-run deletes what is left).
-func (d rateLimitDB) DeleteRunOut(ctx context.Context, expired, idle int64) (int, error) {
+func (d statements) DeleteRunOut(ctx context.Context, expired, idle int64) (int, error) {
 	var counters, slots int
 	err := d.db.queryRow(ctx, nil, `
 WITH c AS (DELETE FROM baton_rate_limits WHERE expires < $1 RETURNING 1),

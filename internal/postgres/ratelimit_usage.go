@@ -10,7 +10,7 @@ import (
 // ReadUsage is ListUsage's read (sqlstore.RateLimitStore): one query.
 // A keyed limit's records are the names starting with "<name>#"
 // (starts_with compares bytes, whatever the collation).
-func (d rateLimitDB) ReadUsage(ctx context.Context, p ratelimit.ListParams, row func(sqlstore.ScanFunc) error) error {
+func (d statements) ReadUsage(ctx context.Context, p ratelimit.ListParams, row func(sqlstore.ScanFunc) error) error {
 	cond, arg := "name = $1", p.Limit.Name
 	if p.Keyed {
 		cond, arg = "starts_with(name, $1)", p.Limit.Name+"#"

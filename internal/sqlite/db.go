@@ -260,3 +260,8 @@ func found(err error) (bool, error) {
 	}
 	return err == nil, err
 }
+
+// statements is the engine as sqlstore sees it: every sqlstore.XxxDB
+// (EffectDB, RateLimitDB, PauseDB, PruneDB), each method one of the
+// engine's statements on db, in its dialect.
+type statements struct{ db *DB }

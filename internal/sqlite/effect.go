@@ -11,15 +11,12 @@ import (
 
 // NewEffectStore returns the effect store of db: sqlstore.EffectStore on
 // the effects table.
-func NewEffectStore(db *DB) *sqlstore.EffectStore { return &sqlstore.EffectStore{DB: effectDB{db}} }
-
-// effectDB is sqlstore.EffectDB on the effects table.
-type effectDB struct{ db *DB }
+func NewEffectStore(db *DB) *sqlstore.EffectStore { return &sqlstore.EffectStore{DB: statements{db}} }
 
 // UpsertEffect runs effectPut through the process's writer. When it
 // writes nothing, the stored pair is read in the same transaction, for
 // the error.
-func (d effectDB) UpsertEffect(ctx context.Context, r effect.Record, value []byte) (sqlstore.EffectWrite, error) {
+func (d statements) UpsertEffect(ctx context.Context, r effect.Record, value []byte) (sqlstore.EffectWrite, error) {
 	var w sqlstore.EffectWrite
 	err := d.db.write(ctx, func(ctx context.Context, tx *sql.Tx) error {
 		var one int
@@ -44,7 +41,8 @@ ON CONFLICT (job, key) DO UPDATE SET
 WHERE (excluded.generation, excluded.attempt) >= (effects.generation, effects.attempt)
 RETURNING 1`
 
-func (d effectDB) ReadEffect(ctx context.Context, job, key string) sqlstore.ReadFunc {
+// ReadEffect implements sqlstore.EffectDB.
+func (d statements) ReadEffect(ctx context.Context, job, key string) sqlstore.ReadFunc {
 	return func(dest ...any) (bool, error) {
 		return found(d.db.sql.QueryRowContext(ctx, `SELECT `+sqlstore.EffectColumns+` FROM effects WHERE job = ? AND key = ?`, job, key).Scan(dest...))
 	}

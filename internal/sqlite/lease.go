@@ -23,7 +23,7 @@ import (
 // refused the write. Renew and Release are one conditional UPDATE each.
 // Statements are prepared once per store.
 type LeaseStore struct {
-	sqlstore.Pauses // lease.Pauser over pauseDB
+	sqlstore.Pauses // lease.Pauser over statements
 	db              *DB
 	// names maps the table names in the queries below to this store's:
 	// nil for the jobs' leases; the lock tables for NewLockStore.
@@ -37,7 +37,7 @@ var _ lease.Store = (*LeaseStore)(nil)
 
 // NewLeaseStore returns the lease store of db.
 func NewLeaseStore(db *DB) *LeaseStore {
-	return &LeaseStore{Pauses: sqlstore.Pauses{DB: pauseDB{db}}, db: db, stmts: map[string]*sql.Stmt{}}
+	return &LeaseStore{Pauses: sqlstore.Pauses{DB: statements{db}}, db: db, stmts: map[string]*sql.Stmt{}}
 }
 
 // NewLockStore returns the store of db's application locks (batonlock):
@@ -47,7 +47,7 @@ func NewLeaseStore(db *DB) *LeaseStore {
 // fence never goes back.
 func NewLockStore(db *DB) *LeaseStore {
 	return &LeaseStore{
-		Pauses: sqlstore.Pauses{DB: pauseDB{db}}, db: db, stmts: map[string]*sql.Stmt{},
+		Pauses: sqlstore.Pauses{DB: statements{db}}, db: db, stmts: map[string]*sql.Stmt{},
 		names: strings.NewReplacer("lease_contention", "lock_contention", "leases", "locks"),
 	}
 }

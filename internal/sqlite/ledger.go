@@ -24,7 +24,7 @@ import (
 // and, unless that read finds a terminal record (which never changes), to
 // the all-or-nothing write.
 type LedgerStore struct {
-	sqlstore.RunPruner // ledger.Pruner over prunerDB: each chunk one write
+	sqlstore.RunPruner // ledger.Pruner over statements: each chunk one write
 	db                 *DB
 
 	mu    sync.Mutex
@@ -36,7 +36,7 @@ var _ ledger.Store = (*LedgerStore)(nil)
 // NewLedgerStore returns the ledger of db. Its statements are prepared on
 // first use and live as long as db.
 func NewLedgerStore(db *DB) *LedgerStore {
-	return &LedgerStore{RunPruner: sqlstore.RunPruner{DB: prunerDB{db}}, db: db}
+	return &LedgerStore{RunPruner: sqlstore.RunPruner{DB: statements{db}}, db: db}
 }
 
 // OpenRun implements ledger.Store.

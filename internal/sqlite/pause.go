@@ -14,11 +14,8 @@ import (
 // processes agree on it.
 var _ lease.Pauser = (*LeaseStore)(nil)
 
-// pauseDB is sqlstore.PauseDB on the job_pause table. (paused is 0 or 1,
-// which database/sql scans into a bool.)
-type pauseDB struct{ db *DB }
-
-func (d pauseDB) WritePause(ctx context.Context, p lease.SetPauseParams) error {
+// WritePause implements sqlstore.PauseDB.
+func (d statements) WritePause(ctx context.Context, p lease.SetPauseParams) error {
 	return d.db.write(ctx, func(ctx context.Context, tx *sql.Tx) error {
 		var err error
 		if p.Paused { // a new pause, unless paused already
@@ -38,14 +35,17 @@ WHERE job = ?1 AND paused = 1`, p.Job, toNanos(p.Now), p.By, p.Reason)
 	})
 }
 
-func (d pauseDB) CountSkipped(ctx context.Context, job string, nominal time.Time) error {
+// CountSkipped implements sqlstore.PauseDB.
+func (d statements) CountSkipped(ctx context.Context, job string, nominal time.Time) error {
 	_, err := d.db.writeOne(ctx, `
 UPDATE job_pause SET skipped = skipped + 1, last_skipped = ?2
 WHERE job = ?1 AND paused = 1 AND last_skipped < ?2`, job, toNanos(nominal))
 	return err
 }
 
-func (d pauseDB) ReadPause(ctx context.Context, job string) sqlstore.ReadFunc {
+// ReadPause implements sqlstore.PauseDB. (paused is 0 or 1, which
+// database/sql scans into a bool.)
+func (d statements) ReadPause(ctx context.Context, job string) sqlstore.ReadFunc {
 	return func(dest ...any) (bool, error) {
 		return found(d.db.sql.QueryRowContext(ctx, `SELECT `+sqlstore.PauseColumns+` FROM job_pause WHERE job = ?`, job).Scan(dest...))
 	}

@@ -11,9 +11,6 @@ import (
 
 var _ ledger.Pruner = (*LedgerStore)(nil)
 
-// prunerDB is sqlstore.PruneDB on the embedded database.
-type prunerDB struct{ db *DB }
-
 // pruneChunkSQL deletes up to :n records of one part of :run.
 var pruneChunkSQL = map[sqlstore.RunPart]string{
 	sqlstore.PartItems:     `DELETE FROM items WHERE run = :run AND asset IN (SELECT asset FROM items WHERE run = :run LIMIT :n)`,
@@ -21,7 +18,8 @@ var pruneChunkSQL = map[sqlstore.RunPart]string{
 	sqlstore.PartItemPages: `DELETE FROM item_pages WHERE run = :run AND idx IN (SELECT idx FROM item_pages WHERE run = :run LIMIT :n)`,
 }
 
-func (d prunerDB) OldestFinished(ctx context.Context, job string, before time.Time) (sqlstore.FinishedRun, bool, error) {
+// OldestFinished implements sqlstore.PruneDB.
+func (d statements) OldestFinished(ctx context.Context, job string, before time.Time) (sqlstore.FinishedRun, bool, error) {
 	var r sqlstore.FinishedRun
 	err := d.db.sql.QueryRowContext(ctx, `
 		SELECT job, nominal, generation FROM runs INDEXED BY runs_finished
@@ -34,7 +32,8 @@ func (d prunerDB) OldestFinished(ctx context.Context, job string, before time.Ti
 	return r, err == nil, err
 }
 
-func (d prunerDB) DeleteChunk(ctx context.Context, part sqlstore.RunPart, run string, n int) (int, error) {
+// DeleteChunk implements sqlstore.PruneDB.
+func (d statements) DeleteChunk(ctx context.Context, part sqlstore.RunPart, run string, n int) (int, error) {
 	var deleted int64
 	err := d.db.write(ctx, func(ctx context.Context, tx *sql.Tx) error {
 		r, err := tx.ExecContext(ctx, pruneChunkSQL[part], sql.Named("run", run), sql.Named("n", n))
@@ -47,7 +46,8 @@ func (d prunerDB) DeleteChunk(ctx context.Context, part sqlstore.RunPart, run st
 	return int(deleted), err
 }
 
-func (d prunerDB) DeleteRun(ctx context.Context, r sqlstore.FinishedRun) error {
+// DeleteRun implements sqlstore.PruneDB.
+func (d statements) DeleteRun(ctx context.Context, r sqlstore.FinishedRun) error {
 	return d.db.write(ctx, func(ctx context.Context, tx *sql.Tx) error {
 		_, err := tx.ExecContext(ctx, `DELETE FROM runs WHERE job = :job AND nominal = :nominal AND generation = :gen`,
 			sql.Named("job", r.Job), sql.Named("nominal", r.Nominal), sql.Named("gen", r.Generation))

@@ -13,16 +13,13 @@ import (
 // sqlstore.RateLimitStore on the rate_limits (one row per counter) and
 // rate_slots (one row per slot) tables.
 func NewRateLimitStore(db *DB) *sqlstore.RateLimitStore {
-	return &sqlstore.RateLimitStore{DB: rateLimitDB{db}}
+	return &sqlstore.RateLimitStore{DB: statements{db}}
 }
-
-// rateLimitDB is sqlstore.RateLimitDB on the rate limit tables.
-type rateLimitDB struct{ db *DB }
 
 // TakeUnit is Take's write (sqlstore.RateLimits): one upsert whose
 // update is conditioned on the count, in one write transaction. The first take of a window
 // also removes the name's expired counters.
-func (d rateLimitDB) TakeUnit(ctx context.Context, p ratelimit.TakeParams) (sqlstore.RateTake, error) {
+func (d statements) TakeUnit(ctx context.Context, p ratelimit.TakeParams) (sqlstore.RateTake, error) {
 	var t sqlstore.RateTake
 	err := d.db.write(ctx, func(ctx context.Context, tx *sql.Tx) error {
 		args := []any{sql.Named("name", p.Name), sql.Named("win", p.Window), sql.Named("shard", p.Shard)}
@@ -47,7 +44,7 @@ func (d rateLimitDB) TakeUnit(ctx context.Context, p ratelimit.TakeParams) (sqls
 
 // HoldSlot is Hold's write: one upsert whose update is conditioned
 // on the slot being free, run out or the holder's.
-func (d rateLimitDB) HoldSlot(ctx context.Context, p ratelimit.SlotParams) (bool, error) {
+func (d statements) HoldSlot(ctx context.Context, p ratelimit.SlotParams) (bool, error) {
 	return d.db.writeOne(ctx, `
 	INSERT INTO rate_slots (name, slot, holder, until) VALUES (:name, :slot, :holder, :until)
 	ON CONFLICT (name, slot) DO UPDATE SET holder = :holder, until = :until
@@ -57,7 +54,7 @@ func (d rateLimitDB) HoldSlot(ctx context.Context, p ratelimit.SlotParams) (bool
 }
 
 // FreeSlot is Free's write: one update conditioned on the holder.
-func (d rateLimitDB) FreeSlot(ctx context.Context, p ratelimit.SlotParams) (bool, error) {
+func (d statements) FreeSlot(ctx context.Context, p ratelimit.SlotParams) (bool, error) {
 	return d.db.writeOne(ctx, `UPDATE rate_slots SET holder = '', until = 0
 	WHERE name = :name AND slot = :slot AND holder = :holder`,
 		sql.Named("name", p.Name), sql.Named("slot", p.Slot), sql.Named("holder", p.Holder))

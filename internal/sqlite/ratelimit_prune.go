@@ -7,7 +7,7 @@ import (
 
 // DeleteRunOut is PruneLimits' write (sqlstore.RateLimitStore): the
 // counters and the slots in one write transaction.
-func (d rateLimitDB) DeleteRunOut(ctx context.Context, expired, idle int64) (int, error) {
+func (d statements) DeleteRunOut(ctx context.Context, expired, idle int64) (int, error) {
 	var n int64
 	err := d.db.write(ctx, func(ctx context.Context, tx *sql.Tx) error {
 		for _, q := range []struct {

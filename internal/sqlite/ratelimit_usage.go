@@ -11,7 +11,7 @@ import (
 // ReadUsage is ListUsage's read (sqlstore.RateLimitStore): one query. A
 // keyed limit's records are the primary key's range ["<name>#",
 // "<name>$") ('$' follows '#').
-func (d rateLimitDB) ReadUsage(ctx context.Context, p ratelimit.ListParams, row func(sqlstore.ScanFunc) error) error {
+func (d statements) ReadUsage(ctx context.Context, p ratelimit.ListParams, row func(sqlstore.ScanFunc) error) error {
 	cond, args := "name = :name", []any{sql.Named("name", p.Limit.Name)}
 	if p.Keyed {
 		cond = "name >= :lo AND name < :hi"
