@@ -163,6 +163,17 @@ func toNanos(t time.Time) int64 { return sqlstore.Nanos(t) }
 
 func fromNanos(n int64) time.Time { return sqlstore.Time(n) }
 
+// NewEffectStore returns the effect store of db: sqlstore.EffectStore on
+// baton_effects.
+func NewEffectStore(db *DB) *sqlstore.EffectStore { return &sqlstore.EffectStore{DB: statements{db}} }
+
+// NewRateLimitStore returns the rate limit store of db:
+// sqlstore.RateLimitStore on baton_rate_limits (one row per counter)
+// and baton_rate_slots (one row per slot).
+func NewRateLimitStore(db *DB) *sqlstore.RateLimitStore {
+	return &sqlstore.RateLimitStore{DB: statements{db}}
+}
+
 // statements is the engine as sqlstore sees it: every sqlstore.XxxDB
 // (EffectDB, RateLimitDB, PauseDB, PruneDB), each method one of the
 // engine's statements on db, in its dialect.

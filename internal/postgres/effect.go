@@ -10,10 +10,6 @@ import (
 	"github.com/batonhq/baton/internal/sqlstore"
 )
 
-// NewEffectStore returns the effect store of db: sqlstore.EffectStore on
-// the baton_effects table.
-func NewEffectStore(db *DB) *sqlstore.EffectStore { return &sqlstore.EffectStore{DB: statements{db}} }
-
 // UpsertEffect runs effectPutSQL in one batch with a read of the stored
 // pair, which a refusal reports (the refused upsert locks the row, so the
 // read sees the record that refused it). A re-run after an unknown

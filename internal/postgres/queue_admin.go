@@ -31,11 +31,7 @@ type StoredMessage = sqlstore.StoredMessage
 // visible or not, in send order, without receiving them: it counts no
 // receive and hides nothing.
 func (q *Queue) Peek(ctx context.Context, max int) ([]queue.Peeked, error) {
-	ms, err := q.Inspect(ctx, max)
-	if err != nil {
-		return nil, err
-	}
-	return sqlstore.Peeked(ms), nil
+	return sqlstore.Peek(ctx, q, max)
 }
 
 // Inspect is Peek with each message's visibility and last move.

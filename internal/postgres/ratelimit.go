@@ -11,13 +11,6 @@ import (
 	"github.com/batonhq/baton/internal/sqlstore"
 )
 
-// NewRateLimitStore returns the rate limit store on db:
-// sqlstore.RateLimitStore on baton_rate_limits (one row per counter) and
-// baton_rate_slots (one row per slot).
-func NewRateLimitStore(db *DB) *sqlstore.RateLimitStore {
-	return &sqlstore.RateLimitStore{DB: statements{db}}
-}
-
 // TakeUnit is Take's write (sqlstore.RateLimits): one upsert whose
 // update is conditioned on the count (INSERT … ON CONFLICT DO UPDATE …
 // WHERE count < max); when it writes nothing, a read of the count. The

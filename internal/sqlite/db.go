@@ -261,6 +261,17 @@ func found(err error) (bool, error) {
 	return err == nil, err
 }
 
+// NewEffectStore returns the effect store of db: sqlstore.EffectStore on
+// the effects table.
+func NewEffectStore(db *DB) *sqlstore.EffectStore { return &sqlstore.EffectStore{DB: statements{db}} }
+
+// NewRateLimitStore returns the rate limit store of db:
+// sqlstore.RateLimitStore on the rate_limits (one row per counter) and
+// rate_slots (one row per slot) tables.
+func NewRateLimitStore(db *DB) *sqlstore.RateLimitStore {
+	return &sqlstore.RateLimitStore{DB: statements{db}}
+}
+
 // statements is the engine as sqlstore sees it: every sqlstore.XxxDB
 // (EffectDB, RateLimitDB, PauseDB, PruneDB), each method one of the
 // engine's statements on db, in its dialect.

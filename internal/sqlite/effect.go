@@ -9,10 +9,6 @@ import (
 	"github.com/batonhq/baton/internal/sqlstore"
 )
 
-// NewEffectStore returns the effect store of db: sqlstore.EffectStore on
-// the effects table.
-func NewEffectStore(db *DB) *sqlstore.EffectStore { return &sqlstore.EffectStore{DB: statements{db}} }
-
 // UpsertEffect runs effectPut through the process's writer. When it
 // writes nothing, the stored pair is read in the same transaction, for
 // the error.

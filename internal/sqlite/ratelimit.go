@@ -9,13 +9,6 @@ import (
 	"github.com/batonhq/baton/internal/sqlstore"
 )
 
-// NewRateLimitStore returns the rate limit store on db:
-// sqlstore.RateLimitStore on the rate_limits (one row per counter) and
-// rate_slots (one row per slot) tables.
-func NewRateLimitStore(db *DB) *sqlstore.RateLimitStore {
-	return &sqlstore.RateLimitStore{DB: statements{db}}
-}
-
 // TakeUnit is Take's write (sqlstore.RateLimits): one upsert whose
 // update is conditioned on the count, in one write transaction. The first take of a window
 // also removes the name's expired counters.

@@ -27,7 +27,7 @@
 //     (Pauses over PauseDB), the ledger's prune loop (RunPruner over
 //     PruneDB) and a queue's long poll (LongPoll over a LookFunc). An
 //     engine returns the store, or embeds the type in its own.
-//   - The shapes operators see (StoredMessage, Peeked).
+//   - The shapes operators see (StoredMessage, Peek).
 //
 // # What stays per engine
 //

@@ -1,6 +1,7 @@
 package sqlstore
 
 import (
+	"context"
 	"fmt"
 	"strconv"
 	"time"
@@ -21,13 +22,27 @@ type StoredMessage struct {
 	MovedAt      time.Time
 }
 
-// Peeked returns ms as queue.Peeker shows them.
-func Peeked(ms []StoredMessage) []queue.Peeked {
+// Inspector is a queue whose stored messages an operator can read: the
+// SQL engines' Queue.
+type Inspector interface {
+	// Inspect returns up to limit of the queue's messages (all when
+	// limit <= 0), visible or not, in send order, receiving none.
+	Inspect(ctx context.Context, limit int) ([]StoredMessage, error)
+}
+
+// Peek implements queue.Peeker over q's Inspect: up to max of the
+// queue's messages (all when max <= 0), visible or not, in send order,
+// without receiving them.
+func Peek(ctx context.Context, q Inspector, max int) ([]queue.Peeked, error) {
+	ms, err := q.Inspect(ctx, max)
+	if err != nil {
+		return nil, err
+	}
 	out := make([]queue.Peeked, len(ms))
 	for i, m := range ms {
 		out[i] = queue.Peeked{MessageID: m.MessageID, Body: m.Body, Attributes: m.Attributes, ReceiveCount: m.ReceiveCount, SentAt: m.SentAt}
 	}
-	return out
+	return out, nil
 }
 
 // StoredMessageColumns are the columns of a message that

@@ -1,6 +1,7 @@
 package sqlstore
 
 import (
+	"context"
 	"errors"
 	"fmt"
 	"reflect"
@@ -9,6 +10,8 @@ import (
 	"time"
 
 	"github.com/stretchr/testify/require"
+
+	"github.com/batonhq/baton/internal/queue"
 )
 
 // scanOf returns a ScanFunc that stores vals into its destinations, in
@@ -79,4 +82,31 @@ func TestScanStoredMessage(t *testing.T) {
 	boom := errors.New("boom")
 	_, err = ScanStoredMessage(func(...any) error { return boom })
 	require.ErrorIs(t, err, boom)
+}
+
+// inspector is an Inspector that returns ms (or err) and records the
+// limit it was asked for.
+type inspector struct {
+	ms    []StoredMessage
+	err   error
+	limit int
+}
+
+func (i *inspector) Inspect(_ context.Context, limit int) ([]StoredMessage, error) {
+	i.limit = limit
+	return i.ms, i.err
+}
+
+func TestPeek(t *testing.T) {
+	t.Parallel()
+	in := &inspector{ms: []StoredMessage{{MessageID: "1", Body: []byte("b"), Attributes: map[string]string{"a": "1"},
+		SentAt: t0, ReceiveCount: 2, VisibleAt: t0.Add(time.Minute), MovedFrom: "dlq", MovedAt: t0}}}
+	ps, err := Peek(t.Context(), in, 5)
+	require.NoError(t, err)
+	require.Equal(t, 5, in.limit)
+	require.Equal(t, []queue.Peeked{{MessageID: "1", Body: []byte("b"), Attributes: map[string]string{"a": "1"}, ReceiveCount: 2, SentAt: t0}}, ps)
+
+	in.err = errors.New("boom")
+	_, err = Peek(t.Context(), in, 0)
+	require.ErrorIs(t, err, in.err)
 }
