@@ -10,6 +10,7 @@ import (
 
 	"github.com/batonhq/baton/internal/ledger"
 	"github.com/batonhq/baton/internal/ops"
+	"github.com/batonhq/baton/internal/runstatus"
 )
 
 const cancelSynopsis = `cancel --run R [--asset A] [--reason TEXT] [flags]
@@ -109,7 +110,7 @@ func cancel(ctx context.Context, e *env, run, asset, reason string) error {
 	e.set("items", changes)
 	e.set("cancelled", res.Cancelled)
 	e.set("already_terminal", res.AlreadyTerminal)
-	e.set("run", newRunStatus(settled, nil, nil))
+	e.set("run", runstatus.NewRun(settled, nil, nil))
 	return err
 }
 

@@ -7,6 +7,7 @@ import (
 	"time"
 
 	"github.com/batonhq/baton/internal/ledger"
+	"github.com/batonhq/baton/internal/runstatus"
 )
 
 // settleWatch follows runs until they settle, settling them on the way
@@ -135,7 +136,7 @@ func (w *settleWatch) stallError() error {
 		if run.ID.Job == "" {
 			return fmt.Errorf("no item finished for %s (--timeout): tick %s has no run yet", w.stall, rfc(n))
 		}
-		counts := countItems(w.items[n], nil)
+		counts := runstatus.CountItems(w.items[n], nil)
 		return fmt.Errorf("no item finished for %s (--timeout): run %s is %s with %d RUNNING, %d FAILED, %d of %d items terminal "+
 			"(are consumers running? 'baton status --run %s')", w.stall, run.ID, run.State, counts["RUNNING"], counts["FAILED"],
 			counts["SUCCEEDED"]+counts["DEAD"]+counts["CANCELLED"], len(w.r.j.ItemNames()), run.ID)
