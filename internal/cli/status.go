@@ -343,7 +343,7 @@ func printRunDetail(w io.Writer, d *runstatus.RunDetail) {
 	fmt.Fprintf(w, "items: %s\n", strings.Join(counts, ", "))
 	for _, s := range d.ItemList {
 		if s.NextAttempt != nil {
-			fmt.Fprintf(w, "waiting: %s, next attempt %s, on %s\n", s.Asset, rfc(*s.NextAttempt), waitingText(s.WaitingOn))
+			fmt.Fprintf(w, "waiting: %s, next attempt %s, on %s\n", s.Asset, rfc(*s.NextAttempt), s.WaitingOn.Text())
 		}
 	}
 	if d.Run.Superseded > 0 {
@@ -404,7 +404,7 @@ func printWaiting(w io.Writer, items []itemStatus, more int, now time.Time) {
 	tw := tabwriter.NewWriter(w, 0, 0, 2, ' ', 0)
 	fmt.Fprintln(tw, "ITEM\tATTEMPT\tNEXT ATTEMPT\tWAITING ON\tLAST ERROR")
 	for _, s := range items {
-		fmt.Fprintf(tw, "%s\t%d\t%s\t%s\t%s\n", s.Key, s.Attempt, nextAttempt(s.NextAttempt, now), waitingText(s.WaitingOn), orDash(s.Error))
+		fmt.Fprintf(tw, "%s\t%d\t%s\t%s\t%s\n", s.Key, s.Attempt, nextAttempt(s.NextAttempt, now), s.WaitingOn.Text(), orDash(s.Error))
 	}
 	tw.Flush()
 	if more > 0 {
@@ -421,18 +421,6 @@ func nextAttempt(t *time.Time, now time.Time) string {
 		return fmt.Sprintf("%s (in %s)", rfc(*t), ago(t.Sub(now)))
 	}
 	return fmt.Sprintf("%s (due)", rfc(*t))
-}
-
-func waitingText(o *waitingOn) string {
-	switch {
-	case o == nil:
-		return "-"
-	case o.Kind == "limit" && o.Key != "":
-		return fmt.Sprintf("limit %s key %s", o.Limit, limitstatus.Cut(o.Key))
-	case o.Kind == "limit":
-		return "limit " + o.Limit
-	}
-	return "retry delay"
 }
 
 func orDash(s string) string {

@@ -639,11 +639,7 @@ func NewItem(it ledger.Item) Item {
 		s.LeaseUntil = opt(it.LeaseUntil)
 	}
 	if w, ok := it.NextAttempt(); ok {
-		s.NextAttempt = opt(w.At)
-		s.WaitingOn = &WaitingOn{Kind: "retry_delay"}
-		if w.Limit != "" {
-			s.WaitingOn = &WaitingOn{Kind: "limit", Limit: w.Limit, Key: w.Key}
-		}
+		s.NextAttempt, s.WaitingOn = opt(w.At), NewWaitingOn(w)
 	}
 	if it.State == ledger.ItemSucceeded {
 		p := ledger.PreviewResult(it.Result)
@@ -659,4 +655,26 @@ func opt(t time.Time) *time.Time {
 	}
 	t = t.UTC()
 	return &t
+}
+
+// NewWaitingOn is what a noted wait is for.
+func NewWaitingOn(w ledger.ItemWait) *WaitingOn {
+	if w.Limit != "" {
+		return &WaitingOn{Kind: "limit", Limit: w.Limit, Key: w.Key}
+	}
+	return &WaitingOn{Kind: "retry_delay"}
+}
+
+// Text is o in words: "retry delay", "limit L" or "limit L key K" (the
+// key cut by limitstatus.Cut); "-" for nil.
+func (o *WaitingOn) Text() string {
+	switch {
+	case o == nil:
+		return "-"
+	case o.Kind == "limit" && o.Key != "":
+		return fmt.Sprintf("limit %s key %s", o.Limit, limitstatus.Cut(o.Key))
+	case o.Kind == "limit":
+		return "limit " + o.Limit
+	}
+	return "retry delay"
 }

@@ -18,6 +18,7 @@ import (
 	"github.com/batonhq/baton/internal/ledger"
 	"github.com/batonhq/baton/internal/limitstatus"
 	"github.com/batonhq/baton/internal/queue"
+	"github.com/batonhq/baton/internal/runstatus"
 	"github.com/batonhq/baton/internal/schedule"
 	"github.com/batonhq/baton/internal/strictjson"
 )
@@ -76,10 +77,6 @@ var funcs = template.FuncMap{
 	},
 }
 
-// itemStates are the columns of the runs table, in lifecycle order.
-var itemStates = []string{pendingState, string(ledger.ItemRunning), string(ledger.ItemFailed),
-	string(ledger.ItemSucceeded), string(ledger.ItemDead), string(ledger.ItemCancelled)}
-
 // jobRow is a job on the front page.
 type jobRow struct {
 	Name, Schedule string
@@ -88,7 +85,7 @@ type jobRow struct {
 	Lease          leaseView
 	Items          int
 	RunTime        bool // the items are computed when a run opens
-	Pause          *lease.Pause
+	Pause          *runstatus.Pause
 	Subs           submissions
 }
 
@@ -99,20 +96,9 @@ type submissions struct {
 }
 
 // readPause is the job's pause record, nil when the job was never paused
-// or the lease store cannot pause jobs.
-func (s *Server) readPause(r *http.Request, job string) (*lease.Pause, error) {
-	pauser, ok := lease.PauserOf(s.o.Backend.Leases)
-	if !ok {
-		return nil, nil
-	}
-	p, err := pauser.PauseOf(r.Context(), job)
-	if err != nil {
-		return nil, fmt.Errorf("pause of %s: %w", job, err)
-	}
-	if p.Since.IsZero() {
-		return nil, nil
-	}
-	return &p, nil
+// or the lease store cannot pause jobs (runstatus.ReadPause).
+func (s *Server) readPause(r *http.Request, job string) (*runstatus.Pause, error) {
+	return runstatus.ReadPause(r.Context(), s.o.Backend, job)
 }
 
 // readSubmissions lists up to limit of the job's submissions, newest
@@ -203,33 +189,40 @@ type leaseView struct {
 	Release    *Action // when the lease expired: the action that releases it
 }
 
+// readLease is the job's lease as runstatus.ReadLease judges it at now,
+// with the action that releases it once expired.
 func (s *Server) readLease(r *http.Request, j baton.Job, now time.Time) (leaseView, error) {
-	v := leaseView{Job: j.Name, Skew: j.Limits.ClockSkew}
-	l, err := s.o.Backend.Leases.Inspect(r.Context(), j.Name)
-	if errors.Is(err, lease.ErrNotFound) {
-		return v, nil
-	}
+	l, err := runstatus.ReadLease(r.Context(), s.o.Backend, j.Name, j.Limits.ClockSkew, now)
 	if err != nil {
-		return v, fmt.Errorf("inspect lease of %s: %w", j.Name, err)
+		return leaseView{}, err
 	}
-	v.Exists, v.Owner, v.Fence, v.ExpiresAt, v.AcquiredAt = true, l.Owner, l.Fence, l.ExpiresAt, l.AcquiredAt
-	switch {
-	case l.Owner == "":
-		v.State = "free"
-	case l.Held(now, j.Limits.ClockSkew):
-		v.State = "held"
-	default:
-		v.State = "expired"
+	return newLeaseView(j, l), nil
+}
+
+// newLeaseView is j's lease l (nil: never taken) as the pages show it.
+func newLeaseView(j baton.Job, l *runstatus.Lease) leaseView {
+	v := leaseView{Job: j.Name, Skew: j.Limits.ClockSkew}
+	if l == nil {
+		return v
+	}
+	v.Exists, v.State, v.Owner, v.Fence, v.ExpiresAt, v.AcquiredAt = true, l.State, l.Owner, l.Fence, deref(l.ExpiresAt), deref(l.AcquiredAt)
+	if l.State == "expired" {
 		v.Release = &Action{Kind: ReleaseLease, Job: j.Name, Owner: l.Owner, Fence: l.Fence}
 	}
-	if counter, ok := s.o.Backend.Leases.(lease.ContentionCounter); ok {
-		c, err := counter.Contention(r.Context(), j.Name)
-		if err != nil {
-			return v, fmt.Errorf("contention of %s: %w", j.Name, err)
-		}
-		v.Counted, v.Contention = true, c
+	if c := l.Contention; c != nil {
+		v.Counted = true
+		v.Contention = lease.Contention{Job: j.Name, Count: c.Count, Last: deref(c.Last),
+			Holder: lease.Lease{Job: j.Name, Owner: c.LastHolder, Fence: c.LastFence, ExpiresAt: deref(c.LastExpires)}}
 	}
-	return v, nil
+	return v
+}
+
+// deref is *t, the zero time for nil.
+func deref(t *time.Time) time.Time {
+	if t == nil {
+		return time.Time{}
+	}
+	return *t
 }
 
 // runRow is a run in a job's list.
@@ -258,14 +251,26 @@ type jobView struct {
 	Lease     leaseView
 	Staleness staleness
 	Replay    *Action // the latest tick, to replay
-	Pause     *lease.Pause
+	Pause     *runstatus.Pause
 	Subs      submissions
 	RunTime   bool
 	// Limits are the job's rate limits now (hottest keys, holders,
 	// waiters); Waiting the items of the runs shown that wait for their
 	// next attempt, soonest first.
-	Limits  []limitstatus.Limit
-	Waiting []waitingRow
+	Limits      []limitstatus.Limit
+	Waiting     []waitingRow
+	WaitingMore int // the waiting items not listed
+	// Stuck are the items of the runs read that are RUNNING past their
+	// lease (runstatus.Stuck): their worker died.
+	Stuck []stuckRow
+}
+
+// stuckRow is an item RUNNING past its lease.
+type stuckRow struct {
+	Key        ledger.ItemKey
+	Owner      string
+	Attempt    int
+	LeaseUntil time.Time
 }
 
 // waitingRow is an item waiting for its next attempt.
@@ -277,19 +282,8 @@ type waitingRow struct {
 	Error       string
 }
 
-// maxWaiting bounds the waiting items a job's page lists.
-const maxWaiting = 20
-
-// waitingOn says what an item's noted wait is for.
-func waitingOn(w ledger.ItemWait) string {
-	switch {
-	case w.Limit != "" && w.Key != "":
-		return "limit " + w.Limit + " key " + limitstatus.Cut(w.Key)
-	case w.Limit != "":
-		return "limit " + w.Limit
-	}
-	return "retry delay"
-}
+// waitingOn says what an item's noted wait is for, in runstatus's words.
+func waitingOn(w ledger.ItemWait) string { return runstatus.NewWaitingOn(w).Text() }
 
 func (s *Server) lookupJob(w http.ResponseWriter, r *http.Request) (baton.Job, bool) {
 	j, err := s.o.Catalog.Lookup(r.PathValue("job"))
@@ -309,10 +303,6 @@ func (s *Server) jobPage(w http.ResponseWriter, r *http.Request) {
 	now := s.o.NowFunc().UTC()
 	v := jobView{Job: j, RunTime: j.RunTime()}
 	var err error
-	if v.Pause, err = s.readPause(r, j.Name); err != nil {
-		s.fail(w, r, http.StatusInternalServerError, err)
-		return
-	}
 	if v.Subs, err = s.readSubmissions(r, j.Name, s.o.Runs); err != nil {
 		s.fail(w, r, http.StatusInternalServerError, err)
 		return
@@ -323,82 +313,66 @@ func (s *Server) jobPage(w http.ResponseWriter, r *http.Request) {
 			v.Replay = &Action{Kind: ReplayTick, Job: j.Name, Tick: prev}
 		}
 	}
-	runs, err := s.o.Backend.Ledger.ListRuns(ctx, ledger.ListRunsParams{Job: j.Name, Limit: s.o.Runs})
-	if err != nil {
-		s.fail(w, r, http.StatusInternalServerError, fmt.Errorf("list runs of %s: %w", j.Name, err))
-		return
-	}
 	live := false
 	for _, sub := range v.Subs.Runs {
 		live = live || !sub.Run.State.Finished()
 	}
-	byRun := make([][]ledger.Item, len(runs))
-	for i, run := range runs {
-		if j.RunTime() {
-			// A run-time list may be a million items: its row is drawn
-			// from the run record, its items only on the run's page.
-			row := recordRow(run)
-			if run.State.Finished() && !run.FinishedAt.IsZero() {
-				row.TickToDone = run.FinishedAt.Sub(run.ID.Nominal)
+	// The report is runstatus's, as 'baton status' and batonclient read
+	// it; a run-time list may be a million items: its rows are drawn from
+	// the run records, its items only on the run's page.
+	var (
+		runs  []ledger.Run
+		byRun [][]ledger.Item
+	)
+	rep, err := runstatus.Read(ctx, s.o.Backend, j, runstatus.Params{Runs: s.o.Runs, History: s.o.Runs, Now: now, Records: j.RunTime(),
+		RunFunc: func(rec ledger.Run, items []ledger.Item, st runstatus.Run) {
+			runs, byRun = append(runs, rec), append(byRun, items)
+			row := runRow{Run: rec, Counts: stateCounts(st.Items)}
+			if j.RunTime() {
+				row = recordRow(rec)
 			}
-			live = live || !run.State.Finished()
+			if rec.State.Finished() && !rec.FinishedAt.IsZero() {
+				row.TickToDone = rec.FinishedAt.Sub(rec.ID.Nominal)
+			}
+			live = live || !rec.State.Finished()
 			v.Runs = append(v.Runs, row)
-			continue
-		}
-		items, err := s.o.Backend.Ledger.ListItems(ctx, run.ID)
-		if err != nil {
-			s.fail(w, r, http.StatusInternalServerError, fmt.Errorf("list items of %s: %w", run.ID, err))
-			return
-		}
-		byRun[i] = items
-		row := runRow{Run: run, Counts: countStates(j, items)}
-		if run.State.Finished() && !run.FinishedAt.IsZero() {
-			row.TickToDone = run.FinishedAt.Sub(run.ID.Nominal)
-		}
-		live = live || !run.State.Finished()
-		v.Runs = append(v.Runs, row)
-	}
-	v.Missed = s.o.Operator.MissedTicks(j, runs, now)
-	if v.Lease, err = s.readLease(r, j, now); err != nil {
+		}})
+	if err != nil {
 		s.fail(w, r, http.StatusInternalServerError, err)
 		return
 	}
+	v.Missed = s.o.Operator.MissedTicks(j, runs, now)
+	v.Pause = rep.Pause
+	v.Lease = newLeaseView(j, rep.Lease)
 	live = live || v.Lease.State == "held"
 	v.Staleness = buildStaleness(j, runs, byRun, now)
-	var waiting []ledger.Item
-	for _, items := range byRun {
-		for _, it := range items {
-			if _, ok := it.NextAttempt(); ok {
-				waiting = append(waiting, it)
-			}
+	for _, it := range rep.Waiting {
+		key, err := ledger.ParseItemKey(it.Key)
+		if err != nil {
+			s.fail(w, r, http.StatusInternalServerError, err)
+			return
 		}
+		v.Waiting = append(v.Waiting, waitingRow{Key: key, Attempt: it.Attempt, NextAttempt: deref(it.NextAttempt), WaitingOn: it.WaitingOn.Text(), Error: it.Error})
 	}
-	slices.SortFunc(waiting, func(a, b ledger.Item) int { return a.Wait.At.Compare(b.Wait.At) })
-	for _, it := range waiting[:min(len(waiting), maxWaiting)] {
-		v.Waiting = append(v.Waiting, waitingRow{Key: it.Key, Attempt: it.Attempt, NextAttempt: it.Wait.At, WaitingOn: waitingOn(it.Wait), Error: it.Error})
-	}
-	if len(j.RateLimits) > 0 {
-		v.Limits = limitstatus.Read(ctx, limitstatus.Params{Job: j, Store: s.o.Backend.RateLimits, Items: waiting, Now: now})
+	v.WaitingMore = rep.WaitingMore
+	v.Limits = rep.Limits
+	for _, it := range rep.Stuck {
+		key, err := ledger.ParseItemKey(it.Key)
+		if err != nil {
+			s.fail(w, r, http.StatusInternalServerError, err)
+			return
+		}
+		v.Stuck = append(v.Stuck, stuckRow{Key: key, Owner: it.Owner, Attempt: it.Attempt, LeaseUntil: deref(it.LeaseUntil)})
 	}
 	s.render(w, r, http.StatusOK, "job", page{Title: j.Name, Nav: "jobs", Live: live, Now: now, Body: v})
 }
 
-// countStates counts j's items per state; expected items without a
-// record, or never attempted (ledger.Item.Unattempted), are PENDING.
-func countStates(j baton.Job, items []ledger.Item) []stateCount {
-	n := map[string]int{}
-	attempted := 0
-	for _, it := range items {
-		if it.Unattempted() {
-			continue // waiting on a limit before its first attempt: PENDING
-		}
-		n[string(it.State)]++
-		attempted++
-	}
-	n[pendingState] = len(j.Assets) + len(j.Derived) - attempted
-	out := make([]stateCount, len(itemStates))
-	for i, st := range itemStates {
-		out[i] = stateCount{st, max(n[st], 0)}
+// stateCounts are counts per state (runstatus.CountItems) in the order
+// of the runs table's columns.
+func stateCounts(counts map[string]int) []stateCount {
+	out := make([]stateCount, len(runstatus.States))
+	for i, st := range runstatus.States {
+		out[i] = stateCount{st, counts[st]}
 	}
 	return out
 }
@@ -668,7 +642,7 @@ func (s *Server) runPage(w http.ResponseWriter, r *http.Request) {
 		return
 	}
 	now := s.o.NowFunc().UTC()
-	v := runView{Job: j, ID: id, Run: run, Current: run.ID.Generation == id.Generation, Counts: countStates(listed, items), DeadLetters: -1,
+	v := runView{Job: j, ID: id, Run: run, Current: run.ID.Generation == id.Generation, Counts: stateCounts(runstatus.CountItems(items, listed.ItemNames())), DeadLetters: -1,
 		Window: window, Expected: len(j.Assets) + len(j.Derived)}
 	if v.Current {
 		v.Trace = s.traceOf(run)
