@@ -288,10 +288,11 @@ func (c *Client) Wait(ctx context.Context, id baton.RunID, every time.Duration) 
 	defer t.Stop()
 	for {
 		done, err := c.finished(ctx, id)
-		if err != nil && !errors.Is(err, ErrNotFound) {
+		switch {
+		case ctx.Err() != nil:
+		case err != nil && !errors.Is(err, ErrNotFound):
 			return RunStatus{}, err
-		}
-		if err == nil && done {
+		case err == nil && done:
 			return c.Status(ctx, id)
 		}
 		select {
