@@ -35,6 +35,7 @@ var corePackages = []string{
 	"./internal/poller",
 	"./internal/postgres",
 	"./internal/queue",
+	"./internal/runstatus",
 	"./internal/schedule",
 	"./internal/sqlite",
 	"./internal/sqlstore",
