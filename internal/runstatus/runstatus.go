@@ -53,7 +53,8 @@ type Catalog struct {
 	Jobs    []Report  `json:"jobs"`
 }
 
-// Report is what status prints; its JSON form is the --json output.
+// Report is a job's status: what 'baton status' prints, its JSON form
+// the --json output, and what the dashboard's job page shows.
 type Report struct {
 	Job      string    `json:"job"`
 	Schedule string    `json:"schedule"` // "": none (on demand, or by a chain)
@@ -92,7 +93,7 @@ type Report struct {
 	Retention Retention `json:"retention"`
 }
 
-// Retention is what status says of retention.
+// Retention is what a report says of retention.
 type Retention struct {
 	// Seconds is the job's Retention: finished runs are kept at least
 	// this long after they finish, and a submission's dedupe key holds
@@ -102,6 +103,7 @@ type Retention struct {
 	How string `json:"how"`
 }
 
+// Pause is a job's pause record (lease.Pauser).
 type Pause struct {
 	Paused      bool       `json:"paused"`
 	Since       time.Time  `json:"since"`
@@ -112,6 +114,7 @@ type Pause struct {
 	LastSkipped *time.Time `json:"last_skipped,omitempty"`
 }
 
+// NewPause is p, nil when the job was never paused.
 func NewPause(p lease.Pause) *Pause {
 	if p.Since.IsZero() {
 		return nil
@@ -134,12 +137,13 @@ func ReadPause(ctx context.Context, b backend.Backend, job string) (*Pause, erro
 	return NewPause(p), nil
 }
 
+// TickGap is a tick of the schedule without a run, and why.
 type TickGap struct {
 	Tick   time.Time `json:"tick"`
 	Reason string    `json:"reason"` // skipped, catch-up pending or missed
 }
 
-// MaxGaps bounds the ticks without a run status lists.
+// MaxGaps bounds the ticks without a run a report lists.
 const MaxGaps = 100
 
 // TickGaps returns the schedule's ticks from the oldest run listed to the
@@ -175,6 +179,7 @@ func TickGaps(j baton.Job, runs []ledger.Run, pause *Pause, now time.Time) []Tic
 	return gaps
 }
 
+// Lease is a job's lease, judged at the report's time.
 type Lease struct {
 	Owner      string     `json:"owner"` // "" when free
 	Fence      int64      `json:"fence"`
@@ -185,6 +190,7 @@ type Lease struct {
 	Contention *Contention `json:"contention"`
 }
 
+// Contention counts the acquisitions of the lease that were refused.
 type Contention struct {
 	Count       int64      `json:"count"`
 	Last        *time.Time `json:"last,omitempty"`
@@ -193,6 +199,7 @@ type Contention struct {
 	LastExpires *time.Time `json:"last_holder_expires_at,omitempty"`
 }
 
+// Run is a run in the overview, and the head of a run's detail.
 type Run struct {
 	ID         string     `json:"id"`
 	Nominal    time.Time  `json:"nominal"`
@@ -227,6 +234,7 @@ type Submission struct {
 	Cancelled  int        `json:"cancelled"`
 }
 
+// Asset is an asset's latest success among the scanned runs.
 type Asset struct {
 	Asset string `json:"asset"`
 	// LastSuccess is the nominal time of the latest scanned tick whose item
@@ -237,6 +245,7 @@ type Asset struct {
 	StalenessSeconds *float64   `json:"staleness_seconds"`
 }
 
+// Item is an item of a run: its record, or PENDING without one.
 type Item struct {
 	Key        string     `json:"key"`
 	Asset      string     `json:"asset"`
@@ -275,9 +284,10 @@ type WaitingOn struct {
 	Key   string `json:"key,omitempty"`   // its key, for a keyed limit
 }
 
-// MaxWaiting bounds the waiting items the overview lists.
+// MaxWaiting bounds the waiting items a report lists.
 const MaxWaiting = 20
 
+// RunDetail is a run and its items (status --run).
 type RunDetail struct {
 	Run
 	Current      bool   `json:"current"` // false: an older generation of the tick
@@ -285,6 +295,7 @@ type RunDetail struct {
 	SupersededBy string `json:"superseded_by,omitempty"`
 }
 
+// Queue is the depth of a queue the job uses.
 type Queue struct {
 	Role        string `json:"role"` // work, job:<queue name> or dead_letter
 	Visible     int    `json:"visible"`
@@ -446,6 +457,8 @@ func Stuck(it ledger.Item, skew time.Duration, now time.Time) bool {
 	return it.State == ledger.ItemRunning && !it.LeaseUntil.Add(skew).After(now)
 }
 
+// ReadLease reads job jobName's lease and judges it at now
+// (LeaseState); nil when it was never taken.
 func ReadLease(ctx context.Context, b backend.Backend, jobName string, skew time.Duration, now time.Time) (*Lease, error) {
 	l, err := b.Leases.Inspect(ctx, jobName)
 	if errors.Is(err, lease.ErrNotFound) {
@@ -478,6 +491,8 @@ func LeaseState(l lease.Lease, skew time.Duration, now time.Time) string {
 	}
 }
 
+// Queues are the depths of the work queue, the job's own queue (if it
+// has one) and the dead-letter queue; a depth unknown says why.
 func Queues(ctx context.Context, b backend.Backend, j baton.Job) []Queue {
 	out := []Queue{depthOf(ctx, "work", b.Work)}
 	if name := j.Queue.Name; name != "" && b.JobQueueFunc != nil {
@@ -596,6 +611,7 @@ func CountSuperseded(ctx context.Context, l ledger.Store, id ledger.RunID) (int,
 	return n, nil
 }
 
+// NewRun is run with its items counted (CountItems over expected).
 func NewRun(run ledger.Run, items []ledger.Item, expected []string) Run {
 	return Run{
 		ID: run.ID.String(), Nominal: run.ID.Nominal.UTC(), Generation: run.ID.Generation, State: string(run.State),
@@ -628,10 +644,13 @@ func CountItems(items []ledger.Item, expected []string) map[string]int {
 	return counts
 }
 
-// States are the columns of the runs table, in lifecycle order.
+// States are the states items are counted in, in lifecycle order: the
+// columns of the runs tables.
 var States = []string{Pending, string(ledger.ItemRunning), string(ledger.ItemFailed),
 	string(ledger.ItemSucceeded), string(ledger.ItemDead), string(ledger.ItemCancelled)}
 
+// NewItem is it as a report shows it: with a SUCCEEDED item's result
+// previewed (ledger.PreviewResult), and a waiting item's next attempt.
 func NewItem(it ledger.Item) Item {
 	s := Item{Key: it.Key.String(), Asset: it.Key.Asset, State: string(it.State), Owner: it.Owner,
 		Attempt: it.Attempt, Fence: it.Fence, StartedAt: opt(it.StartedAt), FinishedAt: opt(it.FinishedAt), Error: it.Error}
@@ -678,3 +697,54 @@ func (o *WaitingOn) Text() string {
 	}
 	return "retry delay"
 }
+
+// Window is a part of a run's stored item list (a submission's, a
+// run-time list's): a few of its pages, read without the rest.
+type Window struct {
+	From, To   int      // the pages shown: From to To-1
+	Names      []string // their items, in order
+	First      int      // the position in the list of Names[0] (0-based)
+	Final      bool     // the list ends on the pages shown
+	Unwritten  bool     // page To is not stored yet (the run is fanning out)
+	Prev, Next int      // the ?from= of the previous and the next window; -1: none
+}
+
+// ReadWindow reads pages from..from+pages-1 of run id's item list, page by
+// page, and the item records of those pages only (one range read each: a
+// page is a contiguous range of the run's records). Prev and Next step by
+// pages.
+func ReadWindow(ctx context.Context, l ledger.Store, id ledger.RunID, from, pages int) (*Window, []ledger.Item, error) {
+	w := &Window{From: from, To: from, First: from * ledger.PageItems, Prev: -1, Next: -1}
+	if from > 0 {
+		w.Prev = max(0, from-pages)
+	}
+	var items []ledger.Item
+	for i := from; i < from+pages; i++ {
+		p, err := l.GetPage(ctx, id, i)
+		if errors.Is(err, ledger.ErrNotFound) {
+			w.Unwritten = true
+			break
+		}
+		if err != nil {
+			return nil, nil, fmt.Errorf("page %d of %s: %w", i, id, err)
+		}
+		w.To = i + 1
+		if len(p.Items) > 0 {
+			got, err := l.ListItemRange(ctx, id, p.Items[0].Name, p.Items[len(p.Items)-1].Name)
+			if err != nil {
+				return nil, nil, fmt.Errorf("items of page %d of %s: %w", i, id, err)
+			}
+			items = append(items, got...)
+		}
+		w.Names = append(w.Names, p.Names()...)
+		if p.Final {
+			w.Final = true
+			break
+		}
+	}
+	if !w.Final && !w.Unwritten {
+		w.Next = w.To
+	}
+	return w, items, nil
+}
+

@@ -515,52 +515,12 @@ type runView struct {
 const pagesShown = 4
 
 // itemWindow is the part of a run's stored item list a run page shows.
-type itemWindow struct {
-	From, To   int      // the pages shown: From to To-1
-	Names      []string // their items, in order
-	First      int      // the position in the list of Names[0] (0-based)
-	Final      bool     // the list ends on the pages shown
-	Unwritten  bool     // page To is not stored yet (the run is fanning out)
-	Prev, Next int      // the ?from= of the previous and the next window; -1: none
-}
+type itemWindow = runstatus.Window
 
-// readWindow reads pages from..from+pagesShown-1 of run id's item list,
-// page by page, and the item records of those pages only (one range read
-// each: a page is a contiguous range of the run's records).
+// readWindow reads pages from..from+pagesShown-1 of run id's item list
+// and the records of their items (runstatus.ReadWindow).
 func (s *Server) readWindow(ctx context.Context, id ledger.RunID, from int) (*itemWindow, []ledger.Item, error) {
-	l := s.o.Backend.Ledger
-	w := &itemWindow{From: from, To: from, First: from * ledger.PageItems, Prev: -1, Next: -1}
-	if from > 0 {
-		w.Prev = max(0, from-pagesShown)
-	}
-	var items []ledger.Item
-	for i := from; i < from+pagesShown; i++ {
-		p, err := l.GetPage(ctx, id, i)
-		if errors.Is(err, ledger.ErrNotFound) {
-			w.Unwritten = true
-			break
-		}
-		if err != nil {
-			return nil, nil, fmt.Errorf("page %d of %s: %w", i, id, err)
-		}
-		w.To = i + 1
-		if len(p.Items) > 0 {
-			got, err := l.ListItemRange(ctx, id, p.Items[0].Name, p.Items[len(p.Items)-1].Name)
-			if err != nil {
-				return nil, nil, fmt.Errorf("items of page %d of %s: %w", i, id, err)
-			}
-			items = append(items, got...)
-		}
-		w.Names = append(w.Names, p.Names()...)
-		if p.Final {
-			w.Final = true
-			break
-		}
-	}
-	if !w.Final && !w.Unwritten {
-		w.Next = w.To
-	}
-	return w, items, nil
+	return runstatus.ReadWindow(ctx, s.o.Backend.Ledger, id, from, pagesShown)
 }
 
 // listRefusals are the actions the CLI refuses on a run whose items are
