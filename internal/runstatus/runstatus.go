@@ -706,7 +706,7 @@ type Window struct {
 	First      int      // the position in the list of Names[0] (0-based)
 	Final      bool     // the list ends on the pages shown
 	Unwritten  bool     // page To is not stored yet (the run is fanning out)
-	Prev, Next int      // the ?from= of the previous and the next window; -1: none
+	Prev, Next int      // the first page of the previous and the next window; -1: none
 }
 
 // ReadWindow reads pages from..from+pages-1 of run id's item list, page by
@@ -747,4 +747,3 @@ func ReadWindow(ctx context.Context, l ledger.Store, id ledger.RunID, from, page
 	}
 	return w, items, nil
 }
-

@@ -437,14 +437,7 @@ func (s *Server) readLocks(ctx context.Context, now time.Time) (locksView, error
 		if i := strings.LastIndexByte(l.Owner, '#'); i >= 0 {
 			row.Holder = l.Owner[:i]
 		}
-		switch {
-		case l.Owner == "":
-			row.State = "free"
-		case l.Held(now, lockSkew):
-			row.State = "held"
-		default:
-			row.State = "expired"
-		}
+		row.State = runstatus.LeaseState(l, lockSkew, now)
 		if counted {
 			c, err := counter.Contention(ctx, l.Job)
 			if err != nil {
