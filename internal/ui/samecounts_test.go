@@ -26,9 +26,10 @@ import (
 
 // everyState is a store holding one run of fx with an item in every
 // state, built on the real ledger: EURUSD SUCCEEDED, GBPUSD DEAD, USDJPY
-// CANCELLED, USDCAD RUNNING, XAUUSD FAILED waiting for its retry, USDCHF
-// FAILED at attempt 0 (waiting on a limit before its first attempt:
-// PENDING), USDSEK and the derived DXY without a record (PENDING).
+// CANCELLED, USDCAD RUNNING, USDSEK RUNNING past its lease (stuck),
+// XAUUSD FAILED waiting for its retry, USDCHF FAILED at attempt 0 (waiting
+// on a limit before its first attempt: PENDING), and the derived DXY
+// without a record (PENDING).
 func everyState(t *testing.T) (path string, catalog *baton.Catalog, run ledger.RunID) {
 	t.Helper()
 	ctx := t.Context()
@@ -61,6 +62,8 @@ func everyState(t *testing.T) (path string, catalog *baton.Catalog, run ledger.R
 	_, err = b.Ledger.Cancel(ctx, ledger.CancelParams{Key: key("USDJPY"), Reason: "by the operator", Now: now})
 	require.NoError(t, err)
 	claim("USDCAD", "worker-a")
+	_, err = b.Ledger.Claim(ctx, ledger.ClaimParams{Key: key("USDSEK"), Owner: "dead-worker", LeaseUntil: now.Add(-time.Minute), Fence: sum.Fence, Now: now.Add(-2 * time.Minute)})
+	require.NoError(t, err)
 	it = claim("XAUUSD", "w")
 	_, err = b.Ledger.Fail(ctx, ledger.FailParams{Key: it.Key, Owner: "w", Attempt: it.Attempt, Reason: "provider timeout", Now: now})
 	require.NoError(t, err)
@@ -74,7 +77,7 @@ func everyState(t *testing.T) (path string, catalog *baton.Catalog, run ledger.R
 }
 
 // wantEveryState is everyState's run's counts, as every view must give them.
-var wantEveryState = map[string]int{"PENDING": 3, "RUNNING": 1, "FAILED": 1, "SUCCEEDED": 1, "DEAD": 1, "CANCELLED": 1}
+var wantEveryState = map[string]int{"PENDING": 2, "RUNNING": 2, "FAILED": 1, "SUCCEEDED": 1, "DEAD": 1, "CANCELLED": 1}
 
 // TestSameCountsEverywhere reads one run with an item in every state
 // through the CLI (status --json, its overview and its text), the
@@ -109,10 +112,16 @@ func TestSameCountsEverywhere(t *testing.T) {
 			ID    string         `json:"id"`
 			Items map[string]int `json:"items"`
 		} `json:"runs"`
+		Stuck []struct {
+			Key string `json:"key"`
+		} `json:"stuck"`
 	}
 	require.NoError(t, json.Unmarshal([]byte(cliRun("status", "--json")), &overview))
 	require.Len(t, overview.Runs, 1)
 	require.Equal(t, wantEveryState, overview.Runs[0].Items, "status --json")
+	stuck := run.String() + "/USDSEK"
+	require.Len(t, overview.Stuck, 1)
+	require.Equal(t, stuck, overview.Stuck[0].Key, "status --json: the stuck item")
 
 	text := cliRun("status", "--run", run.String())
 	m := regexp.MustCompile(`(?m)^items: (.*)$`).FindStringSubmatch(text)
@@ -126,11 +135,17 @@ func TestSameCountsEverywhere(t *testing.T) {
 	m = regexp.MustCompile(`(?s)<p class="counts">(.*?)</p>`).FindStringSubmatch(body)
 	require.NotNil(t, m, body)
 	require.Equal(t, wantEveryState, pairs(t, m[1], `>(\d+) ([A-Z]+)<`), "the run's page")
+	require.Equal(t, 1, strings.Count(body, `class="pill stuck"`), "the run's page marks the stuck item")
+	require.Regexp(t, `data-asset="USDSEK"[^\n]*\n<td>[^\n]*\n<td><span class="pill item-running">RUNNING</span> <span class="pill stuck"`, body)
 
 	code, body = get(t, c, base+"/jobs/"+fx.Name)
 	require.Equal(t, http.StatusOK, code, body)
 	require.Equal(t, wantEveryState, runRowCounts(t, body, run), "the job's page")
 	require.Contains(t, body, html.EscapeString(run.String()+"/XAUUSD"), "the waiting item is listed")
+	m = regexp.MustCompile(`(?s)<table class="grid" id="stuck">(.*?)</table>`).FindStringSubmatch(body)
+	require.NotNil(t, m, "the job's page lists the stuck items: %s", body)
+	require.Equal(t, 1, strings.Count(m[1], "<tr data-item="), m[1])
+	require.Contains(t, m[1], `data-item="`+html.EscapeString(stuck)+`"`)
 
 	client, err := batonclient.Open(ctx, catalog, &batonclient.Options{Engine: "sqlite", Store: path})
 	require.NoError(t, err)

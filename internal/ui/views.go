@@ -548,6 +548,8 @@ type itemRow struct {
 	// and what for (zero: none noted).
 	NextAttempt time.Time
 	WaitingOn   string
+	// Stuck: RUNNING past its lease (runstatus.Stuck); its worker died.
+	Stuck bool
 }
 
 func (s *Server) runPage(w http.ResponseWriter, r *http.Request) {
@@ -616,6 +618,7 @@ func (s *Server) runPage(w http.ResponseWriter, r *http.Request) {
 		if it, ok := byAsset[row.Asset]; ok && it.State == ledger.ItemSucceeded {
 			ir.Result = ledger.PreviewResult(it.Result)
 		}
+		ir.Stuck = runstatus.Stuck(byAsset[row.Asset], j.Limits.ClockSkew, now)
 		if w, ok := byAsset[row.Asset].NextAttempt(); ok {
 			ir.NextAttempt, ir.WaitingOn = w.At, waitingOn(w)
 		}
