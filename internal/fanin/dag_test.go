@@ -10,8 +10,8 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/batonhq/baton"
-	"github.com/batonhq/baton/internal/dagtest"
 	"github.com/batonhq/baton/internal/fanin"
+	"github.com/batonhq/baton/internal/jobmodeltest"
 	"github.com/batonhq/baton/internal/ledger"
 	"github.com/batonhq/baton/internal/message"
 	"github.com/batonhq/baton/internal/queue"
@@ -48,7 +48,7 @@ func setupDAG(t *testing.T) *dagBundle {
 	db, err := sqlite.Open(t.Context(), filepath.Join(t.TempDir(), "baton.db"), nil)
 	require.NoError(t, err)
 	t.Cleanup(func() { require.NoError(t, db.Close()) })
-	j := baton.Job{Name: "dag", Schedule: "rate(1 minute)", Assets: []string{"a1", "a2", "a3"}, Derived: dagtest.Derived,
+	j := baton.Job{Name: "dag", Schedule: "rate(1 minute)", Assets: []string{"a1", "a2", "a3"}, Derived: jobmodeltest.Derived,
 		Processor: baton.ProcessorFunc(func(context.Context, baton.Task) ([]byte, error) { return nil, nil })}
 	require.NoError(t, j.Validate())
 	now := time.Date(2026, 11, 25, 12, 0, 0, 0, time.UTC)

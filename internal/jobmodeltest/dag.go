@@ -1,8 +1,9 @@
-// Package dagtest runs a job whose derived items form a three-level graph
-// end to end on a backend (coordinator, poller, consumers), the same way
-// on every engine: every level runs once its inputs succeeded, with their
-// results, and an input that ends DEAD cancels every item downstream of it.
-package dagtest
+// This file holds the DAG group: jobs whose derived items form a graph
+// of several levels. Every level runs once its inputs succeeded, with
+// their results, and an input that ends DEAD cancels every item
+// downstream of it; a run larger than a shard settles by its consumers
+// alone, and a graph lives beside a run-time list.
+package jobmodeltest
 
 import (
 	"context"
@@ -17,9 +18,7 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/batonhq/baton"
-	"github.com/batonhq/baton/internal/backend"
 	"github.com/batonhq/baton/internal/exec"
-	"github.com/batonhq/baton/internal/itemstest"
 	"github.com/batonhq/baton/internal/ledger"
 )
 
@@ -50,10 +49,10 @@ func (c *counter) get(key string) int {
 	return c.calls[key]
 }
 
-// processor returns an asset's name as its result, and a derived item's
+// dagProcessor returns an asset's name as its result, and a derived item's
 // name with its inputs' results: "z(x(a1+a2)+y(a3))". It fails the asset
 // named failAsset permanently.
-func processor(c *counter, failAsset string) baton.Processor {
+func dagProcessor(c *counter, failAsset string) baton.Processor {
 	return baton.ProcessorFunc(func(ctx context.Context, t baton.Task) ([]byte, error) {
 		c.add(t.Key.String())
 		if t.Asset == failAsset {
@@ -75,35 +74,35 @@ func processor(c *counter, failAsset string) baton.Processor {
 	})
 }
 
-func job(name, failAsset string, c *counter) baton.Job {
+func dagJob(name, failAsset string, c *counter) baton.Job {
 	return baton.Job{
 		Name: name, Schedule: "rate(1 minute)", Assets: []string{"a1", "a2", "a3"},
-		Derived: Derived, Processor: processor(c, failAsset),
+		Derived: Derived, Processor: dagProcessor(c, failAsset),
 		Limits: baton.Limits{ItemLease: 5 * time.Second, ClockSkew: 100 * time.Millisecond},
 	}
 }
 
-// Run triggers a tick of two jobs with the graph on b and waits for both
+// TestTwoLevelDAG triggers a tick of two jobs with the graph and waits for both
 // runs to settle by themselves (no settle from the test): "dag", where
 // everything succeeds, and "dagdead", whose asset a3 ends DEAD. It checks
 // every item's state, result or reason, and that each item ran once.
-func Run(t *testing.T, b backend.Backend) {
-	t.Helper()
+func TestTwoLevelDAG(t *testing.T, h Harness) {
+	t.Parallel()
+	b := h.open(t)
 	c := &counter{calls: map[string]int{}}
-	cat, err := baton.NewCatalog(job("dag", "", c), job("dagdead", "a3", c))
+	cat, err := baton.NewCatalog(dagJob("dag", "", c), dagJob("dagdead", "a3", c))
 	require.NoError(t, err)
-	eng, err := exec.New(b, exec.Options{Catalog: cat, Consumers: 2, BatchSize: 4, BatchTimeout: 10 * time.Second, RetryDelay: 100 * time.Millisecond})
-	require.NoError(t, err)
+	eng := h.runtime(t, b, exec.Options{Catalog: cat, Consumers: 2, BatchSize: 4, BatchTimeout: 10 * time.Second, RetryDelay: 100 * time.Millisecond})
 	ctx, cancel := context.WithCancel(t.Context())
 	var wg sync.WaitGroup
 	wg.Go(func() { _ = eng.Consume(ctx) })
 	defer func() { cancel(); wg.Wait() }()
 
-	at := time.Now()
+	at := h.now()
 	okRun := trigger(t, eng, "dag", at)
 	deadRun := trigger(t, eng, "dagdead", at)
 
-	run, items := waitFinished(t, b.Ledger, okRun)
+	run, items := waitFinishedItems(t, b.Ledger, okRun)
 	require.Equal(t, ledger.RunComplete, run.State)
 	require.Equal(t, 7, run.Succeeded)
 	want := map[string]string{
@@ -117,7 +116,7 @@ func Run(t *testing.T, b backend.Backend) {
 		require.Equal(t, 1, c.get(it.Key.String()), "%s processed once", it.Key)
 	}
 
-	run, items = waitFinished(t, b.Ledger, deadRun)
+	run, items = waitFinishedItems(t, b.Ledger, deadRun)
 	require.Equal(t, ledger.RunPartial, run.State)
 	require.Equal(t, [3]int{3, 1, 3}, [3]int{run.Succeeded, run.Dead, run.Cancelled}, "succeeded, dead, cancelled")
 	wantState := map[string]ledger.ItemState{
@@ -143,31 +142,6 @@ func trigger(t *testing.T, eng *exec.Runtime, job string, at time.Time) ledger.R
 	return ledger.RunID{Job: job, Nominal: sum.Nominal, Generation: 1}
 }
 
-// waitFinished polls the run until it is complete or partial, with a
-// bound; it never settles the run itself (the consumers must).
-func waitFinished(t *testing.T, l ledger.Store, id ledger.RunID) (ledger.Run, []ledger.Item) {
-	t.Helper()
-	ctx, stop := context.WithTimeout(t.Context(), 30*time.Second)
-	defer stop()
-	var run ledger.Run
-	for {
-		r, err := ledger.GetRunOf(ctx, l, id)
-		if err == nil && r.State.Finished() {
-			run = r
-			break
-		}
-		select {
-		case <-ctx.Done():
-			items, _ := l.ListItems(context.WithoutCancel(ctx), id)
-			t.Fatalf("run %s not finished: %+v (%v); items %+v", id, r, err, items)
-		case <-time.After(20 * time.Millisecond):
-		}
-	}
-	items, err := l.ListItems(t.Context(), id)
-	require.NoError(t, err)
-	return run, items
-}
-
 // LargeAssets is the number of assets of RunLarge's jobs: more than a
 // shard (fanin.ShardItems), so that their runs spread over several.
 const LargeAssets = 300
@@ -186,25 +160,25 @@ func largeJob(name, failAsset string, c *counter) baton.Job {
 			{Name: "last", Inputs: []string{"L298", "L299"}},
 			{Name: "both", Inputs: []string{"first", "last"}},
 		},
-		Processor: processor(c, failAsset),
+		Processor: dagProcessor(c, failAsset),
 		Limits:    baton.Limits{ItemLease: 5 * time.Second, ClockSkew: 100 * time.Millisecond},
 	}
 }
 
-// RunLarge triggers one tick of two jobs of LargeAssets assets and three
-// derived items on b and waits for both runs to settle by themselves,
+// TestLargeRunSettlesByConsumers triggers one tick of two jobs of
+// LargeAssets assets and three derived items and waits for both runs to settle by themselves,
 // with no coordinator invocation after the fan-out (invariant 11 at any
 // size): "large", where everything succeeds, and "largedead", whose asset
 // L299 ends DEAD and so cancels "last" and "both".
-func RunLarge(t *testing.T, b backend.Backend) {
-	t.Helper()
+func TestLargeRunSettlesByConsumers(t *testing.T, h Harness) {
+	t.Parallel()
+	b := h.open(t)
 	c := &counter{calls: map[string]int{}}
 	cat, err := baton.NewCatalog(largeJob("large", "", c), largeJob("largedead", "L299", c))
 	require.NoError(t, err)
-	eng, err := exec.New(b, exec.Options{Catalog: cat, Consumers: 4, BatchSize: 10, BatchTimeout: 10 * time.Second, RetryDelay: 100 * time.Millisecond})
-	require.NoError(t, err)
+	eng := h.runtime(t, b, exec.Options{Catalog: cat, Consumers: 4, BatchSize: 10, BatchTimeout: 10 * time.Second, RetryDelay: 100 * time.Millisecond})
 
-	at := time.Now()
+	at := h.now()
 	var ids []ledger.RunID
 	for _, job := range []string{"large", "largedead"} {
 		sum, err := eng.Trigger(t.Context(), job, at, false)
@@ -223,7 +197,7 @@ func RunLarge(t *testing.T, b backend.Backend) {
 	wg.Go(func() { _ = eng.Consume(ctx) })
 	defer func() { cancel(); wg.Wait() }()
 
-	run, items := waitFinished(t, b.Ledger, ids[0])
+	run, items := waitFinishedItems(t, b.Ledger, ids[0])
 	require.Equal(t, ledger.RunComplete, run.State)
 	require.Equal(t, LargeAssets+3, run.Succeeded)
 	require.Len(t, items, LargeAssets+3)
@@ -233,7 +207,7 @@ func RunLarge(t *testing.T, b backend.Backend) {
 	}
 	require.Equal(t, "both(first(L000+L001)+last(L298+L299))", string(resultOf(items, "both")))
 
-	run, items = waitFinished(t, b.Ledger, ids[1])
+	run, items = waitFinishedItems(t, b.Ledger, ids[1])
 	require.Equal(t, ledger.RunPartial, run.State)
 	require.Equal(t, [3]int{LargeAssets, 1, 2}, [3]int{run.Succeeded, run.Dead, run.Cancelled}, "succeeded, dead, cancelled")
 	require.Len(t, items, LargeAssets+3)
@@ -248,16 +222,18 @@ func resultOf(items []ledger.Item, asset string) []byte {
 	return nil
 }
 
-// RunBesideRunTimeList runs, in one catalog and one engine on b, the
-// graph's job "dag" and a job "listed" whose n items are computed when
+// TestRunTimeListBesideDAG runs, in one catalog and one engine, the
+// graph's job "dag" and a job "listed" whose RunTimeItems items are computed when
 // its run opens (baton.Job.Items): one tick of each, consumed by the same
 // consumers, and both settle complete by themselves with every item run
 // once. A job with Items has no derived items of its own (see
 // baton.Job.Items for why); the two kinds of job live side by side.
-func RunBesideRunTimeList(t *testing.T, b backend.Backend, n int) {
-	t.Helper()
+func TestRunTimeListBesideDAG(t *testing.T, h Harness) {
+	t.Parallel()
+	b := h.open(t)
+	n := RunTimeItems
 	c := &counter{calls: map[string]int{}}
-	src := &itemstest.Source{N: n, PageSize: 97}
+	src := &Source{N: n, PageSize: 97}
 	listed := baton.Job{
 		Name: "listed", Schedule: "rate(1 minute)", Items: src.Func,
 		Processor: baton.ProcessorFunc(func(ctx context.Context, t baton.Task) ([]byte, error) {
@@ -266,32 +242,31 @@ func RunBesideRunTimeList(t *testing.T, b backend.Backend, n int) {
 		}),
 		Limits: baton.Limits{ItemLease: 10 * time.Second, ClockSkew: 100 * time.Millisecond},
 	}
-	cat, err := baton.NewCatalog(job("dag", "", c), listed)
+	cat, err := baton.NewCatalog(dagJob("dag", "", c), listed)
 	require.NoError(t, err)
-	eng, err := exec.New(b, exec.Options{Catalog: cat, Consumers: 4, BatchSize: 10, BatchTimeout: 10 * time.Second, RetryDelay: 100 * time.Millisecond})
-	require.NoError(t, err)
+	eng := h.runtime(t, b, exec.Options{Catalog: cat, Consumers: 4, BatchSize: 10, BatchTimeout: 10 * time.Second, RetryDelay: 100 * time.Millisecond})
 	ctx, cancel := context.WithCancel(t.Context())
 	var wg sync.WaitGroup
 	wg.Go(func() { _ = eng.Consume(ctx) })
 	defer func() { cancel(); wg.Wait() }()
 
-	at := time.Now()
+	at := h.now()
 	graph := trigger(t, eng, "dag", at)
 	sum, err := eng.Trigger(t.Context(), "listed", at, false)
 	require.NoError(t, err)
 	require.Equal(t, n, sum.Enqueued)
 
-	run, items := waitFinished(t, b.Ledger, graph)
+	run, items := waitFinishedItems(t, b.Ledger, graph)
 	require.Equal(t, ledger.RunComplete, run.State)
 	require.Equal(t, 7, run.Succeeded, "three assets and four derived items on two levels and more")
 	for _, it := range items {
 		require.Equal(t, 1, c.get(it.Key.String()), "%s processed once", it.Key)
 	}
-	run, _ = waitFinished(t, b.Ledger, sum.Run)
+	run, _ = waitFinishedItems(t, b.Ledger, sum.Run)
 	require.Equal(t, ledger.RunComplete, run.State)
 	require.Equal(t, n, run.Succeeded)
 	for i := range n {
-		key := ledger.ItemKey{Run: sum.Run, Asset: itemstest.Name(i)}
+		key := ledger.ItemKey{Run: sum.Run, Asset: Name(i)}
 		require.Equal(t, 1, c.get(key.String()), "%s processed once", key)
 	}
 }

@@ -1,10 +1,8 @@
-// Package heartbeattest runs long items end to end on a backend
-// (coordinator, poller, consumers), the same way on every engine: an item
-// that runs several times its lease while heartbeating is processed once,
-// by its first attempt, with its message's visibility extended; and a
-// cancel reaches a processor that never heartbeats, through the claim's
-// own check.
-package heartbeattest
+// This file holds the Heartbeats group: an item that runs several times
+// its lease while heartbeating is processed once, by its first attempt,
+// with its message's visibility extended; and a cancel reaches a
+// processor that never heartbeats, through the claim's own check.
+package jobmodeltest
 
 import (
 	"context"
@@ -18,15 +16,14 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/batonhq/baton"
-	"github.com/batonhq/baton/internal/backend"
 	"github.com/batonhq/baton/internal/exec"
 	"github.com/batonhq/baton/internal/ledger"
 )
 
-// lease is the item lease of the jobs: short, so that the long item runs
+// itemLease is the item lease of the jobs: short, so that the long item runs
 // several leases; the check of a non-heartbeating claim comes every third
 // of it.
-const lease = time.Second
+const itemLease = time.Second
 
 // warnings records the messages of warnings logged.
 type warnings struct {
@@ -56,18 +53,20 @@ func (w *warnings) with(substr string) []string {
 	return out
 }
 
-// Run runs two jobs on b: "long", whose one item runs four leases and
-// heartbeats every third of one, and "stuck", whose item blocks on its
-// context until it is cancelled from outside, as `baton cancel` does.
-func Run(t *testing.T, b backend.Backend) {
-	t.Helper()
+// TestHeartbeatingLongItem runs two jobs: "long", whose one item runs
+// four leases and heartbeats every third of one, and "stuck", whose item
+// blocks on its context until it is cancelled from outside, as `baton
+// cancel` does.
+func TestHeartbeatingLongItem(t *testing.T, h Harness) {
+	t.Parallel()
+	b := h.open(t)
 	var mu sync.Mutex
 	calls := map[string]int{}
 	stuckStarted := make(chan struct{})
 	var stuckCause error
 	long := baton.Job{
 		Name: "long", Schedule: "rate(1 minute)", Assets: []string{"slow"},
-		Limits: baton.Limits{ItemLease: lease, ClockSkew: 50 * time.Millisecond},
+		Limits: baton.Limits{ItemLease: itemLease, ClockSkew: 50 * time.Millisecond},
 		Processor: baton.ProcessorFunc(func(ctx context.Context, tk baton.Task) ([]byte, error) {
 			mu.Lock()
 			calls[tk.Key.String()]++
@@ -76,7 +75,7 @@ func Run(t *testing.T, b backend.Backend) {
 				select {
 				case <-ctx.Done():
 					return nil, context.Cause(ctx)
-				case <-time.After(lease / 3):
+				case <-time.After(itemLease / 3):
 				}
 				if err := tk.Heartbeat(ctx); err != nil {
 					return nil, err
@@ -87,7 +86,7 @@ func Run(t *testing.T, b backend.Backend) {
 	}
 	stuck := baton.Job{
 		Name: "stuck", Schedule: "rate(1 minute)", Assets: []string{"blocked"},
-		Limits: baton.Limits{ItemLease: lease, ClockSkew: 50 * time.Millisecond},
+		Limits: baton.Limits{ItemLease: itemLease, ClockSkew: 50 * time.Millisecond},
 		Processor: baton.ProcessorFunc(func(ctx context.Context, tk baton.Task) ([]byte, error) {
 			close(stuckStarted)
 			<-ctx.Done()
@@ -100,15 +99,14 @@ func Run(t *testing.T, b backend.Backend) {
 	cat, err := baton.NewCatalog(long, stuck)
 	require.NoError(t, err)
 	w := &warnings{}
-	eng, err := exec.New(b, exec.Options{Catalog: cat, Consumers: 2, BatchSize: 1, BatchTimeout: 30 * time.Second,
+	eng := h.runtime(t, b, exec.Options{Catalog: cat, Consumers: 2, BatchSize: 1, BatchTimeout: 30 * time.Second,
 		RetryDelay: 100 * time.Millisecond, Logger: slog.New(w)})
-	require.NoError(t, err)
 	ctx, cancel := context.WithCancel(t.Context())
 	var wg sync.WaitGroup
 	wg.Go(func() { _ = eng.Consume(ctx) })
 	defer func() { cancel(); wg.Wait() }()
 
-	at := time.Now()
+	at := h.now()
 	sum, err := eng.Trigger(t.Context(), "long", at, false)
 	require.NoError(t, err)
 	longRun := ledger.RunID{Job: "long", Nominal: sum.Nominal, Generation: 1}
@@ -123,10 +121,10 @@ func Run(t *testing.T, b backend.Backend) {
 		t.Fatal("the stuck item never started")
 	}
 	key := ledger.ItemKey{Run: stuckRun, Asset: "blocked"}
-	_, err = b.Ledger.Cancel(t.Context(), ledger.CancelParams{Key: key, Reason: "cancelled by the test", Now: time.Now()})
+	_, err = b.Ledger.Cancel(t.Context(), ledger.CancelParams{Key: key, Reason: "cancelled by the test", Now: h.now()})
 	require.NoError(t, err)
 
-	run, items := waitFinished(t, b.Ledger, stuckRun)
+	run, items := waitFinishedItems(t, b.Ledger, stuckRun)
 	require.Equal(t, ledger.RunPartial, run.State)
 	require.Equal(t, ledger.ItemCancelled, items[0].State)
 	require.Equal(t, "cancelled by the test", items[0].Error)
@@ -135,7 +133,7 @@ func Run(t *testing.T, b backend.Backend) {
 	require.True(t, errors.Is(stuckCause, baton.ErrCancelled), "the processor's context ended with the cancel: %v", stuckCause)
 	mu.Unlock()
 
-	run, items = waitFinished(t, b.Ledger, longRun)
+	run, items = waitFinishedItems(t, b.Ledger, longRun)
 	require.Equal(t, ledger.RunComplete, run.State)
 	require.Equal(t, ledger.ItemSucceeded, items[0].State)
 	require.Equal(t, 1, items[0].Attempt, "never taken over while it heartbeats")
@@ -144,26 +142,4 @@ func Run(t *testing.T, b backend.Backend) {
 	require.Equal(t, 1, calls[items[0].Key.String()], "processed once")
 	mu.Unlock()
 	require.Empty(t, w.with("visibility"), "every heartbeat extended its message's visibility")
-}
-
-// waitFinished polls the run until it is complete or partial, with a
-// bound; it never settles the run itself (the consumers must).
-func waitFinished(t *testing.T, l ledger.Store, id ledger.RunID) (ledger.Run, []ledger.Item) {
-	t.Helper()
-	ctx, stop := context.WithTimeout(t.Context(), 30*time.Second)
-	defer stop()
-	for {
-		r, err := ledger.GetRunOf(ctx, l, id)
-		if err == nil && r.State.Finished() {
-			items, err := l.ListItems(ctx, id)
-			require.NoError(t, err)
-			return r, items
-		}
-		select {
-		case <-ctx.Done():
-			items, _ := l.ListItems(context.WithoutCancel(ctx), id)
-			t.Fatalf("run %s not finished: %+v (%v); items %+v", id, r, err, items)
-		case <-time.After(20 * time.Millisecond):
-		}
-	}
 }

@@ -1,4 +1,6 @@
-package itemstest
+// This file holds the Retries group: the delays a failed item waits
+// before its next attempt.
+package jobmodeltest
 
 import (
 	"context"
@@ -10,20 +12,19 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/batonhq/baton"
-	"github.com/batonhq/baton/internal/backend"
 	"github.com/batonhq/baton/internal/exec"
 	"github.com/batonhq/baton/internal/ledger"
 )
 
-// RetryDelays are the delays RunRetryDelays asks for: a processor's
+// RetryDelays are the delays TestRetryDelays asks for: a processor's
 // RetryAfter, and a job's RetryPolicy (its first retry waits MinDelay).
 const (
 	RetryAfterDelay  = 1500 * time.Millisecond
 	RetryPolicyDelay = time.Second
 )
 
-// RunRetryDelays runs a tick of a job whose items fail their first
-// attempt on b (invariant 14): "ratelimited" returns
+// TestRetryDelays runs a tick of a job whose items fail their first
+// attempt (invariant 14): "ratelimited" returns
 // baton.RetryAfter(RetryAfterDelay), "flaky" a plain error under the job's
 // RetryPolicy{MinDelay: RetryPolicyDelay}, "doomed" a Permanent error
 // wrapped in RetryAfter. The next attempt of each of the first two starts
@@ -31,8 +32,9 @@ const (
 // it: the engine's retry delay of 100 ms would have brought it back at
 // once); "doomed" ends DEAD after one attempt. The engine's own retry
 // delay is short, so a delay that is not applied shows.
-func RunRetryDelays(t *testing.T, b backend.Backend) {
-	t.Helper()
+func TestRetryDelays(t *testing.T, h Harness) {
+	t.Parallel()
+	b := h.open(t)
 	var mu sync.Mutex
 	failedAt := map[string]time.Time{}
 	retriedAt := map[string]time.Time{}
@@ -59,11 +61,10 @@ func RunRetryDelays(t *testing.T, b backend.Backend) {
 		Retry:  baton.RetryPolicy{MinDelay: RetryPolicyDelay, MaxDelay: RetryPolicyDelay},
 	})
 	require.NoError(t, err)
-	eng, err := exec.New(b, exec.Options{Catalog: cat, Consumers: 2, BatchSize: 10, BatchTimeout: 30 * time.Second, RetryDelay: 100 * time.Millisecond})
-	require.NoError(t, err)
+	eng := h.runtime(t, b, exec.Options{Catalog: cat, Consumers: 2, BatchSize: 10, BatchTimeout: 30 * time.Second, RetryDelay: 100 * time.Millisecond})
 	defer consume(t, eng)()
 
-	sum, err := eng.Trigger(t.Context(), "retrying", time.Now(), false)
+	sum, err := eng.Trigger(t.Context(), "retrying", h.now(), false)
 	require.NoError(t, err)
 	run := waitFinished(t, b.Ledger, sum.Run)
 	require.Equal(t, ledger.RunPartial, run.State)

@@ -1,4 +1,6 @@
-package itemstest
+// This file holds the Bulk group: bulk jobs (baton.Job.Bulk), whose
+// shard messages the consumers run in place, item by item.
+package jobmodeltest
 
 import (
 	"context"
@@ -58,14 +60,15 @@ func (q *countingQueue) SendBatch(ctx context.Context, msgs []queue.Message) err
 	return err
 }
 
-// RunBulk runs one tick of a bulk job (baton.Job.Bulk) of 300 assets on
-// b: the coordinator sends three shard messages and the consumers run
+// TestBulkShardsRunInPlace runs one tick of a bulk job (baton.Job.Bulk)
+// of 300 assets: the coordinator sends three shard messages and the consumers run
 // their items in place, so no item message is sent but the one of the
 // item that fails its first attempt, which is handed over and retried on
 // its own. Every item runs to its end once (twice for the failing one),
 // with the fence of its shard, and the run settles complete.
-func RunBulk(t *testing.T, b backend.Backend) {
-	t.Helper()
+func TestBulkShardsRunInPlace(t *testing.T, h Harness) {
+	t.Parallel()
+	b := h.open(t)
 	const n = 300
 	assets := make([]string, n)
 	for i := range assets {
@@ -73,9 +76,9 @@ func RunBulk(t *testing.T, b backend.Backend) {
 	}
 	flaky := assets[137]
 	job := baton.Job{Name: "bulk", Schedule: "rate(1 hour)", Assets: assets}
-	eng, work, calls := bulkEngine(t, b, job, flaky, func(task baton.Task) []byte { return []byte(task.Asset) })
+	eng, work, calls := bulkEngine(t, h, b, job, flaky, func(task baton.Task) []byte { return []byte(task.Asset) })
 	defer consume(t, eng)()
-	sum, err := eng.Trigger(t.Context(), "bulk", time.Now(), false)
+	sum, err := eng.Trigger(t.Context(), "bulk", h.now(), false)
 	require.NoError(t, err)
 	require.Equal(t, n, sum.Enqueued)
 	require.Equal(t, 3, sum.ShardMessages, "a bulk job fans out in shard messages below the expansion threshold too")
@@ -102,23 +105,24 @@ func RunBulk(t *testing.T, b backend.Backend) {
 	}
 }
 
-// RunBulkRunTime runs one tick of a bulk job with a run-time list
-// (baton.Job.Bulk with Items) of 300 items on b: the coordinator stores
+// TestBulkRunTimePagesRunInPlace runs one tick of a bulk job with a
+// run-time list (baton.Job.Bulk with Items) of 300 items: the coordinator stores
 // the list in five pages and sends one page shard message per page, the
 // consumers run each page's items in place, and the only item message
 // is the hand-over of the item that fails its first attempt (version 2,
 // naming its page). Every item runs to its end once (twice for the
 // failing one) with its payload and its shard's fence, and the run
 // settles complete.
-func RunBulkRunTime(t *testing.T, b backend.Backend) {
-	t.Helper()
+func TestBulkRunTimePagesRunInPlace(t *testing.T, h Harness) {
+	t.Parallel()
+	b := h.open(t)
 	const n = 300
 	src := &Source{N: n, PageSize: 50}
 	flaky := Name(201)
 	job := baton.Job{Name: "bulkrt", Schedule: "rate(1 hour)", Items: src.Func}
-	eng, work, calls := bulkEngine(t, b, job, flaky, func(task baton.Task) []byte { return task.Payload })
+	eng, work, calls := bulkEngine(t, h, b, job, flaky, func(task baton.Task) []byte { return task.Payload })
 	defer consume(t, eng)()
-	sum, err := eng.Trigger(t.Context(), "bulkrt", time.Now(), false)
+	sum, err := eng.Trigger(t.Context(), "bulkrt", h.now(), false)
 	require.NoError(t, err)
 	pages := (n + ledger.PageItems - 1) / ledger.PageItems
 	require.Equal(t, n, sum.Enqueued)
@@ -172,7 +176,7 @@ func (c *bulkCalls) get(item string) int {
 // whose processor counts its calls, fails flaky's first attempt and
 // returns result(task) otherwise, with a work queue that counts the
 // shard and item messages sent, and an engine of two consumers.
-func bulkEngine(t *testing.T, b backend.Backend, job baton.Job, flaky string, result func(baton.Task) []byte) (*exec.Runtime, *countingQueue, *bulkCalls) {
+func bulkEngine(t *testing.T, h Harness, b backend.Backend, job baton.Job, flaky string, result func(baton.Task) []byte) (*exec.Runtime, *countingQueue, *bulkCalls) {
 	t.Helper()
 	calls := &bulkCalls{n: map[string]int{}}
 	job.Bulk = true
@@ -190,7 +194,6 @@ func bulkEngine(t *testing.T, b backend.Backend, job baton.Job, flaky string, re
 	require.NoError(t, err)
 	work := &countingQueue{Queue: b.Work}
 	b.Work = work
-	eng, err := exec.New(b, exec.Options{Catalog: cat, Consumers: 2, BatchSize: 10, BatchTimeout: 2 * time.Minute, RetryDelay: 100 * time.Millisecond})
-	require.NoError(t, err)
+	eng := h.runtime(t, b, exec.Options{Catalog: cat, Consumers: 2, BatchSize: 10, BatchTimeout: 2 * time.Minute, RetryDelay: 100 * time.Millisecond})
 	return eng, work, calls
 }

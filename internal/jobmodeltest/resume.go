@@ -1,9 +1,8 @@
-// Package resumetest checks, the same way on every engine, what the local
-// runtime does after a crash: the next trigger resumes the job's run left
-// fanning out from its cursor and catches up the ticks missed while
-// nothing ran, per the job's catch-up policy, and every run then settles
-// by its consumers.
-package resumetest
+// This file holds the Resume group: what the local runtime does after a
+// crash. The next trigger resumes the job's run left fanning out from its
+// cursor and catches up the ticks missed while nothing ran, per the job's
+// catch-up policy, and every run then settles by its consumers.
+package jobmodeltest
 
 import (
 	"context"
@@ -15,7 +14,6 @@ import (
 
 	"github.com/batonhq/baton"
 	"github.com/batonhq/baton/examples/fx"
-	"github.com/batonhq/baton/internal/backend"
 	"github.com/batonhq/baton/internal/exec"
 	"github.com/batonhq/baton/internal/fanin"
 	"github.com/batonhq/baton/internal/ledger"
@@ -23,14 +21,16 @@ import (
 	"github.com/batonhq/baton/internal/queue"
 )
 
-// Run leaves on b what a runtime killed mid fan-out leaves (a run five
-// minutes old fanning out at cursor 3, its first three messages sent, and
+// TestResumeAndCatchUpAfterACrash leaves on the backend what a runtime
+// killed mid fan-out leaves (a run five minutes old fanning out at cursor 3, its first three messages sent, and
 // no run for the four ticks after it), then triggers the current tick
 // once with consumers running, and requires every one of the six ticks to
 // have a run that settles complete: the crashed one resumed, the four
 // missed ones caught up (CatchUp window ten minutes), the current one.
-func Run(t *testing.T, b backend.Backend, jobName string) {
-	t.Helper()
+func TestResumeAndCatchUpAfterACrash(t *testing.T, h Harness) {
+	t.Parallel()
+	b := h.open(t)
+	const jobName = "fxresume"
 	ctx := t.Context()
 	job := fx.Job(nil)
 	job.Name = jobName
@@ -39,7 +39,7 @@ func Run(t *testing.T, b backend.Backend, jobName string) {
 	cat, err := baton.NewCatalog(job)
 	require.NoError(t, err)
 
-	now := time.Now().UTC()
+	now := h.now().UTC()
 	current := now.Truncate(time.Minute)
 	crashed := current.Add(-5 * time.Minute)
 	run, out, err := b.Ledger.OpenRun(ctx, ledger.OpenRunParams{Job: jobName, Nominal: crashed, Fence: 1,
@@ -55,8 +55,7 @@ func Run(t *testing.T, b backend.Backend, jobName string) {
 	_, err = b.Ledger.AdvanceRun(ctx, ledger.AdvanceRunParams{ID: run.ID, Fence: 1, Cursor: 3, Now: crashed.Add(2 * time.Second)})
 	require.NoError(t, err)
 
-	eng, err := exec.New(b, exec.Options{Catalog: cat, Consumers: 2, BatchTimeout: 10 * time.Second, RetryDelay: 100 * time.Millisecond})
-	require.NoError(t, err)
+	eng := h.runtime(t, b, exec.Options{Catalog: cat, Consumers: 2, BatchTimeout: 10 * time.Second, RetryDelay: 100 * time.Millisecond})
 	cctx, cancel := context.WithCancel(ctx)
 	var wg sync.WaitGroup
 	wg.Go(func() { _ = eng.Consume(cctx) })
