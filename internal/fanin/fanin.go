@@ -43,6 +43,7 @@ import (
 	"time"
 
 	"github.com/batonhq/baton"
+	"github.com/batonhq/baton/internal/jobspec"
 	"github.com/batonhq/baton/internal/ledger"
 	"github.com/batonhq/baton/internal/message"
 	"github.com/batonhq/baton/internal/queue"
@@ -95,9 +96,9 @@ func Check(ctx context.Context, p Params) (Result, error) {
 	var res Result
 	// Dependency order: an item cancelled here dooms its own dependents
 	// further down the list, in the same pass.
-	derived := p.Def.DerivedOrder()
+	derived := jobspec.DerivedOrder(p.Def)
 	if p.Input != "" {
-		derived = p.Def.Downstream(p.Input)
+		derived = jobspec.Downstream(p.Def, p.Input)
 	}
 	if len(derived) == 0 {
 		return res, nil
@@ -182,7 +183,7 @@ func ReadItems(ctx context.Context, store ledger.Store, j baton.Job, run ledger.
 		}
 		return items, nil
 	}
-	all := j.ItemNames()
+	all := jobspec.ItemNames(j)
 	names = slices.Compact(slices.Sorted(slices.Values(names)))
 	if parts > 1 {
 		// The names of each partition, chunked among that partition's
