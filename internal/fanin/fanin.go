@@ -86,7 +86,9 @@ type Result struct {
 // dependency order (Job.DerivedOrder). A derived item without a record
 // is enqueued when all its inputs SUCCEEDED (one with a record, RUNNING or
 // FAILED, was claimed from a message that is still redelivered until it
-// ends: enqueueing another copy would only add a duplicate), and a derived
+// ends: enqueueing another copy would only add a duplicate; unless it is
+// RUNNING under a claim that ended an item lease ago or more, whose
+// messages may be lost: see orphaned), and a derived
 // item that is not terminal is cancelled with
 // the reason "input X is DEAD" (or CANCELLED) when one of its inputs ended
 // without success; the items downstream of it are then cancelled in the
@@ -116,8 +118,12 @@ func Check(ctx context.Context, p Params) (Result, error) {
 		}
 	}
 	states := make(map[string]ledger.ItemState, len(items))
+	claims := map[string]ledger.Item{}
 	for _, it := range items {
 		states[it.Key.Asset] = it.State
+		if it.State == ledger.ItemRunning {
+			claims[it.Key.Asset] = it
+		}
 	}
 
 	var ready []queue.Message
@@ -130,7 +136,7 @@ func Check(ctx context.Context, p Params) (Result, error) {
 		verdict, reason := Inputs(d, states)
 		switch verdict {
 		case Ready:
-			if states[d.Name] != "" { // claimed already: its own message drives it
+			if states[d.Name] != "" && !orphaned(claims[d.Name], p.Def, p.Now) { // claimed already: its own message drives it
 				res.Waiting = append(res.Waiting, d.Name)
 				continue
 			}
@@ -164,6 +170,20 @@ func Check(ctx context.Context, p Params) (Result, error) {
 		res.Enqueued = readyNames
 	}
 	return res, nil
+}
+
+// orphaned reports whether it, a derived item's record, is RUNNING under
+// a claim that ended at least one more item lease ago: a live message of
+// it would have been redelivered and claimed it again by then, so its
+// messages may all be lost (a queue's redrive moves a message to its
+// dead-letter queue, with no reason, when its consumers die at its last
+// receives). Check sends it again; a duplicate of a live message is
+// harmless (its claim dedupes).
+func orphaned(it ledger.Item, j baton.Job, now time.Time) bool {
+	if it.State != ledger.ItemRunning || now.IsZero() {
+		return false
+	}
+	return !now.Before(it.LeaseUntil.Add(j.Limits.ClockSkew + jobspec.ItemLease(j, it.Key.Asset)))
 }
 
 // ReadItems returns the records of the run's items called names (those
