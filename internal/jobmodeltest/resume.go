@@ -16,6 +16,7 @@ import (
 	"github.com/batonhq/baton/examples/fx"
 	"github.com/batonhq/baton/internal/exec"
 	"github.com/batonhq/baton/internal/fanin"
+	"github.com/batonhq/baton/internal/jobspec"
 	"github.com/batonhq/baton/internal/ledger"
 	"github.com/batonhq/baton/internal/message"
 	"github.com/batonhq/baton/internal/queue"
@@ -43,7 +44,7 @@ func TestResumeAndCatchUpAfterACrash(t *testing.T, h Harness) {
 	current := now.Truncate(time.Minute)
 	crashed := current.Add(-5 * time.Minute)
 	run, out, err := b.Ledger.OpenRun(ctx, ledger.OpenRunParams{Job: jobName, Nominal: crashed, Fence: 1,
-		Shards: fanin.Shards(len(job.ItemNames())), Now: crashed.Add(time.Second)})
+		Shards: fanin.Shards(len(jobspec.ItemNames(job))), Now: crashed.Add(time.Second)})
 	require.NoError(t, err)
 	require.Equal(t, ledger.Opened, out)
 	var sent []queue.Message
@@ -74,7 +75,7 @@ func TestResumeAndCatchUpAfterACrash(t *testing.T, h Harness) {
 		}, 30*time.Second, 20*time.Millisecond, "tick %s", nominal)
 		require.Equal(t, ledger.RunComplete, r.State, "tick %s", nominal)
 		require.Equal(t, 1, r.ID.Generation)
-		require.Equal(t, len(job.ItemNames()), r.Succeeded, "tick %s", nominal)
+		require.Equal(t, len(jobspec.ItemNames(job)), r.Succeeded, "tick %s", nominal)
 		if i == 5 {
 			require.Equal(t, run.OpenedAt.UnixNano(), r.OpenedAt.UnixNano(), "the crashed run resumed, not opened again")
 		}
