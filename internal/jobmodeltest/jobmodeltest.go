@@ -62,11 +62,15 @@ type Harness struct {
 	// with them; the others make them as they are named.
 	OpenFunc func(t *testing.T, jobQueues ...string) backend.Backend
 
-	// NowFunc is the clock the cases read the ticks they trigger and the
-	// times they hand the stores from, and the one their runtimes run on
-	// (exec.Options.NowFunc); nil means time.Now. It must advance with
-	// real time: the cases measure the delays and spreads they check on
-	// the monotonic clock, as the consumers wait them out.
+	// NowFunc is the engine's clock: the cases read the ticks they
+	// trigger and the times they hand the stores from it, and their
+	// runtimes run on it (exec.Options.NowFunc); nil means time.Now. It
+	// must be the clock the engine's adapters keep themselves: a queue
+	// stamps a message's visibility with its own clock when it is sent
+	// (queue.Sender takes no Now), so on the three engines of today it is
+	// nil, the machine's (a clock hours behind it leaves every message
+	// invisible to the consumers). The delays and spreads the cases check
+	// are measured on the monotonic clock, as the consumers wait them out.
 	NowFunc func() time.Time
 
 	// Caps says what the engine can and cannot do.
