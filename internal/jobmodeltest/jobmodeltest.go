@@ -65,12 +65,13 @@ type Harness struct {
 	// NowFunc is the engine's clock: the cases read the ticks they
 	// trigger and the times they hand the stores from it, and their
 	// runtimes run on it (exec.Options.NowFunc); nil means time.Now. It
-	// must be the clock the engine's adapters keep themselves: a queue
-	// stamps a message's visibility with its own clock when it is sent
-	// (queue.Sender takes no Now), so on the three engines of today it is
-	// nil, the machine's (a clock hours behind it leaves every message
-	// invisible to the consumers). The delays and spreads the cases check
-	// are measured on the monotonic clock, as the consumers wait them out.
+	// must be the clock the engine's adapters keep themselves, which they
+	// also read on their own (a queue stamps a delayed message's
+	// visibility when it is sent: queue.Sender takes no Now). On the three
+	// engines of today it is nil, the machine's: on the embedded store a
+	// clock two hours behind it leaves the Resume case's crashed run
+	// unsettled. The delays and spreads the cases check are measured on
+	// the monotonic clock, as the consumers wait them out.
 	NowFunc func() time.Time
 
 	// Caps says what the engine can and cannot do.
