@@ -1,7 +1,6 @@
 package bench
 
 import (
-	"os"
 	"path/filepath"
 	"testing"
 
@@ -22,16 +21,13 @@ func TestModuleRoots(t *testing.T) {
 		require.Equal(t, labModule, declaredModule(filepath.Join(lab, "go.mod")))
 	}
 	check(baton, lab)
-	wd, err := os.Getwd()
-	require.NoError(t, err)
-	require.Equal(t, filepath.Join(lab, "bench"), wd)
-
-	t.Chdir(baton)
-	b2, l2, err := ModuleRoots()
-	require.NoError(t, err)
-	require.Equal(t, baton, b2)
-	require.Equal(t, lab, l2)
-	check(b2, l2)
+	for _, dir := range []string{filepath.Join(lab, "bench"), baton} {
+		t.Chdir(dir)
+		b, l, err := ModuleRoots()
+		require.NoError(t, err, "from %s", dir)
+		require.Equal(t, baton, b, "from %s", dir)
+		require.Equal(t, lab, l, "from %s", dir)
+	}
 
 	// Outside both modules there is nothing to build in.
 	t.Chdir(t.TempDir())
