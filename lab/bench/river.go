@@ -81,7 +81,7 @@ func (w *riverWorker) Work(context.Context, *river.Job[riverArgs]) error {
 }
 
 // riverVersion is the River module this binary links: from the build
-// information, else from the module's go.mod (test binaries carry no
+// information, else from the lab module's go.mod (test binaries carry no
 // dependency versions).
 func riverVersion() string {
 	const path = "github.com/riverqueue/river"
@@ -92,8 +92,8 @@ func riverVersion() string {
 			}
 		}
 	}
-	if root, err := ModuleRoot(); err == nil {
-		if b, err := os.ReadFile(filepath.Join(root, "go.mod")); err == nil {
+	if _, lab, err := ModuleRoots(); err == nil {
+		if b, err := os.ReadFile(filepath.Join(lab, "go.mod")); err == nil {
 			for _, line := range strings.Split(string(b), "\n") {
 				if f := strings.Fields(line); len(f) >= 2 && f[0] == path {
 					return f[1]

@@ -55,7 +55,7 @@ type Prices struct {
 //     $0.00001667 per Express GB-second from
 //     https://www.wring.co/blog/aws-step-functions-pricing-guide (March 2026).
 var ListPrices = Prices{
-	AsOf:               "us-east-1 list prices, confirmed 2026-11-27 (sources in internal/bench/cost.go and BENCHMARKS.md)",
+	AsOf:               "us-east-1 list prices, confirmed 2026-11-27 (sources in lab/bench/cost.go and BENCHMARKS.md)",
 	WriteUnit:          0.625 / 1e6,
 	ReadUnit:           0.125 / 1e6,
 	SQSRequest:         0.40 / 1e6,

@@ -11,11 +11,11 @@ import (
 	"github.com/aws/aws-sdk-go-v2/aws"
 
 	"github.com/batonhq/baton"
-	"github.com/batonhq/baton/internal/ddbthrottle"
 	"github.com/batonhq/baton/internal/exec"
 	"github.com/batonhq/baton/internal/lease"
 	"github.com/batonhq/baton/internal/ledger"
 	"github.com/batonhq/baton/internal/queue"
+	"github.com/batonhq/baton/lab/ddbthrottle"
 )
 
 // scale runs the scale scenario on t: role processes on the embedded

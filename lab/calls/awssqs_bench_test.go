@@ -1,4 +1,4 @@
-package awssqs_test
+package calls
 
 import (
 	"strconv"
@@ -10,15 +10,15 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/batonhq/baton/internal/awssqs"
-	"github.com/batonhq/baton/internal/bench/awscall"
 	"github.com/batonhq/baton/internal/localaws"
 	"github.com/batonhq/baton/internal/queue"
+	"github.com/batonhq/baton/lab/bench/awscall"
 )
 
-// BenchmarkFanOut100 sends 100 messages with SendAll and receives and
+// BenchmarkSQSFanOut100 sends 100 messages with SendAll and receives and
 // deletes them, on the emulator; it reports the SQS requests per 100
 // messages (the figure that carries over to SQS; the time does not).
-func BenchmarkFanOut100(b *testing.B) {
+func BenchmarkSQSFanOut100(b *testing.B) {
 	var n awscall.Counter
 	c := localaws.SQSClient(b, func(o *sqs.Options) { o.APIOptions = append(o.APIOptions, n.Middleware()) })
 	out, err := c.CreateQueue(b.Context(), &sqs.CreateQueueInput{QueueName: aws.String(uniqueName("bench"))})

@@ -10,9 +10,9 @@ import (
 
 	"github.com/batonhq/baton"
 	"github.com/batonhq/baton/internal/awsdynamodb"
-	"github.com/batonhq/baton/internal/ddbthrottle"
 	"github.com/batonhq/baton/internal/fanin"
 	"github.com/batonhq/baton/internal/ledger"
+	"github.com/batonhq/baton/lab/ddbthrottle"
 )
 
 // A run's item writes at a steady rate, behind limits scaled down to 50

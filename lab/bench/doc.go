@@ -10,7 +10,7 @@
 //
 //  1. Calls per operation, counted by store instrumentation (SQLite: a
 //     counting wrapper of the ports, one port call being one transaction)
-//     and SDK middleware (AWS: internal/bench/awscall), against the minimum
+//     and SDK middleware (AWS: lab/bench/awscall), against the minimum
 //     possible: 1 conditional write per lease acquisition, 2 writes per
 //     new item, 1 call per duplicate or contended delivery, one batch send
 //     per 10 items of fan-out. A refused acquisition is counted twice: on
@@ -75,7 +75,7 @@
 //     against the smallest size's of the same kind (goal: within 2×). On
 //     the emulators, 100,000 items of each kind with 100 consumers' worth
 //     of concurrency behind the DynamoDB throttling proxy
-//     (internal/ddbthrottle, DynamoDB's per-partition limits): the same
+//     (lab/ddbthrottle, DynamoDB's per-partition limits): the same
 //     times, the hottest partition key's peak write and read units in one
 //     second against the limits (for the run-time list, the hottest item
 //     partition key too: its items are partitioned by page), the
@@ -135,9 +135,12 @@
 // ratio to a reference measured seconds apart, interleaved with it where
 // the scenario allows.
 //
-// The report runs as a test binary (the emulators are test support):
+// The report runs as a test binary (the emulators are test support),
+// built in the lab module (lab/, a module of its own so that baton's
+// go.mod carries none of the lab's dependencies) and run from the
+// repository's root, as `make bench` does:
 //
-//	go test -c -o bin/bench.test ./internal/bench
+//	(cd lab && go test -c -o ../bin/bench.test ./bench)
 //	bin/bench.test -test.run '^TestReport$' -report [-report.only REGEXP] [-report.out bin/bench.md]
 //
 // In report mode standard output holds the table alone; -report.out

@@ -201,10 +201,10 @@ func TestReport(t *testing.T) {
 // lambdaParams builds in a temporary directory, against the emulators.
 func lambdaParams(t *testing.T, arm64 bool) LambdaParams {
 	t.Helper()
-	root, err := ModuleRoot()
+	root, lab, err := ModuleRoots()
 	require.NoError(t, err)
 	return LambdaParams{
-		ModuleDir: root, WorkDir: t.TempDir(),
+		ModuleDir: root, LabDir: lab, WorkDir: t.TempDir(),
 		DynamoDB: localaws.DynamoDB(t).Config(), SQS: localaws.SQS(t).Config(), Arm64: arm64,
 	}
 }

@@ -18,8 +18,8 @@ import (
 	"github.com/batonhq/baton/internal/awsdynamodb"
 	"github.com/batonhq/baton/internal/awssqs"
 	"github.com/batonhq/baton/internal/backend"
-	"github.com/batonhq/baton/internal/bench/awscall"
 	"github.com/batonhq/baton/internal/queue"
+	"github.com/batonhq/baton/lab/bench/awscall"
 )
 
 // AWSOptions tune an AWS target.

@@ -1,4 +1,4 @@
-package sqlite_test
+package bench
 
 import (
 	"database/sql"
@@ -6,16 +6,15 @@ import (
 	"testing"
 	"time"
 
-	"github.com/batonhq/baton/internal/bench"
 	"github.com/batonhq/baton/internal/sqlite"
 )
 
-// BenchmarkRawConditionalInsert is the reference for the lease benchmarks
-// (lease_bench_test.go): the single-row conditional UPSERT a lease
-// acquisition makes, on a table of the same shape, autocommitted, through
-// database/sql alone: parsed on every call (exec), and prepared once
-// (prepared, as the lease store's statements are). It is the statement
-// the bench report's raw reference runs.
+// BenchmarkRawConditionalInsert is the reference for the SQLite lease
+// benchmarks (internal/sqlite/lease_bench_test.go): the single-row
+// conditional UPSERT a lease acquisition makes, on a table of the same
+// shape, autocommitted, through database/sql alone: parsed on every call
+// (exec), and prepared once (prepared, as the lease store's statements
+// are). It is the statement the bench report's raw reference runs.
 func BenchmarkRawConditionalInsert(b *testing.B) {
 	h, err := sqlite.Open(b.Context(), filepath.Join(b.TempDir(), "baton.db"), nil)
 	if err != nil {
@@ -23,7 +22,7 @@ func BenchmarkRawConditionalInsert(b *testing.B) {
 	}
 	b.Cleanup(func() { _ = h.Close() })
 	db := h.SQL()
-	if _, err := db.ExecContext(b.Context(), bench.RawLeasesDDL); err != nil {
+	if _, err := db.ExecContext(b.Context(), RawLeasesDDL); err != nil {
 		b.Fatal(err)
 	}
 	now := time.Date(2026, 5, 1, 12, 0, 0, 0, time.UTC).UnixNano()
@@ -40,11 +39,11 @@ func BenchmarkRawConditionalInsert(b *testing.B) {
 	}
 	b.Run("exec", func(b *testing.B) {
 		run(b, func(args ...any) (sql.Result, error) {
-			return db.ExecContext(b.Context(), bench.RawLeaseUpsert, args...)
+			return db.ExecContext(b.Context(), RawLeaseUpsert, args...)
 		})
 	})
 	b.Run("prepared", func(b *testing.B) {
-		st, err := db.PrepareContext(b.Context(), bench.RawLeaseUpsert)
+		st, err := db.PrepareContext(b.Context(), RawLeaseUpsert)
 		if err != nil {
 			b.Fatal(err)
 		}

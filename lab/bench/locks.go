@@ -16,8 +16,8 @@ import (
 
 	"github.com/batonhq/baton/batonlock"
 	"github.com/batonhq/baton/internal/awsdynamodb"
-	"github.com/batonhq/baton/internal/bench/awscall"
 	"github.com/batonhq/baton/internal/lease"
+	"github.com/batonhq/baton/lab/bench/awscall"
 )
 
 // LockConfig sizes the lock scenario (Locks).

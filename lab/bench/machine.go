@@ -3,7 +3,6 @@ package bench
 import (
 	"bufio"
 	"cmp"
-	"errors"
 	"fmt"
 	"os"
 	"path/filepath"
@@ -76,21 +75,58 @@ func scenarioNumber(s string) int {
 	return n
 }
 
-// ModuleRoot returns the nearest directory at or above the working
-// directory that holds a go.mod.
-func ModuleRoot() (string, error) {
+// The modules the bench runs in: baton's, and the lab's (lab/ below
+// baton's root, a module of its own so that baton's go.mod needs none of
+// the lab's dependencies).
+const (
+	batonModule = "github.com/batonhq/baton"
+	labModule   = "github.com/batonhq/baton/lab"
+)
+
+// ModuleRoots returns the root directories of baton's module and of the
+// lab module, found from the working directory: the bench's tests run in
+// lab/bench, below both go.mod files, and `make bench` runs the bench
+// binary at baton's root, where the lab is lab/.
+func ModuleRoots() (baton, lab string, err error) {
 	dir, err := os.Getwd()
 	if err != nil {
-		return "", err
+		return "", "", err
 	}
 	for {
-		if _, err := os.Stat(filepath.Join(dir, "go.mod")); err == nil {
-			return dir, nil
+		switch declaredModule(filepath.Join(dir, "go.mod")) {
+		case labModule:
+			if lab == "" {
+				lab = dir
+			}
+		case batonModule:
+			baton = dir
+			if lab == "" {
+				lab = filepath.Join(dir, "lab")
+			}
+			if declaredModule(filepath.Join(lab, "go.mod")) != labModule {
+				return "", "", fmt.Errorf("no go.mod of %s in %s", labModule, lab)
+			}
+			return baton, lab, nil
 		}
 		parent := filepath.Dir(dir)
 		if parent == dir {
-			return "", errors.New("no go.mod at or above the working directory")
+			return "", "", fmt.Errorf("no go.mod of %s at or above the working directory", batonModule)
 		}
 		dir = parent
 	}
+}
+
+// declaredModule returns the module path a go.mod file declares, or ""
+// when there is no such file or it declares none.
+func declaredModule(gomod string) string {
+	b, err := os.ReadFile(gomod)
+	if err != nil {
+		return ""
+	}
+	for _, line := range strings.Split(string(b), "\n") {
+		if f := strings.Fields(line); len(f) >= 2 && f[0] == "module" {
+			return strings.Trim(f[1], `"`)
+		}
+	}
+	return ""
 }

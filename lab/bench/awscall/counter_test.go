@@ -15,7 +15,7 @@ import (
 	sqstypes "github.com/aws/aws-sdk-go-v2/service/sqs/types"
 	"github.com/stretchr/testify/require"
 
-	"github.com/batonhq/baton/internal/bench/awscall"
+	"github.com/batonhq/baton/lab/bench/awscall"
 )
 
 // fakeSQS answers every request with 200 and body, except that the first

@@ -18,8 +18,8 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/batonhq/baton/internal/awsdynamodb"
-	"github.com/batonhq/baton/internal/ddbthrottle"
 	"github.com/batonhq/baton/internal/localaws"
+	"github.com/batonhq/baton/lab/ddbthrottle"
 )
 
 // clock is a settable clock for the proxy's one-second windows.

@@ -1,4 +1,4 @@
-package awssqs_test
+package calls
 
 import (
 	"strconv"
@@ -10,16 +10,16 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/batonhq/baton/internal/awssqs"
-	"github.com/batonhq/baton/internal/bench/awscall"
 	"github.com/batonhq/baton/internal/localaws"
 	"github.com/batonhq/baton/internal/queue"
+	"github.com/batonhq/baton/lab/bench/awscall"
 )
 
-// TestCallsPerOperation pins the SQS requests each port operation costs:
+// TestSQSCallsPerOperation pins the SQS requests each port operation costs:
 // one per SendBatch, Receive, Delete, DeleteBatch, ChangeVisibility and
 // Depth, so that SendAll of n messages costs ceil(n/10) requests when they
 // fit by size.
-func TestCallsPerOperation(t *testing.T) {
+func TestSQSCallsPerOperation(t *testing.T) {
 	t.Parallel()
 	var n awscall.Counter
 	c := localaws.SQSClient(t, func(o *sqs.Options) { o.APIOptions = append(o.APIOptions, n.Middleware()) })
@@ -49,15 +49,4 @@ func TestCallsPerOperation(t *testing.T) {
 		"ChangeMessageVisibility": 1, "GetQueueAttributes": 1,
 	}, n.Snapshot())
 	require.Equal(t, 9, n.Total())
-}
-
-func TestOptionsMessageAttributeNames(t *testing.T) {
-	t.Parallel()
-	b := setup(t)
-	only := awssqs.New(b.client, b.q.URL(), &awssqs.Options{MessageAttributeNames: []string{"keep"}})
-	require.NoError(t, b.q.SendBatch(t.Context(), []queue.Message{{ID: "a", Body: []byte("x"), Attributes: map[string]string{"keep": "1", "drop": "2"}}}))
-	ds, err := only.Receive(t.Context(), queue.ReceiveParams{Max: 1, Visibility: time.Minute})
-	require.NoError(t, err)
-	require.Len(t, ds, 1)
-	require.Equal(t, map[string]string{"keep": "1"}, ds[0].Attributes)
 }

@@ -35,8 +35,10 @@ import (
 
 // LambdaParams are the inputs of the Lambda artifact scenario.
 type LambdaParams struct {
-	// ModuleDir is the module's root: ./functions/<name> are built there.
+	// ModuleDir is baton's root: ./functions/<name> are built there.
 	ModuleDir string
+	// LabDir is the lab module's root: the minimal handler is built there.
+	LabDir string
 	// WorkDir receives the builds.
 	WorkDir string
 	// DynamoDB and SQS are the endpoints the functions use (BaseEndpoint
@@ -49,7 +51,7 @@ type LambdaParams struct {
 
 // minimalPkg is the reference function: an SQS handler that acknowledges
 // every batch and does nothing else.
-const minimalPkg = "./internal/bench/testdata/minimal"
+const minimalPkg = "./bench/testdata/minimal"
 
 // batchSize is the SQS batch the consumer handles for the RSS figure.
 const batchSize = 10
@@ -83,13 +85,13 @@ func (r *Runner) Lambda(ctx context.Context, p LambdaParams) error {
 		platform := tg.goos + "/" + tg.goarch
 		sizes := map[string]int64{}
 		for _, name := range []string{"coordinator", "consumer", "minimal"} {
-			pkg := "./functions/" + name
+			dir, pkg := p.ModuleDir, "./functions/"+name
 			if name == "minimal" {
-				pkg = minimalPkg
+				dir, pkg = p.LabDir, minimalPkg
 			}
 			out := filepath.Join(p.WorkDir, tg.goos+"-"+tg.goarch, name, "bootstrap")
 			r.logf("  build %s for %s", name, platform)
-			size, err := buildBootstrap(ctx, p.ModuleDir, pkg, out, tg.goos, tg.goarch)
+			size, err := buildBootstrap(ctx, dir, pkg, out, tg.goos, tg.goarch)
 			if err != nil {
 				return err
 			}
