@@ -52,6 +52,7 @@ import (
 	_ "github.com/batonhq/baton/internal/backend/sqlitebackend"
 	"github.com/batonhq/baton/internal/coordinator"
 	"github.com/batonhq/baton/internal/exec"
+	"github.com/batonhq/baton/internal/jobspec"
 	"github.com/batonhq/baton/internal/ledger"
 	"github.com/batonhq/baton/internal/telemetry"
 )
@@ -320,7 +321,7 @@ func (c *Client) Results(ctx context.Context, id baton.RunID) iter.Seq2[ItemResu
 			yield(ItemResult{}, err)
 			return
 		}
-		for r, err := range ledger.Results(ctx, c.b.Ledger, id, id.Submitted() || j.RunTime()) {
+		for r, err := range ledger.Results(ctx, c.b.Ledger, id, id.Submitted() || jobspec.RunTime(j)) {
 			if !yield(r, err) || err != nil {
 				return
 			}

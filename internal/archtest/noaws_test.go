@@ -28,6 +28,7 @@ var corePackages = []string{
 	"./internal/effect",
 	"./internal/exec",
 	"./internal/fanin",
+	"./internal/jobmodeltest",
 	"./internal/lease",
 	"./internal/ledger",
 	"./internal/message",

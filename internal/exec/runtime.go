@@ -393,7 +393,7 @@ func (e *Runtime) Schedule(ctx context.Context, jobName string, onTick func(coor
 // SortedItemNames returns j.ItemNames sorted by name: every item a run of
 // j has, in the order operators read them (listings, carry-over).
 func SortedItemNames(j baton.Job) []string {
-	names := j.ItemNames()
+	names := jobspec.ItemNames(j)
 	sort.Strings(names)
 	return names
 }

@@ -7,6 +7,7 @@ import (
 
 	"github.com/jackc/pgx/v5"
 
+	"github.com/batonhq/baton/internal/jobspec"
 	"github.com/batonhq/baton/internal/ledger"
 )
 
@@ -77,7 +78,7 @@ func (s *LedgerStore) pruneRun(ctx context.Context, job string, nominal int64, g
 		return false, n, nil
 	}
 	if _, err := s.db.exec(ctx, nil, `DELETE FROM baton_runs WHERE job = $1 AND nominal = $2 AND generation = $3`, job, nominal, gen); err != nil {
-		return false, n, fmt.Errorf("prune run %s: %w", id.TickKey(), translate(err))
+		return false, n, fmt.Errorf("prune run %s: %w", jobspec.TickKey(id), translate(err))
 	}
 	return true, n + 1, nil
 }

@@ -555,7 +555,7 @@ func ReadRun(ctx context.Context, l ledger.Store, j baton.Job, id ledger.RunID, 
 		return nil, fmt.Errorf("list items of %s: %w", id, err)
 	}
 	expected := exec.SortedItemNames(j)
-	if id.Submitted() || j.RunTime() {
+	if id.Submitted() || jobspec.RunTime(j) {
 		if expected, err = ops.StoredNames(ctx, l, id); err != nil {
 			return nil, err
 		}

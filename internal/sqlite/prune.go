@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"strconv"
 
+	"github.com/batonhq/baton/internal/jobspec"
 	"github.com/batonhq/baton/internal/ledger"
 )
 
@@ -94,7 +95,7 @@ func (s *LedgerStore) pruneRun(ctx context.Context, job string, nominal int64, g
 		return err
 	})
 	if err != nil {
-		return false, n, fmt.Errorf("prune run %s (generation %s): %w", id.TickKey(), strconv.Itoa(gen), err)
+		return false, n, fmt.Errorf("prune run %s (generation %s): %w", jobspec.TickKey(id), strconv.Itoa(gen), err)
 	}
 	return true, n + 1, nil
 }

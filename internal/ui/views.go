@@ -14,6 +14,7 @@ import (
 	"time"
 
 	"github.com/batonhq/baton"
+	"github.com/batonhq/baton/internal/jobspec"
 	"github.com/batonhq/baton/internal/lease"
 	"github.com/batonhq/baton/internal/ledger"
 	"github.com/batonhq/baton/internal/limitstatus"
@@ -140,7 +141,7 @@ func (s *Server) jobsPage(w http.ResponseWriter, r *http.Request) {
 	var rows []jobRow
 	live := false
 	for _, j := range s.o.Catalog.Jobs() {
-		row := jobRow{Name: j.Name, Schedule: j.Schedule, Items: len(j.Assets) + len(j.Derived), RunTime: j.RunTime()}
+		row := jobRow{Name: j.Name, Schedule: j.Schedule, Items: len(j.Assets) + len(j.Derived), RunTime: jobspec.RunTime(j)}
 		if sched, err := schedule.ParseIn(j.Schedule, j.TimeZone); err == nil {
 			row.Next, row.Prev = sched.Next(now), sched.Prev(now)
 		}
@@ -301,7 +302,7 @@ func (s *Server) jobPage(w http.ResponseWriter, r *http.Request) {
 	}
 	ctx := r.Context()
 	now := s.o.NowFunc().UTC()
-	v := jobView{Job: j, RunTime: j.RunTime()}
+	v := jobView{Job: j, RunTime: jobspec.RunTime(j)}
 	var err error
 	if v.Subs, err = s.readSubmissions(r, j.Name, s.o.Runs); err != nil {
 		s.fail(w, r, http.StatusInternalServerError, err)
@@ -324,11 +325,11 @@ func (s *Server) jobPage(w http.ResponseWriter, r *http.Request) {
 		runs  []ledger.Run
 		byRun [][]ledger.Item
 	)
-	rep, err := runstatus.Read(ctx, s.o.Backend, j, runstatus.Params{Runs: s.o.Runs, History: s.o.Runs, Now: now, Records: j.RunTime(),
+	rep, err := runstatus.Read(ctx, s.o.Backend, j, runstatus.Params{Runs: s.o.Runs, History: s.o.Runs, Now: now, Records: jobspec.RunTime(j),
 		RunFunc: func(rec ledger.Run, items []ledger.Item, st runstatus.Run) {
 			runs, byRun = append(runs, rec), append(byRun, items)
 			row := runRow{Run: rec, Counts: stateCounts(st.Items)}
-			if j.RunTime() {
+			if jobspec.RunTime(j) {
 				row = recordRow(rec)
 			}
 			if rec.State.Finished() && !rec.FinishedAt.IsZero() {
@@ -532,7 +533,7 @@ func listRefusals(j baton.Job, id ledger.RunID) []string {
 // CLI's replay item and cancel name a job's constant items.
 func listItemRefusal(j baton.Job, id ledger.RunID) string {
 	if id.Submission != "" {
-		return fmt.Sprintf("Items of a submission are not the job's items: 'baton replay item' and 'baton cancel' name %s's constant items (%s), not a submission's, and refuse or miss these.", j.Name, strings.Join(j.ItemNames(), ", "))
+		return fmt.Sprintf("Items of a submission are not the job's items: 'baton replay item' and 'baton cancel' name %s's constant items (%s), not a submission's, and refuse or miss these.", j.Name, strings.Join(jobspec.ItemNames(j), ", "))
 	}
 	return fmt.Sprintf("Job %s computes its items when its run opens: 'baton replay item' refuses to name one (replay the tick instead), and 'baton cancel' names a job's constant items, which it has none of.", j.Name)
 }
@@ -576,7 +577,7 @@ func (s *Server) runPage(w http.ResponseWriter, r *http.Request) {
 	listed := j // the job as far as this page's items go
 	var window *itemWindow
 	var items []ledger.Item
-	if j.RunTime() || id.Submission != "" {
+	if jobspec.RunTime(j) || id.Submission != "" {
 		// The items are the run's stored pages: read a few pages from
 		// ?from=, never the whole run.
 		from := 0
@@ -597,7 +598,7 @@ func (s *Server) runPage(w http.ResponseWriter, r *http.Request) {
 		return
 	}
 	now := s.o.NowFunc().UTC()
-	v := runView{Job: j, ID: id, Run: run, Current: run.ID.Generation == id.Generation, Counts: stateCounts(runstatus.CountItems(items, listed.ItemNames())), DeadLetters: -1,
+	v := runView{Job: j, ID: id, Run: run, Current: run.ID.Generation == id.Generation, Counts: stateCounts(runstatus.CountItems(items, jobspec.ItemNames(listed))), DeadLetters: -1,
 		Window: window, Expected: len(j.Assets) + len(j.Derived)}
 	if v.Current {
 		v.Trace = s.traceOf(run)
@@ -800,7 +801,7 @@ func buildStaleness(j baton.Job, runs []ledger.Run, byRun [][]ledger.Item, now t
 
 func derivedNames(j baton.Job) []string {
 	var out []string
-	for _, d := range j.DerivedOrder() {
+	for _, d := range jobspec.DerivedOrder(j) {
 		out = append(out, d.Name)
 	}
 	return out
