@@ -18,7 +18,6 @@ import (
 	"github.com/batonhq/baton/internal/consumer"
 	"github.com/batonhq/baton/internal/coordinator"
 	"github.com/batonhq/baton/internal/jobspec"
-	"github.com/batonhq/baton/internal/lease"
 	"github.com/batonhq/baton/internal/ledger"
 	"github.com/batonhq/baton/internal/poller"
 	"github.com/batonhq/baton/internal/queue"
@@ -60,6 +59,7 @@ type Runtime struct {
 	pools []pool
 	// router sends each job's messages to its queue (JobQueues).
 	router queue.Sender
+	core   *Core
 }
 
 // pool is the consumers of one job queue.
@@ -71,7 +71,9 @@ type pool struct {
 	priority    int // baton.JobQueue.Priority
 }
 
-// New returns a runtime on b.
+// New returns a runtime on b: its core built from b's parts (PartsOf,
+// Build), a coordinator, the shared work queue's consumer and a consumer
+// per job queue.
 func New(b backend.Backend, o Options) (*Runtime, error) {
 	if o.Catalog == nil {
 		return nil, errors.New("local runtime: no job catalog")
@@ -84,55 +86,30 @@ func New(b backend.Backend, o Options) (*Runtime, error) {
 		o.Logger = slog.New(slog.DiscardHandler)
 	}
 	e := &Runtime{backend: b, opts: o}
-	router, err := e.openJobQueues()
+	parts, queues, err := PartsOf(context.Background(), b, o.Catalog)
 	if err != nil {
 		return nil, fmt.Errorf("local runtime: %w", err)
 	}
-	e.router = router
-	e.Coordinator = &coordinator.Coordinator{
-		Leases: lease.Counting(b.Leases, o.Logger), Ledger: b.Ledger, Queue: router, Jobs: o.Catalog,
-		Owner: o.Owner + "/coordinator", NowFunc: o.NowFunc, Logger: o.Logger, Telemetry: o.Telemetry,
-	}
-	if len(e.pools) > 0 {
-		e.Coordinator.Classes = map[string]queue.Sender{}
-		for _, p := range e.pools {
-			e.Coordinator.Classes[p.name] = p.queue
-		}
-	}
-	chains := coordinator.ChainStarter(coordinator.ChainParams{Ledger: b.Ledger, Router: router, Jobs: o.Catalog,
-		Owner: o.Owner + "/chain", NowFunc: o.NowFunc, Logger: o.Logger, Telemetry: o.Telemetry})
-	newConsumer := func(from queue.Sender, owner string) *consumer.Consumer {
-		c := &consumer.Consumer{
-			Ledger: b.Ledger, Queue: queue.ReceivedFrom(router, from), Jobs: o.Catalog, Effects: b.Effects, Runs: &consumer.RunCache{}, Pages: &consumer.PageCache{}, RateLimits: b.RateLimits,
-			ChainsFunc: chains,
-			Owner:      owner, NowFunc: o.NowFunc, Logger: o.Logger,
-			MaxReceives: b.MaxReceives, RetryDelay: o.retryDelay(), Telemetry: o.Telemetry,
-		}
-		if b.DeadLetter != nil {
-			c.DeadLetter = b.DeadLetter
-		}
-		return c
-	}
-	e.Consumer = newConsumer(b.Work, o.Owner+"/consumer")
-	for i := range e.pools {
-		p := &e.pools[i]
-		p.consumer = newConsumer(p.queue, o.Owner+"/consumer-"+p.name)
-	}
-	return e, nil
-}
-
-// openJobQueues opens the queues the catalog's jobs name (baton.JobQueue),
-// a pool for each, and returns the sender that routes each job's messages
-// to its queue.
-func (e *Runtime) openJobQueues() (queue.Sender, error) {
-	router, queues, err := JobQueues(context.Background(), e.backend, e.opts.Catalog)
+	parts.Owner, parts.NowFunc, parts.Logger, parts.Telemetry, parts.RetryDelay = o.Owner, o.NowFunc, o.Logger, o.Telemetry, o.retryDelay()
+	core, err := Build(parts)
 	if err != nil {
-		return nil, err
+		return nil, fmt.Errorf("local runtime: %w", err)
+	}
+	e.core, e.router = core, core.Router
+	if e.Coordinator, err = core.Coordinator(o.Owner + "/coordinator"); err != nil {
+		return nil, fmt.Errorf("local runtime: %w", err)
+	}
+	if e.Consumer, err = core.Consumer(b.Work, o.Owner+"/consumer"); err != nil {
+		return nil, fmt.Errorf("local runtime: %w", err)
 	}
 	for _, q := range queues {
-		e.pools = append(e.pools, pool{name: q.Name, queue: q.Queue, concurrency: q.Concurrency, priority: q.Priority})
+		c, err := core.Consumer(q.Queue, o.Owner+"/consumer-"+q.Name)
+		if err != nil {
+			return nil, fmt.Errorf("local runtime: %w", err)
+		}
+		e.pools = append(e.pools, pool{name: q.Name, queue: q.Queue, consumer: c, concurrency: q.Concurrency, priority: q.Priority})
 	}
-	return router, nil
+	return e, nil
 }
 
 // JobQueue is one opened job queue (baton.JobQueue).
