@@ -1,7 +1,33 @@
-// Package exec is the local runtime: it runs baton outside Lambda, the
-// coordinator on an in-process schedule and consumers fed by pollers that
-// behave like Lambda's SQS event source, on any engine (a backend: the
-// embedded SQLite store, PostgreSQL, AWS endpoints).
+// Package exec is baton's runtime: the one place that builds the core,
+// and the local runtime that runs it.
+//
+// # Building the core
+//
+// Build makes a Core from Parts (a backend's, PartsOf, or a Lambda
+// function's parameters): the job-queue router (each job's messages to
+// its queue, baton.JobQueue), the chain starter (chained runs under fence
+// 0, consumers holding no lease), and the consumers' run and page caches,
+// once per process. Core.Coordinator and Core.Consumer return the
+// coordinators and consumers that share them; Core.Chains names who
+// starts a chain for an invocation that has its own owner and log. Every
+// entry point asks it: the local runtime (New), the Lambda handlers
+// (internal/lambdaapp), the HTTP handlers (internal/httpapp), and through
+// them the CLI, the dashboard and batonclient. They set the invocation's
+// owner, logger and deadline, nothing more; internal/archtest fails when
+// another package builds a coordinator.Coordinator or a consumer.Consumer.
+//
+// A coordinator's answer is the same for every transport: Respond makes
+// the CoordinatorResponse of a summary (the Lambda result, the HTTP
+// body), and Incomplete is the retry decision (ErrIncomplete: a tick or
+// submission waiting behind another holder's lease, a fan-out stopped
+// early).
+//
+// # The local runtime
+//
+// Runtime runs baton outside Lambda, the coordinator on an in-process
+// schedule and consumers fed by pollers that behave like Lambda's SQS
+// event source, on any engine (a backend: the embedded SQLite store,
+// PostgreSQL, AWS endpoints).
 package exec
 
 import (
