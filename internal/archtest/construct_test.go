@@ -28,9 +28,9 @@ var builtTypes = map[string][]string{
 }
 
 // builders are the package directories allowed to build them. The
-// benchmarks build a bare consumer to measure its calls; they are moving
-// to a module of their own.
-var builders = []string{"internal/exec", "internal/bench"}
+// benchmarks (lab/bench, in the lab module) build a bare consumer to
+// measure its calls.
+var builders = []string{"internal/exec", "lab/bench"}
 
 // construction is one place a file builds a core type: a composite
 // literal of it, or new(T).
@@ -125,9 +125,10 @@ func constructions(fset *token.FileSet, filename string, src any, pkg string) ([
 }
 
 // moduleConstructions lists the constructions of every non-test Go file
-// of the module under root, by package directory (slash-separated,
-// relative to root). Nested modules, testdata and hidden or underscore
-// directories are not the module's.
+// under root, by package directory (slash-separated, relative to root):
+// the module's and its nested modules' (lab/: their paths are under the
+// module's, so they may import its internal packages). testdata, hidden
+// and underscore directories hold no package.
 func moduleConstructions(t *testing.T, root string) map[string][]construction {
 	t.Helper()
 	fset := token.NewFileSet()
@@ -142,11 +143,6 @@ func moduleConstructions(t *testing.T, root string) map[string][]construction {
 			base := d.Name()
 			if rel != "." && (strings.HasPrefix(base, ".") || strings.HasPrefix(base, "_") || base == "testdata" || base == "node_modules" || base == "vendor") {
 				return filepath.SkipDir
-			}
-			if rel != "." {
-				if _, err := os.Stat(filepath.Join(p, "go.mod")); err == nil {
-					return filepath.SkipDir // a nested module
-				}
 			}
 			return nil
 		}
