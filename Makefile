@@ -47,24 +47,32 @@ browser: ## install Debian's chromium for the dashboard's browser test when miss
 screenshots: browser ## regenerate the dashboard guide's screenshot of a run's timeline (docs/ui-timeline.png)
 	$(GO) test -count=1 -run '^TestBrowser$$' ./internal/ui -ui.readme $(CURDIR)/docs/ui-timeline.png
 
-test: emulators postgres browser ## vet, the no-AWS-in-core check and every test (emulators, a throwaway PostgreSQL and the browser included)
+# The lab (lab/: the bench, the throttling proxy, the call counts) is a
+# module of its own, so that baton's go.mod needs none of its dependencies
+# (River): test and lint run in both modules.
+test: emulators postgres browser ## vet, the no-AWS-in-core check and every test of baton's module and the lab's (emulators, a throwaway PostgreSQL and the browser included)
 	$(GO) mod download
 	$(GO) vet ./...
 	$(GO) test -count=1 -timeout 12m ./...
+	cd lab && $(GO) mod download
+	cd lab && $(GO) vet ./...
+	cd lab && $(GO) test -count=1 -timeout 12m ./...
 
 STATICCHECK ?= honnef.co/go/tools/cmd/staticcheck@v0.7.0
 
-lint: ## go vet, staticcheck and the import rules (the core imports no AWS package; the CLI opens engines through the registry)
+lint: ## go vet, staticcheck (baton's module and the lab's) and the import rules (the core imports no AWS package; the CLI opens engines through the registry; nothing of baton's needs the lab)
 	$(GO) vet ./...
 	$(GO) run $(STATICCHECK) ./...
-	$(GO) test -count=1 -run 'TestCoreImportsNoAWS|TestCLIOpensEnginesThroughTheRegistry' ./internal/archtest
+	cd lab && $(GO) vet ./...
+	cd lab && $(GO) run $(STATICCHECK) ./...
+	$(GO) test -count=1 -run 'TestCoreImportsNoAWS|TestCLIOpensEnginesThroughTheRegistry|TestMainModuleNeedsNoLab' ./internal/archtest
 
 bench: emulators postgres ## benchmarks on every backend, each figure beside its reference (about 25 minutes)
-	$(GO) test -c -o $(BIN)/bench.test ./internal/bench
+	cd lab && $(GO) test -c -o $(CURDIR)/$(BIN)/bench.test ./bench
 	./$(BIN)/bench.test -test.run '^TestReport$$' -test.timeout 120m -report -report.out $(BIN)/bench.md
 
 bench-million: ## one run of 1,000,000 run-time items on the embedded store: time, heap, peak RSS (about 10 minutes)
-	$(GO) test -c -o $(BIN)/bench.test ./internal/bench
+	cd lab && $(GO) test -c -o $(CURDIR)/$(BIN)/bench.test ./bench
 	./$(BIN)/bench.test -test.run '^TestRunTimeListMillion$$' -test.timeout 60m -million
 
 chaos: emulators postgres ## the long chaos suite on every backend, printing its table (a few minutes)

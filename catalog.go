@@ -47,8 +47,11 @@ func NewCatalog(jobs ...Job) (*Catalog, error) {
 		j.RateLimits = append([]RateLimit(nil), j.RateLimits...)
 		j.Limits = j.Limits.withDefaults()
 		j.items = make(map[string]struct{}, len(j.Assets)+len(j.Derived))
-		for _, name := range j.ItemNames() {
+		for _, name := range j.Assets {
 			j.items[name] = struct{}{}
+		}
+		for _, x := range j.Derived {
+			j.items[x.Name] = struct{}{}
 		}
 		c.jobs[j.Name] = j
 		c.names = append(c.names, j.Name)

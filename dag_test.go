@@ -7,6 +7,7 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/batonhq/baton"
+	"github.com/batonhq/baton/internal/jobspec"
 )
 
 func dagJob(derived ...baton.Derived) baton.Job {
@@ -83,9 +84,9 @@ func TestDerivedOrderAndDownstream(t *testing.T) {
 		baton.Derived{Name: "X", Inputs: []string{"a1"}},
 	)
 	require.NoError(t, j.Validate())
-	require.Equal(t, []string{"W", "X", "Y", "Z"}, names(j.DerivedOrder()))
-	require.Equal(t, []string{"X", "Y", "Z"}, names(j.Downstream("a1")))
-	require.Equal(t, []string{"W", "Z"}, names(j.Downstream("a2")))
-	require.Equal(t, []string{"Y", "Z"}, names(j.Downstream("X")))
-	require.Equal(t, []string{}, names(j.Downstream("Z")))
+	require.Equal(t, []string{"W", "X", "Y", "Z"}, names(jobspec.DerivedOrder(j)))
+	require.Equal(t, []string{"X", "Y", "Z"}, names(jobspec.Downstream(j, "a1")))
+	require.Equal(t, []string{"W", "Z"}, names(jobspec.Downstream(j, "a2")))
+	require.Equal(t, []string{"Y", "Z"}, names(jobspec.Downstream(j, "X")))
+	require.Equal(t, []string{}, names(jobspec.Downstream(j, "Z")))
 }

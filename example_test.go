@@ -29,13 +29,13 @@ func ExampleNewCatalog() {
 		return
 	}
 	j, _ := catalog.Lookup("quotes")
-	fmt.Println(catalog.Names(), j.ItemNames())
+	fmt.Println(catalog.Names(), j.Assets, j.HasItem("INDEX"))
 	fmt.Println(j.Limits.MaxAttempts, j.Limits.ItemLease)
 
 	_, err = catalog.Lookup("bonds")
 	fmt.Println(errors.Is(err, baton.ErrUnknownJob), err)
 	// Output:
-	// [quotes] [AAPL MSFT INDEX]
+	// [quotes] [AAPL MSFT] true
 	// 3 30s
 	// true unknown job "bonds" (known: quotes)
 }
@@ -114,21 +114,11 @@ func ExampleDerived() {
 		Processor: noop,
 	}
 	fmt.Println(report.Validate())
-	names := func(ds []baton.Derived) (out []string) {
-		for _, d := range ds {
-			out = append(out, d.Name)
-		}
-		return out
-	}
-	fmt.Println(names(report.DerivedOrder()), names(report.Downstream("fx")))
-	fmt.Println(report.ItemLease("pdf"), report.ItemLease("margin"), report.MaxItemLease())
 
 	report.Derived[2].Inputs = []string{"sales", "pdf"}
 	fmt.Println(report.Validate())
 	// Output:
 	// <nil>
-	// [margin margin_usd pdf] [margin_usd pdf]
-	// 5m0s 30s 5m0s
 	// job report: derived "pdf" → "margin" → "margin_usd" → "pdf" forms a cycle
 }
 

@@ -3,6 +3,7 @@ package baton
 import (
 	"errors"
 	"fmt"
+	"slices"
 	"time"
 
 	"github.com/batonhq/baton/internal/schedule"
@@ -219,16 +220,6 @@ func (j Job) Validate() error {
 	return nil
 }
 
-// ItemNames returns the assets in fan-out order, then the derived items.
-func (j Job) ItemNames() []string {
-	names := make([]string, 0, len(j.Assets)+len(j.Derived))
-	names = append(names, j.Assets...)
-	for _, x := range j.Derived {
-		names = append(names, x.Name)
-	}
-	return names
-}
-
 // Scheduled reports whether j has a Schedule.
 func (j Job) Scheduled() bool { return j.Schedule != "" }
 
@@ -236,52 +227,14 @@ func (j Job) Scheduled() bool { return j.Schedule != "" }
 // Schedule.
 var ErrNoSchedule = errors.New("no schedule")
 
-// ItemLease returns the lease of the item called name.
-func (j Job) ItemLease(name string) time.Duration {
-	if x, ok := j.DerivedItem(name); ok && x.Lease > 0 {
-		return x.Lease
-	}
-	return j.Limits.withDefaults().ItemLease
-}
-
-// MaxItemLease returns the longest lease of any item of j.
-func (j Job) MaxItemLease() time.Duration {
-	longest := j.Limits.withDefaults().ItemLease
-	for _, x := range j.Derived {
-		longest = max(longest, x.Lease)
-	}
-	return longest
-}
-
-// IsDerived reports whether name is one of j's derived items.
-func (j Job) IsDerived(name string) bool {
-	_, ok := j.DerivedItem(name)
-	return ok
-}
-
-// DerivedItem returns the derived item called name.
-func (j Job) DerivedItem(name string) (Derived, bool) {
-	for _, x := range j.Derived {
-		if x.Name == name {
-			return x, true
-		}
-	}
-	return Derived{}, false
-}
-
-// RunTime reports whether j has Items.
-func (j Job) RunTime() bool { return j.Items != nil }
-
 // HasItem reports whether name is an asset or a derived item of j.
 func (j Job) HasItem(name string) bool {
 	if j.items != nil {
 		_, ok := j.items[name]
 		return ok
 	}
-	for _, a := range j.Assets {
-		if a == name {
-			return true
-		}
+	if slices.Contains(j.Assets, name) {
+		return true
 	}
-	return j.IsDerived(name)
+	return slices.ContainsFunc(j.Derived, func(x Derived) bool { return x.Name == name })
 }

@@ -33,11 +33,11 @@ type RunID struct {
 
 // String returns the run id's canonical form.
 func (r RunID) String() string {
-	return r.TickKey() + "#" + strconv.Itoa(r.Generation)
+	return r.tickKey() + "#" + strconv.Itoa(r.Generation)
 }
 
-// TickKey is the run id without its generation.
-func (r RunID) TickKey() string {
+// tickKey is the run id without its generation.
+func (r RunID) tickKey() string {
 	if r.Submission != "" {
 		return r.Job + "+" + r.Submission
 	}

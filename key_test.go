@@ -8,6 +8,7 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/batonhq/baton"
+	"github.com/batonhq/baton/internal/jobspec"
 )
 
 func TestParseKeysCanonicalOnly(t *testing.T) {
@@ -20,7 +21,7 @@ func TestParseKeysCanonicalOnly(t *testing.T) {
 	require.NoError(t, err)
 	require.Equal(t, baton.ItemKey{Run: baton.RunID{Job: "ingest", Submission: "order-42", Generation: 3}, Asset: "cam-0001"}, k)
 	require.True(t, k.Run.Submitted())
-	require.Equal(t, "ingest+order-42", k.Run.TickKey())
+	require.Equal(t, "ingest+order-42", jobspec.TickKey(k.Run))
 	require.Equal(t, "ingest+order-42#3/cam-0001", k.String())
 
 	bad := map[string]string{

@@ -43,6 +43,8 @@ import (
 
 	"github.com/batonhq/baton"
 	"github.com/batonhq/baton/internal/backend"
+	"github.com/batonhq/baton/internal/runstatus"
+
 	// The engines a client opens by default; a binary may link more
 	// (see package engines).
 	_ "github.com/batonhq/baton/internal/backend/awsbackend"
@@ -50,6 +52,7 @@ import (
 	_ "github.com/batonhq/baton/internal/backend/sqlitebackend"
 	"github.com/batonhq/baton/internal/coordinator"
 	"github.com/batonhq/baton/internal/exec"
+	"github.com/batonhq/baton/internal/jobspec"
 	"github.com/batonhq/baton/internal/ledger"
 	"github.com/batonhq/baton/internal/telemetry"
 )
@@ -96,8 +99,9 @@ type Options struct {
 // Client submits work and reads runs. Its methods may be called
 // concurrently. Close it when done.
 type Client struct {
-	b   backend.Backend
-	eng *exec.Runtime
+	b       backend.Backend
+	eng     *exec.Runtime
+	nowFunc func() time.Time
 }
 
 // Open opens the engine o names for catalog.
@@ -127,7 +131,7 @@ func Open(ctx context.Context, catalog *baton.Catalog, o *Options) (*Client, err
 		_ = b.Close()
 		return nil, fmt.Errorf("batonclient: %w", err)
 	}
-	return &Client{b: b, eng: eng}, nil
+	return &Client{b: b, eng: eng, nowFunc: o.NowFunc}, nil
 }
 
 // Close releases the engine's resources.
@@ -209,8 +213,13 @@ type RunStatus struct {
 	State string
 	// Finished is true once the run is complete (every item SUCCEEDED)
 	// or partial (every item ended, some DEAD or CANCELLED).
-	Finished                   bool
-	Succeeded, Dead, Cancelled int // set once finished
+	Finished bool
+	// The run's items per state, counted from their records as 'baton
+	// status' and the dashboard count them: Pending are the items not
+	// attempted yet (no record, or waiting on a limit before their first
+	// attempt), Failed those waiting to be retried.
+	Pending, Running, Failed   int
+	Succeeded, Dead, Cancelled int
 	OpenedAt, FinishedAt       time.Time
 }
 
@@ -218,23 +227,56 @@ type RunStatus struct {
 // not exist (or was removed after its retention).
 var ErrNotFound = errors.New("no such run")
 
-// Status reads the run's record.
+// Status reads the run's record and counts its items (it reads them all:
+// to wait for a run, Wait reads its record alone until it finishes).
 func (c *Client) Status(ctx context.Context, id baton.RunID) (RunStatus, error) {
-	run, err := ledger.GetRunOf(ctx, c.b.Ledger, id)
-	if errors.Is(err, ledger.ErrNotFound) {
+	j, err := c.eng.Catalog().Lookup(id.Job)
+	if err != nil {
+		return RunStatus{}, fmt.Errorf("status %s: %w", id, err)
+	}
+	d, err := runstatus.ReadRun(ctx, c.b.Ledger, j, id, c.now())
+	if errors.Is(err, runstatus.ErrNoRun) {
 		return RunStatus{}, fmt.Errorf("status %s: %w", id, ErrNotFound)
 	}
 	if err != nil {
 		return RunStatus{}, fmt.Errorf("status %s: %w", id, err)
 	}
-	if run.ID.Generation != id.Generation {
-		return RunStatus{}, fmt.Errorf("status %s: %w (its latest generation is %s)", id, ErrNotFound, run.ID)
+	if !d.Current {
+		return RunStatus{}, fmt.Errorf("status %s: %w (its latest generation is %s)", id, ErrNotFound, d.SupersededBy)
 	}
+	var finished time.Time
+	if d.FinishedAt != nil {
+		finished = *d.FinishedAt
+	}
+	n := d.Items
 	return RunStatus{
-		Run: run.ID, State: string(run.State), Finished: run.State.Finished(),
-		Succeeded: run.Succeeded, Dead: run.Dead, Cancelled: run.Cancelled,
-		OpenedAt: run.OpenedAt, FinishedAt: run.FinishedAt,
+		Run: id, State: d.State, Finished: ledger.RunState(d.State).Finished(),
+		Pending: n[runstatus.Pending], Running: n[string(ledger.ItemRunning)], Failed: n[string(ledger.ItemFailed)],
+		Succeeded: n[string(ledger.ItemSucceeded)], Dead: n[string(ledger.ItemDead)], Cancelled: n[string(ledger.ItemCancelled)],
+		OpenedAt: d.OpenedAt, FinishedAt: finished,
 	}, nil
+}
+
+// finished reports whether run id's record says it finished; an error
+// matching ErrNotFound when there is no such run.
+func (c *Client) finished(ctx context.Context, id baton.RunID) (bool, error) {
+	run, err := ledger.GetRunOf(ctx, c.b.Ledger, id)
+	switch {
+	case errors.Is(err, ledger.ErrNotFound):
+		return false, fmt.Errorf("status %s: %w", id, ErrNotFound)
+	case err != nil:
+		return false, fmt.Errorf("status %s: %w", id, err)
+	case run.ID.Generation != id.Generation:
+		return false, fmt.Errorf("status %s: %w (its latest generation is %s)", id, ErrNotFound, run.ID)
+	}
+	return run.State.Finished(), nil
+}
+
+func (c *Client) now() time.Time {
+	if c.nowFunc != nil {
+		return c.nowFunc().UTC()
+	}
+	return time.Now().UTC()
 }
 
 // Wait polls the run every interval (0: 200ms) until it is finished, and
@@ -246,15 +288,17 @@ func (c *Client) Wait(ctx context.Context, id baton.RunID, every time.Duration) 
 	t := time.NewTicker(every)
 	defer t.Stop()
 	for {
-		st, err := c.Status(ctx, id)
-		if err != nil && !errors.Is(err, ErrNotFound) {
-			return st, err
-		}
-		if err == nil && st.Finished {
-			return st, nil
+		done, err := c.finished(ctx, id)
+		switch {
+		case ctx.Err() != nil:
+		case err != nil && !errors.Is(err, ErrNotFound):
+			return RunStatus{}, err
+		case err == nil && done:
+			return c.Status(ctx, id)
 		}
 		select {
 		case <-ctx.Done():
+			st, _ := c.Status(context.WithoutCancel(ctx), id) // how far it got, its counts included
 			return st, fmt.Errorf("wait %s: %w", id, context.Cause(ctx))
 		case <-t.C:
 		}
@@ -277,7 +321,7 @@ func (c *Client) Results(ctx context.Context, id baton.RunID) iter.Seq2[ItemResu
 			yield(ItemResult{}, err)
 			return
 		}
-		for r, err := range ledger.Results(ctx, c.b.Ledger, id, id.Submitted() || j.RunTime()) {
+		for r, err := range ledger.Results(ctx, c.b.Ledger, id, id.Submitted() || jobspec.RunTime(j)) {
 			if !yield(r, err) || err != nil {
 				return
 			}

@@ -3,20 +3,13 @@ package batonlock
 import (
 	"context"
 	"errors"
-	"fmt"
-	"os"
 	"path/filepath"
 	"strings"
 	"sync"
 	"testing"
 	"time"
 
-	"github.com/aws/aws-sdk-go-v2/service/dynamodb"
 	"github.com/stretchr/testify/require"
-
-	"github.com/batonhq/baton/internal/awsdynamodb"
-	"github.com/batonhq/baton/internal/bench/awscall"
-	"github.com/batonhq/baton/internal/localaws"
 )
 
 // clock is a settable test clock.
@@ -288,26 +281,6 @@ func TestAcquireWaits(t *testing.T) {
 		require.ErrorIs(t, err, context.DeadlineExceeded)
 		require.True(t, errors.Is(err, ErrHeld), "%v", err)
 	})
-}
-
-// TestOpenWithDynamoDBClient opens the aws engine on a client of the
-// caller's (here one with a call counter, on the emulator): every call
-// goes through it, and a free acquisition is one call.
-func TestOpenWithDynamoDBClient(t *testing.T) {
-	t.Parallel()
-	var calls awscall.Counter
-	c := localaws.DynamoDBClient(t, func(o *dynamodb.Options) { o.APIOptions = append(o.APIOptions, calls.Middleware()) })
-	table := fmt.Sprintf("batonlock-client-%d", os.Getpid())
-	require.NoError(t, awsdynamodb.CreateTable(t.Context(), c, table))
-	calls.Reset()
-	l, err := Open(t.Context(), &Options{Engine: "aws", Table: table, DynamoDB: c, TTL: time.Minute, Heartbeat: -1})
-	require.NoError(t, err)
-	defer l.Close()
-	k, err := l.TryAcquire(t.Context(), "entry/alpha/EURUSD")
-	require.NoError(t, err)
-	require.Equal(t, 1, calls.Total(), "one conditional write, through the client given")
-	require.NoError(t, k.Release(t.Context()))
-	require.Equal(t, 2, calls.Total())
 }
 
 // Open takes its engine from the one registry every entry point uses: an

@@ -277,3 +277,14 @@ func TestDepth(t *testing.T) {
 	// SQS says 2 visible; the emulator counts in-flight messages too.
 	require.Contains(t, []int{2, 3}, d.Visible)
 }
+
+func TestOptionsMessageAttributeNames(t *testing.T) {
+	t.Parallel()
+	b := setup(t)
+	only := awssqs.New(b.client, b.q.URL(), &awssqs.Options{MessageAttributeNames: []string{"keep"}})
+	require.NoError(t, b.q.SendBatch(t.Context(), []queue.Message{{ID: "a", Body: []byte("x"), Attributes: map[string]string{"keep": "1", "drop": "2"}}}))
+	ds, err := only.Receive(t.Context(), queue.ReceiveParams{Max: 1, Visibility: time.Minute})
+	require.NoError(t, err)
+	require.Len(t, ds, 1)
+	require.Equal(t, map[string]string{"keep": "1"}, ds[0].Attributes)
+}

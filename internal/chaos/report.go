@@ -13,6 +13,7 @@ import (
 	"github.com/batonhq/baton"
 	"github.com/batonhq/baton/examples/fx"
 	"github.com/batonhq/baton/internal/consumer"
+	"github.com/batonhq/baton/internal/jobspec"
 	"github.com/batonhq/baton/internal/ledger"
 	"github.com/batonhq/baton/internal/message"
 )
@@ -250,7 +251,7 @@ func (r *runner) checkRuns(ctx context.Context, rep *Report) error {
 		for _, it := range items {
 			byAsset[it.Key.Asset] = it
 		}
-		for _, name := range job.ItemNames() {
+		for _, name := range jobspec.ItemNames(job) {
 			it, ok := byAsset[name]
 			switch {
 			case !ok:

@@ -14,6 +14,7 @@ import (
 
 	"github.com/batonhq/baton/examples/fx"
 	"github.com/batonhq/baton/internal/backend"
+	"github.com/batonhq/baton/internal/jobspec"
 	"github.com/batonhq/baton/internal/queue"
 )
 
@@ -182,7 +183,7 @@ func (r *runner) trigger(ctx context.Context) {
 			plain = append(plain, i)
 		}
 	}
-	items := len(Job(0, nil, false).ItemNames())
+	items := len(jobspec.ItemNames(Job(0, nil, false)))
 	n := max(len(poisonKinds), int(math.Round(cfg.Poison*float64(cfg.Ticks*items)*(1+cfg.Replays))))
 	poisonAt := make([][]int, cfg.Ticks)
 	for p := range n {

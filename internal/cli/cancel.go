@@ -8,8 +8,10 @@ import (
 
 	"github.com/spf13/pflag"
 
+	"github.com/batonhq/baton/internal/jobspec"
 	"github.com/batonhq/baton/internal/ledger"
 	"github.com/batonhq/baton/internal/ops"
+	"github.com/batonhq/baton/internal/runstatus"
 )
 
 const cancelSynopsis = `cancel --run R [--asset A] [--reason TEXT] [flags]
@@ -50,7 +52,7 @@ func cancel(ctx context.Context, e *env, run, asset, reason string) error {
 	if err != nil {
 		return err
 	}
-	if asset != "" && !id.Submitted() && !j.RunTime() {
+	if asset != "" && !id.Submitted() && !jobspec.RunTime(j) {
 		if err := checkAsset(j, asset); err != nil {
 			return err
 		}
@@ -109,7 +111,7 @@ func cancel(ctx context.Context, e *env, run, asset, reason string) error {
 	e.set("items", changes)
 	e.set("cancelled", res.Cancelled)
 	e.set("already_terminal", res.AlreadyTerminal)
-	e.set("run", newRunStatus(settled, nil, nil))
+	e.set("run", runstatus.NewRun(settled, nil, nil))
 	return err
 }
 
@@ -122,7 +124,7 @@ func runRefusal(err error, instead string) error {
 	switch {
 	case errors.As(err, &unknown) && unknown.Latest.Job == "":
 		id := unknown.ID
-		return usagef("unknown run %s: tick %s has no run ('baton status --job %s' lists the runs)", id, id.TickKey(), id.Job)
+		return usagef("unknown run %s: tick %s has no run ('baton status --job %s' lists the runs)", id, jobspec.TickKey(id), id.Job)
 	case errors.As(err, &unknown):
 		return usagef("%v", unknown)
 	case errors.As(err, &sup):

@@ -15,6 +15,7 @@ import (
 
 	"github.com/batonhq/baton/internal/lease"
 	"github.com/batonhq/baton/internal/ops"
+	"github.com/batonhq/baton/internal/runstatus"
 )
 
 const leaseAbout = `Inspect and, with guardrails, release a job's coordinator lease.
@@ -55,7 +56,7 @@ func leaseShow(ctx context.Context, e *env) error {
 	}
 	defer b.Close()
 	now := time.Now().UTC()
-	l, err := readLease(ctx, b, j.Name, j.Limits.ClockSkew, now)
+	l, err := runstatus.ReadLease(ctx, b, j.Name, j.Limits.ClockSkew, now)
 	if err != nil {
 		return err
 	}

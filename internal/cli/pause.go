@@ -8,6 +8,7 @@ import (
 	"github.com/spf13/pflag"
 
 	"github.com/batonhq/baton/internal/ops"
+	"github.com/batonhq/baton/internal/runstatus"
 )
 
 const pauseSynopsis = `pause --job J [--reason TEXT] [flags]
@@ -74,7 +75,7 @@ func setPause(ctx context.Context, e *env, paused bool, reason string) error {
 	after := res.After
 	e.set("job", j.Name)
 	e.set("changed", res.Changed)
-	e.set("pause", newPauseStatus(after))
+	e.set("pause", runstatus.NewPause(after))
 	switch {
 	case !res.Changed && paused:
 		e.sayf("job %s is already paused (since %s, by %s); nothing changed\n", j.Name, rfc(after.Since), after.By)

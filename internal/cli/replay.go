@@ -13,6 +13,7 @@ import (
 	"github.com/batonhq/baton/internal/backend"
 	"github.com/batonhq/baton/internal/coordinator"
 	"github.com/batonhq/baton/internal/exec"
+	"github.com/batonhq/baton/internal/jobspec"
 	"github.com/batonhq/baton/internal/lease"
 	"github.com/batonhq/baton/internal/ledger"
 	"github.com/batonhq/baton/internal/ops"
@@ -418,7 +419,7 @@ func waitItemReplay(ctx context.Context, e *env, r *replayer, j baton.Job, key l
 	w := &settleWatch{r: r, stall: timeout}
 	w.add(key.Run.Nominal)
 	keys := []ledger.ItemKey{key}
-	for _, d := range j.Downstream(asset) {
+	for _, d := range jobspec.Downstream(j, asset) {
 		keys = append(keys, ledger.ItemKey{Run: key.Run, Asset: d.Name})
 	}
 	werr := w.waitRun(ctx, key.Run.Nominal, func(items map[string]ledger.Item) bool {
@@ -462,7 +463,7 @@ func itemReplayDone(j baton.Job, asset string, items map[string]ledger.Item) boo
 	if !items[asset].State.Terminal() {
 		return false
 	}
-	down := j.Downstream(asset)
+	down := jobspec.Downstream(j, asset)
 	wave, blocked := map[string]bool{asset: true}, map[string]bool{}
 	for _, d := range down {
 		wave[d.Name] = true

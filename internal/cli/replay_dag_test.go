@@ -7,7 +7,7 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/batonhq/baton"
-	"github.com/batonhq/baton/internal/dagtest"
+	"github.com/batonhq/baton/internal/jobmodeltest"
 	"github.com/batonhq/baton/internal/ledger"
 )
 
@@ -17,7 +17,7 @@ import (
 // items below it) is not the replay's business.
 func TestItemReplayDoneInAGraph(t *testing.T) {
 	t.Parallel()
-	j := baton.Job{Name: "dag", Schedule: "rate(1 minute)", Assets: []string{"a1", "a2", "a3"}, Derived: dagtest.Derived,
+	j := baton.Job{Name: "dag", Schedule: "rate(1 minute)", Assets: []string{"a1", "a2", "a3"}, Derived: jobmodeltest.Derived,
 		Processor: baton.ProcessorFunc(func(context.Context, baton.Task) ([]byte, error) { return nil, nil })}
 	require.NoError(t, j.Validate())
 	items := func(states map[string]ledger.ItemState) map[string]ledger.Item {

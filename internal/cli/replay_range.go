@@ -12,6 +12,7 @@ import (
 
 	"github.com/batonhq/baton"
 	"github.com/batonhq/baton/internal/coordinator"
+	"github.com/batonhq/baton/internal/jobspec"
 	"github.com/batonhq/baton/internal/ledger"
 	"github.com/batonhq/baton/internal/schedule"
 )
@@ -238,7 +239,7 @@ func backfill(ctx context.Context, e *env, r *replayer, f *rangeFlags, plans []t
 			todo = append(todo, p)
 		}
 	}
-	perTick := len(r.j.ItemNames())
+	perTick := len(jobspec.ItemNames(r.j))
 	e.sayf("backfill %s: %d ticks in range; %d already done, %d left alone (--overlap %s), %d to run at most %g/s on %s store %s\n",
 		r.j.Name, len(plans), skippedDone, skippedExisting, f.overlap, len(todo), f.rate, r.b.Name, f.common.where())
 	if len(todo) == 0 {

@@ -5,6 +5,7 @@ import (
 
 	"github.com/batonhq/baton/internal/coordinator"
 	"github.com/batonhq/baton/internal/ledger"
+	"github.com/batonhq/baton/internal/runstatus"
 )
 
 // The --json reports of the commands that run ticks and items (run --once,
@@ -59,7 +60,7 @@ func (e *env) reportItems(items []ledger.Item, trigger time.Time) {
 	if e.json {
 		list := make([]itemStatus, len(items))
 		for i, it := range items {
-			list[i] = newItemStatus(it)
+			list[i] = runstatus.NewItem(it)
 		}
 		e.set("items", list)
 	}
@@ -69,7 +70,7 @@ func (e *env) reportItems(items []ledger.Item, trigger time.Time) {
 func (e *env) reportRun(r ledger.Run) {
 	printRun(e.text(), r)
 	if e.json {
-		rs := newRunStatus(r, nil, nil)
+		rs := runstatus.NewRun(r, nil, nil)
 		rs.Items = map[string]int{string(ledger.ItemSucceeded): r.Succeeded, string(ledger.ItemDead): r.Dead, string(ledger.ItemCancelled): r.Cancelled}
 		e.set("run", rs)
 	}

@@ -12,6 +12,7 @@ import (
 
 	"github.com/batonhq/baton"
 	"github.com/batonhq/baton/internal/exec"
+	"github.com/batonhq/baton/internal/jobspec"
 	"github.com/batonhq/baton/internal/ledger"
 	"github.com/batonhq/baton/internal/rfc3339"
 )
@@ -76,7 +77,7 @@ func parseRun(c *baton.Catalog, v string) (ledger.RunID, baton.Job, error) {
 
 // checkAsset refuses a name that is neither an asset nor a derived item of j.
 func checkAsset(j baton.Job, asset string) error {
-	if j.RunTime() {
+	if jobspec.RunTime(j) {
 		return usagef("job %s computes its items when its run opens: an item of it cannot be named here; replay the tick instead", j.Name)
 	}
 	if asset == "" {
@@ -98,7 +99,7 @@ var errSuperseded = errors.New("superseded")
 func currentRun(ctx context.Context, l ledger.Store, id ledger.RunID) (ledger.Run, error) {
 	run, err := ledger.GetRunOf(ctx, l, id)
 	if errors.Is(err, ledger.ErrNotFound) {
-		return ledger.Run{}, usagef("unknown run %s: tick %s has no run ('baton status --job %s' lists the runs)", id, id.TickKey(), id.Job)
+		return ledger.Run{}, usagef("unknown run %s: tick %s has no run ('baton status --job %s' lists the runs)", id, jobspec.TickKey(id), id.Job)
 	}
 	if err != nil {
 		return ledger.Run{}, err

@@ -23,6 +23,7 @@ import (
 	"github.com/batonhq/baton/internal/lambdaapp"
 	"github.com/batonhq/baton/internal/ledger"
 	"github.com/batonhq/baton/internal/redact"
+	"github.com/batonhq/baton/internal/runstatus"
 	"github.com/batonhq/baton/internal/telemetry/spantree"
 )
 
@@ -239,7 +240,7 @@ func runOnceJob(ctx context.Context, e *env, eng *exec.Runtime, f *runFlags, job
 		if e.json {
 			list := make([]runStatus, len(chained))
 			for i, c := range chained {
-				list[i] = newRunStatus(c, nil, nil)
+				list[i] = runstatus.NewRun(c, nil, nil)
 			}
 			e.set("chained", list)
 		}

@@ -6,7 +6,9 @@ import (
 	"fmt"
 	"time"
 
+	"github.com/batonhq/baton/internal/jobspec"
 	"github.com/batonhq/baton/internal/ledger"
+	"github.com/batonhq/baton/internal/runstatus"
 )
 
 // settleWatch follows runs until they settle, settling them on the way
@@ -135,10 +137,10 @@ func (w *settleWatch) stallError() error {
 		if run.ID.Job == "" {
 			return fmt.Errorf("no item finished for %s (--timeout): tick %s has no run yet", w.stall, rfc(n))
 		}
-		counts := countItems(w.items[n], nil)
+		counts := runstatus.CountItems(w.items[n], nil)
 		return fmt.Errorf("no item finished for %s (--timeout): run %s is %s with %d RUNNING, %d FAILED, %d of %d items terminal "+
 			"(are consumers running? 'baton status --run %s')", w.stall, run.ID, run.State, counts["RUNNING"], counts["FAILED"],
-			counts["SUCCEEDED"]+counts["DEAD"]+counts["CANCELLED"], len(w.r.j.ItemNames()), run.ID)
+			counts["SUCCEEDED"]+counts["DEAD"]+counts["CANCELLED"], len(jobspec.ItemNames(w.r.j)), run.ID)
 	}
 	return fmt.Errorf("no item finished for %s (--timeout)", w.stall)
 }

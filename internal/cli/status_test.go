@@ -21,6 +21,7 @@ import (
 	"github.com/batonhq/baton/internal/ledger"
 	"github.com/batonhq/baton/internal/message"
 	"github.com/batonhq/baton/internal/queue"
+	"github.com/batonhq/baton/internal/runstatus"
 )
 
 // arrangeStatus builds a store with three complete runs, one run in
@@ -285,7 +286,7 @@ func testStatusFindsStuckItemsPastRuns(t *testing.T, f *opsFixture) {
 	counting := &listCounter{Store: b.Ledger, runs: map[string]int{}}
 	b.Ledger = counting
 	j, _ := fx.Catalog(nil).Lookup(fx.Name)
-	rep, err = buildStatus(ctx, b, j, statusParams{Runs: 1, History: 100, Now: time.Now().UTC()})
+	rep, err = runstatus.Read(ctx, b, j, runstatus.Params{Runs: 1, History: 100, Now: time.Now().UTC()})
 	require.NoError(t, err)
 	require.Len(t, rep.Stuck, 1)
 	require.Equal(t, map[string]int{f.run(3, 1).String(): 1, f.run(0, 1).String(): 1}, counting.runs)
@@ -346,14 +347,14 @@ func TestTickGaps(t *testing.T) {
 		}
 		return out
 	}
-	require.Equal(t, map[int]string{1: "missed", 2: "missed", 4: "missed", 5: "missed"}, reasons(tickGaps(j, runs, nil, now)))
+	require.Equal(t, map[int]string{1: "missed", 2: "missed", 4: "missed", 5: "missed"}, reasons(runstatus.TickGaps(j, runs, nil, now)))
 	j.CatchUp = baton.CatchUp{Window: 2 * time.Minute, Skip: true}
-	require.Equal(t, map[int]string{1: "missed", 2: "missed", 4: "skipped (catch-up policy)", 5: "skipped (catch-up policy)"}, reasons(tickGaps(j, runs, nil, now)))
+	require.Equal(t, map[int]string{1: "missed", 2: "missed", 4: "skipped (catch-up policy)", 5: "skipped (catch-up policy)"}, reasons(runstatus.TickGaps(j, runs, nil, now)))
 	j.CatchUp.Skip = false
-	require.Equal(t, "catch-up pending", reasons(tickGaps(j, runs, nil, now))[4])
+	require.Equal(t, "catch-up pending", reasons(runstatus.TickGaps(j, runs, nil, now))[4])
 
 	var out bytes.Buffer
-	printGaps(&out, tickGaps(j, runs, nil, now))
+	printGaps(&out, runstatus.TickGaps(j, runs, nil, now))
 	require.Contains(t, out.String(), "missed: 2 (2026-11-21T12:02:00Z, 2026-11-21T12:01:00Z)")
 }
 

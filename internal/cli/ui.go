@@ -16,6 +16,7 @@ import (
 	"github.com/batonhq/baton/internal/backend"
 	"github.com/batonhq/baton/internal/ledger"
 	"github.com/batonhq/baton/internal/ops"
+	"github.com/batonhq/baton/internal/runstatus"
 	"github.com/batonhq/baton/internal/ui"
 )
 
@@ -224,8 +225,8 @@ func (o *uiOperator) DeadLetters(ctx context.Context, limit int) ([]ui.DeadLette
 
 // MissedTicks are the ticks 'baton status' lists as without a run.
 func (o *uiOperator) MissedTicks(j baton.Job, runs []ledger.Run, now time.Time) []ui.MissedTick {
-	pause, _ := readPause(context.Background(), o.b, j.Name) // none when unreadable: gaps show as missed
-	gaps := tickGaps(j, runs, pause, now)
+	pause, _ := runstatus.ReadPause(context.Background(), o.b, j.Name) // none when unreadable: gaps show as missed
+	gaps := runstatus.TickGaps(j, runs, pause, now)
 	out := make([]ui.MissedTick, len(gaps))
 	for i, g := range gaps {
 		out[i] = ui.MissedTick{Tick: g.Tick, Reason: g.Reason}

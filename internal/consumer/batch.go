@@ -10,6 +10,7 @@ import (
 	"go.opentelemetry.io/otel/trace"
 
 	"github.com/batonhq/baton"
+	"github.com/batonhq/baton/internal/jobspec"
 	"github.com/batonhq/baton/internal/ledger"
 	"github.com/batonhq/baton/internal/telemetry"
 )
@@ -36,7 +37,7 @@ func batchable(d *delivery) bool {
 	if d.err != nil || d.msg.IsShard() || len(d.job.RateLimits) > 0 {
 		return false
 	}
-	_, derived := d.job.DerivedItem(d.key.Asset)
+	_, derived := jobspec.DerivedItem(d.job, d.key.Asset)
 	return !derived
 }
 
@@ -83,7 +84,7 @@ func (c *Consumer) runWave(ctx context.Context, deadline time.Time, ds []*delive
 				m.d.key, m.hardEnd.UTC().Format(time.RFC3339Nano)))
 			continue
 		}
-		m.leaseUntil = leaseEnd(m.d.job.ItemLease(m.d.key.Asset), m.now, m.hardEnd)
+		m.leaseUntil = leaseEnd(jobspec.ItemLease(m.d.job, m.d.key.Asset), m.now, m.hardEnd)
 		m.limits = newTaskLimiter(c, m.d.job, m.d.key.String(), m.leaseUntil)
 		m.limits.log = m.log
 		claiming = append(claiming, i)
@@ -148,7 +149,7 @@ func (c *Consumer) recordInWave(ctx context.Context, m *messageRun, result []byt
 	}
 	ctx, span := c.stepSpan(ctx, telemetry.SpanComplete) // as record's
 	defer func() { telemetry.End(span, v.outcome.Status, nil) }()
-	wait := max(m.d.job.ItemLease(m.d.key.Asset)/3, time.Millisecond)
+	wait := max(jobspec.ItemLease(m.d.job, m.d.key.Asset)/3, time.Millisecond)
 	_, err := comp.complete(ctx, c.completeParams(m, result, done), wait)
 	return c.completed(ctx, m, done, err)
 }

@@ -8,6 +8,7 @@ import (
 
 	"golang.org/x/sync/errgroup"
 
+	"github.com/batonhq/baton/internal/jobspec"
 	"github.com/batonhq/baton/internal/ledger"
 	"github.com/batonhq/baton/internal/queue"
 	"github.com/batonhq/baton/internal/telemetry"
@@ -153,7 +154,7 @@ func (c *Consumer) hideShard(ctx context.Context, m *messageRun, deadline time.T
 	if !ok || m.d.d.ReceiptHandle == "" {
 		return func() {}
 	}
-	lease, skew := m.d.job.ItemLease(m.d.key.Asset), m.d.job.Limits.ClockSkew
+	lease, skew := jobspec.ItemLease(m.d.job, m.d.key.Asset), m.d.job.Limits.ClockSkew
 	done := make(chan struct{})
 	stopped := make(chan struct{})
 	go func() {

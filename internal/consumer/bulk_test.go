@@ -10,6 +10,7 @@ import (
 
 	"github.com/batonhq/baton"
 	"github.com/batonhq/baton/internal/consumer"
+	"github.com/batonhq/baton/internal/jobspec"
 	"github.com/batonhq/baton/internal/ledger"
 	"github.com/batonhq/baton/internal/message"
 	"github.com/batonhq/baton/internal/queue"
@@ -169,7 +170,7 @@ func TestBulkShardRedeliveredAfterACrash(t *testing.T) {
 	t.Parallel()
 	b := bulkSetup(t, nil)
 	ctx := t.Context()
-	lease := b.def.ItemLease(b.def.Assets[0])
+	lease := jobspec.ItemLease(b.def, b.def.Assets[0])
 	// The dead consumer ended the first two items and held the third.
 	for i, a := range b.def.Assets[:3] {
 		it, err := b.ledger.Claim(ctx, ledger.ClaimParams{Key: b.key(a), Owner: "dead", LeaseUntil: b.clock.Now().Add(lease), Fence: 1, MaxAttempts: 5, Now: b.clock.Now()})
@@ -254,7 +255,7 @@ func TestBulkShardHandsOverAtTheDeadline(t *testing.T) {
 		require.ErrorIs(t, err, ledger.ErrNotFound, "%s not claimed", a)
 	}
 	b.drain(t, b.deliveries(sent...))
-	for _, a := range b.def.ItemNames() {
+	for _, a := range jobspec.ItemNames(b.def) {
 		require.Equal(t, ledger.ItemSucceeded, b.item(t, a).State, a)
 		require.Equal(t, 1, b.proc.count(b.key(a)), a)
 	}

@@ -9,6 +9,7 @@ import (
 	"time"
 
 	"github.com/batonhq/baton"
+	"github.com/batonhq/baton/internal/jobspec"
 	"github.com/batonhq/baton/internal/ledger"
 	"github.com/batonhq/baton/internal/queue"
 )
@@ -52,7 +53,7 @@ func (c *Consumer) startClaim(ctx context.Context, m *messageRun) (*taskClaim, c
 	d := m.d
 	cl := &taskClaim{
 		c: c, key: d.key, attempt: m.item.Attempt, receipt: d.d.ReceiptHandle,
-		lease: d.job.ItemLease(d.key.Asset), skew: d.job.Limits.ClockSkew,
+		lease: jobspec.ItemLease(d.job, d.key.Asset), skew: d.job.Limits.ClockSkew,
 		hardEnd: m.hardEnd, log: m.log, until: m.leaseUntil, contacted: time.Now(), limits: m.limits,
 		stop: make(chan struct{}),
 	}

@@ -11,7 +11,7 @@ import (
 
 	"github.com/batonhq/baton"
 	"github.com/batonhq/baton/internal/consumer"
-	"github.com/batonhq/baton/internal/dagtest"
+	"github.com/batonhq/baton/internal/jobmodeltest"
 	"github.com/batonhq/baton/internal/ledger"
 	"github.com/batonhq/baton/internal/message"
 	"github.com/batonhq/baton/internal/queue"
@@ -29,7 +29,7 @@ func TestDerivedGraphUnderDuplicateDeliveries(t *testing.T) {
 	var mu sync.Mutex
 	calls := map[string]int{}
 	job := baton.Job{
-		Name: "dag", Schedule: "rate(1 minute)", Assets: []string{"a1", "a2", "a3"}, Derived: dagtest.Derived,
+		Name: "dag", Schedule: "rate(1 minute)", Assets: []string{"a1", "a2", "a3"}, Derived: jobmodeltest.Derived,
 		Processor: baton.ProcessorFunc(func(_ context.Context, tk baton.Task) ([]byte, error) {
 			mu.Lock()
 			calls[tk.Asset]++
@@ -106,7 +106,7 @@ func TestDerivedGraphUnderDuplicateDeliveries(t *testing.T) {
 		require.Equal(t, ledger.ItemSucceeded, it.State, it.Key.Asset)
 		require.Equal(t, 1, calls[it.Key.Asset], "%s processed once", it.Key.Asset)
 	}
-	for _, d := range dagtest.Derived {
+	for _, d := range jobmodeltest.Derived {
 		require.Positive(t, derivedSends[d.Name], d.Name)
 		require.LessOrEqual(t, derivedSends[d.Name], len(d.Inputs), "%s enqueued at most once per input completing it", d.Name)
 	}

@@ -9,6 +9,7 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/batonhq/baton/internal/consumer"
+	"github.com/batonhq/baton/internal/jobspec"
 	"github.com/batonhq/baton/internal/ledger"
 	"github.com/batonhq/baton/internal/message"
 	"github.com/batonhq/baton/internal/queue"
@@ -56,7 +57,7 @@ func TestShardMessageExpands(t *testing.T) {
 	again := b.consumer.Handle(ctx, time.Time{}, b.deliveries(shard))
 	require.Equal(t, consumer.StatusExpanded, again.Items[0].Status)
 	b.drain(t, b.deliveries(append(sent, b.work.take()...)...))
-	for _, a := range b.def.ItemNames() {
+	for _, a := range jobspec.ItemNames(b.def) {
 		require.Equal(t, ledger.ItemSucceeded, b.item(t, a).State, a)
 		require.Equal(t, 1, b.proc.count(b.key(a)), "%s ran once", a)
 	}

@@ -14,6 +14,7 @@ import (
 	"github.com/batonhq/baton/internal/clocktest"
 	"github.com/batonhq/baton/internal/consumer"
 	"github.com/batonhq/baton/internal/effect"
+	"github.com/batonhq/baton/internal/jobspec"
 	"github.com/batonhq/baton/internal/ledger"
 	"github.com/batonhq/baton/internal/message"
 	"github.com/batonhq/baton/internal/queue"
@@ -155,7 +156,7 @@ func (b *bundle) key(asset string) ledger.ItemKey { return ledger.ItemKey{Run: b
 
 // message is the fan-out message for asset.
 func (b *bundle) message(asset string) queue.Message {
-	return message.New(b.key(asset), 1, b.def.IsDerived(asset)).QueueMessage()
+	return message.New(b.key(asset), 1, jobspec.IsDerived(b.def, asset)).QueueMessage()
 }
 
 // deliveries turns messages into first deliveries with fresh ids.

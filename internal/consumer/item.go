@@ -73,7 +73,7 @@ func (c *Consumer) decode(d queue.Delivery) *delivery {
 		out.err = fmt.Errorf("message %s (key %s): %w", d.MessageID, msg.Key, err)
 		return out
 	}
-	paged := j.RunTime() || key.Run.Submitted() // the run's items are its stored pages
+	paged := jobspec.RunTime(j) || key.Run.Submitted() // the run's items are its stored pages
 	switch {
 	case paged && msg.IsShard() && !msg.PageShard():
 		out.err = fmt.Errorf("message %s (key %s): %w: the run's items are a stored list (a run-time list or a submission), and a shard message (version %d) names positions of a catalog, which the run has not",
@@ -231,7 +231,7 @@ func (c *Consumer) run(ctx context.Context, deadline time.Time, d *delivery) ver
 		}
 		return c.expand(ctx, deadline, m)
 	}
-	m.leaseUntil = leaseEnd(d.job.ItemLease(d.key.Asset), m.now, m.hardEnd)
+	m.leaseUntil = leaseEnd(jobspec.ItemLease(d.job, d.key.Asset), m.now, m.hardEnd)
 	m.limits = newTaskLimiter(c, d.job, d.key.String(), m.leaseUntil)
 	m.limits.log = m.log
 	// The item's in-flight slots are held until its run here ends.
@@ -245,7 +245,7 @@ func (c *Consumer) run(ctx context.Context, deadline time.Time, d *delivery) ver
 		}
 		// The wait took time: the claim starts now, and so do its holds.
 		m.now = c.now()
-		m.leaseUntil = leaseEnd(d.job.ItemLease(d.key.Asset), m.now, m.hardEnd)
+		m.leaseUntil = leaseEnd(jobspec.ItemLease(d.job, d.key.Asset), m.now, m.hardEnd)
 		if err := m.limits.renew(ctx, m.leaseUntil); err != nil {
 			return m.fail(StatusNotStarted, fmt.Errorf("%s not started: %w", d.key, err))
 		}
@@ -349,7 +349,7 @@ func (c *Consumer) gate(ctx context.Context, deadline time.Time, m *messageRun) 
 			return v, false
 		}
 	}
-	if def, isDerived := d.job.DerivedItem(d.key.Asset); isDerived {
+	if def, isDerived := jobspec.DerivedItem(d.job, d.key.Asset); isDerived {
 		return c.gateDerived(ctx, m, def)
 	}
 	return verdict{}, true

@@ -5,6 +5,7 @@ import (
 	"iter"
 
 	"github.com/batonhq/baton"
+	"github.com/batonhq/baton/internal/jobspec"
 	"github.com/batonhq/baton/internal/ledger"
 )
 
@@ -23,7 +24,7 @@ func (r runReader) Results(ctx context.Context, run baton.RunID) iter.Seq2[baton
 			yield(baton.ItemResult{}, err)
 			return
 		}
-		for res, err := range ledger.Results(ctx, r.ledger, run, run.Submitted() || j.RunTime()) {
+		for res, err := range ledger.Results(ctx, r.ledger, run, run.Submitted() || jobspec.RunTime(j)) {
 			if !yield(res, err) || err != nil {
 				return
 			}

@@ -9,6 +9,7 @@ import (
 
 	"github.com/batonhq/baton"
 	"github.com/batonhq/baton/internal/consumer"
+	"github.com/batonhq/baton/internal/jobspec"
 	"github.com/batonhq/baton/internal/ledger"
 )
 
@@ -59,7 +60,7 @@ func TestStopReleasesWhatItCutsShort(t *testing.T) {
 	items, err = b.ledger.ListItems(context.Background(), b.run)
 	require.NoError(t, err)
 	for _, it := range items {
-		if it.Key.Asset == items[0].Key.Asset || !b.def.IsDerived(it.Key.Asset) {
+		if it.Key.Asset == items[0].Key.Asset || !jobspec.IsDerived(b.def, it.Key.Asset) {
 			require.Equal(t, ledger.ItemSucceeded, it.State, it.Key.Asset)
 		}
 	}

@@ -11,6 +11,7 @@ import (
 	"golang.org/x/sync/errgroup"
 
 	"github.com/batonhq/baton/internal/fanin"
+	"github.com/batonhq/baton/internal/jobspec"
 	"github.com/batonhq/baton/internal/ledger"
 )
 
@@ -178,7 +179,7 @@ func (rc *RunCache) get(ctx context.Context, l ledger.Store, id ledger.RunID, no
 		return rc.read(ctx, l, id, now)
 	}
 	rc.mu.Lock()
-	e, ok := rc.runs[id.TickKey()]
+	e, ok := rc.runs[jobspec.TickKey(id)]
 	rc.mu.Unlock()
 	if ok && now.Sub(e.readAt) < runCacheTTL && !now.Before(e.readAt) {
 		return e.run, true, nil
@@ -197,7 +198,7 @@ func (rc *RunCache) read(ctx context.Context, l ledger.Store, id ledger.RunID, n
 	if rc.runs == nil || len(rc.runs) >= runCacheMax {
 		rc.runs = make(map[string]cachedRun)
 	}
-	rc.runs[id.TickKey()] = cachedRun{run: run, readAt: now}
+	rc.runs[jobspec.TickKey(id)] = cachedRun{run: run, readAt: now}
 	return run, false, nil
 }
 

@@ -6,12 +6,9 @@ import (
 	"fmt"
 	"log/slog"
 	"slices"
-	"time"
 
 	"github.com/batonhq/baton"
 	"github.com/batonhq/baton/internal/ledger"
-	"github.com/batonhq/baton/internal/queue"
-	"github.com/batonhq/baton/internal/telemetry"
 )
 
 // StartChains starts the runs the chains of run's job call for (see
@@ -77,34 +74,4 @@ func (c *Coordinator) chainsQuietly(ctx context.Context, log *slog.Logger, run l
 		log.WarnContext(ctx, "starting chained runs failed; the job's next trigger tries again", slog.String("phase", "chain"),
 			slog.String("parent", run.ID.String()), slog.Any("error", err))
 	}
-}
-
-// ChainParams are what a consumer starts chained runs with (ChainStarter).
-type ChainParams struct {
-	Ledger ledger.Store
-	// Router sends each job's items to its job's queue: the job-queue
-	// router (queue.ByJob over the work queue), so that a chained job with
-	// a queue of its own (baton.JobQueue) gets its items there. Required.
-	Router    queue.Sender
-	Jobs      *baton.Catalog
-	Owner     string
-	NowFunc   func() time.Time
-	Logger    *slog.Logger
-	Telemetry *telemetry.Telemetry
-}
-
-// ChainStarter returns the function every consumer (on Lambda, over HTTP
-// push or pull, in the local runtime) calls when it finishes a run
-// (consumer.Consumer.ChainsFunc): StartChains without a lease store, so a
-// chained run opens under fence 0 (see submitRun; a consumer holds no
-// lease, and on Lambda its role may not write one), its items sent
-// through p.Router (without one, each call is an error).
-func ChainStarter(p ChainParams) func(context.Context, ledger.Run) error {
-	if p.Router == nil {
-		return func(_ context.Context, run ledger.Run) error {
-			return fmt.Errorf("start chains of %s: no router to send their items through", run.ID)
-		}
-	}
-	c := &Coordinator{Ledger: p.Ledger, Queue: p.Router, Jobs: p.Jobs, Owner: p.Owner, NowFunc: p.NowFunc, Logger: p.Logger, Telemetry: p.Telemetry}
-	return c.StartChains
 }

@@ -10,6 +10,7 @@ import (
 
 	"github.com/batonhq/baton"
 	"github.com/batonhq/baton/internal/fanin"
+	"github.com/batonhq/baton/internal/jobspec"
 	"github.com/batonhq/baton/internal/lease"
 	"github.com/batonhq/baton/internal/ledger"
 	"github.com/batonhq/baton/internal/queue"
@@ -395,7 +396,7 @@ func (c *Coordinator) open(ctx context.Context, t *tickRun) (ledger.Run, ledger.
 	ctx, span := c.step(ctx, telemetry.SpanOpen)
 	run, outcome, err := c.Ledger.OpenRun(ctx, ledger.OpenRunParams{
 		Job: t.job.Name, Nominal: sum.Nominal, Fence: t.hold.lease.Fence, Force: t.tr.Force, Now: openStart,
-		Shards: openShards(t.job), Pages: t.job.RunTime(), TraceID: telemetry.TraceID(ctx),
+		Shards: openShards(t.job), Pages: jobspec.RunTime(t.job), TraceID: telemetry.TraceID(ctx),
 	})
 	if span.IsRecording() && err == nil {
 		span.SetAttributes(telemetry.KeyRun.String(run.ID.String()))
@@ -416,7 +417,7 @@ func (c *Coordinator) open(ctx context.Context, t *tickRun) (ledger.Run, ledger.
 // page of its declared expected size (baton.Job.ExpectedItems; 0: one),
 // from which a store that partitions fixes the run's item partitions.
 func openShards(j baton.Job) int {
-	if j.RunTime() {
+	if jobspec.RunTime(j) {
 		return pagesOf(j.ExpectedItems)
 	}
 	return fanin.Shards(len(j.Assets) + len(j.Derived))

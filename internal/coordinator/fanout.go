@@ -7,6 +7,7 @@ import (
 	"time"
 
 	"github.com/batonhq/baton"
+	"github.com/batonhq/baton/internal/jobspec"
 	"github.com/batonhq/baton/internal/lease"
 	"github.com/batonhq/baton/internal/ledger"
 	"github.com/batonhq/baton/internal/message"
@@ -28,7 +29,7 @@ const sendParallel = 10
 // Before each chunk it checks the deadline, the budget and ctx, and renews
 // the lease when due.
 func (c *Coordinator) fanOut(ctx context.Context, t *tickRun, run ledger.Run) error {
-	if t.job.RunTime() || run.ID.Submitted() {
+	if jobspec.RunTime(t.job) || run.ID.Submitted() {
 		return c.fanOutPages(ctx, t, run)
 	}
 	j, sum, log := t.job, t.sum, t.log

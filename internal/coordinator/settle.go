@@ -8,6 +8,7 @@ import (
 	"time"
 
 	"github.com/batonhq/baton/internal/fanin"
+	"github.com/batonhq/baton/internal/jobspec"
 	"github.com/batonhq/baton/internal/lease"
 	"github.com/batonhq/baton/internal/ledger"
 	"github.com/batonhq/baton/internal/schedule"
@@ -46,7 +47,7 @@ func (c *Coordinator) SettleRun(ctx context.Context, id ledger.RunID) (ledger.Ru
 	}
 	run, err := ledger.GetRunOf(ctx, c.Ledger, id)
 	if err != nil {
-		return ledger.Run{}, fmt.Errorf("settle %s: %w", id.TickKey(), err)
+		return ledger.Run{}, fmt.Errorf("settle %s: %w", jobspec.TickKey(id), err)
 	}
 	if run.State != ledger.RunFannedOut {
 		return run, nil

@@ -145,7 +145,7 @@ func (c *Coordinator) submitRun(ctx context.Context, p submitParams) (sum Summar
 
 	ttl := c.ttl(j.Limits, start, p.deadline)
 	if ttl <= 0 {
-		return sum, fmt.Errorf("submit %s: %w", id.TickKey(), ErrNoTime)
+		return sum, fmt.Errorf("submit %s: %w", jobspec.TickKey(id), ErrNoTime)
 	}
 	force := p.replay
 	var fence int64
@@ -155,7 +155,7 @@ func (c *Coordinator) submitRun(ctx context.Context, p submitParams) (sum Summar
 			return sum, err
 		}
 		force = force || found
-		t.hold = &holding{lease: lease.Lease{Job: id.TickKey(), Owner: t.owner}, ttl: ttl, renewed: start, unleased: true}
+		t.hold = &holding{lease: lease.Lease{Job: jobspec.TickKey(id), Owner: t.owner}, ttl: ttl, renewed: start, unleased: true}
 	} else {
 		// A live holder of job+key is another caller opening or fanning
 		// out this very submission: wait for it (with backoff, up to the
@@ -174,21 +174,21 @@ func (c *Coordinator) submitRun(ctx context.Context, p submitParams) (sum Summar
 			now := c.now()
 			ttl = c.ttl(j.Limits, now, p.deadline)
 			if ttl <= 0 {
-				return sum, fmt.Errorf("submit %s: %w", id.TickKey(), ErrNoTime)
+				return sum, fmt.Errorf("submit %s: %w", jobspec.TickKey(id), ErrNoTime)
 			}
-			l, err := c.Leases.Acquire(ctx, lease.AcquireParams{Job: id.TickKey(), Owner: t.owner, TTL: ttl, Now: now, Skew: j.Limits.ClockSkew})
+			l, err := c.Leases.Acquire(ctx, lease.AcquireParams{Job: jobspec.TickKey(id), Owner: t.owner, TTL: ttl, Now: now, Skew: j.Limits.ClockSkew})
 			var held *lease.HeldError
 			if errors.As(err, &held) {
 				if now.Add(pause).Before(until) {
 					if err := c.sleep(ctx, pause, until.Sub(now)); err != nil {
-						return sum, fmt.Errorf("submit %s: waiting for the caller opening it: %w", id.TickKey(), err)
+						return sum, fmt.Errorf("submit %s: waiting for the caller opening it: %w", jobspec.TickKey(id), err)
 					}
 					continue
 				}
 				return c.answerBusy(ctx, t, p, id, held.Holder)
 			}
 			if err != nil {
-				return sum, fmt.Errorf("submit %s: acquire lease: %w", id.TickKey(), err)
+				return sum, fmt.Errorf("submit %s: acquire lease: %w", jobspec.TickKey(id), err)
 			}
 			fence = l.Fence
 			t.hold = &holding{lease: l, ttl: ttl, renewed: now}
@@ -202,7 +202,7 @@ func (c *Coordinator) submitRun(ctx context.Context, p submitParams) (sum Summar
 			// generation when that one was a replay too.
 			run, err := ledger.GetRunOf(ctx, c.Ledger, id)
 			if err != nil {
-				return sum, fmt.Errorf("submit %s: read run: %w", id.TickKey(), err)
+				return sum, fmt.Errorf("submit %s: read run: %w", jobspec.TickKey(id), err)
 			}
 			if run.ID.Generation != p.replayOf {
 				c.deduped(ctx, t, p, run)
@@ -221,7 +221,7 @@ func (c *Coordinator) submitRun(ctx context.Context, p submitParams) (sum Summar
 	run, outcome, err := c.Ledger.OpenRun(ctx, ledger.OpenRunParams{Job: j.Name, Submission: p.key, Fence: fence, Force: force, Now: c.now(),
 		Shards: pagesOf(cmp.Or(p.size, j.ExpectedItems)), Pages: true, Digest: p.digest, TraceID: telemetry.TraceID(ctx)})
 	if err != nil {
-		return sum, fmt.Errorf("submit %s: open: %w", id.TickKey(), err)
+		return sum, fmt.Errorf("submit %s: open: %w", jobspec.TickKey(id), err)
 	}
 	sum.Run, sum.Cursor, sum.Outcome = run.ID, run.Cursor, RunOutcome(outcome)
 	t.log = t.log.With(slog.String("run", run.ID.String()))
@@ -292,7 +292,7 @@ func (c *Coordinator) findSubmitted(ctx context.Context, t *tickRun, p submitPar
 	case errors.Is(err, ledger.ErrNotFound):
 		return false, false, nil
 	case err != nil:
-		return false, false, fmt.Errorf("submit %s: read run: %w", id.TickKey(), err)
+		return false, false, fmt.Errorf("submit %s: read run: %w", jobspec.TickKey(id), err)
 	case !p.once && run.State.Finished() && !t.start.Before(run.FinishedAt.Add(jobspec.Retention(p.job))):
 		return true, false, nil // finished longer than the retention ago: the key's next generation
 	case run.State == ledger.RunFanningOut && !ledger.DigestsDiffer(run.Digest, p.digest):
@@ -333,7 +333,7 @@ func (c *Coordinator) answerBusy(ctx context.Context, t *tickRun, p submitParams
 		sum.Pending = true
 		return *sum, nil
 	case err != nil:
-		return *sum, fmt.Errorf("submit %s: read run: %w", id.TickKey(), err)
+		return *sum, fmt.Errorf("submit %s: read run: %w", jobspec.TickKey(id), err)
 	}
 	c.deduped(ctx, t, p, run)
 	return *sum, nil
@@ -367,19 +367,19 @@ func (c *Coordinator) ReplaySubmission(ctx context.Context, job, key string, dea
 	id := ledger.RunID{Job: job, Submission: key}
 	run, err := ledger.GetRunOf(ctx, c.Ledger, id)
 	if err != nil {
-		return Summary{Job: job}, fmt.Errorf("replay %s: %w", id.TickKey(), err)
+		return Summary{Job: job}, fmt.Errorf("replay %s: %w", jobspec.TickKey(id), err)
 	}
 	if !run.State.Finished() {
-		return Summary{Job: job, Run: run.ID}, fmt.Errorf("replay %s: run %s is %s: %w", id.TickKey(), run.ID, run.State, ErrReplayInFlight)
+		return Summary{Job: job, Run: run.ID}, fmt.Errorf("replay %s: run %s is %s: %w", jobspec.TickKey(id), run.ID, run.State, ErrReplayInFlight)
 	}
 	first, err := c.Ledger.GetPage(ctx, run.ID, 0)
 	if err != nil {
-		return Summary{Job: job, Run: run.ID}, fmt.Errorf("replay %s: the stored list of %s: %w", id.TickKey(), run.ID, err)
+		return Summary{Job: job, Run: run.ID}, fmt.Errorf("replay %s: the stored list of %s: %w", jobspec.TickKey(id), run.ID, err)
 	}
 	var parent ledger.RunID
 	if first.Parent != "" {
 		if parent, err = ledger.ParseRunID(first.Parent); err != nil {
-			return Summary{Job: job, Run: run.ID}, fmt.Errorf("replay %s: the stored parent of %s: %w", id.TickKey(), run.ID, err)
+			return Summary{Job: job, Run: run.ID}, fmt.Errorf("replay %s: the stored parent of %s: %w", jobspec.TickKey(id), run.ID, err)
 		}
 	}
 	return c.submitRun(ctx, submitParams{job: j, key: key, items: storedItems(c.Ledger, run.ID), parent: parent, deadline: deadline, replay: true, replayOf: run.ID.Generation,

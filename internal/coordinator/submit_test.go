@@ -11,6 +11,7 @@ import (
 
 	"github.com/batonhq/baton"
 	"github.com/batonhq/baton/internal/coordinator"
+	"github.com/batonhq/baton/internal/jobspec"
 	"github.com/batonhq/baton/internal/lease"
 	"github.com/batonhq/baton/internal/ledger"
 	"github.com/batonhq/baton/internal/message"
@@ -211,7 +212,7 @@ func TestSubmitTakesOverFromADeadOpener(t *testing.T) {
 	j := bigJob("ingest", 1)
 	b := setup(t, j)
 	id := ledger.RunID{Job: "ingest", Submission: "k"}
-	dead, err := b.leases.Acquire(t.Context(), lease.AcquireParams{Job: id.TickKey(), Owner: "dead", TTL: 20 * time.Second, Now: b.clock.Now(), Skew: time.Second})
+	dead, err := b.leases.Acquire(t.Context(), lease.AcquireParams{Job: jobspec.TickKey(id), Owner: "dead", TTL: 20 * time.Second, Now: b.clock.Now(), Skew: time.Second})
 	require.NoError(t, err)
 	_, out, err := b.ledger.OpenRun(t.Context(), ledger.OpenRunParams{Job: "ingest", Submission: "k", Fence: dead.Fence, Now: b.clock.Now(), Pages: true})
 	require.NoError(t, err)
@@ -245,7 +246,7 @@ func TestSubmitAnswersWithTheBusyHoldersRun(t *testing.T) {
 	items := []baton.Item{{Name: "a"}}
 	for _, key := range []string{"opened", "unopened"} {
 		id := ledger.RunID{Job: "ingest", Submission: key}
-		live, err := b.leases.Acquire(t.Context(), lease.AcquireParams{Job: id.TickKey(), Owner: "live", TTL: time.Hour, Now: b.clock.Now()})
+		live, err := b.leases.Acquire(t.Context(), lease.AcquireParams{Job: jobspec.TickKey(id), Owner: "live", TTL: time.Hour, Now: b.clock.Now()})
 		require.NoError(t, err)
 		if key == "opened" {
 			_, _, err = b.ledger.OpenRun(t.Context(), ledger.OpenRunParams{Job: "ingest", Submission: key, Fence: live.Fence, Now: b.clock.Now(), Pages: true})
@@ -347,13 +348,13 @@ func TestReplaySubmissionThatWaitedForAnotherReplayOpensNothing(t *testing.T) {
 	// Another replay holds the key's lease; while this one waits, it
 	// opens generation 2, fans it out and lets the lease go.
 	id := ledger.RunID{Job: "ingest", Submission: "k"}
-	other, err := b.leases.Acquire(t.Context(), lease.AcquireParams{Job: id.TickKey(), Owner: "other", TTL: time.Minute, Now: b.clock.Now()})
+	other, err := b.leases.Acquire(t.Context(), lease.AcquireParams{Job: jobspec.TickKey(id), Owner: "other", TTL: time.Minute, Now: b.clock.Now()})
 	require.NoError(t, err)
 	var pauses []time.Duration
 	c := waitingCoordinator(b, time.Minute, &pauses)
 	c.SleepFunc = func(_ context.Context, d time.Duration) error {
 		if len(pauses) == 0 {
-			require.NoError(t, b.leases.Release(t.Context(), lease.ReleaseParams{Job: id.TickKey(), Owner: "other", Fence: other.Fence}))
+			require.NoError(t, b.leases.Release(t.Context(), lease.ReleaseParams{Job: jobspec.TickKey(id), Owner: "other", Fence: other.Fence}))
 			rep, err := b.coordinator("c3").ReplaySubmission(t.Context(), "ingest", "k", time.Time{})
 			require.NoError(t, err)
 			require.Equal(t, 2, rep.Run.Generation)

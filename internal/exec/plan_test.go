@@ -7,6 +7,7 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/batonhq/baton"
+	"github.com/batonhq/baton/internal/jobspec"
 	"github.com/batonhq/baton/internal/ledger"
 )
 
@@ -21,7 +22,7 @@ func TestPlanGenerationInAGraph(t *testing.T) {
 		Processor: baton.ProcessorFunc(func(context.Context, baton.Task) ([]byte, error) { return nil, nil })}
 	require.NoError(t, j.Validate())
 	var old []ledger.Item
-	for _, n := range j.ItemNames() {
+	for _, n := range jobspec.ItemNames(j) {
 		old = append(old, ledger.Item{Key: ledger.ItemKey{Asset: n}, State: ledger.ItemSucceeded})
 	}
 	p := planGeneration(j, "a3", old)

@@ -11,6 +11,7 @@ import (
 
 	"github.com/batonhq/baton"
 	"github.com/batonhq/baton/internal/fanin"
+	"github.com/batonhq/baton/internal/jobspec"
 	"github.com/batonhq/baton/internal/lease"
 	"github.com/batonhq/baton/internal/ledger"
 	"github.com/batonhq/baton/internal/message"
@@ -104,7 +105,7 @@ func (e *Runtime) ReplayItem(ctx context.Context, id ledger.RunID, asset string,
 	if err != nil {
 		return ItemReplay{}, err
 	}
-	if j.RunTime() {
+	if jobspec.RunTime(j) {
 		return ItemReplay{}, fmt.Errorf("job %s computes its items when its run opens: replay the tick instead (a forced replay opens a generation with a list of its own)", j.Name)
 	}
 	if !j.HasItem(asset) {
@@ -134,7 +135,7 @@ func (e *Runtime) ReplayItem(ctx context.Context, id ledger.RunID, asset string,
 	case before.State == ledger.ItemRunning && before.LeaseUntil.Add(j.Limits.ClockSkew).After(now) && !force:
 		return rep, &ItemHeldError{Item: before}
 	}
-	if def, ok := j.DerivedItem(asset); ok && before.State == "" {
+	if def, ok := jobspec.DerivedItem(j, asset); ok && before.State == "" {
 		// A derived item's message before its inputs ended would only
 		// come back, receive after receive, until they have (and fan-in
 		// enqueues it anyway once they have all succeeded). One whose input
@@ -184,7 +185,7 @@ func (e *Runtime) inputsReady(ctx context.Context, id ledger.RunID, def baton.De
 }
 
 func (e *Runtime) send(ctx context.Context, j baton.Job, key ledger.ItemKey, fence int64) error {
-	msg := message.New(key, fence, j.IsDerived(key.Asset)).QueueMessage()
+	msg := message.New(key, fence, jobspec.IsDerived(j, key.Asset)).QueueMessage()
 	// Through the router: a job with a queue of its own gets it there.
 	if _, err := queue.SendAll(ctx, e.router, []queue.Message{msg}, nil); err != nil {
 		return fmt.Errorf("enqueue %s: %w", key, err)
@@ -259,18 +260,18 @@ func planGeneration(j baton.Job, asset string, old []ledger.Item) generationPlan
 		byName[it.Key.Asset] = it
 	}
 	p := generationPlan{rerun: []string{asset}}
-	for _, d := range j.Downstream(asset) {
+	for _, d := range jobspec.Downstream(j, asset) {
 		p.rerun = append(p.rerun, d.Name)
 	}
 	for _, name := range SortedItemNames(j) {
 		prev, ok := byName[name]
 		switch {
 		case slices.Contains(p.rerun, name):
-			if name == asset || !j.IsDerived(name) {
+			if name == asset || !jobspec.IsDerived(j, name) {
 				p.send = append(p.send, name)
 			}
 		case !ok || !prev.State.Terminal():
-			if !j.IsDerived(name) {
+			if !jobspec.IsDerived(j, name) {
 				p.send = append(p.send, name)
 			}
 			p.rerun = append(p.rerun, name)

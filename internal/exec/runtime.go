@@ -1,7 +1,33 @@
-// Package exec is the local runtime: it runs baton outside Lambda, the
-// coordinator on an in-process schedule and consumers fed by pollers that
-// behave like Lambda's SQS event source, on any engine (a backend: the
-// embedded SQLite store, PostgreSQL, AWS endpoints).
+// Package exec is baton's runtime: the one place that builds the core,
+// and the local runtime that runs it.
+//
+// # Building the core
+//
+// Build makes a Core from Parts (a backend's, PartsOf, or a Lambda
+// function's parameters): the job-queue router (each job's messages to
+// its queue, baton.JobQueue), the chain starter (chained runs under fence
+// 0, consumers holding no lease), and the consumers' run and page caches,
+// once per process. Core.Coordinator and Core.Consumer return the
+// coordinators and consumers that share them; Core.Chains names who
+// starts a chain for an invocation that has its own owner and log. Every
+// entry point asks it: the local runtime (New), the Lambda handlers
+// (internal/lambdaapp), the HTTP handlers (internal/httpapp), and through
+// them the CLI, the dashboard and batonclient. They set the invocation's
+// owner, logger and deadline, nothing more; internal/archtest fails when
+// another package builds a coordinator.Coordinator or a consumer.Consumer.
+//
+// A coordinator's answer is the same for every transport: Respond makes
+// the CoordinatorResponse of a summary (the Lambda result, the HTTP
+// body), and Incomplete is the retry decision (ErrIncomplete: a tick or
+// submission waiting behind another holder's lease, a fan-out stopped
+// early).
+//
+// # The local runtime
+//
+// Runtime runs baton outside Lambda, the coordinator on an in-process
+// schedule and consumers fed by pollers that behave like Lambda's SQS
+// event source, on any engine (a backend: the embedded SQLite store,
+// PostgreSQL, AWS endpoints).
 package exec
 
 import (
@@ -18,7 +44,6 @@ import (
 	"github.com/batonhq/baton/internal/consumer"
 	"github.com/batonhq/baton/internal/coordinator"
 	"github.com/batonhq/baton/internal/jobspec"
-	"github.com/batonhq/baton/internal/lease"
 	"github.com/batonhq/baton/internal/ledger"
 	"github.com/batonhq/baton/internal/poller"
 	"github.com/batonhq/baton/internal/queue"
@@ -60,6 +85,7 @@ type Runtime struct {
 	pools []pool
 	// router sends each job's messages to its queue (JobQueues).
 	router queue.Sender
+	core   *Core
 }
 
 // pool is the consumers of one job queue.
@@ -71,7 +97,9 @@ type pool struct {
 	priority    int // baton.JobQueue.Priority
 }
 
-// New returns a runtime on b.
+// New returns a runtime on b: its core built from b's parts (PartsOf,
+// Build), a coordinator, the shared work queue's consumer and a consumer
+// per job queue.
 func New(b backend.Backend, o Options) (*Runtime, error) {
 	if o.Catalog == nil {
 		return nil, errors.New("local runtime: no job catalog")
@@ -84,55 +112,30 @@ func New(b backend.Backend, o Options) (*Runtime, error) {
 		o.Logger = slog.New(slog.DiscardHandler)
 	}
 	e := &Runtime{backend: b, opts: o}
-	router, err := e.openJobQueues()
+	parts, queues, err := PartsOf(context.Background(), b, o.Catalog)
 	if err != nil {
 		return nil, fmt.Errorf("local runtime: %w", err)
 	}
-	e.router = router
-	e.Coordinator = &coordinator.Coordinator{
-		Leases: lease.Counting(b.Leases, o.Logger), Ledger: b.Ledger, Queue: router, Jobs: o.Catalog,
-		Owner: o.Owner + "/coordinator", NowFunc: o.NowFunc, Logger: o.Logger, Telemetry: o.Telemetry,
-	}
-	if len(e.pools) > 0 {
-		e.Coordinator.Classes = map[string]queue.Sender{}
-		for _, p := range e.pools {
-			e.Coordinator.Classes[p.name] = p.queue
-		}
-	}
-	chains := coordinator.ChainStarter(coordinator.ChainParams{Ledger: b.Ledger, Router: router, Jobs: o.Catalog,
-		Owner: o.Owner + "/chain", NowFunc: o.NowFunc, Logger: o.Logger, Telemetry: o.Telemetry})
-	newConsumer := func(from queue.Sender, owner string) *consumer.Consumer {
-		c := &consumer.Consumer{
-			Ledger: b.Ledger, Queue: queue.ReceivedFrom(router, from), Jobs: o.Catalog, Effects: b.Effects, Runs: &consumer.RunCache{}, Pages: &consumer.PageCache{}, RateLimits: b.RateLimits,
-			ChainsFunc: chains,
-			Owner:      owner, NowFunc: o.NowFunc, Logger: o.Logger,
-			MaxReceives: b.MaxReceives, RetryDelay: o.retryDelay(), Telemetry: o.Telemetry,
-		}
-		if b.DeadLetter != nil {
-			c.DeadLetter = b.DeadLetter
-		}
-		return c
-	}
-	e.Consumer = newConsumer(b.Work, o.Owner+"/consumer")
-	for i := range e.pools {
-		p := &e.pools[i]
-		p.consumer = newConsumer(p.queue, o.Owner+"/consumer-"+p.name)
-	}
-	return e, nil
-}
-
-// openJobQueues opens the queues the catalog's jobs name (baton.JobQueue),
-// a pool for each, and returns the sender that routes each job's messages
-// to its queue.
-func (e *Runtime) openJobQueues() (queue.Sender, error) {
-	router, queues, err := JobQueues(context.Background(), e.backend, e.opts.Catalog)
+	parts.Owner, parts.NowFunc, parts.Logger, parts.Telemetry, parts.RetryDelay = o.Owner, o.NowFunc, o.Logger, o.Telemetry, o.retryDelay()
+	core, err := Build(parts)
 	if err != nil {
-		return nil, err
+		return nil, fmt.Errorf("local runtime: %w", err)
+	}
+	e.core, e.router = core, core.Router
+	if e.Coordinator, err = core.Coordinator(o.Owner + "/coordinator"); err != nil {
+		return nil, fmt.Errorf("local runtime: %w", err)
+	}
+	if e.Consumer, err = core.Consumer(b.Work, o.Owner+"/consumer"); err != nil {
+		return nil, fmt.Errorf("local runtime: %w", err)
 	}
 	for _, q := range queues {
-		e.pools = append(e.pools, pool{name: q.Name, queue: q.Queue, concurrency: q.Concurrency, priority: q.Priority})
+		c, err := core.Consumer(q.Queue, o.Owner+"/consumer-"+q.Name)
+		if err != nil {
+			return nil, fmt.Errorf("local runtime: %w", err)
+		}
+		e.pools = append(e.pools, pool{name: q.Name, queue: q.Queue, consumer: c, concurrency: q.Concurrency, priority: q.Priority})
 	}
-	return router, nil
+	return e, nil
 }
 
 // JobQueue is one opened job queue (baton.JobQueue).
@@ -393,7 +396,7 @@ func (e *Runtime) Schedule(ctx context.Context, jobName string, onTick func(coor
 // SortedItemNames returns j.ItemNames sorted by name: every item a run of
 // j has, in the order operators read them (listings, carry-over).
 func SortedItemNames(j baton.Job) []string {
-	names := j.ItemNames()
+	names := jobspec.ItemNames(j)
 	sort.Strings(names)
 	return names
 }

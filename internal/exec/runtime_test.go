@@ -12,6 +12,7 @@ import (
 	"github.com/batonhq/baton/examples/fx"
 	"github.com/batonhq/baton/internal/backend"
 	"github.com/batonhq/baton/internal/backend/sqlitebackend"
+	"github.com/batonhq/baton/internal/jobspec"
 	"github.com/batonhq/baton/internal/ledger"
 )
 
@@ -44,7 +45,7 @@ func TestTickSettlesEndToEnd(t *testing.T) {
 	run, items, err := e.WaitSettled(waitCtx, "fx", sum.Nominal, 0)
 	require.NoError(t, err)
 	require.Equal(t, ledger.RunComplete, run.State)
-	require.Len(t, items, len(fx.Job(nil).ItemNames()))
+	require.Len(t, items, len(jobspec.ItemNames(fx.Job(nil))))
 	for _, it := range items {
 		require.Equal(t, ledger.ItemSucceeded, it.State, it.Key.String())
 		require.Equal(t, 1, it.Attempt, it.Key.String())

@@ -10,8 +10,8 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/batonhq/baton"
-	"github.com/batonhq/baton/internal/dagtest"
 	"github.com/batonhq/baton/internal/fanin"
+	"github.com/batonhq/baton/internal/jobmodeltest"
 	"github.com/batonhq/baton/internal/ledger"
 	"github.com/batonhq/baton/internal/message"
 	"github.com/batonhq/baton/internal/queue"
@@ -48,7 +48,7 @@ func setupDAG(t *testing.T) *dagBundle {
 	db, err := sqlite.Open(t.Context(), filepath.Join(t.TempDir(), "baton.db"), nil)
 	require.NoError(t, err)
 	t.Cleanup(func() { require.NoError(t, db.Close()) })
-	j := baton.Job{Name: "dag", Schedule: "rate(1 minute)", Assets: []string{"a1", "a2", "a3"}, Derived: dagtest.Derived,
+	j := baton.Job{Name: "dag", Schedule: "rate(1 minute)", Assets: []string{"a1", "a2", "a3"}, Derived: jobmodeltest.Derived,
 		Processor: baton.ProcessorFunc(func(context.Context, baton.Task) ([]byte, error) { return nil, nil })}
 	require.NoError(t, j.Validate())
 	now := time.Date(2026, 11, 25, 12, 0, 0, 0, time.UTC)
@@ -134,4 +134,42 @@ func TestCheckEnqueuesLevelByLevel(t *testing.T) {
 	require.NoError(t, err)
 	require.Empty(t, b.check(t, q, "z").Enqueued, "top is claimed: its own message drives it")
 	require.Equal(t, []string{key("x"), key("y"), key("z"), key("top"), key("top"), key("top")}, q.msgs)
+}
+
+// A derived item left RUNNING under a claim that ended an item lease ago
+// or more is sent again by the check: its messages may all be lost (a
+// queue's redrive dead-letters a message whose consumers died at its last
+// receives), and nothing else would finish it. Under a live claim, or one
+// just expired (its message is due again), the check sends nothing.
+func TestCheckResendsADerivedItemWhoseClaimEndedLongAgo(t *testing.T) {
+	t.Parallel()
+	b := setupDAG(t)
+	for _, a := range []string{"a1", "a2"} {
+		b.end(t, a, false)
+	}
+	key := ledger.ItemKey{Run: b.run, Asset: "x"}
+	claimed, err := b.l.Claim(t.Context(), ledger.ClaimParams{Key: key, Owner: "dead", LeaseUntil: b.now.Add(time.Minute), Now: b.now})
+	require.NoError(t, err)
+	lease := b.job.Limits.ClockSkew + 30*time.Second // the job's item lease (the default)
+	for _, c := range []struct {
+		at     time.Time
+		resend bool
+	}{
+		{b.now, false},
+		{claimed.LeaseUntil.Add(time.Second), false},
+		{claimed.LeaseUntil.Add(lease - time.Second), false},
+		{claimed.LeaseUntil.Add(lease), true},
+		{claimed.LeaseUntil.Add(time.Hour), true},
+	} {
+		q := &sent{}
+		res, err := fanin.Check(t.Context(), fanin.Params{Ledger: b.l, Queue: q, Def: b.job, Run: b.run, Fence: 1, Now: c.at})
+		require.NoError(t, err)
+		if c.resend {
+			require.Equal(t, []string{"x"}, res.Enqueued, "at %s", c.at)
+			require.Equal(t, []string{key.String()}, q.msgs)
+		} else {
+			require.Empty(t, res.Enqueued, "at %s", c.at)
+			require.Contains(t, res.Waiting, "x")
+		}
+	}
 }

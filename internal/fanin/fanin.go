@@ -43,6 +43,7 @@ import (
 	"time"
 
 	"github.com/batonhq/baton"
+	"github.com/batonhq/baton/internal/jobspec"
 	"github.com/batonhq/baton/internal/ledger"
 	"github.com/batonhq/baton/internal/message"
 	"github.com/batonhq/baton/internal/queue"
@@ -85,7 +86,9 @@ type Result struct {
 // dependency order (Job.DerivedOrder). A derived item without a record
 // is enqueued when all its inputs SUCCEEDED (one with a record, RUNNING or
 // FAILED, was claimed from a message that is still redelivered until it
-// ends: enqueueing another copy would only add a duplicate), and a derived
+// ends: enqueueing another copy would only add a duplicate; unless it is
+// RUNNING under a claim that ended an item lease ago or more, whose
+// messages may be lost: see orphaned), and a derived
 // item that is not terminal is cancelled with
 // the reason "input X is DEAD" (or CANCELLED) when one of its inputs ended
 // without success; the items downstream of it are then cancelled in the
@@ -95,9 +98,9 @@ func Check(ctx context.Context, p Params) (Result, error) {
 	var res Result
 	// Dependency order: an item cancelled here dooms its own dependents
 	// further down the list, in the same pass.
-	derived := p.Def.DerivedOrder()
+	derived := jobspec.DerivedOrder(p.Def)
 	if p.Input != "" {
-		derived = p.Def.Downstream(p.Input)
+		derived = jobspec.Downstream(p.Def, p.Input)
 	}
 	if len(derived) == 0 {
 		return res, nil
@@ -115,8 +118,12 @@ func Check(ctx context.Context, p Params) (Result, error) {
 		}
 	}
 	states := make(map[string]ledger.ItemState, len(items))
+	claims := map[string]ledger.Item{}
 	for _, it := range items {
 		states[it.Key.Asset] = it.State
+		if it.State == ledger.ItemRunning {
+			claims[it.Key.Asset] = it
+		}
 	}
 
 	var ready []queue.Message
@@ -129,7 +136,7 @@ func Check(ctx context.Context, p Params) (Result, error) {
 		verdict, reason := Inputs(d, states)
 		switch verdict {
 		case Ready:
-			if states[d.Name] != "" { // claimed already: its own message drives it
+			if states[d.Name] != "" && !orphaned(claims[d.Name], p.Def, p.Now) { // claimed already: its own message drives it
 				res.Waiting = append(res.Waiting, d.Name)
 				continue
 			}
@@ -165,6 +172,20 @@ func Check(ctx context.Context, p Params) (Result, error) {
 	return res, nil
 }
 
+// orphaned reports whether it, a derived item's record, is RUNNING under
+// a claim that ended at least one more item lease ago: a live message of
+// it would have been redelivered and claimed it again by then, so its
+// messages may all be lost (a queue's redrive moves a message to its
+// dead-letter queue, with no reason, when its consumers die at its last
+// receives). Check sends it again; a duplicate of a live message is
+// harmless (its claim dedupes).
+func orphaned(it ledger.Item, j baton.Job, now time.Time) bool {
+	if it.State != ledger.ItemRunning || now.IsZero() {
+		return false
+	}
+	return !now.Before(it.LeaseUntil.Add(j.Limits.ClockSkew + jobspec.ItemLease(j, it.Key.Asset)))
+}
+
 // ReadItems returns the records of the run's items called names (those
 // that exist), reading no more than it needs whatever the run's size: the
 // whole run in one list when the job has at most ShardItems items; else
@@ -182,7 +203,7 @@ func ReadItems(ctx context.Context, store ledger.Store, j baton.Job, run ledger.
 		}
 		return items, nil
 	}
-	all := j.ItemNames()
+	all := jobspec.ItemNames(j)
 	names = slices.Compact(slices.Sorted(slices.Values(names)))
 	if parts > 1 {
 		// The names of each partition, chunked among that partition's

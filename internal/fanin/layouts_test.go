@@ -10,6 +10,7 @@ import (
 
 	"github.com/batonhq/baton"
 	"github.com/batonhq/baton/internal/fanin"
+	"github.com/batonhq/baton/internal/jobspec"
 	"github.com/batonhq/baton/internal/ledger"
 )
 
@@ -64,7 +65,7 @@ func TestPartitionedCatalogRunAndRunTimeListRunSettleAtTheirLastItem(t *testing.
 	rt := baton.Job{Name: "listed", Schedule: "rate(1 minute)", Items: baton.ItemList(10, items...),
 		Processor: baton.ProcessorFunc(func(context.Context, baton.Task) ([]byte, error) { return nil, nil })}
 	require.NoError(t, rt.Validate())
-	require.True(t, rt.RunTime())
+	require.True(t, jobspec.RunTime(rt))
 	ctx := t.Context()
 	rtRun, _, err := cat.l.OpenRun(ctx, ledger.OpenRunParams{Job: rt.Name, Nominal: cat.now, Fence: 1, Shards: 1, Now: cat.now})
 	require.NoError(t, err)
@@ -91,7 +92,7 @@ func TestPartitionedCatalogRunAndRunTimeListRunSettleAtTheirLastItem(t *testing.
 		_, err = cat.l.Complete(ctx, ledger.CompleteParams{Key: key, Owner: "w", Attempt: 1, Now: cat.now})
 		require.NoError(t, err)
 	}
-	catNames := cat.job.ItemNames()
+	catNames := jobspec.ItemNames(cat.job)
 	for i := range max(len(catNames), len(names)) {
 		if i < len(catNames) {
 			endItem(cat.run.ID, catNames[i])

@@ -11,6 +11,7 @@ import (
 	"time"
 
 	"github.com/batonhq/baton"
+	"github.com/batonhq/baton/internal/jobspec"
 	"github.com/batonhq/baton/internal/ledger"
 	"github.com/batonhq/baton/internal/queue"
 )
@@ -317,7 +318,7 @@ const layoutsMax = 16
 
 func newLayout(j baton.Job, run ledger.Run) layout {
 	// A run of pages needs no names: nothing to build or keep.
-	if j.RunTime() || run.ID.Submitted() {
+	if jobspec.RunTime(j) || run.ID.Submitted() {
 		return layout{pages: true, shards: max(1, (run.Total+ledger.PageItems-1)/ledger.PageItems)}
 	}
 	var first *string
@@ -385,7 +386,7 @@ func partitioned(names []string, parts int) layout {
 // of the job (the assets it had when it was fanned out), then its derived
 // items.
 func runNames(j baton.Job, run ledger.Run) []string {
-	return slices.Delete(j.ItemNames(), min(run.Total, len(j.Assets)), len(j.Assets))
+	return slices.Delete(jobspec.ItemNames(j), min(run.Total, len(j.Assets)), len(j.Assets))
 }
 
 // shard returns the names of shard s.

@@ -16,6 +16,7 @@ import (
 
 	"github.com/batonhq/baton"
 	"github.com/batonhq/baton/internal/fanin"
+	"github.com/batonhq/baton/internal/jobspec"
 	"github.com/batonhq/baton/internal/ledger"
 	"github.com/batonhq/baton/internal/sqlite"
 )
@@ -113,7 +114,7 @@ func setupBig(t *testing.T, n int, derived []baton.Derived) *bigRun {
 	require.NoError(t, j.Validate())
 	now := time.Date(2026, 11, 25, 12, 0, 0, 0, time.UTC)
 	l := &crashing{Store: sqlite.NewLedgerStore(db), failMarkAt: -1}
-	run, _, err := l.OpenRun(t.Context(), ledger.OpenRunParams{Job: j.Name, Nominal: now, Fence: 1, Shards: fanin.Shards(len(j.ItemNames())), Now: now})
+	run, _, err := l.OpenRun(t.Context(), ledger.OpenRunParams{Job: j.Name, Nominal: now, Fence: 1, Shards: fanin.Shards(len(jobspec.ItemNames(j))), Now: now})
 	require.NoError(t, err)
 	run, err = l.AdvanceRun(t.Context(), ledger.AdvanceRunParams{ID: run.ID, Fence: 1, Cursor: n, Done: true, Now: now})
 	require.NoError(t, err)
@@ -148,7 +149,7 @@ func TestSettleShardFinishesAtTheLastItem(t *testing.T) {
 	t.Parallel()
 	b := setupBig(t, 300, nil)
 	require.Equal(t, 5, b.run.Shards)
-	names := b.job.ItemNames()
+	names := jobspec.ItemNames(b.job)
 	for i, a := range names {
 		b.end(t, a, i%50 == 7)
 		run, err := b.settle(t, a)
@@ -175,7 +176,7 @@ func TestSettleShardFinishesAtTheLastItem(t *testing.T) {
 func TestSettleShardReadsTheProbeOnlyWhileItIsInFlight(t *testing.T) {
 	t.Parallel()
 	b := setupBig(t, 300, nil)
-	names := slices.Sorted(slices.Values(b.job.ItemNames()))
+	names := slices.Sorted(slices.Values(jobspec.ItemNames(b.job)))
 	listed := 0 // settles that listed a shard
 	for i, a := range names {
 		b.end(t, a, false)
@@ -208,7 +209,7 @@ func TestSettleShardReadsTheProbeOnlyWhileItIsInFlight(t *testing.T) {
 func TestSettleShardInRandomOrder(t *testing.T) {
 	t.Parallel()
 	b := setupBig(t, 300, nil)
-	names := slices.Clone(b.job.ItemNames())
+	names := slices.Clone(jobspec.ItemNames(b.job))
 	rand.New(rand.NewPCG(1, 2)).Shuffle(len(names), func(i, j int) { names[i], names[j] = names[j], names[i] })
 	for i, a := range names {
 		b.end(t, a, false)
@@ -231,7 +232,7 @@ func TestSettleShardInRandomOrder(t *testing.T) {
 // byte-wise order, cut in b.run.Shards equal parts.
 func (b *bigRun) shardOf(t *testing.T, asset string) []string {
 	t.Helper()
-	names := slices.Sorted(slices.Values(b.job.ItemNames()))
+	names := slices.Sorted(slices.Values(jobspec.ItemNames(b.job)))
 	size := (len(names) + b.run.Shards - 1) / b.run.Shards
 	i := slices.Index(names, asset)
 	require.GreaterOrEqual(t, i, 0)
@@ -245,7 +246,7 @@ func (b *bigRun) shardOf(t *testing.T, asset string) []string {
 func TestSettleShardFinishesAtTheLastItemInReverseOrder(t *testing.T) {
 	t.Parallel()
 	b := setupBig(t, 300, nil)
-	names := slices.Sorted(slices.Values(b.job.ItemNames()))
+	names := slices.Sorted(slices.Values(jobspec.ItemNames(b.job)))
 	slices.Reverse(names)
 	for i, a := range names {
 		b.end(t, a, false)
@@ -265,7 +266,7 @@ func TestSettleShardFinishesAtTheLastItemInReverseOrder(t *testing.T) {
 func TestSettleShardOfSeveralItemsSettlesEachShardOnce(t *testing.T) {
 	t.Parallel()
 	b := setupBig(t, 300, nil)
-	names := b.job.ItemNames()
+	names := jobspec.ItemNames(b.job)
 	for _, a := range names {
 		b.end(t, a, false)
 	}
@@ -287,7 +288,7 @@ func TestSettleRecoversACrashBeforeTheFinish(t *testing.T) {
 		t.Run(by, func(t *testing.T) {
 			t.Parallel()
 			b := setupBig(t, 300, []baton.Derived{{Name: "SUM", Inputs: []string{"A00001", "A00299"}}})
-			names := b.job.ItemNames()
+			names := jobspec.ItemNames(b.job)
 			last := names[len(names)-1]
 			for _, a := range names[:len(names)-1] {
 				b.end(t, a, false)
@@ -330,7 +331,7 @@ func TestSettleClimbsTwoLevels(t *testing.T) {
 	n := 4200
 	b := setupBig(t, n, nil)
 	require.Equal(t, 66, b.run.Shards, "two groups of marks at level 0")
-	names := b.job.ItemNames()
+	names := jobspec.ItemNames(b.job)
 	for _, a := range names {
 		b.end(t, a, true) // one write each
 	}
@@ -402,7 +403,7 @@ func TestSettleOfARunOfAnEarlierVersion(t *testing.T) {
 			t.Parallel()
 			b := setupBig(t, tc.assets, nil)
 			b.run.Shards = 0 // as an earlier version's record reads
-			names := b.job.ItemNames()
+			names := jobspec.ItemNames(b.job)
 			for _, a := range names {
 				b.end(t, a, false)
 			}
@@ -438,7 +439,7 @@ func TestSweepAfterFanOutMarksShardsThatEndedDuringIt(t *testing.T) {
 			run, _, err := b.l.OpenRun(t.Context(), ledger.OpenRunParams{Job: b.job.Name, Nominal: b.now, Fence: 2, Force: true, Shards: fanin.Shards(300), Now: b.now})
 			require.NoError(t, err)
 			b.run = run
-			names := append([]string(nil), b.job.ItemNames()...)
+			names := append([]string(nil), jobspec.ItemNames(b.job)...)
 			slices.Sort(names)
 			inFlight := names[100] // shard 1 of 5 (60 names each)
 			for _, a := range names {
@@ -491,7 +492,7 @@ func TestSettleOfARunReadFanningOutReadsItOncePerCompleteShard(t *testing.T) {
 		}
 		return b.l.GetRun(ctx, b.job.Name, b.now)
 	}
-	names := b.job.ItemNames()
+	names := jobspec.ItemNames(b.job)
 	settle := func(a string) ledger.Run {
 		run, err := fanin.SettleShard(t.Context(), fanin.ShardParams{Ledger: b.l, Def: b.job, Run: stale, Item: a, Refresh: refresh, Now: b.now})
 		require.NoError(t, err)
@@ -550,7 +551,7 @@ func TestSettleReadsTheShardsOfABatchTogether(t *testing.T) {
 	t.Parallel()
 	b := setupBig(t, 300, nil)
 	rl := &rangesLedger{crashing: b.l}
-	names := slices.Sorted(slices.Values(b.job.ItemNames()))
+	names := slices.Sorted(slices.Values(jobspec.ItemNames(b.job)))
 	const size = 64                // fanin.Shards(300) = 5 shards of 64
 	ended := names[:3*size+size/2] // shards 0, 1 and 2 whole, half of shard 3
 	for _, a := range ended {

@@ -37,4 +37,21 @@
 // visibility is extended with it; a pushed one is not in the engine's
 // queue, so the push system's acknowledgement deadline must exceed
 // Params.Timeout, which bounds the request (and so the claim).
+//
+// # The core
+//
+// Each endpoint builds its core once, at construction, with package exec
+// (exec.Build on Params.Backend: the coordinator or the push consumer, the
+// job-queue router, the chain starter, the caches); a request only sets
+// its owner. The coordinator endpoint's 200 body is exec's
+// CoordinatorResponse, the Lambda coordinator's response with the
+// CloudEvent's identity, and its 503 is exec's retry decision
+// (exec.Incomplete).
+//
+// # Why a package apart from batonhttp
+//
+// batonhttp is the public face (options in, handlers and Serve out) and
+// stays that thin. The handlers live here because `baton serve` and the
+// tests run them on any engine's backend.Backend, an internal type: a
+// public package would have to export it, with every port it holds.
 package httpapp

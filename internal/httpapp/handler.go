@@ -15,13 +15,10 @@ import (
 
 	"github.com/batonhq/baton"
 	"github.com/batonhq/baton/internal/backend"
-	"github.com/batonhq/baton/internal/consumer"
 	"github.com/batonhq/baton/internal/coordinator"
 	"github.com/batonhq/baton/internal/exec"
 	"github.com/batonhq/baton/internal/lambdaevent"
-	"github.com/batonhq/baton/internal/lease"
 	"github.com/batonhq/baton/internal/ledger"
-	"github.com/batonhq/baton/internal/queue"
 	"github.com/batonhq/baton/internal/telemetry"
 )
 
@@ -148,42 +145,22 @@ const DefaultTriggerSkew = time.Minute
 
 // ErrIncomplete matches the coordinator endpoint's error when the tick is
 // not fully fanned out yet: the fan-out stopped before its end, or the
-// tick waits behind another holder's lease. A retry resumes it (503).
-var ErrIncomplete = errors.New("fan-out incomplete")
+// tick waits behind another holder's lease. A retry resumes it (503). It
+// is exec.ErrIncomplete, the same for every transport.
+var ErrIncomplete = exec.ErrIncomplete
 
 // CoordinatorResponse is the coordinator endpoint's answer to a trigger it
-// ran; its fields are those of the Lambda coordinator's response, with
-// the event's identity when the trigger came as a CloudEvent.
-type CoordinatorResponse struct {
-	Job    string `json:"job"`
-	Source string `json:"source"` // cloudevent, scheduler, replay, rule or rule_input
-	Force  bool   `json:"force,omitempty"`
-	Run    string `json:"run,omitempty"` // empty when skipped
-	// Nominal is the tick.
-	Nominal time.Time `json:"nominal"`
-	// Outcome is opened, resumed, already_fanned_out or skipped.
-	Outcome  string `json:"outcome"`
-	Enqueued int    `json:"enqueued"`
-	Cursor   int    `json:"cursor"`
-	Total    int    `json:"total"`
-	Fence    int64  `json:"fence,omitempty"`
-	// Holder is the live lease holder when skipped.
-	Holder     *Holder `json:"holder,omitempty"`
-	DurationMS float64 `json:"duration_ms"`
-	EventID    string  `json:"event_id,omitempty"`
-	EventMode  string  `json:"event_mode,omitempty"` // binary or structured
-}
+// ran: the one response of every transport (exec.CoordinatorResponse,
+// the Lambda coordinator's), with the event's identity when the trigger
+// came as a CloudEvent and the request's id.
+type CoordinatorResponse = exec.CoordinatorResponse
 
 // Holder is a lease holder as reported in a response.
-type Holder struct {
-	Owner     string    `json:"owner"`
-	ExpiresAt time.Time `json:"expires_at"`
-	Fence     int64     `json:"fence"`
-}
+type Holder = exec.Holder
 
 type coordinatorHandler struct {
 	p    Params
-	core coordinator.Coordinator // Owner set per request
+	core coordinator.Coordinator // built once (exec.Core); Owner set per request
 }
 
 // NewCoordinator returns the coordinator endpoint: a POST carrying a
@@ -203,15 +180,27 @@ func NewCoordinator(p Params) (http.Handler, error) {
 	if p.TriggerSkew == 0 {
 		p.TriggerSkew = DefaultTriggerSkew
 	}
-	b := p.Backend
-	router, _, err := exec.JobQueues(context.Background(), b, p.Catalog) // each job's messages to its queue
+	core, err := p.build()
 	if err != nil {
 		return nil, fmt.Errorf("http coordinator: %w", err)
 	}
-	return &coordinatorHandler{p: p, core: coordinator.Coordinator{
-		Leases: lease.Counting(b.Leases, p.logger()), Ledger: b.Ledger, Queue: router, Jobs: p.Catalog,
-		NowFunc: p.NowFunc, Logger: p.logger(), Telemetry: p.Telemetry,
-	}}, nil
+	co, err := core.Coordinator(p.owner() + "/coordinator")
+	if err != nil {
+		return nil, fmt.Errorf("http coordinator: %w", err)
+	}
+	return &coordinatorHandler{p: p, core: *co}, nil
+}
+
+// build builds the core the handlers work on (exec.Build) on p.Backend:
+// each job's messages to its queue (exec.JobQueues), the chain starter,
+// the consumers' caches. A handler builds it once, at construction.
+func (p Params) build() (*exec.Core, error) {
+	parts, _, err := exec.PartsOf(context.Background(), p.Backend, p.Catalog)
+	if err != nil {
+		return nil, err
+	}
+	parts.Owner, parts.NowFunc, parts.Logger, parts.Telemetry = p.owner(), p.NowFunc, p.logger(), p.Telemetry
+	return exec.Build(parts)
 }
 
 func (c *coordinatorHandler) ServeHTTP(w http.ResponseWriter, r *http.Request) {
@@ -242,35 +231,20 @@ func (c *coordinatorHandler) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	defer cancel()
 	ctx = telemetry.FromHeader(ctx, r.Header) // a caller's trace, joined
 	core := c.core
-	core.Owner = fmt.Sprintf("%s/coordinator/%s", c.p.owner(), requestID())
+	id := requestID()
+	core.Owner = fmt.Sprintf("%s/coordinator/%s", c.p.owner(), id)
 	sum, err := core.Run(ctx, coordinator.Trigger{Job: tr.Job, At: tr.At, Force: tr.Force, Deadline: now.Add(c.p.timeout())})
 	if err != nil {
 		log.ErrorContext(ctx, "coordinator failed", slog.Any("error", err))
 		writeError(w, http.StatusInternalServerError, fmt.Errorf("job %s: %w", tr.Job, err))
 		return
 	}
-	switch {
-	case sum.Outcome == coordinator.OutcomeSkipped && sum.Pending:
-		// The holder is busy with another tick: a retry runs this one.
-		writeError(w, http.StatusServiceUnavailable, fmt.Errorf("%w: tick %s of job %s not run yet: lease held by %s until %s; a retry runs it",
-			ErrIncomplete, sum.Nominal.Format(time.RFC3339), tr.Job, sum.Holder.Owner, sum.Holder.ExpiresAt.Format(time.RFC3339Nano)))
-		return
-	case sum.Stopped != "":
-		writeError(w, http.StatusServiceUnavailable, fmt.Errorf("%w: run %s stopped (%s) at %d of %d assets; a retry resumes it",
-			ErrIncomplete, sum.Run, sum.Stopped, sum.Cursor, sum.Total))
+	if err := exec.Incomplete(sum); err != nil {
+		writeError(w, http.StatusServiceUnavailable, err)
 		return
 	}
-	out := CoordinatorResponse{
-		Job: tr.Job, Source: source, Force: tr.Force, Nominal: sum.Nominal, Outcome: string(sum.Outcome),
-		Enqueued: sum.Enqueued, Cursor: sum.Cursor, Total: sum.Total, Fence: sum.Fence,
-		DurationMS: float64(sum.Duration) / float64(time.Millisecond), EventID: req.EventID, EventMode: req.Mode,
-	}
-	if sum.Run.Job != "" {
-		out.Run = sum.Run.String()
-	}
-	if sum.Holder != nil {
-		out.Holder = &Holder{Owner: sum.Holder.Owner, ExpiresAt: sum.Holder.ExpiresAt, Fence: sum.Holder.Fence}
-	}
+	out := exec.Respond(sum)
+	out.Job, out.Source, out.Force, out.RequestID, out.EventID, out.EventMode = tr.Job, source, tr.Force, id, req.EventID, req.Mode
 	log.InfoContext(ctx, "trigger run", slog.String("outcome", out.Outcome), slog.String("run", out.Run), slog.Int("enqueued", out.Enqueued))
 	writeJSON(w, http.StatusOK, out)
 }
@@ -280,24 +254,6 @@ func requestID() string {
 	var b [8]byte
 	_, _ = rand.Read(b[:]) // never fails
 	return hex.EncodeToString(b[:])
-}
-
-// newConsumer returns the push endpoint's core consumer: the messages it
-// sends (a shard's items, derived items, chained runs) go through router,
-// the job-queue router (exec.JobQueues), each job's to its queue.
-func newConsumer(p Params, stop <-chan struct{}, router queue.Sender) *consumer.Consumer {
-	b := p.Backend
-	c := &consumer.Consumer{
-		Ledger: b.Ledger, Queue: router, MaxReceives: b.MaxReceives, Jobs: p.Catalog, Effects: b.Effects,
-		Owner: p.owner() + "/push", NowFunc: p.NowFunc, Logger: p.Logger, Runs: &consumer.RunCache{}, Pages: &consumer.PageCache{}, RateLimits: b.RateLimits, Stop: stop,
-		Telemetry: p.Telemetry,
-	}
-	c.ChainsFunc = coordinator.ChainStarter(coordinator.ChainParams{Ledger: b.Ledger, Router: router, Jobs: p.Catalog,
-		Owner: p.owner() + "/chain", NowFunc: p.NowFunc, Logger: p.Logger, Telemetry: p.Telemetry})
-	if b.DeadLetter != nil {
-		c.DeadLetter = b.DeadLetter
-	}
-	return c
 }
 
 // readinessProbe is the job name the readiness check reads a run of: any

@@ -16,7 +16,6 @@ import (
 	"github.com/cloudevents/sdk-go/v2/event"
 
 	"github.com/batonhq/baton/internal/consumer"
-	"github.com/batonhq/baton/internal/exec"
 	"github.com/batonhq/baton/internal/queue"
 	"github.com/batonhq/baton/internal/strictjson"
 	"github.com/batonhq/baton/internal/telemetry"
@@ -265,11 +264,18 @@ func NewPush(p Params) (http.Handler, error) {
 	if p.Backend.Effects == nil {
 		return nil, fmt.Errorf("http push: the backend has no effect store")
 	}
-	router, _, err := exec.JobQueues(context.Background(), p.Backend, p.Catalog)
+	// The messages the consumer sends (a shard's items, derived items,
+	// chained runs) go through the core's router, each job's to its queue.
+	core, err := p.build()
 	if err != nil {
 		return nil, fmt.Errorf("http push: %w", err)
 	}
-	return &pushHandler{p: p, c: newConsumer(p, p.Stop, router)}, nil
+	c, err := core.Consumer(nil, p.owner()+"/push") // a pushed message is in no queue of the engine's
+	if err != nil {
+		return nil, fmt.Errorf("http push: %w", err)
+	}
+	c.Stop = p.Stop
+	return &pushHandler{p: p, c: c}, nil
 }
 
 func (h *pushHandler) ServeHTTP(w http.ResponseWriter, r *http.Request) {

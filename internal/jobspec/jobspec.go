@@ -24,7 +24,7 @@ func Retention(j baton.Job) time.Duration {
 // ItemRetry returns the retry policy of j's item called name: a derived
 // item's own when it sets one, else the job's.
 func ItemRetry(j baton.Job, name string) baton.RetryPolicy {
-	if x, ok := j.DerivedItem(name); ok && x.Retry != nil {
+	if x, ok := DerivedItem(j, name); ok && x.Retry != nil {
 		return *x.Retry
 	}
 	return j.Retry
@@ -54,7 +54,7 @@ func RetryDelay(p baton.RetryPolicy, attempt int) time.Duration {
 }
 
 // DependentsOf returns j's derived items that take asset as an input
-// (one level; baton.Job.Downstream follows them all).
+// (one level; Downstream follows them all).
 func DependentsOf(j baton.Job, asset string) []baton.Derived {
 	var out []baton.Derived
 	for _, x := range j.Derived {

@@ -2,6 +2,7 @@ package lambdaapp
 
 import (
 	"context"
+	"fmt"
 	"log/slog"
 	"maps"
 	"slices"
@@ -11,19 +12,23 @@ import (
 	"github.com/aws/aws-lambda-go/events"
 
 	"github.com/batonhq/baton/internal/consumer"
-	"github.com/batonhq/baton/internal/coordinator"
 	"github.com/batonhq/baton/internal/emf"
+	"github.com/batonhq/baton/internal/exec"
 	"github.com/batonhq/baton/internal/lambdaevent"
 	"github.com/batonhq/baton/internal/queue"
 )
 
 // ConsumerHandler is the consumer function's handler.
 type ConsumerHandler struct {
-	p    HandlerParams
-	core consumer.Consumer // Owner and Logger set per invocation
-	name string
-	emf  *emf.Writer
-	cold coldStart
+	p HandlerParams
+	// built is the core the handler works on, built once at construction
+	// (exec.Build): its router, its chain starter and its caches serve
+	// every invocation.
+	built *exec.Core
+	core  consumer.Consumer // Owner, Logger, Queue and ChainsFunc set per invocation
+	name  string
+	emf   *emf.Writer
+	cold  coldStart
 }
 
 // NewConsumerHandler returns the handler working on p. Only p.Job is
@@ -33,20 +38,16 @@ func NewConsumerHandler(p HandlerParams) (*ConsumerHandler, error) {
 	if err := p.validate(Consumer); err != nil {
 		return nil, err
 	}
-	h := &ConsumerHandler{
-		p: p,
-		core: consumer.Consumer{
-			Ledger: p.Ledger, Queue: p.router(), MaxReceives: p.MaxReceives,
-			Jobs: p.Jobs, Effects: p.Effects, NowFunc: p.NowFunc, Runs: &consumer.RunCache{}, Pages: &consumer.PageCache{},
-			RateLimits: p.RateLimits, Telemetry: p.Telemetry,
-		},
-		name: p.functionName(Consumer),
-		emf:  p.metrics(),
+	name := p.functionName(Consumer)
+	built, err := p.build(Consumer, name)
+	if err != nil {
+		return nil, err
 	}
-	if p.DeadLetter != nil {
-		h.core.DeadLetter = p.DeadLetter
+	c, err := built.Consumer(nil, name)
+	if err != nil {
+		return nil, fmt.Errorf("%s handler: %w", Consumer, err)
 	}
-	return h, nil
+	return &ConsumerHandler{p: p, built: built, core: *c, name: name, emf: p.metrics()}, nil
 }
 
 // Handle processes one SQS batch and reports the messages to redeliver.
@@ -65,11 +66,11 @@ func (h *ConsumerHandler) Handle(ctx context.Context, ev events.SQSEvent) (event
 
 	c := h.core
 	c.Owner, c.Logger = inv.owner, log
-	c.Queue = queue.ReceivedFrom(c.Queue, h.source(ev))
-	// Chained runs start under fence 0: the consumer function holds no
-	// lease (and its role may not write LEASE# records).
-	c.ChainsFunc = coordinator.ChainStarter(coordinator.ChainParams{Ledger: h.p.Ledger, Router: h.p.router(), Jobs: h.p.Jobs,
-		Owner: inv.owner, NowFunc: h.p.NowFunc, Logger: log, Telemetry: h.p.Telemetry})
+	c.Queue = queue.ReceivedFrom(h.built.Router, h.source(ev))
+	// The chain starter built with the handler, under the invocation's
+	// owner and log (chained runs start under fence 0: the consumer
+	// function holds no lease).
+	c.ChainsFunc = h.built.Chains(inv.owner, log)
 	res := c.Handle(ctx, inv.deadline, msgs)
 
 	reasons := map[string]error{}

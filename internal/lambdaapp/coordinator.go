@@ -3,26 +3,27 @@ package lambdaapp
 import (
 	"context"
 	"encoding/json"
-	"errors"
 	"fmt"
 	"log/slog"
 	"time"
 
 	"github.com/batonhq/baton/internal/coordinator"
 	"github.com/batonhq/baton/internal/emf"
+	"github.com/batonhq/baton/internal/exec"
 	"github.com/batonhq/baton/internal/lambdaevent"
-	"github.com/batonhq/baton/internal/lease"
 )
 
 // ErrIncomplete is matched by the coordinator handler's error when the
-// fan-out stopped before its end (deadline or budget). The run stays
-// resumable; the error makes Lambda's asynchronous retry resume it.
-var ErrIncomplete = errors.New("fan-out incomplete")
+// fan-out stopped before its end (deadline or budget), or the tick waits
+// behind another holder's lease. The run stays resumable; the error makes
+// Lambda's asynchronous retry resume it. It is exec.ErrIncomplete, the
+// same for every transport.
+var ErrIncomplete = exec.ErrIncomplete
 
 // CoordinatorHandler is the coordinator function's handler.
 type CoordinatorHandler struct {
 	p    HandlerParams
-	core coordinator.Coordinator // Owner and Logger set per invocation
+	core coordinator.Coordinator // built once (exec.Core); Owner and Logger set per invocation
 	name string
 	emf  *emf.Writer
 	cold coldStart
@@ -37,51 +38,24 @@ func NewCoordinatorHandler(p HandlerParams) (*CoordinatorHandler, error) {
 	if p.TriggerSkew == 0 {
 		p.TriggerSkew = DefaultTriggerSkew
 	}
-	return &CoordinatorHandler{
-		p: p,
-		core: coordinator.Coordinator{
-			// Every path to the coordinator (Lambda, baton invoke, replay
-			// event) records refused acquisitions for operators.
-			Leases: lease.Counting(p.Leases, p.logger()), Ledger: p.Ledger, Queue: p.router(), Jobs: p.Jobs, NowFunc: p.NowFunc,
-			Classes: p.JobQueues, Telemetry: p.Telemetry,
-		},
-		name: p.functionName(Coordinator),
-		emf:  p.metrics(),
-	}, nil
+	name := p.functionName(Coordinator)
+	core, err := p.build(Coordinator, name)
+	if err != nil {
+		return nil, err
+	}
+	c, err := core.Coordinator(name)
+	if err != nil {
+		return nil, fmt.Errorf("%s handler: %w", Coordinator, err)
+	}
+	return &CoordinatorHandler{p: p, core: *c, name: name, emf: p.metrics()}, nil
 }
 
-// CoordinatorResponse is the coordinator function's result.
-type CoordinatorResponse struct {
-	Job     string    `json:"job"`
-	Source  string    `json:"source"` // rule, scheduler or replay
-	Force   bool      `json:"force,omitempty"`
-	Run     string    `json:"run,omitempty"` // empty when skipped
-	Nominal time.Time `json:"nominal"`
-	// Outcome is opened, resumed, already_fanned_out or skipped.
-	Outcome  string `json:"outcome"`
-	Enqueued int    `json:"enqueued"`
-	Cursor   int    `json:"cursor"`
-	Total    int    `json:"total"`
-	Fence    int64  `json:"fence,omitempty"`
-	// Holder is the live lease holder when skipped.
-	Holder  *Holder `json:"holder,omitempty"`
-	Stopped string  `json:"stopped,omitempty"`
-	// Deduped is set for a submission whose dedupe key found its run.
-	Deduped bool `json:"deduped,omitempty"`
-	// PayloadDiffers is set with Deduped when the submission's items
-	// differ from those its key's run was opened with: they were not used.
-	PayloadDiffers   bool    `json:"payload_differs,omitempty"`
-	AcquireLatencyMS float64 `json:"acquire_latency_ms"`
-	DurationMS       float64 `json:"duration_ms"`
-	RequestID        string  `json:"request_id"`
-}
+// CoordinatorResponse is the coordinator function's result: the one
+// response of every transport (exec.CoordinatorResponse).
+type CoordinatorResponse = exec.CoordinatorResponse
 
 // Holder is a lease holder as reported in a response.
-type Holder struct {
-	Owner     string    `json:"owner"`
-	ExpiresAt time.Time `json:"expires_at"`
-	Fence     int64     `json:"fence"`
-}
+type Holder = exec.Holder
 
 // Handle runs one trigger. payload is the raw event (lambdaevent.DecodeTrigger).
 func (h *CoordinatorHandler) Handle(ctx context.Context, payload json.RawMessage) (CoordinatorResponse, error) {
@@ -108,37 +82,17 @@ func (h *CoordinatorHandler) Handle(ctx context.Context, payload json.RawMessage
 	c.Owner, c.Logger = inv.owner, inv.log // the core adds the job
 	sum, runErr := c.Run(ctx, coordinator.Trigger{Job: tr.Job, At: tr.At, Force: tr.Force, Deadline: inv.deadline})
 
-	resp := CoordinatorResponse{
-		Job: tr.Job, Source: string(tr.Source), Force: tr.Force, Nominal: sum.Nominal,
-		Outcome: string(sum.Outcome), Enqueued: sum.Enqueued, Cursor: sum.Cursor, Total: sum.Total,
-		Fence: sum.Fence, Stopped: sum.Stopped, AcquireLatencyMS: ms(sum.AcquireLatency),
-		DurationMS: ms(sum.Duration), RequestID: inv.requestID,
-	}
-	if sum.Run.Job != "" {
-		resp.Run = sum.Run.String()
-	}
-	if sum.Holder != nil {
-		resp.Holder = &Holder{Owner: sum.Holder.Owner, ExpiresAt: sum.Holder.ExpiresAt, Fence: sum.Holder.Fence}
-	}
+	resp := exec.Respond(sum)
+	resp.Job, resp.Source, resp.Force, resp.RequestID = tr.Job, string(tr.Source), tr.Force, inv.requestID
 	h.metrics(ctx, inv, tr, sum, runErr)
 
 	if runErr != nil {
 		log.ErrorContext(ctx, "coordinator failed", slog.String("phase", "run"), slog.Any("error", runErr))
 		return CoordinatorResponse{}, runErr
 	}
-	if sum.Outcome == coordinator.OutcomeSkipped && sum.Pending {
-		// The holder is busy with another tick: fail so that the trigger is
-		// retried (Lambda's asynchronous retries, the scheduler's retry
-		// policy) instead of dropping this tick.
-		err := fmt.Errorf("%w: tick %s not run yet: lease held by %s until %s; a retry runs it",
-			ErrIncomplete, sum.Nominal.Format(time.RFC3339), sum.Holder.Owner, sum.Holder.ExpiresAt.Format(time.RFC3339Nano))
-		log.WarnContext(ctx, "tick pending behind the lease", slog.String("phase", "acquire"), slog.Any("error", err))
-		return CoordinatorResponse{}, err
-	}
-	if sum.Stopped != "" {
-		err := fmt.Errorf("%w: run %s stopped (%s) at %d of %d assets; a retry resumes it",
-			ErrIncomplete, sum.Run, sum.Stopped, sum.Cursor, sum.Total)
-		log.WarnContext(ctx, "fan-out incomplete", slog.String("phase", "fan-out"), slog.Any("error", err))
+	if err := exec.Incomplete(sum); err != nil {
+		phase, msg := phaseOf(sum)
+		log.WarnContext(ctx, msg, slog.String("phase", phase), slog.Any("error", err))
 		return CoordinatorResponse{}, err
 	}
 	return resp, nil
@@ -196,26 +150,27 @@ func (h *CoordinatorHandler) submit(ctx context.Context, inv invocation, payload
 	c := h.core
 	c.Owner, c.Logger = inv.owner, inv.log
 	sum, err := c.Submit(ctx, coordinator.Submission{Job: s.Job, Key: s.Key, Class: s.Class, Items: s.Items, Deadline: inv.deadline})
-	resp := CoordinatorResponse{
-		Job: s.Job, Source: "submission", Outcome: string(sum.Outcome), Deduped: sum.Deduped, PayloadDiffers: sum.PayloadDiffers,
-		Enqueued: sum.Enqueued, Cursor: sum.Cursor, Total: sum.Total, Fence: sum.Fence, Stopped: sum.Stopped,
-		DurationMS: ms(sum.Duration), RequestID: inv.requestID,
-	}
-	if sum.Run.Job != "" {
-		resp.Run = sum.Run.String()
-	}
-	switch {
-	case err != nil:
+	resp := exec.Respond(sum)
+	resp.Job, resp.Source, resp.RequestID = s.Job, "submission", inv.requestID
+	if err != nil {
 		log.ErrorContext(ctx, "submission failed", slog.String("phase", "run"), slog.Any("error", err))
 		return CoordinatorResponse{}, err
-	case sum.Outcome == coordinator.OutcomeSkipped && !sum.Deduped:
-		err := fmt.Errorf("%w: submission %s+%s is being opened by another invocation; a retry finds it", ErrIncomplete, s.Job, s.Key)
-		log.WarnContext(ctx, "submission pending behind its lease", slog.String("phase", "acquire"), slog.Any("error", err))
-		return CoordinatorResponse{}, err
-	case sum.Stopped != "":
-		err := fmt.Errorf("%w: run %s stopped (%s) at %d; a retry of the same submission resumes it", ErrIncomplete, sum.Run, sum.Stopped, sum.Cursor)
-		log.WarnContext(ctx, "fan-out incomplete", slog.String("phase", "fan-out"), slog.Any("error", err))
+	}
+	if err := exec.Incomplete(sum); err != nil {
+		err = fmt.Errorf("submission %s+%s: %w", s.Job, s.Key, err)
+		phase, msg := phaseOf(sum)
+		log.WarnContext(ctx, msg, slog.String("phase", phase), slog.Any("error", err))
 		return CoordinatorResponse{}, err
 	}
 	return resp, nil
+}
+
+// phaseOf is the log phase and message of an incomplete summary
+// (exec.Incomplete): acquire when it waits behind a lease, fan-out when
+// its fan-out stopped.
+func phaseOf(sum coordinator.Summary) (phase, msg string) {
+	if sum.Stopped != "" {
+		return "fan-out", "fan-out incomplete"
+	}
+	return "acquire", "pending behind the lease"
 }

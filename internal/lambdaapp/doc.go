@@ -24,6 +24,12 @@
 //	ctx, cancel := context.WithTimeout(ctx, time.Minute) // the deadline Lambda would set
 //	out, err := lambda.NewHandler(h.Handle).Invoke(ctx, payload)
 //
+// Each handler builds its core once, at construction, with package exec
+// (exec.Build: the coordinator or the consumer, the job-queue router, the
+// chain starter, the caches); an invocation only sets its owner, logger
+// and deadline. The coordinator's response and its retry decision are
+// exec's (exec.CoordinatorResponse, exec.Incomplete), shared with HTTP.
+//
 // NewCoordinatorFromEnv and NewConsumerFromEnv build them on DynamoDB and
 // SQS from the function's environment at cold start (ParamsOnAWS for other
 // callers with their own clients).
@@ -66,4 +72,15 @@
 // job's RunBudget had passed; CANCELLED), TickToDone (consumer). The first
 // invocation of a handler in a process also writes ColdStart (1) with the
 // dimensions function_name and service, as Powertools does.
+//
+// # Why a package apart from batonlambda
+//
+// batonlambda is the public face (a catalog in, Lambda's Start out) and
+// stays that thin. The handlers live here because they work on injected
+// stores and queues of internal types (ledger.Store, lease.Store,
+// queue.Sender: HandlerParams): the CLI (`baton invoke`, the replay
+// event) runs them in-process on any engine, the template's tests and the
+// end-to-end tests on the emulators.
+// Folded into batonlambda, those parameters would have to be exported by
+// a public package, whose API would then carry the internal ports.
 package lambdaapp

@@ -18,6 +18,7 @@ import (
 	"github.com/batonhq/baton"
 	"github.com/batonhq/baton/internal/effect"
 	"github.com/batonhq/baton/internal/emf"
+	"github.com/batonhq/baton/internal/exec"
 	"github.com/batonhq/baton/internal/jobspec"
 	"github.com/batonhq/baton/internal/lease"
 	"github.com/batonhq/baton/internal/ledger"
@@ -132,15 +133,19 @@ func (p HandlerParams) functionName(f Function) string {
 	return string(f)
 }
 
-// router is the sender of the handlers' messages: each job's to its queue.
-func (p HandlerParams) router() queue.Sender {
-	routes := map[string]queue.Sender{}
-	for name, jobs := range jobspec.Queues(p.Jobs) {
-		for _, j := range jobs {
-			routes[j] = p.JobQueues[name]
-		}
+// build builds the core the handler of f works on (exec.Build), once,
+// at construction: the job-queue router, the chain starter, the
+// consumer's caches. owner is the handler's function name.
+func (p HandlerParams) build(f Function, owner string) (*exec.Core, error) {
+	core, err := exec.Build(exec.Parts{
+		Catalog: p.Jobs, Leases: p.Leases, Ledger: p.Ledger, Effects: p.Effects, RateLimits: p.RateLimits,
+		Work: p.Queue, JobQueues: p.JobQueues, DeadLetter: p.DeadLetter, MaxReceives: p.MaxReceives,
+		Owner: owner, NowFunc: p.NowFunc, Logger: p.logger(), Telemetry: p.Telemetry,
+	})
+	if err != nil {
+		return nil, fmt.Errorf("%s handler: %w", f, err)
 	}
-	return queue.ByJob(p.Queue, routes)
+	return core, nil
 }
 
 func (p HandlerParams) service() string {

@@ -7,6 +7,7 @@ import (
 	"slices"
 
 	"github.com/batonhq/baton/internal/exec"
+	"github.com/batonhq/baton/internal/jobspec"
 	"github.com/batonhq/baton/internal/ledger"
 )
 
@@ -78,7 +79,7 @@ func (o *Operator) Cancel(ctx context.Context, p CancelParams) (CancelResult, er
 	if err != nil {
 		return res, err
 	}
-	stored := p.Run.Submitted() || j.RunTime() // the run's items are its stored list
+	stored := p.Run.Submitted() || jobspec.RunTime(j) // the run's items are its stored list
 	if p.Item != "" && !stored && !j.HasItem(p.Item) {
 		return res, unknownItem("unknown asset %q: job %s has no such asset or derived item", p.Item, j.Name)
 	}

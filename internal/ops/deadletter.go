@@ -7,6 +7,7 @@ import (
 	"time"
 
 	"github.com/batonhq/baton"
+	"github.com/batonhq/baton/internal/jobspec"
 	"github.com/batonhq/baton/internal/ledger"
 	"github.com/batonhq/baton/internal/message"
 	"github.com/batonhq/baton/internal/queue"
@@ -96,7 +97,7 @@ func (o *Operator) describe(ctx context.Context, m queue.Peeked, now time.Time) 
 		row.OnRedrive = "rejected again (unknown job)"
 		return row, nil
 	}
-	paged := j.RunTime() || key.Run.Submitted() // the run's items are its stored pages
+	paged := jobspec.RunTime(j) || key.Run.Submitted() // the run's items are its stored pages
 	switch {
 	case paged && msg.IsShard() && !msg.PageShard():
 		row.OnRedrive = "rejected again (malformed: a shard message for a run of stored pages)"

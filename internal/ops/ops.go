@@ -30,6 +30,7 @@ import (
 	"github.com/batonhq/baton"
 	"github.com/batonhq/baton/internal/backend"
 	"github.com/batonhq/baton/internal/exec"
+	"github.com/batonhq/baton/internal/jobspec"
 	"github.com/batonhq/baton/internal/ledger"
 )
 
@@ -137,7 +138,7 @@ type UnknownRunError struct {
 
 func (e *UnknownRunError) Error() string {
 	if e.Latest.Job == "" {
-		return fmt.Sprintf("unknown run %s: tick %s has no run", e.ID, e.ID.TickKey())
+		return fmt.Sprintf("unknown run %s: tick %s has no run", e.ID, jobspec.TickKey(e.ID))
 	}
 	return fmt.Sprintf("unknown run %s: the tick's latest generation is %s", e.ID, e.Latest)
 }

@@ -10,6 +10,7 @@ import (
 
 	"github.com/jackc/pgx/v5"
 
+	"github.com/batonhq/baton/internal/jobspec"
 	"github.com/batonhq/baton/internal/ledger"
 	"github.com/batonhq/baton/internal/sqlstore"
 )
@@ -40,7 +41,7 @@ func NewLedgerStore(db *DB) *LedgerStore {
 // OpenRun implements ledger.Store.
 func (s *LedgerStore) OpenRun(ctx context.Context, p ledger.OpenRunParams) (ledger.Run, ledger.OpenOutcome, error) {
 	p.Job, p.Nominal = ledger.TickOf(ledger.RunID{Job: p.Job, Nominal: p.Nominal, Submission: p.Submission})
-	tick := ledger.RunIDOf(p.Job, p.Nominal, 0).TickKey()
+	tick := jobspec.TickKey(ledger.RunIDOf(p.Job, p.Nominal, 0))
 	args := pgx.NamedArgs{"job": p.Job, "nominal": toNanos(p.Nominal), "fence": p.Fence, "now": toNanos(p.Now), "shards": max(p.Shards, 1), "digest": p.Digest, "trace_id": p.TraceID}
 	// This very open, applied by an attempt whose answer was lost: the
 	// record holds its fence as the opening one and its Now as the opening
@@ -207,7 +208,7 @@ func (s *LedgerStore) GetRun(ctx context.Context, job string, nominal time.Time)
 		err = ledger.ErrNotFound
 	}
 	if err != nil {
-		return ledger.Run{}, fmt.Errorf("get run %s: %w", ledger.RunIDOf(job, nominal, 0).TickKey(), translate(err))
+		return ledger.Run{}, fmt.Errorf("get run %s: %w", jobspec.TickKey(ledger.RunIDOf(job, nominal, 0)), translate(err))
 	}
 	return r, nil
 }

@@ -8,6 +8,7 @@ import (
 	"time"
 
 	"github.com/batonhq/baton"
+	"github.com/batonhq/baton/internal/jobspec"
 )
 
 // samDefaultTimeout is a function's Timeout when neither it nor the
@@ -53,7 +54,7 @@ func CheckTimeouts(tpl map[string]any, catalog *baton.Catalog) error {
 			continue
 		}
 		for _, j := range catalog.Jobs() {
-			if lease := j.MaxItemLease(); timeout < lease {
+			if lease := jobspec.MaxItemLease(j); timeout < lease {
 				errs = append(errs, fmt.Errorf("job %s: consumer function %s has Timeout %s, below the job's longest item lease %s: "+
 					"a claim cannot outlive the invocation and no heartbeat extends it past that; set Timeout to at least %d",
 					j.Name, fn, timeout, lease, int64(math.Ceil(lease.Seconds()))))

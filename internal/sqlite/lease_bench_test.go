@@ -28,7 +28,7 @@ func BenchmarkLeaseAcquireRelease(b *testing.B) {
 
 // BenchmarkLeaseAcquireReentrant: the holder acquires its own lease again
 // (one applied conditional write, as BenchmarkRawConditionalInsert in
-// lease_raw_bench_test.go).
+// lab/bench/rawlease_test.go, in the lab module).
 func BenchmarkLeaseAcquireReentrant(b *testing.B) {
 	store := NewLeaseStore(openLeaseTestDB(b))
 	ctx := b.Context()

@@ -8,6 +8,7 @@ import (
 	"sync"
 	"time"
 
+	"github.com/batonhq/baton/internal/jobspec"
 	"github.com/batonhq/baton/internal/ledger"
 	"github.com/batonhq/baton/internal/sqlstore"
 )
@@ -85,7 +86,7 @@ func (s *LedgerStore) OpenRun(ctx context.Context, p ledger.OpenRunParams) (ledg
 		err = fmt.Errorf("fence %d is below the run's %d: %w", p.Fence, r.Fence, ledger.ErrConflict)
 		return nil
 	})
-	tick := ledger.RunIDOf(p.Job, p.Nominal, 0).TickKey()
+	tick := jobspec.TickKey(ledger.RunIDOf(p.Job, p.Nominal, 0))
 	if txErr != nil {
 		return ledger.Run{}, "", fmt.Errorf("open run %s: %w", tick, txErr)
 	}
@@ -154,7 +155,7 @@ func (s *LedgerStore) GetRun(ctx context.Context, job string, nominal time.Time)
 		r, err = s.getRun(ctx, nil, job, nominal)
 	}
 	if err != nil {
-		return ledger.Run{}, fmt.Errorf("get run %s: %w", ledger.RunIDOf(job, nominal, 0).TickKey(), err)
+		return ledger.Run{}, fmt.Errorf("get run %s: %w", jobspec.TickKey(ledger.RunIDOf(job, nominal, 0)), err)
 	}
 	return r, nil
 }

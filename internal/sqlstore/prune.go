@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"time"
 
+	"github.com/batonhq/baton/internal/jobspec"
 	"github.com/batonhq/baton/internal/ledger"
 )
 
@@ -111,7 +112,7 @@ func pruneRun(ctx context.Context, db PruneDB, r FinishedRun, budget int) (done 
 		return false, n, nil
 	}
 	if err := db.DeleteRun(ctx, r); err != nil {
-		return false, n, fmt.Errorf("prune run %s (generation %d): %w", id.TickKey(), r.Generation, err)
+		return false, n, fmt.Errorf("prune run %s (generation %d): %w", jobspec.TickKey(id), r.Generation, err)
 	}
 	return true, n + 1, nil
 }

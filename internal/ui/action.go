@@ -10,6 +10,7 @@ import (
 	"time"
 
 	"github.com/batonhq/baton"
+	"github.com/batonhq/baton/internal/jobspec"
 	"github.com/batonhq/baton/internal/ledger"
 	"github.com/batonhq/baton/internal/rfc3339"
 	"github.com/batonhq/baton/internal/strictjson"
@@ -97,7 +98,7 @@ func ParseAction(c *baton.Catalog, v url.Values) (Action, error) {
 		if job, err = c.Lookup(a.Run.Job); err != nil {
 			return Action{}, err
 		}
-		if (kind == ReplayItem || kind == Cancel) && (job.RunTime() || a.Run.Submission != "") {
+		if (kind == ReplayItem || kind == Cancel) && (jobspec.RunTime(job) || a.Run.Submission != "") {
 			return Action{}, fmt.Errorf("refused: %s", listItemRefusal(job, a.Run))
 		}
 	}

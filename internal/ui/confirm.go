@@ -11,6 +11,7 @@ import (
 	"time"
 
 	"github.com/batonhq/baton"
+	"github.com/batonhq/baton/internal/jobspec"
 	"github.com/batonhq/baton/internal/lease"
 	"github.com/batonhq/baton/internal/ledger"
 )
@@ -77,13 +78,13 @@ func (s *Server) plan(ctx context.Context, a Action) (plan, error) {
 		n := len(j.Assets) + len(j.Derived)
 		run, err := l.GetRun(ctx, a.Job, a.Tick)
 		switch {
-		case errors.Is(err, ledger.ErrNotFound) && j.RunTime():
+		case errors.Is(err, ledger.ErrNotFound) && jobspec.RunTime(j):
 			p.Lines = append(p.Lines, fmt.Sprintf("The tick has no run: the coordinator takes the job's lease, opens run %s#1, computes its items (the job's Items function) and fans them out.", a.Job+"@"+a.Tick.Format(time.RFC3339)))
 		case errors.Is(err, ledger.ErrNotFound):
 			p.Lines = append(p.Lines, fmt.Sprintf("The tick has no run: the coordinator takes the job's lease, opens run %s#1 and fans out its %d items.", a.Job+"@"+a.Tick.Format(time.RFC3339), n))
 		case err != nil:
 			return p, err
-		case run.State == ledger.RunFanningOut && j.RunTime():
+		case run.State == ledger.RunFanningOut && jobspec.RunTime(j):
 			p.Lines = append(p.Lines, fmt.Sprintf("Run %s is still fanning out (%d sent so far): the coordinator takes the job's lease and resumes it from its stored pages.", run.ID, run.Cursor))
 		case run.State == ledger.RunFanningOut:
 			p.Lines = append(p.Lines, fmt.Sprintf("Run %s is still fanning out (%d of %d sent): the coordinator takes the job's lease and resumes it from there.", run.ID, run.Cursor, len(j.Assets)))
@@ -93,7 +94,7 @@ func (s *Server) plan(ctx context.Context, a Action) (plan, error) {
 			next := run.ID
 			next.Generation++
 			every := fmt.Sprintf("every one of its %d items runs again", n)
-			if j.RunTime() {
+			if jobspec.RunTime(j) {
 				every = "its items are computed again (the job's Items function) and every one runs"
 			}
 			p.Lines = append(p.Lines,
@@ -175,7 +176,7 @@ func (s *Server) planItem(ctx context.Context, a Action, p *plan) error {
 	case it.State.Terminal() && !a.Force:
 		p.Nothing = fmt.Sprintf("%s is already %s (attempt %d).", key, it.State, it.Attempt)
 	case it.State.Terminal():
-		down := j.Downstream(a.Asset)
+		down := jobspec.Downstream(j, a.Asset)
 		names := make([]string, len(down))
 		for i, d := range down {
 			names[i] = d.Name
@@ -220,7 +221,7 @@ func (s *Server) planCancel(ctx context.Context, a Action, p *plan) error {
 	for _, it := range items {
 		state[it.Key.Asset] = it.State
 	}
-	targets := j.ItemNames()
+	targets := jobspec.ItemNames(j)
 	if a.Asset != "" {
 		targets = []string{a.Asset}
 	}
@@ -256,7 +257,7 @@ func (s *Server) planCancel(ctx context.Context, a Action, p *plan) error {
 
 func downstreamOf(j baton.Job, asset string) []string {
 	var out []string
-	for _, d := range j.Downstream(asset) {
+	for _, d := range jobspec.Downstream(j, asset) {
 		out = append(out, d.Name)
 	}
 	return out

@@ -18,7 +18,11 @@
 // # Data
 //
 // Pages read the backend's ports (ledger, lease, queues) and write
-// nothing. The timeline is drawn from the times the ledger already
+// nothing. What a job's page and a run's page say of state (counts by
+// state, the lease's state, pause, waiting and stuck items, limits) is
+// package runstatus's report, the one 'baton status' prints and
+// batonclient.Status returns: the pages format it, they decide nothing
+// of it. The timeline is drawn from the times the ledger already
 // records, no extra writes: the run's opening (the earliest a root item
 // can be enqueued), the latest input's finish (the earliest a derived item
 // can be), an item's first claim (CreatedAt), its latest claim

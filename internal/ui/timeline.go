@@ -6,6 +6,7 @@ import (
 	"time"
 
 	"github.com/batonhq/baton"
+	"github.com/batonhq/baton/internal/jobspec"
 	"github.com/batonhq/baton/internal/ledger"
 )
 
@@ -99,7 +100,7 @@ func buildTimeline(j baton.Job, run ledger.Run, items []ledger.Item, now time.Ti
 	for _, a := range j.Assets {
 		rows = append(rows, timelineRow{Asset: a, Enqueued: run.OpenedAt})
 	}
-	for _, d := range j.DerivedOrder() {
+	for _, d := range jobspec.DerivedOrder(j) {
 		row := timelineRow{Asset: d.Name, Derived: true, Inputs: d.Inputs}
 		ready := true
 		for _, in := range d.Inputs {

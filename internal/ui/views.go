@@ -14,10 +14,12 @@ import (
 	"time"
 
 	"github.com/batonhq/baton"
+	"github.com/batonhq/baton/internal/jobspec"
 	"github.com/batonhq/baton/internal/lease"
 	"github.com/batonhq/baton/internal/ledger"
 	"github.com/batonhq/baton/internal/limitstatus"
 	"github.com/batonhq/baton/internal/queue"
+	"github.com/batonhq/baton/internal/runstatus"
 	"github.com/batonhq/baton/internal/schedule"
 	"github.com/batonhq/baton/internal/strictjson"
 )
@@ -76,10 +78,6 @@ var funcs = template.FuncMap{
 	},
 }
 
-// itemStates are the columns of the runs table, in lifecycle order.
-var itemStates = []string{pendingState, string(ledger.ItemRunning), string(ledger.ItemFailed),
-	string(ledger.ItemSucceeded), string(ledger.ItemDead), string(ledger.ItemCancelled)}
-
 // jobRow is a job on the front page.
 type jobRow struct {
 	Name, Schedule string
@@ -88,7 +86,7 @@ type jobRow struct {
 	Lease          leaseView
 	Items          int
 	RunTime        bool // the items are computed when a run opens
-	Pause          *lease.Pause
+	Pause          *runstatus.Pause
 	Subs           submissions
 }
 
@@ -99,20 +97,9 @@ type submissions struct {
 }
 
 // readPause is the job's pause record, nil when the job was never paused
-// or the lease store cannot pause jobs.
-func (s *Server) readPause(r *http.Request, job string) (*lease.Pause, error) {
-	pauser, ok := lease.PauserOf(s.o.Backend.Leases)
-	if !ok {
-		return nil, nil
-	}
-	p, err := pauser.PauseOf(r.Context(), job)
-	if err != nil {
-		return nil, fmt.Errorf("pause of %s: %w", job, err)
-	}
-	if p.Since.IsZero() {
-		return nil, nil
-	}
-	return &p, nil
+// or the lease store cannot pause jobs (runstatus.ReadPause).
+func (s *Server) readPause(r *http.Request, job string) (*runstatus.Pause, error) {
+	return runstatus.ReadPause(r.Context(), s.o.Backend, job)
 }
 
 // readSubmissions lists up to limit of the job's submissions, newest
@@ -154,7 +141,7 @@ func (s *Server) jobsPage(w http.ResponseWriter, r *http.Request) {
 	var rows []jobRow
 	live := false
 	for _, j := range s.o.Catalog.Jobs() {
-		row := jobRow{Name: j.Name, Schedule: j.Schedule, Items: len(j.Assets) + len(j.Derived), RunTime: j.RunTime()}
+		row := jobRow{Name: j.Name, Schedule: j.Schedule, Items: len(j.Assets) + len(j.Derived), RunTime: jobspec.RunTime(j)}
 		if sched, err := schedule.ParseIn(j.Schedule, j.TimeZone); err == nil {
 			row.Next, row.Prev = sched.Next(now), sched.Prev(now)
 		}
@@ -203,33 +190,40 @@ type leaseView struct {
 	Release    *Action // when the lease expired: the action that releases it
 }
 
+// readLease is the job's lease as runstatus.ReadLease judges it at now,
+// with the action that releases it once expired.
 func (s *Server) readLease(r *http.Request, j baton.Job, now time.Time) (leaseView, error) {
-	v := leaseView{Job: j.Name, Skew: j.Limits.ClockSkew}
-	l, err := s.o.Backend.Leases.Inspect(r.Context(), j.Name)
-	if errors.Is(err, lease.ErrNotFound) {
-		return v, nil
-	}
+	l, err := runstatus.ReadLease(r.Context(), s.o.Backend, j.Name, j.Limits.ClockSkew, now)
 	if err != nil {
-		return v, fmt.Errorf("inspect lease of %s: %w", j.Name, err)
+		return leaseView{}, err
 	}
-	v.Exists, v.Owner, v.Fence, v.ExpiresAt, v.AcquiredAt = true, l.Owner, l.Fence, l.ExpiresAt, l.AcquiredAt
-	switch {
-	case l.Owner == "":
-		v.State = "free"
-	case l.Held(now, j.Limits.ClockSkew):
-		v.State = "held"
-	default:
-		v.State = "expired"
+	return newLeaseView(j, l), nil
+}
+
+// newLeaseView is j's lease l (nil: never taken) as the pages show it.
+func newLeaseView(j baton.Job, l *runstatus.Lease) leaseView {
+	v := leaseView{Job: j.Name, Skew: j.Limits.ClockSkew}
+	if l == nil {
+		return v
+	}
+	v.Exists, v.State, v.Owner, v.Fence, v.ExpiresAt, v.AcquiredAt = true, l.State, l.Owner, l.Fence, deref(l.ExpiresAt), deref(l.AcquiredAt)
+	if l.State == "expired" {
 		v.Release = &Action{Kind: ReleaseLease, Job: j.Name, Owner: l.Owner, Fence: l.Fence}
 	}
-	if counter, ok := s.o.Backend.Leases.(lease.ContentionCounter); ok {
-		c, err := counter.Contention(r.Context(), j.Name)
-		if err != nil {
-			return v, fmt.Errorf("contention of %s: %w", j.Name, err)
-		}
-		v.Counted, v.Contention = true, c
+	if c := l.Contention; c != nil {
+		v.Counted = true
+		v.Contention = lease.Contention{Job: j.Name, Count: c.Count, Last: deref(c.Last),
+			Holder: lease.Lease{Job: j.Name, Owner: c.LastHolder, Fence: c.LastFence, ExpiresAt: deref(c.LastExpires)}}
 	}
-	return v, nil
+	return v
+}
+
+// deref is *t, the zero time for nil.
+func deref(t *time.Time) time.Time {
+	if t == nil {
+		return time.Time{}
+	}
+	return *t
 }
 
 // runRow is a run in a job's list.
@@ -258,14 +252,26 @@ type jobView struct {
 	Lease     leaseView
 	Staleness staleness
 	Replay    *Action // the latest tick, to replay
-	Pause     *lease.Pause
+	Pause     *runstatus.Pause
 	Subs      submissions
 	RunTime   bool
 	// Limits are the job's rate limits now (hottest keys, holders,
 	// waiters); Waiting the items of the runs shown that wait for their
 	// next attempt, soonest first.
-	Limits  []limitstatus.Limit
-	Waiting []waitingRow
+	Limits      []limitstatus.Limit
+	Waiting     []waitingRow
+	WaitingMore int // the waiting items not listed
+	// Stuck are the items of the runs read that are RUNNING past their
+	// lease (runstatus.Stuck): their worker died.
+	Stuck []stuckRow
+}
+
+// stuckRow is an item RUNNING past its lease.
+type stuckRow struct {
+	Key        ledger.ItemKey
+	Owner      string
+	Attempt    int
+	LeaseUntil time.Time
 }
 
 // waitingRow is an item waiting for its next attempt.
@@ -277,19 +283,8 @@ type waitingRow struct {
 	Error       string
 }
 
-// maxWaiting bounds the waiting items a job's page lists.
-const maxWaiting = 20
-
-// waitingOn says what an item's noted wait is for.
-func waitingOn(w ledger.ItemWait) string {
-	switch {
-	case w.Limit != "" && w.Key != "":
-		return "limit " + w.Limit + " key " + limitstatus.Cut(w.Key)
-	case w.Limit != "":
-		return "limit " + w.Limit
-	}
-	return "retry delay"
-}
+// waitingOn says what an item's noted wait is for, in runstatus's words.
+func waitingOn(w ledger.ItemWait) string { return runstatus.NewWaitingOn(w).Text() }
 
 func (s *Server) lookupJob(w http.ResponseWriter, r *http.Request) (baton.Job, bool) {
 	j, err := s.o.Catalog.Lookup(r.PathValue("job"))
@@ -307,12 +302,8 @@ func (s *Server) jobPage(w http.ResponseWriter, r *http.Request) {
 	}
 	ctx := r.Context()
 	now := s.o.NowFunc().UTC()
-	v := jobView{Job: j, RunTime: j.RunTime()}
+	v := jobView{Job: j, RunTime: jobspec.RunTime(j)}
 	var err error
-	if v.Pause, err = s.readPause(r, j.Name); err != nil {
-		s.fail(w, r, http.StatusInternalServerError, err)
-		return
-	}
 	if v.Subs, err = s.readSubmissions(r, j.Name, s.o.Runs); err != nil {
 		s.fail(w, r, http.StatusInternalServerError, err)
 		return
@@ -323,82 +314,66 @@ func (s *Server) jobPage(w http.ResponseWriter, r *http.Request) {
 			v.Replay = &Action{Kind: ReplayTick, Job: j.Name, Tick: prev}
 		}
 	}
-	runs, err := s.o.Backend.Ledger.ListRuns(ctx, ledger.ListRunsParams{Job: j.Name, Limit: s.o.Runs})
-	if err != nil {
-		s.fail(w, r, http.StatusInternalServerError, fmt.Errorf("list runs of %s: %w", j.Name, err))
-		return
-	}
 	live := false
 	for _, sub := range v.Subs.Runs {
 		live = live || !sub.Run.State.Finished()
 	}
-	byRun := make([][]ledger.Item, len(runs))
-	for i, run := range runs {
-		if j.RunTime() {
-			// A run-time list may be a million items: its row is drawn
-			// from the run record, its items only on the run's page.
-			row := recordRow(run)
-			if run.State.Finished() && !run.FinishedAt.IsZero() {
-				row.TickToDone = run.FinishedAt.Sub(run.ID.Nominal)
+	// The report is runstatus's, as 'baton status' and batonclient read
+	// it; a run-time list may be a million items: its rows are drawn from
+	// the run records, its items only on the run's page.
+	var (
+		runs  []ledger.Run
+		byRun [][]ledger.Item
+	)
+	rep, err := runstatus.Read(ctx, s.o.Backend, j, runstatus.Params{Runs: s.o.Runs, History: s.o.Runs, Now: now, Records: jobspec.RunTime(j),
+		RunFunc: func(rec ledger.Run, items []ledger.Item, st runstatus.Run) {
+			runs, byRun = append(runs, rec), append(byRun, items)
+			row := runRow{Run: rec, Counts: stateCounts(st.Items)}
+			if jobspec.RunTime(j) {
+				row = recordRow(rec)
 			}
-			live = live || !run.State.Finished()
+			if rec.State.Finished() && !rec.FinishedAt.IsZero() {
+				row.TickToDone = rec.FinishedAt.Sub(rec.ID.Nominal)
+			}
+			live = live || !rec.State.Finished()
 			v.Runs = append(v.Runs, row)
-			continue
-		}
-		items, err := s.o.Backend.Ledger.ListItems(ctx, run.ID)
-		if err != nil {
-			s.fail(w, r, http.StatusInternalServerError, fmt.Errorf("list items of %s: %w", run.ID, err))
-			return
-		}
-		byRun[i] = items
-		row := runRow{Run: run, Counts: countStates(j, items)}
-		if run.State.Finished() && !run.FinishedAt.IsZero() {
-			row.TickToDone = run.FinishedAt.Sub(run.ID.Nominal)
-		}
-		live = live || !run.State.Finished()
-		v.Runs = append(v.Runs, row)
-	}
-	v.Missed = s.o.Operator.MissedTicks(j, runs, now)
-	if v.Lease, err = s.readLease(r, j, now); err != nil {
+		}})
+	if err != nil {
 		s.fail(w, r, http.StatusInternalServerError, err)
 		return
 	}
+	v.Missed = s.o.Operator.MissedTicks(j, runs, now)
+	v.Pause = rep.Pause
+	v.Lease = newLeaseView(j, rep.Lease)
 	live = live || v.Lease.State == "held"
 	v.Staleness = buildStaleness(j, runs, byRun, now)
-	var waiting []ledger.Item
-	for _, items := range byRun {
-		for _, it := range items {
-			if _, ok := it.NextAttempt(); ok {
-				waiting = append(waiting, it)
-			}
+	for _, it := range rep.Waiting {
+		key, err := ledger.ParseItemKey(it.Key)
+		if err != nil {
+			s.fail(w, r, http.StatusInternalServerError, err)
+			return
 		}
+		v.Waiting = append(v.Waiting, waitingRow{Key: key, Attempt: it.Attempt, NextAttempt: deref(it.NextAttempt), WaitingOn: it.WaitingOn.Text(), Error: it.Error})
 	}
-	slices.SortFunc(waiting, func(a, b ledger.Item) int { return a.Wait.At.Compare(b.Wait.At) })
-	for _, it := range waiting[:min(len(waiting), maxWaiting)] {
-		v.Waiting = append(v.Waiting, waitingRow{Key: it.Key, Attempt: it.Attempt, NextAttempt: it.Wait.At, WaitingOn: waitingOn(it.Wait), Error: it.Error})
-	}
-	if len(j.RateLimits) > 0 {
-		v.Limits = limitstatus.Read(ctx, limitstatus.Params{Job: j, Store: s.o.Backend.RateLimits, Items: waiting, Now: now})
+	v.WaitingMore = rep.WaitingMore
+	v.Limits = rep.Limits
+	for _, it := range rep.Stuck {
+		key, err := ledger.ParseItemKey(it.Key)
+		if err != nil {
+			s.fail(w, r, http.StatusInternalServerError, err)
+			return
+		}
+		v.Stuck = append(v.Stuck, stuckRow{Key: key, Owner: it.Owner, Attempt: it.Attempt, LeaseUntil: deref(it.LeaseUntil)})
 	}
 	s.render(w, r, http.StatusOK, "job", page{Title: j.Name, Nav: "jobs", Live: live, Now: now, Body: v})
 }
 
-// countStates counts j's items per state; expected items without a
-// record, or never attempted (ledger.Item.Unattempted), are PENDING.
-func countStates(j baton.Job, items []ledger.Item) []stateCount {
-	n := map[string]int{}
-	attempted := 0
-	for _, it := range items {
-		if it.Unattempted() {
-			continue // waiting on a limit before its first attempt: PENDING
-		}
-		n[string(it.State)]++
-		attempted++
-	}
-	n[pendingState] = len(j.Assets) + len(j.Derived) - attempted
-	out := make([]stateCount, len(itemStates))
-	for i, st := range itemStates {
-		out[i] = stateCount{st, max(n[st], 0)}
+// stateCounts are counts per state (runstatus.CountItems) in the order
+// of the runs table's columns.
+func stateCounts(counts map[string]int) []stateCount {
+	out := make([]stateCount, len(runstatus.States))
+	for i, st := range runstatus.States {
+		out[i] = stateCount{st, counts[st]}
 	}
 	return out
 }
@@ -463,14 +438,7 @@ func (s *Server) readLocks(ctx context.Context, now time.Time) (locksView, error
 		if i := strings.LastIndexByte(l.Owner, '#'); i >= 0 {
 			row.Holder = l.Owner[:i]
 		}
-		switch {
-		case l.Owner == "":
-			row.State = "free"
-		case l.Held(now, lockSkew):
-			row.State = "held"
-		default:
-			row.State = "expired"
-		}
+		row.State = runstatus.LeaseState(l, lockSkew, now)
 		if counted {
 			c, err := counter.Contention(ctx, l.Job)
 			if err != nil {
@@ -541,52 +509,12 @@ type runView struct {
 const pagesShown = 4
 
 // itemWindow is the part of a run's stored item list a run page shows.
-type itemWindow struct {
-	From, To   int      // the pages shown: From to To-1
-	Names      []string // their items, in order
-	First      int      // the position in the list of Names[0] (0-based)
-	Final      bool     // the list ends on the pages shown
-	Unwritten  bool     // page To is not stored yet (the run is fanning out)
-	Prev, Next int      // the ?from= of the previous and the next window; -1: none
-}
+type itemWindow = runstatus.Window
 
-// readWindow reads pages from..from+pagesShown-1 of run id's item list,
-// page by page, and the item records of those pages only (one range read
-// each: a page is a contiguous range of the run's records).
+// readWindow reads pages from..from+pagesShown-1 of run id's item list
+// and the records of their items (runstatus.ReadWindow).
 func (s *Server) readWindow(ctx context.Context, id ledger.RunID, from int) (*itemWindow, []ledger.Item, error) {
-	l := s.o.Backend.Ledger
-	w := &itemWindow{From: from, To: from, First: from * ledger.PageItems, Prev: -1, Next: -1}
-	if from > 0 {
-		w.Prev = max(0, from-pagesShown)
-	}
-	var items []ledger.Item
-	for i := from; i < from+pagesShown; i++ {
-		p, err := l.GetPage(ctx, id, i)
-		if errors.Is(err, ledger.ErrNotFound) {
-			w.Unwritten = true
-			break
-		}
-		if err != nil {
-			return nil, nil, fmt.Errorf("page %d of %s: %w", i, id, err)
-		}
-		w.To = i + 1
-		if len(p.Items) > 0 {
-			got, err := l.ListItemRange(ctx, id, p.Items[0].Name, p.Items[len(p.Items)-1].Name)
-			if err != nil {
-				return nil, nil, fmt.Errorf("items of page %d of %s: %w", i, id, err)
-			}
-			items = append(items, got...)
-		}
-		w.Names = append(w.Names, p.Names()...)
-		if p.Final {
-			w.Final = true
-			break
-		}
-	}
-	if !w.Final && !w.Unwritten {
-		w.Next = w.To
-	}
-	return w, items, nil
+	return runstatus.ReadWindow(ctx, s.o.Backend.Ledger, id, from, pagesShown)
 }
 
 // listRefusals are the actions the CLI refuses on a run whose items are
@@ -605,7 +533,7 @@ func listRefusals(j baton.Job, id ledger.RunID) []string {
 // CLI's replay item and cancel name a job's constant items.
 func listItemRefusal(j baton.Job, id ledger.RunID) string {
 	if id.Submission != "" {
-		return fmt.Sprintf("Items of a submission are not the job's items: 'baton replay item' and 'baton cancel' name %s's constant items (%s), not a submission's, and refuse or miss these.", j.Name, strings.Join(j.ItemNames(), ", "))
+		return fmt.Sprintf("Items of a submission are not the job's items: 'baton replay item' and 'baton cancel' name %s's constant items (%s), not a submission's, and refuse or miss these.", j.Name, strings.Join(jobspec.ItemNames(j), ", "))
 	}
 	return fmt.Sprintf("Job %s computes its items when its run opens: 'baton replay item' refuses to name one (replay the tick instead), and 'baton cancel' names a job's constant items, which it has none of.", j.Name)
 }
@@ -621,6 +549,8 @@ type itemRow struct {
 	// and what for (zero: none noted).
 	NextAttempt time.Time
 	WaitingOn   string
+	// Stuck: RUNNING past its lease (runstatus.Stuck); its worker died.
+	Stuck bool
 }
 
 func (s *Server) runPage(w http.ResponseWriter, r *http.Request) {
@@ -647,7 +577,7 @@ func (s *Server) runPage(w http.ResponseWriter, r *http.Request) {
 	listed := j // the job as far as this page's items go
 	var window *itemWindow
 	var items []ledger.Item
-	if j.RunTime() || id.Submission != "" {
+	if jobspec.RunTime(j) || id.Submission != "" {
 		// The items are the run's stored pages: read a few pages from
 		// ?from=, never the whole run.
 		from := 0
@@ -668,7 +598,7 @@ func (s *Server) runPage(w http.ResponseWriter, r *http.Request) {
 		return
 	}
 	now := s.o.NowFunc().UTC()
-	v := runView{Job: j, ID: id, Run: run, Current: run.ID.Generation == id.Generation, Counts: countStates(listed, items), DeadLetters: -1,
+	v := runView{Job: j, ID: id, Run: run, Current: run.ID.Generation == id.Generation, Counts: stateCounts(runstatus.CountItems(items, jobspec.ItemNames(listed))), DeadLetters: -1,
 		Window: window, Expected: len(j.Assets) + len(j.Derived)}
 	if v.Current {
 		v.Trace = s.traceOf(run)
@@ -689,6 +619,7 @@ func (s *Server) runPage(w http.ResponseWriter, r *http.Request) {
 		if it, ok := byAsset[row.Asset]; ok && it.State == ledger.ItemSucceeded {
 			ir.Result = ledger.PreviewResult(it.Result)
 		}
+		ir.Stuck = runstatus.Stuck(byAsset[row.Asset], j.Limits.ClockSkew, now)
 		if w, ok := byAsset[row.Asset].NextAttempt(); ok {
 			ir.NextAttempt, ir.WaitingOn = w.At, waitingOn(w)
 		}
@@ -870,7 +801,7 @@ func buildStaleness(j baton.Job, runs []ledger.Run, byRun [][]ledger.Item, now t
 
 func derivedNames(j baton.Job) []string {
 	var out []string
-	for _, d := range j.DerivedOrder() {
+	for _, d := range jobspec.DerivedOrder(j) {
 		out = append(out, d.Name)
 	}
 	return out

@@ -16,6 +16,7 @@ import (
 	"github.com/batonhq/baton/internal/backend/awsbackend"
 	"github.com/batonhq/baton/internal/consumer"
 	"github.com/batonhq/baton/internal/fanin"
+	"github.com/batonhq/baton/internal/jobspec"
 	"github.com/batonhq/baton/internal/ledger"
 	"github.com/batonhq/baton/internal/message"
 	"github.com/batonhq/baton/internal/queue"
@@ -39,7 +40,7 @@ func TestConsumerRefusalsOnAWS(t *testing.T) {
 
 	now := time.Now().UTC()
 	tick := now.Truncate(time.Minute).Add(-time.Minute)
-	shards := fanin.Shards(len(fx.Job(nil).ItemNames()))
+	shards := fanin.Shards(len(jobspec.ItemNames(fx.Job(nil))))
 	gen1, _, err := b.Ledger.OpenRun(ctx, ledger.OpenRunParams{Job: fx.Name, Nominal: tick, Fence: 3, Shards: shards, Now: now})
 	require.NoError(t, err)
 	gen2, _, err := b.Ledger.OpenRun(ctx, ledger.OpenRunParams{Job: fx.Name, Nominal: tick, Fence: 4, Shards: shards, Force: true, Now: now})
@@ -137,7 +138,7 @@ func TestFanInStormOnAWS(t *testing.T) {
 		now := time.Now().UTC()
 		tick := now.Truncate(time.Minute).Add(-time.Duration(round+1) * time.Minute)
 		job := fx.Job(nil)
-		run, _, err := b.Ledger.OpenRun(ctx, ledger.OpenRunParams{Job: fx.Name, Nominal: tick, Fence: 1, Shards: fanin.Shards(len(job.ItemNames())), Now: now})
+		run, _, err := b.Ledger.OpenRun(ctx, ledger.OpenRunParams{Job: fx.Name, Nominal: tick, Fence: 1, Shards: fanin.Shards(len(jobspec.ItemNames(job))), Now: now})
 		require.NoError(t, err)
 		_, err = b.Ledger.AdvanceRun(ctx, ledger.AdvanceRunParams{ID: run.ID, Fence: 1, Cursor: len(job.Assets), Done: true, Now: now})
 		require.NoError(t, err)

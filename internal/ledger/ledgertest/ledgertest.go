@@ -51,6 +51,7 @@ import (
 
 	"github.com/stretchr/testify/require"
 
+	"github.com/batonhq/baton/internal/jobspec"
 	"github.com/batonhq/baton/internal/ledger"
 )
 
@@ -182,6 +183,6 @@ func (b *bundle) getItem(t *testing.T, key ledger.ItemKey) ledger.Item {
 func (b *bundle) getRun(t *testing.T) ledger.Run {
 	t.Helper()
 	r, err := b.store.GetRun(b.ctx, b.job, nominal)
-	require.NoError(t, err, "get run %s", b.runID(1).TickKey())
+	require.NoError(t, err, "get run %s", jobspec.TickKey(b.runID(1)))
 	return r
 }

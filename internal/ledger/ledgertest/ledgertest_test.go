@@ -10,6 +10,7 @@ import (
 	"github.com/stretchr/testify/require"
 	"pgregory.net/rapid"
 
+	"github.com/batonhq/baton/internal/jobspec"
 	"github.com/batonhq/baton/internal/ledger"
 	"github.com/batonhq/baton/internal/suitecheck"
 )
@@ -74,7 +75,7 @@ func (s pagesPlacedByName) OpenRun(ctx context.Context, p ledger.OpenRunParams) 
 	if err == nil && out == ledger.Opened && p.Shards > 16 {
 		s.mu.Lock()
 		r.Partitions, r.Pages = 8, p.Pages
-		s.runs[r.ID.TickKey()] = r
+		s.runs[jobspec.TickKey(r.ID)] = r
 		s.mu.Unlock()
 	}
 	return r, out, err
@@ -135,7 +136,7 @@ func (s resumeTakesShards) OpenRun(ctx context.Context, p ledger.OpenRunParams) 
 	if err == nil && out == ledger.Resumed {
 		s.mu.Lock()
 		r.Shards = max(p.Shards, 1)
-		s.runs[r.ID.TickKey()] = r
+		s.runs[jobspec.TickKey(r.ID)] = r
 		s.mu.Unlock()
 	}
 	return r, out, err
@@ -149,7 +150,7 @@ func (s resumeTakesDigest) OpenRun(ctx context.Context, p ledger.OpenRunParams) 
 	if err == nil && out == ledger.Resumed {
 		s.mu.Lock()
 		r.Digest = p.Digest
-		s.runs[r.ID.TickKey()] = r
+		s.runs[jobspec.TickKey(r.ID)] = r
 		s.mu.Unlock()
 	}
 	return r, out, err
@@ -163,7 +164,7 @@ func (s resumeTakesTraceID) OpenRun(ctx context.Context, p ledger.OpenRunParams)
 	if err == nil && out == ledger.Resumed {
 		s.mu.Lock()
 		r.TraceID = p.TraceID
-		s.runs[r.ID.TickKey()] = r
+		s.runs[jobspec.TickKey(r.ID)] = r
 		s.mu.Unlock()
 	}
 	return r, out, err
@@ -174,13 +175,13 @@ type forceKeepsOldShards struct{ *memStore }
 
 func (s forceKeepsOldShards) OpenRun(ctx context.Context, p ledger.OpenRunParams) (ledger.Run, ledger.OpenOutcome, error) {
 	s.mu.Lock()
-	old, ok := s.runs[ledger.RunID{Job: p.Job, Nominal: p.Nominal}.TickKey()]
+	old, ok := s.runs[jobspec.TickKey(ledger.RunID{Job: p.Job, Nominal: p.Nominal})]
 	s.mu.Unlock()
 	r, out, err := s.memStore.OpenRun(ctx, p)
 	if err == nil && ok && p.Force {
 		s.mu.Lock()
 		r.Shards = old.Shards
-		s.runs[r.ID.TickKey()] = r
+		s.runs[jobspec.TickKey(r.ID)] = r
 		s.mu.Unlock()
 	}
 	return r, out, err

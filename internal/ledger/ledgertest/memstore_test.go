@@ -8,6 +8,7 @@ import (
 	"sync"
 	"time"
 
+	"github.com/batonhq/baton/internal/jobspec"
 	"github.com/batonhq/baton/internal/ledger"
 )
 
@@ -40,14 +41,14 @@ func (m *memStore) OpenRun(_ context.Context, p ledger.OpenRunParams) (ledger.Ru
 	if p.Submission != "" {
 		id = ledger.RunID{Job: p.Job, Submission: p.Submission, Generation: 1}
 	}
-	r, ok := m.runs[id.TickKey()]
+	r, ok := m.runs[jobspec.TickKey(id)]
 	switch {
 	case !ok || p.Force:
 		if ok {
 			id.Generation = r.ID.Generation + 1
 		}
 		r = ledger.Run{ID: id, State: ledger.RunFanningOut, Fence: p.Fence, OpenFence: p.Fence, Shards: max(p.Shards, 1), Digest: p.Digest, TraceID: p.TraceID, OpenedAt: p.Now, UpdatedAt: p.Now}
-		m.runs[id.TickKey()] = r
+		m.runs[jobspec.TickKey(id)] = r
 		return r, ledger.Opened, nil
 	case r.State != ledger.RunFanningOut:
 		return r, ledger.AlreadyFannedOut, nil
@@ -55,14 +56,14 @@ func (m *memStore) OpenRun(_ context.Context, p ledger.OpenRunParams) (ledger.Ru
 		return r, "", fmt.Errorf("open %s: fence %d below %d: %w", id, p.Fence, r.Fence, ledger.ErrConflict)
 	}
 	r.Fence, r.UpdatedAt = p.Fence, p.Now
-	m.runs[id.TickKey()] = r
+	m.runs[jobspec.TickKey(id)] = r
 	return r, ledger.Resumed, nil
 }
 
 func (m *memStore) AdvanceRun(_ context.Context, p ledger.AdvanceRunParams) (ledger.Run, error) {
 	m.mu.Lock()
 	defer m.mu.Unlock()
-	r, ok := m.runs[p.ID.TickKey()]
+	r, ok := m.runs[jobspec.TickKey(p.ID)]
 	switch {
 	case !ok:
 		return ledger.Run{}, fmt.Errorf("advance %s: %w", p.ID, ledger.ErrNotFound)
@@ -73,14 +74,14 @@ func (m *memStore) AdvanceRun(_ context.Context, p ledger.AdvanceRunParams) (led
 	if p.Done {
 		r.State, r.Total = ledger.RunFannedOut, p.Cursor
 	}
-	m.runs[p.ID.TickKey()] = r
+	m.runs[jobspec.TickKey(p.ID)] = r
 	return r, nil
 }
 
 func (m *memStore) FinishRun(_ context.Context, p ledger.FinishRunParams) (ledger.Run, error) {
 	m.mu.Lock()
 	defer m.mu.Unlock()
-	r, ok := m.runs[p.ID.TickKey()]
+	r, ok := m.runs[jobspec.TickKey(p.ID)]
 	switch {
 	case !ok:
 		return ledger.Run{}, fmt.Errorf("finish %s: %w", p.ID, ledger.ErrNotFound)
@@ -97,7 +98,7 @@ func (m *memStore) FinishRun(_ context.Context, p ledger.FinishRunParams) (ledge
 	}
 	r.Succeeded, r.Dead, r.Cancelled = p.Succeeded, p.Dead, p.Cancelled
 	r.FinishedAt, r.UpdatedAt = p.Now, p.Now
-	m.runs[p.ID.TickKey()] = r
+	m.runs[jobspec.TickKey(p.ID)] = r
 	return r, nil
 }
 
@@ -105,9 +106,9 @@ func (m *memStore) GetRun(_ context.Context, job string, nominal time.Time) (led
 	m.mu.Lock()
 	defer m.mu.Unlock()
 	id := ledger.RunIDOf(job, nominal, 0)
-	r, ok := m.runs[id.TickKey()]
+	r, ok := m.runs[jobspec.TickKey(id)]
 	if !ok {
-		return ledger.Run{}, fmt.Errorf("get run %s: %w", id.TickKey(), ledger.ErrNotFound)
+		return ledger.Run{}, fmt.Errorf("get run %s: %w", jobspec.TickKey(id), ledger.ErrNotFound)
 	}
 	return r, nil
 }
