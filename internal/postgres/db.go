@@ -40,6 +40,16 @@
 // Times are stored as BIGINT Unix nanoseconds, compared inside the
 // statements with the caller's Now: the database's clock is never read.
 //
+// # Shared code
+//
+// This package holds the engine's SQL, every statement explicit, and how
+// it runs. The Go around the statements that does not depend on the
+// dialect (row decoding, receipt handles, the long poll's schedule, the
+// prune loop, the effect and rate limit stores, the pause flag, the
+// meaning of a write's outcome) is internal/sqlstore's, shared with the
+// other SQL engine: the statements type (db.go) implements its small
+// XxxDB interfaces.
+//
 // # Errors
 //
 // Every backend error goes through one translation (translate, errors.go):

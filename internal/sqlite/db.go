@@ -19,6 +19,16 @@
 // its call returns, and a failed commit fails them all. The schema is
 // embedded and migrated on Open.
 //
+// # Shared code
+//
+// This package holds the engine's SQL, every statement explicit, and how
+// it runs. The Go around the statements that does not depend on the
+// dialect (row decoding, receipt handles, the long poll's schedule, the
+// prune loop, the effect and rate limit stores, the pause flag, the
+// meaning of a write's outcome) is internal/sqlstore's, shared with the
+// other SQL engine: the statements type (db.go) implements its small
+// XxxDB interfaces.
+//
 // # Tracing
 //
 // Every statement run under a recording OpenTelemetry span is a span of
