@@ -43,22 +43,23 @@ const LeaseColumns = `owner, fence, expires_at, acquired_at`
 
 // ScanLease scans LeaseColumns of job's lease record.
 func ScanLease(job string, scan ScanFunc) (lease.Lease, error) {
-	l, err := ScanListedLease(func(dest ...any) error { return scan(dest[1:]...) })
-	if err != nil {
+	l := lease.Lease{Job: job}
+	var expires, acquired int64
+	if err := scan(&l.Owner, &l.Fence, &expires, &acquired); err != nil {
 		return lease.Lease{}, err
 	}
-	l.Job = job
+	l.ExpiresAt, l.AcquiredAt = Time(expires), Time(acquired)
 	return l, nil
 }
 
 // ScanListedLease scans "job, " + LeaseColumns: a record of a listing.
 func ScanListedLease(scan ScanFunc) (lease.Lease, error) {
-	var l lease.Lease
-	var expires, acquired int64
-	if err := scan(&l.Job, &l.Owner, &l.Fence, &expires, &acquired); err != nil {
+	var job string
+	l, err := ScanLease("", func(dest ...any) error { return scan(append([]any{&job}, dest...)...) })
+	if err != nil {
 		return lease.Lease{}, err
 	}
-	l.ExpiresAt, l.AcquiredAt = Time(expires), Time(acquired)
+	l.Job = job
 	return l, nil
 }
 
