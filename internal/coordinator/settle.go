@@ -30,7 +30,7 @@ import (
 // and an error matching baton.ErrUnknownJob for an unknown job.
 func (c *Coordinator) Settle(ctx context.Context, jobName string, nominal time.Time) (ledger.Run, error) {
 	fin := &fanin.Finisher{Store: c.Ledger}
-	run, err := c.settle(ctx, jobName, nominal, false, fin)
+	run, err := c.settle(ctx, jobName, nominal, false, false, fin)
 	if err == nil && fin.Won() {
 		c.chainsQuietly(ctx, c.logger(), run)
 	}
@@ -61,9 +61,11 @@ func (c *Coordinator) SettleRun(ctx context.Context, id ledger.RunID) (ledger.Ru
 }
 
 // settle is Settle; sweep reads every shard of the run (see
-// fanin.SettleParams.Sweep).
+// fanin.SettleParams.Sweep); resend sends orphaned items again
+// (fanin.SettleParams.Resend): the settles of a trigger do, once per
+// invocation, not a caller that polls Settle.
 // Its writes go through store (c.Ledger, or a fanin.Finisher over it).
-func (c *Coordinator) settle(ctx context.Context, jobName string, nominal time.Time, sweep bool, store ledger.Store) (ledger.Run, error) {
+func (c *Coordinator) settle(ctx context.Context, jobName string, nominal time.Time, sweep, resend bool, store ledger.Store) (ledger.Run, error) {
 	j, err := c.Jobs.Lookup(jobName)
 	if err != nil {
 		return ledger.Run{}, fmt.Errorf("settle: %w", err)
@@ -75,13 +77,13 @@ func (c *Coordinator) settle(ctx context.Context, jobName string, nominal time.T
 	if run.State != ledger.RunFannedOut {
 		return run, nil
 	}
-	return fanin.Settle(ctx, fanin.SettleParams{Ledger: store, Queue: c.Queue, Def: j, Run: run, Sweep: sweep, Now: c.now()})
+	return fanin.Settle(ctx, fanin.SettleParams{Ledger: store, Queue: c.Queue, Def: j, Run: run, Sweep: sweep, Resend: resend, Now: c.now()})
 }
 
 // settleQuietly settles a tick in passing; failures are logged only.
 func (c *Coordinator) settleQuietly(ctx context.Context, log *slog.Logger, job string, nominal time.Time, sweep bool) {
 	fin := &fanin.Finisher{Store: c.Ledger}
-	run, err := c.settle(ctx, job, nominal, sweep, fin)
+	run, err := c.settle(ctx, job, nominal, sweep, true, fin)
 	switch {
 	case errors.Is(err, ledger.ErrNotFound):
 	case err != nil:

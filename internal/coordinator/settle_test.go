@@ -298,3 +298,37 @@ func TestCatchUpRunsMissedTicks(t *testing.T) {
 	require.NoError(t, err)
 	require.Len(t, runs, 2, "skip runs no missed tick")
 }
+
+// The job's next trigger sends again an item of an earlier run left
+// RUNNING under a claim over for an item lease (its messages lost to the
+// queue's redrive), once per trigger; polling Settle sends nothing.
+func TestTriggerResendsAnOrphanedItemOfAnEarlierRun(t *testing.T) {
+	t.Parallel()
+	b := setup(t)
+	ctx := context.Background()
+	c, run := fannedOut(t, b)
+	orphan := fx.Assets[0]
+	for _, a := range fx.Assets[1:] {
+		finishItem(t, b, run, a, ledger.ItemSucceeded)
+	}
+	now := b.clock.Now()
+	_, err := b.ledger.Claim(ctx, ledger.ClaimParams{Key: ledger.ItemKey{Run: run, Asset: orphan}, Owner: "dead", LeaseUntil: now.Add(time.Minute), Fence: 1, Now: now})
+	require.NoError(t, err)
+	before := b.queue.countByAsset(t)[orphan]
+
+	b.clock.Set(now.Add(10 * time.Minute))
+	_, err = c.Settle(ctx, "fx", tick)
+	require.NoError(t, err)
+	require.Equal(t, before, b.queue.countByAsset(t)[orphan], "a poll of Settle sends nothing")
+
+	sum, err := c.Run(ctx, coordinator.Trigger{Job: "fx", At: b.clock.Now()})
+	require.NoError(t, err)
+	require.Equal(t, coordinator.OutcomeOpened, sum.Outcome)
+	n := 0
+	for _, k := range b.queue.keys(t) {
+		if k.Run == run && k.Asset == orphan {
+			n++
+		}
+	}
+	require.Equal(t, before+1, n, "the next trigger sends the orphan of the earlier run again, once")
+}

@@ -137,7 +137,7 @@ func TestCheckEnqueuesLevelByLevel(t *testing.T) {
 }
 
 // A derived item left RUNNING under a claim that ended an item lease ago
-// or more is sent again by the check: its messages may all be lost (a
+// or more is sent again by the check with Resend (a trigger's settle): its messages may all be lost (a
 // queue's redrive dead-letters a message whose consumers died at its last
 // receives), and nothing else would finish it. Under a live claim, or one
 // just expired (its message is due again), the check sends nothing.
@@ -162,7 +162,10 @@ func TestCheckResendsADerivedItemWhoseClaimEndedLongAgo(t *testing.T) {
 		{claimed.LeaseUntil.Add(time.Hour), true},
 	} {
 		q := &sent{}
-		res, err := fanin.Check(t.Context(), fanin.Params{Ledger: b.l, Queue: q, Def: b.job, Run: b.run, Fence: 1, Now: c.at})
+		quiet, err := fanin.Check(t.Context(), fanin.Params{Ledger: b.l, Queue: q, Def: b.job, Run: b.run, Fence: 1, Now: c.at})
+		require.NoError(t, err)
+		require.Empty(t, quiet.Enqueued, "without Resend, never")
+		res, err := fanin.Check(t.Context(), fanin.Params{Ledger: b.l, Queue: q, Def: b.job, Run: b.run, Fence: 1, Resend: true, Now: c.at})
 		require.NoError(t, err)
 		if c.resend {
 			require.Equal(t, []string{"x"}, res.Enqueued, "at %s", c.at)

@@ -71,7 +71,10 @@ type Params struct {
 	// Items are the run's items when the caller has just listed them; nil:
 	// Check lists them.
 	Items []ledger.Item
-	Now   time.Time
+	// Resend: a derived item found orphaned (see Orphaned) is enqueued
+	// again (see SettleParams.Resend).
+	Resend bool
+	Now    time.Time
 }
 
 // Result says what Check did, by derived item name.
@@ -86,9 +89,9 @@ type Result struct {
 // dependency order (Job.DerivedOrder). A derived item without a record
 // is enqueued when all its inputs SUCCEEDED (one with a record, RUNNING or
 // FAILED, was claimed from a message that is still redelivered until it
-// ends: enqueueing another copy would only add a duplicate; unless it is
-// RUNNING under a claim that ended an item lease ago or more, whose
-// messages may be lost: see orphaned), and a derived
+// ends: enqueueing another copy would only add a duplicate; with Resend,
+// unless it is RUNNING under a claim that ended an item lease ago or more,
+// whose messages may be lost: see Orphaned), and a derived
 // item that is not terminal is cancelled with
 // the reason "input X is DEAD" (or CANCELLED) when one of its inputs ended
 // without success; the items downstream of it are then cancelled in the
@@ -136,7 +139,7 @@ func Check(ctx context.Context, p Params) (Result, error) {
 		verdict, reason := Inputs(d, states)
 		switch verdict {
 		case Ready:
-			if states[d.Name] != "" && !orphaned(claims[d.Name], p.Def, p.Now) { // claimed already: its own message drives it
+			if states[d.Name] != "" && !(p.Resend && Orphaned(claims[d.Name], p.Def, p.Now)) { // claimed already: its own message drives it
 				res.Waiting = append(res.Waiting, d.Name)
 				continue
 			}
@@ -172,14 +175,14 @@ func Check(ctx context.Context, p Params) (Result, error) {
 	return res, nil
 }
 
-// orphaned reports whether it, a derived item's record, is RUNNING under
-// a claim that ended at least one more item lease ago: a live message of
-// it would have been redelivered and claimed it again by then, so its
-// messages may all be lost (a queue's redrive moves a message to its
-// dead-letter queue, with no reason, when its consumers die at its last
-// receives). Check sends it again; a duplicate of a live message is
-// harmless (its claim dedupes).
-func orphaned(it ledger.Item, j baton.Job, now time.Time) bool {
+// Orphaned reports whether it, an item's record, is RUNNING under a claim
+// that ended at least one more item lease ago: a live message of it would
+// have been redelivered and claimed it again by then, so its messages may
+// all be lost (a queue's redrive moves a message to its dead-letter queue,
+// with no reason, when its consumers die at its last receives). Check
+// (a derived item) and Settle (any other) send it again; a duplicate of a
+// live message is harmless (its claim dedupes).
+func Orphaned(it ledger.Item, j baton.Job, now time.Time) bool {
 	if it.State != ledger.ItemRunning || now.IsZero() {
 		return false
 	}

@@ -13,7 +13,9 @@ import (
 	"github.com/batonhq/baton"
 	"github.com/batonhq/baton/internal/jobspec"
 	"github.com/batonhq/baton/internal/ledger"
+	"github.com/batonhq/baton/internal/message"
 	"github.com/batonhq/baton/internal/queue"
+	"github.com/batonhq/baton/internal/telemetry"
 )
 
 // ShardItems is the most items a shard holds when a run opens: a run of n
@@ -47,7 +49,13 @@ type SettleParams struct {
 	// climb further. After the sweep every complete shard is marked, and a
 	// shard still in flight is marked by the consumer of its last item.
 	Sweep bool
-	Now   time.Time
+	// Resend sends again, through Queue, the items found orphaned (see
+	// Orphaned): the fan-in check's derived items, and the others of the
+	// shards read. The coordinator's settles on a trigger set it (once
+	// per invocation); a caller that polls Settle does not, so that a
+	// poll does not add a message each time.
+	Resend bool
+	Now    time.Time
 }
 
 // Settle finishes run when every item of it has ended: a run fanned out
@@ -73,7 +81,7 @@ func Settle(ctx context.Context, p SettleParams) (ledger.Run, error) {
 		if err != nil {
 			return run, fmt.Errorf("settle %s: %w", run.ID, err)
 		}
-		if _, err := Check(ctx, Params{Ledger: p.Ledger, Queue: p.Queue, Def: p.Def, Run: run.ID, Partitions: run.Partitions, Fence: run.Fence, Items: items, Now: p.Now}); err != nil {
+		if _, err := Check(ctx, Params{Ledger: p.Ledger, Queue: p.Queue, Def: p.Def, Run: run.ID, Partitions: run.Partitions, Fence: run.Fence, Items: items, Resend: p.Resend, Now: p.Now}); err != nil {
 			return run, fmt.Errorf("settle %s: %w", run.ID, err)
 		}
 	}
@@ -84,7 +92,19 @@ func Settle(ctx context.Context, p SettleParams) (ledger.Run, error) {
 	for s := range l.shards {
 		var err error
 		var complete bool
-		if run, complete, err = l.settleShard(ctx, p.Ledger, run, s, nil, shardProbe{}, p.Now); err != nil || run.State.Finished() {
+		var orphans []ledger.Item
+		probe := shardProbe{}
+		if p.Queue != nil && p.Resend {
+			probe.orphan = func(it ledger.Item) {
+				if !jobspec.IsDerived(p.Def, it.Key.Asset) && Orphaned(it, p.Def, p.Now) {
+					orphans = append(orphans, it)
+				}
+			}
+		}
+		if run, complete, err = l.settleShard(ctx, p.Ledger, run, s, nil, probe, p.Now); err != nil || run.State.Finished() {
+			return run, err
+		}
+		if err := resend(ctx, p.Queue, run, l.pages, s, orphans); err != nil {
 			return run, err
 		}
 		if !complete && !p.Sweep {
@@ -92,6 +112,30 @@ func Settle(ctx context.Context, p SettleParams) (ledger.Run, error) {
 		}
 	}
 	return run, nil
+}
+
+// resend sends again the items of shard s of run found orphaned (their
+// derived items excepted: the fan-in check sends those), one message each
+// as the coordinator's fan-out made it: a page's item names its page.
+func resend(ctx context.Context, q queue.Sender, run ledger.Run, pages bool, s int, orphans []ledger.Item) error {
+	var msgs []queue.Message
+	var keys []string
+	for _, it := range orphans {
+		m := message.New(it.Key, run.Fence, false)
+		if pages {
+			m = message.NewPaged(it.Key, run.Fence, s)
+		}
+		msgs = append(msgs, m.QueueMessage())
+		keys = append(keys, it.Key.Asset)
+	}
+	if len(msgs) == 0 {
+		return nil
+	}
+	telemetry.Stamp(ctx, msgs)
+	if _, err := queue.SendAll(ctx, q, msgs, nil); err != nil {
+		return fmt.Errorf("settle %s: send again %v: %w", run.ID, keys, err)
+	}
+	return nil
 }
 
 // ShardParams are the inputs of SettleShard.
@@ -258,6 +302,9 @@ type shardProbe struct {
 	// checkOnly: settleShard only says whether the shard is complete, and
 	// writes nothing.
 	checkOnly bool
+	// orphan, when set, is called with each item of a shard in flight
+	// (Settle's: it collects the orphaned ones to send them again).
+	orphan func(ledger.Item)
 }
 
 // layout is how a run's items fall into shards: the run's item names (the
@@ -495,6 +542,11 @@ func (l layout) settleShard(ctx context.Context, store ledger.Store, run ledger.
 	c, done := shardCounts(names, items)
 	if !done {
 		keepWindow(wk, names, items)
+		if probe.orphan != nil {
+			for _, it := range items {
+				probe.orphan(it)
+			}
+		}
 		return run, false, nil // in flight
 	}
 	if probe.checkOnly {

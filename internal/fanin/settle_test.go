@@ -578,3 +578,54 @@ func TestSettleReadsTheShardsOfABatchTogether(t *testing.T) {
 	require.Equal(t, ledger.RunComplete, run.State)
 	require.Equal(t, 300, run.Succeeded)
 }
+
+// An item left RUNNING under a claim that ended an item lease ago or
+// more (its consumers died at the last receives of its messages, which
+// the queue's redrive then dead-lettered) is sent again by the
+// settle of a trigger (Resend), once per settle, derived items by the
+// fan-in check alone; under a live claim, or one just expired, nothing is sent.
+// A settle without a queue (a consumer's) sends nothing.
+func TestSettleResendsOrphanedItems(t *testing.T) {
+	t.Parallel()
+	b := setupBig(t, 100, []baton.Derived{{Name: "SUM", Inputs: []string{"A00001", "A00099"}}})
+	names := jobspec.ItemNames(b.job)
+	orphan := "A00042"
+	for _, a := range names {
+		if a != orphan && a != "SUM" {
+			b.end(t, a, false)
+		}
+	}
+	var until time.Time
+	for _, a := range []string{orphan, "SUM"} {
+		it, err := b.l.Claim(t.Context(), ledger.ClaimParams{Key: ledger.ItemKey{Run: b.run.ID, Asset: a}, Owner: "dead", LeaseUntil: b.now.Add(time.Minute), Now: b.now})
+		require.NoError(t, err)
+		until = it.LeaseUntil
+	}
+	lease := jobspec.ItemLease(b.job, orphan)
+	for _, c := range []struct {
+		at   time.Time
+		sent []string
+	}{
+		{b.now, nil},
+		{until.Add(lease - time.Second), nil},
+		{until.Add(lease), []string{"SUM", orphan}},
+	} {
+		q := &sent{}
+		run, err := fanin.Settle(t.Context(), fanin.SettleParams{Ledger: b.l, Queue: q, Def: b.job, Run: b.run, Sweep: true, Now: c.at})
+		require.NoError(t, err)
+		require.Empty(t, q.msgs, "without Resend (a caller polling Settle), nothing is sent")
+		run, err = fanin.Settle(t.Context(), fanin.SettleParams{Ledger: b.l, Queue: q, Def: b.job, Run: b.run, Sweep: true, Resend: true, Now: c.at})
+		require.NoError(t, err)
+		require.Equal(t, ledger.RunFannedOut, run.State)
+		var got []string
+		for _, k := range q.msgs {
+			key, err := ledger.ParseItemKey(k)
+			require.NoError(t, err)
+			got = append(got, key.Asset)
+		}
+		require.Equal(t, c.sent, got, "at %s", c.at)
+	}
+	run, err := fanin.Settle(t.Context(), fanin.SettleParams{Ledger: b.l, Def: b.job, Run: b.run, Resend: true, Now: until.Add(time.Hour)})
+	require.NoError(t, err)
+	require.Equal(t, ledger.RunFannedOut, run.State, "no queue: nothing sent, nothing lost")
+}
