@@ -141,14 +141,13 @@ func status(ctx context.Context, e *env, fs *pflag.FlagSet, f *statusFlags) erro
 // The report's types are runstatus's, which computes it for the CLI, the
 // dashboard and batonclient alike; status prints them.
 type (
-	catalogStatus = runstatus.Catalog
-	statusReport  = runstatus.Report
-	leaseStatus   = runstatus.Lease
-	pauseStatus   = runstatus.Pause
-	runStatus     = runstatus.Run
-	itemStatus    = runstatus.Item
-	tickGap       = runstatus.TickGap
-	waitingOn     = runstatus.WaitingOn
+	statusReport = runstatus.Report
+	leaseStatus  = runstatus.Lease
+	pauseStatus  = runstatus.Pause
+	runStatus    = runstatus.Run
+	itemStatus   = runstatus.Item
+	tickGap      = runstatus.TickGap
+	waitingOn    = runstatus.WaitingOn
 )
 
 // pending is the state status reports for an expected item without a
