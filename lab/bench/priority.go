@@ -18,7 +18,8 @@ import (
 // Priority measures priority classes on the embedded store: high urgent
 // items (queue Priority 2, MaxConcurrency 6) queued with low bulk items
 // (Priority 1, MaxConcurrency 2: a least share of 2/8), each item taking
-// work of its own (a millisecond's sleep), all of them in one pool of 8
+// work of its own (a sleep of 5 ms, so that the slots and not the
+// store's own time set each class's pace), all of them in one pool of 8
 // consumers. The figures: the bulk class's part of the completions while
 // both classes still had items (read against its share; goal at least
 // 0.8 × share), and the urgent class's part of the first 10 % of
@@ -43,7 +44,7 @@ func PriorityOn(ctx context.Context, b backend.Backend, name string, high, low i
 	var mu sync.Mutex
 	var order []string
 	job := func(name string, n, prio, conc int) baton.Job {
-		return classJob(name, n, prio, conc, time.Millisecond, func() {
+		return classJob(name, n, prio, conc, 5*time.Millisecond, func() {
 			mu.Lock()
 			order = append(order, name)
 			mu.Unlock()

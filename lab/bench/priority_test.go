@@ -7,11 +7,11 @@ import (
 )
 
 // The priority scenario at a small size (large enough that its first 10 %
-// of completions, 160, is a fair sample under load): its figures are there and meet
-// their goals.
+// of completions, 400, is a fair sample under load): its figures are there and meet
+// their goals. It runs alone, not beside the package's other tests: its
+// figures are shares of the pool, which starved processors would distort.
 func TestPrioritySmall(t *testing.T) {
-	t.Parallel()
-	rows, err := Priority(t.Context(), t.TempDir(), 1200, 400)
+	rows, err := Priority(t.Context(), t.TempDir(), 3000, 1000)
 	require.NoError(t, err)
 	require.Len(t, rows, 2)
 	for _, r := range rows {
