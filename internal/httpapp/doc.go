@@ -42,8 +42,9 @@
 //
 // Each endpoint builds its core once, at construction, with package exec
 // (exec.Build on Params.Backend: the coordinator or the push consumer, the
-// job-queue router, the chain starter, the caches); a request only sets
-// its owner. The coordinator endpoint's 200 body is exec's
+// job-queue router, the chain starter, the caches), and the routes of
+// one mux (NewMux, batonhttp.NewHandler) share one core; a request only
+// sets its owner. The coordinator endpoint's 200 body is exec's
 // CoordinatorResponse, the Lambda coordinator's response with the
 // CloudEvent's identity, and its 503 is exec's retry decision
 // (exec.Incomplete).

@@ -171,6 +171,11 @@ type coordinatorHandler struct {
 // waits behind another holder's lease, or the server is stopping; 500
 // (retry) for a store error.
 func NewCoordinator(p Params) (http.Handler, error) {
+	return newCoordinator(p, p.build)
+}
+
+// newCoordinator is NewCoordinator on the core build returns.
+func newCoordinator(p Params, build func() (*exec.Core, error)) (*coordinatorHandler, error) {
 	if err := p.validate(); err != nil {
 		return nil, err
 	}
@@ -180,7 +185,7 @@ func NewCoordinator(p Params) (http.Handler, error) {
 	if p.TriggerSkew == 0 {
 		p.TriggerSkew = DefaultTriggerSkew
 	}
-	core, err := p.build()
+	core, err := build()
 	if err != nil {
 		return nil, fmt.Errorf("http coordinator: %w", err)
 	}
@@ -193,7 +198,8 @@ func NewCoordinator(p Params) (http.Handler, error) {
 
 // build builds the core the handlers work on (exec.Build) on p.Backend:
 // each job's messages to its queue (exec.JobQueues), the chain starter,
-// the consumers' caches. A handler builds it once, at construction.
+// the consumers' caches. A handler builds it once, at construction, and
+// the handlers of one mux (NewMux) share one.
 func (p Params) build() (*exec.Core, error) {
 	parts, _, err := exec.PartsOf(context.Background(), p.Backend, p.Catalog)
 	if err != nil {

@@ -11,7 +11,9 @@ import (
 
 	"github.com/stretchr/testify/require"
 
+	"github.com/batonhq/baton"
 	"github.com/batonhq/baton/examples/fx"
+	"github.com/batonhq/baton/internal/backend"
 	"github.com/batonhq/baton/internal/backend/sqlitebackend"
 	"github.com/batonhq/baton/internal/httpapp"
 )
@@ -48,4 +50,28 @@ func TestDrainingAndReadiness(t *testing.T) {
 	rec := call(http.MethodGet, httpapp.PathReady, "")
 	require.Equal(t, http.StatusServiceUnavailable, rec.Code)
 	require.Contains(t, rec.Body.String(), "backend sqlite not reachable")
+}
+
+// The routes of one mux share one core: the job queues are opened once
+// for the coordinator and the push endpoint together, where each endpoint
+// built its own before.
+func TestMuxBuildsOneCore(t *testing.T) {
+	t.Parallel()
+	ctx := context.Background()
+	b, err := sqlitebackend.Open(ctx, filepath.Join(t.TempDir(), "b.db"))
+	require.NoError(t, err)
+	t.Cleanup(func() { _ = b.Close() })
+	opened := map[string]int{}
+	open := b.JobQueueFunc
+	b.JobQueueFunc = func(ctx context.Context, name string) (backend.Queue, error) {
+		opened[name]++
+		return open(ctx, name)
+	}
+	ok := baton.ProcessorFunc(func(context.Context, baton.Task) ([]byte, error) { return []byte(`{}`), nil })
+	catalog := baton.MustCatalog(baton.Job{Name: "own", Schedule: "rate(1 minute)", Assets: []string{"a"}, Processor: ok, Queue: baton.JobQueue{Name: "q1"}})
+	au, err := httpapp.NewAuthenticator(ctx, httpapp.Auth{None: true})
+	require.NoError(t, err)
+	_, err = httpapp.NewMux(httpapp.Params{Catalog: catalog, Backend: b, Auth: au})
+	require.NoError(t, err)
+	require.Equal(t, map[string]int{"q1": 1}, opened)
 }

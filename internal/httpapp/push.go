@@ -16,6 +16,7 @@ import (
 	"github.com/cloudevents/sdk-go/v2/event"
 
 	"github.com/batonhq/baton/internal/consumer"
+	"github.com/batonhq/baton/internal/exec"
 	"github.com/batonhq/baton/internal/queue"
 	"github.com/batonhq/baton/internal/strictjson"
 	"github.com/batonhq/baton/internal/telemetry"
@@ -258,6 +259,11 @@ type pushHandler struct {
 // dead-letter queue it is answered 503, to be redelivered, as a malformed
 // message is.
 func NewPush(p Params) (http.Handler, error) {
+	return newPush(p, p.build)
+}
+
+// newPush is NewPush on the core build returns.
+func newPush(p Params, build func() (*exec.Core, error)) (*pushHandler, error) {
 	if err := p.validate(); err != nil {
 		return nil, err
 	}
@@ -266,7 +272,7 @@ func NewPush(p Params) (http.Handler, error) {
 	}
 	// The messages the consumer sends (a shard's items, derived items,
 	// chained runs) go through the core's router, each job's to its queue.
-	core, err := p.build()
+	core, err := build()
 	if err != nil {
 		return nil, fmt.Errorf("http push: %w", err)
 	}

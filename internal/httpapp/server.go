@@ -211,13 +211,16 @@ func Serve(ctx context.Context, p ServeParams) error {
 const releaseMargin = 5 * time.Second
 
 // NewMux returns the server's routes on p: the coordinator at / and
-// /trigger, the push endpoint at /push, /healthz and /readyz.
+// /trigger, the push endpoint at /push, /healthz and /readyz. The
+// coordinator and the push endpoint share one core (exec.Build): one
+// router, one chain starter, one set of caches.
 func NewMux(p Params) (*http.ServeMux, error) {
-	coord, err := NewCoordinator(p)
+	build := sync.OnceValues(p.build)
+	coord, err := newCoordinator(p, build)
 	if err != nil {
 		return nil, err
 	}
-	push, err := NewPush(p)
+	push, err := newPush(p, build)
 	if err != nil {
 		return nil, err
 	}
