@@ -12,7 +12,7 @@ import (
 )
 
 // openFresh sets up a fresh database and opens the backend on it.
-func openFresh(t *testing.T) backend.Backend {
+func openFresh(t testing.TB) backend.Backend {
 	t.Helper()
 	dsn := pgtest.DSN(t)
 	_, err := postgresbackend.Setup(t.Context(), dsn, 0)
