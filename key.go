@@ -33,15 +33,24 @@ type RunID struct {
 
 // String returns the run id's canonical form.
 func (r RunID) String() string {
-	return r.tickKey() + "#" + strconv.Itoa(r.Generation)
+	// Built in one buffer: one allocation (the string), where every
+	// ledger write and message names its run.
+	var buf [96]byte
+	return string(r.appendTo(buf[:0]))
 }
 
-// tickKey is the run id without its generation.
-func (r RunID) tickKey() string {
+// appendTo appends the run id's canonical form to b.
+func (r RunID) appendTo(b []byte) []byte {
+	b = append(b, r.Job...)
 	if r.Submission != "" {
-		return r.Job + "+" + r.Submission
+		b = append(b, '+')
+		b = append(b, r.Submission...)
+	} else {
+		b = append(b, '@')
+		b = r.Nominal.UTC().AppendFormat(b, time.RFC3339)
 	}
-	return r.Job + "@" + r.Nominal.UTC().Format(time.RFC3339)
+	b = append(b, '#')
+	return strconv.AppendInt(b, int64(r.Generation), 10)
 }
 
 // Submitted reports whether r is the run of a submission.
@@ -134,7 +143,11 @@ type ItemKey struct {
 }
 
 // String returns the key's canonical form, "<run id>/<asset>".
-func (k ItemKey) String() string { return k.Run.String() + "/" + k.Asset }
+func (k ItemKey) String() string {
+	var buf [128]byte
+	b := append(k.Run.appendTo(buf[:0]), '/')
+	return string(append(b, k.Asset...))
+}
 
 // ParseItemKey parses an ItemKey's canonical string form.
 func ParseItemKey(s string) (ItemKey, error) {
