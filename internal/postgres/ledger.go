@@ -261,13 +261,17 @@ func claimWrite(p ledger.ClaimParams) itemWriteSpec {
 			}
 			return fmt.Errorf("item is %s: %w", cur.State, ledger.ErrConflict)
 		},
-		after: func(it ledger.Item) error {
-			if it.State == ledger.ItemDead {
-				return fmt.Errorf("%s after attempt %d: %w", it.Error, it.Attempt, ledger.ErrTerminal)
-			}
-			return nil
-		},
+		after: claimAfter,
 	}
+}
+
+// claimAfter is the error of an applied claim: one that made the item
+// DEAD (its attempts were exhausted) is refused as terminal.
+func claimAfter(it ledger.Item) error {
+	if it.State == ledger.ItemDead {
+		return fmt.Errorf("%s after attempt %d: %w", it.Error, it.Attempt, ledger.ErrTerminal)
+	}
+	return nil
 }
 
 // Complete implements ledger.Store.

@@ -34,10 +34,27 @@ type itemWriteSpec struct {
 
 // finish turns an itemWrite's outcome into the operation's.
 func (w itemWriteSpec) finish(it ledger.Item, err error) (ledger.Item, error) {
-	if err == nil && w.after != nil {
-		err = w.after(it)
+	return finishWrite(w.op, w.key, w.after, it, err)
+}
+
+// finishWrite turns the outcome of op's write of key into the
+// operation's; after is as itemWriteSpec's.
+func finishWrite(op string, key ledger.ItemKey, after func(ledger.Item) error, it ledger.Item, err error) (ledger.Item, error) {
+	if err == nil && after != nil {
+		err = after(it)
 	}
-	return it, wrapLedger(w.op, w.key, err)
+	return it, wrapLedger(op, key, err)
+}
+
+// batchWrites are the entries of one itemWrites call: one operation on
+// several items. The entries' own statements, with how their refusals
+// are read (spec), are built only for the entries the set statements
+// refused: an entry applied at once costs its key and its row.
+type batchWrites struct {
+	op    string
+	keys  []ledger.ItemKey
+	spec  func(i int) itemWriteSpec // entry i's own write (op and keys[i] are its)
+	after func(ledger.Item) error   // optional: as itemWriteSpec.after, the same for every entry
 }
 
 // ClaimBatch implements ledger.BatchClaimer: the claims are one
@@ -46,11 +63,13 @@ func (w itemWriteSpec) finish(it ledger.Item, err error) (ledger.Item, error) {
 // MaxAttempts and Skew among the entries, all in one round trip; see
 // itemWrites).
 func (s *LedgerStore) ClaimBatch(ctx context.Context, ps []ledger.ClaimParams) []ledger.Outcome {
-	ws := make([]itemWriteSpec, len(ps))
+	keys := make([]ledger.ItemKey, len(ps))
 	for i, p := range ps {
-		ws[i] = claimWrite(p)
+		keys[i] = p.Key
 	}
-	return s.itemWrites(ctx, ws, func(once []int) []setStatement {
+	bw := batchWrites{op: "claim", keys: keys, after: claimAfter,
+		spec: func(i int) itemWriteSpec { return claimWrite(ps[i]) }}
+	return s.itemWrites(ctx, bw, func(once []int, runs []string) []setStatement {
 		type group struct {
 			maxAttempts int
 			skew        time.Duration
@@ -64,17 +83,18 @@ func (s *LedgerStore) ClaimBatch(ctx context.Context, ps []ledger.ClaimParams) [
 			}
 			groups[g] = append(groups[g], i)
 		}
-		var out []setStatement
+		out := make([]setStatement, 0, len(order))
 		for _, g := range order {
 			idx := groups[g]
-			var runs, assets, owners []string
-			var leases, fences, nows []int64
+			n := len(idx)
+			rs, assets, owners := make([]string, 0, n), make([]string, 0, n), make([]string, 0, n)
+			leases, fences, nows := make([]int64, 0, n), make([]int64, 0, n), make([]int64, 0, n)
 			for _, i := range idx {
 				p := ps[i]
-				runs, assets, owners = append(runs, p.Key.Run.String()), append(assets, p.Key.Asset), append(owners, p.Owner)
+				rs, assets, owners = append(rs, runs[i]), append(assets, p.Key.Asset), append(owners, p.Owner)
 				leases, fences, nows = append(leases, toNanos(p.LeaseUntil)), append(fences, p.Fence), append(nows, toNanos(p.Now))
 			}
-			out = append(out, setStatement{sql: ledgerClaimMany, args: []any{runs, assets, owners, leases, fences, nows, g.maxAttempts, int64(g.skew)}})
+			out = append(out, setStatement{sql: ledgerClaimMany, args: []any{rs, assets, owners, leases, fences, nows, g.maxAttempts, int64(g.skew)}})
 		}
 		return out
 	})
@@ -84,21 +104,22 @@ func (s *LedgerStore) ClaimBatch(ctx context.Context, ps []ledger.ClaimParams) [
 // one statement, UPDATE … FROM unnest(…) WHERE, each row conditioned as
 // Complete's (see itemWrites).
 func (s *LedgerStore) CompleteBatch(ctx context.Context, ps []ledger.CompleteParams) []ledger.Outcome {
-	ws := make([]itemWriteSpec, len(ps))
+	keys := make([]ledger.ItemKey, len(ps))
 	for i, p := range ps {
-		ws[i] = completeWrite(p)
+		keys[i] = p.Key
 	}
-	return s.itemWrites(ctx, ws, func(once []int) []setStatement {
-		var runs, assets, owners []string
-		var attempts []int32
-		var results [][]byte
-		var nows []int64
+	bw := batchWrites{op: "complete", keys: keys,
+		spec: func(i int) itemWriteSpec { return completeWrite(ps[i]) }}
+	return s.itemWrites(ctx, bw, func(once []int, runs []string) []setStatement {
+		n := len(once)
+		rs, assets, owners := make([]string, 0, n), make([]string, 0, n), make([]string, 0, n)
+		attempts, results, nows := make([]int32, 0, n), make([][]byte, 0, n), make([]int64, 0, n)
 		for _, i := range once {
 			p := ps[i]
-			runs, assets, owners = append(runs, p.Key.Run.String()), append(assets, p.Key.Asset), append(owners, p.Owner)
+			rs, assets, owners = append(rs, runs[i]), append(assets, p.Key.Asset), append(owners, p.Owner)
 			attempts, results, nows = append(attempts, int32(p.Attempt)), append(results, p.Result), append(nows, toNanos(p.Now))
 		}
-		return []setStatement{{sql: ledgerCompleteMany, args: []any{runs, assets, owners, attempts, results, nows}}}
+		return []setStatement{{sql: ledgerCompleteMany, args: []any{rs, assets, owners, attempts, results, nows}}}
 	})
 }
 
@@ -149,70 +170,83 @@ var qualifiedItemColumns = qualify("i", sqlstore.ItemColumns)
 // own condition, the same as the write's own statement), all in one round
 // trip; then, when some entries were refused, for those only, one more
 // pipelined batch (one round trip) of a read of the record FOR UPDATE and
-// the entry's own statement again each, which picks each refusal's
-// sentinel from the very record that refused it (or applies the
+// the entry's own statement again each (bw.spec), which picks each
+// refusal's sentinel from the very record that refused it (or applies the
 // statement, the record having changed in between). The items are written
 // in key order, so that two batches over the same items never wait for
 // each other in a cycle. A batch cut by a lost connection is sent again
 // whole (attempts): a refusal by a record mine recognises is then that
-// entry's own first write, its success.
+// entry's own first write, its success. set is given the entries written
+// once (in key order) and each entry's run id in its canonical form.
 //
 // The same item twice in one call is refused for its second entry
 // (ErrConflict): no caller has a reason to write an item twice at once.
-func (s *LedgerStore) itemWrites(ctx context.Context, ws []itemWriteSpec, set func(once []int) []setStatement) []ledger.Outcome {
-	out := make([]ledger.Outcome, len(ws))
-	if len(ws) == 0 {
+func (s *LedgerStore) itemWrites(ctx context.Context, bw batchWrites, set func(once []int, runs []string) []setStatement) []ledger.Outcome {
+	keys := bw.keys
+	out := make([]ledger.Outcome, len(keys))
+	if len(keys) == 0 {
 		return out
 	}
-	order := make([]int, len(ws))
+	// Each run id's text once: a batch's items are mostly of one run.
+	runs := make([]string, len(keys))
+	for i, k := range keys {
+		if i > 0 && k.Run == keys[i-1].Run {
+			runs[i] = runs[i-1]
+			continue
+		}
+		runs[i] = k.Run.String()
+	}
+	order := make([]int, len(keys))
 	for i := range order {
 		order[i] = i
 	}
 	slices.SortStableFunc(order, func(a, b int) int {
-		ka, kb := ws[a].key, ws[b].key
-		return cmp.Or(cmp.Compare(ka.Run.String(), kb.Run.String()), cmp.Compare(ka.Asset, kb.Asset))
+		return cmp.Or(cmp.Compare(runs[a], runs[b]), cmp.Compare(keys[a].Asset, keys[b].Asset))
 	})
 	// A key given twice: its later entries are left out of the batch.
-	var once []int
-	for n, i := range order {
-		if n > 0 && ws[order[n-1]].key == ws[i].key {
-			out[i].Err = wrapLedger(ws[i].op, ws[i].key, errDuplicateEntry)
+	once := make([]int, 0, len(keys))
+	at := make(map[itemRef]int, len(keys)) // entry by run and asset
+	for _, i := range order {
+		ref := itemRef{runs[i], keys[i].Asset}
+		if _, dup := at[ref]; dup {
+			out[i].Err = wrapLedger(bw.op, keys[i], errDuplicateEntry)
 			continue
 		}
+		at[ref] = i
 		once = append(once, i)
 	}
 
 	var a attempts
-	applied := make([]bool, len(ws))
-	at := make(map[string]int, len(once)) // entry by run and asset
-	for _, i := range once {
-		at[ws[i].key.Run.String()+"\x00"+ws[i].key.Asset] = i
-	}
-	stmts := set(once)
+	applied := make([]bool, len(keys))
+	stmts := set(once, runs)
 	err := s.db.batch(ctx, &a, func(b *pgx.Batch) {
 		for _, st := range stmts {
 			b.Queue(st.sql, st.args...)
 		}
 	}, func(br pgx.BatchResults) error {
 		clear(applied)
+		// One row and one list of destinations for every row: each
+		// scan sets every column, and Item copies the row out.
+		var ref itemRef
+		var r sqlstore.ItemRow
+		dest := append([]any{&ref.run}, r.Dest()...)
 		for range stmts {
 			rows, err := br.Query()
 			if err != nil {
 				return err
 			}
 			for rows.Next() {
-				var run string
-				var r sqlstore.ItemRow
-				if err := rows.Scan(append([]any{&run}, r.Dest()...)...); err != nil {
+				if err := rows.Scan(dest...); err != nil {
 					rows.Close()
 					return err
 				}
-				i, ok := at[run+"\x00"+r.Asset()]
+				ref.asset = r.Asset()
+				i, ok := at[ref]
 				if !ok {
 					rows.Close()
-					return fmt.Errorf("a batched write returned item %s of run %s, not one of its entries", r.Asset(), run)
+					return fmt.Errorf("a batched write returned item %s of run %s, not one of its entries", ref.asset, ref.run)
 				}
-				out[i].Item, applied[i] = r.Item(ws[i].key.Run), true
+				out[i].Item, applied[i] = r.Item(keys[i].Run), true
 			}
 			rows.Close()
 			if err := rows.Err(); err != nil {
@@ -223,7 +257,7 @@ func (s *LedgerStore) itemWrites(ctx context.Context, ws []itemWriteSpec, set fu
 	})
 	if err != nil {
 		for _, i := range once {
-			out[i] = ledger.Outcome{Err: wrapLedger(ws[i].op, ws[i].key, translate(err))}
+			out[i] = ledger.Outcome{Err: wrapLedger(bw.op, keys[i], translate(err))}
 		}
 		return out
 	}
@@ -234,43 +268,50 @@ func (s *LedgerStore) itemWrites(ctx context.Context, ws []itemWriteSpec, set fu
 		}
 	}
 	type second struct {
+		w              itemWriteSpec
 		cur, wrote     ledger.Item
 		found, applied bool
 	}
-	res := make(map[int]*second, len(refused))
+	var res map[int]*second
 	if len(refused) > 0 {
+		res = make(map[int]*second, len(refused))
+		for _, i := range refused {
+			res[i] = &second{w: bw.spec(i)}
+		}
 		err = s.db.batch(ctx, &a, func(b *pgx.Batch) {
 			for _, i := range refused {
-				key := ws[i].key
-				b.Queue(`SELECT `+sqlstore.ItemColumns+` FROM baton_items WHERE run = $1 AND asset = $2 FOR UPDATE`, key.Run.String(), key.Asset)
-				b.Queue(ws[i].stmt.sql, ws[i].stmt.args(ws[i].args)...)
+				w := res[i].w
+				b.Queue(`SELECT `+sqlstore.ItemColumns+` FROM baton_items WHERE run = $1 AND asset = $2 FOR UPDATE`, runs[i], keys[i].Asset)
+				b.Queue(w.stmt.sql, w.stmt.args(w.args)...)
 			}
 		}, func(br pgx.BatchResults) error {
 			for _, i := range refused {
-				r := &second{}
+				r := res[i]
 				var err error
-				r.cur, err = sqlstore.ScanItem(br.QueryRow().Scan, ws[i].key.Run)
+				r.cur, err = sqlstore.ScanItem(br.QueryRow().Scan, keys[i].Run)
 				r.found = err == nil
 				if err != nil && !errors.Is(err, pgx.ErrNoRows) {
 					return err
 				}
-				r.wrote, err = sqlstore.ScanItem(br.QueryRow().Scan, ws[i].key.Run)
+				r.wrote, err = sqlstore.ScanItem(br.QueryRow().Scan, keys[i].Run)
 				r.applied = err == nil
 				if err != nil && !errors.Is(err, pgx.ErrNoRows) {
 					return err
 				}
-				res[i] = r
 			}
 			return nil
 		})
 	}
 	for _, i := range once {
-		w := ws[i]
+		if applied[i] {
+			out[i].Item, out[i].Err = finishWrite(bw.op, keys[i], bw.after, out[i].Item, nil)
+			continue
+		}
+		r := res[i]
+		w := r.w
 		var it ledger.Item
 		var werr error
-		switch r := res[i]; {
-		case applied[i]:
-			it = out[i].Item
+		switch {
 		case err != nil:
 			werr = translate(err)
 		case r.applied:
@@ -286,6 +327,10 @@ func (s *LedgerStore) itemWrites(ctx context.Context, ws []itemWriteSpec, set fu
 	}
 	return out
 }
+
+// itemRef is an item by its run id's text and its asset: a row's
+// identity as a statement returns it.
+type itemRef struct{ run, asset string }
 
 // errDuplicateEntry is the error of a batch's entry whose item an earlier
 // entry of the same batch writes.
