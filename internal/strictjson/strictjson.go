@@ -14,6 +14,7 @@ import (
 	"fmt"
 	"io"
 	"strings"
+	"unicode/utf8"
 )
 
 // ErrNotObject matches the error of Object for input that is not one JSON
@@ -23,7 +24,133 @@ var ErrNotObject = errors.New("not a JSON object")
 // Object returns the members of the JSON object b. It refuses duplicate
 // keys, trailing data, and a key that differs from one of known only in
 // case (known are the names the caller reads, in their one spelling).
+// The members' values are slices of b (capped: an append to one copies).
 func Object(b []byte, known []string) (map[string]json.RawMessage, error) {
+	if fields, ok, err := validObject(b, known); ok {
+		return fields, err
+	}
+	return decodeObject(b, known)
+}
+
+// validObject is Object for the input it reads most often, one valid
+// JSON object (json.Valid), without a decoder: json.Valid checks the
+// syntax without allocating, and the members are then found by a walk
+// that may rely on it. ok is false for any other input, which
+// decodeObject reads (and names what is wrong with). The members are
+// checked in their order, as decodeObject checks them, so that both
+// return the same error.
+func validObject(b []byte, known []string) (fields map[string]json.RawMessage, ok bool, err error) {
+	if !json.Valid(b) {
+		return nil, false, nil
+	}
+	i := skipSpace(b, 0)
+	if b[i] != '{' {
+		return nil, false, nil
+	}
+	fields = map[string]json.RawMessage{}
+	for i = skipSpace(b, i+1); b[i] != '}'; i = skipSpace(b, i) {
+		if b[i] == ',' {
+			i = skipSpace(b, i+1)
+		}
+		end := skipString(b, i)
+		key, ok := unquoteKey(b[i:end])
+		if !ok {
+			return nil, false, nil
+		}
+		i = skipSpace(b, skipSpace(b, end)+1) // past the colon
+		end = skipValue(b, i)
+		v := json.RawMessage(b[i:end:end])
+		i = end
+		if err := checkMember(fields, key, known); err != nil {
+			return nil, true, err
+		}
+		fields[key] = v
+	}
+	return fields, true, nil
+}
+
+// checkMember refuses key when fields has it already, or when it differs
+// from one of known only in case.
+func checkMember(fields map[string]json.RawMessage, key string, known []string) error {
+	if _, dup := fields[key]; dup {
+		return fmt.Errorf("field %s appears twice", Quote(key))
+	}
+	for _, f := range known {
+		if key != f && strings.EqualFold(key, f) {
+			return fmt.Errorf("field %s: names are case-sensitive, want %q", Quote(key), f)
+		}
+	}
+	return nil
+}
+
+// skipSpace returns the index of the first byte of b from i on that is
+// not JSON white space (len(b) if none).
+func skipSpace(b []byte, i int) int {
+	for i < len(b) && strings.IndexByte(wsChars, b[i]) >= 0 {
+		i++
+	}
+	return i
+}
+
+// skipString returns the index after the valid JSON string at b[i].
+func skipString(b []byte, i int) int {
+	for i++; b[i] != '"'; i++ {
+		if b[i] == '\\' {
+			i++ // the escaped byte
+		}
+	}
+	return i + 1
+}
+
+// skipValue returns the index after the valid JSON value at b[i].
+func skipValue(b []byte, i int) int {
+	switch b[i] {
+	case '"':
+		return skipString(b, i)
+	case '{', '[':
+		depth := 0
+		for ; ; i++ {
+			switch b[i] {
+			case '"':
+				i = skipString(b, i) - 1
+			case '{', '[':
+				depth++
+			case '}', ']':
+				if depth--; depth == 0 {
+					return i + 1
+				}
+			}
+		}
+	}
+	for i < len(b) && strings.IndexByte(",}] \t\r\n", b[i]) < 0 { // a number, true, false or null
+		i++
+	}
+	return i
+}
+
+// unquoteKey is the text of the valid JSON string raw (quotes included),
+// as the decoder reads it: escapes, and bytes that are not UTF-8, are
+// left to encoding/json.
+func unquoteKey(raw []byte) (string, bool) {
+	plain := true
+	for _, c := range raw {
+		if c == '\\' || c >= utf8.RuneSelf {
+			plain = false
+			break
+		}
+	}
+	if plain {
+		return string(raw[1 : len(raw)-1]), true
+	}
+	var key string
+	if err := json.Unmarshal(raw, &key); err != nil {
+		return "", false
+	}
+	return key, true
+}
+
+// decodeObject is Object with a decoder: for any input, valid or not.
+func decodeObject(b []byte, known []string) (map[string]json.RawMessage, error) {
 	dec := json.NewDecoder(bytes.NewReader(b))
 	if tok, err := dec.Token(); err != nil || tok != json.Delim('{') {
 		return nil, ErrNotObject
@@ -39,13 +166,8 @@ func Object(b []byte, known []string) (map[string]json.RawMessage, error) {
 		if err := dec.Decode(&v); err != nil {
 			return nil, ErrNotObject
 		}
-		if _, dup := fields[key]; dup {
-			return nil, fmt.Errorf("field %s appears twice", Quote(key))
-		}
-		for _, f := range known {
-			if key != f && strings.EqualFold(key, f) {
-				return nil, fmt.Errorf("field %s: names are case-sensitive, want %q", Quote(key), f)
-			}
+		if err := checkMember(fields, key, known); err != nil {
+			return nil, err
 		}
 		fields[key] = v
 	}
