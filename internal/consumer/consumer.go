@@ -275,5 +275,8 @@ func (c *Consumer) logger() *slog.Logger {
 	if c.Logger != nil {
 		return c.Logger
 	}
-	return slog.New(slog.DiscardHandler)
+	return discardLogger
 }
+
+// discardLogger is the logger of a consumer without one.
+var discardLogger = slog.New(slog.DiscardHandler)

@@ -262,13 +262,24 @@ func (c *Consumer) newRun(deadline time.Time, d *delivery) *messageRun {
 	m := &messageRun{
 		d:   d,
 		out: MessageOutcome{MessageID: d.d.MessageID, Key: d.msg.Key, Asset: d.key.Asset, Fence: d.msg.Fence},
-		log: c.logger().With(slog.String("key", d.msg.Key), slog.String("message_id", d.d.MessageID)),
+		log: c.itemLogger(d),
 		now: c.now(),
 	}
 	if !deadline.IsZero() {
 		m.hardEnd = deadline.Add(-d.job.Limits.DeadlineMargin)
 	}
 	return m
+}
+
+// itemLogger is the logger of d's steps: the consumer's, with the
+// message's key and id; the consumer's own when it discards everything
+// (nothing to add them to).
+func (c *Consumer) itemLogger(d *delivery) *slog.Logger {
+	log := c.logger()
+	if log.Handler() == slog.DiscardHandler {
+		return log
+	}
+	return log.With(slog.String("key", d.msg.Key), slog.String("message_id", d.d.MessageID))
 }
 
 // messageRun is one message on its way through run's steps.

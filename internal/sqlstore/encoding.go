@@ -60,9 +60,65 @@ func DecodeAttributes(s string) (map[string]string, error) {
 	if s == "" {
 		return nil, nil
 	}
+	if m, ok := plainAttributes(s); ok {
+		return m, nil
+	}
 	var m map[string]string
 	if err := json.Unmarshal([]byte(s), &m); err != nil {
 		return nil, fmt.Errorf("decode attributes: %w", err)
 	}
 	return m, nil
+}
+
+// plainAttributes decodes s without a JSON decoder when it is an object
+// of plain strings only: {"k":"v",...} with no white space, and no
+// escape, control character or invalid UTF-8 in any string (as
+// EncodeAttributes writes the attributes every receive reads: trace
+// context, ids). It returns what json.Unmarshal returns for such input,
+// the values sharing s's memory; ok is false for any other input, which
+// DecodeAttributes gives the decoder.
+func plainAttributes(s string) (map[string]string, bool) {
+	if len(s) < 2 || s[0] != '{' || s[len(s)-1] != '}' {
+		return nil, false
+	}
+	m := map[string]string{}
+	rest := s[1 : len(s)-1]
+	for rest != "" {
+		k, after, ok := plainString(rest)
+		if !ok || after == "" || after[0] != ':' {
+			return nil, false
+		}
+		v, after, ok := plainString(after[1:])
+		if !ok {
+			return nil, false
+		}
+		m[k] = v // the last of duplicate keys, as json.Unmarshal keeps
+		if after == "" {
+			break
+		}
+		if after[0] != ',' || after == "," {
+			return nil, false
+		}
+		rest = after[1:]
+	}
+	return m, true
+}
+
+// plainString reads the JSON string that starts s, when it holds no
+// escape, control character or invalid UTF-8, and returns its text and
+// what follows it.
+func plainString(s string) (text, rest string, ok bool) {
+	if s == "" || s[0] != '"' {
+		return "", "", false
+	}
+	for i := 1; i < len(s); i++ {
+		switch c := s[i]; {
+		case c == '"':
+			text = s[1:i]
+			return text, s[i+1:], utf8.ValidString(text)
+		case c == '\\' || c < 0x20:
+			return "", "", false
+		}
+	}
+	return "", "", false
 }
