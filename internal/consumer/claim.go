@@ -35,13 +35,17 @@ type taskClaim struct {
 	log     *slog.Logger
 	limits  *taskLimiter // its in-flight slots follow the claim's end
 
+	every time.Duration // how often the claim is checked (checkLoop)
+
 	mu        sync.Mutex
 	until     time.Time   // the claim's expiry, as written
 	contacted time.Time   // last write or check of the claim (time package clock)
 	expiry    *time.Timer // ends the context at until
 	armed     int         // generation of expiry: a stale timer's func does nothing
 	ended     error       // the cause the context was cancelled with; nil while live
-	stop      chan struct{}
+	check     *time.Timer // runs the next check (checkLoop)
+	stopped   bool        // the processor returned: no check starts any more
+	checks    sync.WaitGroup
 }
 
 var _ baton.Claim = (*taskClaim)(nil)
@@ -55,8 +59,8 @@ func (c *Consumer) startClaim(ctx context.Context, m *messageRun) (*taskClaim, c
 		c: c, key: d.key, attempt: m.item.Attempt, receipt: d.d.ReceiptHandle,
 		lease: jobspec.ItemLease(d.job, d.key.Asset), skew: d.job.Limits.ClockSkew,
 		hardEnd: m.hardEnd, log: m.log, until: m.leaseUntil, contacted: time.Now(), limits: m.limits,
-		stop: make(chan struct{}),
 	}
+	cl.every = max(cl.lease/3, time.Millisecond)
 	pctx, cancel := context.WithCancelCause(ctx)
 	cl.cancel = cancel
 	var stopDeadline context.CancelFunc = func() {}
@@ -67,15 +71,17 @@ func (c *Consumer) startClaim(ctx context.Context, m *messageRun) (*taskClaim, c
 	}
 	cl.mu.Lock()
 	cl.arm(m.leaseUntil.Sub(m.now))
+	// The checks run on a timer of their own, not a goroutine waiting
+	// for them: most processors return before the first.
+	cl.check = time.AfterFunc(cl.every, func() { cl.checkLoop(ctx) })
 	cl.mu.Unlock()
-	var wg sync.WaitGroup
-	wg.Go(func() { cl.checkLoop(ctx) })
 	return cl, pctx, func() {
-		close(cl.stop)
-		wg.Wait()
 		cl.mu.Lock()
+		cl.stopped = true
+		cl.check.Stop()
 		cl.expiry.Stop()
 		cl.mu.Unlock()
+		cl.checks.Wait() // a check under way ends first
 		stopDeadline()
 		cancel(nil)
 	}
@@ -199,39 +205,45 @@ func (cl *taskClaim) judge(it ledger.Item, err error) error {
 
 // checkLoop reads the item every third of its lease while the processor
 // runs, unless a heartbeat wrote it meanwhile, so that a cancel or a
-// takeover reaches a processor that never calls Heartbeat.
+// takeover reaches a processor that never calls Heartbeat. It is one
+// round of that loop, run by the check timer, which it sets again for
+// the next unless the processor returned, ctx is done or the claim ended.
 func (cl *taskClaim) checkLoop(ctx context.Context) {
-	every := max(cl.lease/3, time.Millisecond)
-	t := time.NewTicker(every)
-	defer t.Stop()
-	for {
-		select {
-		case <-cl.stop:
-			return
-		case <-ctx.Done():
-			return
-		case <-t.C:
-		}
-		cl.mu.Lock()
-		ended, recent := cl.ended != nil, time.Since(cl.contacted) < every
+	cl.mu.Lock()
+	if cl.stopped || cl.ended != nil || ctx.Err() != nil {
 		cl.mu.Unlock()
-		if ended {
-			return
-		}
-		if recent {
-			continue
-		}
-		it, err := cl.c.Ledger.GetItem(ctx, cl.key)
-		if err != nil && !errors.Is(err, ledger.ErrNotFound) {
-			cl.log.WarnContext(ctx, "claim check failed", slog.String("phase", "heartbeat"), slog.Any("error", err))
-			continue
-		}
-		cl.mu.Lock()
-		cl.contacted = time.Now()
+		return
+	}
+	if time.Since(cl.contacted) < cl.every { // a heartbeat wrote it meanwhile
+		cl.check.Reset(cl.every)
 		cl.mu.Unlock()
-		if cause := cl.judge(it, err); cause != nil {
-			cl.log.InfoContext(ctx, "claim ended while the processor ran", slog.String("phase", "heartbeat"), slog.Any("cause", cause))
-			return
-		}
+		return
+	}
+	cl.checks.Add(1)
+	cl.mu.Unlock()
+	defer cl.checks.Done()
+	it, err := cl.c.Ledger.GetItem(ctx, cl.key)
+	if err != nil && !errors.Is(err, ledger.ErrNotFound) {
+		cl.log.WarnContext(ctx, "claim check failed", slog.String("phase", "heartbeat"), slog.Any("error", err))
+		cl.again()
+		return
+	}
+	cl.mu.Lock()
+	cl.contacted = time.Now()
+	cl.mu.Unlock()
+	if cause := cl.judge(it, err); cause != nil {
+		cl.log.InfoContext(ctx, "claim ended while the processor ran", slog.String("phase", "heartbeat"), slog.Any("cause", cause))
+		return
+	}
+	cl.again()
+}
+
+// again sets the check timer for the next check, unless the processor
+// returned.
+func (cl *taskClaim) again() {
+	cl.mu.Lock()
+	defer cl.mu.Unlock()
+	if !cl.stopped {
+		cl.check.Reset(cl.every)
 	}
 }

@@ -103,6 +103,40 @@ func TestCancelStopsTheProcessor(t *testing.T) {
 	})
 }
 
+// The claim's check goes on while the processor runs: skipped a third of
+// the lease after a heartbeat (which wrote the claim), made at the next
+// third, and made again at the one after, where it finds the item
+// cancelled meanwhile and ends the processor's context with
+// baton.ErrCancelled (not at the extended lease's end, as it would with
+// no check after the first).
+func TestClaimChecksWhileTheProcessorRuns(t *testing.T) {
+	t.Parallel()
+	synctest.Test(t, func(t *testing.T) {
+		b, _ := bubbleSetup(t)
+		every := b.def.Limits.ItemLease / 3
+		var cause error
+		var stoppedAt time.Time
+		start := time.Now()
+		b.proc.setOverride(func(ctx context.Context, tk baton.Task) ([]byte, error, bool) {
+			time.Sleep(every / 2)
+			if err := tk.Heartbeat(ctx); err != nil {
+				return nil, err, true
+			}
+			<-ctx.Done()
+			cause, stoppedAt = context.Cause(ctx), time.Now()
+			return []byte("late result"), nil, true
+		})
+		res := handleAsync(b, "EURUSD")
+		time.Sleep(every*5/2 - time.Since(start)) // after the check at 2 × every
+		_, err := b.ledger.Cancel(t.Context(), ledger.CancelParams{Key: b.key("EURUSD"), Reason: "cancelled by ops", Now: time.Now()})
+		require.NoError(t, err)
+		r := <-res
+		require.Equal(t, consumer.StatusCancelled, r.Items[0].Status)
+		require.ErrorIs(t, cause, baton.ErrCancelled)
+		require.Equal(t, start.Add(3*every), stoppedAt, "at the third check")
+	})
+}
+
 // A processor that heartbeats keeps its item past the lease: another
 // consumer cannot take it over, and the message's visibility follows the
 // claim. Without heartbeats the context ends with the lease.
