@@ -12,12 +12,29 @@ import (
 )
 
 // namePattern is what job and asset names may contain: they appear in keys,
-// message bodies and file names.
+// message bodies and file names. validName matches it without the
+// regular expression machinery (every key parsed checks two names).
 var namePattern = regexp.MustCompile(`^[A-Za-z0-9][A-Za-z0-9_.-]{0,63}$`)
+
+// validName reports whether namePattern matches s.
+func validName(s string) bool {
+	if len(s) == 0 || len(s) > 64 {
+		return false
+	}
+	for i := 0; i < len(s); i++ {
+		switch c := s[i]; {
+		case 'a' <= c && c <= 'z', 'A' <= c && c <= 'Z', '0' <= c && c <= '9':
+		case i > 0 && (c == '_' || c == '.' || c == '-'):
+		default:
+			return false
+		}
+	}
+	return true
+}
 
 // ValidName checks a name of kind what: 1-64 of [A-Za-z0-9_.-].
 func ValidName(what, s string) error {
-	if !namePattern.MatchString(s) {
+	if !validName(s) {
 		return fmt.Errorf("invalid %s name %s: want 1-64 letters, digits, '_', '.', '-', starting with a letter or digit", what, quote(s))
 	}
 	return nil
@@ -92,7 +109,8 @@ func ParseRunID(s string) (RunID, error) {
 		return RunID{}, fmt.Errorf("invalid run id %s: %w", quote(s), err)
 	}
 	id := RunID{Job: job, Nominal: nominal, Generation: gen}
-	if c := id.String(); c != s {
+	var buf [96]byte
+	if c := id.appendTo(buf[:0]); string(c) != s {
 		return RunID{}, fmt.Errorf("invalid run id %s: not canonical, want %s (UTC, whole seconds, Z)", quote(s), c)
 	}
 	return id, nil

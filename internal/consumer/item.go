@@ -57,14 +57,9 @@ type verdict struct {
 // decode parses the message and resolves its job and asset.
 func (c *Consumer) decode(d queue.Delivery) *delivery {
 	out := &delivery{d: d}
-	msg, err := message.Decode(d.Body)
+	msg, key, err := message.DecodeKey(d.Body)
 	if err != nil {
 		out.err = fmt.Errorf("message %s: %w", d.MessageID, err)
-		return out
-	}
-	key, err := msg.ItemKey()
-	if err != nil { // DecodeMessage validated it already
-		out.err = fmt.Errorf("message %s: %w: %v", d.MessageID, message.ErrMalformed, err)
 		return out
 	}
 	out.msg, out.key = msg, key

@@ -215,56 +215,65 @@ func describe(err error) string {
 // Decode parses and validates a message body. Every error matches
 // ErrMalformed and names what is wrong.
 func Decode(body []byte) (Message, error) {
+	m, _, err := DecodeKey(body)
+	return m, err
+}
+
+// DecodeKey is Decode, also returning the message's key as parsed
+// (Message.ItemKey), which the validation parses anyway.
+func DecodeKey(body []byte) (Message, ledger.ItemKey, error) {
+	var none ledger.ItemKey
 	fields, err := strictjson.Object(body, messageFields)
 	if err != nil {
-		return Message{}, fmt.Errorf("%w: body is not a baton item message: %v", ErrMalformed, err)
+		return Message{}, none, fmt.Errorf("%w: body is not a baton item message: %v", ErrMalformed, err)
 	}
 	for name := range fields {
 		if !slices.Contains(messageFields, name) {
-			return Message{}, fmt.Errorf("%w: unknown field %s", ErrMalformed, strictjson.Quote(name))
+			return Message{}, none, fmt.Errorf("%w: unknown field %s", ErrMalformed, strictjson.Quote(name))
 		}
 	}
 	var m Message
 	if err := json.Unmarshal(body, &m); err != nil {
-		return Message{}, fmt.Errorf("%w: body is not a baton item message: %s", ErrMalformed, describe(err))
+		return Message{}, none, fmt.Errorf("%w: body is not a baton item message: %s", ErrMalformed, describe(err))
 	}
 	rawPage, hasPage := fields["page"]
 	if hasPage && string(rawPage) == "null" {
-		return Message{}, fmt.Errorf("%w: field \"page\": want a JSON int, got null", ErrMalformed)
+		return Message{}, none, fmt.Errorf("%w: field \"page\": want a JSON int, got null", ErrMalformed)
 	}
 	_, hasExpand := fields["expand"]
 	switch {
 	case m.Version != Version1 && m.Version != Version && m.Version != ShardVersion && m.Version != PageShardVersion:
-		return Message{}, fmt.Errorf("%w: field \"v\": version %d, want %d, %d (item), %d (shard) or %d (page shard)",
+		return Message{}, none, fmt.Errorf("%w: field \"v\": version %d, want %d, %d (item), %d (shard) or %d (page shard)",
 			ErrMalformed, m.Version, Version1, Version, ShardVersion, PageShardVersion)
 	case m.Version != ShardVersion && hasExpand:
-		return Message{}, fmt.Errorf("%w: field \"expand\" is only in shard messages (version %d)", ErrMalformed, ShardVersion)
+		return Message{}, none, fmt.Errorf("%w: field \"expand\" is only in shard messages (version %d)", ErrMalformed, ShardVersion)
 	case m.Version == ShardVersion:
 		if hasPage {
-			return Message{}, fmt.Errorf("%w: field \"page\" is not part of version %d (a shard message)", ErrMalformed, ShardVersion)
+			return Message{}, none, fmt.Errorf("%w: field \"page\" is not part of version %d (a shard message)", ErrMalformed, ShardVersion)
 		}
 		if err := m.Expand.check(fields["expand"], m.Derived); err != nil {
-			return Message{}, fmt.Errorf("%w: %v", ErrMalformed, err)
+			return Message{}, none, fmt.Errorf("%w: %v", ErrMalformed, err)
 		}
 	case m.Version == Version1 && hasPage:
-		return Message{}, fmt.Errorf("%w: field \"page\" is not part of version 1", ErrMalformed)
+		return Message{}, none, fmt.Errorf("%w: field \"page\" is not part of version 1", ErrMalformed)
 	case (m.Version == Version || m.Version == PageShardVersion) && !hasPage:
-		return Message{}, fmt.Errorf("%w: field \"page\" is missing (required in version %d)", ErrMalformed, m.Version)
+		return Message{}, none, fmt.Errorf("%w: field \"page\" is missing (required in version %d)", ErrMalformed, m.Version)
 	case m.Page < 0:
-		return Message{}, fmt.Errorf("%w: field \"page\" is negative", ErrMalformed)
+		return Message{}, none, fmt.Errorf("%w: field \"page\" is negative", ErrMalformed)
 	case (m.Version == Version || m.Version == PageShardVersion) && m.Derived:
-		return Message{}, fmt.Errorf("%w: field \"derived\": an item of a stored page is never derived", ErrMalformed)
+		return Message{}, none, fmt.Errorf("%w: field \"derived\": an item of a stored page is never derived", ErrMalformed)
 	}
 	if m.Key == "" {
-		return Message{}, fmt.Errorf("%w: field \"key\" is missing", ErrMalformed)
+		return Message{}, none, fmt.Errorf("%w: field \"key\" is missing", ErrMalformed)
 	}
-	if _, err := ledger.ParseItemKey(m.Key); err != nil {
-		return Message{}, fmt.Errorf("%w: field \"key\": %v", ErrMalformed, err)
+	key, err := ledger.ParseItemKey(m.Key)
+	if err != nil {
+		return Message{}, none, fmt.Errorf("%w: field \"key\": %v", ErrMalformed, err)
 	}
 	if m.Fence < 0 {
-		return Message{}, fmt.Errorf("%w: field \"fence\" is negative", ErrMalformed)
+		return Message{}, none, fmt.Errorf("%w: field \"fence\" is negative", ErrMalformed)
 	}
-	return m, nil
+	return m, key, nil
 }
 
 // check validates the range of a shard message, whose body's "expand"

@@ -96,6 +96,12 @@ func FuzzDecode(f *testing.F) {
 		if err != nil || again != m {
 			t.Fatalf("%q: re-encoded %+v → %+v, %v", body, m, again, err)
 		}
+		// DecodeKey: the same message, and its key as ItemKey parses it.
+		m2, key, err := message.DecodeKey(body)
+		want, kerr := m.ItemKey()
+		if err != nil || kerr != nil || m2 != m || key != want {
+			t.Fatalf("%q: DecodeKey %+v %v %v, want %+v %v (%v)", body, m2, key, err, m, want, kerr)
+		}
 	})
 }
 

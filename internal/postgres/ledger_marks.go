@@ -15,11 +15,38 @@ import (
 // primary key (asset compares byte-wise, COLLATE "C"), so it reads the
 // shard's rows only.
 func (s *LedgerStore) ListItemRange(ctx context.Context, run ledger.RunID, first, last string) ([]ledger.Item, error) {
-	items, err := queryAll(ctx, s.db, `SELECT `+sqlstore.ItemColumns+` FROM baton_items
-		WHERE run = $1 AND asset >= $2 AND asset <= $3 ORDER BY asset`, []any{run.String(), first, last},
-		func(rows pgx.Rows) (ledger.Item, error) { return sqlstore.ScanItem(rows.Scan, run) })
+	var items []ledger.Item
+	err := s.db.retry(ctx, nil, func() error {
+		rows, err := s.db.pool.Query(ctx, `SELECT `+sqlstore.ItemColumns+` FROM baton_items
+		WHERE run = $1 AND asset >= $2 AND asset <= $3 ORDER BY asset`, run.String(), first, last)
+		if err != nil {
+			return err
+		}
+		items, err = collectItems(rows, run)
+		return err
+	})
 	if err != nil {
 		return nil, fmt.Errorf("list items of %s from %q to %q: %w", run, first, last, translate(err))
+	}
+	return items, nil
+}
+
+// collectItems reads the items of run that rows return (ItemColumns)
+// and closes rows: nil for none. Every row is scanned into the same
+// destinations, and the item copied out of them.
+func collectItems(rows pgx.Rows, run ledger.RunID) ([]ledger.Item, error) {
+	defer rows.Close()
+	var r sqlstore.ItemRow
+	dest := r.Dest()
+	var items []ledger.Item
+	for rows.Next() {
+		if err := rows.Scan(dest...); err != nil {
+			return nil, err
+		}
+		items = append(items, r.Item(run))
+	}
+	if err := rows.Err(); err != nil {
+		return nil, err
 	}
 	return items, nil
 }
@@ -85,7 +112,7 @@ func (s *LedgerStore) ListItemRanges(ctx context.Context, run ledger.RunID, rang
 			if err != nil {
 				return err
 			}
-			items, err := pgx.CollectRows(rows, func(row pgx.CollectableRow) (ledger.Item, error) { return sqlstore.ScanItem(row.Scan, run) })
+			items, err := collectItems(rows, run)
 			if err != nil {
 				return err
 			}
