@@ -85,7 +85,7 @@ func (c *Consumer) runWave(ctx context.Context, deadline time.Time, ds []*delive
 			continue
 		}
 		m.leaseUntil = leaseEnd(jobspec.ItemLease(m.d.job, m.d.key.Asset), m.now, m.hardEnd)
-		m.limits = newTaskLimiter(c, m.d.job, m.d.key.String(), m.leaseUntil)
+		m.limits = newTaskLimiter(c, m.d.job, m.d.key, m.leaseUntil)
 		m.limits.log = m.log
 		claiming = append(claiming, i)
 		ps = append(ps, c.claimParams(m))

@@ -16,9 +16,11 @@ func TestHolderItem(t *testing.T) {
 	t.Parallel()
 	key := ledger.ItemKey{Run: ledger.RunID{Job: "fx", Nominal: time.Date(2026, 11, 21, 12, 1, 0, 0, time.UTC), Generation: 2}, Asset: "EURUSD"}
 	c := &Consumer{Owner: "host-a/4242/consumer"}
-	l := newTaskLimiter(c, baton.Job{Name: "fx"}, key.String(), time.Time{})
-	got, owner, ok := HolderItem(l.holder)
-	require.True(t, ok, l.holder)
+	l := newTaskLimiter(c, baton.Job{Name: "fx"}, key, time.Time{})
+	holder := l.holderName()
+	require.Equal(t, holder, l.holderName(), "one name for all the item's holds")
+	got, owner, ok := HolderItem(holder)
+	require.True(t, ok, holder)
 	require.Equal(t, key, got)
 	require.Equal(t, "host-a/4242/consumer", owner)
 	for _, h := range []string{"", "elsewhere", "a/b/c", "owner/fx@bad/EURUSD/x"} {

@@ -227,7 +227,7 @@ func (c *Consumer) run(ctx context.Context, deadline time.Time, d *delivery) ver
 		return c.expand(ctx, deadline, m)
 	}
 	m.leaseUntil = leaseEnd(jobspec.ItemLease(d.job, d.key.Asset), m.now, m.hardEnd)
-	m.limits = newTaskLimiter(c, d.job, d.key.String(), m.leaseUntil)
+	m.limits = newTaskLimiter(c, d.job, d.key, m.leaseUntil)
 	m.limits.log = m.log
 	// The item's in-flight slots are held until its run here ends.
 	defer m.limits.freeAll(context.WithoutCancel(ctx), m.log)
@@ -539,7 +539,7 @@ func (c *Consumer) claimOutcome(ctx context.Context, m *messageRun, item ledger.
 // panic is an error); m.ended is the claim's cause when the claim ended
 // the context.
 func (c *Consumer) process(ctx context.Context, m *messageRun) (result []byte, done time.Time, perr error) {
-	d, item := m.d, m.item
+	d, item := m.d, &m.item
 	cl, pctx, stop := c.startClaim(ctx, m)
 	task := baton.Task{
 		Key: d.key, Asset: d.key.Asset, Nominal: d.key.Run.Nominal,
@@ -647,8 +647,10 @@ func (c *Consumer) completed(ctx context.Context, m *messageRun, done time.Time,
 		return m.fail(StatusFailed, fmt.Errorf("complete %s attempt %d: %w", d.key, attempt, err))
 	}
 	m.out.TickToDone = done.Sub(d.key.Run.Nominal)
-	m.log.DebugContext(ctx, "item succeeded", slog.String("phase", "process"), slog.Int("attempt", attempt),
-		slog.Duration("processing", m.out.Processing), slog.Duration("tick_to_done", m.out.TickToDone))
+	if m.log.Enabled(ctx, slog.LevelDebug) { // the attributes cost allocations, for every item
+		m.log.DebugContext(ctx, "item succeeded", slog.String("phase", "process"), slog.Int("attempt", attempt),
+			slog.Duration("processing", m.out.Processing), slog.Duration("tick_to_done", m.out.TickToDone))
+	}
 	if err := c.fanIn(ctx, d, ledger.ItemSucceeded, true); err != nil {
 		return m.fail(StatusSucceeded, err)
 	}

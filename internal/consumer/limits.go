@@ -27,20 +27,34 @@ var ErrNoRateLimits = errors.New("no rate limit store")
 // held under one holder name until the message's run ends (freeAll), and
 // renewed to the claim's new end by each heartbeat (renew).
 type taskLimiter struct {
-	store  ratelimit.Store
-	job    baton.Job
-	now    func() time.Time
-	holder string
-	log    *slog.Logger // the message's; nil: none
+	store ratelimit.Store
+	job   baton.Job
+	now   func() time.Time
+	owner string
+	key   ledger.ItemKey
+	log   *slog.Logger // the message's; nil: none
+
+	// holder is the name the slots are held under (holderName): made
+	// once a limit is taken, not for every item.
+	holderOnce sync.Once
+	holder     string
 
 	mu    sync.Mutex
 	until time.Time      // the end of the holds: the item's lease
 	held  map[string]int // in-flight limit → slot held
 }
 
-func newTaskLimiter(c *Consumer, job baton.Job, key string, until time.Time) *taskLimiter {
-	return &taskLimiter{store: c.RateLimits, job: job, now: c.now, until: until,
-		holder: c.Owner + "/" + key + "/" + strconv.FormatUint(rand.Uint64(), 36)}
+func newTaskLimiter(c *Consumer, job baton.Job, key ledger.ItemKey, until time.Time) *taskLimiter {
+	return &taskLimiter{store: c.RateLimits, job: job, now: c.now, until: until, owner: c.Owner, key: key}
+}
+
+// holderName is the name of the limiter's holds:
+// <owner>/<item key>/<random>, the same for all of them.
+func (l *taskLimiter) holderName() string {
+	l.holderOnce.Do(func() {
+		l.holder = l.owner + "/" + l.key.String() + "/" + strconv.FormatUint(rand.Uint64(), 36)
+	})
+	return l.holder
 }
 
 // HolderItem reads the item key and the consumer's owner out of the
@@ -144,7 +158,7 @@ func (l *taskLimiter) wait(ctx context.Context, name, key string, keyed bool) er
 	if have {
 		return nil // the item holds a slot of it already
 	}
-	slot, err := lm.Acquire(ctx, ratelimit.Limit{Name: record, InFlight: r.InFlight}, l.holder, l.holdUntil)
+	slot, err := lm.Acquire(ctx, ratelimit.Limit{Name: record, InFlight: r.InFlight}, l.holderName(), l.holdUntil)
 	if err != nil {
 		return err
 	}
@@ -176,7 +190,7 @@ func (l *taskLimiter) renew(ctx context.Context, until time.Time) error {
 	now := l.now()
 	var errs []error
 	for name, slot := range held {
-		err := l.store.Hold(ctx, ratelimit.SlotParams{Name: name, Slot: slot, Holder: l.holder, Until: until, Now: now})
+		err := l.store.Hold(ctx, ratelimit.SlotParams{Name: name, Slot: slot, Holder: l.holderName(), Until: until, Now: now})
 		if err != nil {
 			errs = append(errs, fmt.Errorf("rate limit %s: renew slot %d: %w", name, slot, err))
 		}
@@ -192,7 +206,7 @@ func (l *taskLimiter) freeAll(ctx context.Context, log *slog.Logger) {
 	l.held = nil
 	l.mu.Unlock()
 	for name, slot := range held {
-		err := l.store.Free(ctx, ratelimit.SlotParams{Name: name, Slot: slot, Holder: l.holder})
+		err := l.store.Free(ctx, ratelimit.SlotParams{Name: name, Slot: slot, Holder: l.holderName()})
 		if err != nil {
 			log.WarnContext(ctx, "rate limit slot not freed: it comes back when its hold runs out",
 				slog.String("rate_limit", name), slog.Int("slot", slot), slog.Any("error", err))
