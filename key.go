@@ -111,7 +111,8 @@ func ParseRunID(s string) (RunID, error) {
 	id := RunID{Job: job, Nominal: nominal, Generation: gen}
 	var buf [96]byte
 	if c := id.appendTo(buf[:0]); string(c) != s {
-		return RunID{}, fmt.Errorf("invalid run id %s: not canonical, want %s (UTC, whole seconds, Z)", quote(s), c)
+		want := string(c) // c is not passed on: buf stays on the stack
+		return RunID{}, fmt.Errorf("invalid run id %s: not canonical, want %s (UTC, whole seconds, Z)", quote(s), want)
 	}
 	return id, nil
 }

@@ -11,7 +11,6 @@ import (
 	"golang.org/x/sync/errgroup"
 
 	"github.com/batonhq/baton/internal/fanin"
-	"github.com/batonhq/baton/internal/jobspec"
 	"github.com/batonhq/baton/internal/ledger"
 )
 
@@ -163,7 +162,22 @@ const runCacheMax = 1024
 // each for runCacheTTL. Safe for concurrent use; the zero value is empty.
 type RunCache struct {
 	mu   sync.Mutex
-	runs map[string]cachedRun
+	runs map[tickRef]cachedRun
+}
+
+// tickRef is the tick of a run id, as jobspec.TickKey names it (a
+// submission's, whatever its nominal time; else the job's at the
+// nominal second), without building that name for every message.
+type tickRef struct {
+	job, submission string
+	second          int64
+}
+
+func tickOf(id ledger.RunID) tickRef {
+	if id.Submission != "" {
+		return tickRef{job: id.Job, submission: id.Submission}
+	}
+	return tickRef{job: id.Job, second: id.Nominal.Unix()}
 }
 
 type cachedRun struct {
@@ -179,7 +193,7 @@ func (rc *RunCache) get(ctx context.Context, l ledger.Store, id ledger.RunID, no
 		return rc.read(ctx, l, id, now)
 	}
 	rc.mu.Lock()
-	e, ok := rc.runs[jobspec.TickKey(id)]
+	e, ok := rc.runs[tickOf(id)]
 	rc.mu.Unlock()
 	if ok && now.Sub(e.readAt) < runCacheTTL && !now.Before(e.readAt) {
 		return e.run, true, nil
@@ -196,9 +210,9 @@ func (rc *RunCache) read(ctx context.Context, l ledger.Store, id ledger.RunID, n
 	rc.mu.Lock()
 	defer rc.mu.Unlock()
 	if rc.runs == nil || len(rc.runs) >= runCacheMax {
-		rc.runs = make(map[string]cachedRun)
+		rc.runs = make(map[tickRef]cachedRun)
 	}
-	rc.runs[jobspec.TickKey(id)] = cachedRun{run: run, readAt: now}
+	rc.runs[tickOf(id)] = cachedRun{run: run, readAt: now}
 	return run, false, nil
 }
 
@@ -269,8 +283,13 @@ func (c *Consumer) settleEnded(ctx context.Context, ms []*messageRun, parallel i
 	}
 	var keys []groupKey
 	groups := map[groupKey][]*messageRun{}
+	var last ledger.RunID // and run, its text: a batch's items are mostly of one run
+	run := ""
 	for _, m := range ms {
-		k := groupKey{run: m.d.key.Run.String(), page: -1}
+		if id := m.d.key.Run; run == "" || id != last {
+			last, run = id, id.String()
+		}
+		k := groupKey{run: run, page: -1}
 		if m.page != nil {
 			k.page = m.page.Index
 		}

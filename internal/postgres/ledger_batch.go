@@ -43,6 +43,9 @@ func finishWrite(op string, key ledger.ItemKey, after func(ledger.Item) error, i
 	if err == nil && after != nil {
 		err = after(it)
 	}
+	if err == nil {
+		return it, nil // before wrapLedger, which would box key for nothing
+	}
 	return it, wrapLedger(op, key, err)
 }
 

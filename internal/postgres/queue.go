@@ -259,12 +259,24 @@ func (q *Queue) receiveOnce(ctx context.Context, max int, visibility time.Durati
 			id, sentAt           int64
 			count                int
 		}
-		rows, err := queryAll(ctx, q.db, sqlReceive, []any{q.name, at, max - len(out), at + int64(visibility), prefix, seen},
-			func(rows pgx.Rows) (row, error) {
-				var r row
-				err := rows.Scan(&r.kind, &r.id, &r.receipt, &r.body, &r.attrs, &r.sentAt, &r.count)
-				return r, err
-			})
+		var rows []row
+		err := q.db.retry(ctx, nil, func() error {
+			rs, err := q.db.pool.Query(ctx, sqlReceive, q.name, at, max-len(out), at+int64(visibility), prefix, seen)
+			if err != nil {
+				return err
+			}
+			defer rs.Close()
+			rows = rows[:0]
+			var r row // every row scanned into the same destinations
+			dest := []any{&r.kind, &r.id, &r.receipt, &r.body, &r.attrs, &r.sentAt, &r.count}
+			for rs.Next() {
+				if err := rs.Scan(dest...); err != nil {
+					return err
+				}
+				rows = append(rows, r)
+			}
+			return rs.Err()
+		})
 		if err != nil {
 			return nil, fmt.Errorf("receive from %s: %w", q.name, translate(err))
 		}
@@ -335,11 +347,15 @@ func (q *Queue) DeleteBatch(ctx context.Context, handles []string) error {
 			if err != nil {
 				return err
 			}
-			receipts, err := pgx.CollectRows(rows, pgx.RowTo[string])
-			for _, r := range receipts {
-				deleted[r] = true
+			defer rows.Close()
+			var receipt string
+			for rows.Next() {
+				if err := rows.Scan(&receipt); err != nil {
+					return err
+				}
+				deleted[receipt] = true
 			}
-			return err
+			return rows.Err()
 		})
 		if err != nil {
 			return fmt.Errorf("delete batch from %s: %w", q.name, translate(err))
