@@ -53,7 +53,7 @@ func validObject(b []byte, known []string) (fields map[string]json.RawMessage, o
 			i = skipSpace(b, i+1)
 		}
 		end := skipString(b, i)
-		key, ok := unquoteKey(b[i:end])
+		key, ok := unquoteKey(b[i:end], known)
 		if !ok {
 			return nil, false, nil
 		}
@@ -130,8 +130,8 @@ func skipValue(b []byte, i int) int {
 
 // unquoteKey is the text of the valid JSON string raw (quotes included),
 // as the decoder reads it: escapes, and bytes that are not UTF-8, are
-// left to encoding/json.
-func unquoteKey(raw []byte) (string, bool) {
+// left to encoding/json. A key of known is that string (no copy).
+func unquoteKey(raw []byte, known []string) (string, bool) {
 	plain := true
 	for _, c := range raw {
 		if c == '\\' || c >= utf8.RuneSelf {
@@ -140,7 +140,13 @@ func unquoteKey(raw []byte) (string, bool) {
 		}
 	}
 	if plain {
-		return string(raw[1 : len(raw)-1]), true
+		text := raw[1 : len(raw)-1]
+		for _, k := range known {
+			if string(text) == k {
+				return k, true
+			}
+		}
+		return string(text), true
 	}
 	var key string
 	if err := json.Unmarshal(raw, &key); err != nil {
