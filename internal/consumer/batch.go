@@ -156,19 +156,24 @@ func (c *Consumer) recordInWave(ctx context.Context, m *messageRun, result []byt
 
 // completer gathers the completions of a wave's items and writes them in
 // one call (ledger.BatchCompleter) once every member has either submitted
-// its completion or dropped out.
+// its completion or dropped out. That write happens once at most: the
+// last member to submit or drop out makes it.
 type completer struct {
 	one   ledger.Store
 	batch ledger.BatchCompleter
 
 	mu      sync.Mutex
-	left    int // members that have neither submitted nor dropped out
+	left    int                 // members that have neither submitted nor dropped out
+	slots   []pendingCompletion // the members' submissions, one allocation for the wave
 	pending []*pendingCompletion
+	// flushed is closed once the wave's completions are written, each
+	// pending one's outcome set.
+	flushed chan struct{}
 }
 
 type pendingCompletion struct {
-	p    ledger.CompleteParams
-	done chan ledger.Outcome // buffered: the flush never waits for its reader
+	p   ledger.CompleteParams
+	out ledger.Outcome // set by the flush, before flushed is closed
 }
 
 // newCompleter returns the completer of a wave of members claimed items,
@@ -179,7 +184,8 @@ func (c *Consumer) newCompleter(members int) *completer {
 	if !ok || members < 2 {
 		return nil
 	}
-	return &completer{one: c.Ledger, batch: bc, left: members}
+	return &completer{one: c.Ledger, batch: bc, left: members,
+		slots: make([]pendingCompletion, 0, members), pending: make([]*pendingCompletion, 0, members), flushed: make(chan struct{})}
 }
 
 // drop says a member will not submit a completion. Safe on nil.
@@ -209,19 +215,28 @@ func (cp *completer) takeLocked() []*pendingCompletion {
 // other completions once every member has submitted or dropped out, or
 // alone when that has not happened within wait.
 func (cp *completer) complete(ctx context.Context, p ledger.CompleteParams, wait time.Duration) (ledger.Item, error) {
-	pc := &pendingCompletion{p: p, done: make(chan ledger.Outcome, 1)}
 	cp.mu.Lock()
+	var pc *pendingCompletion
+	if len(cp.slots) < cap(cp.slots) { // a slot per member: never appended past
+		cp.slots = append(cp.slots, pendingCompletion{p: p})
+		pc = &cp.slots[len(cp.slots)-1]
+	} else {
+		pc = &pendingCompletion{p: p}
+	}
 	cp.pending = append(cp.pending, pc)
 	cp.left--
 	batch := cp.takeLocked()
 	cp.mu.Unlock()
-	cp.flush(ctx, batch)
+	if batch != nil { // the last: this completion is among those written now
+		cp.flush(ctx, batch)
+		return pc.out.Item, pc.out.Err
+	}
 
 	t := time.NewTimer(wait)
 	defer t.Stop()
 	select {
-	case o := <-pc.done:
-		return o.Item, o.Err
+	case <-cp.flushed:
+		return pc.out.Item, pc.out.Err
 	case <-t.C:
 	}
 	cp.mu.Lock()
@@ -233,26 +248,28 @@ func (cp *completer) complete(ctx context.Context, p ledger.CompleteParams, wait
 		}
 	}
 	cp.mu.Unlock()
-	o := <-pc.done // taken by a flush meanwhile
-	return o.Item, o.Err
+	<-cp.flushed // taken by a flush meanwhile
+	return pc.out.Item, pc.out.Err
 }
 
-// flush writes batch's completions and hands each its outcome.
+// flush writes batch's completions, sets each its outcome and closes
+// flushed. Called once at most (see completer), with nil meanwhile.
 func (cp *completer) flush(ctx context.Context, batch []*pendingCompletion) {
 	switch len(batch) {
 	case 0:
 		return
 	case 1:
 		it, err := cp.one.Complete(ctx, batch[0].p)
-		batch[0].done <- ledger.Outcome{Item: it, Err: err}
-		return
+		batch[0].out = ledger.Outcome{Item: it, Err: err}
+	default:
+		ps := make([]ledger.CompleteParams, len(batch))
+		for i, pc := range batch {
+			ps[i] = pc.p
+		}
+		outs := cp.batch.CompleteBatch(ctx, ps)
+		for i, pc := range batch {
+			pc.out = outs[i]
+		}
 	}
-	ps := make([]ledger.CompleteParams, len(batch))
-	for i, pc := range batch {
-		ps[i] = pc.p
-	}
-	outs := cp.batch.CompleteBatch(ctx, ps)
-	for i, pc := range batch {
-		pc.done <- outs[i]
-	}
+	close(cp.flushed)
 }
