@@ -271,6 +271,15 @@ func (c *Consumer) now() time.Time {
 	return time.Now()
 }
 
+// nowFunc is the consumer's clock as a function: the same as now, without
+// the allocation of the method value c.now.
+func (c *Consumer) nowFunc() func() time.Time {
+	if c.NowFunc != nil {
+		return c.NowFunc
+	}
+	return time.Now
+}
+
 func (c *Consumer) logger() *slog.Logger {
 	if c.Logger != nil {
 		return c.Logger

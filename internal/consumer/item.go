@@ -544,7 +544,7 @@ func (c *Consumer) process(ctx context.Context, m *messageRun) (result []byte, d
 	task := baton.Task{
 		Key: d.key, Asset: d.key.Asset, Nominal: d.key.Run.Nominal,
 		Attempt: item.Attempt, Fence: d.msg.Fence, Inputs: m.inputs, Payload: m.payload, Parent: m.parent,
-		Effects: effect.Bind(c.Effects, d.key.Run.Job, d.key.Run.Generation, item.Attempt, c.now),
+		Effects: effect.Bind(c.Effects, d.key.Run.Job, d.key.Run.Generation, item.Attempt, c.nowFunc()),
 		Claim:   cl,
 		Limiter: m.limits,
 		Runs:    runReader{ledger: c.Ledger, jobs: c.Jobs},

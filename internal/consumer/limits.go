@@ -45,7 +45,7 @@ type taskLimiter struct {
 }
 
 func newTaskLimiter(c *Consumer, job baton.Job, key ledger.ItemKey, until time.Time) *taskLimiter {
-	return &taskLimiter{store: c.RateLimits, job: job, now: c.now, until: until, owner: c.Owner, key: key}
+	return &taskLimiter{store: c.RateLimits, job: job, now: c.nowFunc(), until: until, owner: c.Owner, key: key}
 }
 
 // holderName is the name of the limiter's holds:
