@@ -35,17 +35,21 @@ type taskClaim struct {
 	log     *slog.Logger
 	limits  *taskLimiter // its in-flight slots follow the claim's end
 
-	every time.Duration // how often the claim is checked (checkLoop)
+	every time.Duration // how often the claim is checked (check)
 
 	mu        sync.Mutex
-	until     time.Time   // the claim's expiry, as written
-	contacted time.Time   // last write or check of the claim (time package clock)
-	expiry    *time.Timer // ends the context at until
-	armed     int         // generation of expiry: a stale timer's func does nothing
-	ended     error       // the cause the context was cancelled with; nil while live
-	check     *time.Timer // runs the next check (checkLoop)
-	stopped   bool        // the processor returned: no check starts any more
-	checks    sync.WaitGroup
+	until     time.Time // the claim's expiry, as written
+	contacted time.Time // last write or check of the claim (time package clock)
+	// One timer per claim, at the earlier of expireAt, when the context
+	// ends unless a heartbeat renewed the claim, and checkAt, when the
+	// next check is due (both on the time package clock; a zero checkAt:
+	// no more checks).
+	timer    *time.Timer
+	expireAt time.Time
+	checkAt  time.Time
+	ended    error // the cause the context was cancelled with; nil while live
+	stopped  bool  // the processor returned: nothing starts any more
+	checks   sync.WaitGroup
 }
 
 var _ baton.Claim = (*taskClaim)(nil)
@@ -70,16 +74,16 @@ func (c *Consumer) startClaim(ctx context.Context, m *messageRun) (*taskClaim, c
 		pctx, stopDeadline = context.WithDeadline(pctx, time.Now().Add(cl.hardEnd.Sub(m.now)))
 	}
 	cl.mu.Lock()
+	// The checks and the expiry share a timer, and no goroutine waits
+	// for them: most processors return before the first check.
+	cl.checkAt = time.Now().Add(cl.every)
+	cl.timer = time.AfterFunc(cl.every, func() { cl.fire(ctx) })
 	cl.arm(m.leaseUntil.Sub(m.now))
-	// The checks run on a timer of their own, not a goroutine waiting
-	// for them: most processors return before the first.
-	cl.check = time.AfterFunc(cl.every, func() { cl.checkLoop(ctx) })
 	cl.mu.Unlock()
 	return cl, pctx, func() {
 		cl.mu.Lock()
 		cl.stopped = true
-		cl.check.Stop()
-		cl.expiry.Stop()
+		cl.timer.Stop()
 		cl.mu.Unlock()
 		cl.checks.Wait() // a check under way ends first
 		stopDeadline()
@@ -87,22 +91,70 @@ func (c *Consumer) startClaim(ctx context.Context, m *messageRun) (*taskClaim, c
 	}
 }
 
-// arm (re)starts the expiry timer for d from now. Callers hold mu.
+// arm (re)starts the expiry for d from now. Callers hold mu.
 func (cl *taskClaim) arm(d time.Duration) {
-	if cl.expiry != nil {
-		cl.expiry.Stop()
+	cl.expireAt = time.Now().Add(d)
+	cl.resetLocked(time.Now())
+}
+
+// resetLocked sets the timer for the earlier of the expiry and the next
+// check, unless the processor returned or the claim ended. Callers hold
+// mu.
+func (cl *taskClaim) resetLocked(now time.Time) {
+	if cl.stopped || cl.ended != nil {
+		return
 	}
-	cl.armed++
-	gen, until := cl.armed, cl.until
-	cl.expiry = time.AfterFunc(d, func() {
-		cl.mu.Lock()
-		defer cl.mu.Unlock()
-		if gen != cl.armed {
-			return // renewed meanwhile
-		}
+	next := cl.expireAt
+	if !cl.checkAt.IsZero() && cl.checkAt.Before(next) {
+		next = cl.checkAt
+	}
+	cl.timer.Reset(next.Sub(now))
+}
+
+// fire runs when the timer does: it ends the context once the expiry has
+// come (the lease ran out without a heartbeat), else checks the claim
+// when a check is due (check), and sets the timer again.
+func (cl *taskClaim) fire(ctx context.Context) {
+	cl.mu.Lock()
+	now := time.Now()
+	switch {
+	case cl.stopped || cl.ended != nil:
+		cl.mu.Unlock()
+		return
+	case !now.Before(cl.expireAt):
 		cl.endLocked(fmt.Errorf("%s attempt %d: claim ended at %s without a heartbeat: %w",
-			cl.key, cl.attempt, until.UTC().Format(time.RFC3339Nano), context.DeadlineExceeded))
-	})
+			cl.key, cl.attempt, cl.until.UTC().Format(time.RFC3339Nano), context.DeadlineExceeded))
+		cl.mu.Unlock()
+		return
+	case cl.checkAt.IsZero() || now.Before(cl.checkAt): // renewed meanwhile
+		cl.resetLocked(now)
+		cl.mu.Unlock()
+		return
+	}
+	// A check is due; the next one every third of the lease after the
+	// first, the ones overtaken skipped (as a ticker's).
+	for !cl.checkAt.After(now) {
+		cl.checkAt = cl.checkAt.Add(cl.every)
+	}
+	if ctx.Err() != nil { // the item's context is done: no more checks
+		cl.checkAt = time.Time{}
+		cl.resetLocked(now)
+		cl.mu.Unlock()
+		return
+	}
+	if now.Sub(cl.contacted) < cl.every { // a heartbeat wrote it meanwhile
+		cl.resetLocked(now)
+		cl.mu.Unlock()
+		return
+	}
+	cl.checks.Add(1)
+	cl.mu.Unlock()
+	defer cl.checks.Done()
+	if cl.check(ctx) {
+		cl.mu.Lock()
+		cl.resetLocked(time.Now())
+		cl.mu.Unlock()
+	}
 }
 
 // end cancels the processor's context with cause, once, and returns the
@@ -203,47 +255,22 @@ func (cl *taskClaim) judge(it ledger.Item, err error) error {
 	return cause
 }
 
-// checkLoop reads the item every third of its lease while the processor
-// runs, unless a heartbeat wrote it meanwhile, so that a cancel or a
-// takeover reaches a processor that never calls Heartbeat. It is one
-// round of that loop, run by the check timer, which it sets again for
-// the next unless the processor returned, ctx is done or the claim ended.
-func (cl *taskClaim) checkLoop(ctx context.Context) {
-	cl.mu.Lock()
-	if cl.stopped || cl.ended != nil || ctx.Err() != nil {
-		cl.mu.Unlock()
-		return
-	}
-	if time.Since(cl.contacted) < cl.every { // a heartbeat wrote it meanwhile
-		cl.check.Reset(cl.every)
-		cl.mu.Unlock()
-		return
-	}
-	cl.checks.Add(1)
-	cl.mu.Unlock()
-	defer cl.checks.Done()
+// check reads the item, every third of its lease while the processor
+// runs unless a heartbeat wrote it meanwhile (fire), so that a cancel or
+// a takeover reaches a processor that never calls Heartbeat. It reports
+// whether the claim goes on (false: it ended the context).
+func (cl *taskClaim) check(ctx context.Context) bool {
 	it, err := cl.c.Ledger.GetItem(ctx, cl.key)
 	if err != nil && !errors.Is(err, ledger.ErrNotFound) {
 		cl.log.WarnContext(ctx, "claim check failed", slog.String("phase", "heartbeat"), slog.Any("error", err))
-		cl.again()
-		return
+		return true
 	}
 	cl.mu.Lock()
 	cl.contacted = time.Now()
 	cl.mu.Unlock()
 	if cause := cl.judge(it, err); cause != nil {
 		cl.log.InfoContext(ctx, "claim ended while the processor ran", slog.String("phase", "heartbeat"), slog.Any("cause", cause))
-		return
+		return false
 	}
-	cl.again()
-}
-
-// again sets the check timer for the next check, unless the processor
-// returned.
-func (cl *taskClaim) again() {
-	cl.mu.Lock()
-	defer cl.mu.Unlock()
-	if !cl.stopped {
-		cl.check.Reset(cl.every)
-	}
+	return true
 }
