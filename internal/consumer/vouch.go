@@ -159,10 +159,21 @@ const runCacheTTL = time.Second
 const runCacheMax = 1024
 
 // RunCache keeps the runs a consumer read to vouch for messages, by tick,
-// each for runCacheTTL. Safe for concurrent use; the zero value is empty.
+// each for runCacheTTL. A tick's run is read once for the messages that
+// ask for it while it is being read (a wave's gates run at once). Safe
+// for concurrent use; the zero value is empty.
 type RunCache struct {
-	mu   sync.Mutex
-	runs map[tickRef]cachedRun
+	mu      sync.Mutex
+	runs    map[tickRef]cachedRun
+	reading map[tickRef]*runRead // the reads under way
+}
+
+// runRead is a read of a tick's run under way: done is closed once run
+// and err are set.
+type runRead struct {
+	done chan struct{}
+	run  ledger.Run
+	err  error
 }
 
 // tickRef is the tick of a run id, as jobspec.TickKey names it (a
@@ -186,19 +197,47 @@ type cachedRun struct {
 }
 
 // get returns the tick's run: the cached record when it was read less than
-// runCacheTTL before now (cached true), else a fresh read. A nil cache
-// always reads.
+// runCacheTTL before now, or one read meanwhile for another message
+// (cached true: either may predate the message), else a fresh read. A
+// nil cache always reads.
 func (rc *RunCache) get(ctx context.Context, l ledger.Store, id ledger.RunID, now time.Time) (ledger.Run, bool, error) {
 	if rc == nil {
 		return rc.read(ctx, l, id, now)
 	}
+	t := tickOf(id)
 	rc.mu.Lock()
-	e, ok := rc.runs[tickOf(id)]
-	rc.mu.Unlock()
-	if ok && now.Sub(e.readAt) < runCacheTTL && !now.Before(e.readAt) {
+	if e, ok := rc.runs[t]; ok && now.Sub(e.readAt) < runCacheTTL && !now.Before(e.readAt) {
+		rc.mu.Unlock()
 		return e.run, true, nil
 	}
-	return rc.read(ctx, l, id, now)
+	if r := rc.reading[t]; r != nil {
+		rc.mu.Unlock()
+		select {
+		case <-r.done:
+		case <-ctx.Done():
+			return ledger.Run{}, false, ctx.Err()
+		}
+		if r.err != nil { // that read's error: this message reads for itself
+			return rc.read(ctx, l, id, now)
+		}
+		return r.run, true, nil
+	}
+	r := &runRead{done: make(chan struct{})}
+	if rc.reading == nil {
+		rc.reading = make(map[tickRef]*runRead)
+	}
+	rc.reading[t] = r
+	rc.mu.Unlock()
+	run, err := ledger.GetRunOf(ctx, l, id)
+	rc.mu.Lock()
+	delete(rc.reading, t)
+	if err == nil {
+		rc.storeLocked(t, run, now)
+	}
+	r.run, r.err = run, err
+	close(r.done)
+	rc.mu.Unlock()
+	return run, false, err
 }
 
 // read reads the tick's run and caches it.
@@ -209,11 +248,16 @@ func (rc *RunCache) read(ctx context.Context, l ledger.Store, id ledger.RunID, n
 	}
 	rc.mu.Lock()
 	defer rc.mu.Unlock()
+	rc.storeLocked(tickOf(id), run, now)
+	return run, false, nil
+}
+
+// storeLocked caches run, the tick t's, read at now. Callers hold mu.
+func (rc *RunCache) storeLocked(t tickRef, run ledger.Run, now time.Time) {
 	if rc.runs == nil || len(rc.runs) >= runCacheMax {
 		rc.runs = make(map[tickRef]cachedRun)
 	}
-	rc.runs[tickOf(id)] = cachedRun{run: run, readAt: now}
-	return run, false, nil
+	rc.runs[t] = cachedRun{run: run, readAt: now}
 }
 
 // settle settles the shard of the message's item, which just ended, and
