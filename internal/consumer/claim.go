@@ -56,7 +56,8 @@ var _ baton.Claim = (*taskClaim)(nil)
 
 // startClaim binds a claim to m's claimed item and returns the processor's
 // context, which ends with the claim, and a stop function to call once the
-// processor returned: it stops the claim's timers and check loop.
+// processor returned: it stops the claim's timer and waits for a check
+// under way.
 func (c *Consumer) startClaim(ctx context.Context, m *messageRun) (*taskClaim, context.Context, func()) {
 	d := m.d
 	cl := &taskClaim{
