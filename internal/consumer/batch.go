@@ -52,11 +52,13 @@ func (c *Consumer) runWave(ctx context.Context, deadline time.Time, ds []*delive
 	ctxs := make([]context.Context, len(ds))
 	spans := make([]trace.Span, len(ds))
 	passed := make([]bool, len(ds))
+	runs := make([]messageRun, len(ds)) // one allocation for the wave
 	var wg sync.WaitGroup
 	for i, d := range ds {
 		ctxs[i], spans[i] = c.startItem(ctx, d)
 		wg.Go(func() {
-			ms[i] = c.newRun(deadline, d)
+			ms[i] = &runs[i]
+			c.initRun(ms[i], deadline, d)
 			vs[i], passed[i] = c.gate(ctxs[i], deadline, ms[i])
 		})
 	}

@@ -174,9 +174,11 @@ type MessageOutcome struct {
 func (c *Consumer) Handle(ctx context.Context, deadline time.Time, msgs []queue.Delivery) Result {
 	start := c.now()
 	ds := make([]*delivery, len(msgs))
+	decoded := make([]delivery, len(msgs)) // one allocation for the batch
 	parallel := 1
 	for i, m := range msgs {
-		ds[i] = c.decode(m)
+		ds[i] = &decoded[i]
+		c.decode(ds[i], m)
 		if ds[i].err == nil && ds[i].job.Limits.Concurrency > parallel {
 			parallel = ds[i].job.Limits.Concurrency
 		}

@@ -54,45 +54,44 @@ type verdict struct {
 	delay time.Duration
 }
 
-// decode parses the message and resolves its job and asset.
-func (c *Consumer) decode(d queue.Delivery) *delivery {
-	out := &delivery{d: d}
+// decode parses the message d and resolves its job and asset, into out.
+func (c *Consumer) decode(out *delivery, d queue.Delivery) {
+	*out = delivery{d: d}
 	msg, key, err := message.DecodeKey(d.Body)
 	if err != nil {
 		out.err = fmt.Errorf("message %s: %w", d.MessageID, err)
-		return out
+		return
 	}
 	out.msg, out.key = msg, key
 	j, err := c.Jobs.Lookup(key.Run.Job)
 	if err != nil {
 		out.err = fmt.Errorf("message %s (key %s): %w", d.MessageID, msg.Key, err)
-		return out
+		return
 	}
 	paged := jobspec.RunTime(j) || key.Run.Submitted() // the run's items are its stored pages
 	switch {
 	case paged && msg.IsShard() && !msg.PageShard():
 		out.err = fmt.Errorf("message %s (key %s): %w: the run's items are a stored list (a run-time list or a submission), and a shard message (version %d) names positions of a catalog, which the run has not",
 			d.MessageID, msg.Key, message.ErrMalformed, msg.Version)
-		return out
+		return
 	case !paged && msg.PageShard():
 		out.err = fmt.Errorf("message %s (key %s): %w: job %s has constant items, and the message is a page shard of a stored item list (version %d)",
 			d.MessageID, msg.Key, message.ErrMalformed, j.Name, msg.Version)
-		return out
+		return
 	case paged && !msg.Paged() && !msg.PageShard():
 		out.err = fmt.Errorf("message %s (key %s): %w: the run's items are a stored list (a run-time list or a submission), and the message names no page of it (version %d)",
 			d.MessageID, msg.Key, message.ErrMalformed, msg.Version)
-		return out
+		return
 	case !paged && msg.Paged():
 		out.err = fmt.Errorf("message %s (key %s): %w: job %s has constant items, and the message names a page of a stored item list",
 			d.MessageID, msg.Key, message.ErrMalformed, j.Name)
-		return out
+		return
 	case !paged && !j.HasItem(key.Asset):
 		out.err = fmt.Errorf("message %s (key %s): %w: job %s has no asset or derived item %q",
 			d.MessageID, msg.Key, ErrUnknownAsset, j.Name, key.Asset)
-		return out
+		return
 	}
 	out.job = j
-	return out
 }
 
 // ErrUnknownAsset matches the error for a message whose asset is neither in
@@ -254,7 +253,14 @@ func (c *Consumer) run(ctx context.Context, deadline time.Time, d *delivery) ver
 
 // newRun starts d's way through run's steps, now.
 func (c *Consumer) newRun(deadline time.Time, d *delivery) *messageRun {
-	m := &messageRun{
+	m := &messageRun{}
+	c.initRun(m, deadline, d)
+	return m
+}
+
+// initRun is newRun into m (a wave's runs are allocated together).
+func (c *Consumer) initRun(m *messageRun, deadline time.Time, d *delivery) {
+	*m = messageRun{
 		d:   d,
 		out: MessageOutcome{MessageID: d.d.MessageID, Key: d.msg.Key, Asset: d.key.Asset, Fence: d.msg.Fence},
 		log: c.itemLogger(d),
@@ -263,7 +269,6 @@ func (c *Consumer) newRun(deadline time.Time, d *delivery) *messageRun {
 	if !deadline.IsZero() {
 		m.hardEnd = deadline.Add(-d.job.Limits.DeadlineMargin)
 	}
-	return m
 }
 
 // itemLogger is the logger of d's steps: the consumer's, with the
