@@ -232,7 +232,7 @@ func (s *LedgerStore) itemWrites(ctx context.Context, bw batchWrites, set func(o
 		// scan sets every column, and Item copies the row out.
 		var ref itemRef
 		var r sqlstore.ItemRow
-		dest := append([]any{&ref.run}, r.Dest()...)
+		dest := scanInPlace(append([]any{&ref.run}, r.Dest()...))
 		for range stmts {
 			rows, err := br.Query()
 			if err != nil {

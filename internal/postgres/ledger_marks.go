@@ -37,7 +37,7 @@ func (s *LedgerStore) ListItemRange(ctx context.Context, run ledger.RunID, first
 func collectItems(rows pgx.Rows, run ledger.RunID) ([]ledger.Item, error) {
 	defer rows.Close()
 	var r sqlstore.ItemRow
-	dest := r.Dest()
+	dest := scanInPlace(r.Dest())
 	var items []ledger.Item
 	for rows.Next() {
 		if err := rows.Scan(dest...); err != nil {

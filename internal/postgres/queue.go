@@ -268,7 +268,7 @@ func (q *Queue) receiveOnce(ctx context.Context, max int, visibility time.Durati
 			defer rs.Close()
 			rows = rows[:0]
 			var r row // every row scanned into the same destinations
-			dest := []any{&r.kind, &r.id, &r.receipt, &r.body, &r.attrs, &r.sentAt, &r.count}
+			dest := scanInPlace([]any{&r.kind, &r.id, &r.receipt, &r.body, &r.attrs, &r.sentAt, &r.count})
 			for rs.Next() {
 				if err := rs.Scan(dest...); err != nil {
 					return err
