@@ -338,7 +338,7 @@ func (q *Queue) DeleteBatch(ctx context.Context, handles []string) error {
 		return fmt.Errorf("delete batch from %s: %w", q.name, err)
 	}
 	ids := sqlstore.ReceiptIDs(handles)
-	deleted := map[string]bool{}
+	deleted := make(map[string]bool, len(handles))
 	var a attempts
 	if len(ids) > 0 {
 		err := q.db.retry(ctx, &a, func() error {
