@@ -59,6 +59,7 @@ import (
 	"fmt"
 	"slices"
 	"strconv"
+	"unicode/utf8"
 
 	"github.com/batonhq/baton/internal/ledger"
 	"github.com/batonhq/baton/internal/queue"
@@ -232,9 +233,12 @@ func DecodeKey(body []byte) (Message, ledger.ItemKey, error) {
 			return Message{}, none, fmt.Errorf("%w: unknown field %s", ErrMalformed, strictjson.Quote(name))
 		}
 	}
-	var m Message
-	if err := json.Unmarshal(body, &m); err != nil {
-		return Message{}, none, fmt.Errorf("%w: body is not a baton item message: %s", ErrMalformed, describe(err))
+	m, plain := plainMessage(fields)
+	if !plain {
+		m = Message{}
+		if err := json.Unmarshal(body, &m); err != nil {
+			return Message{}, none, fmt.Errorf("%w: body is not a baton item message: %s", ErrMalformed, describe(err))
+		}
 	}
 	rawPage, hasPage := fields["page"]
 	if hasPage && string(rawPage) == "null" {
@@ -305,4 +309,85 @@ func (r Range) check(raw json.RawMessage, derived bool) error {
 		return fmt.Errorf(`field "expand": %d items, at most %d`, r.To-r.From, MaxExpand)
 	}
 	return nil
+}
+
+// plainMessage is what json.Unmarshal reads into a Message from a body
+// whose members (fields, as strictjson.Object returns them, every name
+// one of messageFields) are plain: integers for v, fence and page, a
+// string without escapes for key, true or false for derived, and no
+// expand. ok is false for any other body, which Unmarshal reads (and
+// names what is wrong with).
+func plainMessage(fields map[string]json.RawMessage) (m Message, ok bool) {
+	for name, raw := range fields {
+		switch name {
+		case "v":
+			m.Version, ok = plainInt(raw)
+		case "key":
+			m.Key, ok = plainString(raw)
+		case "fence":
+			var f int
+			f, ok = plainInt(raw)
+			m.Fence = int64(f)
+		case "derived":
+			m.Derived, ok = plainBool(raw)
+		case "page":
+			m.Page, ok = plainInt(raw)
+		default:
+			ok = false
+		}
+		if !ok {
+			return Message{}, false
+		}
+	}
+	return m, true
+}
+
+// plainInt reads a JSON integer (digits, maybe a minus) that fits an
+// int64, as an int.
+func plainInt(raw []byte) (int, bool) {
+	if len(raw) == 0 || len(raw) > 19 {
+		return 0, false
+	}
+	digits := raw
+	if digits[0] == '-' {
+		digits = digits[1:]
+	}
+	if len(digits) == 0 {
+		return 0, false
+	}
+	for _, c := range digits {
+		if c < '0' || c > '9' {
+			return 0, false
+		}
+	}
+	n, err := strconv.ParseInt(string(raw), 10, 64)
+	return int(n), err == nil && int64(int(n)) == n
+}
+
+// plainString reads a JSON string without escapes whose bytes are UTF-8.
+func plainString(raw []byte) (string, bool) {
+	if len(raw) < 2 || raw[0] != '"' || raw[len(raw)-1] != '"' {
+		return "", false
+	}
+	text := raw[1 : len(raw)-1]
+	for _, c := range text {
+		if c == '\\' || c == '"' || c < 0x20 {
+			return "", false
+		}
+	}
+	if !utf8.Valid(text) {
+		return "", false
+	}
+	return string(text), true
+}
+
+// plainBool reads true or false.
+func plainBool(raw []byte) (bool, bool) {
+	switch string(raw) {
+	case "true":
+		return true, true
+	case "false":
+		return false, true
+	}
+	return false, false
 }
