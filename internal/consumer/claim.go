@@ -49,6 +49,7 @@ type taskClaim struct {
 	checkAt  time.Time
 	ended    error // the cause the context was cancelled with; nil while live
 	stopped  bool  // the processor returned: nothing starts any more
+	checking bool  // a check is under way: the next one due is skipped
 	checks   sync.WaitGroup
 }
 
@@ -143,19 +144,22 @@ func (cl *taskClaim) fire(ctx context.Context) {
 		cl.mu.Unlock()
 		return
 	}
-	if now.Sub(cl.contacted) < cl.every { // a heartbeat wrote it meanwhile
-		cl.resetLocked(now)
+	// The timer is set again before the check runs, so that a check stuck
+	// on a slow store does not hold the expiry back; a check due while
+	// one is under way is skipped.
+	cl.resetLocked(now)
+	if cl.checking || now.Sub(cl.contacted) < cl.every { // or a heartbeat wrote it meanwhile
 		cl.mu.Unlock()
 		return
 	}
+	cl.checking = true
 	cl.checks.Add(1)
 	cl.mu.Unlock()
 	defer cl.checks.Done()
-	if cl.check(ctx) {
-		cl.mu.Lock()
-		cl.resetLocked(time.Now())
-		cl.mu.Unlock()
-	}
+	cl.check(ctx)
+	cl.mu.Lock()
+	cl.checking = false
+	cl.mu.Unlock()
 }
 
 // end cancels the processor's context with cause, once, and returns the
@@ -258,20 +262,18 @@ func (cl *taskClaim) judge(it ledger.Item, err error) error {
 
 // check reads the item, every third of its lease while the processor
 // runs unless a heartbeat wrote it meanwhile (fire), so that a cancel or
-// a takeover reaches a processor that never calls Heartbeat. It reports
-// whether the claim goes on (false: it ended the context).
-func (cl *taskClaim) check(ctx context.Context) bool {
+// a takeover reaches a processor that never calls Heartbeat: it ends the
+// context when the claim is over (judge).
+func (cl *taskClaim) check(ctx context.Context) {
 	it, err := cl.c.Ledger.GetItem(ctx, cl.key)
 	if err != nil && !errors.Is(err, ledger.ErrNotFound) {
 		cl.log.WarnContext(ctx, "claim check failed", slog.String("phase", "heartbeat"), slog.Any("error", err))
-		return true
+		return
 	}
 	cl.mu.Lock()
 	cl.contacted = time.Now()
 	cl.mu.Unlock()
 	if cause := cl.judge(it, err); cause != nil {
 		cl.log.InfoContext(ctx, "claim ended while the processor ran", slog.String("phase", "heartbeat"), slog.Any("cause", cause))
-		return false
 	}
-	return true
 }

@@ -226,3 +226,61 @@ func TestStaleHeartbeatIsRefused(t *testing.T) {
 		require.Equal(t, taken.LeaseUntil, it.LeaseUntil, "the stale heartbeat wrote nothing")
 	})
 }
+
+// hangingChecks is a store whose item reads hang, once hang is set, until
+// the caller's context ends or release is closed: a claim check stuck on
+// a slow store.
+type hangingChecks struct {
+	ledger.Store
+	hang    chan struct{} // closed: reads hang from then on
+	release chan struct{}
+}
+
+func (s *hangingChecks) GetItem(ctx context.Context, key baton.ItemKey) (ledger.Item, error) {
+	select {
+	case <-s.hang:
+		select {
+		case <-ctx.Done():
+			return ledger.Item{}, ctx.Err()
+		case <-s.release:
+		}
+	default:
+	}
+	return s.Store.GetItem(ctx, key)
+}
+
+// A claim check stuck on a slow store does not hold the claim's expiry
+// back: the processor's context ends when the lease runs out without a
+// heartbeat, whatever the check is doing.
+func TestClaimExpiresWhileACheckHangs(t *testing.T) {
+	t.Parallel()
+	synctest.Test(t, func(t *testing.T) {
+		b, _ := bubbleSetup(t)
+		lease := b.def.Limits.ItemLease
+		s := &hangingChecks{Store: b.consumer.Ledger, hang: make(chan struct{}), release: make(chan struct{})}
+		b.consumer.Ledger = s
+		type stop struct {
+			at    time.Time
+			cause error
+		}
+		stopped := make(chan stop, 1)
+		b.proc.setOverride(func(ctx context.Context, tk baton.Task) ([]byte, error, bool) {
+			close(s.hang) // the claim's checks hang from now on
+			<-ctx.Done()  // a processor that never heartbeats
+			stopped <- stop{time.Now(), context.Cause(ctx)}
+			return nil, ctx.Err(), true
+		})
+		start := time.Now()
+		res := handleAsync(b, "EURUSD")
+		time.Sleep(2 * lease)
+		var got stop
+		select {
+		case got = <-stopped:
+		default:
+		}
+		close(s.release)
+		<-res
+		require.Equal(t, start.Add(lease), got.at, "at the lease's end, not when the check returned")
+		require.ErrorIs(t, got.cause, context.DeadlineExceeded)
+	})
+}
