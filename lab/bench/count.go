@@ -6,6 +6,7 @@ import (
 	"sync"
 	"time"
 
+	"github.com/batonhq/baton/internal/backend"
 	"github.com/batonhq/baton/internal/lease"
 	"github.com/batonhq/baton/internal/ledger"
 	"github.com/batonhq/baton/internal/queue"
@@ -298,3 +299,14 @@ func (c CountedQueue) MaxBatchSize() int { return queue.BatchLimit(c.Queue) }
 // deleteOnly hides a CountedQueue's DeleteBatch, so that queue.DeleteAll
 // deletes one by one through the counted Delete.
 type deleteOnly struct{ Queue }
+
+// countedBackend returns b with its leases, ledger and queues counted on
+// one new tally: what the SQL engines' call-count rows measure.
+func countedBackend(b backend.Backend) (backend.Backend, *Tally) {
+	tally := &Tally{}
+	b.Leases = CountLeases(b.Leases, tally)
+	b.Ledger = CountLedger(b.Ledger, tally)
+	b.Work = CountedQueue{Queue: b.Work, Tally: tally}
+	b.DeadLetter = CountedQueue{Queue: b.DeadLetter, Tally: tally}
+	return b, tally
+}

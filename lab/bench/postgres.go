@@ -131,12 +131,7 @@ func openPostgres(ctx context.Context, dsn string) (env *Env, err error) {
 	if _, err := pool.Exec(ctx, `INSERT INTO baton_queues (name, created_at) VALUES ($1, 0) ON CONFLICT DO NOTHING`, rawQueue); err != nil {
 		return nil, fmt.Errorf("create raw queue: %w", err)
 	}
-	tally := &Tally{}
-	counted := plain
-	counted.Leases = CountLeases(plain.Leases, tally)
-	counted.Ledger = CountLedger(plain.Ledger, tally)
-	counted.Work = CountedQueue{Queue: plain.Work, Tally: tally}
-	counted.DeadLetter = CountedQueue{Queue: plain.DeadLetter, Tally: tally}
+	counted, tally := countedBackend(plain)
 	return &Env{
 		Backend: counted,
 		Calls:   tally,

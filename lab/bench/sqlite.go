@@ -80,12 +80,7 @@ func openSQLite(ctx context.Context, path string) (env *Env, err error) {
 		return nil, fmt.Errorf("prepare raw insert: %w", err)
 	}
 
-	tally := &Tally{}
-	counted := plain
-	counted.Leases = CountLeases(plain.Leases, tally)
-	counted.Ledger = CountLedger(plain.Ledger, tally)
-	counted.Work = CountedQueue{Queue: plain.Work, Tally: tally}
-	counted.DeadLetter = CountedQueue{Queue: plain.DeadLetter, Tally: tally}
+	counted, tally := countedBackend(plain)
 
 	return &Env{
 		Backend: counted,
